@@ -1,0 +1,122 @@
+//===- NormBase.td - norm dialect, enums and attributes ----*- tablegen -*-===//
+//
+// The `norm` dialect describes the normalization layers of a transformer on
+// value-semantics tensors (rows x hidden) and the fused row kernels that the
+// fusion passes form from them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_BASE_TD
+#define NORM_BASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+def Norm_Dialect : Dialect {
+  let name = "norm";
+  let cppNamespace = "::mlir::norm";
+  let summary = "Normalization layers of transformers and their fused kernels";
+  let description = [{
+    The `norm` dialect has two levels.
+
+    *Layer ops* (`norm.rms_norm`, `norm.layer_norm`, `norm.l2_norm`,
+    `norm.group_norm`, `norm.batch_norm_inference`,
+    `norm.batch_norm_training`, `norm.residual_add`, `norm.cast`,
+    `norm.attention`) state what a model computes, on ranked tensors of f32,
+    f16 or bf16 shaped `rows x hidden`: the row count static or dynamic, the
+    hidden size static. Weights, biases and per-channel statistics are 1-D
+    tensors of the hidden size.
+
+    *Kernel ops* (`norm.fused_row`, `norm.qk_norm_prologue`,
+    `norm.column_stats`) each stand for exactly one future GPU kernel. The
+    fusion passes build them; they carry the launch configuration
+    (`#norm.launch`) and, once lowered, a reference to their `gpu.func`.
+
+    `norm.row_allreduce` is the one collective of the kernel programs inside a
+    `gpu.func`; the GPU lowering turns it into warp shuffles and at most one
+    shared-memory exchange, the host lowering into a loop over threads.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasConstantMaterializer = 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Norm_StatisticRms : I32EnumAttrCase<"rms", 0>;
+def Norm_StatisticMeanVar : I32EnumAttrCase<"mean_var", 1>;
+def Norm_StatisticL2 : I32EnumAttrCase<"l2", 2>;
+def Norm_StatisticNone : I32EnumAttrCase<"none", 3>;
+
+def Norm_Statistic : I32EnumAttr<"Statistic",
+    "the per-row statistic a row kernel computes",
+    [Norm_StatisticRms, Norm_StatisticMeanVar, Norm_StatisticL2,
+     Norm_StatisticNone]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::norm";
+}
+
+def Norm_StatisticAttr : EnumAttr<Norm_Dialect, Norm_Statistic, "statistic"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Norm_QKNormRms : I32EnumAttrCase<"rms", 0>;
+def Norm_QKNormL2 : I32EnumAttrCase<"l2", 1>;
+
+def Norm_QKNormKind : I32EnumAttr<"QKNormKind",
+    "the per-head normalization applied to queries and keys",
+    [Norm_QKNormRms, Norm_QKNormL2]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::norm";
+}
+
+def Norm_QKNormKindAttr : EnumAttr<Norm_Dialect, Norm_QKNormKind, "qk_norm"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+//===----------------------------------------------------------------------===//
+// Launch configuration
+//===----------------------------------------------------------------------===//
+
+def Norm_LaunchAttr : AttrDef<Norm_Dialect, "Launch"> {
+  let mnemonic = "launch";
+  let summary = "launch configuration of a row kernel";
+  let description = [{
+    How a row kernel maps rows onto a CTA:
+
+    - `vector`: elements per memory access (1, 2, 4 or 8; at most 16 bytes).
+    - `threads_per_row`: threads that share one row: 1, 2, 4, 8, 16, or a
+      multiple of 32 up to 1024.
+    - `warps`: warps per CTA (1..32). A CTA works on
+      `warps * 32 / threads_per_row` rows at a time.
+    - `rows_per_cta`: rows one CTA handles in all, a multiple of the rows it
+      works on at a time (the CTA loops over the rest).
+
+    The grid is `ceil(rows / rows_per_cta)` CTAs of `warps * 32` threads. The
+    configuration is encoded in the kernel's name so that the runtime can ask
+    for any candidate.
+
+    ```mlir
+    #norm.launch<vector = 8, threads_per_row = 128, warps = 4, rows_per_cta = 1>
+    ```
+  }];
+  let parameters = (ins "int64_t":$vector, "int64_t":$threads_per_row,
+                        "int64_t":$warps, "int64_t":$rows_per_cta);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Threads in one CTA.
+    int64_t getThreadsPerCta() const { return getWarps() * 32; }
+    /// Rows a CTA works on at the same time.
+    int64_t getConcurrentRows() const {
+      return getThreadsPerCta() / getThreadsPerRow();
+    }
+    /// A suffix for kernel names, e.g. `v8_t128_w4_r1`.
+    std::string getMangledSuffix() const;
+  }];
+}
+
+#endif // NORM_BASE_TD

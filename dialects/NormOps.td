@@ -1,0 +1,412 @@
+//===- NormOps.td - norm dialect operations ----------------*- tablegen -*-===//
+
+#ifndef NORM_OPS_TD
+#define NORM_OPS_TD
+
+include "dialects/NormBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/CastInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def Norm_Element : AnyTypeOf<[F32, F16, BF16], "f32, f16 or bf16">;
+// Hidden sizes must be static; the verifiers say so with a precise message
+// instead of a type-constraint failure.
+def Norm_RowTensor : TensorRankOf<[F32, F16, BF16], [2]>;
+def Norm_ParamTensor : TensorRankOf<[F32, F16, BF16], [1]>;
+
+class Norm_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Norm_Dialect, mnemonic, traits>;
+
+// Printed form of an optional 1-D parameter operand: `name(%v : type)`.
+class OptParam<string name> {
+  string format = "(`" # name # "` `(` $" # name # "^ `:` type($" # name # ") `)`)?";
+}
+
+// Printed form of a real attribute, `name(1e-06)`, in its shortest form
+// that parses back to the same double.
+class Real<string keyword, string attr> {
+  string format = "`" # keyword # "` `(` custom<Real>($" # attr # ") `)`";
+}
+class OptReal<string keyword, string attr> {
+  string format = "(`" # keyword # "` `(` custom<Real>($" # attr # ")^ `)`)?";
+}
+
+
+//===----------------------------------------------------------------------===//
+// Layer ops
+//===----------------------------------------------------------------------===//
+
+def Norm_RMSNormOp : Norm_Op<"rms_norm", [Pure]> {
+  let summary = "root-mean-square normalization of each row";
+  let description = [{
+    `y = x / sqrt(mean(x^2) + eps) * (weight + weight_offset)`, per row, with
+    the statistic accumulated in f32. Without a weight the scale is 1.
+    `weight_offset = 1.0` is Gemma's `(1 + w)` form.
+
+    ```mlir
+    %y = norm.rms_norm %x weight(%w : tensor<4096xbf16>) eps(1.0e-06)
+        : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+    ```
+  }];
+  let arguments = (ins Norm_RowTensor:$input, Optional<Norm_ParamTensor>:$weight,
+                       F64Attr:$eps,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_offset);
+  let results = (outs Norm_RowTensor:$result);
+  let assemblyFormat = "$input " # OptParam<"weight">.format # " " # Real<"eps", "eps">.format #
+      " " # OptReal<"offset", "weight_offset">.format #
+      " attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Norm_LayerNormOp : Norm_Op<"layer_norm", [Pure, AttrSizedOperandSegments]> {
+  let summary = "layer normalization of each row";
+  let description = [{
+    `y = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias`, per row, with
+    the biased variance and f32 accumulation. Weight and bias are optional.
+
+    ```mlir
+    %y = norm.layer_norm %x weight(%w : tensor<1024xf16>) bias(%b : tensor<1024xf16>)
+        eps(1.0e-05) : tensor<8x1024xf16> -> tensor<8x1024xf16>
+    ```
+  }];
+  let arguments = (ins Norm_RowTensor:$input, Optional<Norm_ParamTensor>:$weight,
+                       Optional<Norm_ParamTensor>:$bias, F64Attr:$eps);
+  let results = (outs Norm_RowTensor:$result);
+  let assemblyFormat = "$input " # OptParam<"weight">.format # " " #
+      OptParam<"bias">.format # " " # Real<"eps", "eps">.format #
+      " attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Norm_L2NormOp : Norm_Op<"l2_norm", [Pure]> {
+  let summary = "L2 normalization of each row (Gemma 2-style QK-Norm)";
+  let description = [{
+    `y = x / sqrt(sum(x^2) + eps)`, per row: the row projected onto the unit
+    sphere, with `eps` keeping all-zero rows finite.
+
+    ```mlir
+    %y = norm.l2_norm %q eps(1.0e-12) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+    ```
+  }];
+  let arguments = (ins Norm_RowTensor:$input, F64Attr:$eps);
+  let results = (outs Norm_RowTensor:$result);
+  let assemblyFormat = "$input " # Real<"eps", "eps">.format #
+      " attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Norm_GroupNormOp : Norm_Op<"group_norm", [Pure, AttrSizedOperandSegments]> {
+  let summary = "group normalization: layer norm over groups of channels";
+  let description = [{
+    Splits each row's `hidden` channels into `groups` contiguous groups of
+    `hidden / groups` channels, normalizes each group by its own mean and
+    biased variance, then applies the per-channel weight and bias.
+
+    ```mlir
+    %y = norm.group_norm %x weight(%w : tensor<512xf32>) bias(%b : tensor<512xf32>)
+        eps(1.0e-05) {groups = 32 : i64} : tensor<?x512xf32> -> tensor<?x512xf32>
+    ```
+  }];
+  let arguments = (ins Norm_RowTensor:$input, Optional<Norm_ParamTensor>:$weight,
+                       Optional<Norm_ParamTensor>:$bias, I64Attr:$groups,
+                       F64Attr:$eps);
+  let results = (outs Norm_RowTensor:$result);
+  let assemblyFormat = "$input " # OptParam<"weight">.format # " " #
+      OptParam<"bias">.format # " " # Real<"eps", "eps">.format #
+      " attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Norm_BatchNormInferenceOp
+    : Norm_Op<"batch_norm_inference", [Pure, AttrSizedOperandSegments]> {
+  let summary = "batch normalization with running statistics";
+  let description = [{
+    `y = (x - running_mean) / sqrt(running_var + eps) * weight + bias`, with
+    per-channel (per hidden index) statistics; rows are the batch.
+
+    ```mlir
+    %y = norm.batch_norm_inference %x mean(%m : tensor<256xf32>) variance(%v : tensor<256xf32>)
+        eps(1.0e-05) : tensor<?x256xf16> -> tensor<?x256xf16>
+    ```
+  }];
+  let arguments = (ins Norm_RowTensor:$input, Norm_ParamTensor:$mean,
+                       Norm_ParamTensor:$variance,
+                       Optional<Norm_ParamTensor>:$weight,
+                       Optional<Norm_ParamTensor>:$bias, F64Attr:$eps);
+  let results = (outs Norm_RowTensor:$result);
+  let assemblyFormat = [{
+    $input `mean` `(` $mean `:` type($mean) `)`
+    `variance` `(` $variance `:` type($variance) `)` }] #
+    OptParam<"weight">.format # " " # OptParam<"bias">.format # " " # Real<"eps", "eps">.format #
+    " attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Norm_BatchNormTrainingOp
+    : Norm_Op<"batch_norm_training", [Pure, AttrSizedOperandSegments]> {
+  let summary = "batch normalization with statistics of the batch";
+  let description = [{
+    Computes each channel's mean and biased variance over the rows (the
+    batch), normalizes with them and applies weight and bias. Also returns
+    the batch mean and biased variance in f32 (a framework derives its
+    running statistics from them).
+
+    ```mlir
+    %y, %mean, %var = norm.batch_norm_training %x eps(1.0e-05)
+        : tensor<?x256xf32> -> tensor<?x256xf32>, tensor<256xf32>, tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins Norm_RowTensor:$input, Optional<Norm_ParamTensor>:$weight,
+                       Optional<Norm_ParamTensor>:$bias, F64Attr:$eps);
+  let results = (outs Norm_RowTensor:$result, Norm_ParamTensor:$batch_mean,
+                      Norm_ParamTensor:$batch_variance);
+  let assemblyFormat = "$input " # OptParam<"weight">.format # " " #
+      OptParam<"bias">.format # " " # Real<"eps", "eps">.format # " attr-dict `:` type($input) `->` " #
+      "type($result) `,` type($batch_mean) `,` type($batch_variance)";
+  let hasVerifier = 1;
+}
+
+def Norm_ResidualAddOp : Norm_Op<"residual_add", [Pure]> {
+  let summary = "scaled residual add: alpha * x + y";
+  let description = [{
+    `result = alpha * residual + sublayer`, computed in f32 and rounded to
+    the result type, which is the type of `residual`: the residual stream
+    keeps its storage type. `alpha = 1` is the plain residual connection; DeepNorm
+    uses `alpha = (2N)^(1/4)` for N layers (see `norm::getDeepNormConstants`).
+    The operands may have different element types (a residual stream kept in
+    f32 beside a bf16 sublayer output).
+
+    ```mlir
+    %h = norm.residual_add %x, %f alpha(2.0)
+        : tensor<?x4096xbf16>, tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+    ```
+  }];
+  let arguments = (ins Norm_RowTensor:$residual, Norm_RowTensor:$sublayer,
+                       DefaultValuedAttr<F64Attr, "1.0">:$alpha);
+  let results = (outs Norm_RowTensor:$result);
+  let assemblyFormat = "$residual `,` $sublayer " #
+      OptReal<"alpha", "alpha">.format # " attr-dict `:` type($residual) "
+      "`,` type($sublayer) `->` type($result)";
+  let hasVerifier = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Norm_CastOp : Norm_Op<"cast", [Pure,
+    DeclareOpInterfaceMethods<CastOpInterface>]> {
+  let summary = "convert between storage types (round to nearest even)";
+  let description = [{
+    Converts each element between f32, f16 and bf16 with round-to-nearest-
+    even; the shape is unchanged.
+
+    ```mlir
+    %y = norm.cast %x : tensor<?x4096xf32> to tensor<?x4096xbf16>
+    ```
+  }];
+  let arguments = (ins Norm_RowTensor:$input);
+  let results = (outs Norm_RowTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasFolder = 1;
+  let hasVerifier = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Norm_AttentionOp : Norm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
+  let summary = "multi-head attention with an optional QK-Norm prologue";
+  let description = [{
+    `softmax(scale * norm(q) norm(k)^T [+ causal mask]) v` per head, on
+    token-major tensors: `q` is `tokens x (num_heads * head_dim)`, `k` and
+    `v` are `tokens x (num_kv_heads * head_dim)` (grouped-query attention
+    when `num_kv_heads < num_heads`). With `qk_norm` set, each head's query
+    and key rows are normalized first (RMSNorm or L2) with the optional
+    `head_dim`-long weights: the fusion pass
+    `norm-fuse-qk-norm-into-attention` moves separate norms here so that an
+    attention kernel applies them in its prologue.
+
+    ```mlir
+    %o = norm.attention %q, %k, %v q_norm_weight(%wq : tensor<128xbf16>)
+        k_norm_weight(%wk : tensor<128xbf16>)
+        scale(0.08838834764831845) qk_norm_eps(1.0e-06)
+        {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64,
+         causal, qk_norm = #norm.qk_norm<rms>}
+        : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16> -> tensor<?x4096xbf16>
+    ```
+  }];
+  let arguments = (ins Norm_RowTensor:$q, Norm_RowTensor:$k, Norm_RowTensor:$v,
+                       Optional<Norm_ParamTensor>:$q_norm_weight,
+                       Optional<Norm_ParamTensor>:$k_norm_weight,
+                       I64Attr:$num_heads, I64Attr:$num_kv_heads,
+                       I64Attr:$head_dim, UnitAttr:$causal, F64Attr:$scale,
+                       OptionalAttr<Norm_QKNormKindAttr>:$qk_norm,
+                       OptionalAttr<F64Attr>:$qk_norm_eps);
+  let results = (outs Norm_RowTensor:$result);
+  let assemblyFormat = "$q `,` $k `,` $v " # OptParam<"q_norm_weight">.format #
+      " " # OptParam<"k_norm_weight">.format # " " # Real<"scale", "scale">.format #
+      " " # OptReal<"qk_norm_eps", "qk_norm_eps">.format # " attr-dict `:` type($q) `,` "
+      "type($k) `,` type($v) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel ops: one op, one future GPU kernel
+//===----------------------------------------------------------------------===//
+
+def Norm_FusedRowOp : Norm_Op<"fused_row", [Pure, AttrSizedOperandSegments]> {
+  let summary = "one row kernel: prologue, statistic, epilogue";
+  let description = [{
+    The core abstraction of norm-opt: every row-wise normalization is
+
+    ```
+    v    = alpha * input + addend            (prologue; just `input` without an addend)
+    s    = statistic(v)                      (per row, or per group of channels)
+    y    = skip + normalize(v, s) * (weight + weight_offset) + bias
+    ```
+
+    - `input` is the residual stream when there is an `addend` (the operand
+      `alpha` scales, as in `norm.residual_add`). Without `f32_residual`, `v`
+      is rounded to the element type of `input` before the statistic, as the
+      unfused graph rounds its residual sum; with it, the statistic sees the
+      f32 sum. `residual_out` (optional, element type of `input`) stores `v`.
+    - `statistic`: `rms` (`v * rsqrt(mean(v^2) + eps)`), `mean_var`
+      (`(v - mean) * rsqrt(var + eps)`), `l2` (`v * rsqrt(sum(v^2) + eps)`),
+      or `none` (elementwise: `(v - mean) * rsqrt(variance + eps)` with the
+      per-channel `mean`/`variance` operands when given, else `v`).
+    - `groups > 1` computes the statistic over `hidden / groups` contiguous
+      channels (GroupNorm).
+    - `skip` adds a tensor after normalization (Sandwich-Norm: `x + norm(f)`);
+      the normalized value is rounded to the output type before the add, as
+      in the unfused graph.
+    - `output` may have another element type than `input` (a fused cast).
+
+    `launch` is the launch configuration; `kernel` names the `gpu.func` that
+    implements the op once kernels are generated.
+
+    ```mlir
+    %y, %h = norm.fused_row <rms> %x addend(%f : tensor<?x4096xbf16>)
+        weight(%w : tensor<4096xbf16>) eps(1.0e-06)
+        : tensor<?x4096xbf16> -> tensor<?x4096xbf16>, tensor<?x4096xbf16>
+    ```
+  }];
+  let arguments = (ins
+      Norm_RowTensor:$input,
+      Optional<Norm_RowTensor>:$addend,
+      Optional<Norm_RowTensor>:$skip,
+      Optional<Norm_ParamTensor>:$weight,
+      Optional<Norm_ParamTensor>:$bias,
+      Optional<Norm_ParamTensor>:$mean,
+      Optional<Norm_ParamTensor>:$variance,
+      Norm_StatisticAttr:$statistic,
+      F64Attr:$eps,
+      DefaultValuedAttr<F64Attr, "1.0">:$alpha,
+      DefaultValuedAttr<F64Attr, "0.0">:$weight_offset,
+      DefaultValuedAttr<I64Attr, "1">:$groups,
+      UnitAttr:$f32_residual,
+      OptionalAttr<Norm_LaunchAttr>:$launch,
+      OptionalAttr<SymbolRefAttr>:$kernel);
+  let results = (outs Norm_RowTensor:$output,
+                      Optional<Norm_RowTensor>:$residual_out);
+  let assemblyFormat = [{
+    $statistic $input
+    (`addend` `(` $addend^ `:` type($addend) `)`)?
+    (`skip` `(` $skip^ `:` type($skip) `)`)? }] #
+    OptParam<"weight">.format # " " # OptParam<"bias">.format # " " #
+    OptParam<"mean">.format # " " # OptParam<"variance">.format # " " # Real<"eps", "eps">.format #
+    " " # OptReal<"alpha", "alpha">.format # " " #
+    OptReal<"offset", "weight_offset">.format # [{
+    attr-dict `:` type($input) `->` type($output) (`,` type($residual_out)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The hidden size (the static row length).
+    int64_t getHidden();
+    /// Element type in which `v` is held between prologue and statistic.
+    Type getStreamElementType();
+  }];
+}
+
+def Norm_QKNormPrologueOp : Norm_Op<"qk_norm_prologue", [Pure,
+    AttrSizedOperandSegments]> {
+  let summary = "normalize q and k per head, straight from a packed qkv tensor";
+  let description = [{
+    Reads the packed projection output `qkv` of shape
+    `tokens x ((num_q_heads + 2 * num_kv_heads) * head_dim)` (q heads, then k
+    heads, then v heads) and writes `q` (`tokens x num_q_heads * head_dim`)
+    and `k` (`tokens x num_kv_heads * head_dim`), each head row normalized by
+    RMSNorm or L2 norm and scaled by `q_weight`/`k_weight` (length
+    `head_dim`). One launch; `v` is not touched. The row stride of `qkv` is a
+    runtime argument of the kernel.
+
+    ```mlir
+    %q, %k = norm.qk_norm_prologue <rms> %qkv q_weight(%wq : tensor<128xbf16>)
+        k_weight(%wk : tensor<128xbf16>)
+        eps(1.0e-06) {num_q_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64}
+        : tensor<?x6144xbf16> -> tensor<?x4096xbf16>, tensor<?x1024xbf16>
+    ```
+  }];
+  let arguments = (ins Norm_RowTensor:$qkv,
+                       Optional<Norm_ParamTensor>:$q_weight,
+                       Optional<Norm_ParamTensor>:$k_weight,
+                       Norm_QKNormKindAttr:$kind, I64Attr:$num_q_heads,
+                       I64Attr:$num_kv_heads, I64Attr:$head_dim, F64Attr:$eps,
+                       OptionalAttr<Norm_LaunchAttr>:$launch,
+                       OptionalAttr<SymbolRefAttr>:$kernel);
+  let results = (outs Norm_RowTensor:$q, Norm_RowTensor:$k);
+  let assemblyFormat = "$kind $qkv " # OptParam<"q_weight">.format # " " #
+      OptParam<"k_weight">.format # " " # Real<"eps", "eps">.format # " attr-dict `:` type($qkv) `->` "
+      "type($q) `,` type($k)";
+  let hasVerifier = 1;
+}
+
+def Norm_ColumnStatsOp : Norm_Op<"column_stats", [Pure]> {
+  let summary = "per-channel mean and biased variance over all rows";
+  let description = [{
+    The statistics kernel of training-mode batch normalization: for each
+    hidden index, the mean and biased variance of the column, accumulated in
+    f32 and returned as f32 vectors.
+
+    ```mlir
+    %mean, %var = norm.column_stats %x : tensor<?x256xbf16> -> tensor<256xf32>, tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins Norm_RowTensor:$input,
+                       OptionalAttr<Norm_LaunchAttr>:$launch,
+                       OptionalAttr<SymbolRefAttr>:$kernel);
+  let results = (outs Norm_ParamTensor:$mean, Norm_ParamTensor:$variance);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($mean) `,` "
+                       "type($variance)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel-program ops (inside gpu.func)
+//===----------------------------------------------------------------------===//
+
+def Norm_RowAllReduceOp : Norm_Op<"row_allreduce", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "sum f32 values over the threads that share a row";
+  let description = [{
+    The threads of a CTA form consecutive groups of `group_size` threads
+    (one group per row). Each result is the sum of the matching operand over
+    the threads of the group, delivered to every thread of the group. All
+    threads of the CTA must reach the op together (uniform control flow).
+
+    `group_size` is a power of two up to 32, or a multiple of 32. The GPU
+    lowering (`norm-lower-row-allreduce`) emits warp butterfly shuffles and,
+    for groups wider than a warp, one shared-memory exchange; the host
+    lowering (`norm-kernels-to-host`) sums over a loop of threads.
+
+    ```mlir
+    %sum, %sumsq = norm.row_allreduce %a, %b {group_size = 256 : i64} : f32, f32
+    ```
+  }];
+  let arguments = (ins Variadic<F32>:$values, I64Attr:$group_size);
+  let results = (outs Variadic<F32>:$results);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
+  let hasVerifier = 1;
+}
+
+#endif // NORM_OPS_TD

@@ -1,0 +1,77 @@
+// A pre-norm transformer decoder block with QK-Norm (as in Qwen3 and OLMo 2),
+// followed by the final norm before the LM head: hidden 4096, 32 query heads
+// and 8 key/value heads of 128, bf16 activations and weights.
+//
+// The projections, the MLP and attention itself are matrix work that runs
+// elsewhere (external functions, `norm.attention`); norm-opt compiles the
+// normalization layers around them into fused kernels:
+//   - rms_norm(x)                              -> one row kernel
+//   - per-head RMSNorm of q and k (packed qkv) -> one QK-Norm prologue kernel
+//   - x + o, rms_norm(x + o)                   -> one fused add+RMSNorm kernel
+//   - h + m, final rms_norm(h + m)             -> one fused add+RMSNorm kernel
+
+func.func private @qkv_proj(tensor<?x4096xbf16>) -> tensor<?x6144xbf16>
+func.func private @o_proj(tensor<?x4096xbf16>) -> tensor<?x4096xbf16>
+func.func private @mlp(tensor<?x4096xbf16>) -> tensor<?x4096xbf16>
+
+func.func @decoder_block(%x: tensor<?x4096xbf16>,
+                         %attn_norm_w: tensor<4096xbf16>,
+                         %q_norm_w: tensor<128xbf16>,
+                         %k_norm_w: tensor<128xbf16>,
+                         %mlp_norm_w: tensor<4096xbf16>,
+                         %final_norm_w: tensor<4096xbf16>)
+    -> (tensor<?x4096xbf16>, tensor<?x4096xbf16>) {
+  %c0 = arith.constant 0 : index
+  %tokens = tensor.dim %x, %c0 : tensor<?x4096xbf16>
+
+  // Attention sublayer (pre-norm).
+  %n1 = norm.rms_norm %x weight(%attn_norm_w : tensor<4096xbf16>) eps(1.0e-06)
+      : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+  %qkv = func.call @qkv_proj(%n1) : (tensor<?x4096xbf16>) -> tensor<?x6144xbf16>
+  %q = tensor.extract_slice %qkv[0, 0] [%tokens, 4096] [1, 1]
+      : tensor<?x6144xbf16> to tensor<?x4096xbf16>
+  %k = tensor.extract_slice %qkv[0, 4096] [%tokens, 1024] [1, 1]
+      : tensor<?x6144xbf16> to tensor<?x1024xbf16>
+  %v = tensor.extract_slice %qkv[0, 5120] [%tokens, 1024] [1, 1]
+      : tensor<?x6144xbf16> to tensor<?x1024xbf16>
+
+  // QK-Norm: RMSNorm over each head's 128 values.
+  %q_heads = tensor.expand_shape %q [[0], [1, 2]] output_shape [%tokens, 32, 128]
+      : tensor<?x4096xbf16> into tensor<?x32x128xbf16>
+  %q_rows = tensor.collapse_shape %q_heads [[0, 1], [2]]
+      : tensor<?x32x128xbf16> into tensor<?x128xbf16>
+  %qn_rows = norm.rms_norm %q_rows weight(%q_norm_w : tensor<128xbf16>) eps(1.0e-06)
+      : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %qn_heads = tensor.expand_shape %qn_rows [[0, 1], [2]] output_shape [%tokens, 32, 128]
+      : tensor<?x128xbf16> into tensor<?x32x128xbf16>
+  %qn = tensor.collapse_shape %qn_heads [[0], [1, 2]]
+      : tensor<?x32x128xbf16> into tensor<?x4096xbf16>
+
+  %k_heads = tensor.expand_shape %k [[0], [1, 2]] output_shape [%tokens, 8, 128]
+      : tensor<?x1024xbf16> into tensor<?x8x128xbf16>
+  %k_rows = tensor.collapse_shape %k_heads [[0, 1], [2]]
+      : tensor<?x8x128xbf16> into tensor<?x128xbf16>
+  %kn_rows = norm.rms_norm %k_rows weight(%k_norm_w : tensor<128xbf16>) eps(1.0e-06)
+      : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %kn_heads = tensor.expand_shape %kn_rows [[0, 1], [2]] output_shape [%tokens, 8, 128]
+      : tensor<?x128xbf16> into tensor<?x8x128xbf16>
+  %kn = tensor.collapse_shape %kn_heads [[0], [1, 2]]
+      : tensor<?x8x128xbf16> into tensor<?x1024xbf16>
+
+  %attn = norm.attention %qn, %kn, %v scale(0.08838834764831845)
+      {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64, causal}
+      : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16> -> tensor<?x4096xbf16>
+  %o = func.call @o_proj(%attn) : (tensor<?x4096xbf16>) -> tensor<?x4096xbf16>
+  %h1 = norm.residual_add %x, %o : tensor<?x4096xbf16>, tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+
+  // MLP sublayer (pre-norm).
+  %n2 = norm.rms_norm %h1 weight(%mlp_norm_w : tensor<4096xbf16>) eps(1.0e-06)
+      : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+  %m = func.call @mlp(%n2) : (tensor<?x4096xbf16>) -> tensor<?x4096xbf16>
+  %h2 = norm.residual_add %h1, %m : tensor<?x4096xbf16>, tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+
+  // Final norm before the LM head; the residual stream is returned too.
+  %out = norm.rms_norm %h2 weight(%final_norm_w : tensor<4096xbf16>) eps(1.0e-06)
+      : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+  return %out, %h2 : tensor<?x4096xbf16>, tensor<?x4096xbf16>
+}

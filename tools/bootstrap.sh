@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what the build needs (Debian 12: LLVM/MLIR 22, lit, GoogleTest),
+# then configures and builds norm-opt in $NORM_BUILD_DIR (default: build/).
+# Sourced by run-example.sh and run-tests.sh; safe to run again.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+packages=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools libzstd-dev
+          zlib1g-dev libgtest-dev cmake ninja-build g++)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [ "$(id -u)" != 0 ]; then
+    echo "norm-opt needs: ${missing[*]}" >&2
+    echo "install them with: sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "== installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+fi
+
+build=${NORM_BUILD_DIR:-build}
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -G Ninja -S . -B "$build" \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit ${NORM_CMAKE_ARGS:-} >/dev/null
+fi
+echo "== building in $build"
+ninja -C "$build" ${NORM_NINJA_ARGS:-} all
