@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash tools/bootstrap.sh
 build=${NORM_BUILD_DIR:-build}
-/usr/lib/llvm-22/bin/lit -sv "$build/test"
+/usr/lib/llvm-22/bin/lit -sv "$build/test" "$build/test/Unit"

@@ -1,3 +1,7 @@
+// RUN: norm-opt %s | norm-opt | FileCheck %s
+// CHECK-LABEL: func.func @decoder_block
+// CHECK-COUNT-5: norm.rms_norm
+
 // A pre-norm transformer decoder block with QK-Norm (as in Qwen3 and OLMo 2),
 // followed by the final norm before the LM head: hidden 4096, 32 query heads
 // and 8 key/value heads of 128, bf16 activations and weights.

@@ -1,0 +1,467 @@
+//===- KernelSignature.cpp - the ABI of a generated kernel ----------------===//
+//
+// JSON without a JSON library: the runtime-only build links neither LLVM nor
+// MLIR, and signatures are small, flat objects.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/KernelSignature.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
+using namespace norm;
+
+int64_t norm::getElementBytes(ElementType type) {
+  return type == ElementType::f32 ? 4 : 2;
+}
+
+std::string_view norm::getElementTypeName(ElementType type) {
+  switch (type) {
+  case ElementType::f32:
+    return "f32";
+  case ElementType::f16:
+    return "f16";
+  case ElementType::bf16:
+    return "bf16";
+  }
+  return "?";
+}
+
+std::optional<ElementType> norm::parseElementType(std::string_view name) {
+  for (ElementType type : {ElementType::f32, ElementType::f16, ElementType::bf16})
+    if (getElementTypeName(type) == name)
+      return type;
+  return std::nullopt;
+}
+
+std::string LaunchConfig::getMangledSuffix() const {
+  std::ostringstream os;
+  os << 'v' << vector << "_t" << threadsPerRow << "_w" << warps << "_r"
+     << rowsPerCta;
+  return os.str();
+}
+
+int64_t KernelSignature::getGridX(int64_t rows) const {
+  if (fixedGridX)
+    return fixedGridX;
+  int64_t kernelRows = rows * rowMultiplier;
+  return (kernelRows + launch.rowsPerCta - 1) / launch.rowsPerCta;
+}
+
+std::string KernelSignature::getGridFormula() const {
+  std::ostringstream os;
+  if (fixedGridX) {
+    os << fixedGridX;
+    return os.str();
+  }
+  os << "ceil(rows";
+  if (rowMultiplier != 1)
+    os << " * " << rowMultiplier;
+  os << " / " << launch.rowsPerCta << ")";
+  return os.str();
+}
+
+//===----------------------------------------------------------------------===//
+// Writing
+//===----------------------------------------------------------------------===//
+
+static std::string quote(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char buffer[8];
+      std::snprintf(buffer, sizeof(buffer), "\\u%04x", c);
+      out += buffer;
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+static std::string_view getParamKindName(KernelParam::Kind kind) {
+  switch (kind) {
+  case KernelParam::Kind::Buffer:
+    return "buffer";
+  case KernelParam::Kind::Rows:
+    return "rows";
+  case KernelParam::Kind::RowStride:
+    return "row_stride";
+  }
+  return "?";
+}
+
+std::string KernelSignature::toJson() const {
+  std::ostringstream os;
+  os << "{\"name\": " << quote(name) << ", \"kind\": " << quote(kind)
+     << ", \"hidden\": " << hidden << ", \"launch\": {\"vector\": "
+     << launch.vector << ", \"threads_per_row\": " << launch.threadsPerRow
+     << ", \"warps\": " << launch.warps
+     << ", \"rows_per_cta\": " << launch.rowsPerCta
+     << "}, \"block_threads\": " << blockThreads
+     << ", \"grid\": " << quote(getGridFormula())
+     << ", \"row_multiplier\": " << rowMultiplier
+     << ", \"fixed_grid_x\": " << fixedGridX
+     << ", \"shared_bytes\": " << sharedBytes << ", \"params\": [";
+  for (size_t i = 0; i < params.size(); ++i) {
+    const KernelParam &p = params[i];
+    os << (i ? ", " : "") << "{\"name\": " << quote(p.name)
+       << ", \"kind\": " << quote(getParamKindName(p.kind));
+    if (p.kind == KernelParam::Kind::Buffer)
+      os << ", \"type\": " << quote(getElementTypeName(p.elementType))
+         << ", \"rows_x_hidden\": " << (p.rowMajor2D ? "true" : "false")
+         << ", \"read_only\": " << (p.readOnly ? "true" : "false")
+         << ", \"alignment\": " << p.alignment;
+    else
+      os << ", \"type\": \"i64\"";
+    os << "}";
+  }
+  os << "]}";
+  return os.str();
+}
+
+std::string
+norm::signaturesToJson(const std::vector<KernelSignature> &signatures) {
+  std::string out = "[\n";
+  for (size_t i = 0; i < signatures.size(); ++i)
+    out += "  " + signatures[i].toJson() +
+           (i + 1 < signatures.size() ? ",\n" : "\n");
+  return out + "]\n";
+}
+
+//===----------------------------------------------------------------------===//
+// Reading: a small recursive-descent JSON parser
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct Json {
+  enum class Type { Null, Bool, Number, String, Array, Object } type =
+      Type::Null;
+  bool boolean = false;
+  double number = 0;
+  std::string string;
+  std::vector<Json> array;
+  std::map<std::string, Json> object;
+};
+
+class JsonParser {
+public:
+  explicit JsonParser(std::string_view text) : text(text) {}
+
+  std::optional<Json> parseDocument(std::string &error) {
+    std::optional<Json> value = parseValue(0);
+    skipSpace();
+    if (value && pos != text.size())
+      fail("trailing characters");
+    if (!this->error.empty()) {
+      error = this->error;
+      return std::nullopt;
+    }
+    return value;
+  }
+
+private:
+  static constexpr int kMaxDepth = 32;
+
+  void fail(const std::string &what) {
+    if (error.empty())
+      error = "malformed JSON at offset " + std::to_string(pos) + ": " + what;
+  }
+  void skipSpace() {
+    while (pos < text.size() && std::isspace(static_cast<unsigned char>(text[pos])))
+      ++pos;
+  }
+  bool consume(char c) {
+    skipSpace();
+    if (pos < text.size() && text[pos] == c) {
+      ++pos;
+      return true;
+    }
+    return false;
+  }
+
+  std::optional<Json> parseValue(int depth) {
+    if (depth > kMaxDepth) {
+      fail("nesting too deep");
+      return std::nullopt;
+    }
+    skipSpace();
+    if (pos >= text.size()) {
+      fail("unexpected end");
+      return std::nullopt;
+    }
+    char c = text[pos];
+    Json value;
+    if (c == '{') {
+      ++pos;
+      value.type = Json::Type::Object;
+      if (consume('}'))
+        return value;
+      do {
+        skipSpace();
+        std::optional<std::string> key = parseString();
+        if (!key || !consume(':')) {
+          fail("expected \"key\":");
+          return std::nullopt;
+        }
+        std::optional<Json> member = parseValue(depth + 1);
+        if (!member)
+          return std::nullopt;
+        value.object[*key] = std::move(*member);
+      } while (consume(','));
+      if (!consume('}')) {
+        fail("expected '}'");
+        return std::nullopt;
+      }
+      return value;
+    }
+    if (c == '[') {
+      ++pos;
+      value.type = Json::Type::Array;
+      if (consume(']'))
+        return value;
+      do {
+        std::optional<Json> element = parseValue(depth + 1);
+        if (!element)
+          return std::nullopt;
+        value.array.push_back(std::move(*element));
+      } while (consume(','));
+      if (!consume(']')) {
+        fail("expected ']'");
+        return std::nullopt;
+      }
+      return value;
+    }
+    if (c == '"') {
+      std::optional<std::string> s = parseString();
+      if (!s)
+        return std::nullopt;
+      value.type = Json::Type::String;
+      value.string = std::move(*s);
+      return value;
+    }
+    for (auto [word, type, flag] :
+         {std::tuple{"true", Json::Type::Bool, true},
+          std::tuple{"false", Json::Type::Bool, false},
+          std::tuple{"null", Json::Type::Null, false}}) {
+      std::string_view w(word);
+      if (text.substr(pos, w.size()) == w) {
+        pos += w.size();
+        value.type = type;
+        value.boolean = flag;
+        return value;
+      }
+    }
+    // A number.
+    size_t start = pos;
+    while (pos < text.size() &&
+           (std::isdigit(static_cast<unsigned char>(text[pos])) ||
+            std::string_view("+-.eE").find(text[pos]) != std::string_view::npos))
+      ++pos;
+    if (start == pos) {
+      fail("unexpected character");
+      return std::nullopt;
+    }
+    std::string digits(text.substr(start, pos - start));
+    char *end = nullptr;
+    value.number = std::strtod(digits.c_str(), &end);
+    if (end != digits.c_str() + digits.size()) {
+      fail("bad number");
+      return std::nullopt;
+    }
+    value.type = Json::Type::Number;
+    return value;
+  }
+
+  std::optional<std::string> parseString() {
+    if (pos >= text.size() || text[pos] != '"') {
+      fail("expected a string");
+      return std::nullopt;
+    }
+    ++pos;
+    std::string out;
+    while (pos < text.size() && text[pos] != '"') {
+      char c = text[pos++];
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (pos >= text.size())
+        break;
+      char e = text[pos++];
+      switch (e) {
+      case 'n': out += '\n'; break;
+      case 't': out += '\t'; break;
+      case 'r': out += '\r'; break;
+      case 'b': out += '\b'; break;
+      case 'f': out += '\f'; break;
+      case 'u': {
+        if (pos + 4 > text.size()) {
+          fail("bad \\u escape");
+          return std::nullopt;
+        }
+        unsigned code = std::strtoul(std::string(text.substr(pos, 4)).c_str(),
+                                     nullptr, 16);
+        pos += 4;
+        if (code > 0x7f) {
+          fail("only ASCII \\u escapes are supported");
+          return std::nullopt;
+        }
+        out += static_cast<char>(code);
+        break;
+      }
+      default: out += e; break;
+      }
+    }
+    if (pos >= text.size()) {
+      fail("unterminated string");
+      return std::nullopt;
+    }
+    ++pos;
+    return out;
+  }
+
+  std::string_view text;
+  size_t pos = 0;
+  std::string error;
+};
+
+/// Typed field access that records the first missing or mistyped field.
+class Fields {
+public:
+  Fields(const Json &object, std::string &error, std::string context)
+      : object(object), error(error), context(std::move(context)) {}
+
+  const Json *get(const std::string &key, Json::Type type) {
+    auto it = object.object.find(key);
+    if (it == object.object.end() || it->second.type != type) {
+      if (error.empty())
+        error = context + ": missing or mistyped field '" + key + "'";
+      return nullptr;
+    }
+    return &it->second;
+  }
+  int64_t integer(const std::string &key) {
+    const Json *v = get(key, Json::Type::Number);
+    if (!v)
+      return 0;
+    if (v->number != static_cast<double>(static_cast<int64_t>(v->number)) &&
+        error.empty())
+      error = context + ": field '" + key + "' must be an integer";
+    return static_cast<int64_t>(v->number);
+  }
+  std::string string(const std::string &key) {
+    const Json *v = get(key, Json::Type::String);
+    return v ? v->string : std::string();
+  }
+  bool boolean(const std::string &key) {
+    const Json *v = get(key, Json::Type::Bool);
+    return v && v->boolean;
+  }
+
+private:
+  const Json &object;
+  std::string &error;
+  std::string context;
+};
+
+std::optional<KernelSignature> signatureFromJson(const Json &json,
+                                                 std::string &error) {
+  if (json.type != Json::Type::Object) {
+    error = "a kernel signature must be a JSON object";
+    return std::nullopt;
+  }
+  KernelSignature sig;
+  Fields fields(json, error, "kernel signature");
+  sig.name = fields.string("name");
+  sig.kind = fields.string("kind");
+  sig.hidden = fields.integer("hidden");
+  sig.blockThreads = fields.integer("block_threads");
+  sig.rowMultiplier = fields.integer("row_multiplier");
+  sig.fixedGridX = fields.integer("fixed_grid_x");
+  sig.sharedBytes = fields.integer("shared_bytes");
+  if (const Json *launch = fields.get("launch", Json::Type::Object)) {
+    Fields l(*launch, error, "launch of " + sig.name);
+    sig.launch.vector = l.integer("vector");
+    sig.launch.threadsPerRow = l.integer("threads_per_row");
+    sig.launch.warps = l.integer("warps");
+    sig.launch.rowsPerCta = l.integer("rows_per_cta");
+  }
+  if (const Json *params = fields.get("params", Json::Type::Array)) {
+    for (const Json &p : params->array) {
+      if (p.type != Json::Type::Object) {
+        error = "kernel parameters must be JSON objects";
+        return std::nullopt;
+      }
+      Fields f(p, error, "parameter of " + sig.name);
+      KernelParam param;
+      param.name = f.string("name");
+      std::string kind = f.string("kind");
+      if (kind == "buffer") {
+        param.kind = KernelParam::Kind::Buffer;
+        std::optional<ElementType> type = parseElementType(f.string("type"));
+        if (!type) {
+          if (error.empty())
+            error = "unknown element type of parameter '" + param.name + "'";
+          return std::nullopt;
+        }
+        param.elementType = *type;
+        param.rowMajor2D = f.boolean("rows_x_hidden");
+        param.readOnly = f.boolean("read_only");
+        param.alignment = f.integer("alignment");
+      } else if (kind == "rows") {
+        param.kind = KernelParam::Kind::Rows;
+      } else if (kind == "row_stride") {
+        param.kind = KernelParam::Kind::RowStride;
+      } else if (error.empty()) {
+        error = "unknown parameter kind '" + kind + "'";
+      }
+      sig.params.push_back(std::move(param));
+    }
+  }
+  if (!error.empty())
+    return std::nullopt;
+  if (sig.name.empty() || sig.launch.rowsPerCta <= 0 ||
+      sig.launch.warps <= 0 || sig.launch.vector <= 0 ||
+      sig.launch.threadsPerRow <= 0 || sig.rowMultiplier <= 0 ||
+      sig.blockThreads != sig.launch.getThreadsPerCta()) {
+    error = "inconsistent kernel signature '" + sig.name + "'";
+    return std::nullopt;
+  }
+  return sig;
+}
+
+} // namespace
+
+std::optional<KernelSignature>
+KernelSignature::fromJson(std::string_view text, std::string &error) {
+  std::optional<Json> json = JsonParser(text).parseDocument(error);
+  if (!json)
+    return std::nullopt;
+  return signatureFromJson(*json, error);
+}
+
+std::optional<std::vector<KernelSignature>>
+norm::signaturesFromJson(std::string_view text, std::string &error) {
+  std::optional<Json> json = JsonParser(text).parseDocument(error);
+  if (!json)
+    return std::nullopt;
+  if (json->type != Json::Type::Array) {
+    error = "expected a JSON array of kernel signatures";
+    return std::nullopt;
+  }
+  std::vector<KernelSignature> result;
+  for (const Json &element : json->array) {
+    std::optional<KernelSignature> sig = signatureFromJson(element, error);
+    if (!sig)
+      return std::nullopt;
+    result.push_back(std::move(*sig));
+  }
+  return result;
+}
