@@ -1,0 +1,279 @@
+//===- CApi.cpp - libnormjit, the C API -----------------------------------===//
+//
+// A thin layer over Runtime.h: checks what C callers can get wrong (null
+// pointers, struct sizes, enum values), converts, and keeps the message of
+// the last failure per thread.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/normjit.h"
+
+#include "runtime/Runtime.h"
+
+#include <string>
+
+using namespace norm::jit;
+
+struct normjit_context {
+  std::unique_ptr<Context> context;
+};
+
+struct normjit_kernel {
+  std::shared_ptr<const Kernel> kernel;
+};
+
+static_assert(NORMJIT_ERROR_INTERNAL == static_cast<int>(ErrorCode::Internal));
+static_assert(NORMJIT_ERROR_INVALID_ARGUMENT ==
+              static_cast<int>(ErrorCode::InvalidArgument));
+static_assert(NORMJIT_ERROR_NOT_FOUND == static_cast<int>(ErrorCode::NotFound));
+static_assert(NORMJIT_NUM_BUFFERS == kNumBufferSlots);
+static_assert(NORMJIT_K == static_cast<int>(BufferSlot::K));
+static_assert(NORMJIT_RESIDUAL_OUT == static_cast<int>(BufferSlot::ResidualOut));
+static_assert(NORMJIT_BF16 == static_cast<int>(ElementType::bf16));
+static_assert(NORMJIT_F32 == static_cast<int>(ElementType::f32));
+static_assert(NORMJIT_OP_QK_NORM ==
+              static_cast<int>(OpSpec::Kind::QKNormPrologue));
+static_assert(NORMJIT_OP_BATCH_NORM_STATS ==
+              static_cast<int>(OpSpec::Kind::BatchNormStats));
+
+static thread_local std::string lastError;
+
+static normjit_status fail(const Status &status) {
+  lastError = status.message();
+  return static_cast<normjit_status>(status.code());
+}
+
+static normjit_status report(const Status &status) {
+  return status.ok() ? NORMJIT_SUCCESS : fail(status);
+}
+
+static normjit_status invalid(const std::string &message) {
+  return fail(Status::error(ErrorCode::InvalidArgument, message));
+}
+
+static bool isDtype(int32_t dtype) { return dtype >= 0 && dtype <= 2; }
+
+/// Converts a C description; false (with the status set) when malformed.
+static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
+                        normjit_status &status) {
+  if (!desc) {
+    status = invalid("operation description is null");
+    return false;
+  }
+  if (desc->struct_size != sizeof(normjit_op_desc)) {
+    status = invalid("normjit_op_desc.struct_size is " +
+                     std::to_string(desc->struct_size) + ", expected " +
+                     std::to_string(sizeof(normjit_op_desc)) +
+                     " (call normjit_op_desc_init)");
+    return false;
+  }
+  if (desc->kind < NORMJIT_OP_RMS_NORM || desc->kind > NORMJIT_OP_QK_NORM) {
+    status = invalid("unknown operation kind " + std::to_string(desc->kind));
+    return false;
+  }
+  for (int32_t dtype : {desc->input_type, desc->output_type, desc->param_type,
+                        desc->addend_type, desc->skip_type})
+    if (!isDtype(dtype)) {
+      status = invalid("unknown dtype " + std::to_string(dtype));
+      return false;
+    }
+  constexpr uint32_t kKnownFlags = (NORMJIT_OP_QK_L2 << 1) - 1;
+  if (desc->flags & ~kKnownFlags) {
+    status = invalid("unknown operation flags " + std::to_string(desc->flags));
+    return false;
+  }
+  spec.kind = static_cast<OpSpec::Kind>(desc->kind);
+  spec.hidden = desc->hidden;
+  spec.input = static_cast<ElementType>(desc->input_type);
+  spec.output = static_cast<ElementType>(desc->output_type);
+  spec.param = static_cast<ElementType>(desc->param_type);
+  spec.addendType = static_cast<ElementType>(desc->addend_type);
+  spec.skipType = static_cast<ElementType>(desc->skip_type);
+  spec.hasWeight = desc->flags & NORMJIT_OP_WEIGHT;
+  spec.hasBias = desc->flags & NORMJIT_OP_BIAS;
+  spec.hasAddend = desc->flags & NORMJIT_OP_ADDEND;
+  spec.writeResidual = desc->flags & NORMJIT_OP_RESIDUAL_OUT;
+  spec.f32Residual = desc->flags & NORMJIT_OP_F32_RESIDUAL;
+  spec.hasSkip = desc->flags & NORMJIT_OP_SKIP;
+  spec.qkL2 = desc->flags & NORMJIT_OP_QK_L2;
+  spec.eps = desc->eps;
+  spec.alpha = desc->alpha;
+  spec.weightOffset = desc->weight_offset;
+  spec.groups = desc->groups;
+  spec.numQHeads = desc->num_q_heads;
+  spec.numKvHeads = desc->num_kv_heads;
+  return true;
+}
+
+extern "C" {
+
+const char *normjit_status_name(normjit_status status) {
+  if (status < NORMJIT_SUCCESS || status > NORMJIT_ERROR_INTERNAL)
+    return "unknown status";
+  return getErrorCodeName(static_cast<ErrorCode>(status)).data();
+}
+
+const char *normjit_last_error(void) { return lastError.c_str(); }
+
+void normjit_context_options_init(normjit_context_options *options) {
+  if (!options)
+    return;
+  *options = normjit_context_options{};
+  options->struct_size = sizeof(normjit_context_options);
+  options->log_level = -1;
+}
+
+normjit_status normjit_context_create(const normjit_context_options *options,
+                                      normjit_context **context) {
+  if (!context)
+    return invalid("context output pointer is null");
+  *context = nullptr;
+  if (!options)
+    return invalid("context options are null");
+  if (options->struct_size != sizeof(normjit_context_options))
+    return invalid("normjit_context_options.struct_size is " +
+                   std::to_string(options->struct_size) + ", expected " +
+                   std::to_string(sizeof(normjit_context_options)) +
+                   " (call normjit_context_options_init)");
+  if (options->num_bundles && !options->bundles)
+    return invalid("num_bundles is " + std::to_string(options->num_bundles) +
+                   " but bundles is null");
+  ContextOptions opts;
+  opts.device = options->device;
+  if (options->driver_library)
+    opts.driverLibrary = options->driver_library;
+  if (options->cache_dir)
+    opts.cacheDirectory = options->cache_dir;
+  for (size_t i = 0; i < options->num_bundles; ++i) {
+    if (!options->bundles[i])
+      return invalid("bundle path " + std::to_string(i) + " is null");
+    opts.bundles.push_back(options->bundles[i]);
+  }
+  opts.tuning = !(options->flags & NORMJIT_CONTEXT_NO_TUNING);
+  opts.diskCache = !(options->flags & NORMJIT_CONTEXT_NO_DISK_CACHE);
+  opts.logLevel = options->log_level;
+  std::unique_ptr<Context> created;
+  if (Status status = Context::create(opts, created); !status)
+    return fail(status);
+  *context = new normjit_context{std::move(created)};
+  return NORMJIT_SUCCESS;
+}
+
+void normjit_context_destroy(normjit_context *context) { delete context; }
+
+void normjit_op_desc_init(normjit_op_desc *desc) {
+  if (!desc)
+    return;
+  *desc = normjit_op_desc{};
+  desc->struct_size = sizeof(normjit_op_desc);
+  desc->kind = NORMJIT_OP_RMS_NORM;
+  desc->input_type = desc->output_type = desc->param_type =
+      desc->addend_type = desc->skip_type = NORMJIT_BF16;
+  desc->eps = 1e-6;
+  desc->alpha = 1.0;
+  desc->groups = 1;
+}
+
+normjit_status normjit_kernel_create(normjit_context *context,
+                                     const normjit_op_desc *desc,
+                                     uint32_t flags, normjit_kernel **kernel) {
+  if (!kernel)
+    return invalid("kernel output pointer is null");
+  *kernel = nullptr;
+  if (!context)
+    return invalid("context is null");
+  if (flags & ~(NORMJIT_KERNEL_NO_TUNING | NORMJIT_KERNEL_REFUSE_MISALIGNED))
+    return invalid("unknown kernel flags " + std::to_string(flags));
+  OpSpec spec;
+  normjit_status status;
+  if (!convertDesc(desc, spec, status))
+    return status;
+  KernelOptions options;
+  options.tune = !(flags & NORMJIT_KERNEL_NO_TUNING);
+  options.refuseMisaligned = flags & NORMJIT_KERNEL_REFUSE_MISALIGNED;
+  std::shared_ptr<const Kernel> created;
+  if (Status s = context->context->getKernel(spec, options, created); !s)
+    return fail(s);
+  *kernel = new normjit_kernel{std::move(created)};
+  return NORMJIT_SUCCESS;
+}
+
+void normjit_kernel_destroy(normjit_kernel *kernel) { delete kernel; }
+
+void normjit_launch_args_init(normjit_launch_args *args) {
+  if (!args)
+    return;
+  *args = normjit_launch_args{};
+  args->struct_size = sizeof(normjit_launch_args);
+}
+
+normjit_status normjit_launch_args_set(normjit_launch_args *args,
+                                       int32_t buffer, const void *data,
+                                       int32_t dtype, int64_t cols,
+                                       int64_t row_stride) {
+  if (!args)
+    return invalid("launch arguments are null");
+  if (buffer < 0 || buffer >= NORMJIT_NUM_BUFFERS)
+    return invalid("unknown buffer " + std::to_string(buffer));
+  if (!isDtype(dtype))
+    return invalid("unknown dtype " + std::to_string(dtype));
+  args->tensors[buffer] = {data, dtype, 0, cols, row_stride};
+  return NORMJIT_SUCCESS;
+}
+
+normjit_status normjit_kernel_launch(const normjit_kernel *kernel,
+                                     const normjit_launch_args *args,
+                                     int64_t rows, void *stream) {
+  if (!kernel)
+    return invalid("kernel is null");
+  if (!args)
+    return invalid("launch arguments are null");
+  if (args->struct_size != sizeof(normjit_launch_args))
+    return invalid("normjit_launch_args.struct_size is " +
+                   std::to_string(args->struct_size) + ", expected " +
+                   std::to_string(sizeof(normjit_launch_args)) +
+                   " (call normjit_launch_args_init)");
+  LaunchArgs converted;
+  for (int i = 0; i < NORMJIT_NUM_BUFFERS; ++i) {
+    const normjit_tensor &t = args->tensors[i];
+    if (!isDtype(t.dtype))
+      return invalid("buffer " + std::to_string(i) + " has unknown dtype " +
+                     std::to_string(t.dtype));
+    converted.tensors[i] = {t.data, static_cast<ElementType>(t.dtype), t.cols,
+                            t.row_stride};
+  }
+  return report(kernel->kernel->launch(converted, rows, stream));
+}
+
+normjit_status normjit_kernel_get_config(const normjit_kernel *kernel,
+                                         int64_t rows,
+                                         normjit_launch_config *config) {
+  if (!kernel || !config)
+    return invalid("kernel or config output is null");
+  if (rows <= 0)
+    return invalid("the row count must be positive, got " +
+                   std::to_string(rows));
+  const LaunchConfig &launch =
+      kernel->kernel->getReport(getRowBucket(rows)).launch;
+  *config = {launch.vector, launch.threadsPerRow, launch.warps,
+             launch.rowsPerCta};
+  return NORMJIT_SUCCESS;
+}
+
+normjit_status normjit_context_write_bundle(normjit_context *context,
+                                            const normjit_op_desc *descs,
+                                            size_t count, const char *path) {
+  if (!context || !path)
+    return invalid("context or path is null");
+  if (count && !descs)
+    return invalid("descs is null");
+  std::vector<OpSpec> specs(count);
+  for (size_t i = 0; i < count; ++i) {
+    normjit_status status;
+    if (!convertDesc(&descs[i], specs[i], status))
+      return status;
+  }
+  return report(context->context->writeBundle(specs, path));
+}
+
+} // extern "C"

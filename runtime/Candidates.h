@@ -1,0 +1,88 @@
+//===- Candidates.h - row buckets and autotuning candidates -----*- C++ -*-===//
+//
+// The autotuner times a small, principled set of launch configurations per
+// operation and row-count bucket. Everything here is a pure function of the
+// operation, so the set can be unit-tested without a device.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_RUNTIME_CANDIDATES_H
+#define NORM_RUNTIME_CANDIDATES_H
+
+#include "compiler/Compiler.h"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace norm::jit {
+
+/// Row counts that may want different configurations: decode (1 row), small
+/// batches, medium and large ones.
+enum class RowBucket : int { One = 0, UpTo64 = 1, UpTo1K = 2, More = 3 };
+constexpr int kNumRowBuckets = 4;
+constexpr RowBucket kAllRowBuckets[] = {RowBucket::One, RowBucket::UpTo64,
+                                        RowBucket::UpTo1K, RowBucket::More};
+
+/// The bucket of a positive row count.
+inline RowBucket getRowBucket(int64_t rows) {
+  if (rows <= 1)
+    return RowBucket::One;
+  if (rows <= 64)
+    return RowBucket::UpTo64;
+  if (rows <= 1024)
+    return RowBucket::UpTo1K;
+  return RowBucket::More;
+}
+
+/// "1", "<=64", "<=1K", ">1K".
+std::string_view getRowBucketName(RowBucket bucket);
+std::optional<RowBucket> parseRowBucketName(std::string_view name);
+
+/// The row count a bucket is tuned at. The largest bucket uses enough rows to
+/// move about 256 MiB, well beyond the L2 cache of any current GPU, so that
+/// it is timed at DRAM bandwidth as large batches run.
+int64_t getTuningRows(const OpSpec &spec, RowBucket bucket);
+
+/// Elements one thread may keep in registers (kMaxElementsPerThread of
+/// dialects/NormDialect.h, which the kernel verifier enforces).
+constexpr int64_t kMaxElementsPerThread = 64;
+
+/// The rules of #norm.launch: vector 1/2/4/8, threads per row 1..16 (powers
+/// of two) or multiples of 32 up to 1024, 1..32 warps that the rows divide,
+/// rows per CTA a multiple of the rows a CTA works on at once.
+bool isValidLaunch(const LaunchConfig &launch);
+/// The rules a configuration must meet for rows of `rowLength` elements: no
+/// thread without work, at most kMaxElementsPerThread elements per thread.
+bool fitsRow(const LaunchConfig &launch, int64_t rowLength);
+
+/// Parses LaunchConfig::getMangledSuffix ("v8_t128_w4_r1").
+std::optional<LaunchConfig> parseLaunchSuffix(std::string_view text);
+
+/// The widest vector (elements per 16-byte access) that every row buffer
+/// allows and that divides the row length, so contiguous rows stay aligned.
+int64_t getMaxVector(const OpSpec &spec);
+
+/// The configurations the tuner times for `bucket`, the heuristic's first (a
+/// tie keeps it). Built from the shape of the row, not from a search:
+/// - vector: the widest aligned width, and half of it for larger buckets;
+/// - threads per row: one, two, four (and for larger buckets eight) vectors
+///   per thread, plus the heuristic's ladder value and its neighbours;
+/// - CTA shape: one row per CTA from 128 threads per row on; below, 128-thread
+///   CTAs holding several rows (one warp for a single row), and for the
+///   largest bucket also four times the rows per CTA, to amortize CTAs.
+/// Every candidate passes isValidLaunch and fitsRow.
+std::vector<LaunchConfig> getTuningCandidates(const OpSpec &spec,
+                                              RowBucket bucket,
+                                              const LaunchConfig &heuristic);
+
+/// The scalar (vector = 1) variant of `launch` served when a buffer is not
+/// aligned for it: the same mapping, with more threads where one thread would
+/// hold too many elements; nullopt when no scalar configuration fits.
+std::optional<LaunchConfig> getScalarVariant(const LaunchConfig &launch,
+                                             int64_t rowLength);
+
+} // namespace norm::jit
+
+#endif // NORM_RUNTIME_CANDIDATES_H

@@ -1,0 +1,350 @@
+//===- Device.cpp - a device, its loaded kernels and launches -------------===//
+
+#include "runtime/Device.h"
+
+#include <cstring>
+#include <sstream>
+
+using namespace norm::jit;
+
+DeviceState::~DeviceState() {
+  if (context)
+    (void)driver->devicePrimaryCtxRelease(device);
+}
+
+LoadedKernel::~LoadedKernel() {
+  if (!module)
+    return;
+  ScopedContext scope(*device->driver, device->context);
+  (void)device->driver->moduleUnload(module);
+}
+
+/// The effective row stride of a buffer.
+static int64_t getRowStride(const TensorArg &tensor) {
+  return tensor.rowStride ? tensor.rowStride : tensor.cols;
+}
+
+/// Whether one buffer meets one parameter's alignment.
+static bool isParamAligned(const LoadedKernel::Param &param,
+                           const TensorArg &tensor, int64_t rows) {
+  if (param.alignment <= 1)
+    return true;
+  auto address = reinterpret_cast<uintptr_t>(tensor.data);
+  if (address % param.alignment != 0)
+    return false;
+  // A single row never steps by its stride.
+  return !param.rows2D || rows <= 1 ||
+         (getRowStride(tensor) * param.elementBytes) % param.alignment == 0;
+}
+
+bool LoadedKernel::isAligned(const LaunchArgs &args, int64_t rows) const {
+  for (int i = 0; i < numParams; ++i) {
+    const Param &param = params[i];
+    if (param.kind == Param::Kind::Buffer &&
+        !isParamAligned(param, args.tensors[param.slot], rows))
+      return false;
+  }
+  return true;
+}
+
+std::string LoadedKernel::describeMisalignment(const LaunchArgs &args,
+                                               int64_t rows) const {
+  for (int i = 0; i < numParams; ++i) {
+    const Param &param = params[i];
+    const TensorArg &tensor = args.tensors[param.slot];
+    if (param.kind != Param::Kind::Buffer ||
+        isParamAligned(param, tensor, rows))
+      continue;
+    std::ostringstream os;
+    os << "buffer '" << getBufferSlotName(static_cast<BufferSlot>(param.slot))
+       << "' at " << tensor.data;
+    if (param.rows2D)
+      os << " with a row stride of " << getRowStride(tensor) << " elements";
+    os << " is not aligned to the " << param.alignment << " bytes kernel "
+       << getSignature().launch.getMangledSuffix() << " needs";
+    return os.str();
+  }
+  return "all buffers are aligned";
+}
+
+Status LoadedKernel::launch(const LaunchArgs &args, int64_t rows,
+                            cu::Stream stream) const {
+  // Every parameter is 8 bytes: a pointer or an i64.
+  uint64_t values[kMaxParams];
+  void *pointers[kMaxParams];
+  for (int i = 0; i < numParams; ++i) {
+    const Param &param = params[i];
+    const TensorArg &tensor = args.tensors[param.slot];
+    switch (param.kind) {
+    case Param::Kind::Buffer:
+      values[i] = reinterpret_cast<uintptr_t>(tensor.data);
+      break;
+    case Param::Kind::Rows:
+      values[i] = static_cast<uint64_t>(rows);
+      break;
+    case Param::Kind::Stride:
+      values[i] = static_cast<uint64_t>(getRowStride(tensor));
+      break;
+    }
+    pointers[i] = &values[i];
+  }
+  const KernelSignature &sig = getSignature();
+  int64_t gridX = sig.getGridX(rows);
+  if (gridX > 0x7fffffff)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "too many rows: " + std::to_string(rows) + " need " +
+                             std::to_string(gridX) + " CTAs");
+  const CudaDriver &driver = *device->driver;
+  ScopedContext scope(driver, device->context);
+  if (!scope.status().ok())
+    return scope.status();
+  cu::Result result = driver.launchKernel(
+      function, static_cast<unsigned>(gridX), 1, 1,
+      static_cast<unsigned>(sig.blockThreads), 1, 1,
+      static_cast<unsigned>(sig.sharedBytes), stream, pointers, nullptr);
+  if (result != cu::kSuccess)
+    return Status::error(ErrorCode::DriverError,
+                         driver.describe("cuLaunchKernel", result) + " for " +
+                             sig.name);
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Loading
+//===----------------------------------------------------------------------===//
+
+/// Maps the signature's parameters onto buffer slots, checking that the
+/// kernel takes exactly the buffers the operation has, with their types.
+static Status computeLayout(const OpSpec &spec, LoadedKernel &kernel) {
+  const KernelSignature &sig = kernel.getSignature();
+  auto mismatch = [&](const std::string &what) {
+    return Status::error(ErrorCode::Internal,
+                         "the signature of kernel " + sig.name +
+                             " does not match " + describeOpSpec(spec) + ": " +
+                             what);
+  };
+  std::vector<BufferSpec> buffers = getBuffers(spec);
+  std::array<const BufferSpec *, kNumBufferSlots> expected{};
+  for (const BufferSpec &buffer : buffers)
+    expected[static_cast<int>(buffer.slot)] = &buffer;
+  std::array<bool, kNumBufferSlots> seen{}, strideSeen{};
+  bool rowsSeen = false;
+  if (sig.params.size() > LoadedKernel::kMaxParams)
+    return mismatch("too many parameters");
+  if (sig.blockThreads < 1 || sig.blockThreads > 1024 || sig.sharedBytes < 0)
+    return mismatch("bad block size or shared memory");
+
+  kernel.numParams = 0;
+  for (const KernelParam &p : sig.params) {
+    LoadedKernel::Param param;
+    switch (p.kind) {
+    case KernelParam::Kind::Buffer: {
+      std::optional<BufferSlot> slot = parseBufferSlot(p.name);
+      const BufferSpec *buffer =
+          slot ? expected[static_cast<int>(*slot)] : nullptr;
+      if (!buffer)
+        return mismatch("unexpected buffer '" + p.name + "'");
+      if (seen[static_cast<int>(*slot)])
+        return mismatch("buffer '" + p.name + "' appears twice");
+      if (buffer->type != p.elementType || buffer->rows2D != p.rowMajor2D)
+        return mismatch("buffer '" + p.name + "' has another type or shape");
+      if (p.alignment < 1 || (p.alignment & (p.alignment - 1)) != 0)
+        return mismatch("buffer '" + p.name + "' has a bad alignment");
+      seen[static_cast<int>(*slot)] = true;
+      param.kind = LoadedKernel::Param::Kind::Buffer;
+      param.slot = static_cast<uint8_t>(*slot);
+      param.rows2D = p.rowMajor2D;
+      param.elementBytes = static_cast<int32_t>(getElementBytes(p.elementType));
+      // Never less than the element: the kernel accesses whole elements.
+      param.alignment = std::max<int64_t>(p.alignment, param.elementBytes);
+      break;
+    }
+    case KernelParam::Kind::Rows:
+      if (rowsSeen)
+        return mismatch("two row counts");
+      rowsSeen = true;
+      param.kind = LoadedKernel::Param::Kind::Rows;
+      break;
+    case KernelParam::Kind::RowStride: {
+      constexpr std::string_view suffix = "_stride";
+      std::string_view name = p.name;
+      std::optional<BufferSlot> slot;
+      if (name.size() > suffix.size() &&
+          name.substr(name.size() - suffix.size()) == suffix)
+        slot = parseBufferSlot(name.substr(0, name.size() - suffix.size()));
+      const BufferSpec *buffer =
+          slot ? expected[static_cast<int>(*slot)] : nullptr;
+      if (!buffer || !buffer->rows2D || strideSeen[static_cast<int>(*slot)])
+        return mismatch("unexpected stride '" + p.name + "'");
+      strideSeen[static_cast<int>(*slot)] = true;
+      param.kind = LoadedKernel::Param::Kind::Stride;
+      param.slot = static_cast<uint8_t>(*slot);
+      break;
+    }
+    }
+    kernel.params[kernel.numParams++] = param;
+  }
+  for (const BufferSpec &buffer : buffers)
+    if (!seen[static_cast<int>(buffer.slot)])
+      return mismatch("no parameter for buffer '" +
+                      std::string(getBufferSlotName(buffer.slot)) + "'");
+  if (!rowsSeen)
+    return mismatch("no row count parameter");
+  return Status::success();
+}
+
+/// Links PTX into a cubin for the current context's device.
+static Status linkPtx(const CudaDriver &driver, const KernelBinary &binary,
+                      std::string &cubin) {
+  char errorLog[8192] = {0};
+  int options[] = {cu::kJitErrorLogBuffer, cu::kJitErrorLogBufferSizeBytes};
+  void *values[] = {errorLog, reinterpret_cast<void *>(sizeof(errorLog))};
+  cu::LinkState state = nullptr;
+  if (Status status = driver.check(driver.linkCreate(2, options, values, &state),
+                                   "cuLinkCreate");
+      !status)
+    return status;
+  const std::string &ptx = binary.ptx;
+  cu::Result result =
+      driver.linkAddData(state, cu::kJitInputPtx,
+                         const_cast<char *>(ptx.c_str()), ptx.size() + 1,
+                         binary.signature.name.c_str(), 0, nullptr, nullptr);
+  void *image = nullptr;
+  size_t size = 0;
+  if (result == cu::kSuccess)
+    result = driver.linkComplete(state, &image, &size);
+  if (result == cu::kSuccess)
+    cubin.assign(static_cast<const char *>(image), size);
+  (void)driver.linkDestroy(state);
+  if (result != cu::kSuccess) {
+    std::string message = "the CUDA driver rejected the PTX of " +
+                          binary.signature.name + ": " +
+                          driver.describe("cuLink", result);
+    if (errorLog[0])
+      message += "\n" + std::string(errorLog);
+    return Status::error(ErrorCode::CompileError, message);
+  }
+  return Status::success();
+}
+
+Status norm::jit::loadKernel(const std::shared_ptr<DeviceState> &device,
+                             const OpSpec &spec, KernelBinary binary,
+                             std::shared_ptr<const LoadedKernel> &result,
+                             bool &linkedCubin, const Logger &log) {
+  const CudaDriver &driver = *device->driver;
+  linkedCubin = false;
+  auto kernel = std::make_shared<LoadedKernel>();
+  kernel->device = device;
+  kernel->binary = std::move(binary);
+  KernelBinary &bin = kernel->binary;
+  if (Status status = computeLayout(spec, *kernel); !status)
+    return status;
+
+  ScopedContext scope(driver, device->context);
+  if (!scope.status().ok())
+    return scope.status();
+  if (!bin.cubin.empty()) {
+    cu::Result r =
+        driver.moduleLoadDataEx(&kernel->module, bin.cubin.data(), 0, nullptr,
+                                nullptr);
+    if (r != cu::kSuccess) {
+      log.log(LogLevel::Warning, "cached cubin of " + bin.signature.name +
+                                     " rejected, linking its PTX again: " +
+                                     driver.describe("cuModuleLoadData", r));
+      kernel->module = nullptr;
+      bin.cubin.clear();
+    }
+  }
+  if (!kernel->module) {
+    if (Status status = linkPtx(driver, bin, bin.cubin); !status)
+      return status;
+    linkedCubin = true;
+    if (Status status = driver.check(
+            driver.moduleLoadDataEx(&kernel->module, bin.cubin.data(), 0,
+                                    nullptr, nullptr),
+            "cuModuleLoadData");
+        !status) {
+      kernel->module = nullptr;
+      return status;
+    }
+  }
+  const KernelSignature &sig = bin.signature;
+  if (Status status = driver.check(
+          driver.moduleGetFunction(&kernel->function, kernel->module,
+                                   sig.name.c_str()),
+          "cuModuleGetFunction");
+      !status)
+    return status.withContext("kernel " + sig.name);
+
+  int maxThreads = 0;
+  if (Status status = driver.check(
+          driver.funcGetAttribute(&maxThreads, cu::kFuncMaxThreadsPerBlock,
+                                  kernel->function),
+          "cuFuncGetAttribute");
+      !status)
+    return status;
+  if (maxThreads < sig.blockThreads)
+    return Status::error(ErrorCode::Unsupported,
+                         "kernel " + sig.name + " can run at most " +
+                             std::to_string(maxThreads) +
+                             " threads per block on this device, it needs " +
+                             std::to_string(sig.blockThreads));
+  constexpr int64_t kDefaultSharedLimit = 48 * 1024;
+  if (sig.sharedBytes > kDefaultSharedLimit) {
+    if (sig.sharedBytes > device->info.maxSharedBytesOptin)
+      return Status::error(ErrorCode::Unsupported,
+                           "kernel " + sig.name + " needs " +
+                               std::to_string(sig.sharedBytes) +
+                               " bytes of shared memory, the device has " +
+                               std::to_string(device->info.maxSharedBytesOptin));
+    if (Status status = driver.check(
+            driver.funcSetAttribute(kernel->function,
+                                    cu::kFuncMaxDynamicSharedSizeBytes,
+                                    static_cast<int>(sig.sharedBytes)),
+            "cuFuncSetAttribute");
+        !status)
+      return status;
+  }
+  result = std::move(kernel);
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// DeviceBuffer
+//===----------------------------------------------------------------------===//
+
+DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&other) noexcept {
+  std::swap(device, other.device);
+  std::swap(pointer, other.pointer);
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (!pointer)
+    return;
+  ScopedContext scope(*device->driver, device->context);
+  (void)device->driver->memFree(pointer);
+}
+
+Status DeviceBuffer::create(std::shared_ptr<DeviceState> device, size_t bytes,
+                            unsigned char fill, DeviceBuffer &buffer) {
+  const CudaDriver &driver = *device->driver;
+  ScopedContext scope(driver, device->context);
+  if (!scope.status().ok())
+    return scope.status();
+  DeviceBuffer created;
+  created.device = std::move(device);
+  bytes = std::max<size_t>(bytes, 1);
+  if (Status status =
+          driver.check(driver.memAlloc(&created.pointer, bytes), "cuMemAlloc");
+      !status) {
+    created.pointer = 0;
+    return status;
+  }
+  if (Status status = driver.check(
+          driver.memsetD8(created.pointer, fill, bytes), "cuMemsetD8");
+      !status)
+    return status;
+  buffer = std::move(created);
+  return Status::success();
+}

@@ -1,0 +1,100 @@
+//===- Device.h - a device, its loaded kernels and launches -----*- C++ -*-===//
+//
+// The device side of libnormjit: the primary context of one device, kernel
+// variants loaded into it with their launch layout precomputed from the
+// kernel signature, and the launch itself: fill a parameter array on the
+// stack, one cuLaunchKernel.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_RUNTIME_DEVICE_H
+#define NORM_RUNTIME_DEVICE_H
+
+#include "runtime/CudaDriver.h"
+#include "runtime/KernelStore.h"
+#include "runtime/Runtime.h"
+
+#include <array>
+#include <memory>
+
+namespace norm::jit {
+
+/// The device of a context: shared by the context and every loaded kernel,
+/// so that kernels stay valid after their context is destroyed.
+struct DeviceState {
+  std::shared_ptr<const CudaDriver> driver;
+  cu::Device device = 0;
+  cu::Context context = nullptr; // the device's primary context, retained
+  DeviceInfo info;
+  /// "driver=13000 cc=9.0": what a cubin in the cache was linked for.
+  std::string cubinTag;
+
+  ~DeviceState();
+};
+
+/// One kernel variant loaded on the device.
+struct LoadedKernel {
+  /// A kernel parameter and where its value comes from.
+  struct Param {
+    enum class Kind : uint8_t { Buffer, Rows, Stride } kind = Kind::Rows;
+    uint8_t slot = 0;           // BufferSlot of a buffer or a stride
+    bool rows2D = false;
+    int32_t elementBytes = 0;
+    int64_t alignment = 1;      // bytes, for pointer and stride * elementBytes
+  };
+  static constexpr int kMaxParams = 2 * kNumBufferSlots + 1;
+
+  std::shared_ptr<DeviceState> device;
+  cu::Module module = nullptr;
+  cu::Function function = nullptr;
+  KernelBinary binary; // kept for bundles
+  std::array<Param, kMaxParams> params{};
+  int numParams = 0;
+
+  LoadedKernel() = default;
+  LoadedKernel(const LoadedKernel &) = delete;
+  LoadedKernel &operator=(const LoadedKernel &) = delete;
+  ~LoadedKernel();
+
+  const KernelSignature &getSignature() const { return binary.signature; }
+
+  /// Whether every buffer meets this variant's alignment for `rows` rows.
+  bool isAligned(const LaunchArgs &args, int64_t rows) const;
+  /// For messages: the first buffer that is not aligned, and how.
+  std::string describeMisalignment(const LaunchArgs &args, int64_t rows) const;
+
+  /// Enqueues the kernel; `args` must have been checked. No allocation.
+  Status launch(const LaunchArgs &args, int64_t rows, cu::Stream stream) const;
+};
+
+/// Loads `binary` on the device: the cached cubin where there is one for
+/// this driver, else the PTX linked by the driver (`linkedCubin` then holds
+/// the result, for the cache). Checks the signature against `spec` and
+/// computes the launch layout. CompileError when the driver rejects the PTX,
+/// Unsupported when the kernel cannot launch its block on this device.
+Status loadKernel(const std::shared_ptr<DeviceState> &device,
+                  const OpSpec &spec, KernelBinary binary,
+                  std::shared_ptr<const LoadedKernel> &kernel,
+                  bool &linkedCubin, const Logger &log);
+
+/// Device memory freed at the end of its scope.
+class DeviceBuffer {
+public:
+  DeviceBuffer() = default;
+  DeviceBuffer(DeviceBuffer &&other) noexcept { *this = std::move(other); }
+  DeviceBuffer &operator=(DeviceBuffer &&other) noexcept;
+  ~DeviceBuffer();
+
+  /// Allocates `bytes` (at least 1) and fills every byte with `fill`.
+  static Status create(std::shared_ptr<DeviceState> device, size_t bytes,
+                       unsigned char fill, DeviceBuffer &buffer);
+  void *get() const { return reinterpret_cast<void *>(pointer); }
+
+private:
+  std::shared_ptr<DeviceState> device;
+  cu::DevicePtr pointer = 0;
+};
+
+} // namespace norm::jit
+
+#endif // NORM_RUNTIME_DEVICE_H

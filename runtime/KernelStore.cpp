@@ -1,0 +1,274 @@
+//===- KernelStore.cpp - kernels from bundles, disk or the compiler -------===//
+
+#include "runtime/KernelStore.h"
+
+#include "runtime/OpSpecs.h"
+
+#include <chrono>
+#include <sstream>
+
+using namespace norm::jit;
+
+static constexpr const char *kKernelKind = "kernel";
+static constexpr const char *kTuningKind = "tuning";
+
+std::string norm::jit::getKernelKey(const OpSpec &spec,
+                                    const LaunchConfig &launch,
+                                    const TargetOptions &target,
+                                    std::string_view compilerVersion) {
+  std::ostringstream os;
+  os << "normjit kernel\nop: " << getCanonicalSpec(spec)
+     << "\nlaunch: " << launch.getMangledSuffix() << "\nchip: " << target.chip
+     << "\nptx: " << target.ptxVersion << "\ncompiler: " << compilerVersion;
+  return os.str();
+}
+
+std::string norm::jit::getTuningKey(const OpSpec &spec, RowBucket bucket,
+                                    std::string_view device, int driverVersion,
+                                    std::string_view compilerVersion) {
+  std::ostringstream os;
+  os << "normjit tuning\nop: " << getCanonicalSpec(spec)
+     << "\nbucket: " << getRowBucketName(bucket) << "\ndevice: " << device
+     << "\ndriver: " << driverVersion << "\ncompiler: " << compilerVersion
+     << "\ntuner: " << kTunerVersion;
+  return os.str();
+}
+
+std::string norm::jit::getPlanKey(const OpSpec &spec, std::string_view chip) {
+  return "normjit plan\nop: " + getCanonicalSpec(spec) +
+         "\nchip: " + std::string(chip);
+}
+
+CacheEntry norm::jit::makeKernelEntry(const KernelBinary &binary,
+                                      std::string_view cubinTag) {
+  CacheEntry entry;
+  entry.add("signature", binary.signature.toJson());
+  entry.add("ptx", binary.ptx);
+  if (!binary.cubin.empty() && !cubinTag.empty()) {
+    entry.add("cubin", binary.cubin);
+    entry.add("cubin_tag", std::string(cubinTag));
+  }
+  return entry;
+}
+
+bool norm::jit::readKernelEntry(const CacheEntry &entry,
+                                std::string_view cubinTag,
+                                KernelBinary &binary, std::string &why) {
+  const std::string *signature = entry.find("signature");
+  const std::string *ptx = entry.find("ptx");
+  if (!signature || !ptx || ptx->empty()) {
+    why = "kernel entry lacks its signature or PTX";
+    return false;
+  }
+  std::optional<KernelSignature> parsed =
+      KernelSignature::fromJson(*signature, why);
+  if (!parsed)
+    return false;
+  binary.signature = std::move(*parsed);
+  binary.ptx = *ptx;
+  binary.cubin.clear();
+  const std::string *cubin = entry.find("cubin");
+  const std::string *tag = entry.find("cubin_tag");
+  if (cubin && tag && !cubinTag.empty() && *tag == cubinTag)
+    binary.cubin = *cubin;
+  return true;
+}
+
+CacheEntry norm::jit::makePlanEntry(const OpSpec &spec,
+                                    const LaunchPlan &plan) {
+  CacheEntry entry;
+  entry.add("op", getCanonicalSpec(spec));
+  for (RowBucket bucket : kAllRowBuckets)
+    entry.add(std::string(getRowBucketName(bucket)),
+              plan[static_cast<int>(bucket)].getMangledSuffix());
+  return entry;
+}
+
+std::optional<LaunchPlan> norm::jit::readPlanEntry(const CacheEntry &entry) {
+  LaunchPlan plan;
+  for (RowBucket bucket : kAllRowBuckets) {
+    const std::string *text = entry.find(getRowBucketName(bucket));
+    std::optional<LaunchConfig> launch =
+        text ? parseLaunchSuffix(*text) : std::nullopt;
+    if (!launch)
+      return std::nullopt;
+    plan[static_cast<int>(bucket)] = *launch;
+  }
+  return plan;
+}
+
+//===----------------------------------------------------------------------===//
+// KernelStore
+//===----------------------------------------------------------------------===//
+
+KernelStore::KernelStore(KernelStoreOptions options, const Logger &log)
+    : compiler(std::move(options.compiler)),
+      bundles(std::move(options.bundles)), target(std::move(options.target)),
+      log(log) {
+  if (compiler)
+    compilerVersion = compiler->getVersion();
+  // Disk entries are keyed by the compiler version: without a compiler there
+  // is nothing to key them by, and nothing to write.
+  if (compiler && !options.cacheDirectory.empty())
+    disk.emplace(std::move(options.cacheDirectory));
+}
+
+Status KernelStore::getKernel(const OpSpec &spec, const LaunchConfig &launch,
+                              std::string_view cubinTag,
+                              KernelBinary &binary) const {
+  std::string what = describeOpSpec(spec) + " " + launch.getMangledSuffix();
+  for (const auto &bundle : bundles) {
+    std::string key = getKernelKey(spec, launch, target,
+                                   bundle->getInfo().compilerVersion);
+    const CacheEntry *entry = bundle->find(key);
+    if (!entry)
+      continue;
+    std::string why;
+    if (!readKernelEntry(*entry, cubinTag, binary, why))
+      return Status::error(ErrorCode::IoError, "kernel bundle '" +
+                                                   bundle->getPath() + "': " +
+                                                   what + ": " + why);
+    binary.origin = KernelBinary::Origin::Bundle;
+    log.log(LogLevel::Debug, "kernel " + what + ": from bundle " +
+                                 bundle->getPath());
+    return Status::success();
+  }
+
+  if (!compiler)
+    return Status::error(
+        ErrorCode::NotFound,
+        "kernel " + what +
+            " is in no kernel bundle, and this libnormjit has no compiler "
+            "(a runtime-only build): add it to a bundle with norm-tune");
+
+  std::string key = getKernelKey(spec, launch, target, compilerVersion);
+  if (disk) {
+    CacheEntry entry;
+    std::string why;
+    switch (disk->load(kKernelKind, key, entry, why)) {
+    case DiskCache::Lookup::Hit:
+      if (readKernelEntry(entry, cubinTag, binary, why)) {
+        binary.origin = KernelBinary::Origin::DiskCache;
+        log.log(LogLevel::Debug, "kernel " + what + ": disk cache hit" +
+                                     (binary.cubin.empty() ? " (PTX)" : ""));
+        return Status::success();
+      }
+      disk->remove(kKernelKind, key);
+      log.log(LogLevel::Warning, "discarded a bad disk cache entry for " +
+                                     what + ": " + why);
+      break;
+    case DiskCache::Lookup::Rejected:
+      log.log(LogLevel::Warning,
+              "discarded a bad disk cache entry for " + what + ": " + why);
+      break;
+    case DiskCache::Lookup::Miss:
+      log.log(LogLevel::Debug, "kernel " + what + ": disk cache miss");
+      break;
+    }
+  }
+
+  auto start = std::chrono::steady_clock::now();
+  CompiledKernel compiled;
+  norm::Status compiledStatus =
+      compiler->compile(spec, launch, target, compiled);
+  if (!compiledStatus.ok)
+    return Status::error(ErrorCode::CompileError,
+                         "cannot compile " + what + ": " +
+                             compiledStatus.message);
+  if (compiled.ptx.empty() || compiled.signature.name.empty() ||
+      !(compiled.signature.launch == launch))
+    return Status::error(ErrorCode::Internal,
+                         "the compiler returned no kernel or another "
+                         "configuration for " +
+                             what);
+  double ms = std::chrono::duration<double, std::milli>(
+                  std::chrono::steady_clock::now() - start)
+                  .count();
+  log.log(LogLevel::Info,
+          "compiled " + what + " in " + std::to_string(ms) + " ms");
+  binary.signature = std::move(compiled.signature);
+  binary.ptx = std::move(compiled.ptx);
+  binary.cubin.clear();
+  binary.origin = KernelBinary::Origin::Compiled;
+  if (disk)
+    if (Status status =
+            disk->store(kKernelKind, key, makeKernelEntry(binary, {}));
+        !status)
+      log.log(LogLevel::Warning, "cannot write the disk cache: " +
+                                     status.message());
+  return Status::success();
+}
+
+void KernelStore::storeCubin(const OpSpec &spec, const LaunchConfig &launch,
+                             const KernelBinary &binary,
+                             std::string_view cubinTag) const {
+  if (!disk || binary.origin == KernelBinary::Origin::Bundle)
+    return;
+  std::string key = getKernelKey(spec, launch, target, compilerVersion);
+  if (Status status =
+          disk->store(kKernelKind, key, makeKernelEntry(binary, cubinTag));
+      !status)
+    log.log(LogLevel::Warning,
+            "cannot write the disk cache: " + status.message());
+}
+
+void KernelStore::discardKernel(const OpSpec &spec,
+                                const LaunchConfig &launch) const {
+  if (disk)
+    disk->remove(kKernelKind,
+                 getKernelKey(spec, launch, target, compilerVersion));
+}
+
+std::optional<LaunchPlan> KernelStore::findPlan(const OpSpec &spec) const {
+  std::string key = getPlanKey(spec, target.chip);
+  for (const auto &bundle : bundles)
+    if (const CacheEntry *entry = bundle->find(key)) {
+      if (std::optional<LaunchPlan> plan = readPlanEntry(*entry))
+        return plan;
+      log.log(LogLevel::Warning, "kernel bundle '" + bundle->getPath() +
+                                     "' has a malformed plan for " +
+                                     describeOpSpec(spec));
+    }
+  return std::nullopt;
+}
+
+std::optional<KernelStore::TuningRecord>
+KernelStore::loadTuning(const OpSpec &spec, RowBucket bucket,
+                        std::string_view device, int driverVersion) const {
+  if (!disk)
+    return std::nullopt;
+  std::string key =
+      getTuningKey(spec, bucket, device, driverVersion, compilerVersion);
+  CacheEntry entry;
+  std::string why;
+  DiskCache::Lookup lookup = disk->load(kTuningKind, key, entry, why);
+  if (lookup == DiskCache::Lookup::Rejected)
+    log.log(LogLevel::Warning, "discarded a bad tuning cache entry: " + why);
+  if (lookup != DiskCache::Lookup::Hit)
+    return std::nullopt;
+  const std::string *winner = entry.find("winner");
+  const std::string *report = entry.find("report");
+  std::optional<LaunchConfig> launch =
+      winner ? parseLaunchSuffix(*winner) : std::nullopt;
+  if (!launch || !report) {
+    disk->remove(kTuningKind, key);
+    log.log(LogLevel::Warning, "discarded a malformed tuning cache entry");
+    return std::nullopt;
+  }
+  return TuningRecord{*launch, *report};
+}
+
+void KernelStore::storeTuning(const OpSpec &spec, RowBucket bucket,
+                              std::string_view device, int driverVersion,
+                              const TuningRecord &record) const {
+  if (!disk)
+    return;
+  CacheEntry entry;
+  entry.add("winner", record.winner.getMangledSuffix());
+  entry.add("report", record.report);
+  std::string key =
+      getTuningKey(spec, bucket, device, driverVersion, compilerVersion);
+  if (Status status = disk->store(kTuningKind, key, entry); !status)
+    log.log(LogLevel::Warning,
+            "cannot write the tuning cache: " + status.message());
+}

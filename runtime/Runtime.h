@@ -1,0 +1,221 @@
+//===- Runtime.h - libnormjit, the C++ API ----------------------*- C++ -*-===//
+//
+// libnormjit builds normalization kernels for one operation at a time,
+// specialised for its hidden size and autotuned per row-count bucket on the
+// device it runs on, and launches them on the caller's CUDA stream.
+//
+//   ContextOptions options;                 // device 0, tuning, disk cache
+//   std::unique_ptr<Context> context;
+//   if (Status s = Context::create(options, context); !s) ...
+//   OpSpec rms;                              // compiler/Compiler.h
+//   rms.kind = OpSpec::Kind::RMSNorm; rms.hidden = 4096; rms.hasWeight = true;
+//   std::shared_ptr<const Kernel> kernel;
+//   if (Status s = context->getKernel(rms, {}, kernel); !s) ...
+//   LaunchArgs args;
+//   args.set(BufferSlot::Input, x, ElementType::bf16, 4096)
+//       .set(BufferSlot::Weight, w, ElementType::bf16, 4096)
+//       .set(BufferSlot::Output, y, ElementType::bf16, 4096);
+//   Status s = kernel->launch(args, rows, stream);
+//
+// getKernel compiles (in process), tunes and loads at the first request and
+// serves later ones, from any thread, from memory; the disk cache makes the
+// next process fast too. launch() checks every buffer, then enqueues one
+// kernel: no allocation, no synchronisation, safe inside CUDA graph capture.
+// Errors are Status values (Status.h); nothing throws.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_RUNTIME_RUNTIME_H
+#define NORM_RUNTIME_RUNTIME_H
+
+#include "compiler/Compiler.h"
+#include "runtime/Candidates.h"
+#include "runtime/KernelCompiler.h"
+#include "runtime/Log.h"
+#include "runtime/OpSpecs.h"
+#include "runtime/Status.h"
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace norm::jit {
+
+/// One device buffer of a launch: `cols` elements per row and `rowStride`
+/// elements from one row to the next (0: `cols`, contiguous rows). 1-D
+/// buffers (weights, biases, statistics) have `cols` elements and stride 0.
+struct TensorArg {
+  const void *data = nullptr;
+  ElementType type = ElementType::bf16;
+  int64_t cols = 0;
+  int64_t rowStride = 0;
+};
+
+/// The buffers of one launch by slot; a slot the operation does not use
+/// must stay empty (data null).
+struct LaunchArgs {
+  std::array<TensorArg, kNumBufferSlots> tensors{};
+
+  LaunchArgs &set(BufferSlot slot, const void *data, ElementType type,
+                  int64_t cols, int64_t rowStride = 0) {
+    tensors[static_cast<int>(slot)] = {data, type, cols, rowStride};
+    return *this;
+  }
+  const TensorArg &operator[](BufferSlot slot) const {
+    return tensors[static_cast<int>(slot)];
+  }
+};
+
+struct KernelOptions {
+  /// Tune this operation when the context tunes; false: the heuristic.
+  bool tune = true;
+  /// Fail launches whose buffers the fast variant cannot access (alignment)
+  /// instead of running the scalar variant.
+  bool refuseMisaligned = false;
+};
+
+struct ContextOptions {
+  int device = 0;
+  /// The driver library to dlopen; empty: libcuda.so.1.
+  std::string driverLibrary;
+  /// Autotune new operations; NORMJIT_TUNE=0 turns tuning off as well.
+  bool tuning = true;
+  /// Keep compiled kernels and tuning results on disk.
+  bool diskCache = true;
+  /// Empty: $NORMJIT_CACHE_DIR, $XDG_CACHE_HOME/norm-opt, ~/.cache/norm-opt.
+  std::string cacheDirectory;
+  /// Kernel bundles (norm-tune) to serve plans and kernels from first.
+  std::vector<std::string> bundles;
+  /// Null: the built-in compiler (none in a runtime-only build).
+  std::shared_ptr<KernelCompiler> compiler;
+  /// PTX target; the chip is derived from the device when empty.
+  std::string chip;
+  int ptxVersion = 80;
+  /// -1: NORMJIT_LOG (default warnings); else a LogLevel.
+  int logLevel = -1;
+  Logger::Sink logSink;
+  /// Threads compiling tuning candidates; 0: the hardware's, at most 8.
+  int compileThreads = 0;
+};
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int computeMajor = 0, computeMinor = 0;
+  int multiprocessors = 0;
+  int64_t maxSharedBytesOptin = 0;
+  int driverVersion = 0;
+  std::string chip; // the PTX target: sm_80, sm_89 or sm_90
+  /// Name, compute capability and SM count: the device in tuning keys.
+  std::string getTuningIdentity() const;
+};
+
+/// How one row bucket of a kernel was configured.
+struct BucketReport {
+  enum class Source { Tuned, TuningCache, Bundle, Heuristic };
+  struct Candidate {
+    LaunchConfig launch;
+    double microseconds = -1; // < 0: failed
+    std::string failure;
+  };
+  RowBucket bucket = RowBucket::One;
+  Source source = Source::Heuristic;
+  LaunchConfig launch;                      // what launches of the bucket run
+  std::optional<LaunchConfig> scalarLaunch; // for misaligned buffers
+  int64_t tunedRows = 0;                    // rows the candidates ran at
+  std::vector<Candidate> candidates;        // timed in this process
+  std::string tuningReport;                 // table, also from the cache
+
+  static std::string_view getSourceName(Source source);
+};
+
+class Context;
+class ContextImpl;
+struct LoadedKernel;
+
+/// A loaded, tuned kernel for one operation; shared, immutable, and valid
+/// after its context is destroyed (it keeps the modules it uses).
+class Kernel {
+public:
+  ~Kernel();
+
+  /// Checks `args` against the operation (presence, element types, row
+  /// lengths, strides, alignment) and enqueues the kernel for `rows` rows on
+  /// `stream` (a CUstream; null is the legacy default stream). Buffers the
+  /// fast variant cannot access go to the scalar variant unless the kernel
+  /// refuses misaligned buffers. Zero rows: nothing, success.
+  Status launch(const LaunchArgs &args, int64_t rows, void *stream) const;
+
+  /// The configuration a launch of `rows` rows with `args` would run.
+  Status getLaunchFor(const LaunchArgs &args, int64_t rows,
+                      LaunchConfig &launch) const;
+
+  const OpSpec &getSpec() const { return spec; }
+  const BucketReport &getReport(RowBucket bucket) const {
+    return plans[static_cast<int>(bucket)].report;
+  }
+
+private:
+  friend class ContextImpl;
+  struct Plan {
+    std::shared_ptr<const LoadedKernel> fast;
+    std::shared_ptr<const LoadedKernel> scalar; // null: none fits
+    BucketReport report;
+  };
+  struct ExpectedBuffer {
+    bool present = false;
+    bool rows2D = false;
+    ElementType type = ElementType::f32;
+    int64_t cols = 0;
+  };
+
+  Kernel() = default;
+  Status check(const LaunchArgs &args, int64_t rows,
+               const LoadedKernel *&variant) const;
+
+  OpSpec spec;
+  bool refuseMisaligned = false;
+  std::array<ExpectedBuffer, kNumBufferSlots> expected{};
+  std::array<Plan, kNumRowBuckets> plans;
+};
+
+class Context {
+public:
+  /// Loads the driver, opens the device (its primary context, shared with
+  /// the CUDA runtime) and the caches. NoDriver / NoDevice where there is no
+  /// driver or device.
+  static Status create(const ContextOptions &options,
+                       std::unique_ptr<Context> &context);
+  ~Context();
+
+  /// The kernel for `spec`: built, tuned and loaded at the first request
+  /// (several threads asking at once share one build), from memory after.
+  Status getKernel(const OpSpec &spec, const KernelOptions &options,
+                   std::shared_ptr<const Kernel> &kernel);
+
+  /// Writes a kernel bundle with the plans of `specs` and every kernel they
+  /// use (tuning them first where needed).
+  Status writeBundle(const std::vector<OpSpec> &specs,
+                     const std::string &path);
+
+  const DeviceInfo &getDeviceInfo() const;
+  /// Whether getKernel tunes (options, NORMJIT_TUNE and a compiler).
+  bool isTuning() const;
+
+  // Device memory for tools, tests and examples; not for the launch path.
+  Status allocate(size_t bytes, void *&pointer);
+  Status release(void *pointer);
+  Status copyToDevice(void *device, const void *host, size_t bytes);
+  Status copyToHost(void *host, const void *device, size_t bytes);
+  Status synchronize(void *stream);
+
+private:
+  explicit Context(std::shared_ptr<ContextImpl> impl);
+  std::shared_ptr<ContextImpl> impl;
+};
+
+} // namespace norm::jit
+
+#endif // NORM_RUNTIME_RUNTIME_H

@@ -1,0 +1,33 @@
+//===- Status.cpp - libnormjit error codes --------------------------------===//
+
+#include "runtime/Status.h"
+
+using namespace norm::jit;
+
+std::string_view norm::jit::getErrorCodeName(ErrorCode code) {
+  switch (code) {
+  case ErrorCode::Success:
+    return "success";
+  case ErrorCode::InvalidArgument:
+    return "invalid argument";
+  case ErrorCode::Misaligned:
+    return "misaligned buffer";
+  case ErrorCode::Unsupported:
+    return "unsupported";
+  case ErrorCode::NoDriver:
+    return "no CUDA driver";
+  case ErrorCode::NoDevice:
+    return "no CUDA device";
+  case ErrorCode::DriverError:
+    return "CUDA driver error";
+  case ErrorCode::CompileError:
+    return "compile error";
+  case ErrorCode::NotFound:
+    return "kernel not found";
+  case ErrorCode::IoError:
+    return "I/O error";
+  case ErrorCode::Internal:
+    return "internal error";
+  }
+  return "unknown error";
+}

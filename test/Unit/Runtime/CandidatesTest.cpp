@@ -1,0 +1,185 @@
+//===- CandidatesTest.cpp - row buckets and tuning candidates -------------===//
+
+#include "runtime/Candidates.h"
+
+#include "runtime/OpSpecs.h"
+#include "test/Unit/Runtime/TestSupport.h"
+
+#include <algorithm>
+#include <gtest/gtest.h>
+
+using namespace norm::jit;
+
+namespace {
+
+OpSpec rmsNorm(int64_t hidden, ElementType type = ElementType::bf16) {
+  OpSpec spec;
+  spec.hidden = hidden;
+  spec.hasWeight = true;
+  spec.input = spec.output = spec.param = type;
+  return spec;
+}
+
+LaunchConfig config(int64_t v, int64_t t, int64_t w, int64_t r) {
+  LaunchConfig launch;
+  launch.vector = v;
+  launch.threadsPerRow = t;
+  launch.warps = w;
+  launch.rowsPerCta = r;
+  return launch;
+}
+
+bool contains(const std::vector<LaunchConfig> &list, const LaunchConfig &c) {
+  return std::find(list.begin(), list.end(), c) != list.end();
+}
+
+std::vector<LaunchConfig> candidatesFor(const OpSpec &spec, RowBucket bucket) {
+  test::FakeCompiler compiler;
+  return getTuningCandidates(
+      spec, bucket,
+      compiler.getHeuristicLaunch(spec, getTuningRows(spec, bucket)));
+}
+
+TEST(Candidates, RowBuckets) {
+  EXPECT_EQ(getRowBucket(1), RowBucket::One);
+  EXPECT_EQ(getRowBucket(2), RowBucket::UpTo64);
+  EXPECT_EQ(getRowBucket(64), RowBucket::UpTo64);
+  EXPECT_EQ(getRowBucket(65), RowBucket::UpTo1K);
+  EXPECT_EQ(getRowBucket(1024), RowBucket::UpTo1K);
+  EXPECT_EQ(getRowBucket(1025), RowBucket::More);
+  for (RowBucket bucket : kAllRowBuckets) {
+    EXPECT_EQ(parseRowBucketName(getRowBucketName(bucket)), bucket);
+    // Each bucket is tuned at a row count inside it.
+    EXPECT_EQ(getRowBucket(getTuningRows(rmsNorm(4096), bucket)), bucket);
+    EXPECT_EQ(getRowBucket(getTuningRows(rmsNorm(128), bucket)), bucket);
+  }
+  // The largest bucket moves about 256 MiB: 4 buffers... here 2 of 8 KiB.
+  EXPECT_EQ(getTuningRows(rmsNorm(4096), RowBucket::More), 16384);
+}
+
+TEST(Candidates, LaunchRules) {
+  EXPECT_TRUE(isValidLaunch(config(8, 128, 4, 1)));
+  EXPECT_TRUE(isValidLaunch(config(8, 16, 4, 8)));
+  EXPECT_TRUE(isValidLaunch(config(8, 896, 28, 1)));
+  EXPECT_FALSE(isValidLaunch(config(3, 128, 4, 1)));   // vector
+  EXPECT_FALSE(isValidLaunch(config(8, 48, 4, 1)));    // not a multiple of 32
+  EXPECT_FALSE(isValidLaunch(config(8, 12, 4, 1)));    // not a power of two
+  EXPECT_FALSE(isValidLaunch(config(8, 2048, 64, 1))); // too many threads
+  EXPECT_FALSE(isValidLaunch(config(8, 256, 4, 1)));   // row wider than CTA
+  EXPECT_FALSE(isValidLaunch(config(8, 16, 4, 4)));    // 8 rows at once
+  EXPECT_TRUE(fitsRow(config(8, 512, 16, 1), 4096));
+  EXPECT_FALSE(fitsRow(config(8, 1024, 32, 1), 4096)); // idle threads
+  EXPECT_FALSE(fitsRow(config(8, 32, 4, 4), 4096));    // 128 per thread
+  EXPECT_TRUE(fitsRow(config(8, 64, 4, 2), 4096));     // exactly 64
+}
+
+TEST(Candidates, ParseLaunchSuffix) {
+  LaunchConfig launch = config(8, 128, 4, 1);
+  EXPECT_EQ(parseLaunchSuffix(launch.getMangledSuffix()), launch);
+  EXPECT_FALSE(parseLaunchSuffix("v8_t128_w4_r1x"));
+  EXPECT_FALSE(parseLaunchSuffix("v8_t128_w4"));
+  EXPECT_FALSE(parseLaunchSuffix("v3_t128_w4_r1"));
+  EXPECT_FALSE(parseLaunchSuffix("v08_t128_w4_r1")); // not canonical
+}
+
+TEST(Candidates, MaxVector) {
+  EXPECT_EQ(getMaxVector(rmsNorm(4096)), 8);
+  EXPECT_EQ(getMaxVector(rmsNorm(4096, ElementType::f32)), 4);
+  EXPECT_EQ(getMaxVector(rmsNorm(4100)), 4);
+  EXPECT_EQ(getMaxVector(rmsNorm(769)), 1);
+  OpSpec mixed = rmsNorm(4096);
+  mixed.output = ElementType::f32; // the widest row buffer decides
+  EXPECT_EQ(getMaxVector(mixed), 4);
+}
+
+TEST(Candidates, EveryCandidateIsValidAndFits) {
+  for (int64_t hidden : {32, 64, 100, 128, 769, 1152, 2048, 4096, 5120, 7168,
+                         8192, 12288, 16384, 32768, 65536}) {
+    for (ElementType type : {ElementType::bf16, ElementType::f32}) {
+      OpSpec spec = rmsNorm(hidden, type);
+      for (RowBucket bucket : kAllRowBuckets) {
+        std::vector<LaunchConfig> candidates = candidatesFor(spec, bucket);
+        ASSERT_FALSE(candidates.empty()) << hidden;
+        EXPECT_LE(candidates.size(), 16u) << hidden;
+        for (const LaunchConfig &c : candidates) {
+          EXPECT_TRUE(isValidLaunch(c)) << hidden << " " << c.getMangledSuffix();
+          EXPECT_TRUE(fitsRow(c, hidden)) << hidden << " " << c.getMangledSuffix();
+          EXPECT_EQ(std::count(candidates.begin(), candidates.end(), c), 1);
+        }
+      }
+    }
+  }
+}
+
+TEST(Candidates, HeuristicComesFirst) {
+  OpSpec spec = rmsNorm(4096);
+  test::FakeCompiler compiler;
+  LaunchConfig heuristic = compiler.getHeuristicLaunch(spec, 64);
+  std::vector<LaunchConfig> candidates =
+      getTuningCandidates(spec, RowBucket::UpTo64, heuristic);
+  ASSERT_FALSE(candidates.empty());
+  EXPECT_EQ(candidates.front(), heuristic);
+}
+
+TEST(Candidates, ThreadsPerRowFollowTheRowShape) {
+  // One 16-byte vector per thread: 896 threads for 7168 (the best measured
+  // on an H200), 1024 for 8192, 256 for 2048.
+  EXPECT_TRUE(contains(candidatesFor(rmsNorm(7168), RowBucket::One),
+                       config(8, 896, 28, 1)));
+  EXPECT_TRUE(contains(candidatesFor(rmsNorm(8192), RowBucket::More),
+                       config(8, 1024, 32, 1)));
+  EXPECT_TRUE(contains(candidatesFor(rmsNorm(2048), RowBucket::UpTo64),
+                       config(8, 256, 8, 1)));
+  // Two vectors per thread.
+  EXPECT_TRUE(contains(candidatesFor(rmsNorm(4096), RowBucket::One),
+                       config(8, 256, 8, 1)));
+}
+
+TEST(Candidates, LargerBucketsAlsoTryHalfVectors) {
+  for (const LaunchConfig &c : candidatesFor(rmsNorm(4096), RowBucket::One))
+    EXPECT_EQ(c.vector, 8) << c.getMangledSuffix();
+  std::vector<LaunchConfig> large = candidatesFor(rmsNorm(4096), RowBucket::More);
+  EXPECT_TRUE(std::any_of(large.begin(), large.end(),
+                          [](const LaunchConfig &c) { return c.vector == 4; }));
+}
+
+TEST(Candidates, ShortRowsShareCtas) {
+  // Per-head rows of 128: 128-thread CTAs holding several rows, and four
+  // times as many rows per CTA for large batches.
+  std::vector<LaunchConfig> large = candidatesFor(rmsNorm(128), RowBucket::More);
+  EXPECT_TRUE(contains(large, config(8, 16, 4, 8)));
+  EXPECT_TRUE(contains(large, config(8, 16, 4, 32)));
+  for (const LaunchConfig &c : candidatesFor(rmsNorm(128), RowBucket::UpTo1K))
+    EXPECT_EQ(c.rowsPerCta, c.getConcurrentRows()) << c.getMangledSuffix();
+  // A single row needs no more than one warp of threads sharing it.
+  std::vector<LaunchConfig> one = candidatesFor(rmsNorm(128), RowBucket::One);
+  for (size_t i = 1; i < one.size(); ++i)
+    EXPECT_EQ(one[i].warps, 1) << one[i].getMangledSuffix();
+}
+
+TEST(Candidates, ColumnStatisticsOnlyUseTheHeuristic) {
+  OpSpec stats;
+  stats.kind = OpSpec::Kind::BatchNormStats;
+  stats.hidden = 256;
+  LaunchConfig heuristic = config(4, 32, 4, 4);
+  EXPECT_EQ(getTuningCandidates(stats, RowBucket::More, heuristic),
+            std::vector<LaunchConfig>{heuristic});
+}
+
+TEST(Candidates, ScalarVariant) {
+  // Same mapping where one thread can hold its share of the row.
+  EXPECT_EQ(getScalarVariant(config(8, 512, 16, 1), 4096),
+            config(1, 512, 16, 1));
+  // More threads where it cannot: 16384 / 64 = 256 threads at least.
+  EXPECT_EQ(getScalarVariant(config(8, 128, 4, 1), 16384),
+            config(1, 256, 8, 1));
+  // Rows per CTA stay a multiple of the rows a CTA works on.
+  std::optional<LaunchConfig> small = getScalarVariant(config(8, 8, 4, 16), 769);
+  ASSERT_TRUE(small);
+  EXPECT_TRUE(isValidLaunch(*small));
+  EXPECT_TRUE(fitsRow(*small, 769));
+  // Rows longer than 1024 threads x 64 elements have no scalar variant.
+  EXPECT_FALSE(getScalarVariant(config(8, 1024, 32, 1), 1 << 17));
+}
+
+} // namespace

@@ -1,0 +1,57 @@
+//===- FakeCuda.h - a CUDA driver stand-in for tests without a GPU -*- C -*-===//
+//
+// libnormjit-fake-cuda.so exports the driver entry points libnormjit loads,
+// backed by host memory and a virtual clock, plus these controls. It lets
+// the tests without a GPU run the whole device path: module loading from
+// PTX (".entry name(.param ...)") and from "cubins" it links itself,
+// launches (recorded with their parameter values), events whose elapsed time
+// follows a cost the PTX states ("// fake-cost-ns: <fixed> <per CTA>"), and
+// memory. The launch path allocates nothing, so tests can count allocations.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_TEST_FAKECUDA_H
+#define NORM_TEST_FAKECUDA_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct fakecuda_launch {
+  char kernel[128];
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned shared_bytes;
+  void *stream;
+  int num_params;
+  uint64_t params[32];
+};
+
+/// Forgets launches, counters and injected failures; restores one device of
+/// compute capability 9.0, driver 13000, 1024 threads per block. FAKECUDA_DEVICES
+/// in the environment, when set, overrides the device count at cuInit.
+void fakecuda_reset(void);
+void fakecuda_set_device_count(int count);
+void fakecuda_set_compute_capability(int major, int minor);
+void fakecuda_set_driver_version(int version);
+void fakecuda_set_max_threads_per_block(int threads);
+/// The next `count` calls of `entry` ("cuModuleLoadDataEx", ...) fail with
+/// `result`.
+void fakecuda_fail_next(const char *entry, int result, int count);
+
+int fakecuda_call_count(const char *entry);
+int fakecuda_launch_count(void);
+/// Launch `index` (0 = first since reset); 0 when there is no such launch.
+int fakecuda_get_launch(int index, struct fakecuda_launch *launch);
+int fakecuda_live_allocations(void);
+int fakecuda_live_modules(void);
+int fakecuda_live_streams(void);
+int fakecuda_primary_context_retains(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // NORM_TEST_FAKECUDA_H

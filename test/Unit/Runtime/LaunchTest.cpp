@@ -1,0 +1,311 @@
+//===- LaunchTest.cpp - the launch path: checks, variants, parameters -----===//
+//
+// Launches on the fake driver, which records grid, block and every kernel
+// parameter value.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Runtime.h"
+
+#include "test/Unit/Runtime/TestSupport.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+using namespace norm::jit;
+using namespace norm::jit::test;
+
+// Counts every allocation of the test binary (libnormjit is linked in).
+// GCC cannot see that these replace the global operators as a pair.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+static std::atomic<long> allocationCount{0};
+
+void *operator new(size_t size) {
+  ++allocationCount;
+  if (void *p = std::malloc(size ? size : 1))
+    return p;
+  throw std::bad_alloc();
+}
+void operator delete(void *p) noexcept { std::free(p); }
+void operator delete(void *p, size_t) noexcept { std::free(p); }
+
+// The fake driver's own entry points, for streams of the caller.
+extern "C" int cuStreamCreate(void **stream, unsigned flags);
+extern "C" int cuStreamDestroy_v2(void *stream);
+
+namespace {
+
+class LaunchTest : public FakeDriverTest {
+protected:
+  void SetUp() override {
+    FakeDriverTest::SetUp();
+    compiler = std::make_shared<FakeCompiler>();
+    ASSERT_TRUE(Context::create(makeFakeOptions(compiler), context).ok());
+  }
+
+  /// A device buffer of `bytes` owned by the fixture.
+  char *allocate(size_t bytes) {
+    void *pointer = nullptr;
+    EXPECT_TRUE(context->allocate(bytes, pointer).ok());
+    buffers.push_back(pointer);
+    return static_cast<char *>(pointer);
+  }
+  void TearDown() override {
+    for (void *pointer : buffers)
+      EXPECT_TRUE(context->release(pointer).ok());
+  }
+
+  /// Last launch recorded by the fake driver.
+  fakecuda_launch lastLaunch() {
+    fakecuda_launch launch{};
+    EXPECT_TRUE(fakecuda_get_launch(fakecuda_launch_count() - 1, &launch));
+    return launch;
+  }
+
+  std::shared_ptr<FakeCompiler> compiler;
+  std::unique_ptr<Context> context;
+  std::vector<void *> buffers;
+};
+
+TEST_F(LaunchTest, ParametersFollowTheSignature) {
+  OpSpec spec = makeRmsNorm(4096);
+  spec.hasAddend = spec.writeResidual = true;
+  std::shared_ptr<const Kernel> kernel;
+  ASSERT_TRUE(context->getKernel(spec, {}, kernel).ok());
+  const int64_t rows = 100, stride = 8192;
+  char *input = allocate(rows * stride * 2);
+  char *addend = allocate(rows * 4096 * 2);
+  char *weight = allocate(4096 * 2);
+  char *output = allocate(rows * 4096 * 2);
+  char *residual = allocate(rows * 4096 * 2);
+  LaunchArgs args;
+  args.set(BufferSlot::Input, input, ElementType::bf16, 4096, stride)
+      .set(BufferSlot::Addend, addend, ElementType::bf16, 4096)
+      .set(BufferSlot::Weight, weight, ElementType::bf16, 4096)
+      .set(BufferSlot::Output, output, ElementType::bf16, 4096)
+      .set(BufferSlot::ResidualOut, residual, ElementType::bf16, 4096);
+  void *stream = nullptr;
+  ASSERT_EQ(cuStreamCreate(&stream, 0), 0);
+  ASSERT_TRUE(kernel->launch(args, rows, stream).ok());
+  ASSERT_EQ(cuStreamDestroy_v2(stream), 0);
+
+  const LaunchConfig &launch = kernel->getReport(RowBucket::UpTo1K).launch;
+  fakecuda_launch recorded = lastLaunch();
+  EXPECT_EQ(std::string(recorded.kernel), getFakeKernelName(spec, launch));
+  EXPECT_EQ(recorded.grid[0],
+            (rows + launch.rowsPerCta - 1) / launch.rowsPerCta);
+  EXPECT_EQ(recorded.grid[1], 1u);
+  EXPECT_EQ(recorded.block[0], launch.warps * 32);
+  EXPECT_EQ(recorded.stream, stream);
+  // input, addend, weight, output, residual_out, rows, then the strides of
+  // the 2-D buffers in buffer order.
+  std::vector<uint64_t> expected = {
+      reinterpret_cast<uint64_t>(input),  reinterpret_cast<uint64_t>(addend),
+      reinterpret_cast<uint64_t>(weight), reinterpret_cast<uint64_t>(output),
+      reinterpret_cast<uint64_t>(residual), rows, stride, 4096, 4096, 4096};
+  ASSERT_EQ(recorded.num_params, static_cast<int>(expected.size()));
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_EQ(recorded.params[i], expected[i]) << "parameter " << i;
+}
+
+class RmsLaunchTest : public LaunchTest {
+protected:
+  void SetUp() override {
+    LaunchTest::SetUp();
+    ASSERT_TRUE(context->getKernel(makeRmsNorm(4096), {}, kernel).ok());
+    input = allocate(2048 * 4096 * 2);
+    weight = allocate(4096 * 2);
+    output = allocate(2048 * 4096 * 2);
+    args.set(BufferSlot::Input, input, ElementType::bf16, 4096)
+        .set(BufferSlot::Weight, weight, ElementType::bf16, 4096)
+        .set(BufferSlot::Output, output, ElementType::bf16, 4096);
+  }
+
+  /// Expects `status` to be an error of `code` mentioning `text`, and no
+  /// launch to have happened.
+  void expectRefused(const Status &status, ErrorCode code,
+                     const std::string &text) {
+    EXPECT_EQ(status.code(), code) << status.message();
+    EXPECT_NE(status.message().find(text), std::string::npos)
+        << status.message();
+    EXPECT_EQ(fakecuda_launch_count(), 0);
+  }
+
+  std::shared_ptr<const Kernel> kernel;
+  char *input, *weight, *output;
+  LaunchArgs args;
+};
+
+TEST_F(RmsLaunchTest, RowBucketsPickTheirConfiguration) {
+  for (int64_t rows : {1, 7, 64, 65, 1000, 2048}) {
+    ASSERT_TRUE(kernel->launch(args, rows, nullptr).ok());
+    const LaunchConfig &launch =
+        kernel->getReport(getRowBucket(rows)).launch;
+    fakecuda_launch recorded = lastLaunch();
+    EXPECT_EQ(std::string(recorded.kernel),
+              getFakeKernelName(kernel->getSpec(), launch));
+    EXPECT_EQ(recorded.params[3], static_cast<uint64_t>(rows));
+  }
+}
+
+TEST_F(RmsLaunchTest, ZeroRowsIsANoOp) {
+  EXPECT_TRUE(kernel->launch(args, 0, nullptr).ok());
+  EXPECT_TRUE(kernel->launch(LaunchArgs(), 0, nullptr).ok())
+      << "empty tensors may have null data";
+  EXPECT_EQ(fakecuda_launch_count(), 0);
+}
+
+TEST_F(RmsLaunchTest, BadArgumentsLaunchNothing) {
+  expectRefused(kernel->launch(args, -1, nullptr), ErrorCode::InvalidArgument,
+                "negative row count -1");
+  LaunchArgs missing = args;
+  missing.set(BufferSlot::Weight, nullptr, ElementType::bf16, 4096);
+  expectRefused(kernel->launch(missing, 8, nullptr), ErrorCode::InvalidArgument,
+                "buffer 'weight' is null");
+  LaunchArgs extra = args;
+  extra.set(BufferSlot::Bias, weight, ElementType::bf16, 4096);
+  expectRefused(kernel->launch(extra, 8, nullptr), ErrorCode::InvalidArgument,
+                "the operation has no 'bias' buffer");
+  LaunchArgs type = args;
+  type.set(BufferSlot::Output, output, ElementType::f16, 4096);
+  expectRefused(kernel->launch(type, 8, nullptr), ErrorCode::InvalidArgument,
+                "buffer 'output' is f16, the operation expects bf16");
+  LaunchArgs hidden = args;
+  hidden.set(BufferSlot::Input, input, ElementType::bf16, 4095);
+  expectRefused(kernel->launch(hidden, 8, nullptr), ErrorCode::InvalidArgument,
+                "buffer 'input' has 4095 elements per row, the operation "
+                "expects 4096");
+  LaunchArgs shortStride = args;
+  shortStride.set(BufferSlot::Input, input, ElementType::bf16, 4096, 4000);
+  expectRefused(kernel->launch(shortStride, 8, nullptr),
+                ErrorCode::InvalidArgument, "shorter than its rows");
+  LaunchArgs negativeStride = args;
+  negativeStride.set(BufferSlot::Input, input, ElementType::bf16, 4096, -4096);
+  expectRefused(kernel->launch(negativeStride, 8, nullptr),
+                ErrorCode::InvalidArgument, "shorter than its rows");
+  LaunchArgs weightStride = args;
+  weightStride.set(BufferSlot::Weight, weight, ElementType::bf16, 4096, 4096);
+  expectRefused(kernel->launch(weightStride, 8, nullptr),
+                ErrorCode::InvalidArgument, "1-D buffer 'weight'");
+  LaunchArgs huge = args;
+  huge.set(BufferSlot::Input, input, ElementType::bf16, 4096,
+           int64_t(1) << 50);
+  expectRefused(kernel->launch(huge, 1 << 20, nullptr),
+                ErrorCode::InvalidArgument, "2^60 bytes");
+  expectRefused(kernel->launch(args, int64_t(1) << 40, nullptr),
+                ErrorCode::InvalidArgument, "too many rows");
+}
+
+TEST_F(RmsLaunchTest, MisalignedBuffersRunTheScalarVariant) {
+  const LaunchConfig &fast = kernel->getReport(RowBucket::UpTo64).launch;
+  ASSERT_GT(fast.vector, 1);
+  const std::optional<LaunchConfig> &scalar =
+      kernel->getReport(RowBucket::UpTo64).scalarLaunch;
+  ASSERT_TRUE(scalar);
+  // A pointer off by one element.
+  LaunchArgs shifted = args;
+  shifted.set(BufferSlot::Input, input + 2, ElementType::bf16, 4096);
+  ASSERT_TRUE(kernel->launch(shifted, 16, nullptr).ok());
+  fakecuda_launch recorded = lastLaunch();
+  EXPECT_EQ(std::string(recorded.kernel),
+            getFakeKernelName(kernel->getSpec(), *scalar));
+  EXPECT_EQ(recorded.params[0], reinterpret_cast<uint64_t>(input + 2));
+  LaunchConfig chosen;
+  ASSERT_TRUE(kernel->getLaunchFor(shifted, 16, chosen).ok());
+  EXPECT_EQ(chosen, *scalar);
+
+  // A row stride that breaks 16-byte alignment of every other row.
+  LaunchArgs strided = args;
+  strided.set(BufferSlot::Output, output, ElementType::bf16, 4096, 4100);
+  ASSERT_TRUE(kernel->getLaunchFor(strided, 16, chosen).ok());
+  EXPECT_EQ(chosen, *scalar);
+  // ... which does not matter for a single row.
+  ASSERT_TRUE(kernel->getLaunchFor(strided, 1, chosen).ok());
+  EXPECT_EQ(chosen, kernel->getReport(RowBucket::One).launch);
+  ASSERT_TRUE(kernel->getLaunchFor(args, 16, chosen).ok());
+  EXPECT_EQ(chosen, fast);
+}
+
+TEST_F(RmsLaunchTest, BuffersNoVariantCanUseAreRefused) {
+  LaunchArgs odd = args;
+  odd.set(BufferSlot::Weight, weight + 1, ElementType::bf16, 4096);
+  expectRefused(kernel->launch(odd, 16, nullptr), ErrorCode::Misaligned,
+                "buffer 'weight'");
+}
+
+TEST_F(RmsLaunchTest, KernelsCanRefuseMisalignedBuffers) {
+  std::shared_ptr<const Kernel> strict;
+  KernelOptions options;
+  options.refuseMisaligned = true;
+  ASSERT_TRUE(context->getKernel(makeRmsNorm(4096), options, strict).ok());
+  EXPECT_NE(strict, kernel);
+  LaunchArgs shifted = args;
+  shifted.set(BufferSlot::Input, input + 2, ElementType::bf16, 4096);
+  expectRefused(strict->launch(shifted, 16, nullptr), ErrorCode::Misaligned,
+                "refuses misaligned buffers");
+  EXPECT_TRUE(strict->launch(args, 16, nullptr).ok());
+}
+
+TEST_F(RmsLaunchTest, LaunchesAllocateNothingAndOnlyLaunch) {
+  ASSERT_TRUE(kernel->launch(args, 64, nullptr).ok()); // warm the driver
+  // Nothing that synchronizes, allocates on the device or loads code.
+  const char *const entries[] = {
+      "cuLaunchKernel",    "cuStreamSynchronize", "cuEventSynchronize",
+      "cuEventRecord",     "cuMemAlloc",          "cuModuleLoadDataEx",
+      "cuLinkComplete"};
+  std::vector<int> before;
+  for (const char *entry : entries)
+    before.push_back(fakecuda_call_count(entry));
+  long allocations = allocationCount;
+  constexpr int kLaunches = 1000;
+  for (int i = 0; i < kLaunches; ++i)
+    ASSERT_TRUE(kernel->launch(args, 1 + i % 2048, nullptr).ok());
+  EXPECT_EQ(allocationCount - allocations, 0);
+  for (size_t i = 0; i < before.size(); ++i)
+    EXPECT_EQ(fakecuda_call_count(entries[i]) - before[i],
+              i == 0 ? kLaunches : 0)
+        << entries[i];
+}
+
+TEST_F(RmsLaunchTest, DriverLaunchErrorsAreReported) {
+  fakecuda_fail_next("cuLaunchKernel", 1, 1);
+  Status status = kernel->launch(args, 8, nullptr);
+  EXPECT_EQ(status.code(), ErrorCode::DriverError);
+  EXPECT_NE(status.message().find("cuLaunchKernel failed"), std::string::npos)
+      << status.message();
+  EXPECT_TRUE(kernel->launch(args, 8, nullptr).ok());
+}
+
+TEST_F(LaunchTest, QKNormRowsAreTokens) {
+  OpSpec qk = test::makeQKNorm();
+  std::shared_ptr<const Kernel> kernel;
+  ASSERT_TRUE(context->getKernel(qk, {}, kernel).ok());
+  const int64_t tokens = 10, packed = 48 * 128;
+  char *qkv = allocate(tokens * packed * 2);
+  char *qw = allocate(256), *kw = allocate(256);
+  char *q = allocate(tokens * 4096 * 2), *k = allocate(tokens * 1024 * 2);
+  LaunchArgs args;
+  args.set(BufferSlot::Qkv, qkv, ElementType::bf16, packed)
+      .set(BufferSlot::QWeight, qw, ElementType::bf16, 128)
+      .set(BufferSlot::KWeight, kw, ElementType::bf16, 128)
+      .set(BufferSlot::Q, q, ElementType::bf16, 4096)
+      .set(BufferSlot::K, k, ElementType::bf16, 1024);
+  ASSERT_TRUE(kernel->launch(args, tokens, nullptr).ok());
+  fakecuda_launch recorded = lastLaunch();
+  const LaunchConfig &launch = kernel->getReport(RowBucket::UpTo64).launch;
+  // 40 head rows per token.
+  EXPECT_EQ(recorded.grid[0],
+            (tokens * 40 + launch.rowsPerCta - 1) / launch.rowsPerCta);
+  ASSERT_EQ(recorded.num_params, 9);
+  EXPECT_EQ(recorded.params[5], static_cast<uint64_t>(tokens));
+  EXPECT_EQ(recorded.params[6], static_cast<uint64_t>(packed));
+  EXPECT_EQ(recorded.params[7], 4096u);
+  EXPECT_EQ(recorded.params[8], 1024u);
+  // Per-head buffers must match the head counts.
+  args.set(BufferSlot::K, k, ElementType::bf16, 4096);
+  EXPECT_EQ(kernel->launch(args, tokens, nullptr).code(),
+            ErrorCode::InvalidArgument);
+}
+
+} // namespace

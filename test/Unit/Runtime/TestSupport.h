@@ -1,0 +1,128 @@
+//===- TestSupport.h - shared pieces of the runtime tests -------*- C++ -*-===//
+
+#ifndef NORM_TEST_RUNTIME_TESTSUPPORT_H
+#define NORM_TEST_RUNTIME_TESTSUPPORT_H
+
+#include "runtime/Runtime.h"
+#include "test/Unit/Runtime/FakeCompiler.h"
+#include "test/Unit/Runtime/FakeCuda.h"
+
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+namespace norm {
+// For gtest: comparisons and readable failures of launch configurations.
+inline bool operator!=(const LaunchConfig &a, const LaunchConfig &b) {
+  return !(a == b);
+}
+inline void PrintTo(const LaunchConfig &launch, std::ostream *os) {
+  *os << launch.getMangledSuffix();
+}
+} // namespace norm
+
+namespace norm::jit::test {
+
+/// A fresh directory, removed with its contents at the end of the scope.
+class TempDir {
+public:
+  TempDir() {
+    const char *base = std::getenv("TMPDIR");
+    std::string pattern =
+        std::string(base && *base ? base : "/tmp") + "/normjit-test-XXXXXX";
+    std::vector<char> buffer(pattern.begin(), pattern.end());
+    buffer.push_back('\0');
+    if (::mkdtemp(buffer.data()))
+      path = buffer.data();
+  }
+  ~TempDir() { removeTree(path); }
+  TempDir(const TempDir &) = delete;
+  TempDir &operator=(const TempDir &) = delete;
+
+  const std::string &get() const { return path; }
+  std::string operator/(const std::string &name) const {
+    return path + "/" + name;
+  }
+  /// The names of the files in the directory (not recursive), sorted.
+  std::vector<std::string> list() const {
+    std::vector<std::string> names;
+    if (DIR *dir = ::opendir(path.c_str())) {
+      while (dirent *entry = ::readdir(dir))
+        if (entry->d_name[0] != '.')
+          names.push_back(entry->d_name);
+      ::closedir(dir);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+private:
+  static void removeTree(const std::string &root) {
+    if (root.empty())
+      return;
+    if (DIR *dir = ::opendir(root.c_str())) {
+      while (dirent *entry = ::readdir(dir)) {
+        std::string name = entry->d_name;
+        if (name == "." || name == "..")
+          continue;
+        std::string child = root + "/" + name;
+        struct stat info;
+        if (::lstat(child.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
+          removeTree(child);
+        else
+          ::unlink(child.c_str());
+      }
+      ::closedir(dir);
+    }
+    ::rmdir(root.c_str());
+  }
+
+  std::string path;
+};
+
+inline OpSpec makeRmsNorm(int64_t hidden = 4096) {
+  OpSpec spec;
+  spec.kind = OpSpec::Kind::RMSNorm;
+  spec.hidden = hidden;
+  spec.hasWeight = true;
+  return spec;
+}
+
+/// QK-Norm of 32 query and 8 key/value heads of 128, with weights.
+inline OpSpec makeQKNorm() {
+  OpSpec spec;
+  spec.kind = OpSpec::Kind::QKNormPrologue;
+  spec.hidden = 128;
+  spec.numQHeads = 32;
+  spec.numKvHeads = 8;
+  spec.hasWeight = true;
+  return spec;
+}
+
+/// Context options on the fake driver with `compiler`, tuning off unless
+/// asked, the disk cache in `cache` (empty: off), warnings only.
+inline ContextOptions
+makeFakeOptions(std::shared_ptr<KernelCompiler> compiler,
+                const std::string &cache = {}, bool tuning = false) {
+  ContextOptions options;
+  options.driverLibrary = NORM_FAKE_CUDA_LIBRARY;
+  options.compiler = std::move(compiler);
+  options.tuning = tuning;
+  options.diskCache = !cache.empty();
+  options.cacheDirectory = cache;
+  options.logLevel = 0;
+  return options;
+}
+
+/// Fake driver state reset before each test.
+class FakeDriverTest : public ::testing::Test {
+protected:
+  void SetUp() override { fakecuda_reset(); }
+};
+
+} // namespace norm::jit::test
+
+#endif // NORM_TEST_RUNTIME_TESTSUPPORT_H

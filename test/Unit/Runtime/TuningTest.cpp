@@ -1,0 +1,263 @@
+//===- TuningTest.cpp - autotuning on the fake driver's clock -------------===//
+//
+// The fake compiler states a cost per configuration and the fake driver's
+// events measure it, so the tuner's choice can be checked exactly.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Runtime.h"
+
+#include "test/Unit/Runtime/TestSupport.h"
+
+#include <cmath>
+#include <mutex>
+#include <thread>
+
+using namespace norm::jit;
+using namespace norm::jit::test;
+
+namespace {
+
+/// Latency falls with threads per row; each CTA costs more the more threads
+/// share a row. One row wants about 100 threads, many rows as few as fit.
+std::pair<double, double> costModel(const LaunchConfig &launch) {
+  return {100000.0 / launch.threadsPerRow, 10.0 * launch.threadsPerRow};
+}
+
+double modelMicroseconds(const LaunchConfig &launch, int64_t rows) {
+  auto [fixed, perCta] = costModel(launch);
+  int64_t ctas = (rows + launch.rowsPerCta - 1) / launch.rowsPerCta;
+  return (fixed + perCta * ctas) / 1000.0;
+}
+
+class TuningTest : public FakeDriverTest {
+protected:
+  std::shared_ptr<FakeCompiler> makeCompiler() {
+    auto compiler = std::make_shared<FakeCompiler>();
+    compiler->cost = costModel;
+    return compiler;
+  }
+  Status tuned(std::shared_ptr<FakeCompiler> compiler, const std::string &cache,
+               std::shared_ptr<const Kernel> &kernel,
+               const OpSpec &spec = makeRmsNorm()) {
+    std::unique_ptr<Context> context;
+    if (Status status = Context::create(
+            makeFakeOptions(std::move(compiler), cache, /*tuning=*/true),
+            context);
+        !status)
+      return status;
+    EXPECT_TRUE(context->isTuning());
+    return context->getKernel(spec, {}, kernel);
+  }
+};
+
+TEST_F(TuningTest, PicksTheFastestCandidatePerBucket) {
+  std::shared_ptr<const Kernel> kernel;
+  ASSERT_TRUE(tuned(makeCompiler(), {}, kernel).ok());
+  for (RowBucket bucket : kAllRowBuckets) {
+    const BucketReport &report = kernel->getReport(bucket);
+    EXPECT_EQ(report.source, BucketReport::Source::Tuned);
+    EXPECT_EQ(report.tunedRows, getTuningRows(kernel->getSpec(), bucket));
+    ASSERT_GE(report.candidates.size(), 3u);
+    double best = INFINITY;
+    for (const BucketReport::Candidate &c : report.candidates) {
+      ASSERT_GE(c.microseconds, 0) << c.failure;
+      double model = modelMicroseconds(c.launch, report.tunedRows);
+      EXPECT_NEAR(c.microseconds, model, model * 1e-4)
+          << c.launch.getMangledSuffix();
+      best = std::min(best, model);
+    }
+    EXPECT_NEAR(modelMicroseconds(report.launch, report.tunedRows), best,
+                best * 1e-4)
+        << "bucket " << getRowBucketName(bucket) << " chose "
+        << report.launch.getMangledSuffix();
+  }
+}
+
+TEST_F(TuningTest, BucketsMayChooseDifferently) {
+  std::shared_ptr<const Kernel> kernel;
+  ASSERT_TRUE(tuned(makeCompiler(), {}, kernel).ok());
+  const LaunchConfig &one = kernel->getReport(RowBucket::One).launch;
+  const LaunchConfig &many = kernel->getReport(RowBucket::More).launch;
+  EXPECT_NE(one, many);
+  EXPECT_EQ(one.threadsPerRow, 128);
+  EXPECT_EQ(many.threadsPerRow, 64);
+}
+
+TEST_F(TuningTest, ReportsWhatItDid) {
+  std::vector<std::string> lines;
+  std::mutex mutex;
+  ContextOptions options = makeFakeOptions(makeCompiler(), {}, true);
+  options.logLevel = static_cast<int>(LogLevel::Info);
+  options.logSink = [&](LogLevel, std::string_view line) {
+    std::lock_guard<std::mutex> lock(mutex);
+    lines.emplace_back(line);
+  };
+  std::unique_ptr<Context> context;
+  ASSERT_TRUE(Context::create(options, context).ok());
+  std::shared_ptr<const Kernel> kernel;
+  ASSERT_TRUE(context->getKernel(makeRmsNorm(), {}, kernel).ok());
+  const BucketReport &report = kernel->getReport(RowBucket::One);
+  std::string summary;
+  for (const std::string &line : lines)
+    if (line.find("tuning rms_norm h4096 bf16 at 1 rows (bucket 1) on Fake "
+                  "GPU cc 9.0 132 SMs:") == 0)
+      summary = line;
+  ASSERT_FALSE(summary.empty());
+  EXPECT_EQ(summary, report.tuningReport);
+  for (const BucketReport::Candidate &c : report.candidates)
+    EXPECT_NE(summary.find("\n  " + c.launch.getMangledSuffix() + "  "),
+              std::string::npos)
+        << summary;
+  EXPECT_NE(summary.find("(heuristic)"), std::string::npos);
+  EXPECT_NE(summary.find("\n  winner " + report.launch.getMangledSuffix()),
+            std::string::npos)
+      << summary;
+  bool compiled = false;
+  for (const std::string &line : lines)
+    compiled |= line.find("compiled rms_norm h4096") == 0;
+  EXPECT_TRUE(compiled);
+}
+
+TEST_F(TuningTest, FailedCandidatesAreSkipped) {
+  auto compiler = makeCompiler();
+  // Reject the configuration that would win one row.
+  std::shared_ptr<const Kernel> reference;
+  ASSERT_TRUE(tuned(makeCompiler(), {}, reference).ok());
+  LaunchConfig winner = reference->getReport(RowBucket::One).launch;
+  compiler->rejects = [=](const LaunchConfig &c) { return c == winner; };
+  std::shared_ptr<const Kernel> kernel;
+  ASSERT_TRUE(tuned(compiler, {}, kernel).ok());
+  const BucketReport &report = kernel->getReport(RowBucket::One);
+  EXPECT_NE(report.launch, winner);
+  bool sawFailure = false;
+  for (const BucketReport::Candidate &c : report.candidates)
+    if (c.launch == winner) {
+      sawFailure = true;
+      EXPECT_LT(c.microseconds, 0);
+      EXPECT_NE(c.failure.find("fake compiler rejects"), std::string::npos);
+    }
+  EXPECT_TRUE(sawFailure);
+  EXPECT_NE(report.tuningReport.find("failed: "), std::string::npos);
+}
+
+TEST_F(TuningTest, NoCandidateCompilingIsAnError) {
+  auto compiler = makeCompiler();
+  // Every configuration fails.
+  compiler->rejects = [](const LaunchConfig &) { return true; };
+  std::shared_ptr<const Kernel> kernel;
+  Status status = tuned(compiler, {}, kernel);
+  EXPECT_EQ(status.code(), ErrorCode::CompileError);
+  EXPECT_NE(status.message().find("no tuning candidate of rms_norm h4096 bf16 "
+                                  "for rows 1 ran"),
+            std::string::npos)
+      << status.message();
+}
+
+TEST_F(TuningTest, TuningOffUsesTheHeuristic) {
+  auto check = [](const std::shared_ptr<const Kernel> &kernel) {
+    for (RowBucket bucket : kAllRowBuckets)
+      EXPECT_EQ(kernel->getReport(bucket).source,
+                BucketReport::Source::Heuristic);
+    EXPECT_EQ(fakecuda_launch_count(), 0);
+  };
+  {
+    std::unique_ptr<Context> context;
+    ASSERT_TRUE(
+        Context::create(makeFakeOptions(makeCompiler(), {}, false), context)
+            .ok());
+    EXPECT_FALSE(context->isTuning());
+    std::shared_ptr<const Kernel> kernel;
+    ASSERT_TRUE(context->getKernel(makeRmsNorm(), {}, kernel).ok());
+    check(kernel);
+  }
+  {
+    std::unique_ptr<Context> context;
+    ASSERT_TRUE(
+        Context::create(makeFakeOptions(makeCompiler(), {}, true), context)
+            .ok());
+    KernelOptions options;
+    options.tune = false;
+    std::shared_ptr<const Kernel> kernel;
+    ASSERT_TRUE(context->getKernel(makeRmsNorm(), options, kernel).ok());
+    check(kernel);
+  }
+  {
+    ::setenv("NORMJIT_TUNE", "0", 1);
+    std::unique_ptr<Context> context;
+    Status status =
+        Context::create(makeFakeOptions(makeCompiler(), {}, true), context);
+    ::unsetenv("NORMJIT_TUNE");
+    ASSERT_TRUE(status.ok());
+    EXPECT_FALSE(context->isTuning());
+    std::shared_ptr<const Kernel> kernel;
+    ASSERT_TRUE(context->getKernel(makeRmsNorm(), {}, kernel).ok());
+    check(kernel);
+  }
+}
+
+TEST_F(TuningTest, ScratchMemoryAndStreamsAreReleased) {
+  std::shared_ptr<const Kernel> kernel;
+  ASSERT_TRUE(tuned(makeCompiler(), {}, kernel).ok());
+  EXPECT_GT(fakecuda_call_count("cuMemAlloc"), 0);
+  EXPECT_EQ(fakecuda_live_allocations(), 0);
+  EXPECT_EQ(fakecuda_live_streams(), 0);
+}
+
+TEST_F(TuningTest, TuningResultsAreCached) {
+  TempDir cache;
+  std::shared_ptr<const Kernel> first, second;
+  ASSERT_TRUE(tuned(makeCompiler(), cache.get(), first).ok());
+  int launches = fakecuda_launch_count();
+  ASSERT_GT(launches, 0);
+  auto compiler = makeCompiler();
+  ASSERT_TRUE(tuned(compiler, cache.get(), second).ok());
+  EXPECT_EQ(fakecuda_launch_count(), launches) << "tuned again";
+  EXPECT_EQ(compiler->compiles, 0);
+  for (RowBucket bucket : kAllRowBuckets) {
+    const BucketReport &report = second->getReport(bucket);
+    EXPECT_EQ(report.source, BucketReport::Source::TuningCache);
+    EXPECT_EQ(report.launch, first->getReport(bucket).launch);
+    EXPECT_EQ(report.tuningReport, first->getReport(bucket).tuningReport);
+  }
+  // Another driver times again.
+  fakecuda_set_driver_version(13010);
+  ASSERT_TRUE(tuned(makeCompiler(), cache.get(), second).ok());
+  EXPECT_GT(fakecuda_launch_count(), launches);
+  EXPECT_EQ(second->getReport(RowBucket::One).source,
+            BucketReport::Source::Tuned);
+}
+
+TEST_F(TuningTest, ConcurrentRequestsTuneOnce) {
+  std::shared_ptr<const Kernel> reference;
+  ASSERT_TRUE(tuned(makeCompiler(), {}, reference).ok());
+  int launches = fakecuda_launch_count();
+  fakecuda_reset();
+
+  auto compiler = makeCompiler();
+  compiler->delayMs = 5;
+  std::unique_ptr<Context> context;
+  ASSERT_TRUE(
+      Context::create(makeFakeOptions(compiler, {}, true), context).ok());
+  std::vector<std::thread> threads;
+  std::vector<std::shared_ptr<const Kernel>> kernels(8);
+  KernelOptions strict;
+  strict.refuseMisaligned = true;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      // Two kernel variants of one operation share its tuning.
+      EXPECT_TRUE(context->getKernel(makeRmsNorm(), t % 2 ? strict : KernelOptions(),
+                                     kernels[t])
+                      .ok());
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  EXPECT_EQ(fakecuda_launch_count(), launches);
+  for (int t = 2; t < 8; ++t)
+    EXPECT_EQ(kernels[t], kernels[t % 2]);
+  for (RowBucket bucket : kAllRowBuckets)
+    EXPECT_EQ(kernels[0]->getReport(bucket).launch,
+              kernels[1]->getReport(bucket).launch);
+}
+
+} // namespace
