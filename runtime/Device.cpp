@@ -57,10 +57,13 @@ std::string LoadedKernel::describeMisalignment(const LaunchArgs &args,
       continue;
     std::ostringstream os;
     os << "buffer '" << getBufferSlotName(static_cast<BufferSlot>(param.slot))
-       << "' at " << tensor.data;
-    if (param.rows2D)
-      os << " with a row stride of " << getRowStride(tensor) << " elements";
-    os << " is not aligned to the " << param.alignment << " bytes kernel "
+       << "' ";
+    if (reinterpret_cast<uintptr_t>(tensor.data) % param.alignment != 0)
+      os << "at " << tensor.data << " is not aligned to";
+    else
+      os << "has a row stride of " << getRowStride(tensor)
+         << " elements, not a multiple of";
+    os << " the " << param.alignment << " bytes kernel "
        << getSignature().launch.getMangledSuffix() << " needs";
     return os.str();
   }

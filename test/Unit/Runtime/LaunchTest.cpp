@@ -244,6 +244,11 @@ TEST_F(RmsLaunchTest, KernelsCanRefuseMisalignedBuffers) {
   shifted.set(BufferSlot::Input, input + 2, ElementType::bf16, 4096);
   expectRefused(strict->launch(shifted, 16, nullptr), ErrorCode::Misaligned,
                 "refuses misaligned buffers");
+  LaunchArgs strided = args;
+  strided.set(BufferSlot::Output, output, ElementType::bf16, 4096, 4100);
+  expectRefused(strict->launch(strided, 16, nullptr), ErrorCode::Misaligned,
+                "buffer 'output' has a row stride of 4100 elements, not a "
+                "multiple of the 16 bytes");
   EXPECT_TRUE(strict->launch(args, 16, nullptr).ok());
 }
 

@@ -1,0 +1,237 @@
+/*===- CApiTest.c - the C API, called from C ------------------------------===*\
+|*                                                                            *|
+|* Compiled as C: proves normjit.h is a C header, and checks every entry     *|
+|* point's error paths and one full launch on the fake driver, with the      *|
+|* kernel served from a bundle. Usage: normjit-capi-test <fake libcuda>      *|
+|* <bundle>. Prints one line per check for FileCheck; exits 1 on failure.    *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#include "runtime/normjit.h"
+#include "test/Unit/Runtime/FakeCuda.h"
+
+#include <stdalign.h>
+#include <stdio.h>
+#include <string.h>
+
+static int failures = 0;
+
+#define CHECK(condition)                                                       \
+  do {                                                                         \
+    if (!(condition)) {                                                        \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__,         \
+              #condition);                                                     \
+      ++failures;                                                              \
+    }                                                                          \
+  } while (0)
+
+/* Prints "<what>: <status name>: <message>" and checks the status. */
+static void expect(const char *what, normjit_status got, normjit_status want) {
+  printf("%s: %s: %s\n", what, normjit_status_name(got),
+         got == NORMJIT_SUCCESS ? "" : normjit_last_error());
+  if (got != want) {
+    fprintf(stderr, "%s: got %s, expected %s\n", what, normjit_status_name(got),
+            normjit_status_name(want));
+    ++failures;
+  }
+}
+
+enum { kHidden = 4096, kRows = 4 };
+static alignas(256) char input[kRows * kHidden * 2];
+static alignas(256) char weight[kHidden * 2];
+static alignas(256) char output[kRows * kHidden * 2];
+
+static void testStatusNames(void) {
+  CHECK(strcmp(normjit_status_name(NORMJIT_SUCCESS), "success") == 0);
+  CHECK(strcmp(normjit_status_name(NORMJIT_ERROR_NO_DRIVER), "no CUDA driver") ==
+        0);
+  CHECK(strcmp(normjit_status_name((normjit_status)99), "unknown status") == 0);
+  CHECK(strcmp(normjit_last_error(), "") == 0);
+}
+
+static void testContextErrors(const char *fake) {
+  normjit_context_options options;
+  normjit_context *context = (normjit_context *)&options;
+  expect("null options", normjit_context_create(NULL, &context),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(context == NULL);
+  normjit_context_options_init(&options);
+  expect("null output", normjit_context_create(&options, NULL),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  options.struct_size = 8;
+  expect("struct size", normjit_context_create(&options, &context),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  normjit_context_options_init(&options);
+  options.num_bundles = 2;
+  expect("bundles", normjit_context_create(&options, &context),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  normjit_context_options_init(&options);
+  options.driver_library = "/nonexistent/libcuda.so.1";
+  expect("no driver", normjit_context_create(&options, &context),
+         NORMJIT_ERROR_NO_DRIVER);
+  options.driver_library = fake;
+  fakecuda_set_device_count(0);
+  expect("no device", normjit_context_create(&options, &context),
+         NORMJIT_ERROR_NO_DEVICE);
+  fakecuda_set_device_count(1);
+  options.device = 3;
+  expect("device 3", normjit_context_create(&options, &context),
+         NORMJIT_ERROR_NO_DEVICE);
+  CHECK(context == NULL);
+  normjit_context_destroy(NULL);
+}
+
+static void testKernelErrors(normjit_context *context) {
+  normjit_op_desc desc;
+  normjit_kernel *kernel = NULL;
+  normjit_op_desc_init(&desc);
+  desc.hidden = kHidden;
+  desc.flags = NORMJIT_OP_WEIGHT;
+  expect("null context", normjit_kernel_create(NULL, &desc, 0, &kernel),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  expect("null desc", normjit_kernel_create(context, NULL, 0, &kernel),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  expect("null kernel output", normjit_kernel_create(context, &desc, 0, NULL),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  expect("unknown kernel flag",
+         normjit_kernel_create(context, &desc, 1u << 7, &kernel),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  desc.kind = 12;
+  expect("unknown kind", normjit_kernel_create(context, &desc, 0, &kernel),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  desc.kind = NORMJIT_OP_RMS_NORM;
+  desc.output_type = 7;
+  expect("unknown dtype", normjit_kernel_create(context, &desc, 0, &kernel),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  desc.output_type = NORMJIT_BF16;
+  desc.flags = 1u << 20;
+  expect("unknown op flag", normjit_kernel_create(context, &desc, 0, &kernel),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  desc.flags = NORMJIT_OP_WEIGHT;
+  desc.hidden = 0;
+  expect("hidden 0", normjit_kernel_create(context, &desc, 0, &kernel),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  desc.hidden = kHidden;
+  desc.flags = NORMJIT_OP_RESIDUAL_OUT;
+  expect("residual without addend",
+         normjit_kernel_create(context, &desc, 0, &kernel),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  desc.flags = NORMJIT_OP_WEIGHT;
+  desc.struct_size = 4;
+  expect("desc struct size", normjit_kernel_create(context, &desc, 0, &kernel),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(kernel == NULL);
+}
+
+static void testLaunch(normjit_context *context) {
+  normjit_op_desc desc;
+  normjit_op_desc_init(&desc);
+  desc.hidden = kHidden;
+  desc.flags = NORMJIT_OP_WEIGHT;
+  normjit_kernel *kernel = NULL;
+  expect("kernel from bundle", normjit_kernel_create(context, &desc, 0, &kernel),
+         NORMJIT_SUCCESS);
+  if (!kernel)
+    return;
+
+  normjit_launch_args args;
+  normjit_launch_args_init(&args);
+  expect("set input",
+         normjit_launch_args_set(&args, NORMJIT_INPUT, input, NORMJIT_BF16,
+                                 kHidden, 0),
+         NORMJIT_SUCCESS);
+  normjit_launch_args_set(&args, NORMJIT_OUTPUT, output, NORMJIT_BF16, kHidden,
+                          0);
+  expect("unknown buffer",
+         normjit_launch_args_set(&args, 14, weight, NORMJIT_BF16, kHidden, 0),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  expect("unknown dtype",
+         normjit_launch_args_set(&args, NORMJIT_WEIGHT, weight, 3, kHidden, 0),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  expect("missing weight", normjit_kernel_launch(kernel, &args, kRows, NULL),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  normjit_launch_args_set(&args, NORMJIT_WEIGHT, weight, NORMJIT_BF16, kHidden,
+                          0);
+  expect("null kernel", normjit_kernel_launch(NULL, &args, kRows, NULL),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  expect("null args", normjit_kernel_launch(kernel, NULL, kRows, NULL),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  expect("negative rows", normjit_kernel_launch(kernel, &args, -1, NULL),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(fakecuda_launch_count() == 0);
+  expect("zero rows", normjit_kernel_launch(kernel, &args, 0, NULL),
+         NORMJIT_SUCCESS);
+  CHECK(fakecuda_launch_count() == 0);
+
+  expect("launch", normjit_kernel_launch(kernel, &args, kRows, NULL),
+         NORMJIT_SUCCESS);
+  struct fakecuda_launch launch;
+  CHECK(fakecuda_get_launch(0, &launch));
+  CHECK(launch.num_params == 6); /* input, weight, output, rows, 2 strides */
+  CHECK(launch.params[0] == (uint64_t)(uintptr_t)input);
+  CHECK(launch.params[1] == (uint64_t)(uintptr_t)weight);
+  CHECK(launch.params[2] == (uint64_t)(uintptr_t)output);
+  CHECK(launch.params[3] == kRows);
+  CHECK(launch.params[4] == kHidden && launch.params[5] == kHidden);
+  printf("kernel: %s\n", launch.kernel);
+
+  normjit_launch_config config;
+  expect("config", normjit_kernel_get_config(kernel, kRows, &config),
+         NORMJIT_SUCCESS);
+  CHECK(config.vector == 8 && config.threads_per_row > 0 &&
+        config.warps > 0 && config.rows_per_cta > 0);
+  expect("config rows 0", normjit_kernel_get_config(kernel, 0, &config),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+
+  /* One element off: the scalar variant; one byte off: refused. */
+  normjit_launch_args_set(&args, NORMJIT_INPUT, input + 2, NORMJIT_BF16,
+                          kHidden, 0);
+  expect("shifted input", normjit_kernel_launch(kernel, &args, kRows, NULL),
+         NORMJIT_SUCCESS);
+  CHECK(fakecuda_get_launch(1, &launch));
+  printf("scalar kernel: %s\n", launch.kernel);
+  normjit_launch_args_set(&args, NORMJIT_INPUT, input + 1, NORMJIT_BF16,
+                          kHidden, 0);
+  expect("odd input", normjit_kernel_launch(kernel, &args, kRows, NULL),
+         NORMJIT_ERROR_MISALIGNED);
+  args.struct_size = 0;
+  expect("args struct size", normjit_kernel_launch(kernel, &args, kRows, NULL),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(fakecuda_launch_count() == 2);
+  normjit_kernel_destroy(kernel);
+  normjit_kernel_destroy(NULL);
+
+  expect("bundle without path",
+         normjit_context_write_bundle(context, &desc, 1, NULL),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s <fake libcuda> <bundle>\n", argv[0]);
+    return 2;
+  }
+  fakecuda_reset();
+  testStatusNames();
+  testContextErrors(argv[1]);
+
+  normjit_context_options options;
+  normjit_context_options_init(&options);
+  const char *bundles[] = {argv[2]};
+  options.driver_library = argv[1];
+  options.bundles = bundles;
+  options.num_bundles = 1;
+  options.flags = NORMJIT_CONTEXT_NO_DISK_CACHE;
+  normjit_context *context = NULL;
+  expect("context", normjit_context_create(&options, &context),
+         NORMJIT_SUCCESS);
+  if (context) {
+    testKernelErrors(context);
+    testLaunch(context);
+    normjit_context_destroy(context);
+  }
+  CHECK(fakecuda_live_modules() == 0);
+  CHECK(fakecuda_primary_context_retains() == 0);
+  printf("%d failures\n", failures);
+  return failures ? 1 : 0;
+}
