@@ -4,7 +4,8 @@
 
 using namespace norm::jit;
 
-static constexpr char kBundleMagic[8] = {'N', 'O', 'R', 'M', 'J', 'I', 'T', 'B'};
+static constexpr char kBundleMagic[8] = {'N', 'O', 'R', 'M',
+                                         'J', 'I', 'T', 'B'};
 static constexpr uint32_t kBundleVersion = 1;
 static constexpr const char *kInfoKey = "bundle";
 
@@ -41,7 +42,8 @@ Status Bundle::read(const std::string &path,
       std::string_view(bytes).substr(0, 8) !=
           std::string_view(kBundleMagic, sizeof(kBundleMagic)))
     return damaged(0, "not a libnormjit kernel bundle");
-  if (uint64_t version = readLittleEndian(bytes, 8, 4); version != kBundleVersion)
+  if (uint64_t version = readLittleEndian(bytes, 8, 4);
+      version != kBundleVersion)
     return damaged(8, "format version " + std::to_string(version) +
                           ", expected " + std::to_string(kBundleVersion));
   uint64_t count = readLittleEndian(bytes, 12, 4);

@@ -28,7 +28,8 @@ static_assert(NORMJIT_ERROR_INVALID_ARGUMENT ==
 static_assert(NORMJIT_ERROR_NOT_FOUND == static_cast<int>(ErrorCode::NotFound));
 static_assert(NORMJIT_NUM_BUFFERS == kNumBufferSlots);
 static_assert(NORMJIT_K == static_cast<int>(BufferSlot::K));
-static_assert(NORMJIT_RESIDUAL_OUT == static_cast<int>(BufferSlot::ResidualOut));
+static_assert(NORMJIT_RESIDUAL_OUT ==
+              static_cast<int>(BufferSlot::ResidualOut));
 static_assert(NORMJIT_BF16 == static_cast<int>(ElementType::bf16));
 static_assert(NORMJIT_F32 == static_cast<int>(ElementType::f32));
 static_assert(NORMJIT_OP_QK_NORM ==
@@ -167,8 +168,8 @@ void normjit_op_desc_init(normjit_op_desc *desc) {
   *desc = normjit_op_desc{};
   desc->struct_size = sizeof(normjit_op_desc);
   desc->kind = NORMJIT_OP_RMS_NORM;
-  desc->input_type = desc->output_type = desc->param_type =
-      desc->addend_type = desc->skip_type = NORMJIT_BF16;
+  desc->input_type = desc->output_type = desc->param_type = desc->addend_type =
+      desc->skip_type = NORMJIT_BF16;
   desc->eps = 1e-6;
   desc->alpha = 1.0;
   desc->groups = 1;

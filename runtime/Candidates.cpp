@@ -76,12 +76,12 @@ bool norm::jit::fitsRow(const LaunchConfig &launch, int64_t rowLength) {
     return false;
   if ((launch.threadsPerRow - 1) * launch.vector >= rowLength)
     return false;
-  int64_t chunks =
-      divideCeil(rowLength, launch.threadsPerRow * launch.vector);
+  int64_t chunks = divideCeil(rowLength, launch.threadsPerRow * launch.vector);
   return chunks * launch.vector <= kMaxElementsPerThread;
 }
 
-std::optional<LaunchConfig> norm::jit::parseLaunchSuffix(std::string_view text) {
+std::optional<LaunchConfig>
+norm::jit::parseLaunchSuffix(std::string_view text) {
   LaunchConfig launch;
   long long v, t, w, r;
   char tail;

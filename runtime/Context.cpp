@@ -68,14 +68,13 @@ namespace norm::jit {
 
 class ContextImpl {
 public:
-  ContextImpl(const ContextOptions &options, std::shared_ptr<DeviceState> device,
-              LogLevel level);
+  ContextImpl(const ContextOptions &options,
+              std::shared_ptr<DeviceState> device, LogLevel level);
 
   Status init();
   Status getKernel(const OpSpec &spec, const KernelOptions &options,
                    std::shared_ptr<const Kernel> &kernel);
-  Status writeBundle(const std::vector<OpSpec> &specs,
-                     const std::string &path);
+  Status writeBundle(const std::vector<OpSpec> &specs, const std::string &path);
 
   ContextOptions options;
   Logger log;
@@ -110,7 +109,8 @@ private:
 
 ContextImpl::ContextImpl(const ContextOptions &options,
                          std::shared_ptr<DeviceState> device, LogLevel level)
-    : options(options), log(level, options.logSink), device(std::move(device)) {}
+    : options(options), log(level, options.logSink), device(std::move(device)) {
+}
 
 Status ContextImpl::init() {
   KernelStoreOptions storeOptions;
@@ -232,8 +232,8 @@ Status ContextImpl::plan(const OpSpec &spec, bool tune, Reports &reports) {
   if (!compiler)
     return Status::error(
         ErrorCode::NotFound,
-        describeOpSpec(spec) +
-            " is in no kernel bundle for " + store->getTarget().chip +
+        describeOpSpec(spec) + " is in no kernel bundle for " +
+            store->getTarget().chip +
             ", and this libnormjit has no compiler (a runtime-only build): "
             "add it to a bundle with norm-tune");
   if (tune) {
@@ -273,8 +273,8 @@ Status ContextImpl::tune(const OpSpec &spec, Reports &reports) {
     BucketReport &report = reports[static_cast<int>(bucket)];
     report.bucket = bucket;
     report.tunedRows = getTuningRows(spec, bucket);
-    if (std::optional<KernelStore::TuningRecord> record = store->loadTuning(
-            spec, bucket, deviceId, info.driverVersion)) {
+    if (std::optional<KernelStore::TuningRecord> record =
+            store->loadTuning(spec, bucket, deviceId, info.driverVersion)) {
       report.source = BucketReport::Source::TuningCache;
       report.launch = record->winner;
       report.tuningReport = record->report;
@@ -327,8 +327,8 @@ Status ContextImpl::tune(const OpSpec &spec, Reports &reports) {
       size_t i = indexOf(launch);
       Status status = loadStatus[i];
       if (status.ok())
-        status = tuner->time(*loaded[i], report.tunedRows,
-                             candidate.microseconds);
+        status =
+            tuner->time(*loaded[i], report.tunedRows, candidate.microseconds);
       if (!status.ok()) {
         candidate.microseconds = -1;
         candidate.failure = status.message();
@@ -339,11 +339,10 @@ Status ContextImpl::tune(const OpSpec &spec, Reports &reports) {
             << (status.ok() ? formatMicroseconds(candidate.microseconds)
                             : "failed: " + candidate.failure)
             << (launch == heuristics[b] ? "  (heuristic)" : "");
-      log.log(LogLevel::Debug, "candidate " + launch.getMangledSuffix() +
-                                   " for " + what + ": " +
-                                   (status.ok() ? formatMicroseconds(
-                                                      candidate.microseconds)
-                                                : candidate.failure));
+      log.log(LogLevel::Debug,
+              "candidate " + launch.getMangledSuffix() + " for " + what + ": " +
+                  (status.ok() ? formatMicroseconds(candidate.microseconds)
+                               : candidate.failure));
       report.candidates.push_back(std::move(candidate));
     }
     for (const BucketReport::Candidate &candidate : report.candidates)
@@ -406,8 +405,8 @@ Status ContextImpl::buildKernel(const OpSpec &spec,
   kernel->spec = spec;
   kernel->refuseMisaligned = kernelOptions.refuseMisaligned;
   for (const BufferSpec &buffer : getBuffers(spec))
-    kernel->expected[static_cast<int>(buffer.slot)] = {true, buffer.rows2D,
-                                                       buffer.type, buffer.cols};
+    kernel->expected[static_cast<int>(buffer.slot)] = {
+        true, buffer.rows2D, buffer.type, buffer.cols};
   for (BucketReport &report : reports) {
     Kernel::Plan &plan = kernel->plans[static_cast<int>(report.bucket)];
     size_t fast = find(report.launch);
@@ -516,11 +515,11 @@ Status Kernel::check(const LaunchArgs &args, int64_t rows,
     if (!tensor.data)
       return invalidLaunch(spec, "buffer '" + std::string(name) + "' is null");
     if (tensor.type != want.type)
-      return invalidLaunch(
-          spec, "buffer '" + std::string(name) + "' is " +
-                    std::string(getElementTypeName(tensor.type)) +
-                    ", the operation expects " +
-                    std::string(getElementTypeName(want.type)));
+      return invalidLaunch(spec,
+                           "buffer '" + std::string(name) + "' is " +
+                               std::string(getElementTypeName(tensor.type)) +
+                               ", the operation expects " +
+                               std::string(getElementTypeName(want.type)));
     if (tensor.cols != want.cols)
       return invalidLaunch(spec, "buffer '" + std::string(name) + "' has " +
                                      std::to_string(tensor.cols) +
@@ -535,8 +534,8 @@ Status Kernel::check(const LaunchArgs &args, int64_t rows,
     }
     int64_t stride = tensor.rowStride ? tensor.rowStride : tensor.cols;
     if (stride < tensor.cols)
-      return invalidLaunch(spec, "row stride of '" + std::string(name) +
-                                     "' (" + std::to_string(tensor.rowStride) +
+      return invalidLaunch(spec, "row stride of '" + std::string(name) + "' (" +
+                                     std::to_string(tensor.rowStride) +
                                      ") is shorter than its rows");
     // The last element must be addressable: (rows - 1) * stride + cols.
     if ((rows - 1) > (INT64_MAX / 8 - tensor.cols) / stride)
@@ -599,18 +598,17 @@ Context::~Context() = default;
 
 Status Context::create(const ContextOptions &options,
                        std::unique_ptr<Context> &context) {
-  LogLevel level =
-      options.logLevel >= 0
-          ? static_cast<LogLevel>(std::min(options.logLevel, 3))
-          : Logger::getLevelFromEnvironment(LogLevel::Warning);
+  LogLevel level = options.logLevel >= 0
+                       ? static_cast<LogLevel>(std::min(options.logLevel, 3))
+                       : Logger::getLevelFromEnvironment(LogLevel::Warning);
   auto device = std::make_shared<DeviceState>();
   if (Status status = CudaDriver::load(options.driverLibrary, device->driver);
       !status)
     return status;
   const CudaDriver &driver = *device->driver;
   int count = 0;
-  if (Status status = driver.check(driver.deviceGetCount(&count),
-                                   "cuDeviceGetCount");
+  if (Status status =
+          driver.check(driver.deviceGetCount(&count), "cuDeviceGetCount");
       !status)
     return status;
   if (count == 0)
@@ -625,14 +623,13 @@ Status Context::create(const ContextOptions &options,
   info.driverVersion = driver.version;
   char name[256] = {0};
   int optin = 0;
-  Status status =
-      driver.check(driver.deviceGet(&device->device, options.device),
-                   "cuDeviceGet");
+  Status status = driver.check(
+      driver.deviceGet(&device->device, options.device), "cuDeviceGet");
   auto attribute = [&](int which, int &value) {
     if (status.ok())
-      status = driver.check(
-          driver.deviceGetAttribute(&value, which, device->device),
-          "cuDeviceGetAttribute");
+      status =
+          driver.check(driver.deviceGetAttribute(&value, which, device->device),
+                       "cuDeviceGetAttribute");
   };
   attribute(cu::kDeviceComputeCapabilityMajor, info.computeMajor);
   attribute(cu::kDeviceComputeCapabilityMinor, info.computeMinor);

@@ -58,8 +58,8 @@ Status CudaDriver::load(const std::string &library,
       const char *why = dlerror();
       return Status::error(
           ErrorCode::NoDriver,
-          "cannot load the CUDA driver '" + path + "': " +
-              (why ? why : "dlopen failed") +
+          "cannot load the CUDA driver '" + path +
+              "': " + (why ? why : "dlopen failed") +
               " (libnormjit needs the NVIDIA driver and a CUDA device)");
     }
   }
@@ -121,8 +121,9 @@ Status CudaDriver::load(const std::string &library,
                              driver->describe("cuInit", initResult));
   if (initResult == cu::kErrorStubLibrary)
     return Status::error(ErrorCode::NoDriver,
-                         "'" + path + "' is the CUDA toolkit's stub library, "
-                         "not a driver: " +
+                         "'" + path +
+                             "' is the CUDA toolkit's stub library, "
+                             "not a driver: " +
                              driver->describe("cuInit", initResult));
   if (initResult != cu::kSuccess)
     return Status::error(ErrorCode::DriverError,

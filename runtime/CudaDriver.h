@@ -94,8 +94,8 @@ struct CudaDriver {
     return Status::error(ErrorCode::DriverError, describe(call, result));
   }
 
-  std::string library;  // the path given to dlopen
-  int version = 0;      // cuDriverGetVersion: 1000 * major + 10 * minor
+  std::string library; // the path given to dlopen
+  int version = 0;     // cuDriverGetVersion: 1000 * major + 10 * minor
 
   // Entry points (the names of cuda.h without the `cu` prefix).
   cu::Result (*init)(unsigned flags) = nullptr;

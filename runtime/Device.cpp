@@ -203,15 +203,14 @@ static Status linkPtx(const CudaDriver &driver, const KernelBinary &binary,
   int options[] = {cu::kJitErrorLogBuffer, cu::kJitErrorLogBufferSizeBytes};
   void *values[] = {errorLog, reinterpret_cast<void *>(sizeof(errorLog))};
   cu::LinkState state = nullptr;
-  if (Status status = driver.check(driver.linkCreate(2, options, values, &state),
-                                   "cuLinkCreate");
+  if (Status status = driver.check(
+          driver.linkCreate(2, options, values, &state), "cuLinkCreate");
       !status)
     return status;
   const std::string &ptx = binary.ptx;
-  cu::Result result =
-      driver.linkAddData(state, cu::kJitInputPtx,
-                         const_cast<char *>(ptx.c_str()), ptx.size() + 1,
-                         binary.signature.name.c_str(), 0, nullptr, nullptr);
+  cu::Result result = driver.linkAddData(
+      state, cu::kJitInputPtx, const_cast<char *>(ptx.c_str()), ptx.size() + 1,
+      binary.signature.name.c_str(), 0, nullptr, nullptr);
   void *image = nullptr;
   size_t size = 0;
   if (result == cu::kSuccess)
@@ -247,9 +246,8 @@ Status norm::jit::loadKernel(const std::shared_ptr<DeviceState> &device,
   if (!scope.status().ok())
     return scope.status();
   if (!bin.cubin.empty()) {
-    cu::Result r =
-        driver.moduleLoadDataEx(&kernel->module, bin.cubin.data(), 0, nullptr,
-                                nullptr);
+    cu::Result r = driver.moduleLoadDataEx(&kernel->module, bin.cubin.data(), 0,
+                                           nullptr, nullptr);
     if (r != cu::kSuccess) {
       log.log(LogLevel::Warning, "cached cubin of " + bin.signature.name +
                                      " rejected, linking its PTX again: " +
@@ -272,10 +270,10 @@ Status norm::jit::loadKernel(const std::shared_ptr<DeviceState> &device,
     }
   }
   const KernelSignature &sig = bin.signature;
-  if (Status status = driver.check(
-          driver.moduleGetFunction(&kernel->function, kernel->module,
-                                   sig.name.c_str()),
-          "cuModuleGetFunction");
+  if (Status status =
+          driver.check(driver.moduleGetFunction(
+                           &kernel->function, kernel->module, sig.name.c_str()),
+                       "cuModuleGetFunction");
       !status)
     return status.withContext("kernel " + sig.name);
 
@@ -295,11 +293,11 @@ Status norm::jit::loadKernel(const std::shared_ptr<DeviceState> &device,
   constexpr int64_t kDefaultSharedLimit = 48 * 1024;
   if (sig.sharedBytes > kDefaultSharedLimit) {
     if (sig.sharedBytes > device->info.maxSharedBytesOptin)
-      return Status::error(ErrorCode::Unsupported,
-                           "kernel " + sig.name + " needs " +
-                               std::to_string(sig.sharedBytes) +
-                               " bytes of shared memory, the device has " +
-                               std::to_string(device->info.maxSharedBytesOptin));
+      return Status::error(
+          ErrorCode::Unsupported,
+          "kernel " + sig.name + " needs " + std::to_string(sig.sharedBytes) +
+              " bytes of shared memory, the device has " +
+              std::to_string(device->info.maxSharedBytesOptin));
     if (Status status = driver.check(
             driver.funcSetAttribute(kernel->function,
                                     cu::kFuncMaxDynamicSharedSizeBytes,

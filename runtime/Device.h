@@ -37,10 +37,10 @@ struct LoadedKernel {
   /// A kernel parameter and where its value comes from.
   struct Param {
     enum class Kind : uint8_t { Buffer, Rows, Stride } kind = Kind::Rows;
-    uint8_t slot = 0;           // BufferSlot of a buffer or a stride
+    uint8_t slot = 0; // BufferSlot of a buffer or a stride
     bool rows2D = false;
     int32_t elementBytes = 0;
-    int64_t alignment = 1;      // bytes, for pointer and stride * elementBytes
+    int64_t alignment = 1; // bytes, for pointer and stride * elementBytes
   };
   static constexpr int kMaxParams = 2 * kNumBufferSlots + 1;
 

@@ -77,7 +77,8 @@ bool norm::jit::parseCacheEntry(std::string_view bytes, std::string &key,
     why = "truncated header (" + std::to_string(bytes.size()) + " bytes)";
     return false;
   }
-  if (bytes.substr(0, sizeof(kMagic)) != std::string_view(kMagic, sizeof(kMagic))) {
+  if (bytes.substr(0, sizeof(kMagic)) !=
+      std::string_view(kMagic, sizeof(kMagic))) {
     why = "not a libnormjit cache entry (bad magic)";
     return false;
   }
@@ -158,7 +159,8 @@ static std::string describeErrno(const std::string &what,
 Status norm::jit::readFile(const std::string &path, std::string &bytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return Status::error(ErrorCode::IoError, describeErrno("cannot open", path));
+    return Status::error(ErrorCode::IoError,
+                         describeErrno("cannot open", path));
   std::string data;
   char buffer[1 << 16];
   while (true) {
@@ -206,8 +208,8 @@ Status norm::jit::writeFileAtomically(const std::string &path,
   static std::atomic<uint64_t> counter{0};
   std::string temporary = path + ".tmp." + std::to_string(::getpid()) + "." +
                           std::to_string(counter++);
-  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-                  0644);
+  int fd =
+      ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0)
     return Status::error(ErrorCode::IoError,
                          describeErrno("cannot create", temporary));
@@ -232,8 +234,8 @@ Status norm::jit::writeFileAtomically(const std::string &path,
     return status;
   }
   if (::rename(temporary.c_str(), path.c_str()) != 0) {
-    Status status =
-        Status::error(ErrorCode::IoError, describeErrno("cannot rename", temporary));
+    Status status = Status::error(ErrorCode::IoError,
+                                  describeErrno("cannot rename", temporary));
     ::unlink(temporary.c_str());
     return status;
   }
@@ -257,8 +259,8 @@ std::string norm::jit::getDefaultCacheDirectory() {
 
 std::string DiskCache::getPath(std::string_view kind,
                                std::string_view key) const {
-  return directory + "/" + std::string(kind) + "-" +
-         toHex64(hashFnv1a64(key)) + ".njc";
+  return directory + "/" + std::string(kind) + "-" + toHex64(hashFnv1a64(key)) +
+         ".njc";
 }
 
 DiskCache::Lookup DiskCache::load(std::string_view kind, std::string_view key,

@@ -28,8 +28,7 @@ public:
                                CompiledKernel &result) = 0;
 
   /// The configuration to use without tuning (the threads-per-row ladder).
-  virtual LaunchConfig getHeuristicLaunch(const OpSpec &spec,
-                                          int64_t rows) = 0;
+  virtual LaunchConfig getHeuristicLaunch(const OpSpec &spec, int64_t rows) = 0;
 
   /// Changes whenever generated code may change: part of every cache key.
   virtual std::string getVersion() = 0;

@@ -52,8 +52,8 @@ CacheEntry norm::jit::makeKernelEntry(const KernelBinary &binary,
 }
 
 bool norm::jit::readKernelEntry(const CacheEntry &entry,
-                                std::string_view cubinTag,
-                                KernelBinary &binary, std::string &why) {
+                                std::string_view cubinTag, KernelBinary &binary,
+                                std::string &why) {
   const std::string *signature = entry.find("signature");
   const std::string *ptx = entry.find("ptx");
   if (!signature || !ptx || ptx->empty()) {
@@ -118,19 +118,19 @@ Status KernelStore::getKernel(const OpSpec &spec, const LaunchConfig &launch,
                               KernelBinary &binary) const {
   std::string what = describeOpSpec(spec) + " " + launch.getMangledSuffix();
   for (const auto &bundle : bundles) {
-    std::string key = getKernelKey(spec, launch, target,
-                                   bundle->getInfo().compilerVersion);
+    std::string key =
+        getKernelKey(spec, launch, target, bundle->getInfo().compilerVersion);
     const CacheEntry *entry = bundle->find(key);
     if (!entry)
       continue;
     std::string why;
     if (!readKernelEntry(*entry, cubinTag, binary, why))
       return Status::error(ErrorCode::IoError, "kernel bundle '" +
-                                                   bundle->getPath() + "': " +
-                                                   what + ": " + why);
+                                                   bundle->getPath() +
+                                                   "': " + what + ": " + why);
     binary.origin = KernelBinary::Origin::Bundle;
-    log.log(LogLevel::Debug, "kernel " + what + ": from bundle " +
-                                 bundle->getPath());
+    log.log(LogLevel::Debug,
+            "kernel " + what + ": from bundle " + bundle->getPath());
     return Status::success();
   }
 
@@ -154,8 +154,8 @@ Status KernelStore::getKernel(const OpSpec &spec, const LaunchConfig &launch,
         return Status::success();
       }
       disk->remove(kKernelKind, key);
-      log.log(LogLevel::Warning, "discarded a bad disk cache entry for " +
-                                     what + ": " + why);
+      log.log(LogLevel::Warning,
+              "discarded a bad disk cache entry for " + what + ": " + why);
       break;
     case DiskCache::Lookup::Rejected:
       log.log(LogLevel::Warning,
@@ -172,9 +172,9 @@ Status KernelStore::getKernel(const OpSpec &spec, const LaunchConfig &launch,
   norm::Status compiledStatus =
       compiler->compile(spec, launch, target, compiled);
   if (!compiledStatus.ok)
-    return Status::error(ErrorCode::CompileError,
-                         "cannot compile " + what + ": " +
-                             compiledStatus.message);
+    return Status::error(ErrorCode::CompileError, "cannot compile " + what +
+                                                      ": " +
+                                                      compiledStatus.message);
   if (compiled.ptx.empty() || compiled.signature.name.empty() ||
       !(compiled.signature.launch == launch))
     return Status::error(ErrorCode::Internal,
@@ -194,8 +194,8 @@ Status KernelStore::getKernel(const OpSpec &spec, const LaunchConfig &launch,
     if (Status status =
             disk->store(kKernelKind, key, makeKernelEntry(binary, {}));
         !status)
-      log.log(LogLevel::Warning, "cannot write the disk cache: " +
-                                     status.message());
+      log.log(LogLevel::Warning,
+              "cannot write the disk cache: " + status.message());
   return Status::success();
 }
 
@@ -271,4 +271,40 @@ void KernelStore::storeTuning(const OpSpec &spec, RowBucket bucket,
   if (Status status = disk->store(kTuningKind, key, entry); !status)
     log.log(LogLevel::Warning,
             "cannot write the tuning cache: " + status.message());
+}
+
+Status norm::jit::writeHeuristicBundle(const KernelStore &store,
+                                       const std::vector<OpSpec> &specs,
+                                       const std::string &path) {
+  KernelCompiler *compiler = store.getCompiler();
+  if (!compiler)
+    return Status::error(ErrorCode::Unsupported,
+                         "writing kernel bundles needs the compiler");
+  const TargetOptions &target = store.getTarget();
+  BundleWriter writer({store.getCompilerVersion(), target.chip, ""});
+  for (const OpSpec &original : specs) {
+    if (Status status = validateOpSpec(original); !status)
+      return status;
+    OpSpec spec = normalizeOpSpec(original);
+    LaunchPlan plan;
+    std::vector<LaunchConfig> launches;
+    for (RowBucket bucket : kAllRowBuckets) {
+      LaunchConfig launch =
+          compiler->getHeuristicLaunch(spec, getTuningRows(spec, bucket));
+      plan[static_cast<int>(bucket)] = launch;
+      launches.push_back(launch);
+      if (std::optional<LaunchConfig> scalar =
+              getScalarVariant(launch, getRowLength(spec)))
+        launches.push_back(*scalar);
+    }
+    for (const LaunchConfig &launch : launches) {
+      KernelBinary binary;
+      if (Status status = store.getKernel(spec, launch, {}, binary); !status)
+        return status;
+      writer.add(getKernelKey(spec, launch, target, store.getCompilerVersion()),
+                 makeKernelEntry(binary, {}));
+    }
+    writer.add(getPlanKey(spec, target.chip), makePlanEntry(spec, plan));
+  }
+  return writer.write(path);
 }

@@ -1,4 +1,5 @@
-//===- KernelStore.h - kernels from bundles, disk or the compiler -*- C++ -*-===//
+//===- KernelStore.h - kernels from bundles, disk or the compiler -*- C++
+//-*-===//
 //
 // Where the bytes of a kernel come from, in order: the kernel bundles the
 // context was given, the disk cache, the compiler (whose result then goes to
@@ -53,7 +54,7 @@ struct KernelBinary {
   enum class Origin { Bundle, DiskCache, Compiled };
   KernelSignature signature;
   std::string ptx;
-  std::string cubin;     // empty unless linked for this driver and device
+  std::string cubin; // empty unless linked for this driver and device
   Origin origin = Origin::Compiled;
 };
 
@@ -120,6 +121,14 @@ private:
   TargetOptions target;
   const Logger &log;
 };
+
+/// Writes a bundle without a device: the heuristic's plan for every
+/// operation and the PTX of the kernels it uses (linked by the driver where
+/// the bundle is used). For building deployment bundles where there is no
+/// GPU; norm-tune on a GPU writes tuned bundles with cubins.
+Status writeHeuristicBundle(const KernelStore &store,
+                            const std::vector<OpSpec> &specs,
+                            const std::string &path);
 
 } // namespace norm::jit
 

@@ -1,4 +1,5 @@
-//===- OnceMap.h - a thread-safe map that builds each value once -*- C++ -*-===//
+//===- OnceMap.h - a thread-safe map that builds each value once -*- C++
+//-*-===//
 //
 // The in-memory caches of libnormjit. When several threads ask for the same
 // missing key at once, the first builds the value and the others wait for

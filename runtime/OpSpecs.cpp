@@ -17,11 +17,11 @@ using Kind = OpSpec::Kind;
 static constexpr int64_t kMaxHidden = int64_t(1) << 24;
 
 static constexpr BufferSlot kAllSlots[] = {
-    BufferSlot::Input,   BufferSlot::Addend,      BufferSlot::Skip,
-    BufferSlot::Weight,  BufferSlot::Bias,        BufferSlot::Mean,
-    BufferSlot::Variance, BufferSlot::Output,     BufferSlot::ResidualOut,
-    BufferSlot::Qkv,     BufferSlot::QWeight,     BufferSlot::KWeight,
-    BufferSlot::Q,       BufferSlot::K};
+    BufferSlot::Input,    BufferSlot::Addend,  BufferSlot::Skip,
+    BufferSlot::Weight,   BufferSlot::Bias,    BufferSlot::Mean,
+    BufferSlot::Variance, BufferSlot::Output,  BufferSlot::ResidualOut,
+    BufferSlot::Qkv,      BufferSlot::QWeight, BufferSlot::KWeight,
+    BufferSlot::Q,        BufferSlot::K};
 static_assert(sizeof(kAllSlots) / sizeof(kAllSlots[0]) == kNumBufferSlots);
 
 std::string_view norm::jit::getBufferSlotName(BufferSlot slot) {
@@ -66,8 +66,8 @@ std::optional<BufferSlot> norm::jit::parseBufferSlot(std::string_view name) {
 }
 
 static constexpr Kind kAllKinds[] = {
-    Kind::RMSNorm,   Kind::LayerNorm,          Kind::L2Norm,
-    Kind::GroupNorm, Kind::BatchNormInference, Kind::Elementwise,
+    Kind::RMSNorm,        Kind::LayerNorm,          Kind::L2Norm,
+    Kind::GroupNorm,      Kind::BatchNormInference, Kind::Elementwise,
     Kind::BatchNormStats, Kind::QKNormPrologue};
 
 std::string_view norm::jit::getOpKindName(Kind kind) {
@@ -119,8 +119,8 @@ Status norm::jit::validateOpSpec(const OpSpec &spec) {
     return Status::error(ErrorCode::InvalidArgument,
                          "unknown operation kind " +
                              std::to_string(static_cast<int>(spec.kind)));
-  for (ElementType type : {spec.input, spec.output, spec.param,
-                           spec.addendType, spec.skipType})
+  for (ElementType type :
+       {spec.input, spec.output, spec.param, spec.addendType, spec.skipType})
     if (getElementTypeName(type) == "?")
       return invalid("unknown element type " +
                      std::to_string(static_cast<int>(type)));
@@ -195,8 +195,8 @@ OpSpec norm::jit::normalizeOpSpec(const OpSpec &spec) {
   }
   if (!n.hasSkip)
     n.skipType = defaults.skipType;
-  bool hasParams = n.hasWeight || n.hasBias ||
-                   n.kind == Kind::BatchNormInference;
+  bool hasParams =
+      n.hasWeight || n.hasBias || n.kind == Kind::BatchNormInference;
   if (!hasParams)
     n.param = defaults.param;
   if (!usesEps(n.kind))
@@ -229,10 +229,9 @@ std::string norm::jit::getCanonicalSpec(const OpSpec &original) {
      << " param=" << type(s.param) << " weight=" << s.hasWeight
      << " bias=" << s.hasBias << " addend=" << s.hasAddend
      << " addend_type=" << type(s.addendType)
-     << " residual_out=" << s.writeResidual
-     << " f32_residual=" << s.f32Residual << " skip=" << s.hasSkip
-     << " skip_type=" << type(s.skipType) << " eps=" << hexDouble(s.eps)
-     << " alpha=" << hexDouble(s.alpha)
+     << " residual_out=" << s.writeResidual << " f32_residual=" << s.f32Residual
+     << " skip=" << s.hasSkip << " skip_type=" << type(s.skipType)
+     << " eps=" << hexDouble(s.eps) << " alpha=" << hexDouble(s.alpha)
      << " offset=" << hexDouble(s.weightOffset) << " groups=" << s.groups
      << " q_heads=" << s.numQHeads << " kv_heads=" << s.numKvHeads
      << " qk_l2=" << s.qkL2;
@@ -246,9 +245,8 @@ std::optional<OpSpec> norm::jit::parseCanonicalSpec(std::string_view text,
   std::string token;
   while (is >> token) {
     size_t eq = token.find('=');
-    if (eq == std::string::npos || !fields.emplace(token.substr(0, eq),
-                                                   token.substr(eq + 1))
-                                       .second) {
+    if (eq == std::string::npos ||
+        !fields.emplace(token.substr(0, eq), token.substr(eq + 1)).second) {
       error = "malformed operation field '" + token + "'";
       return std::nullopt;
     }

@@ -1,4 +1,5 @@
-//===- OpSpecs.h - operation descriptions: checks, identity, buffers -*- C++ -*-===//
+//===- OpSpecs.h - operation descriptions: checks, identity, buffers -*- C++
+//-*-===//
 //
 // The runtime describes an operation with norm::OpSpec (compiler/Compiler.h,
 // plain C++). This file is what the runtime knows about one without a
@@ -61,9 +62,9 @@ std::optional<BufferSlot> parseBufferSlot(std::string_view name);
 struct BufferSpec {
   BufferSlot slot;
   ElementType type;
-  int64_t cols;     // row length (2-D) or element count (1-D)
-  bool rows2D;      // rows x cols, with a row stride
-  bool written;     // an output
+  int64_t cols; // row length (2-D) or element count (1-D)
+  bool rows2D;  // rows x cols, with a row stride
+  bool written; // an output
 };
 
 /// "rms_norm", "qk_norm", ...

@@ -197,8 +197,7 @@ public:
 
   /// Writes a kernel bundle with the plans of `specs` and every kernel they
   /// use (tuning them first where needed).
-  Status writeBundle(const std::vector<OpSpec> &specs,
-                     const std::string &path);
+  Status writeBundle(const std::vector<OpSpec> &specs, const std::string &path);
 
   const DeviceInfo &getDeviceInfo() const;
   /// Whether getKernel tunes (options, NORMJIT_TUNE and a compiler).

@@ -59,8 +59,8 @@ Tuner::~Tuner() {
 Status Tuner::run(const LoadedKernel &kernel, int64_t rows, int launches,
                   double &milliseconds) {
   const CudaDriver &driver = *device->driver;
-  if (Status status = driver.check(driver.eventRecord(start, stream),
-                                   "cuEventRecord");
+  if (Status status =
+          driver.check(driver.eventRecord(start, stream), "cuEventRecord");
       !status)
     return status;
   for (int i = 0; i < launches; ++i)
@@ -93,8 +93,8 @@ Status Tuner::time(const LoadedKernel &kernel, int64_t rows,
   for (int i = 0; i < 2; ++i)
     if (Status status = kernel.launch(args, rows, stream); !status)
       return status;
-  if (Status status = driver.check(driver.streamSynchronize(stream),
-                                   "cuStreamSynchronize");
+  if (Status status =
+          driver.check(driver.streamSynchronize(stream), "cuStreamSynchronize");
       !status)
     return status;
 
@@ -103,11 +103,10 @@ Status Tuner::time(const LoadedKernel &kernel, int64_t rows,
   if (Status status = run(kernel, rows, kProbeLaunches, probe); !status)
     return status;
   double perLaunch = probe / kProbeLaunches;
-  int launches =
-      perLaunch > 0
-          ? static_cast<int>(std::clamp(std::ceil(kTargetRunMs / perLaunch),
-                                        3.0, 200.0))
-          : 200;
+  int launches = perLaunch > 0
+                     ? static_cast<int>(std::clamp(
+                           std::ceil(kTargetRunMs / perLaunch), 3.0, 200.0))
+                     : 200;
   double best = probe / kProbeLaunches;
   for (int trial = 0; trial < kTrials; ++trial) {
     double ms = 0;

@@ -1,4 +1,4 @@
-/*===- normjit.h - libnormjit, the C API ---------------------------*- C -*-===*\
+/*===- normjit.h - libnormjit, the C API --------------------------*- C -*-===*\
 |*                                                                            *|
 |* Normalization kernels built for one operation and hidden size, autotuned  *|
 |* on the device, launched on the caller's CUDA stream. For FFI: plain C,    *|

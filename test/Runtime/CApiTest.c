@@ -43,8 +43,8 @@ static alignas(256) char output[kRows * kHidden * 2];
 
 static void testStatusNames(void) {
   CHECK(strcmp(normjit_status_name(NORMJIT_SUCCESS), "success") == 0);
-  CHECK(strcmp(normjit_status_name(NORMJIT_ERROR_NO_DRIVER), "no CUDA driver") ==
-        0);
+  CHECK(strcmp(normjit_status_name(NORMJIT_ERROR_NO_DRIVER),
+               "no CUDA driver") == 0);
   CHECK(strcmp(normjit_status_name((normjit_status)99), "unknown status") == 0);
   CHECK(strcmp(normjit_last_error(), "") == 0);
 }
@@ -129,8 +129,8 @@ static void testLaunch(normjit_context *context) {
   desc.hidden = kHidden;
   desc.flags = NORMJIT_OP_WEIGHT;
   normjit_kernel *kernel = NULL;
-  expect("kernel from bundle", normjit_kernel_create(context, &desc, 0, &kernel),
-         NORMJIT_SUCCESS);
+  expect("kernel from bundle",
+         normjit_kernel_create(context, &desc, 0, &kernel), NORMJIT_SUCCESS);
   if (!kernel)
     return;
 

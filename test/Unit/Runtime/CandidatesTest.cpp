@@ -102,8 +102,10 @@ TEST(Candidates, EveryCandidateIsValidAndFits) {
         ASSERT_FALSE(candidates.empty()) << hidden;
         EXPECT_LE(candidates.size(), 16u) << hidden;
         for (const LaunchConfig &c : candidates) {
-          EXPECT_TRUE(isValidLaunch(c)) << hidden << " " << c.getMangledSuffix();
-          EXPECT_TRUE(fitsRow(c, hidden)) << hidden << " " << c.getMangledSuffix();
+          EXPECT_TRUE(isValidLaunch(c))
+              << hidden << " " << c.getMangledSuffix();
+          EXPECT_TRUE(fitsRow(c, hidden))
+              << hidden << " " << c.getMangledSuffix();
           EXPECT_EQ(std::count(candidates.begin(), candidates.end(), c), 1);
         }
       }
@@ -138,7 +140,8 @@ TEST(Candidates, ThreadsPerRowFollowTheRowShape) {
 TEST(Candidates, LargerBucketsAlsoTryHalfVectors) {
   for (const LaunchConfig &c : candidatesFor(rmsNorm(4096), RowBucket::One))
     EXPECT_EQ(c.vector, 8) << c.getMangledSuffix();
-  std::vector<LaunchConfig> large = candidatesFor(rmsNorm(4096), RowBucket::More);
+  std::vector<LaunchConfig> large =
+      candidatesFor(rmsNorm(4096), RowBucket::More);
   EXPECT_TRUE(std::any_of(large.begin(), large.end(),
                           [](const LaunchConfig &c) { return c.vector == 4; }));
 }
@@ -146,7 +149,8 @@ TEST(Candidates, LargerBucketsAlsoTryHalfVectors) {
 TEST(Candidates, ShortRowsShareCtas) {
   // Per-head rows of 128: 128-thread CTAs holding several rows, and four
   // times as many rows per CTA for large batches.
-  std::vector<LaunchConfig> large = candidatesFor(rmsNorm(128), RowBucket::More);
+  std::vector<LaunchConfig> large =
+      candidatesFor(rmsNorm(128), RowBucket::More);
   EXPECT_TRUE(contains(large, config(8, 16, 4, 8)));
   EXPECT_TRUE(contains(large, config(8, 16, 4, 32)));
   for (const LaunchConfig &c : candidatesFor(rmsNorm(128), RowBucket::UpTo1K))
@@ -174,7 +178,8 @@ TEST(Candidates, ScalarVariant) {
   EXPECT_EQ(getScalarVariant(config(8, 128, 4, 1), 16384),
             config(1, 256, 8, 1));
   // Rows per CTA stay a multiple of the rows a CTA works on.
-  std::optional<LaunchConfig> small = getScalarVariant(config(8, 8, 4, 16), 769);
+  std::optional<LaunchConfig> small =
+      getScalarVariant(config(8, 8, 4, 16), 769);
   ASSERT_TRUE(small);
   EXPECT_TRUE(isValidLaunch(*small));
   EXPECT_TRUE(fitsRow(*small, 769));

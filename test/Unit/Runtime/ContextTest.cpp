@@ -7,6 +7,7 @@
 #include "runtime/Runtime.h"
 
 #include "runtime/DiskCache.h"
+#include "runtime/KernelStore.h"
 #include "test/Unit/Runtime/TestSupport.h"
 
 #include <atomic>
@@ -273,7 +274,8 @@ TEST_F(ContextTest, DiskCacheServesTheNextContext) {
   auto first = std::make_shared<FakeCompiler>();
   {
     std::unique_ptr<Context> context;
-    ASSERT_TRUE(createContext(makeFakeOptions(first, cache.get()), context).ok());
+    ASSERT_TRUE(
+        createContext(makeFakeOptions(first, cache.get()), context).ok());
     std::shared_ptr<const Kernel> kernel;
     ASSERT_TRUE(context->getKernel(makeRmsNorm(), {}, kernel).ok());
   }
@@ -283,7 +285,8 @@ TEST_F(ContextTest, DiskCacheServesTheNextContext) {
   int links = fakecuda_call_count("cuLinkComplete");
   auto second = std::make_shared<FakeCompiler>();
   std::unique_ptr<Context> context;
-  ASSERT_TRUE(createContext(makeFakeOptions(second, cache.get()), context).ok());
+  ASSERT_TRUE(
+      createContext(makeFakeOptions(second, cache.get()), context).ok());
   std::shared_ptr<const Kernel> kernel;
   ASSERT_TRUE(context->getKernel(makeRmsNorm(), {}, kernel).ok());
   EXPECT_EQ(second->compiles, 0);
@@ -397,8 +400,8 @@ TEST_F(ContextTest, SecondProcessReusesTheCache) {
   {
     auto compiler = std::make_shared<FakeCompiler>();
     std::unique_ptr<Context> context;
-    ASSERT_TRUE(createContext(
-                    makeFakeOptions(compiler, cache, /*tuning=*/true), context)
+    ASSERT_TRUE(createContext(makeFakeOptions(compiler, cache, /*tuning=*/true),
+                              context)
                     .ok());
     std::shared_ptr<const Kernel> kernel;
     ASSERT_TRUE(context->getKernel(makeRmsNorm(), {}, kernel).ok());
@@ -415,9 +418,8 @@ TEST_F(ContextTest, SecondProcessReusesTheCache) {
   std::string self = "/proc/self/exe";
   char *argv[] = {self.data(), filter.data(), nullptr};
   pid_t pid;
-  ASSERT_EQ(::posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv,
-                          env.data()),
-            0);
+  ASSERT_EQ(
+      ::posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv, env.data()), 0);
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status));
@@ -439,7 +441,8 @@ TEST_F(ContextTest, WithoutCompilerKernelsComeFromBundles) {
   {
     auto compiler = std::make_shared<FakeCompiler>();
     std::unique_ptr<Context> context;
-    ASSERT_TRUE(createContext(makeFakeOptions(compiler, {}, true), context).ok());
+    ASSERT_TRUE(
+        createContext(makeFakeOptions(compiler, {}, true), context).ok());
     ASSERT_TRUE(context->writeBundle(specs, dir / "kernels.njb").ok());
     for (size_t i = 0; i < specs.size(); ++i) {
       std::shared_ptr<const Kernel> kernel;
@@ -487,6 +490,39 @@ TEST_F(ContextTest, WithoutCompilerKernelsComeFromBundles) {
   // A damaged bundle fails the context.
   std::ofstream(dir / "kernels.njb", std::ios::binary | std::ios::app) << "x";
   EXPECT_EQ(createContext(options, context).code(), ErrorCode::IoError);
+}
+
+TEST_F(ContextTest, HeuristicBundlesNeedNoDevice) {
+  TempDir dir;
+  auto compiler = std::make_shared<FakeCompiler>();
+  Logger quiet(LogLevel::Quiet);
+  KernelStoreOptions storeOptions;
+  storeOptions.compiler = compiler;
+  storeOptions.target.chip = "sm_90";
+  KernelStore store(storeOptions, quiet);
+  OpSpec qk = makeQKNorm();
+  ASSERT_TRUE(
+      writeHeuristicBundle(store, {makeRmsNorm(), qk}, dir / "h.njb").ok());
+  EXPECT_EQ(fakecuda_call_count("cuInit"), 0);
+  EXPECT_EQ(
+      writeHeuristicBundle(store, {makeRmsNorm(0)}, dir / "bad.njb").code(),
+      ErrorCode::InvalidArgument);
+
+  ContextOptions options = makeFakeOptions(nullptr);
+  options.bundles = {dir / "h.njb"};
+  std::unique_ptr<Context> context;
+  ASSERT_TRUE(createContext(options, context).ok());
+  for (const OpSpec &spec : {makeRmsNorm(), qk}) {
+    std::shared_ptr<const Kernel> kernel;
+    ASSERT_TRUE(context->getKernel(spec, {}, kernel).ok());
+    for (RowBucket bucket : kAllRowBuckets) {
+      EXPECT_EQ(kernel->getReport(bucket).source, BucketReport::Source::Bundle);
+      EXPECT_EQ(kernel->getReport(bucket).launch,
+                compiler->getHeuristicLaunch(spec, 1));
+    }
+  }
+  // PTX only: the driver links it where the bundle is used.
+  EXPECT_GT(fakecuda_call_count("cuLinkComplete"), 0);
 }
 
 TEST_F(ContextTest, BundlesTakePrecedenceOverTheCompiler) {

@@ -76,9 +76,9 @@ constexpr bool isCompatible(R1 (*)(A1...), R2 (*)(A2...)) {
     return isSameKind<R1, R2>() && (isSameKind<A1, A2>() && ...);
 }
 #define CHECK_ENTRY(member, function)                                          \
-  static_assert(isCompatible(decltype(CudaDriver::member){},                  \
-                             decltype(&function){}),                           \
-                #function " does not match CudaDriver::" #member)
+  static_assert(                                                               \
+      isCompatible(decltype(CudaDriver::member){}, decltype(&function){}),     \
+      #function " does not match CudaDriver::" #member)
 
 CHECK_ENTRY(init, cuInit);
 CHECK_ENTRY(driverGetVersion, cuDriverGetVersion);

@@ -61,14 +61,15 @@ TEST(CacheEntryFormat, RejectsEveryTruncation) {
   for (size_t n = 0; n < bytes.size(); ++n) {
     CacheEntry entry;
     std::string why;
-    EXPECT_FALSE(
-        parseCacheEntry(bytes.substr(0, n), std::string_view("key"), entry, why))
+    EXPECT_FALSE(parseCacheEntry(bytes.substr(0, n), std::string_view("key"),
+                                 entry, why))
         << n;
     EXPECT_FALSE(why.empty());
   }
   CacheEntry entry;
   std::string why;
-  EXPECT_FALSE(parseCacheEntry(bytes + "x", std::string_view("key"), entry, why));
+  EXPECT_FALSE(
+      parseCacheEntry(bytes + "x", std::string_view("key"), entry, why));
   EXPECT_NE(why.find("length mismatch"), std::string::npos) << why;
 }
 

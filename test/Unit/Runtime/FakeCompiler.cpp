@@ -13,7 +13,7 @@ using namespace norm::jit;
 using namespace norm::jit::test;
 
 std::string norm::jit::test::getFakeKernelName(const OpSpec &spec,
-                                                  const LaunchConfig &launch) {
+                                               const LaunchConfig &launch) {
   return "norm_" + std::string(getOpKindName(spec.kind)) + "_h" +
          std::to_string(spec.hidden) + "_" + launch.getMangledSuffix();
 }
@@ -25,8 +25,7 @@ norm::Status FakeCompiler::compile(const OpSpec &spec,
   ++compiles;
   if (delayMs)
     std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
-  if (rejects(launch) ||
-      !fitsRow(launch, getRowLength(spec)))
+  if (rejects(launch) || !fitsRow(launch, getRowLength(spec)))
     return norm::Status::error("fake compiler rejects " +
                                launch.getMangledSuffix());
   KernelSignature &sig = result.signature;
@@ -52,9 +51,9 @@ norm::Status FakeCompiler::compile(const OpSpec &spec,
   sig.params.push_back({KernelParam::Kind::Rows, "rows"});
   for (const BufferSpec &buffer : buffers)
     if (buffer.rows2D)
-      sig.params.push_back({KernelParam::Kind::RowStride,
-                            std::string(getBufferSlotName(buffer.slot)) +
-                                "_stride"});
+      sig.params.push_back(
+          {KernelParam::Kind::RowStride,
+           std::string(getBufferSlotName(buffer.slot)) + "_stride"});
 
   auto [fixedNs, perCtaNs] = cost(launch);
   std::ostringstream ptx;
@@ -63,15 +62,14 @@ norm::Status FakeCompiler::compile(const OpSpec &spec,
       << "\n.target " << target.chip << "\n.address_size 64\n\n"
       << ".visible .entry " << sig.name << "(";
   for (size_t i = 0; i < sig.params.size(); ++i)
-    ptx << (i ? ",\n" : "\n") << "  .param .u64 " << sig.name << "_param_"
-        << i;
+    ptx << (i ? ",\n" : "\n") << "  .param .u64 " << sig.name << "_param_" << i;
   ptx << "\n)\n{\n  ret;\n}\n";
   result.ptx = ptx.str();
   return norm::Status::success();
 }
 
 LaunchConfig FakeCompiler::getHeuristicLaunch(const OpSpec &spec,
-                                              int64_t rows) {
+                                              int64_t /*rows*/) {
   ++heuristicCalls;
   int64_t length = getRowLength(spec);
   LaunchConfig launch;

@@ -31,8 +31,9 @@ public:
   std::function<std::pair<double, double>(const LaunchConfig &)> cost =
       [](const LaunchConfig &) { return std::pair<double, double>(1000, 10); };
   /// Configurations whose compile fails.
-  std::function<bool(const LaunchConfig &)> rejects =
-      [](const LaunchConfig &) { return false; };
+  std::function<bool(const LaunchConfig &)> rejects = [](const LaunchConfig &) {
+    return false;
+  };
   std::string version = "fake-compiler-1";
   int delayMs = 0;
   std::atomic<int> compiles{0};

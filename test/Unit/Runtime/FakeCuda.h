@@ -1,4 +1,5 @@
-//===- FakeCuda.h - a CUDA driver stand-in for tests without a GPU -*- C -*-===//
+//===- FakeCuda.h - a CUDA driver stand-in for tests without a GPU -*- C
+//-*-===//
 //
 // libnormjit-fake-cuda.so exports the driver entry points libnormjit loads,
 // backed by host memory and a virtual clock, plus these controls. It lets
@@ -30,8 +31,9 @@ struct fakecuda_launch {
 };
 
 /// Forgets launches, counters and injected failures; restores one device of
-/// compute capability 9.0, driver 13000, 1024 threads per block. FAKECUDA_DEVICES
-/// in the environment, when set, overrides the device count at cuInit.
+/// compute capability 9.0, driver 13000, 1024 threads per block.
+/// FAKECUDA_DEVICES in the environment, when set, overrides the device count at
+/// cuInit.
 void fakecuda_reset(void);
 void fakecuda_set_device_count(int count);
 void fakecuda_set_compute_capability(int major, int minor);

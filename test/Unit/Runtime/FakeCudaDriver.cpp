@@ -28,27 +28,77 @@ constexpr Result kInvalidHandle = 400;
 constexpr Result kNotFound = 500;
 
 enum Entry {
-  Init, DriverGetVersion, DeviceGetCount, DeviceGet, DeviceGetAttribute,
-  DeviceGetName, PrimaryCtxRetain, PrimaryCtxRelease, CtxGetCurrent,
-  CtxPushCurrent, CtxPopCurrent, ModuleLoadDataEx, ModuleUnload,
-  ModuleGetFunction, FuncGetAttribute, FuncSetAttribute, LinkCreate,
-  LinkAddData, LinkComplete, LinkDestroy, LaunchKernel, MemAlloc, MemFree,
-  MemsetD8, MemcpyHtoD, MemcpyDtoH, StreamCreate, StreamDestroy,
-  StreamSynchronize, EventCreate, EventRecord, EventSynchronize,
-  EventElapsedTime, EventDestroy, NumEntries
+  Init,
+  DriverGetVersion,
+  DeviceGetCount,
+  DeviceGet,
+  DeviceGetAttribute,
+  DeviceGetName,
+  PrimaryCtxRetain,
+  PrimaryCtxRelease,
+  CtxGetCurrent,
+  CtxPushCurrent,
+  CtxPopCurrent,
+  ModuleLoadDataEx,
+  ModuleUnload,
+  ModuleGetFunction,
+  FuncGetAttribute,
+  FuncSetAttribute,
+  LinkCreate,
+  LinkAddData,
+  LinkComplete,
+  LinkDestroy,
+  LaunchKernel,
+  MemAlloc,
+  MemFree,
+  MemsetD8,
+  MemcpyHtoD,
+  MemcpyDtoH,
+  StreamCreate,
+  StreamDestroy,
+  StreamSynchronize,
+  EventCreate,
+  EventRecord,
+  EventSynchronize,
+  EventElapsedTime,
+  EventDestroy,
+  NumEntries
 };
 
-const char *const kEntryNames[NumEntries] = {
-    "cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet",
-    "cuDeviceGetAttribute", "cuDeviceGetName", "cuDevicePrimaryCtxRetain",
-    "cuDevicePrimaryCtxRelease", "cuCtxGetCurrent", "cuCtxPushCurrent",
-    "cuCtxPopCurrent", "cuModuleLoadDataEx", "cuModuleUnload",
-    "cuModuleGetFunction", "cuFuncGetAttribute", "cuFuncSetAttribute",
-    "cuLinkCreate", "cuLinkAddData", "cuLinkComplete", "cuLinkDestroy",
-    "cuLaunchKernel", "cuMemAlloc", "cuMemFree", "cuMemsetD8", "cuMemcpyHtoD",
-    "cuMemcpyDtoH", "cuStreamCreate", "cuStreamDestroy", "cuStreamSynchronize",
-    "cuEventCreate", "cuEventRecord", "cuEventSynchronize",
-    "cuEventElapsedTime", "cuEventDestroy"};
+const char *const kEntryNames[NumEntries] = {"cuInit",
+                                             "cuDriverGetVersion",
+                                             "cuDeviceGetCount",
+                                             "cuDeviceGet",
+                                             "cuDeviceGetAttribute",
+                                             "cuDeviceGetName",
+                                             "cuDevicePrimaryCtxRetain",
+                                             "cuDevicePrimaryCtxRelease",
+                                             "cuCtxGetCurrent",
+                                             "cuCtxPushCurrent",
+                                             "cuCtxPopCurrent",
+                                             "cuModuleLoadDataEx",
+                                             "cuModuleUnload",
+                                             "cuModuleGetFunction",
+                                             "cuFuncGetAttribute",
+                                             "cuFuncSetAttribute",
+                                             "cuLinkCreate",
+                                             "cuLinkAddData",
+                                             "cuLinkComplete",
+                                             "cuLinkDestroy",
+                                             "cuLaunchKernel",
+                                             "cuMemAlloc",
+                                             "cuMemFree",
+                                             "cuMemsetD8",
+                                             "cuMemcpyHtoD",
+                                             "cuMemcpyDtoH",
+                                             "cuStreamCreate",
+                                             "cuStreamDestroy",
+                                             "cuStreamSynchronize",
+                                             "cuEventCreate",
+                                             "cuEventRecord",
+                                             "cuEventSynchronize",
+                                             "cuEventElapsedTime",
+                                             "cuEventDestroy"};
 
 struct Function {
   std::string name;
@@ -131,8 +181,8 @@ bool parsePtx(const std::string &ptx, Module &module) {
       return false;
     Function function;
     function.name = ptx.substr(pos + 7, open - pos - 7);
-    for (size_t p = ptx.find(".param", open); p != std::string::npos && p < close;
-         p = ptx.find(".param", p + 1))
+    for (size_t p = ptx.find(".param", open);
+         p != std::string::npos && p < close; p = ptx.find(".param", p + 1))
       ++function.numParams;
     function.fixedNs = fixedNs;
     function.perCtaNs = perCtaNs;
@@ -251,15 +301,33 @@ Result cuDriverGetVersion(int *version) {
 
 Result cuGetErrorName(Result error, const char **name) {
   switch (error) {
-  case kSuccess: *name = "CUDA_SUCCESS"; return kSuccess;
-  case kInvalidValue: *name = "CUDA_ERROR_INVALID_VALUE"; return kSuccess;
-  case 2: *name = "CUDA_ERROR_OUT_OF_MEMORY"; return kSuccess;
-  case kNoDevice: *name = "CUDA_ERROR_NO_DEVICE"; return kSuccess;
-  case kInvalidImage: *name = "CUDA_ERROR_INVALID_IMAGE"; return kSuccess;
-  case 218: *name = "CUDA_ERROR_INVALID_PTX"; return kSuccess;
-  case kInvalidHandle: *name = "CUDA_ERROR_INVALID_HANDLE"; return kSuccess;
-  case kNotFound: *name = "CUDA_ERROR_NOT_FOUND"; return kSuccess;
-  default: *name = nullptr; return kInvalidValue;
+  case kSuccess:
+    *name = "CUDA_SUCCESS";
+    return kSuccess;
+  case kInvalidValue:
+    *name = "CUDA_ERROR_INVALID_VALUE";
+    return kSuccess;
+  case 2:
+    *name = "CUDA_ERROR_OUT_OF_MEMORY";
+    return kSuccess;
+  case kNoDevice:
+    *name = "CUDA_ERROR_NO_DEVICE";
+    return kSuccess;
+  case kInvalidImage:
+    *name = "CUDA_ERROR_INVALID_IMAGE";
+    return kSuccess;
+  case 218:
+    *name = "CUDA_ERROR_INVALID_PTX";
+    return kSuccess;
+  case kInvalidHandle:
+    *name = "CUDA_ERROR_INVALID_HANDLE";
+    return kSuccess;
+  case kNotFound:
+    *name = "CUDA_ERROR_NOT_FOUND";
+    return kSuccess;
+  default:
+    *name = nullptr;
+    return kInvalidValue;
   }
 }
 
@@ -291,11 +359,20 @@ Result cuDeviceGetAttribute(int *value, int attribute, int) {
   if (Result r = enter(DeviceGetAttribute))
     return r;
   switch (attribute) {
-  case 75: *value = state().major; return kSuccess;
-  case 76: *value = state().minor; return kSuccess;
-  case 16: *value = 132; return kSuccess;
-  case 97: *value = 232448; return kSuccess;
-  default: return kInvalidValue;
+  case 75:
+    *value = state().major;
+    return kSuccess;
+  case 76:
+    *value = state().minor;
+    return kSuccess;
+  case 16:
+    *value = 132;
+    return kSuccess;
+  case 97:
+    *value = 232448;
+    return kSuccess;
+  default:
+    return kInvalidValue;
   }
 }
 
@@ -326,8 +403,8 @@ Result cuDevicePrimaryCtxRelease_v2(int) {
 Result cuCtxGetCurrent(void **context) {
   if (Result r = enter(CtxGetCurrent))
     return r;
-  *context = contextStack && !contextStack->empty() ? contextStack->back()
-                                                    : nullptr;
+  *context =
+      contextStack && !contextStack->empty() ? contextStack->back() : nullptr;
   return kSuccess;
 }
 
@@ -351,9 +428,7 @@ Result cuCtxPopCurrent_v2(void **context) {
   return kSuccess;
 }
 
-static bool hasContext() {
-  return contextStack && !contextStack->empty();
-}
+static bool hasContext() { return contextStack && !contextStack->empty(); }
 
 Result cuModuleLoadDataEx(void **module, const void *image, unsigned, int *,
                           void **) {

@@ -100,10 +100,16 @@ TEST_F(LaunchTest, ParametersFollowTheSignature) {
   EXPECT_EQ(recorded.stream, stream);
   // input, addend, weight, output, residual_out, rows, then the strides of
   // the 2-D buffers in buffer order.
-  std::vector<uint64_t> expected = {
-      reinterpret_cast<uint64_t>(input),  reinterpret_cast<uint64_t>(addend),
-      reinterpret_cast<uint64_t>(weight), reinterpret_cast<uint64_t>(output),
-      reinterpret_cast<uint64_t>(residual), rows, stride, 4096, 4096, 4096};
+  std::vector<uint64_t> expected = {reinterpret_cast<uint64_t>(input),
+                                    reinterpret_cast<uint64_t>(addend),
+                                    reinterpret_cast<uint64_t>(weight),
+                                    reinterpret_cast<uint64_t>(output),
+                                    reinterpret_cast<uint64_t>(residual),
+                                    rows,
+                                    stride,
+                                    4096,
+                                    4096,
+                                    4096};
   ASSERT_EQ(recorded.num_params, static_cast<int>(expected.size()));
   for (size_t i = 0; i < expected.size(); ++i)
     EXPECT_EQ(recorded.params[i], expected[i]) << "parameter " << i;
@@ -140,8 +146,7 @@ protected:
 TEST_F(RmsLaunchTest, RowBucketsPickTheirConfiguration) {
   for (int64_t rows : {1, 7, 64, 65, 1000, 2048}) {
     ASSERT_TRUE(kernel->launch(args, rows, nullptr).ok());
-    const LaunchConfig &launch =
-        kernel->getReport(getRowBucket(rows)).launch;
+    const LaunchConfig &launch = kernel->getReport(getRowBucket(rows)).launch;
     fakecuda_launch recorded = lastLaunch();
     EXPECT_EQ(std::string(recorded.kernel),
               getFakeKernelName(kernel->getSpec(), launch));
@@ -189,8 +194,7 @@ TEST_F(RmsLaunchTest, BadArgumentsLaunchNothing) {
   expectRefused(kernel->launch(weightStride, 8, nullptr),
                 ErrorCode::InvalidArgument, "1-D buffer 'weight'");
   LaunchArgs huge = args;
-  huge.set(BufferSlot::Input, input, ElementType::bf16, 4096,
-           int64_t(1) << 50);
+  huge.set(BufferSlot::Input, input, ElementType::bf16, 4096, int64_t(1) << 50);
   expectRefused(kernel->launch(huge, 1 << 20, nullptr),
                 ErrorCode::InvalidArgument, "2^60 bytes");
   expectRefused(kernel->launch(args, int64_t(1) << 40, nullptr),
@@ -255,10 +259,10 @@ TEST_F(RmsLaunchTest, KernelsCanRefuseMisalignedBuffers) {
 TEST_F(RmsLaunchTest, LaunchesAllocateNothingAndOnlyLaunch) {
   ASSERT_TRUE(kernel->launch(args, 64, nullptr).ok()); // warm the driver
   // Nothing that synchronizes, allocates on the device or loads code.
-  const char *const entries[] = {
-      "cuLaunchKernel",    "cuStreamSynchronize", "cuEventSynchronize",
-      "cuEventRecord",     "cuMemAlloc",          "cuModuleLoadDataEx",
-      "cuLinkComplete"};
+  const char *const entries[] = {"cuLaunchKernel",     "cuStreamSynchronize",
+                                 "cuEventSynchronize", "cuEventRecord",
+                                 "cuMemAlloc",         "cuModuleLoadDataEx",
+                                 "cuLinkComplete"};
   std::vector<int> before;
   for (const char *entry : entries)
     before.push_back(fakecuda_call_count(entry));

@@ -24,8 +24,7 @@ void expectInvalid(const OpSpec &spec, const std::string &text) {
   Status status = validateOpSpec(spec);
   ASSERT_FALSE(status.ok()) << "accepted: " << getCanonicalSpec(spec);
   EXPECT_EQ(status.code(), ErrorCode::InvalidArgument);
-  EXPECT_NE(status.message().find(text), std::string::npos)
-      << status.message();
+  EXPECT_NE(status.message().find(text), std::string::npos) << status.message();
 }
 
 TEST(OpSpecs, AcceptsValidOperations) {
@@ -156,9 +155,9 @@ TEST(OpSpecs, BuffersFollowKernelParameterOrder) {
   std::vector<std::string> names;
   for (const BufferSpec &b : buffers)
     names.push_back(std::string(getBufferSlotName(b.slot)));
-  EXPECT_EQ(names, (std::vector<std::string>{"input", "addend", "weight",
-                                             "bias", "output",
-                                             "residual_out"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"input", "addend", "weight", "bias",
+                                      "output", "residual_out"}));
   EXPECT_EQ(buffers[2].type, ElementType::f32);
   EXPECT_FALSE(buffers[2].rows2D);
   EXPECT_TRUE(buffers[4].written);

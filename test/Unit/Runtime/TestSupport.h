@@ -104,9 +104,9 @@ inline OpSpec makeQKNorm() {
 
 /// Context options on the fake driver with `compiler`, tuning off unless
 /// asked, the disk cache in `cache` (empty: off), warnings only.
-inline ContextOptions
-makeFakeOptions(std::shared_ptr<KernelCompiler> compiler,
-                const std::string &cache = {}, bool tuning = false) {
+inline ContextOptions makeFakeOptions(std::shared_ptr<KernelCompiler> compiler,
+                                      const std::string &cache = {},
+                                      bool tuning = false) {
   ContextOptions options;
   options.driverLibrary = NORM_FAKE_CUDA_LIBRARY;
   options.compiler = std::move(compiler);

@@ -246,8 +246,9 @@ TEST_F(TuningTest, ConcurrentRequestsTuneOnce) {
   for (int t = 0; t < 8; ++t)
     threads.emplace_back([&, t] {
       // Two kernel variants of one operation share its tuning.
-      EXPECT_TRUE(context->getKernel(makeRmsNorm(), t % 2 ? strict : KernelOptions(),
-                                     kernels[t])
+      EXPECT_TRUE(context
+                      ->getKernel(makeRmsNorm(),
+                                  t % 2 ? strict : KernelOptions(), kernels[t])
                       .ok());
     });
   for (std::thread &thread : threads)

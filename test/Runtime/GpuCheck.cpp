@@ -1,0 +1,525 @@
+//===- GpuCheck.cpp - libnormjit kernels against a float64 reference ------===//
+//
+// normjit-gpu-check: on a real device, runs operations through the C++ API
+// (tuned, and with the heuristic), every output poisoned with NaN first, and
+// compares with a float64 reference of the norm.fused_row and
+// norm.qk_norm_prologue semantics at a tolerance per output type. Also
+// misaligned buffers (the scalar variant), strided rows and a launch
+// captured into a CUDA graph. Prints one line per case; exit status 1 if any
+// fails.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/ElementTypes.h"
+#include "runtime/Runtime.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <dlfcn.h>
+#include <functional>
+#include <string>
+#include <vector>
+
+using namespace norm::jit;
+
+namespace {
+
+/// A host array of one element type.
+struct HostTensor {
+  ElementType type = ElementType::f32;
+  std::vector<uint8_t> bytes;
+
+  HostTensor(ElementType type, size_t count)
+      : type(type), bytes(count * getElementBytes(type)) {}
+  size_t size() const { return bytes.size() / getElementBytes(type); }
+  double get(size_t i) const {
+    if (type == ElementType::f32) {
+      float v;
+      std::memcpy(&v, &bytes[i * 4], 4);
+      return v;
+    }
+    uint16_t v;
+    std::memcpy(&v, &bytes[i * 2], 2);
+    return type == ElementType::bf16 ? bf16ToFloat(v) : f16ToFloat(v);
+  }
+  void set(size_t i, double value) {
+    float f = static_cast<float>(value);
+    if (type == ElementType::f32) {
+      std::memcpy(&bytes[i * 4], &f, 4);
+      return;
+    }
+    uint16_t v = type == ElementType::bf16 ? floatToBf16(f) : floatToF16(f);
+    std::memcpy(&bytes[i * 2], &v, 2);
+  }
+  void poison() {
+    for (size_t i = 0; i < size(); ++i)
+      set(i, NAN);
+  }
+};
+
+/// `value` rounded to `type` as a store would.
+double roundTo(ElementType type, double value) {
+  HostTensor t(type, 1);
+  t.set(0, value);
+  return t.get(0);
+}
+
+double tolerance(ElementType type) {
+  switch (type) {
+  case ElementType::bf16:
+    return 1.0 / 128;
+  case ElementType::f16:
+    return 1.0 / 1024;
+  case ElementType::f32:
+    return 2e-5;
+  }
+  return 0;
+}
+
+uint64_t seed = 12345;
+double nextRandom() { // in [-2, 2)
+  seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+  return static_cast<double>((seed >> 40) % 65536) / 16384.0 - 2.0;
+}
+
+//===----------------------------------------------------------------------===//
+// Float64 references
+//===----------------------------------------------------------------------===//
+
+/// Host copies of every buffer; rows x stride for 2-D ones.
+struct Buffers {
+  std::vector<HostTensor> tensors; // by BufferSlot, empty where absent
+  std::vector<int64_t> strides;
+  Buffers() : strides(kNumBufferSlots, 0) {
+    for (int i = 0; i < kNumBufferSlots; ++i)
+      tensors.emplace_back(ElementType::f32, 0);
+  }
+  HostTensor &operator[](BufferSlot slot) {
+    return tensors[static_cast<int>(slot)];
+  }
+  double at(BufferSlot slot, int64_t row, int64_t col) {
+    return (*this)[slot].get(row * strides[static_cast<int>(slot)] + col);
+  }
+};
+
+/// The expected outputs: slot -> values at (row, col), or NaN where the
+/// output is not written.
+using Expected = std::function<double(BufferSlot, int64_t, int64_t)>;
+
+Expected referenceFusedRow(const OpSpec &s, Buffers &b, int64_t rows) {
+  auto out = std::make_shared<std::vector<std::vector<double>>>(2);
+  auto &y = (*out)[0];
+  auto &residual = (*out)[1];
+  int64_t h = s.hidden;
+  y.assign(rows * h, NAN);
+  residual.assign(rows * h, NAN);
+  int64_t group = h / s.groups;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<double> v(h), stat(h);
+    for (int64_t c = 0; c < h; ++c) {
+      double x = b.at(BufferSlot::Input, r, c);
+      double sum = s.hasAddend
+                       ? static_cast<float>(static_cast<float>(s.alpha) * x) +
+                             b.at(BufferSlot::Addend, r, c)
+                       : x;
+      v[c] = roundTo(s.input, static_cast<float>(sum));
+      stat[c] = s.f32Residual ? static_cast<float>(sum) : v[c];
+      residual[r * h + c] = v[c];
+    }
+    for (int64_t g = 0; g < s.groups; ++g) {
+      double sum = 0, squares = 0;
+      for (int64_t c = g * group; c < (g + 1) * group; ++c) {
+        sum += stat[c];
+        squares += stat[c] * stat[c];
+      }
+      double mean = sum / group;
+      for (int64_t c = g * group; c < (g + 1) * group; ++c) {
+        double n;
+        switch (s.kind) {
+        case OpSpec::Kind::LayerNorm:
+        case OpSpec::Kind::GroupNorm: {
+          double var = squares / group - mean * mean;
+          n = (stat[c] - mean) / std::sqrt(var + s.eps);
+          break;
+        }
+        case OpSpec::Kind::L2Norm:
+          n = stat[c] / std::sqrt(squares + s.eps);
+          break;
+        default:
+          n = stat[c] / std::sqrt(squares / group + s.eps);
+          break;
+        }
+        if (s.hasWeight)
+          n *= b.at(BufferSlot::Weight, 0, c) + s.weightOffset;
+        if (s.hasBias)
+          n += b.at(BufferSlot::Bias, 0, c);
+        if (s.hasSkip)
+          n = roundTo(s.output, n) + b.at(BufferSlot::Skip, r, c);
+        y[r * h + c] = n;
+      }
+    }
+  }
+  return [out, h](BufferSlot slot, int64_t r, int64_t c) {
+    return (*out)[slot == BufferSlot::Output ? 0 : 1][r * h + c];
+  };
+}
+
+Expected referenceQKNorm(const OpSpec &s, Buffers &b, int64_t tokens) {
+  int64_t d = s.hidden, q = s.numQHeads, kv = s.numKvHeads;
+  auto out = std::make_shared<std::vector<std::vector<double>>>(2);
+  (*out)[0].assign(tokens * q * d, NAN);
+  (*out)[1].assign(tokens * kv * d, NAN);
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t head = 0; head < q + kv; ++head) {
+      double squares = 0;
+      for (int64_t c = 0; c < d; ++c) {
+        double x = b.at(BufferSlot::Qkv, t, head * d + c);
+        squares += x * x;
+      }
+      double scale = s.qkL2 ? 1 / std::sqrt(squares + s.eps)
+                            : 1 / std::sqrt(squares / d + s.eps);
+      bool isQ = head < q;
+      for (int64_t c = 0; c < d; ++c) {
+        double value = b.at(BufferSlot::Qkv, t, head * d + c) * scale;
+        if (s.hasWeight)
+          value *= b.at(isQ ? BufferSlot::QWeight : BufferSlot::KWeight, 0, c);
+        int64_t width = isQ ? q * d : kv * d;
+        int64_t col = (isQ ? head : head - q) * d + c;
+        (*out)[isQ ? 0 : 1][t * width + col] = value;
+      }
+    }
+  return [out, q, kv, d](BufferSlot slot, int64_t t, int64_t c) {
+    bool isQ = slot == BufferSlot::Q;
+    return (*out)[isQ ? 0 : 1][t * (isQ ? q : kv) * d + c];
+  };
+}
+
+//===----------------------------------------------------------------------===//
+// Running one case
+//===----------------------------------------------------------------------===//
+
+struct Case {
+  std::string name;
+  OpSpec spec;
+  int64_t rows;
+  int64_t extraStride = 0;   // elements added to every 2-D row stride
+  int64_t misalignBytes = 0; // offset of the input pointer
+  bool graph = false;        // launch inside a CUDA graph capture
+};
+
+/// The CUDA graph entry points this check uses (not in libnormjit's table:
+/// the runtime never needs them).
+struct GraphApi {
+  using Stream = void *;
+  int (*streamCreate)(Stream *, unsigned) = nullptr;
+  int (*streamDestroy)(Stream) = nullptr;
+  int (*beginCapture)(Stream, int) = nullptr;
+  int (*endCapture)(Stream, void **) = nullptr;
+  int (*instantiate)(void **, void *, unsigned long long) = nullptr;
+  int (*launch)(void *, Stream) = nullptr;
+  int (*synchronize)(Stream) = nullptr;
+  int (*execDestroy)(void *) = nullptr;
+  int (*graphDestroy)(void *) = nullptr;
+
+  bool load() {
+    void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!cuda)
+      return false;
+    auto get = [&](auto &fn, const char *name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+          dlsym(cuda, name));
+      return fn != nullptr;
+    };
+    return get(streamCreate, "cuStreamCreate") &&
+           get(streamDestroy, "cuStreamDestroy_v2") &&
+           get(beginCapture, "cuStreamBeginCapture_v2") &&
+           get(endCapture, "cuStreamEndCapture") &&
+           get(instantiate, "cuGraphInstantiateWithFlags") &&
+           get(launch, "cuGraphLaunch") &&
+           get(synchronize, "cuStreamSynchronize") &&
+           get(execDestroy, "cuGraphExecDestroy") &&
+           get(graphDestroy, "cuGraphDestroy");
+  }
+};
+
+class Checker {
+public:
+  explicit Checker(Context &context) : context(context) {}
+
+  bool run(const Case &c, bool tune) {
+    std::string label = c.name + (tune ? " (tuned)" : " (heuristic)");
+    std::string error;
+    bool ok = runCase(c, tune, error);
+    std::printf("%s %s%s%s\n", ok ? "PASS" : "FAIL", label.c_str(),
+                error.empty() ? "" : ": ", error.c_str());
+    return ok;
+  }
+
+private:
+  bool runCase(const Case &c, bool tune, std::string &error) {
+    KernelOptions options;
+    options.tune = tune;
+    std::shared_ptr<const Kernel> kernel;
+    if (Status status = context.getKernel(c.spec, options, kernel); !status) {
+      error = status.message();
+      return false;
+    }
+    // Host buffers with random inputs, poisoned outputs.
+    Buffers host;
+    std::vector<BufferSpec> specs = getBuffers(c.spec);
+    for (const BufferSpec &buffer : specs) {
+      int64_t stride = buffer.rows2D ? buffer.cols + c.extraStride : 0;
+      int64_t count = buffer.rows2D ? c.rows * stride : buffer.cols;
+      HostTensor tensor(buffer.type, count);
+      for (size_t i = 0; i < tensor.size(); ++i)
+        tensor.set(i, buffer.written ? NAN
+                      : buffer.slot == BufferSlot::Variance
+                          ? std::fabs(nextRandom()) + 0.1
+                          : nextRandom());
+      host[buffer.slot] = std::move(tensor);
+      host.strides[static_cast<int>(buffer.slot)] = stride;
+    }
+    // Device buffers (the input offset by misalignBytes).
+    LaunchArgs args;
+    std::vector<void *> allocations;
+    auto cleanup = [&] {
+      for (void *p : allocations)
+        (void)context.release(p);
+    };
+    for (const BufferSpec &buffer : specs) {
+      HostTensor &tensor = host[buffer.slot];
+      int64_t offset =
+          (buffer.slot == BufferSlot::Input || buffer.slot == BufferSlot::Qkv)
+              ? c.misalignBytes
+              : 0;
+      void *base = nullptr;
+      if (Status status =
+              context.allocate(tensor.bytes.size() + offset + 16, base);
+          !status) {
+        error = status.message();
+        cleanup();
+        return false;
+      }
+      allocations.push_back(base);
+      char *data = static_cast<char *>(base) + offset;
+      if (Status status = context.copyToDevice(data, tensor.bytes.data(),
+                                               tensor.bytes.size());
+          !status) {
+        error = status.message();
+        cleanup();
+        return false;
+      }
+      args.set(buffer.slot, data, buffer.type, buffer.cols,
+               buffer.rows2D ? host.strides[static_cast<int>(buffer.slot)] : 0);
+    }
+    Expected expected = c.spec.kind == OpSpec::Kind::QKNormPrologue
+                            ? referenceQKNorm(c.spec, host, c.rows)
+                            : referenceFusedRow(c.spec, host, c.rows);
+
+    Status launched = c.graph ? launchInGraph(*kernel, args, c.rows, error)
+                              : kernel->launch(args, c.rows, nullptr);
+    if (launched.ok())
+      launched = context.synchronize(nullptr);
+    if (!launched.ok()) {
+      if (error.empty())
+        error = launched.message();
+      cleanup();
+      return false;
+    }
+
+    // Compare every written element (and that padding stayed poisoned).
+    double worst = 0;
+    int64_t bad = 0;
+    for (const BufferSpec &buffer : specs) {
+      if (!buffer.written)
+        continue;
+      HostTensor result(buffer.type, host[buffer.slot].size());
+      const TensorArg &arg = args[buffer.slot];
+      if (Status status = context.copyToHost(result.bytes.data(), arg.data,
+                                             result.bytes.size());
+          !status) {
+        error = status.message();
+        cleanup();
+        return false;
+      }
+      int64_t stride = host.strides[static_cast<int>(buffer.slot)];
+      // The residual stream is exact: the same f32 sum rounded the same way.
+      bool exact =
+          buffer.slot == BufferSlot::ResidualOut && c.spec.alpha == 1.0;
+      for (int64_t r = 0; r < c.rows; ++r)
+        for (int64_t col = 0; col < stride; ++col) {
+          double got = result.get(r * stride + col);
+          if (col >= buffer.cols) {
+            bad += !std::isnan(got); // padding must be untouched
+            continue;
+          }
+          double want = roundTo(buffer.type, expected(buffer.slot, r, col));
+          double err = std::fabs(got - want);
+          double limit =
+              exact ? 0 : tolerance(buffer.type) * (1 + std::fabs(want));
+          if (!(err <= limit)) {
+            if (bad++ == 0 && error.empty()) {
+              char text[160];
+              std::snprintf(text, sizeof(text),
+                            "%s[%lld][%lld] = %g, expected %g",
+                            std::string(getBufferSlotName(buffer.slot)).c_str(),
+                            static_cast<long long>(r),
+                            static_cast<long long>(col), got, want);
+              error = text;
+            }
+          }
+          if (!std::isnan(err))
+            worst = std::max(worst, err);
+        }
+    }
+    cleanup();
+    LaunchConfig used;
+    (void)kernel->getLaunchFor(args, c.rows, used);
+    if (bad) {
+      error += " (" + std::to_string(bad) + " bad elements, kernel " +
+               used.getMangledSuffix() + ")";
+      return false;
+    }
+    char text[96];
+    std::snprintf(text, sizeof(text), "kernel %s, max |error| %.3g",
+                  used.getMangledSuffix().c_str(), worst);
+    error = text;
+    return true;
+  }
+
+  Status launchInGraph(const Kernel &kernel, const LaunchArgs &args,
+                       int64_t rows, std::string &error) {
+    if (!graphs.streamCreate && !graphs.load())
+      return Status::error(ErrorCode::NoDriver, "no CUDA graph entry points");
+    void *stream = nullptr, *graph = nullptr, *exec = nullptr;
+    if (graphs.streamCreate(&stream, 1) != 0)
+      return Status::error(ErrorCode::DriverError, "cuStreamCreate failed");
+    // Global capture mode: any call libnormjit must not make fails it.
+    Status status;
+    if (graphs.beginCapture(stream, /*CU_STREAM_CAPTURE_MODE_GLOBAL=*/0) != 0)
+      status = Status::error(ErrorCode::DriverError, "begin capture failed");
+    if (status.ok())
+      status = kernel.launch(args, rows, stream);
+    if (graphs.endCapture(stream, &graph) != 0 && status.ok())
+      status = Status::error(ErrorCode::DriverError, "end capture failed");
+    if (status.ok() &&
+        (graphs.instantiate(&exec, graph, 0) != 0 ||
+         graphs.launch(exec, stream) != 0 || graphs.launch(exec, stream) != 0 ||
+         graphs.synchronize(stream) != 0))
+      status = Status::error(ErrorCode::DriverError, "graph replay failed");
+    if (exec)
+      graphs.execDestroy(exec);
+    if (graph)
+      graphs.graphDestroy(graph);
+    graphs.streamDestroy(stream);
+    if (!status.ok())
+      error = status.message();
+    return status;
+  }
+
+  Context &context;
+  GraphApi graphs;
+};
+
+OpSpec makeSpec(OpSpec::Kind kind, int64_t hidden, ElementType type) {
+  OpSpec spec;
+  spec.kind = kind;
+  spec.hidden = hidden;
+  spec.input = spec.output = spec.param = spec.addendType = spec.skipType =
+      type;
+  spec.hasWeight = true;
+  return spec;
+}
+
+} // namespace
+
+int main() {
+  ContextOptions options;
+  std::unique_ptr<Context> context;
+  if (Status status = Context::create(options, context); !status) {
+    std::fprintf(stderr, "normjit-gpu-check: %s\n", status.message().c_str());
+    return 1;
+  }
+  std::printf("device: %s\n",
+              context->getDeviceInfo().getTuningIdentity().c_str());
+  using Kind = OpSpec::Kind;
+  const ElementType bf16 = ElementType::bf16, f16 = ElementType::f16,
+                    f32 = ElementType::f32;
+  std::vector<Case> cases;
+  for (int64_t hidden : {128, 769, 1152, 2048, 4096, 7168, 8192, 16384})
+    for (int64_t rows : {int64_t(1), int64_t(37), int64_t(1000),
+                         hidden >= 8192 ? int64_t(1100) : int64_t(3000)})
+      cases.push_back({"rms_norm h" + std::to_string(hidden) + " rows " +
+                           std::to_string(rows),
+                       makeSpec(Kind::RMSNorm, hidden, bf16), rows});
+  OpSpec fused = makeSpec(Kind::RMSNorm, 4096, bf16);
+  fused.hasAddend = fused.writeResidual = true;
+  for (int64_t rows : {1, 64, 4096})
+    cases.push_back(
+        {"fused add+rms_norm h4096 rows " + std::to_string(rows), fused, rows});
+  OpSpec deep = fused;
+  deep.alpha = 2.0;
+  deep.hidden = 7168;
+  cases.push_back({"DeepNorm alpha 2 h7168", deep, 500});
+  OpSpec f32Residual = fused;
+  f32Residual.f32Residual = true;
+  cases.push_back({"fused add, f32 residual", f32Residual, 300});
+  OpSpec gemma = makeSpec(Kind::RMSNorm, 2048, bf16);
+  gemma.weightOffset = 1.0;
+  cases.push_back({"Gemma (1+w)", gemma, 100});
+  OpSpec weightless = makeSpec(Kind::RMSNorm, 3072, bf16);
+  weightless.hasWeight = false;
+  cases.push_back({"weightless rms_norm", weightless, 100});
+  OpSpec layer = makeSpec(Kind::LayerNorm, 2048, f16);
+  layer.hasBias = true;
+  layer.param = f32;
+  cases.push_back({"layer_norm f16, f32 params, bias", layer, 777});
+  cases.push_back(
+      {"layer_norm f32 h1024", makeSpec(Kind::LayerNorm, 1024, f32), 50});
+  cases.push_back({"l2_norm f32 h256", makeSpec(Kind::L2Norm, 256, f32), 2000});
+  OpSpec cast = makeSpec(Kind::RMSNorm, 4096, bf16);
+  cast.output = f32;
+  cases.push_back({"rms_norm bf16 -> f32", cast, 64});
+  OpSpec sandwich = fused;
+  sandwich.hasSkip = true;
+  cases.push_back({"Sandwich (skip)", sandwich, 128});
+  OpSpec group = makeSpec(Kind::GroupNorm, 512, f32);
+  group.groups = 32;
+  group.hasBias = true;
+  cases.push_back({"group_norm 32 groups", group, 200});
+  OpSpec qk = makeSpec(Kind::QKNormPrologue, 128, bf16);
+  qk.numQHeads = 32;
+  qk.numKvHeads = 8;
+  for (int64_t tokens : {1, 300, 4096})
+    cases.push_back(
+        {"qk_norm 32/8 x 128 tokens " + std::to_string(tokens), qk, tokens});
+  OpSpec qkL2 = qk;
+  qkL2.qkL2 = true;
+  cases.push_back({"qk_norm l2", qkL2, 77});
+  // Layouts: misaligned pointers (the scalar variant), strided rows, graphs.
+  Case misaligned{"misaligned input (+2 bytes)",
+                  makeSpec(Kind::RMSNorm, 4096, bf16), 100};
+  misaligned.misalignBytes = 2;
+  cases.push_back(misaligned);
+  Case strided{"strided rows (+64)", fused, 100};
+  strided.extraStride = 64;
+  cases.push_back(strided);
+  Case oddStride{"odd row stride (+3)", makeSpec(Kind::RMSNorm, 1024, bf16),
+                 100};
+  oddStride.extraStride = 3;
+  cases.push_back(oddStride);
+  Case graph{"CUDA graph capture", fused, 256};
+  graph.graph = true;
+  cases.push_back(graph);
+
+  Checker checker(*context);
+  int failed = 0, total = 0;
+  for (const Case &c : cases)
+    for (bool tune : {true, false}) {
+      ++total;
+      failed += !checker.run(c, tune);
+    }
+  std::printf("%d of %d cases passed\n", total - failed, total);
+  return failed ? 1 : 0;
+}
