@@ -18,10 +18,11 @@ using namespace mlir::norm;
 
 namespace {
 
-/// The columns `[column, column + width)` of the rows of `slice`, with unit
-/// strides and without dropping dimensions.
+/// Whether `slice` takes columns from `column` on of a row range of a 2-D
+/// tensor, with unit strides.
 bool isColumnBlock(tensor::ExtractSliceOp slice, int64_t column) {
-  return slice.getType().getRank() == 2 && slice.hasUnitStride() &&
+  return slice.getSourceType().getRank() == 2 &&
+         slice.getType().getRank() == 2 && slice.hasUnitStride() &&
          isConstantIntValue(slice.getMixedOffsets()[1], column);
 }
 
@@ -32,9 +33,8 @@ bool isAllRows(Value qkv, OpFoldResult offset, OpFoldResult size) {
   int64_t rows = cast<RankedTensorType>(qkv.getType()).getDimSize(0);
   if (!ShapedType::isDynamic(rows))
     return isConstantIntValue(size, rows);
-  auto dim = dyn_cast_if_present<Value>(size)
-                 ? cast<Value>(size).getDefiningOp<tensor::DimOp>()
-                 : nullptr;
+  auto value = dyn_cast<Value>(size);
+  auto dim = value ? value.getDefiningOp<tensor::DimOp>() : tensor::DimOp();
   return dim && dim.getSource() == qkv && dim.getConstantIndex() == 0;
 }
 

@@ -46,6 +46,11 @@ def FuseResidualAddIntoNorm : Pass<"norm-fuse-residual-add-into-norm"> {
     several of them, the first in the block is fused and the others read
     `residual_out`. The consumer must be in the block of the add.
 
+    Two adds in a row before a norm (`norm((x + a) + b)`) stay two kernels:
+    a kernel has one addend, and the graph rounds the first sum before the
+    second add. The second add is fused with the norm; the first becomes an
+    elementwise kernel of its own.
+
     The kernel normalizes `h` as the graph rounds it (to the element type of
     `x`). With `f32-residual`, it normalizes the unrounded f32 sum instead
     (`f32_residual`): this deliberately deviates from the graph's rounding,

@@ -176,6 +176,60 @@ func.func @eps_differ(%qkv: tensor<?x6144xbf16>, %wq: tensor<128xbf16>, %wk: ten
   return %qn, %kn : tensor<?x4096xbf16>, tensor<?x1024xbf16>
 }
 
+// Left alone: RMSNorm on q, L2 norm on k.
+// CHECK-LABEL: func.func @kinds_differ
+//   CHECK-NOT: norm.qk_norm_prologue
+//       CHECK: return
+func.func @kinds_differ(%qkv: tensor<?x6144xbf16>, %wq: tensor<128xbf16>, %wk: tensor<128xbf16>)
+    -> (tensor<?x4096xbf16>, tensor<?x1024xbf16>) {
+  %c0 = arith.constant 0 : index
+  %t = tensor.dim %qkv, %c0 : tensor<?x6144xbf16>
+  %q = tensor.extract_slice %qkv[0, 0] [%t, 4096] [1, 1] : tensor<?x6144xbf16> to tensor<?x4096xbf16>
+  %k = tensor.extract_slice %qkv[0, 4096] [%t, 1024] [1, 1] : tensor<?x6144xbf16> to tensor<?x1024xbf16>
+  %q_heads = tensor.expand_shape %q [[0], [1, 2]] output_shape [%t, 32, 128]
+      : tensor<?x4096xbf16> into tensor<?x32x128xbf16>
+  %q_rows = tensor.collapse_shape %q_heads [[0, 1], [2]] : tensor<?x32x128xbf16> into tensor<?x128xbf16>
+  %q_normed = norm.rms_norm %q_rows weight(%wq : tensor<128xbf16>) eps(1.0e-06) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %q_nheads = tensor.expand_shape %q_normed [[0, 1], [2]] output_shape [%t, 32, 128]
+      : tensor<?x128xbf16> into tensor<?x32x128xbf16>
+  %qn = tensor.collapse_shape %q_nheads [[0], [1, 2]] : tensor<?x32x128xbf16> into tensor<?x4096xbf16>
+  %k_heads = tensor.expand_shape %k [[0], [1, 2]] output_shape [%t, 8, 128]
+      : tensor<?x1024xbf16> into tensor<?x8x128xbf16>
+  %k_rows = tensor.collapse_shape %k_heads [[0, 1], [2]] : tensor<?x8x128xbf16> into tensor<?x128xbf16>
+  %k_normed = norm.l2_norm %k_rows eps(1.0e-06) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %k_nheads = tensor.expand_shape %k_normed [[0, 1], [2]] output_shape [%t, 8, 128]
+      : tensor<?x128xbf16> into tensor<?x8x128xbf16>
+  %kn = tensor.collapse_shape %k_nheads [[0], [1, 2]] : tensor<?x8x128xbf16> into tensor<?x1024xbf16>
+  return %qn, %kn : tensor<?x4096xbf16>, tensor<?x1024xbf16>
+}
+
+// Left alone: Gemma's (1 + w) form; the prologue has no offset.
+// CHECK-LABEL: func.func @weight_offset
+//   CHECK-NOT: norm.qk_norm_prologue
+//       CHECK: return
+func.func @weight_offset(%qkv: tensor<?x6144xbf16>, %wq: tensor<128xbf16>, %wk: tensor<128xbf16>)
+    -> (tensor<?x4096xbf16>, tensor<?x1024xbf16>) {
+  %c0 = arith.constant 0 : index
+  %t = tensor.dim %qkv, %c0 : tensor<?x6144xbf16>
+  %q = tensor.extract_slice %qkv[0, 0] [%t, 4096] [1, 1] : tensor<?x6144xbf16> to tensor<?x4096xbf16>
+  %k = tensor.extract_slice %qkv[0, 4096] [%t, 1024] [1, 1] : tensor<?x6144xbf16> to tensor<?x1024xbf16>
+  %q_heads = tensor.expand_shape %q [[0], [1, 2]] output_shape [%t, 32, 128]
+      : tensor<?x4096xbf16> into tensor<?x32x128xbf16>
+  %q_rows = tensor.collapse_shape %q_heads [[0, 1], [2]] : tensor<?x32x128xbf16> into tensor<?x128xbf16>
+  %q_normed = norm.rms_norm %q_rows weight(%wq : tensor<128xbf16>) eps(1.0e-06) offset(1.0) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %q_nheads = tensor.expand_shape %q_normed [[0, 1], [2]] output_shape [%t, 32, 128]
+      : tensor<?x128xbf16> into tensor<?x32x128xbf16>
+  %qn = tensor.collapse_shape %q_nheads [[0], [1, 2]] : tensor<?x32x128xbf16> into tensor<?x4096xbf16>
+  %k_heads = tensor.expand_shape %k [[0], [1, 2]] output_shape [%t, 8, 128]
+      : tensor<?x1024xbf16> into tensor<?x8x128xbf16>
+  %k_rows = tensor.collapse_shape %k_heads [[0, 1], [2]] : tensor<?x8x128xbf16> into tensor<?x128xbf16>
+  %k_normed = norm.rms_norm %k_rows weight(%wk : tensor<128xbf16>) eps(1.0e-06) offset(1.0) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %k_nheads = tensor.expand_shape %k_normed [[0, 1], [2]] output_shape [%t, 8, 128]
+      : tensor<?x128xbf16> into tensor<?x8x128xbf16>
+  %kn = tensor.collapse_shape %k_nheads [[0], [1, 2]] : tensor<?x8x128xbf16> into tensor<?x1024xbf16>
+  return %qn, %kn : tensor<?x4096xbf16>, tensor<?x1024xbf16>
+}
+
 // Left alone: q takes every other row.
 // CHECK-LABEL: func.func @strided_rows
 //   CHECK-NOT: norm.qk_norm_prologue
