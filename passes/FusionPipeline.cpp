@@ -18,10 +18,11 @@ void mlir::norm::buildNormFusePipeline(OpPassManager &pm,
   pm.addPass(createFuseSandwichNorm());
   pm.addPass(createFuseResidualAddIntoNorm(
       FuseResidualAddIntoNormOptions{options.f32Residual}));
+  // QK-Norm that cannot move into the attention (its normalized q or k has
+  // other users) still gets the prologue kernel.
   if (options.qkNorm == QKNormPlacement::Attention)
     pm.addPass(createFuseQKNormIntoAttention());
-  else
-    pm.addPass(createFormQKNormPrologue());
+  pm.addPass(createFormQKNormPrologue());
   pm.addPass(createFormRowKernels());
   pm.addPass(createFuseCasts());
   pm.addPass(createCSEPass());

@@ -24,7 +24,8 @@ namespace mlir::norm {
 enum class QKNormPlacement {
   /// One stand-alone norm.qk_norm_prologue kernel; attention stays a plain op.
   Prologue,
-  /// Into norm.attention (qk_norm), for an attention kernel to apply.
+  /// Into norm.attention (qk_norm), for an attention kernel to apply; the
+  /// prologue kernel where that is not possible.
   Attention,
 };
 

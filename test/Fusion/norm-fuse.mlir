@@ -1,5 +1,6 @@
 // RUN: norm-opt %s --norm-fuse | FileCheck %s
 // RUN: norm-opt %s --norm-fuse=f32-residual=true | FileCheck %s --check-prefix=F32RES
+// RUN: norm-opt %s --norm-fuse=qk-norm=attention | FileCheck %s --check-prefix=ATTN
 // RUN: not norm-opt %s --norm-fuse=qk-norm=nowhere 2>&1 | FileCheck %s --check-prefix=BADOPT
 
 // BADOPT: for the --qk-norm option: Cannot find option named 'nowhere'!
@@ -81,4 +82,31 @@ func.func @group_and_batch_norm(%x: tensor<?x512xf16>, %f: tensor<?x512xf16>, %w
       : tensor<?x512xf16> -> tensor<?x512xf16>
   %y, %m, %v = norm.batch_norm_training %z eps(1.0e-5) : tensor<?x256xf32> -> tensor<?x256xf32>, tensor<256xf32>, tensor<256xf32>
   return %g, %y, %m, %v : tensor<?x512xf16>, tensor<?x256xf32>, tensor<256xf32>, tensor<256xf32>
+}
+
+// With qk-norm=attention, QK-Norm moves into the attention where it can;
+// where the normalized q has another user it cannot, and the prologue kernel
+// is formed instead.
+// ATTN-LABEL: func.func @qk_norm_with_other_user
+//   ATTN-NOT: qk_norm =
+//       ATTN: %[[Q:.*]], %[[K:.*]] = norm.qk_norm_prologue <rms> %arg0 eps(1.0e-06) {head_dim = 64 : i64, num_kv_heads = 2 : i64, num_q_heads = 4 : i64}
+//       ATTN: %[[O:.*]] = norm.attention %[[Q]], %[[K]], %{{.*}} scale(0.125) {causal, head_dim = 64 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64} :
+//       ATTN: return %[[O]], %[[Q]]
+func.func @qk_norm_with_other_user(%qkv: tensor<4x512xbf16>) -> (tensor<4x256xbf16>, tensor<4x256xbf16>) {
+  %q = tensor.extract_slice %qkv[0, 0] [4, 256] [1, 1] : tensor<4x512xbf16> to tensor<4x256xbf16>
+  %k = tensor.extract_slice %qkv[0, 256] [4, 128] [1, 1] : tensor<4x512xbf16> to tensor<4x128xbf16>
+  %v = tensor.extract_slice %qkv[0, 384] [4, 128] [1, 1] : tensor<4x512xbf16> to tensor<4x128xbf16>
+  %q_heads = tensor.expand_shape %q [[0], [1, 2]] output_shape [4, 4, 64] : tensor<4x256xbf16> into tensor<4x4x64xbf16>
+  %q_rows = tensor.collapse_shape %q_heads [[0, 1], [2]] : tensor<4x4x64xbf16> into tensor<16x64xbf16>
+  %q_normed = norm.rms_norm %q_rows eps(1.0e-06) : tensor<16x64xbf16> -> tensor<16x64xbf16>
+  %q_nheads = tensor.expand_shape %q_normed [[0, 1], [2]] output_shape [4, 4, 64] : tensor<16x64xbf16> into tensor<4x4x64xbf16>
+  %qn = tensor.collapse_shape %q_nheads [[0], [1, 2]] : tensor<4x4x64xbf16> into tensor<4x256xbf16>
+  %k_heads = tensor.expand_shape %k [[0], [1, 2]] output_shape [4, 2, 64] : tensor<4x128xbf16> into tensor<4x2x64xbf16>
+  %k_rows = tensor.collapse_shape %k_heads [[0, 1], [2]] : tensor<4x2x64xbf16> into tensor<8x64xbf16>
+  %k_normed = norm.rms_norm %k_rows eps(1.0e-06) : tensor<8x64xbf16> -> tensor<8x64xbf16>
+  %k_nheads = tensor.expand_shape %k_normed [[0, 1], [2]] output_shape [4, 2, 64] : tensor<8x64xbf16> into tensor<4x2x64xbf16>
+  %kn = tensor.collapse_shape %k_nheads [[0], [1, 2]] : tensor<4x2x64xbf16> into tensor<4x128xbf16>
+  %o = norm.attention %qn, %kn, %v scale(0.125) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 64 : i64, causal}
+      : tensor<4x256xbf16>, tensor<4x128xbf16>, tensor<4x128xbf16> -> tensor<4x256xbf16>
+  return %o, %qn : tensor<4x256xbf16>, tensor<4x256xbf16>
 }
