@@ -25,7 +25,7 @@ static int64_t getRowStride(const TensorArg &tensor) {
 }
 
 /// Whether one buffer meets one parameter's alignment.
-static bool isParamAligned(const LoadedKernel::Param &param,
+static bool isParamAligned(const LaunchLayout::Param &param,
                            const TensorArg &tensor, int64_t rows) {
   if (param.alignment <= 1)
     return true;
@@ -38,8 +38,8 @@ static bool isParamAligned(const LoadedKernel::Param &param,
 }
 
 bool LoadedKernel::isAligned(const LaunchArgs &args, int64_t rows) const {
-  for (int i = 0; i < numParams; ++i) {
-    const Param &param = params[i];
+  for (int i = 0; i < layout.numParams; ++i) {
+    const Param &param = layout.params[i];
     if (param.kind == Param::Kind::Buffer &&
         !isParamAligned(param, args.tensors[param.slot], rows))
       return false;
@@ -49,8 +49,8 @@ bool LoadedKernel::isAligned(const LaunchArgs &args, int64_t rows) const {
 
 std::string LoadedKernel::describeMisalignment(const LaunchArgs &args,
                                                int64_t rows) const {
-  for (int i = 0; i < numParams; ++i) {
-    const Param &param = params[i];
+  for (int i = 0; i < layout.numParams; ++i) {
+    const Param &param = layout.params[i];
     const TensorArg &tensor = args.tensors[param.slot];
     if (param.kind != Param::Kind::Buffer ||
         isParamAligned(param, tensor, rows))
@@ -75,8 +75,8 @@ Status LoadedKernel::launch(const LaunchArgs &args, int64_t rows,
   // Every parameter is 8 bytes: a pointer or an i64.
   uint64_t values[kMaxParams];
   void *pointers[kMaxParams];
-  for (int i = 0; i < numParams; ++i) {
-    const Param &param = params[i];
+  for (int i = 0; i < layout.numParams; ++i) {
+    const Param &param = layout.params[i];
     const TensorArg &tensor = args.tensors[param.slot];
     switch (param.kind) {
     case Param::Kind::Buffer:
@@ -116,10 +116,9 @@ Status LoadedKernel::launch(const LaunchArgs &args, int64_t rows,
 // Loading
 //===----------------------------------------------------------------------===//
 
-/// Maps the signature's parameters onto buffer slots, checking that the
-/// kernel takes exactly the buffers the operation has, with their types.
-static Status computeLayout(const OpSpec &spec, LoadedKernel &kernel) {
-  const KernelSignature &sig = kernel.getSignature();
+Status norm::jit::computeLaunchLayout(const OpSpec &spec,
+                                      const KernelSignature &sig,
+                                      LaunchLayout &layout) {
   auto mismatch = [&](const std::string &what) {
     return Status::error(ErrorCode::Internal,
                          "the signature of kernel " + sig.name +
@@ -132,14 +131,14 @@ static Status computeLayout(const OpSpec &spec, LoadedKernel &kernel) {
     expected[static_cast<int>(buffer.slot)] = &buffer;
   std::array<bool, kNumBufferSlots> seen{}, strideSeen{};
   bool rowsSeen = false;
-  if (sig.params.size() > LoadedKernel::kMaxParams)
+  if (sig.params.size() > LaunchLayout::kMaxParams)
     return mismatch("too many parameters");
   if (sig.blockThreads < 1 || sig.blockThreads > 1024 || sig.sharedBytes < 0)
     return mismatch("bad block size or shared memory");
 
-  kernel.numParams = 0;
+  layout.numParams = 0;
   for (const KernelParam &p : sig.params) {
-    LoadedKernel::Param param;
+    LaunchLayout::Param param;
     switch (p.kind) {
     case KernelParam::Kind::Buffer: {
       std::optional<BufferSlot> slot = parseBufferSlot(p.name);
@@ -154,7 +153,7 @@ static Status computeLayout(const OpSpec &spec, LoadedKernel &kernel) {
       if (p.alignment < 1 || (p.alignment & (p.alignment - 1)) != 0)
         return mismatch("buffer '" + p.name + "' has a bad alignment");
       seen[static_cast<int>(*slot)] = true;
-      param.kind = LoadedKernel::Param::Kind::Buffer;
+      param.kind = LaunchLayout::Param::Kind::Buffer;
       param.slot = static_cast<uint8_t>(*slot);
       param.rows2D = p.rowMajor2D;
       param.elementBytes = static_cast<int32_t>(getElementBytes(p.elementType));
@@ -166,7 +165,7 @@ static Status computeLayout(const OpSpec &spec, LoadedKernel &kernel) {
       if (rowsSeen)
         return mismatch("two row counts");
       rowsSeen = true;
-      param.kind = LoadedKernel::Param::Kind::Rows;
+      param.kind = LaunchLayout::Param::Kind::Rows;
       break;
     case KernelParam::Kind::RowStride: {
       constexpr std::string_view suffix = "_stride";
@@ -180,12 +179,12 @@ static Status computeLayout(const OpSpec &spec, LoadedKernel &kernel) {
       if (!buffer || !buffer->rows2D || strideSeen[static_cast<int>(*slot)])
         return mismatch("unexpected stride '" + p.name + "'");
       strideSeen[static_cast<int>(*slot)] = true;
-      param.kind = LoadedKernel::Param::Kind::Stride;
+      param.kind = LaunchLayout::Param::Kind::Stride;
       param.slot = static_cast<uint8_t>(*slot);
       break;
     }
     }
-    kernel.params[kernel.numParams++] = param;
+    layout.params[layout.numParams++] = param;
   }
   for (const BufferSpec &buffer : buffers)
     if (!seen[static_cast<int>(buffer.slot)])
@@ -239,7 +238,9 @@ Status norm::jit::loadKernel(const std::shared_ptr<DeviceState> &device,
   kernel->device = device;
   kernel->binary = std::move(binary);
   KernelBinary &bin = kernel->binary;
-  if (Status status = computeLayout(spec, *kernel); !status)
+  if (Status status =
+          computeLaunchLayout(spec, kernel->binary.signature, kernel->layout);
+      !status)
     return status;
 
   ScopedContext scope(driver, device->context);

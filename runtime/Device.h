@@ -32,9 +32,9 @@ struct DeviceState {
   ~DeviceState();
 };
 
-/// One kernel variant loaded on the device.
-struct LoadedKernel {
-  /// A kernel parameter and where its value comes from.
+/// Where each kernel parameter's value comes from: computed once per kernel
+/// from its signature, so that a launch only copies values.
+struct LaunchLayout {
   struct Param {
     enum class Kind : uint8_t { Buffer, Rows, Stride } kind = Kind::Rows;
     uint8_t slot = 0; // BufferSlot of a buffer or a stride
@@ -44,12 +44,26 @@ struct LoadedKernel {
   };
   static constexpr int kMaxParams = 2 * kNumBufferSlots + 1;
 
+  std::array<Param, kMaxParams> params{};
+  int numParams = 0;
+};
+
+/// Maps the signature's parameters onto buffer slots. Internal error when the
+/// kernel does not take exactly the operation's buffers (getBuffers), with
+/// their element types and shapes, a row count and their row strides.
+Status computeLaunchLayout(const OpSpec &spec, const KernelSignature &signature,
+                           LaunchLayout &layout);
+
+/// One kernel variant loaded on the device.
+struct LoadedKernel {
+  using Param = LaunchLayout::Param;
+  static constexpr int kMaxParams = LaunchLayout::kMaxParams;
+
   std::shared_ptr<DeviceState> device;
   cu::Module module = nullptr;
   cu::Function function = nullptr;
   KernelBinary binary; // kept for bundles
-  std::array<Param, kMaxParams> params{};
-  int numParams = 0;
+  LaunchLayout layout;
 
   LoadedKernel() = default;
   LoadedKernel(const LoadedKernel &) = delete;
