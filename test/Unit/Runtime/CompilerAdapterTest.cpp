@@ -1,0 +1,199 @@
+//===- CompilerAdapterTest.cpp - libnormjit on the real compiler ----------===//
+//
+// Built where libnormjit has the compiler (compiler/): the kernels
+// norm::compileKernel produces must fit what the runtime expects of them
+// (signatures, PTX entry points), every tuning candidate must compile,
+// compiles may run concurrently, and a context on the fake driver runs the
+// real kernels' launch path. No GPU needed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Device.h"
+#include "runtime/KernelCompiler.h"
+
+#include "test/Unit/Runtime/TestSupport.h"
+
+#include <gtest/gtest.h>
+#include <thread>
+
+using namespace norm::jit;
+using namespace norm::jit::test;
+
+namespace {
+
+std::vector<OpSpec> getOperations() {
+  using Kind = OpSpec::Kind;
+  std::vector<OpSpec> specs;
+  auto add = [&](Kind kind, int64_t hidden,
+                 const std::function<void(OpSpec &)> &edit = nullptr) {
+    OpSpec spec = makeRmsNorm(hidden);
+    spec.kind = kind;
+    if (edit)
+      edit(spec);
+    specs.push_back(spec);
+  };
+  add(Kind::RMSNorm, 4096);
+  add(Kind::RMSNorm, 769);
+  add(Kind::RMSNorm, 7168, [](OpSpec &s) {
+    s.hasAddend = s.writeResidual = true;
+  });
+  add(Kind::RMSNorm, 2048, [](OpSpec &s) {
+    s.hasAddend = s.writeResidual = s.f32Residual = true;
+    s.alpha = 2.0;
+  });
+  add(Kind::RMSNorm, 2048, [](OpSpec &s) { s.weightOffset = 1.0; });
+  add(Kind::RMSNorm, 3072, [](OpSpec &s) { s.hasWeight = false; });
+  add(Kind::RMSNorm, 4096, [](OpSpec &s) { s.output = ElementType::f32; });
+  add(Kind::RMSNorm, 4096, [](OpSpec &s) {
+    s.hasAddend = s.hasSkip = true;
+  });
+  add(Kind::LayerNorm, 2048, [](OpSpec &s) {
+    s.hasBias = true;
+    s.input = s.output = ElementType::f16;
+    s.param = ElementType::f32;
+  });
+  add(Kind::L2Norm, 256, [](OpSpec &s) {
+    s.input = s.output = s.param = ElementType::f32;
+  });
+  add(Kind::GroupNorm, 512, [](OpSpec &s) {
+    s.groups = 32;
+    s.hasBias = true;
+  });
+  add(Kind::BatchNormInference, 256, [](OpSpec &s) { s.hasBias = true; });
+  add(Kind::Elementwise, 4096, [](OpSpec &s) {
+    s.hasWeight = false;
+    s.hasAddend = s.writeResidual = true;
+  });
+  add(Kind::BatchNormStats, 256, [](OpSpec &s) { s.hasWeight = false; });
+  specs.push_back(makeQKNorm());
+  OpSpec qk = makeQKNorm();
+  qk.hasWeight = false;
+  qk.qkL2 = true;
+  specs.push_back(qk);
+  return specs;
+}
+
+class CompilerAdapterTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    compiler = createDefaultCompiler();
+    ASSERT_NE(compiler, nullptr) << "built without the compiler";
+  }
+
+  /// Compiles and checks one kernel against the runtime's expectations.
+  void expectFits(const OpSpec &spec, const LaunchConfig &launch) {
+    std::string what =
+        describeOpSpec(spec) + " " + launch.getMangledSuffix();
+    CompiledKernel kernel;
+    norm::Status status = compiler->compile(spec, launch, target, kernel);
+    ASSERT_TRUE(status.ok) << what << ": " << status.message;
+    EXPECT_EQ(kernel.signature.launch, launch) << what;
+    EXPECT_NE(kernel.ptx.find(".entry " + kernel.signature.name + "("),
+              std::string::npos)
+        << what;
+    LaunchLayout layout;
+    Status fits = computeLaunchLayout(spec, kernel.signature, layout);
+    EXPECT_TRUE(fits.ok()) << what << ": " << fits.message();
+  }
+
+  std::shared_ptr<KernelCompiler> compiler;
+  TargetOptions target;
+};
+
+TEST_F(CompilerAdapterTest, SignaturesFitTheRuntime) {
+  for (const OpSpec &spec : getOperations()) {
+    ASSERT_TRUE(validateOpSpec(spec).ok()) << describeOpSpec(spec);
+    for (int64_t rows : {1, 100000}) {
+      LaunchConfig launch = compiler->getHeuristicLaunch(spec, rows);
+      EXPECT_TRUE(isValidLaunch(launch))
+          << describeOpSpec(spec) << " " << launch.getMangledSuffix();
+      expectFits(spec, launch);
+      if (spec.kind == OpSpec::Kind::BatchNormStats)
+        continue;
+      std::optional<LaunchConfig> scalar =
+          getScalarVariant(launch, getRowLength(spec));
+      ASSERT_TRUE(scalar) << describeOpSpec(spec);
+      expectFits(spec, *scalar);
+    }
+  }
+}
+
+TEST_F(CompilerAdapterTest, EveryTuningCandidateCompiles) {
+  for (int64_t hidden : {128, 769, 1152, 4096, 7168, 16384}) {
+    OpSpec spec = makeRmsNorm(hidden);
+    spec.hasAddend = spec.writeResidual = true;
+    for (RowBucket bucket : kAllRowBuckets)
+      for (const LaunchConfig &launch : getTuningCandidates(
+               spec, bucket,
+               compiler->getHeuristicLaunch(spec,
+                                            getTuningRows(spec, bucket))))
+        expectFits(spec, launch);
+  }
+  OpSpec qk = makeQKNorm();
+  for (const LaunchConfig &launch : getTuningCandidates(
+           qk, RowBucket::More, compiler->getHeuristicLaunch(qk, 4096)))
+    expectFits(qk, launch);
+}
+
+TEST_F(CompilerAdapterTest, ConcurrentCompilesAgreeWithSerialOnes) {
+  OpSpec spec = makeRmsNorm(4096);
+  std::vector<LaunchConfig> launches = getTuningCandidates(
+      spec, RowBucket::More, compiler->getHeuristicLaunch(spec, 16384));
+  std::vector<std::string> serial, parallel(launches.size());
+  for (const LaunchConfig &launch : launches) {
+    CompiledKernel kernel;
+    ASSERT_TRUE(compiler->compile(spec, launch, target, kernel).ok);
+    serial.push_back(kernel.ptx);
+  }
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < launches.size(); ++i)
+    threads.emplace_back([&, i] {
+      CompiledKernel kernel;
+      if (compiler->compile(spec, launches[i], target, kernel).ok)
+        parallel[i] = kernel.ptx;
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  EXPECT_EQ(parallel, serial);
+}
+
+class RealKernelsOnFakeDriver : public FakeDriverTest {};
+
+TEST_F(RealKernelsOnFakeDriver, TuneAndLaunch) {
+  TempDir cache;
+  std::unique_ptr<Context> context;
+  ContextOptions options =
+      makeFakeOptions(createDefaultCompiler(), cache.get(), /*tuning=*/true);
+  ASSERT_TRUE(Context::create(options, context).ok());
+  OpSpec spec = makeRmsNorm(4096);
+  spec.hasAddend = spec.writeResidual = true;
+  std::shared_ptr<const Kernel> kernel;
+  Status status = context->getKernel(spec, {}, kernel);
+  ASSERT_TRUE(status.ok()) << status.message();
+
+  std::vector<void *> buffers;
+  LaunchArgs args;
+  for (const BufferSpec &buffer : getBuffers(spec)) {
+    void *pointer = nullptr;
+    ASSERT_TRUE(context->allocate(1 << 20, pointer).ok());
+    buffers.push_back(pointer);
+    args.set(buffer.slot, pointer, buffer.type, buffer.cols);
+  }
+  ASSERT_TRUE(kernel->launch(args, 64, nullptr).ok());
+  fakecuda_launch recorded{};
+  ASSERT_TRUE(fakecuda_get_launch(fakecuda_launch_count() - 1, &recorded));
+  EXPECT_EQ(recorded.num_params, 10);
+  EXPECT_EQ(recorded.params[5], 64u);
+  for (void *pointer : buffers)
+    EXPECT_TRUE(context->release(pointer).ok());
+
+  // The next context is served by the disk cache.
+  int compiles = fakecuda_call_count("cuLinkComplete");
+  ASSERT_TRUE(Context::create(options, context).ok());
+  ASSERT_TRUE(context->getKernel(spec, {}, kernel).ok());
+  EXPECT_EQ(fakecuda_call_count("cuLinkComplete"), compiles);
+  EXPECT_EQ(kernel->getReport(RowBucket::More).source,
+            BucketReport::Source::TuningCache);
+}
+
+} // namespace
