@@ -8,8 +8,7 @@
 
 #include "runtime/KernelCompiler.h"
 
-using namespace norm::jit;
-
+namespace norm::jit {
 namespace {
 
 class NormCompiler final : public KernelCompiler {
@@ -31,6 +30,8 @@ public:
 
 } // namespace
 
-std::shared_ptr<KernelCompiler> norm::jit::createDefaultCompiler() {
+std::shared_ptr<KernelCompiler> createDefaultCompiler() {
   return std::make_shared<NormCompiler>();
 }
+
+} // namespace norm::jit
