@@ -45,7 +45,8 @@ void fakecuda_fail_next(const char *entry, int result, int count);
 
 int fakecuda_call_count(const char *entry);
 int fakecuda_launch_count(void);
-/// Launch `index` (0 = first since reset); 0 when there is no such launch.
+/// Launch `index` (0 = first since reset); 0 when there is no such launch
+/// or it is older than the last 4096.
 int fakecuda_get_launch(int index, struct fakecuda_launch *launch);
 int fakecuda_live_allocations(void);
 int fakecuda_live_modules(void);

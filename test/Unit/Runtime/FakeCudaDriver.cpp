@@ -257,9 +257,10 @@ int fakecuda_launch_count(void) { return state().launchCount; }
 int fakecuda_get_launch(int index, fakecuda_launch *launch) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  if (index < 0 || index >= s.launchCount || index >= kMaxLaunches)
+  if (index < 0 || index >= s.launchCount ||
+      index < s.launchCount - kMaxLaunches)
     return 0;
-  *launch = s.launches[index];
+  *launch = s.launches[index % kMaxLaunches];
   return 1;
 }
 
@@ -547,8 +548,8 @@ Result cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
   if (!clock)
     return kInvalidHandle;
   int index = s.launchCount++;
-  if (index < kMaxLaunches) {
-    fakecuda_launch &launch = s.launches[index];
+  {
+    fakecuda_launch &launch = s.launches[index % kMaxLaunches];
     std::snprintf(launch.kernel, sizeof(launch.kernel), "%s", f->name.c_str());
     launch.grid[0] = gridX;
     launch.grid[1] = gridY;
