@@ -5,6 +5,7 @@
 #include "runtime/OpSpecs.h"
 
 #include <chrono>
+#include <cstdio>
 #include <sstream>
 
 using namespace norm::jit;
@@ -181,11 +182,14 @@ Status KernelStore::getKernel(const OpSpec &spec, const LaunchConfig &launch,
                          "the compiler returned no kernel or another "
                          "configuration for " +
                              what);
-  double ms = std::chrono::duration<double, std::milli>(
-                  std::chrono::steady_clock::now() - start)
-                  .count();
-  log.log(LogLevel::Info,
-          "compiled " + what + " in " + std::to_string(ms) + " ms");
+  if (log.isEnabled(LogLevel::Info)) {
+    char ms[32];
+    std::snprintf(ms, sizeof(ms), "%.1f ms",
+                  std::chrono::duration<double, std::milli>(
+                      std::chrono::steady_clock::now() - start)
+                      .count());
+    log.log(LogLevel::Info, "compiled " + what + " in " + ms);
+  }
   binary.signature = std::move(compiled.signature);
   binary.ptx = std::move(compiled.ptx);
   binary.cubin.clear();
