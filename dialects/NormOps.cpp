@@ -173,6 +173,22 @@ LogicalResult verifyHeadsWidth(Operation *op, Type type, StringRef name,
   return success();
 }
 
+/// ODS checks the types in each operand segment of an op with
+/// AttrSizedOperandSegments, but not that the segment of a required operand
+/// holds exactly one value. Generic IR that breaks this must be rejected
+/// before any accessor assumes it.
+template <typename OpTy>
+LogicalResult verifyRequiredSegments(OpTy op,
+                                     ArrayRef<unsigned> requiredSegments) {
+  for (unsigned segment : requiredSegments) {
+    auto [start, length] = op.getODSOperandIndexAndLength(segment);
+    if (length != 1)
+      return op.emitOpError() << "operand group starting at #" << start
+                              << " requires 1 element, but found " << length;
+  }
+  return success();
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -237,7 +253,8 @@ LogicalResult RMSNormOp::verify() {
 
 LogicalResult LayerNormOp::verify() {
   ShapeChecker shapes(*this);
-  if (failed(shapes.row(getInput(), "input")) ||
+  if (failed(verifyRequiredSegments(*this, {0})) ||
+      failed(shapes.row(getInput(), "input")) ||
       failed(shapes.param(getWeight(), "weight")) ||
       failed(shapes.param(getBias(), "bias")) ||
       failed(verifyEps(*this, getEpsAttr())))
@@ -255,7 +272,8 @@ LogicalResult L2NormOp::verify() {
 
 LogicalResult GroupNormOp::verify() {
   ShapeChecker shapes(*this);
-  if (failed(shapes.row(getInput(), "input")) ||
+  if (failed(verifyRequiredSegments(*this, {0})) ||
+      failed(shapes.row(getInput(), "input")) ||
       failed(shapes.param(getWeight(), "weight")) ||
       failed(shapes.param(getBias(), "bias")) ||
       failed(verifyEps(*this, getEpsAttr())) ||
@@ -270,7 +288,8 @@ LogicalResult GroupNormOp::verify() {
 
 LogicalResult BatchNormInferenceOp::verify() {
   ShapeChecker shapes(*this);
-  if (failed(shapes.row(getInput(), "input")) ||
+  if (failed(verifyRequiredSegments(*this, {0, 1, 2})) ||
+      failed(shapes.row(getInput(), "input")) ||
       failed(shapes.param(getMean(), "mean")) ||
       failed(shapes.param(getVariance(), "variance")) ||
       failed(shapes.param(getWeight(), "weight")) ||
@@ -292,7 +311,8 @@ static LogicalResult verifyF32Statistics(Operation *op, ValueRange stats,
 
 LogicalResult BatchNormTrainingOp::verify() {
   ShapeChecker shapes(*this);
-  if (failed(shapes.row(getInput(), "input")) ||
+  if (failed(verifyRequiredSegments(*this, {0})) ||
+      failed(shapes.row(getInput(), "input")) ||
       failed(shapes.param(getWeight(), "weight")) ||
       failed(shapes.param(getBias(), "bias")) ||
       failed(shapes.param(getBatchMean(), "batch_mean")) ||
@@ -320,14 +340,8 @@ LogicalResult ResidualAddOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult CastOp::verify() {
-  ShapeChecker shapes(*this);
-  if (failed(shapes.row(getInput(), "input")) ||
-      failed(shapes.row(getResult(), "result")))
-    return failure();
-  if (!areCastCompatible(getInput().getType(), getType()))
-    return emitOpError() << "cannot change the shape: "
-                         << getInput().getType() << " to " << getType();
-  return success();
+  // The shape is unchanged (CastOpInterface checks areCastCompatible first).
+  return ShapeChecker(*this).row(getInput(), "input");
 }
 
 bool CastOp::areCastCompatible(TypeRange inputs, TypeRange outputs) {
@@ -351,7 +365,8 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
 LogicalResult AttentionOp::verify() {
   int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(),
           headDim = getHeadDim();
-  if (failed(verifyPositive(*this, heads, "num_heads")) ||
+  if (failed(verifyRequiredSegments(*this, {0, 1, 2})) ||
+      failed(verifyPositive(*this, heads, "num_heads")) ||
       failed(verifyPositive(*this, kvHeads, "num_kv_heads")) ||
       failed(verifyPositive(*this, headDim, "head_dim")))
     return failure();
@@ -402,7 +417,8 @@ Type FusedRowOp::getStreamElementType() {
 
 LogicalResult FusedRowOp::verify() {
   ShapeChecker shapes(*this);
-  if (failed(shapes.row(getInput(), "input")) ||
+  if (failed(verifyRequiredSegments(*this, {0})) ||
+      failed(shapes.row(getInput(), "input")) ||
       failed(shapes.row(getAddend(), "addend")) ||
       failed(shapes.row(getSkip(), "skip")) ||
       failed(shapes.row(getOutput(), "output")) ||
@@ -457,7 +473,8 @@ LogicalResult FusedRowOp::verify() {
 LogicalResult QKNormPrologueOp::verify() {
   int64_t qHeads = getNumQHeads(), kvHeads = getNumKvHeads(),
           headDim = getHeadDim();
-  if (failed(verifyPositive(*this, qHeads, "num_q_heads")) ||
+  if (failed(verifyRequiredSegments(*this, {0})) ||
+      failed(verifyPositive(*this, qHeads, "num_q_heads")) ||
       failed(verifyPositive(*this, kvHeads, "num_kv_heads")) ||
       failed(verifyPositive(*this, headDim, "head_dim")) ||
       failed(verifyEps(*this, getEpsAttr())))
