@@ -15,8 +15,11 @@ config.test_exec_root = os.path.join(config.norm_obj_root, "test")
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%norm_src_root", config.norm_src_root))
 
-llvm_config.with_system_environment(["HOME", "TMPDIR", "CUDA_HOME", "XDG_CACHE_HOME"])
+llvm_config.with_system_environment(["HOME", "TMPDIR", "CUDA_HOME", "XDG_CACHE_HOME",
+                                     "NORM_ROBUSTNESS_SEEDS", "NORM_ROBUSTNESS_RUNS"])
 llvm_config.use_default_substitutions()
+# `not`, `count` and FileCheck also at the start of a RUN line.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.norm_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["norm-opt"], tool_dirs)
