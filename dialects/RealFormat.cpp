@@ -6,10 +6,10 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 
 std::string mlir::norm::formatReal(double value) {
   if (!std::isfinite(value)) {
@@ -19,14 +19,12 @@ std::string mlir::norm::formatReal(double value) {
                             /*Upper=*/true);
     return text;
   }
-  // %.17g always round-trips; stop at the first precision that does.
+  // Without a precision, to_chars gives the fewest digits that parse back to
+  // the same double, here in the style of %g (1e-06, 0.5, 123456).
   char buffer[32];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
-    if (std::strtod(buffer, nullptr) == value)
-      break;
-  }
-  std::string text(buffer);
+  std::to_chars_result result = std::to_chars(
+      buffer, buffer + sizeof(buffer), value, std::chars_format::general);
+  std::string text(buffer, result.ptr);
   // MLIR's float literals need a '.' before any exponent: 1e-06 -> 1.0e-06.
   if (text.find('.') == std::string::npos)
     text.insert(std::min(text.find('e'), text.size()), ".0");
