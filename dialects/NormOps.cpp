@@ -227,12 +227,14 @@ static LogicalResult verifyLaunchForRow(Operation *op, LaunchAttr launch,
            << "launch configuration leaves threads without work: "
            << threads << " threads x vector " << perAccess
            << " for rows of " << rowLength << " elements";
-  int64_t chunks = llvm::divideCeil(rowLength, threads * perAccess);
-  if (chunks * perAccess > kMaxElementsPerThread)
+  // Compared by division: huge rows must not overflow the product.
+  int64_t vectorsPerThread = llvm::divideCeil(rowLength, threads * perAccess);
+  if (vectorsPerThread > kMaxElementsPerThread / perAccess)
     return op->emitOpError()
-           << "launch configuration keeps " << chunks * perAccess
+           << "launch configuration keeps " << vectorsPerThread
+           << " vectors of " << perAccess
            << " elements per thread in registers (at most "
-           << kMaxElementsPerThread << "); use more threads per row";
+           << kMaxElementsPerThread << " elements); use more threads per row";
   return success();
 }
 

@@ -788,8 +788,17 @@ func.func @fr_launch_idle_threads_groups(%x: tensor<?x4096xbf16>) {
 // -----
 
 func.func @fr_launch_registers(%x: tensor<?x16384xbf16>) {
-  // expected-error @+1 {{launch configuration keeps 128 elements per thread in registers (at most 64); use more threads per row}}
+  // expected-error @+1 {{launch configuration keeps 16 vectors of 8 elements per thread in registers (at most 64 elements); use more threads per row}}
   %0 = norm.fused_row <rms> %x eps(1.0e-06) {launch = #norm.launch<vector = 8, threads_per_row = 128, warps = 4, rows_per_cta = 1>} : tensor<?x16384xbf16> -> tensor<?x16384xbf16>
+  return
+}
+
+// -----
+
+// The largest hidden size a type can state must not overflow the check.
+func.func @fr_launch_registers_huge(%x: tensor<?x9223372036854775807xbf16>) {
+  // expected-error @+1 {{launch configuration keeps 1152921504606846976 vectors of 8 elements per thread in registers (at most 64 elements)}}
+  %0 = norm.fused_row <rms> %x eps(1.0e-06) {launch = #norm.launch<vector = 8, threads_per_row = 1, warps = 1, rows_per_cta = 32>} : tensor<?x9223372036854775807xbf16> -> tensor<?x9223372036854775807xbf16>
   return
 }
 
