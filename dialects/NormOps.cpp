@@ -50,14 +50,13 @@ public:
   LogicalResult row(Type type, StringRef name) {
     auto tensor = cast<RankedTensorType>(type);
     if (tensor.isDynamicDim(1))
-      return op->emitOpError() << "'" << name
-                               << "' must have a static hidden size, got "
-                               << type;
+      return op->emitOpError()
+             << "'" << name << "' must have a static hidden size, got " << type;
     int64_t width = tensor.getDimSize(1);
     if (width == 0)
-      return op->emitOpError() << "'" << name
-                               << "' must have a non-empty hidden size, got "
-                               << type;
+      return op->emitOpError()
+             << "'" << name << "' must have a non-empty hidden size, got "
+             << type;
     int64_t r = tensor.getDimSize(0);
     if (!hidden) {
       hidden = width;
@@ -66,10 +65,9 @@ public:
       return success();
     }
     if (width != *hidden)
-      return op->emitOpError()
-             << "hidden size of '" << name << "' (" << width
-             << ") does not match hidden size of '" << hiddenFrom << "' ("
-             << *hidden << ")";
+      return op->emitOpError() << "hidden size of '" << name << "' (" << width
+                               << ") does not match hidden size of '"
+                               << hiddenFrom << "' (" << *hidden << ")";
     if (!ShapedType::isDynamic(r) && !ShapedType::isDynamic(rows) && r != rows)
       return op->emitOpError() << "row count of '" << name << "' (" << r
                                << ") does not match row count of '"
@@ -104,9 +102,11 @@ private:
   int64_t rows = ShapedType::kDynamic;
 };
 
+} // namespace
+
 /// A real as diagnostics show it: as printed, but NaN and the infinities by
 /// name rather than by bit pattern.
-std::string describeReal(double value) {
+static std::string describeReal(double value) {
   if (std::isnan(value))
     return "NaN";
   if (std::isinf(value))
@@ -116,28 +116,30 @@ std::string describeReal(double value) {
 
 /// eps, alpha and scale: NaN, infinities, zero and negatives are all
 /// rejected (`!(value > 0)` is true for NaN).
-LogicalResult verifyPositiveFinite(Operation *op, double value,
-                                   StringRef name) {
+static LogicalResult verifyPositiveFinite(Operation *op, double value,
+                                          StringRef name) {
   if (!(value > 0.0) || std::isinf(value))
-    return op->emitOpError() << name
-                             << " must be a positive finite number, got "
-                             << describeReal(value);
+    return op->emitOpError()
+           << name << " must be a positive finite number, got "
+           << describeReal(value);
   return success();
 }
 
-LogicalResult verifyFinite(Operation *op, double value, StringRef name) {
+static LogicalResult verifyFinite(Operation *op, double value, StringRef name) {
   if (!std::isfinite(value))
-    return op->emitOpError() << name << " must be a finite number, got "
-                             << describeReal(value);
+    return op->emitOpError()
+           << name << " must be a finite number, got " << describeReal(value);
   return success();
 }
 
-LogicalResult verifyEps(Operation *op, FloatAttr eps, StringRef name = "eps") {
+static LogicalResult verifyEps(Operation *op, FloatAttr eps,
+                               StringRef name = "eps") {
   return verifyPositiveFinite(op, eps.getValueAsDouble(), name);
 }
 
 /// `weight_offset` shifts the weight (Gemma's `1 + w`): a weight must exist.
-LogicalResult verifyWeightOffset(Operation *op, double offset, Value weight) {
+static LogicalResult verifyWeightOffset(Operation *op, double offset,
+                                        Value weight) {
   if (failed(verifyFinite(op, offset, "weight_offset")))
     return failure();
   if (offset != 0.0 && !weight)
@@ -146,14 +148,16 @@ LogicalResult verifyWeightOffset(Operation *op, double offset, Value weight) {
 }
 
 /// Layer ops keep the input's type.
-LogicalResult verifySameResultType(Operation *op, Type input, Type result) {
+static LogicalResult verifySameResultType(Operation *op, Type input,
+                                          Type result) {
   if (input != result)
     return op->emitOpError() << "result type " << result
                              << " does not match input type " << input;
   return success();
 }
 
-LogicalResult verifyPositive(Operation *op, int64_t value, StringRef name) {
+static LogicalResult verifyPositive(Operation *op, int64_t value,
+                                    StringRef name) {
   if (value <= 0)
     return op->emitOpError() << name << " must be positive, got " << value;
   return success();
@@ -161,9 +165,9 @@ LogicalResult verifyPositive(Operation *op, int64_t value, StringRef name) {
 
 /// `heads` x `headDim` must be the static width of `type`; compared by
 /// division so that huge attribute values cannot overflow.
-LogicalResult verifyHeadsWidth(Operation *op, Type type, StringRef name,
-                               int64_t heads, StringRef headsName,
-                               int64_t headDim) {
+static LogicalResult verifyHeadsWidth(Operation *op, Type type, StringRef name,
+                                      int64_t heads, StringRef headsName,
+                                      int64_t headDim) {
   int64_t width = cast<RankedTensorType>(type).getDimSize(1);
   if (ShapedType::isDynamic(width) || width % headDim != 0 ||
       width / headDim != heads)
@@ -178,8 +182,8 @@ LogicalResult verifyHeadsWidth(Operation *op, Type type, StringRef name,
 /// holds exactly one value. Generic IR that breaks this must be rejected
 /// before any accessor assumes it.
 template <typename OpTy>
-LogicalResult verifyRequiredSegments(OpTy op,
-                                     ArrayRef<unsigned> requiredSegments) {
+static LogicalResult
+verifyRequiredSegments(OpTy op, ArrayRef<unsigned> requiredSegments) {
   for (unsigned segment : requiredSegments) {
     auto [start, length] = op.getODSOperandIndexAndLength(segment);
     if (length != 1)
@@ -188,8 +192,6 @@ LogicalResult verifyRequiredSegments(OpTy op,
   }
   return success();
 }
-
-} // namespace
 
 //===----------------------------------------------------------------------===//
 // Launch configurations of kernel ops
@@ -214,8 +216,7 @@ static LogicalResult verifyLaunchAccessWidth(Operation *op, LaunchAttr launch,
 
 /// A launch configuration must fit the rows it serves.
 static LogicalResult verifyLaunchForRow(Operation *op, LaunchAttr launch,
-                                        int64_t rowLength,
-                                        TypeRange rowTypes) {
+                                        int64_t rowLength, TypeRange rowTypes) {
   if (!launch)
     return success();
   if (failed(verifyLaunchAccessWidth(op, launch, rowTypes)))
@@ -224,9 +225,9 @@ static LogicalResult verifyLaunchForRow(Operation *op, LaunchAttr launch,
   int64_t threads = launch.getThreadsPerRow();
   if ((threads - 1) * perAccess >= rowLength)
     return op->emitOpError()
-           << "launch configuration leaves threads without work: "
-           << threads << " threads x vector " << perAccess
-           << " for rows of " << rowLength << " elements";
+           << "launch configuration leaves threads without work: " << threads
+           << " threads x vector " << perAccess << " for rows of " << rowLength
+           << " elements";
   // Compared by division: huge rows must not overflow the product.
   int64_t vectorsPerThread = llvm::divideCeil(rowLength, threads * perAccess);
   if (vectorsPerThread > kMaxElementsPerThread / perAccess)
@@ -306,8 +307,8 @@ static LogicalResult verifyF32Statistics(Operation *op, ValueRange stats,
                                          StringRef what) {
   for (Value stat : stats)
     if (!getElementTypeOrSelf(stat.getType()).isF32())
-      return op->emitOpError() << what << " statistics are f32, got "
-                               << stat.getType();
+      return op->emitOpError()
+             << what << " statistics are f32, got " << stat.getType();
   return success();
 }
 
@@ -331,8 +332,8 @@ LogicalResult ResidualAddOp::verify() {
   ShapeChecker shapes(*this);
   if (failed(shapes.row(getResidual(), "residual")) ||
       failed(shapes.row(getSublayer(), "sublayer")) ||
-      failed(verifyPositiveFinite(*this, getAlpha().convertToDouble(),
-                                  "alpha")))
+      failed(
+          verifyPositiveFinite(*this, getAlpha().convertToDouble(), "alpha")))
     return failure();
   return verifySameResultType(*this, getResidual().getType(), getType());
 }
@@ -375,8 +376,8 @@ LogicalResult AttentionOp::verify() {
   if (heads % kvHeads != 0)
     return emitOpError() << "num_kv_heads (" << kvHeads
                          << ") must divide num_heads (" << heads << ")";
-  if (failed(verifyHeadsWidth(*this, getQ().getType(), "q", heads,
-                              "num_heads", headDim)) ||
+  if (failed(verifyHeadsWidth(*this, getQ().getType(), "q", heads, "num_heads",
+                              headDim)) ||
       failed(verifyHeadsWidth(*this, getK().getType(), "k", kvHeads,
                               "num_kv_heads", headDim)) ||
       failed(verifyHeadsWidth(*this, getV().getType(), "v", kvHeads,
@@ -385,8 +386,8 @@ LogicalResult AttentionOp::verify() {
   if (failed(verifyCompatibleShape(getK().getType(), getV().getType())))
     return emitOpError() << "'k' and 'v' must have the same shape, got "
                          << getK().getType() << " and " << getV().getType();
-  if (failed(verifyPositiveFinite(*this, getScale().convertToDouble(),
-                                  "scale")))
+  if (failed(
+          verifyPositiveFinite(*this, getScale().convertToDouble(), "scale")))
     return failure();
   if (!getQkNorm()) {
     if (getQNormWeight() || getKNormWeight() || getQkNormEpsAttr())
@@ -430,8 +431,8 @@ LogicalResult FusedRowOp::verify() {
       failed(shapes.param(getMean(), "mean")) ||
       failed(shapes.param(getVariance(), "variance")) ||
       failed(verifyEps(*this, getEpsAttr())) ||
-      failed(verifyPositiveFinite(*this, getAlpha().convertToDouble(),
-                                  "alpha")) ||
+      failed(
+          verifyPositiveFinite(*this, getAlpha().convertToDouble(), "alpha")) ||
       failed(verifyWeightOffset(*this, getWeightOffset().convertToDouble(),
                                 getWeight())) ||
       failed(verifyPositive(*this, getGroups(), "groups")))
@@ -464,8 +465,8 @@ LogicalResult FusedRowOp::verify() {
   if (perChannelStats && getStatistic() != Statistic::none)
     return emitOpError("per-channel 'mean'/'variance' need statistic 'none'");
   SmallVector<Type> rowTypes;
-  for (Value v : {getInput(), getAddend(), getSkip(), getOutput(),
-                  getResidualOut()})
+  for (Value v :
+       {getInput(), getAddend(), getSkip(), getOutput(), getResidualOut()})
     if (v)
       rowTypes.push_back(v.getType());
   return verifyLaunchForRow(*this, getLaunchAttr(), hidden / getGroups(),
@@ -524,11 +525,9 @@ LogicalResult ColumnStatsOp::verify() {
   if (failed(shapes.row(getInput(), "input")) ||
       failed(shapes.param(getMean(), "mean")) ||
       failed(shapes.param(getVariance(), "variance")) ||
-      failed(verifyF32Statistics(*this, {getMean(), getVariance()},
-                                 "column")))
+      failed(verifyF32Statistics(*this, {getMean(), getVariance()}, "column")))
     return failure();
-  return verifyLaunchAccessWidth(*this, getLaunchAttr(),
-                                 getInput().getType());
+  return verifyLaunchAccessWidth(*this, getLaunchAttr(), getInput().getType());
 }
 
 //===----------------------------------------------------------------------===//
@@ -539,10 +538,8 @@ LogicalResult ColumnStatsOp::verify() {
 // original, with one exception the whole dialect makes: the sign of a zero
 // result is not preserved (`-0 + 0` is `+0`).
 
-namespace {
-
 /// Whether `v` is a constant splat of `expected`.
-bool isSplatOf(Value v, double expected) {
+static bool isSplatOf(Value v, double expected) {
   DenseFPElementsAttr attr;
   if (!v || !matchPattern(v, m_Constant(&attr)) || !attr.isSplat())
     return false;
@@ -551,21 +548,27 @@ bool isSplatOf(Value v, double expected) {
 
 /// Whether `weight + offset` is 1 everywhere, so that scaling is the
 /// identity: a ones weight, or Gemma's `1 + w` form with a zeros weight.
-bool isUnitScale(Value weight, double offset) {
+static bool isUnitScale(Value weight, double offset) {
   return (offset == 0.0 && isSplatOf(weight, 1.0)) ||
          (offset == 1.0 && isSplatOf(weight, 0.0));
 }
 
+/// Whether every value of `narrow` is exactly representable in `wide`.
+static bool widensExactly(Type narrow, Type wide) {
+  return narrow == wide ||
+         (wide.isF32() && (narrow.isF16() || narrow.isBF16()));
+}
+
+namespace {
+
 template <typename OpTy>
-using WeightOffsetGetter =
-    decltype(std::declval<OpTy &>().getWeightOffset());
+using WeightOffsetGetter = decltype(std::declval<OpTy &>().getWeightOffset());
 template <typename OpTy>
 using BiasGetter = decltype(std::declval<OpTy &>().getBias());
 
 /// Drops a weight that scales by exactly 1 and a bias of zeros from the
 /// norms that take them (`x * 1` and `x + 0` are exact).
-template <typename OpTy>
-struct DropIdentityParams : OpRewritePattern<OpTy> {
+template <typename OpTy> struct DropIdentityParams : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
   static constexpr bool hasWeightOffset =
       llvm::is_detected<WeightOffsetGetter, OpTy>::value;
@@ -622,12 +625,6 @@ struct DropZeroResidual : OpRewritePattern<ResidualAddOp> {
     return success();
   }
 };
-
-/// Whether every value of `narrow` is exactly representable in `wide`.
-bool widensExactly(Type narrow, Type wide) {
-  return narrow == wide ||
-         (wide.isF32() && (narrow.isF16() || narrow.isBF16()));
-}
 
 /// cast(cast(x : A -> B) : B -> C) is cast(x : A -> C) when B holds every
 /// value of A exactly: rounding to C then sees the same values. (f32 -> bf16
@@ -695,9 +692,8 @@ void CastOp::getCanonicalizationPatterns(RewritePatternSet &results,
 //===----------------------------------------------------------------------===//
 
 LogicalResult RowAllReduceOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location>, ValueRange operands,
-    DictionaryAttr, OpaqueProperties, RegionRange,
-    SmallVectorImpl<Type> &inferredReturnTypes) {
+    MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
+    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferredReturnTypes) {
   llvm::append_range(inferredReturnTypes, operands.getTypes());
   return success();
 }

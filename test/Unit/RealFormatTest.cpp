@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dialects/NormOps.h"
 #include "dialects/RealFormat.h"
+#include "dialects/NormOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -128,9 +128,8 @@ std::string rmsNormWithOffset(StringRef offset) {
 
 double parsedOffset(ModuleOp module) {
   double offset = std::nan("");
-  module.walk([&](RMSNormOp op) {
-    offset = op.getWeightOffset().convertToDouble();
-  });
+  module.walk(
+      [&](RMSNormOp op) { offset = op.getWeightOffset().convertToDouble(); });
   return offset;
 }
 
