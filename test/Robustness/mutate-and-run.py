@@ -5,8 +5,8 @@ Every .mlir file under --inputs (split at `// -----` like -split-input-file)
 is a seed; so is its generic form, printed by norm-opt itself, so that
 generic-only corruptions (operandSegmentSizes, property values) are tried
 too. From each seed the script derives deterministic mutants (truncations at
-several cut points, byte flips, insertions, deletions, token swaps, number
-and segment-size changes) and samples --max-runs of them. For each
+several cut points, byte flips, insertions, deletions, token swaps, number,
+dimension, element-type and segment-size changes) and samples --max-runs of them. For each
 --pipeline (extra norm-opt arguments; plain parsing by default) it runs
 norm-opt on the seeds and the sample with a timeout and checks that it exits
 with 0 or 1: never a signal, an abort, a sanitizer report or a hang.
@@ -35,6 +35,8 @@ TOKEN = re.compile(
     rb"|[%@#^!]?[A-Za-z_][\w.$-]*|%\d+|->|\S"
 )
 INTEGER = re.compile(rb"(?<![\w.])-?\d+(?![\w.])")
+DIMENSION = re.compile(rb"(?<=[<x])(\d+|\?)(?=x)")
+ELEMENT_TYPE = re.compile(rb"(?<=x)(f32|f16|bf16)(?=>)")
 SEGMENTS = re.compile(rb"(operandSegmentSizes = array<i32)((?::[^>]*)?)>")
 
 # Things that are plausible in norm IR and likely to hit verifier corners.
@@ -153,6 +155,20 @@ def replace_number(rng, data):
     return data[:a] + rng.choice(INTERESTING_NUMBERS) + data[b:], f"number@{a}"
 
 
+def mutate_type(rng, data):
+    """Changes a tensor dimension or element type: parses, then verifies."""
+    spans = [(m.span(), True) for m in DIMENSION.finditer(data)]
+    spans += [(m.span(), False) for m in ELEMENT_TYPE.finditer(data)]
+    if not spans:
+        return replace_number(rng, data)
+    (a, b), is_dim = rng.choice(spans)
+    if is_dim:
+        new = rng.choice([b"0", b"1", b"3", b"?", b"4096", b"9223372036854775807"])
+    else:
+        new = rng.choice([b"f32", b"f16", b"bf16", b"f64", b"i32", b"f8E4M3FN"])
+    return data[:a] + new + data[b:], f"type@{a}"
+
+
 def mutate_segments(rng, data):
     """Changes one operandSegmentSizes array: a size, or the array length."""
     matches = list(SEGMENTS.finditer(data))
@@ -176,7 +192,8 @@ def mutate_segments(rng, data):
 
 
 MUTATIONS = [flip_bit, insert_token, delete_span, delete_line, duplicate_line,
-             swap_tokens, replace_token, replace_number]
+             swap_tokens, replace_token, replace_number, mutate_type,
+             mutate_type]
 
 
 def mutants(name, data, truncations, count, seed, generic):
