@@ -152,7 +152,8 @@ State &state() {
   return *s;
 }
 
-thread_local std::vector<void *> *contextStack = nullptr;
+/// The current-context stack of each thread.
+thread_local std::vector<void *> contextStack;
 
 /// Counts the call; an injected failure's result, or success.
 Result enter(Entry entry) {
@@ -404,32 +405,29 @@ Result cuDevicePrimaryCtxRelease_v2(int) {
 Result cuCtxGetCurrent(void **context) {
   if (Result r = enter(CtxGetCurrent))
     return r;
-  *context =
-      contextStack && !contextStack->empty() ? contextStack->back() : nullptr;
+  *context = contextStack.empty() ? nullptr : contextStack.back();
   return kSuccess;
 }
 
 Result cuCtxPushCurrent_v2(void *context) {
   if (Result r = enter(CtxPushCurrent))
     return r;
-  if (!contextStack)
-    contextStack = new std::vector<void *>();
-  contextStack->push_back(context);
+  contextStack.push_back(context);
   return kSuccess;
 }
 
 Result cuCtxPopCurrent_v2(void **context) {
   if (Result r = enter(CtxPopCurrent))
     return r;
-  if (!contextStack || contextStack->empty())
+  if (contextStack.empty())
     return kInvalidContext;
   if (context)
-    *context = contextStack->back();
-  contextStack->pop_back();
+    *context = contextStack.back();
+  contextStack.pop_back();
   return kSuccess;
 }
 
-static bool hasContext() { return contextStack && !contextStack->empty(); }
+static bool hasContext() { return !contextStack.empty(); }
 
 Result cuModuleLoadDataEx(void **module, const void *image, unsigned, int *,
                           void **) {
