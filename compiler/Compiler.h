@@ -105,6 +105,11 @@ LaunchConfig getHeuristicLaunch(const OpSpec &spec, int64_t rows);
 /// every cache key.
 std::string_view getCompilerVersion();
 
+/// Assembles PTX into a cubin for `target.chip` with ptxas
+/// (`target.ptxasPath`, else $CUDA_HOME/bin/ptxas, else PATH).
+Status assembleCubin(std::string_view ptx, const TargetOptions &target,
+                     std::vector<uint8_t> &cubin);
+
 } // namespace norm
 
 #endif // NORM_COMPILER_COMPILER_H
