@@ -362,13 +362,20 @@ LogicalResult AttentionOp::verify() {
 // Kernel ops
 //===----------------------------------------------------------------------===//
 
-/// A launch configuration must fit the rows it serves.
+/// A launch configuration must fit the rows it serves. `segments`: the rows
+/// are consecutive pieces of wider rows (groups, heads), so that a piece
+/// starts aligned for vector accesses only if the vector divides its length.
 static LogicalResult verifyLaunchForRow(Operation *op, LaunchAttr launch,
-                                        int64_t rowLength) {
+                                        int64_t rowLength, bool segments) {
   if (!launch)
     return success();
   int64_t perAccess = launch.getVector();
   int64_t threads = launch.getThreadsPerRow();
+  if (segments && rowLength % perAccess != 0)
+    return op->emitOpError()
+           << "launch configuration's vector (" << perAccess
+           << ") must divide the " << rowLength
+           << " elements of a group or head, which start one after another";
   if ((threads - 1) * perAccess >= rowLength)
     return op->emitOpError()
            << "launch configuration leaves threads without work: "
@@ -437,7 +444,8 @@ LogicalResult FusedRowOp::verify() {
     return emitOpError("per-channel 'mean'/'variance' need statistic 'none'");
   if (getWeightOffset().convertToDouble() != 0.0 && !getWeight())
     return emitOpError("weight_offset needs a weight");
-  return verifyLaunchForRow(*this, getLaunchAttr(), hidden / getGroups());
+  return verifyLaunchForRow(*this, getLaunchAttr(), hidden / getGroups(),
+                            /*segments=*/getGroups() > 1);
 }
 
 LogicalResult QKNormPrologueOp::verify() {
@@ -474,7 +482,8 @@ LogicalResult QKNormPrologueOp::verify() {
   if (failed(shapes.param(getQWeight(), "q_weight", headDim)) ||
       failed(shapes.param(getKWeight(), "k_weight", headDim)))
     return failure();
-  return verifyLaunchForRow(*this, getLaunchAttr(), headDim);
+  return verifyLaunchForRow(*this, getLaunchAttr(), headDim,
+                            /*segments=*/true);
 }
 
 LogicalResult ColumnStatsOp::verify() {
