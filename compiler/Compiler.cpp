@@ -356,6 +356,9 @@ static std::string findPtxas(const TargetOptions &target) {
   }
   if (llvm::ErrorOr<std::string> path = llvm::sys::findProgramByName("ptxas"))
     return *path;
+  // Where the CUDA installers put it.
+  if (llvm::sys::fs::can_execute("/usr/local/cuda/bin/ptxas"))
+    return "/usr/local/cuda/bin/ptxas";
   return {};
 }
 
@@ -364,7 +367,8 @@ Status assembleCubin(std::string_view ptx, const TargetOptions &target,
   std::string ptxas = findPtxas(target);
   if (ptxas.empty())
     return Status::error("ptxas not found: set TargetOptions::ptxasPath or "
-                         "CUDA_HOME, or put ptxas on PATH");
+                         "CUDA_HOME, or put ptxas on PATH (the CUDA toolkit "
+                         "provides it)");
   llvm::SmallString<128> ptxPath, cubinPath, logPath;
   int fd;
   if (llvm::sys::fs::createTemporaryFile("norm-kernel", "ptx", fd, ptxPath))

@@ -32,7 +32,7 @@ struct TargetOptions {
   std::string chip = "sm_90";   // sm_80, sm_89, sm_90 (sm_90a accepted)
   int ptxVersion = 80;          // PTX ISA version x 10: 80 is PTX 8.0
   bool emitCubin = false;       // also run ptxas (needs the CUDA toolkit)
-  std::string ptxasPath;        // empty: $CUDA_HOME/bin/ptxas, then PATH
+  std::string ptxasPath;        // empty: see assembleCubin
 };
 
 /// One operation, as the runtime describes it.
@@ -106,7 +106,8 @@ LaunchConfig getHeuristicLaunch(const OpSpec &spec, int64_t rows);
 std::string_view getCompilerVersion();
 
 /// Assembles PTX into a cubin for `target.chip` with ptxas
-/// (`target.ptxasPath`, else $CUDA_HOME/bin/ptxas, else PATH).
+/// (`target.ptxasPath`, else $CUDA_HOME/bin/ptxas, else PATH, else
+/// /usr/local/cuda/bin/ptxas).
 Status assembleCubin(std::string_view ptx, const TargetOptions &target,
                      std::vector<uint8_t> &cubin);
 

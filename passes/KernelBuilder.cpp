@@ -411,6 +411,8 @@ void KernelBuilder::build(FusedRowOp op) {
     };
     // v = alpha * input + addend, rounded to the stream type.
     auto prologue = [&](Value x, Value a) {
+      if (!a) // without an addend, v is the input as it is stored
+        return x;
       Value v = toF32(x);
       if (alpha != 1.0)
         v = mulf(v, isa<VectorType>(v.getType()) ? splatF32(alpha)

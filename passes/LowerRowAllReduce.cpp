@@ -90,8 +90,8 @@ LogicalResult lower(RowAllReduceOp op, gpu::GPUFuncOp func) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(write.thenBlock()->getTerminator());
     for (auto [k, sum] : llvm::enumerate(sums))
-      memref::StoreOp::create(b, sum, buffer,
-                              ValueRange{arith::AddIOp::create(b, slots, index(k))});
+      memref::StoreOp::create(
+          b, sum, buffer, ValueRange{b.createOrFold<arith::AddIOp>(slots, index(k))});
   }
   gpu::BarrierOp::create(b);
 
@@ -104,7 +104,7 @@ LogicalResult lower(RowAllReduceOp op, gpu::GPUFuncOp func) {
   for (int64_t k = 0; k < count; ++k) {
     Value total;
     for (int64_t w = 0; w < warpsPerRow; ++w) {
-      Value at = arith::AddIOp::create(b, rowSlots, index(w * count + k));
+      Value at = b.createOrFold<arith::AddIOp>(rowSlots, index(w * count + k));
       Value part = memref::LoadOp::create(b, buffer, ValueRange{at});
       total = total ? arith::AddFOp::create(b, total, part).getResult() : part;
     }
