@@ -17,6 +17,8 @@ config.substitutions.append(("%norm_src_root", config.norm_src_root))
 
 llvm_config.with_system_environment(["HOME", "TMPDIR", "CUDA_HOME", "XDG_CACHE_HOME"])
 llvm_config.use_default_substitutions()
+# `not`, `count` and FileCheck also at the start of a RUN line.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.norm_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["norm-opt"], tool_dirs)
