@@ -33,7 +33,7 @@ constexpr int64_t kSmallCtaThreads = 128;
 constexpr int64_t kTargetCtas = 8192;
 constexpr int64_t kMaxRowsPerCtaFactor = 8;
 
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
 int64_t floorPowerOf2(int64_t x) {
   int64_t p = 1;

@@ -64,6 +64,15 @@ void AssignLaunchConfig::runOnOperation() {
     FailureOr<::norm::OpSpec> spec = ::norm::getOpSpec(op);
     if (failed(spec))
       return signalPassFailure();
+    // Rows live in registers: 1024 threads hold at most this many elements.
+    int64_t maxRow = 1024 * kMaxElementsPerThread;
+    if (!isa<ColumnStatsOp>(op) && ::norm::getKernelRowLength(op) > maxRow) {
+      op->emitOpError() << "rows of " << ::norm::getKernelRowLength(op)
+                        << " elements do not fit in the registers of one CTA "
+                           "(at most "
+                        << maxRow << "); such rows are not supported";
+      return signalPassFailure();
+    }
     ::norm::LaunchConfig launch = pickLaunch(op, *spec);
     auto emitError = [&] {
       return op->emitOpError("cannot use the launch configuration: ");

@@ -5,6 +5,7 @@
 // RUN: not norm-opt %s --norm-assign-launch-config="threads-per-row=1024" 2>&1 | FileCheck %s --check-prefix=IDLE
 // RUN: not norm-opt %s --norm-assign-launch-config="threads-per-row=2" 2>&1 | FileCheck %s --check-prefix=REGISTERS
 // RUN: not norm-opt %s --norm-assign-launch-config="threads-per-row=32 warps=4 rows-per-cta=6" 2>&1 | FileCheck %s --check-prefix=ROWS
+// RUN: not norm-opt %s --norm-assign-launch-config 2>&1 | FileCheck %s --check-prefix=HUGE
 
 // VECTOR: :[[@LINE+7]]:8: error: 'norm.fused_row' op cannot use the launch configuration: vector width must be 1, 2, 4 or 8, got 3
 // THREADS: :[[@LINE+6]]:8: error: 'norm.fused_row' op cannot use the launch configuration: threads_per_row must be 1, 2, 4, 8, 16 or a multiple of 32 up to 1024, got 48
@@ -15,4 +16,10 @@
 func.func @f(%x: tensor<?x2048xbf16>) -> tensor<?x2048xbf16> {
   %0 = norm.fused_row <rms> %x eps(1.0e-06) : tensor<?x2048xbf16> -> tensor<?x2048xbf16>
   return %0 : tensor<?x2048xbf16>
+}
+
+// HUGE: :[[@LINE+2]]:8: error: 'norm.fused_row' op rows of 65537 elements do not fit in the registers of one CTA (at most 65536); such rows are not supported
+func.func @huge(%x: tensor<?x65537xbf16>) -> tensor<?x65537xbf16> {
+  %0 = norm.fused_row <rms> %x eps(1.0e-06) : tensor<?x65537xbf16> -> tensor<?x65537xbf16>
+  return %0 : tensor<?x65537xbf16>
 }
