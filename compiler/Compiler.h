@@ -98,7 +98,10 @@ Status compileProgram(std::string_view mlir, const TargetOptions &target,
                       CompiledModule &result);
 
 /// The launch configuration the heuristic picks for an operation and a row
-/// count (the threads-per-row ladder; see LaunchHeuristic.cpp).
+/// count (the threads-per-row ladder; see LaunchHeuristic.cpp). `rows` is the
+/// operation's row count (tokens for the QK-Norm prologue), or -1 when it is
+/// not known; it sizes the work of a CTA (rows a CTA loops over, threads per
+/// column tile for column statistics).
 LaunchConfig getHeuristicLaunch(const OpSpec &spec, int64_t rows);
 
 /// A version string that changes whenever generated code may change; part of

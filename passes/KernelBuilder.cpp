@@ -75,27 +75,6 @@ struct RowLayout {
 /// (register-lean), except `invStd` (f32).
 struct ParamChunks {
   SmallVector<Value> weight, bias, mean, invStd;
-
-  SmallVector<Value> flatten() const {
-    SmallVector<Value> all;
-    for (const SmallVector<Value> *part : {&weight, &bias, &mean, &invStd})
-      llvm::append_range(all, *part);
-    return all;
-  }
-  /// Rebuilds what flatten() gave from `values`, with `like`'s shape.
-  static ParamChunks unflatten(ValueRange values, const ParamChunks &like) {
-    ParamChunks result;
-    size_t pos = 0;
-    auto take = [&](SmallVector<Value> &into, size_t n) {
-      llvm::append_range(into, values.slice(pos, n));
-      pos += n;
-    };
-    take(result.weight, like.weight.size());
-    take(result.bias, like.bias.size());
-    take(result.mean, like.mean.size());
-    take(result.invStd, like.invStd.size());
-    return result;
-  }
 };
 
 class KernelBuilder {
@@ -104,8 +83,10 @@ public:
                 const KernelSignature &sig)
       : b(b), sig(sig), f32(b.getF32Type()), vector(sig.launch.vector),
         threads(sig.launch.threadsPerRow) {
-    for (auto [param, arg] : llvm::zip(sig.params, func.getArguments()))
+    for (auto [param, arg] : llvm::zip(sig.params, func.getArguments())) {
       args[param.name] = arg;
+      alignments[arg] = param.alignment;
+    }
     Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
     bid = gpu::BlockIdOp::create(b, gpu::Dimension::x);
     lane = arith::RemUIOp::create(b, tid, index(threads));
@@ -176,9 +157,9 @@ private:
   VectorType vectorOf(Value buffer) {
     return VectorType::get({vector}, elementOf(buffer));
   }
+  /// What the signature promises for the buffer's pointer and row stride.
   llvm::MaybeAlign alignmentOf(Value buffer) {
-    unsigned bytes = elementOf(buffer).getIntOrFloatBitWidth() / 8;
-    return llvm::MaybeAlign(std::min<int64_t>(vector * bytes, 16));
+    return llvm::MaybeAlign(alignments.lookup(buffer));
   }
 
   //===--- Control flow ---------------------------------------------------===//
@@ -297,12 +278,13 @@ private:
 
   //===--- Rows -----------------------------------------------------------===//
 
-  Value chunkStart(const RowLayout &row, int64_t c) {
+  /// Where chunk `c` of this thread starts in its row.
+  Value chunkStart(int64_t c) {
     return add(mul(lane, index(vector)), index(c * threads * vector));
   }
   Value loadChunk(const RowLayout &row, Value buffer, Value rowBase,
                   int64_t c) {
-    return loadVector(buffer, rowBase, chunkStart(row, c), row.length,
+    return loadVector(buffer, rowBase, chunkStart(c), row.length,
                       row.isFull(c));
   }
   SmallVector<Value> loadRow(const RowLayout &row, Value buffer,
@@ -317,13 +299,13 @@ private:
     Type element = elementOf(buffer);
     for (int64_t c = 0; c < row.chunks; ++c)
       storeVector(convert(chunks[c], element), buffer, rowBase,
-                  chunkStart(row, c), row.length, row.isFull(c));
+                  chunkStart(c), row.length, row.isFull(c));
   }
   /// `d` with the lanes outside the row zeroed (for chunks that may leave it).
   Value maskOutside(const RowLayout &row, int64_t c, Value d) {
     if (row.isFull(c))
       return d;
-    return arith::SelectOp::create(b, tailMask(chunkStart(row, c), row.length),
+    return arith::SelectOp::create(b, tailMask(chunkStart(c), row.length),
                                    d, zero(d.getType()));
   }
 
@@ -359,6 +341,7 @@ private:
   Type f32;
   int64_t vector, threads;
   llvm::StringMap<Value> args;
+  DenseMap<Value, int64_t> alignments;
   Value bid, lane, slot;
 };
 
@@ -378,23 +361,12 @@ void KernelBuilder::build(FusedRowOp op) {
   Value input = arg("input"), addend = arg("addend"), skip = arg("skip");
 
   // Parameters of the whole row are the same for every row of the CTA: load
-  // them once, before any reduction. GroupNorm rows are groups of channels,
-  // each with its own parameters, loaded per row.
+  // them once. GroupNorm rows are groups of channels, each with its own
+  // parameters, loaded per row (any row's channels exist, valid or not).
+  // Either way before the reduction, so that the loads overlap it.
   ParamChunks ctaParams;
   if (groups == 1)
     ctaParams = loadParams(row, op, index(0));
-  // The shape of the per-row parameters, for unflatten.
-  ParamChunks paramShape = ctaParams;
-  auto countParams = [&](StringRef name, SmallVector<Value> &into) {
-    if (arg(name))
-      into.assign(row.chunks, Value());
-  };
-  if (groups > 1) {
-    countParams("weight", paramShape.weight);
-    countParams("bias", paramShape.bias);
-    countParams("mean", paramShape.mean);
-    countParams("variance", paramShape.invStd);
-  }
 
   Value kernelRows = mul(indexArg("rows"), index(groups));
   forEachCtaRow([&](Value rowIndex) {
@@ -406,6 +378,8 @@ void KernelBuilder::build(FusedRowOp op) {
       colBase = mul(arith::RemUIOp::create(b, rowIndex, index(groups)),
                     index(row.length));
     }
+    ParamChunks params =
+        groups > 1 ? loadParams(row, op, colBase) : ctaParams;
     auto rowBase = [&](StringRef buffer) {
       return add(mul(token, stride(buffer)), colBase);
     };
@@ -434,8 +408,6 @@ void KernelBuilder::build(FusedRowOp op) {
       SmallVector<Value> out = values;
       if (skip)
         llvm::append_range(out, loadRow(row, skip, rowBase("skip")));
-      if (groups > 1)
-        llvm::append_range(out, loadParams(row, op, colBase).flatten());
 
       switch (statistic) {
       case Statistic::rms:
@@ -482,10 +454,6 @@ void KernelBuilder::build(FusedRowOp op) {
     };
     ArrayRef<Value> values = take(row.chunks);
     ArrayRef<Value> skipChunks = take(skip ? row.chunks : 0);
-    ParamChunks params = groups > 1
-                             ? ParamChunks::unflatten(
-                                   take(paramShape.flatten().size()), paramShape)
-                             : ctaParams;
     Value pivot = statistic == Statistic::mean_var ? take(1).front() : Value();
 
     // 2. One exchange for all sums of the row.
