@@ -84,21 +84,21 @@ int64_t pickThreadsPerRow(int64_t length, int64_t vector) {
 }
 
 /// Completes a configuration from its vector and threads per row: CTAs of
-/// at least 128 threads, and a CTA loops over several row groups when the
-/// grid would otherwise have far more CTAs than the GPU runs at once.
+/// 128 threads holding several short rows (or one long row), and for short
+/// rows a CTA loops over several row groups when the grid would otherwise
+/// have far more CTAs than the GPU runs at once, which amortizes its
+/// parameter loads. A long row gains nothing from that and would only
+/// serialize rows that could run in parallel.
 LaunchConfig completeLaunch(int64_t vector, int64_t threadsPerRow,
                             int64_t kernelRows) {
   LaunchConfig launch;
   launch.vector = vector;
   launch.threadsPerRow = threadsPerRow;
-  // A CTA size that threadsPerRow divides: 128 threads or one row.
-  int64_t ctaThreads = threadsPerRow <= kSmallCtaThreads
-                           ? kSmallCtaThreads
-                           : threadsPerRow;
-  launch.warps = ctaThreads / 32;
+  bool shortRows = kSmallCtaThreads % threadsPerRow == 0;
+  launch.warps = (shortRows ? kSmallCtaThreads : threadsPerRow) / 32;
   int64_t concurrent = launch.getConcurrentRows();
   int64_t factor = 1;
-  if (kernelRows > 0)
+  if (kernelRows > 0 && concurrent > 1)
     factor = std::clamp<int64_t>(
         floorPowerOf2(std::max<int64_t>(kernelRows / (concurrent * kTargetCtas), 1)),
         1, kMaxRowsPerCtaFactor);

@@ -48,18 +48,21 @@ func.func @vectors(%a: tensor<?x769xbf16>, %b: tensor<?x3xf16>,
   return %0, %1, %2, %3 : tensor<?x769xbf16>, tensor<?x3xf16>, tensor<?x1000xbf16>, tensor<?x1000xbf16>
 }
 
-// Many static rows: a CTA loops over several groups of rows. A launch that
-// is already there stays.
+// Many static short rows: a CTA loops over several groups of rows. Long
+// rows keep one row per CTA. A launch that is already there stays.
 // CHECK-LABEL: func.func @row_loops
 // CHECK: launch = #norm.launch<vector = 8, threads_per_row = 16, warps = 4, rows_per_cta = 64>
+// CHECK: launch = #norm.launch<vector = 8, threads_per_row = 512, warps = 16, rows_per_cta = 1>
 // CHECK: launch = #norm.launch<vector = 2, threads_per_row = 32, warps = 1, rows_per_cta = 1>
-func.func @row_loops(%a: tensor<524288x128xbf16>, %b: tensor<?x128xbf16>)
-    -> (tensor<524288x128xbf16>, tensor<?x128xbf16>) {
+func.func @row_loops(%a: tensor<524288x128xbf16>, %l: tensor<1048576x4096xbf16>,
+                     %b: tensor<?x128xbf16>)
+    -> (tensor<524288x128xbf16>, tensor<1048576x4096xbf16>, tensor<?x128xbf16>) {
   %0 = norm.fused_row <rms> %a eps(1.0e-06) : tensor<524288x128xbf16> -> tensor<524288x128xbf16>
-  %1 = norm.fused_row <rms> %b eps(1.0e-06)
+  %1 = norm.fused_row <rms> %l eps(1.0e-06) : tensor<1048576x4096xbf16> -> tensor<1048576x4096xbf16>
+  %2 = norm.fused_row <rms> %b eps(1.0e-06)
       {launch = #norm.launch<vector = 2, threads_per_row = 32, warps = 1, rows_per_cta = 1>}
       : tensor<?x128xbf16> -> tensor<?x128xbf16>
-  return %0, %1 : tensor<524288x128xbf16>, tensor<?x128xbf16>
+  return %0, %1, %2 : tensor<524288x128xbf16>, tensor<1048576x4096xbf16>, tensor<?x128xbf16>
 }
 
 // Groups and heads are rows of their own; column statistics tile columns.
