@@ -391,9 +391,7 @@ void KernelBuilder::build(FusedRowOp op) {
       if (alpha != 1.0)
         v = mulf(v, isa<VectorType>(v.getType()) ? splatF32(alpha)
                                                  : constantF32(alpha));
-      if (a)
-        v = addf(v, toF32(a));
-      return convert(v, streamType);
+      return convert(addf(v, toF32(a)), streamType);
     };
 
     // 1. The row into registers, and its partial sums.
