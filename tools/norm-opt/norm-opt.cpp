@@ -1,15 +1,19 @@
 //===- norm-opt.cpp - the norm-opt driver ---------------------------------===//
 //
 // An mlir-opt for the norm dialect: parses a file or stdin, runs passes and
-// pipelines, prints IR.
+// pipelines, prints IR, or writes a kernel bundle for `-o out.ptx` and
+// `-o out.cubin`.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialects/NormDialect.h"
+#include "passes/LoweringPasses.h"
 #include "passes/Passes.h"
+#include "tools/norm-opt/KernelOutput.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/Passes.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -17,10 +21,21 @@
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   mlir::norm::registerNormFusionPasses();
+  mlir::norm::registerNormLoweringPasses();
   mlir::DialectRegistry registry;
   registry.insert<mlir::norm::NormDialect, mlir::func::FuncDialect,
-                  mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "norm-opt: the norm dialect compiler\n",
-                        registry));
+                  mlir::arith::ArithDialect, mlir::tensor::TensorDialect,
+                  mlir::gpu::GPUDialect, mlir::LLVM::LLVMDialect,
+                  mlir::math::MathDialect, mlir::memref::MemRefDialect,
+                  mlir::NVVM::NVVMDialect, mlir::scf::SCFDialect,
+                  mlir::vector::VectorDialect>();
+  mlir::norm::registerNormPtxExtensions(registry);
+
+  auto [inputFilename, outputFilename] = mlir::registerAndParseCLIOptions(
+      argc, argv, "norm-opt: the norm dialect compiler\n", registry);
+  if (norm::isKernelBundleOutput(outputFilename))
+    return mlir::asMainReturnCode(
+        norm::writeKernelBundle(inputFilename, outputFilename, registry));
+  return mlir::asMainReturnCode(mlir::MlirOptMain(
+      argc, argv, inputFilename, outputFilename, registry));
 }
