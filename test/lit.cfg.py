@@ -21,6 +21,12 @@ llvm_config.use_default_substitutions()
 tool_dirs = [config.norm_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["norm-opt"], tool_dirs)
 
+# CPU execution of kernels (test/Host): mlir-runner and its print helpers.
+llvm_config.add_tool_substitutions(["mlir-runner"], [config.llvm_tools_dir])
+config.substitutions.append(
+    ("%mlir_c_runner_utils",
+     os.path.join(config.llvm_tools_dir, "..", "lib", "libmlir_c_runner_utils.so")))
+
 if config.ptxas and os.path.exists(config.ptxas):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", config.ptxas))
