@@ -581,7 +581,7 @@ struct NormKernelsToHostPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<gpu::GPUModuleOp> gpuModules(module.getOps<gpu::GPUModuleOp>());
-    auto builder = OpBuilder::atBlockEnd(module.getBody());
+    OpBuilder builder(module.getContext());
     for (gpu::GPUModuleOp gpuModule : gpuModules) {
       for (auto kernel : gpuModule.getOps<gpu::GPUFuncOp>()) {
         if (!kernel.isKernel())
@@ -603,6 +603,10 @@ struct NormKernelsToHostPass
         // Work on a copy: the index ops move, the kernel stays as it was.
         OwningOpRef<gpu::GPUFuncOp> work(kernel.clone());
         normalizeIndexOps(*work);
+        if (declaration)
+          builder.setInsertionPoint(declaration);
+        else
+          builder.setInsertionPointToEnd(module.getBody());
         FailureOr<func::FuncOp> host =
             HostKernelEmitter(*work, *blockSize).emit(builder);
         if (failed(host))
