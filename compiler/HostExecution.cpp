@@ -65,6 +65,18 @@ static std::vector<HostKernelParam> getParams(func::FuncOp host) {
   return params;
 }
 
+/// `file:line:col: [note: ]message`, as compilers print diagnostics.
+static void printDiagnostic(llvm::raw_ostream &os, const Diagnostic &diag) {
+  if (auto loc = dyn_cast<FileLineColLoc>(diag.getLocation()))
+    os << loc.getFilename().getValue() << ":" << loc.getLine() << ":"
+       << loc.getColumn() << ": ";
+  else
+    os << diag.getLocation() << ": ";
+  if (diag.getSeverity() == DiagnosticSeverity::Note)
+    os << "note: ";
+  os << diag << "\n";
+}
+
 static Status checkHostSignature(func::FuncOp host) {
   FunctionType type = host.getFunctionType();
   for (Type arg : type.getInputs().drop_back()) {
@@ -98,12 +110,13 @@ Status HostKernels::compile(std::string_view mlir,
   // Many small modules: a thread pool per context would cost more than it
   // saves.
   MLIRContext context(registry, MLIRContext::Threading::DISABLED);
+  context.printOpOnDiagnostic(false);
   std::string diagnostics;
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
     llvm::raw_string_ostream os(diagnostics);
-    os << diag.getLocation() << ": " << diag << "\n";
+    printDiagnostic(os, diag);
     for (const Diagnostic &note : diag.getNotes())
-      os << note.getLocation() << ": note: " << note << "\n";
+      printDiagnostic(os, note);
     return success();
   });
   auto fail = [&](std::string what) {
@@ -111,8 +124,8 @@ Status HostKernels::compile(std::string_view mlir,
                          diagnostics);
   };
 
-  OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(llvm::StringRef(mlir), &context);
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
+      llvm::StringRef(mlir), &context, "kernel module");
   if (!module)
     return fail("cannot parse the kernel module");
 

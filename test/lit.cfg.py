@@ -17,9 +17,11 @@ config.substitutions.append(("%norm_src_root", config.norm_src_root))
 
 llvm_config.with_system_environment(["HOME", "TMPDIR", "CUDA_HOME", "XDG_CACHE_HOME"])
 llvm_config.use_default_substitutions()
+# `not` and `count` at the start of a RUN line.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.norm_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["norm-opt"], tool_dirs)
+llvm_config.add_tool_substitutions(["norm-opt", "norm-cpu-check"], tool_dirs)
 
 # CPU execution of kernels (test/Host): mlir-runner and its print helpers.
 llvm_config.add_tool_substitutions(["mlir-runner"], [config.llvm_tools_dir])

@@ -426,10 +426,10 @@ void runCase(const Task &task, const KernelSignature &signature,
       firstOutput->storeBits(0, firstOutput->getCols(), 0);
     else if (injectOption == "nan" && hasRows)
       firstOutput->storeBits(0, 0, getOutputPoison(firstOutput->getType()));
-    else if (injectOption == "value" && hasRows)
-      firstOutput->store(0, 0,
-                         firstOutput->load(0, 0) * 1.01 + 1.0 / 64);
-    else if (injectOption == "input")
+    else if (injectOption == "value" && hasRows) {
+      double value = firstOutput->load(0, 0);
+      firstOutput->store(0, 0, value * 1.25 + std::copysign(0.5, value));
+    } else if (injectOption == "input")
       buffers[signature.params.front().name]->fill(0);
   }
 
