@@ -99,7 +99,6 @@ Status HostKernels::compile(std::string_view mlir,
   std::call_once(initTarget, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
-    mlir::norm::registerNormHostPasses();
   });
 
   DialectRegistry registry;

@@ -24,8 +24,8 @@ namespace norm {
 struct HostCompileOptions {
   /// A textual pass pipeline on the module (`builtin.module(...)` or a plain
   /// pass list) that turns the input into gpu.module kernels first: the
-  /// kernel generator's passes for norm IR. Empty when the input holds the
-  /// kernels already.
+  /// kernel generator's passes for norm IR. The process must have registered
+  /// those passes. Empty when the input holds the kernels already.
   std::string kernelPipeline;
   /// CTA size of kernels that lack `known_block_size` (0: none).
   int64_t blockSize = 0;

@@ -112,6 +112,11 @@ static LogicalResult verifyHostContract(gpu::GPUFuncOp kernel,
     if (isa<CallOpInterface>(op))
       return op->emitOpError() << "is a call; the host execution runs "
                                   "self-contained kernels only";
+    // Per-thread scratch memory would be allocated once per thread and CTA
+    // on the host stack or heap; kernels keep values in registers instead.
+    if (hasEffect<MemoryEffects::Allocate>(op))
+      return op->emitOpError() << "allocates memory in a kernel, which the "
+                                  "host execution does not support";
     if (auto reduce = dyn_cast<RowAllReduceOp>(op))
       if (blockSize % reduce.getGroupSize() != 0)
         return reduce.emitOpError()

@@ -149,3 +149,14 @@ gpu.module @norm_kernels {
 }
 // expected-error @below {{declares the host function of 'declared' with type '(memref<64xf32>) -> ()'; expected '(memref<64xf32>, index) -> ()'}}
 func.func private @declared_host(memref<64xf32>)
+
+// -----
+
+gpu.module @norm_kernels {
+  gpu.func @scratch(%x: memref<64xf32>)
+      kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+    // expected-error @below {{'memref.alloca' op allocates memory in a kernel, which the host execution does not support}}
+    %m = memref.alloca() : memref<4xf32>
+    gpu.return
+  }
+}
