@@ -25,14 +25,15 @@ double Random::uniform(double low, double high) {
 void GuardedBuffer::Free::operator()(uint8_t *p) const { std::free(p); }
 
 GuardedBuffer::GuardedBuffer(ElementType type, int64_t rows, int64_t cols,
-                             int64_t stride)
+                             int64_t stride, bool misaligned)
     : type(type), rows(rows), cols(cols), stride(stride),
-      elementBytes(getElementBytes(type)) {
+      elementBytes(getElementBytes(type)),
+      guardBytes(kGuardBytes + (misaligned ? elementBytes : 0)) {
   // Two rows of guard after the last row catch a kernel that runs past the
   // row count.
   int64_t rowBytes = stride * elementBytes;
   int64_t after = std::max<int64_t>(kGuardBytes, 2 * rowBytes);
-  size = kGuardBytes + rows * rowBytes + after;
+  size = guardBytes + rows * rowBytes + after;
   size = (size + 63) / 64 * 64;
   storage.reset(static_cast<uint8_t *>(std::aligned_alloc(64, size)));
 }
@@ -73,8 +74,8 @@ std::optional<std::string> GuardedBuffer::findStrayWrite(uint32_t bits) const {
     }
     return std::nullopt;
   };
-  int64_t total = size / elementBytes - kGuardBytes / elementBytes;
-  if (auto i = findIn(-kGuardBytes / elementBytes, 0))
+  int64_t total = (size - guardBytes) / elementBytes;
+  if (auto i = findIn(-guardBytes / elementBytes, 0))
     return "the guard before the buffer, element " + std::to_string(*i);
   for (int64_t row = 0; row < rows; ++row)
     if (auto i = findIn(row * stride + cols, (row + 1) * stride))
@@ -87,7 +88,7 @@ std::optional<std::string> GuardedBuffer::findStrayWrite(uint32_t bits) const {
 }
 
 void GuardedBuffer::corruptGuard() {
-  storage[kGuardBytes + rows * stride * elementBytes + 3] ^= 0x40;
+  storage[guardBytes + rows * stride * elementBytes + 3] ^= 0x40;
 }
 
 std::vector<uint8_t> GuardedBuffer::snapshot() const {

@@ -36,16 +36,18 @@ private:
 class GuardedBuffer {
 public:
   /// `rows` rows of `cols` elements, `stride` elements apart; a 1-D buffer
-  /// is one row.
-  GuardedBuffer(ElementType type, int64_t rows, int64_t cols, int64_t stride);
+  /// is one row. The first element is 64-byte aligned, or one element past
+  /// that when `misaligned`.
+  GuardedBuffer(ElementType type, int64_t rows, int64_t cols, int64_t stride,
+                bool misaligned = false);
 
   ElementType getType() const { return type; }
   int64_t getRows() const { return rows; }
   int64_t getCols() const { return cols; }
   int64_t getStride() const { return stride; }
-  /// The first element; 64-byte aligned.
-  void *data() { return storage.get() + kGuardBytes; }
-  const void *data() const { return storage.get() + kGuardBytes; }
+  /// The first element.
+  void *data() { return storage.get() + guardBytes; }
+  const void *data() const { return storage.get() + guardBytes; }
   RowsView view() const { return {type, data(), rows, cols, stride}; }
   ParamView paramView() const { return {type, data()}; }
 
@@ -81,6 +83,8 @@ private:
 
   ElementType type;
   int64_t rows, cols, stride, elementBytes;
+  /// Bytes before the first element.
+  int64_t guardBytes;
   /// Guard, rows (with their gaps), guard.
   int64_t size;
   std::unique_ptr<uint8_t[], Free> storage;

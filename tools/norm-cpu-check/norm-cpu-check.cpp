@@ -379,15 +379,26 @@ void runCase(const Task &task, const KernelSignature &signature,
     if (param.kind != KernelParam::Kind::Buffer)
       continue;
     int64_t cols = getBufferCols(spec, param);
-    // Rows 16-byte aligned, at least one element of gap; outputs get another
-    // stride than inputs so that a kernel using the wrong stride fails.
-    int64_t align = 16 / getElementBytes(param.elementType);
+    // At least one element of gap after each row; outputs get another stride
+    // than inputs so that a kernel using the wrong stride fails. Vector
+    // kernels get 16-byte aligned buffers and rows; scalar kernels, which
+    // serve misaligned buffers, get misaligned ones.
+    bool scalar = signature.launch.vector == 1;
+    int64_t align = scalar ? 1 : 16 / getElementBytes(param.elementType);
     int64_t stride = (cols + align) / align * align;
     if (!param.readOnly)
-      stride += align;
+      stride += scalar ? 2 : align;
     auto buffer = std::make_unique<GuardedBuffer>(
         param.elementType, param.rowMajor2D ? rows : 1, cols,
-        param.rowMajor2D ? stride : cols);
+        param.rowMajor2D ? stride : cols, /*misaligned=*/scalar);
+    // The kernel's alignment needs are part of its ABI.
+    int64_t bytes = getElementBytes(param.elementType);
+    if (reinterpret_cast<uintptr_t>(buffer->data()) % param.alignment != 0 ||
+        (param.rowMajor2D && stride * bytes % param.alignment != 0)) {
+      check.fail("buffer '" + param.name + "' misses the kernel's alignment " +
+                 std::to_string(param.alignment));
+      return;
+    }
     if (param.readOnly) {
       buffer->fill(getInputGuard(param.elementType));
       buffer->fillRows(getInputDraw(spec, param.name, random));
