@@ -26,7 +26,7 @@ def Norm_Dialect : Dialect {
     `norm.batch_norm_training`, `norm.residual_add`, `norm.cast`,
     `norm.attention`) state what a model computes, on ranked tensors of f32,
     f16 or bf16 shaped `rows x hidden`: the row count static or dynamic, the
-    hidden size static. Weights, biases and per-channel statistics are 1-D
+    hidden size static and positive. Weights, biases and per-channel statistics are 1-D
     tensors of the hidden size.
 
     *Kernel ops* (`norm.fused_row`, `norm.qk_norm_prologue`,
@@ -60,6 +60,16 @@ def Norm_Statistic : I32EnumAttr<"Statistic",
 }
 
 def Norm_StatisticAttr : EnumAttr<Norm_Dialect, Norm_Statistic, "statistic"> {
+  let summary = "the per-row statistic of `norm.fused_row`";
+  let description = [{
+    `rms` (root mean square), `mean_var` (mean and biased variance), `l2`
+    (Euclidean norm) or `none` (elementwise kernels: inference BatchNorm, or
+    no normalization at all).
+
+    ```mlir
+    #norm.statistic<mean_var>
+    ```
+  }];
   let assemblyFormat = "`<` $value `>`";
 }
 
@@ -74,6 +84,15 @@ def Norm_QKNormKind : I32EnumAttr<"QKNormKind",
 }
 
 def Norm_QKNormKindAttr : EnumAttr<Norm_Dialect, Norm_QKNormKind, "qk_norm"> {
+  let summary = "the per-head normalization of QK-Norm";
+  let description = [{
+    `rms` (RMSNorm per head, as in Qwen3 and OLMo 2) or `l2` (L2 norm per
+    head).
+
+    ```mlir
+    #norm.qk_norm<rms>
+    ```
+  }];
   let assemblyFormat = "`<` $value `>`";
 }
 
@@ -87,7 +106,9 @@ def Norm_LaunchAttr : AttrDef<Norm_Dialect, "Launch"> {
   let description = [{
     How a row kernel maps rows onto a CTA:
 
-    - `vector`: elements per memory access (1, 2, 4 or 8; at most 16 bytes).
+    - `vector`: elements per memory access (1, 2, 4 or 8; at most 16 bytes,
+      which the ops using the configuration check against their element
+      types).
     - `threads_per_row`: threads that share one row: 1, 2, 4, 8, 16, or a
       multiple of 32 up to 1024.
     - `warps`: warps per CTA (1..32). A CTA works on

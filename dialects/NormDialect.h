@@ -19,6 +19,8 @@ namespace mlir::norm {
 /// Row kernels keep each thread's share of a row in registers; a launch
 /// configuration that needs more elements per thread is rejected.
 constexpr int64_t kMaxElementsPerThread = 64;
+/// The widest vector access of a row kernel, in bytes.
+constexpr int64_t kMaxAccessBytes = 16;
 } // namespace mlir::norm
 
 #include "dialects/NormEnums.h.inc"

@@ -1,16 +1,17 @@
 //===- NormOps.cpp - norm dialect operations ------------------------------===//
 
 #include "dialects/NormOps.h"
+#include "dialects/RealFormat.h"
 
 #include "mlir/IR/Matchers.h"
-#include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 
 using namespace mlir;
@@ -29,19 +30,7 @@ static ParseResult parseReal(OpAsmParser &parser, FloatAttr &attr) {
 }
 
 static void printReal(OpAsmPrinter &printer, Operation *, FloatAttr attr) {
-  double value = attr.getValueAsDouble();
-  // The shortest %g form that parses back to the same double.
-  char buffer[32];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
-    if (std::strtod(buffer, nullptr) == value)
-      break;
-  }
-  // MLIR's float literals need a '.' before any exponent: 1e-06 -> 1.0e-06.
-  std::string text(buffer);
-  if (text.find_first_of(".ni") == std::string::npos)
-    text.insert(std::min(text.find('e'), text.size()), ".0");
-  printer << text;
+  printer << formatReal(attr.getValueAsDouble());
 }
 
 //===----------------------------------------------------------------------===//
@@ -51,31 +40,34 @@ static void printReal(OpAsmPrinter &printer, Operation *, FloatAttr attr) {
 namespace {
 
 /// Checks the operands and results of one op against a common hidden size:
-/// the first row tensor named sets it; later ones must agree.
+/// the first row tensor named sets it (and the row count); later ones must
+/// agree.
 class ShapeChecker {
 public:
   explicit ShapeChecker(Operation *op) : op(op) {}
 
-  /// A rows x hidden tensor; the hidden size must be static.
+  /// A rows x hidden tensor; the hidden size must be static and positive.
   LogicalResult row(Type type, StringRef name) {
     auto tensor = cast<RankedTensorType>(type);
     if (tensor.isDynamicDim(1))
-      return op->emitOpError() << "'" << name
-                               << "' must have a static hidden size, got "
-                               << type;
+      return op->emitOpError()
+             << "'" << name << "' must have a static hidden size, got " << type;
     int64_t width = tensor.getDimSize(1);
+    if (width == 0)
+      return op->emitOpError()
+             << "'" << name << "' must have a non-empty hidden size, got "
+             << type;
+    int64_t r = tensor.getDimSize(0);
     if (!hidden) {
       hidden = width;
       hiddenFrom = name.str();
-      rows = tensor.getDimSize(0);
+      rows = r;
       return success();
     }
     if (width != *hidden)
-      return op->emitOpError()
-             << "hidden size of '" << name << "' (" << width
-             << ") does not match hidden size of '" << hiddenFrom << "' ("
-             << *hidden << ")";
-    int64_t r = tensor.getDimSize(0);
+      return op->emitOpError() << "hidden size of '" << name << "' (" << width
+                               << ") does not match hidden size of '"
+                               << hiddenFrom << "' (" << *hidden << ")";
     if (!ShapedType::isDynamic(r) && !ShapedType::isDynamic(rows) && r != rows)
       return op->emitOpError() << "row count of '" << name << "' (" << r
                                << ") does not match row count of '"
@@ -86,14 +78,14 @@ public:
     return v ? row(v.getType(), name) : success();
   }
 
-  /// A 1-D parameter of `length` elements (the hidden size by default).
+  /// A 1-D parameter of the hidden size (or of `length`, the head dim).
   LogicalResult param(Value v, StringRef name,
                       std::optional<int64_t> length = std::nullopt) {
     if (!v)
       return success();
+    assert((length || hidden) && "no row tensor set the hidden size");
     int64_t expected = length ? *length : *hidden;
-    auto tensor = cast<RankedTensorType>(v.getType());
-    if (tensor.getDimSize(0) != expected)
+    if (cast<RankedTensorType>(v.getType()).getDimSize(0) != expected)
       return op->emitOpError()
              << "'" << name << "' must have " << expected << " elements ("
              << (length ? "the head dim" : "the hidden size") << "), got "
@@ -110,37 +102,142 @@ private:
   int64_t rows = ShapedType::kDynamic;
 };
 
-LogicalResult verifyEps(Operation *op, APFloat eps, StringRef name = "eps") {
-  double value = eps.convertToDouble();
+} // namespace
+
+/// A real as diagnostics show it: as printed, but NaN and the infinities by
+/// name rather than by bit pattern.
+static std::string describeReal(double value) {
+  if (std::isnan(value))
+    return "NaN";
+  if (std::isinf(value))
+    return value > 0 ? "+inf" : "-inf";
+  return formatReal(value);
+}
+
+/// eps, alpha and scale: NaN, infinities, zero and negatives are all
+/// rejected (`!(value > 0)` is true for NaN).
+static LogicalResult verifyPositiveFinite(Operation *op, double value,
+                                          StringRef name) {
   if (!(value > 0.0) || std::isinf(value))
-    return op->emitOpError() << name
-                             << " must be a positive finite number, got "
-                             << value;
+    return op->emitOpError()
+           << name << " must be a positive finite number, got "
+           << describeReal(value);
+  return success();
+}
+
+static LogicalResult verifyFinite(Operation *op, double value, StringRef name) {
+  if (!std::isfinite(value))
+    return op->emitOpError()
+           << name << " must be a finite number, got " << describeReal(value);
+  return success();
+}
+
+static LogicalResult verifyEps(Operation *op, FloatAttr eps,
+                               StringRef name = "eps") {
+  return verifyPositiveFinite(op, eps.getValueAsDouble(), name);
+}
+
+/// `weight_offset` shifts the weight (Gemma's `1 + w`): a weight must exist.
+static LogicalResult verifyWeightOffset(Operation *op, double offset,
+                                        Value weight) {
+  if (failed(verifyFinite(op, offset, "weight_offset")))
+    return failure();
+  if (offset != 0.0 && !weight)
+    return op->emitOpError("weight_offset needs a weight");
   return success();
 }
 
 /// Layer ops keep the input's type.
-LogicalResult verifySameResultType(Operation *op, Type input, Type result) {
+static LogicalResult verifySameResultType(Operation *op, Type input,
+                                          Type result) {
   if (input != result)
     return op->emitOpError() << "result type " << result
                              << " does not match input type " << input;
   return success();
 }
 
-LogicalResult verifyPositive(Operation *op, int64_t value, StringRef name) {
+static LogicalResult verifyPositive(Operation *op, int64_t value,
+                                    StringRef name) {
   if (value <= 0)
     return op->emitOpError() << name << " must be positive, got " << value;
   return success();
 }
 
-bool isSplatOf(Value v, double expected) {
-  DenseFPElementsAttr attr;
-  if (!v || !matchPattern(v, m_Constant(&attr)) || !attr.isSplat())
-    return false;
-  return attr.getSplatValue<APFloat>().convertToDouble() == expected;
+/// `heads` x `headDim` must be the static width of `type`; compared by
+/// division so that huge attribute values cannot overflow.
+static LogicalResult verifyHeadsWidth(Operation *op, Type type, StringRef name,
+                                      int64_t heads, StringRef headsName,
+                                      int64_t headDim) {
+  int64_t width = cast<RankedTensorType>(type).getDimSize(1);
+  if (ShapedType::isDynamic(width) || width % headDim != 0 ||
+      width / headDim != heads)
+    return op->emitOpError()
+           << "'" << name << "' must have " << headsName << " (" << heads
+           << ") x head_dim (" << headDim << ") columns, got " << type;
+  return success();
 }
 
-} // namespace
+/// ODS checks the types in each operand segment of an op with
+/// AttrSizedOperandSegments, but not that the segment of a required operand
+/// holds exactly one value. Generic IR that breaks this must be rejected
+/// before any accessor assumes it.
+template <typename OpTy>
+static LogicalResult
+verifyRequiredSegments(OpTy op, ArrayRef<unsigned> requiredSegments) {
+  for (unsigned segment : requiredSegments) {
+    auto [start, length] = op.getODSOperandIndexAndLength(segment);
+    if (length != 1)
+      return op.emitOpError() << "operand group starting at #" << start
+                              << " requires 1 element, but found " << length;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Launch configurations of kernel ops
+//===----------------------------------------------------------------------===//
+
+/// One vector access moves at most 16 bytes of the widest row tensor.
+static LogicalResult verifyLaunchAccessWidth(Operation *op, LaunchAttr launch,
+                                             TypeRange rowTypes) {
+  if (!launch)
+    return success();
+  for (Type type : rowTypes) {
+    Type element = getElementTypeOrSelf(type);
+    int64_t bytes = launch.getVector() * element.getIntOrFloatBitWidth() / 8;
+    if (bytes > kMaxAccessBytes)
+      return op->emitOpError()
+             << "launch vector width " << launch.getVector() << " of "
+             << element << " moves " << bytes << " bytes per access (at most "
+             << kMaxAccessBytes << ")";
+  }
+  return success();
+}
+
+/// A launch configuration must fit the rows it serves.
+static LogicalResult verifyLaunchForRow(Operation *op, LaunchAttr launch,
+                                        int64_t rowLength, TypeRange rowTypes) {
+  if (!launch)
+    return success();
+  if (failed(verifyLaunchAccessWidth(op, launch, rowTypes)))
+    return failure();
+  int64_t perAccess = launch.getVector();
+  int64_t threads = launch.getThreadsPerRow();
+  if ((threads - 1) * perAccess >= rowLength)
+    return op->emitOpError()
+           << "launch configuration leaves threads without work: " << threads
+           << " threads x vector " << perAccess << " for rows of " << rowLength
+           << " elements";
+  // Compared by division: huge rows must not overflow the product.
+  int64_t vectorsPerThread = llvm::divideCeil(rowLength, threads * perAccess);
+  if (vectorsPerThread > kMaxElementsPerThread / perAccess)
+    return op->emitOpError()
+           << "launch configuration keeps " << vectorsPerThread
+           << " vectors of " << perAccess
+           << " elements per thread in registers (at most "
+           << kMaxElementsPerThread << " elements); use more threads per row";
+  return success();
+}
 
 //===----------------------------------------------------------------------===//
 // Layer ops
@@ -150,19 +247,20 @@ LogicalResult RMSNormOp::verify() {
   ShapeChecker shapes(*this);
   if (failed(shapes.row(getInput(), "input")) ||
       failed(shapes.param(getWeight(), "weight")) ||
-      failed(verifyEps(*this, getEpsAttr().getValue())))
+      failed(verifyEps(*this, getEpsAttr())) ||
+      failed(verifyWeightOffset(*this, getWeightOffset().convertToDouble(),
+                                getWeight())))
     return failure();
-  if (getWeightOffset().convertToDouble() != 0.0 && !getWeight())
-    return emitOpError("weight_offset needs a weight");
   return verifySameResultType(*this, getInput().getType(), getType());
 }
 
 LogicalResult LayerNormOp::verify() {
   ShapeChecker shapes(*this);
-  if (failed(shapes.row(getInput(), "input")) ||
+  if (failed(verifyRequiredSegments(*this, {0})) ||
+      failed(shapes.row(getInput(), "input")) ||
       failed(shapes.param(getWeight(), "weight")) ||
       failed(shapes.param(getBias(), "bias")) ||
-      failed(verifyEps(*this, getEpsAttr().getValue())))
+      failed(verifyEps(*this, getEpsAttr())))
     return failure();
   return verifySameResultType(*this, getInput().getType(), getType());
 }
@@ -170,17 +268,18 @@ LogicalResult LayerNormOp::verify() {
 LogicalResult L2NormOp::verify() {
   ShapeChecker shapes(*this);
   if (failed(shapes.row(getInput(), "input")) ||
-      failed(verifyEps(*this, getEpsAttr().getValue())))
+      failed(verifyEps(*this, getEpsAttr())))
     return failure();
   return verifySameResultType(*this, getInput().getType(), getType());
 }
 
 LogicalResult GroupNormOp::verify() {
   ShapeChecker shapes(*this);
-  if (failed(shapes.row(getInput(), "input")) ||
+  if (failed(verifyRequiredSegments(*this, {0})) ||
+      failed(shapes.row(getInput(), "input")) ||
       failed(shapes.param(getWeight(), "weight")) ||
       failed(shapes.param(getBias(), "bias")) ||
-      failed(verifyEps(*this, getEpsAttr().getValue())) ||
+      failed(verifyEps(*this, getEpsAttr())) ||
       failed(verifyPositive(*this, getGroups(), "groups")))
     return failure();
   if (shapes.getHidden() % getGroups() != 0)
@@ -192,29 +291,39 @@ LogicalResult GroupNormOp::verify() {
 
 LogicalResult BatchNormInferenceOp::verify() {
   ShapeChecker shapes(*this);
-  if (failed(shapes.row(getInput(), "input")) ||
+  if (failed(verifyRequiredSegments(*this, {0, 1, 2})) ||
+      failed(shapes.row(getInput(), "input")) ||
       failed(shapes.param(getMean(), "mean")) ||
       failed(shapes.param(getVariance(), "variance")) ||
       failed(shapes.param(getWeight(), "weight")) ||
       failed(shapes.param(getBias(), "bias")) ||
-      failed(verifyEps(*this, getEpsAttr().getValue())))
+      failed(verifyEps(*this, getEpsAttr())))
     return failure();
   return verifySameResultType(*this, getInput().getType(), getType());
 }
 
+/// Batch and column statistics are f32 vectors whatever the storage type.
+static LogicalResult verifyF32Statistics(Operation *op, ValueRange stats,
+                                         StringRef what) {
+  for (Value stat : stats)
+    if (!getElementTypeOrSelf(stat.getType()).isF32())
+      return op->emitOpError()
+             << what << " statistics are f32, got " << stat.getType();
+  return success();
+}
+
 LogicalResult BatchNormTrainingOp::verify() {
   ShapeChecker shapes(*this);
-  if (failed(shapes.row(getInput(), "input")) ||
+  if (failed(verifyRequiredSegments(*this, {0})) ||
+      failed(shapes.row(getInput(), "input")) ||
       failed(shapes.param(getWeight(), "weight")) ||
       failed(shapes.param(getBias(), "bias")) ||
       failed(shapes.param(getBatchMean(), "batch_mean")) ||
       failed(shapes.param(getBatchVariance(), "batch_variance")) ||
-      failed(verifyEps(*this, getEpsAttr().getValue())))
+      failed(verifyEps(*this, getEpsAttr())) ||
+      failed(verifyF32Statistics(*this, {getBatchMean(), getBatchVariance()},
+                                 "batch")))
     return failure();
-  for (Value stat : {getBatchMean(), getBatchVariance()})
-    if (!cast<RankedTensorType>(stat.getType()).getElementType().isF32())
-      return emitOpError() << "batch statistics are f32, got "
-                           << stat.getType();
   return verifySameResultType(*this, getInput().getType(),
                               getResult().getType());
 }
@@ -222,17 +331,275 @@ LogicalResult BatchNormTrainingOp::verify() {
 LogicalResult ResidualAddOp::verify() {
   ShapeChecker shapes(*this);
   if (failed(shapes.row(getResidual(), "residual")) ||
-      failed(shapes.row(getSublayer(), "sublayer")))
+      failed(shapes.row(getSublayer(), "sublayer")) ||
+      failed(
+          verifyPositiveFinite(*this, getAlpha().convertToDouble(), "alpha")))
     return failure();
-  double alpha = getAlpha().convertToDouble();
-  if (!(alpha > 0.0) || std::isinf(alpha))
-    return emitOpError() << "alpha must be a positive finite number, got "
-                         << alpha;
   return verifySameResultType(*this, getResidual().getType(), getType());
 }
 
+//===----------------------------------------------------------------------===//
+// CastOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CastOp::verify() {
+  // The shape is unchanged (CastOpInterface checks areCastCompatible first).
+  return ShapeChecker(*this).row(getInput(), "input");
+}
+
+bool CastOp::areCastCompatible(TypeRange inputs, TypeRange outputs) {
+  if (inputs.size() != 1 || outputs.size() != 1)
+    return false;
+  auto in = dyn_cast<RankedTensorType>(inputs.front());
+  auto out = dyn_cast<RankedTensorType>(outputs.front());
+  return in && out && in.getShape() == out.getShape();
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionOp::verify() {
+  int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(),
+          headDim = getHeadDim();
+  if (failed(verifyRequiredSegments(*this, {0, 1, 2})) ||
+      failed(verifyPositive(*this, heads, "num_heads")) ||
+      failed(verifyPositive(*this, kvHeads, "num_kv_heads")) ||
+      failed(verifyPositive(*this, headDim, "head_dim")))
+    return failure();
+  if (heads % kvHeads != 0)
+    return emitOpError() << "num_kv_heads (" << kvHeads
+                         << ") must divide num_heads (" << heads << ")";
+  if (failed(verifyHeadsWidth(*this, getQ().getType(), "q", heads, "num_heads",
+                              headDim)) ||
+      failed(verifyHeadsWidth(*this, getK().getType(), "k", kvHeads,
+                              "num_kv_heads", headDim)) ||
+      failed(verifyHeadsWidth(*this, getV().getType(), "v", kvHeads,
+                              "num_kv_heads", headDim)))
+    return failure();
+  if (failed(verifyCompatibleShape(getK().getType(), getV().getType())))
+    return emitOpError() << "'k' and 'v' must have the same shape, got "
+                         << getK().getType() << " and " << getV().getType();
+  if (failed(
+          verifyPositiveFinite(*this, getScale().convertToDouble(), "scale")))
+    return failure();
+  if (!getQkNorm()) {
+    if (getQNormWeight() || getKNormWeight() || getQkNormEpsAttr())
+      return emitOpError("QK-Norm weights and eps need a 'qk_norm' kind");
+  } else {
+    if (!getQkNormEpsAttr())
+      return emitOpError("'qk_norm' needs 'qk_norm_eps'");
+    ShapeChecker shapes(*this);
+    if (failed(verifyEps(*this, getQkNormEpsAttr(), "qk_norm_eps")) ||
+        failed(shapes.param(getQNormWeight(), "q_norm_weight", headDim)) ||
+        failed(shapes.param(getKNormWeight(), "k_norm_weight", headDim)))
+      return failure();
+  }
+  return verifySameResultType(*this, getQ().getType(), getType());
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel ops
+//===----------------------------------------------------------------------===//
+
+int64_t FusedRowOp::getHidden() {
+  return cast<RankedTensorType>(getInput().getType()).getDimSize(1);
+}
+
+Type FusedRowOp::getStreamElementType() {
+  if (getF32Residual())
+    return Float32Type::get(getContext());
+  return getElementTypeOrSelf(getInput().getType());
+}
+
+LogicalResult FusedRowOp::verify() {
+  ShapeChecker shapes(*this);
+  if (failed(verifyRequiredSegments(*this, {0})) ||
+      failed(shapes.row(getInput(), "input")) ||
+      failed(shapes.row(getAddend(), "addend")) ||
+      failed(shapes.row(getSkip(), "skip")) ||
+      failed(shapes.row(getOutput(), "output")) ||
+      failed(shapes.row(getResidualOut(), "residual_out")) ||
+      failed(shapes.param(getWeight(), "weight")) ||
+      failed(shapes.param(getBias(), "bias")) ||
+      failed(shapes.param(getMean(), "mean")) ||
+      failed(shapes.param(getVariance(), "variance")) ||
+      failed(verifyEps(*this, getEpsAttr())) ||
+      failed(
+          verifyPositiveFinite(*this, getAlpha().convertToDouble(), "alpha")) ||
+      failed(verifyWeightOffset(*this, getWeightOffset().convertToDouble(),
+                                getWeight())) ||
+      failed(verifyPositive(*this, getGroups(), "groups")))
+    return failure();
+  if (!getAddend()) {
+    if (getAlpha().convertToDouble() != 1.0)
+      return emitOpError("alpha needs an addend");
+    if (getResidualOut())
+      return emitOpError("residual_out needs an addend");
+    if (getF32Residual())
+      return emitOpError("f32_residual needs an addend");
+  }
+  Type inputElement = getElementTypeOrSelf(getInput().getType());
+  if (getResidualOut() &&
+      getElementTypeOrSelf(getResidualOut().getType()) != inputElement)
+    return emitOpError() << "residual_out must keep the element type of "
+                            "'input' ("
+                         << inputElement << "), got "
+                         << getResidualOut().getType();
+  int64_t hidden = shapes.getHidden();
+  if (hidden % getGroups() != 0)
+    return emitOpError() << "groups (" << getGroups()
+                         << ") must divide the hidden size (" << hidden << ")";
+  if (getGroups() > 1 && getStatistic() == Statistic::none)
+    return emitOpError("groups > 1 needs a statistic to group (rms, mean_var "
+                       "or l2), got 'none'");
+  bool perChannelStats = getMean() || getVariance();
+  if (perChannelStats && !(getMean() && getVariance()))
+    return emitOpError("'mean' and 'variance' go together");
+  if (perChannelStats && getStatistic() != Statistic::none)
+    return emitOpError("per-channel 'mean'/'variance' need statistic 'none'");
+  SmallVector<Type> rowTypes;
+  for (Value v :
+       {getInput(), getAddend(), getSkip(), getOutput(), getResidualOut()})
+    if (v)
+      rowTypes.push_back(v.getType());
+  return verifyLaunchForRow(*this, getLaunchAttr(), hidden / getGroups(),
+                            rowTypes);
+}
+
+LogicalResult QKNormPrologueOp::verify() {
+  int64_t qHeads = getNumQHeads(), kvHeads = getNumKvHeads(),
+          headDim = getHeadDim();
+  if (failed(verifyRequiredSegments(*this, {0})) ||
+      failed(verifyPositive(*this, qHeads, "num_q_heads")) ||
+      failed(verifyPositive(*this, kvHeads, "num_kv_heads")) ||
+      failed(verifyPositive(*this, headDim, "head_dim")) ||
+      failed(verifyEps(*this, getEpsAttr())))
+    return failure();
+  if (failed(verifyHeadsWidth(*this, getQ().getType(), "q", qHeads,
+                              "num_q_heads", headDim)) ||
+      failed(verifyHeadsWidth(*this, getK().getType(), "k", kvHeads,
+                              "num_kv_heads", headDim)))
+    return failure();
+  // The widths of q and k are (num_q_heads | num_kv_heads) x head_dim now,
+  // but the packed width may still overflow.
+  auto qkv = cast<RankedTensorType>(getQkv().getType());
+  std::optional<int64_t> packed = llvm::checkedMul<int64_t>(kvHeads, 2);
+  if (packed)
+    packed = llvm::checkedAdd(*packed, qHeads);
+  if (packed)
+    packed = llvm::checkedMul(*packed, headDim);
+  if (!packed || qkv.getDimSize(1) != *packed) {
+    InFlightDiagnostic diag = emitOpError()
+                              << "'qkv' must have (num_q_heads + 2 * "
+                                 "num_kv_heads) x head_dim";
+    if (packed)
+      diag << " = " << *packed;
+    return diag << " columns, got " << qkv;
+  }
+  for (auto [v, name] : {std::pair{getQ(), "q"}, std::pair{getK(), "k"}}) {
+    int64_t rows = cast<RankedTensorType>(v.getType()).getDimSize(0);
+    if (!ShapedType::isDynamic(rows) && !qkv.isDynamicDim(0) &&
+        rows != qkv.getDimSize(0))
+      return emitOpError() << "row count of '" << name << "' (" << rows
+                           << ") does not match row count of 'qkv' ("
+                           << qkv.getDimSize(0) << ")";
+  }
+  ShapeChecker shapes(*this);
+  if (failed(shapes.param(getQWeight(), "q_weight", headDim)) ||
+      failed(shapes.param(getKWeight(), "k_weight", headDim)))
+    return failure();
+  return verifyLaunchForRow(
+      *this, getLaunchAttr(), headDim,
+      {getQkv().getType(), getQ().getType(), getK().getType()});
+}
+
+LogicalResult ColumnStatsOp::verify() {
+  ShapeChecker shapes(*this);
+  if (failed(shapes.row(getInput(), "input")) ||
+      failed(shapes.param(getMean(), "mean")) ||
+      failed(shapes.param(getVariance(), "variance")) ||
+      failed(verifyF32Statistics(*this, {getMean(), getVariance()}, "column")))
+    return failure();
+  return verifyLaunchAccessWidth(*this, getLaunchAttr(), getInput().getType());
+}
+
+//===----------------------------------------------------------------------===//
+// Canonicalization
+//===----------------------------------------------------------------------===//
+//
+// The patterns below only remove work whose result is bit-identical to the
+// original, with one exception the whole dialect makes: the sign of a zero
+// result is not preserved (`-0 + 0` is `+0`).
+
+/// Whether `v` is a constant splat of `expected`.
+static bool isSplatOf(Value v, double expected) {
+  DenseFPElementsAttr attr;
+  if (!v || !matchPattern(v, m_Constant(&attr)) || !attr.isSplat())
+    return false;
+  return attr.getSplatValue<APFloat>().convertToDouble() == expected;
+}
+
+/// Whether `weight + offset` is 1 everywhere, so that scaling is the
+/// identity: a ones weight, or Gemma's `1 + w` form with a zeros weight.
+static bool isUnitScale(Value weight, double offset) {
+  return (offset == 0.0 && isSplatOf(weight, 1.0)) ||
+         (offset == 1.0 && isSplatOf(weight, 0.0));
+}
+
+/// Whether every value of `narrow` is exactly representable in `wide`.
+static bool widensExactly(Type narrow, Type wide) {
+  return narrow == wide ||
+         (wide.isF32() && (narrow.isF16() || narrow.isBF16()));
+}
+
 namespace {
-/// `alpha * x + 0` is `x` when alpha is 1.
+
+template <typename OpTy>
+using WeightOffsetGetter = decltype(std::declval<OpTy &>().getWeightOffset());
+template <typename OpTy>
+using BiasGetter = decltype(std::declval<OpTy &>().getBias());
+
+/// Drops a weight that scales by exactly 1 and a bias of zeros from the
+/// norms that take them (`x * 1` and `x + 0` are exact).
+template <typename OpTy> struct DropIdentityParams : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  static constexpr bool hasWeightOffset =
+      llvm::is_detected<WeightOffsetGetter, OpTy>::value;
+  static constexpr bool hasBias = llvm::is_detected<BiasGetter, OpTy>::value;
+
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    double offset = 0.0;
+    if constexpr (hasWeightOffset)
+      offset = op.getWeightOffset().convertToDouble();
+    bool dropWeight = isUnitScale(op.getWeight(), offset);
+    bool dropBias = false;
+    if constexpr (hasBias)
+      dropBias = isSplatOf(op.getBias(), 0.0);
+    if (!dropWeight && !dropBias)
+      return failure();
+    rewriter.modifyOpInPlace(op, [&] {
+      if (dropWeight) {
+        op.getWeightMutable().clear();
+        if constexpr (hasWeightOffset)
+          op.setWeightOffsetAttr(rewriter.getF64FloatAttr(0.0));
+      }
+      if constexpr (hasBias)
+        if (dropBias)
+          op.getBiasMutable().clear();
+    });
+    return success();
+  }
+};
+
+/// `1 * x + 0` is `x`.
 struct DropZeroSublayer : OpRewritePattern<ResidualAddOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ResidualAddOp op,
@@ -244,46 +611,24 @@ struct DropZeroSublayer : OpRewritePattern<ResidualAddOp> {
     return success();
   }
 };
-} // namespace
 
-void ResidualAddOp::getCanonicalizationPatterns(RewritePatternSet &results,
-                                                MLIRContext *context) {
-  results.add<DropZeroSublayer>(context);
-}
+/// `alpha * 0 + y` is `y` when `y` already has the result type (otherwise
+/// it is a cast).
+struct DropZeroResidual : OpRewritePattern<ResidualAddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ResidualAddOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getSublayer().getType() != op.getType() ||
+        !isSplatOf(op.getResidual(), 0.0))
+      return failure();
+    rewriter.replaceOp(op, op.getSublayer());
+    return success();
+  }
+};
 
-//===----------------------------------------------------------------------===//
-// CastOp
-//===----------------------------------------------------------------------===//
-
-LogicalResult CastOp::verify() {
-  auto in = cast<RankedTensorType>(getInput().getType());
-  auto out = cast<RankedTensorType>(getType());
-  if (failed(verifyCompatibleShape(in, out)))
-    return emitOpError() << "cannot change the shape: " << in << " to " << out;
-  return success();
-}
-
-bool CastOp::areCastCompatible(TypeRange inputs, TypeRange outputs) {
-  if (inputs.size() != 1 || outputs.size() != 1)
-    return false;
-  auto in = dyn_cast<RankedTensorType>(inputs.front());
-  auto out = dyn_cast<RankedTensorType>(outputs.front());
-  return in && out && succeeded(verifyCompatibleShape(in, out));
-}
-
-OpFoldResult CastOp::fold(FoldAdaptor) {
-  if (getInput().getType() == getType())
-    return getInput();
-  return {};
-}
-
-namespace {
-/// Whether every value of `narrow` is exactly representable in `wide`.
-bool widensExactly(Type narrow, Type wide) {
-  return narrow == wide || (wide.isF32() && (narrow.isF16() || narrow.isBF16()));
-}
-
-/// cast(cast(x : A -> B) : B -> C) is cast(x : A -> C) when B holds A exactly.
+/// cast(cast(x : A -> B) : B -> C) is cast(x : A -> C) when B holds every
+/// value of A exactly: rounding to C then sees the same values. (f32 -> bf16
+/// -> f32 rounds, so it stays.) A -> A then folds away.
 struct FoldExactCastChain : OpRewritePattern<CastOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(CastOp op,
@@ -299,7 +644,43 @@ struct FoldExactCastChain : OpRewritePattern<CastOp> {
     return success();
   }
 };
+
 } // namespace
+
+void RMSNormOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                            MLIRContext *context) {
+  results.add<DropIdentityParams<RMSNormOp>>(context);
+}
+
+void LayerNormOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                              MLIRContext *context) {
+  results.add<DropIdentityParams<LayerNormOp>>(context);
+}
+
+void GroupNormOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                              MLIRContext *context) {
+  results.add<DropIdentityParams<GroupNormOp>>(context);
+}
+
+void BatchNormInferenceOp::getCanonicalizationPatterns(
+    RewritePatternSet &results, MLIRContext *context) {
+  results.add<DropIdentityParams<BatchNormInferenceOp>>(context);
+}
+
+void BatchNormTrainingOp::getCanonicalizationPatterns(
+    RewritePatternSet &results, MLIRContext *context) {
+  results.add<DropIdentityParams<BatchNormTrainingOp>>(context);
+}
+
+void FusedRowOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                             MLIRContext *context) {
+  results.add<DropIdentityParams<FusedRowOp>>(context);
+}
+
+void ResidualAddOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                                MLIRContext *context) {
+  results.add<DropZeroSublayer, DropZeroResidual>(context);
+}
 
 void CastOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                          MLIRContext *context) {
@@ -307,205 +688,20 @@ void CastOp::getCanonicalizationPatterns(RewritePatternSet &results,
 }
 
 //===----------------------------------------------------------------------===//
-// AttentionOp
-//===----------------------------------------------------------------------===//
-
-LogicalResult AttentionOp::verify() {
-  int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(),
-          headDim = getHeadDim();
-  if (failed(verifyPositive(*this, heads, "num_heads")) ||
-      failed(verifyPositive(*this, kvHeads, "num_kv_heads")) ||
-      failed(verifyPositive(*this, headDim, "head_dim")))
-    return failure();
-  if (heads % kvHeads != 0)
-    return emitOpError() << "num_kv_heads (" << kvHeads
-                         << ") must divide num_heads (" << heads << ")";
-  auto checkWidth = [&](Value v, StringRef name,
-                        int64_t numHeads, StringRef headsName) -> LogicalResult {
-    auto type = cast<RankedTensorType>(v.getType());
-    if (type.isDynamicDim(1) || type.getDimSize(1) != numHeads * headDim)
-      return emitOpError() << headsName << " (" << numHeads
-                           << ") x head_dim (" << headDim
-                           << ") = " << numHeads * headDim
-                           << " does not match the width of '" << name
-                           << "' (" << type << ")";
-    return success();
-  };
-  if (failed(checkWidth(getQ(), "q", heads, "num_heads")) ||
-      failed(checkWidth(getK(), "k", kvHeads, "num_kv_heads")) ||
-      failed(checkWidth(getV(), "v", kvHeads, "num_kv_heads")))
-    return failure();
-  if (failed(verifyCompatibleShape(cast<ShapedType>(getK().getType()),
-                                   cast<ShapedType>(getV().getType()))))
-    return emitOpError("'k' and 'v' must have the same shape");
-  double scale = getScale().convertToDouble();
-  if (!(scale > 0.0) || std::isinf(scale))
-    return emitOpError() << "scale must be a positive finite number, got "
-                         << scale;
-  if (!getQkNorm()) {
-    if (getQNormWeight() || getKNormWeight() || getQkNormEpsAttr())
-      return emitOpError("QK-Norm weights and eps need a 'qk_norm' kind");
-  } else {
-    if (!getQkNormEpsAttr())
-      return emitOpError("'qk_norm' needs 'qk_norm_eps'");
-    if (failed(verifyEps(*this, getQkNormEpsAttr().getValue(), "qk_norm_eps")))
-      return failure();
-    ShapeChecker shapes(*this);
-    if (failed(shapes.param(getQNormWeight(), "q_norm_weight", headDim)) ||
-        failed(shapes.param(getKNormWeight(), "k_norm_weight", headDim)))
-      return failure();
-  }
-  return verifySameResultType(*this, getQ().getType(), getType());
-}
-
-//===----------------------------------------------------------------------===//
-// Kernel ops
-//===----------------------------------------------------------------------===//
-
-/// A launch configuration must fit the rows it serves.
-static LogicalResult verifyLaunchForRow(Operation *op, LaunchAttr launch,
-                                        int64_t rowLength) {
-  if (!launch)
-    return success();
-  int64_t perAccess = launch.getVector();
-  int64_t threads = launch.getThreadsPerRow();
-  if ((threads - 1) * perAccess >= rowLength)
-    return op->emitOpError()
-           << "launch configuration leaves threads without work: "
-           << threads << " threads x vector " << perAccess
-           << " for rows of " << rowLength << " elements";
-  int64_t chunks = llvm::divideCeil(rowLength, threads * perAccess);
-  if (chunks * perAccess > kMaxElementsPerThread)
-    return op->emitOpError()
-           << "launch configuration keeps " << chunks * perAccess
-           << " elements per thread in registers (at most "
-           << kMaxElementsPerThread << "); use more threads per row";
-  return success();
-}
-
-int64_t FusedRowOp::getHidden() {
-  return cast<RankedTensorType>(getInput().getType()).getDimSize(1);
-}
-
-Type FusedRowOp::getStreamElementType() {
-  if (getF32Residual())
-    return Float32Type::get(getContext());
-  return getElementTypeOrSelf(getInput().getType());
-}
-
-LogicalResult FusedRowOp::verify() {
-  ShapeChecker shapes(*this);
-  if (failed(shapes.row(getInput(), "input")) ||
-      failed(shapes.row(getAddend(), "addend")) ||
-      failed(shapes.row(getSkip(), "skip")) ||
-      failed(shapes.row(getOutput(), "output")) ||
-      failed(shapes.row(getResidualOut(), "residual_out")) ||
-      failed(shapes.param(getWeight(), "weight")) ||
-      failed(shapes.param(getBias(), "bias")) ||
-      failed(shapes.param(getMean(), "mean")) ||
-      failed(shapes.param(getVariance(), "variance")) ||
-      failed(verifyEps(*this, getEpsAttr().getValue())) ||
-      failed(verifyPositive(*this, getGroups(), "groups")))
-    return failure();
-  double alpha = getAlpha().convertToDouble();
-  if (!(alpha > 0.0) || std::isinf(alpha))
-    return emitOpError() << "alpha must be a positive finite number, got "
-                         << alpha;
-  if (!getAddend()) {
-    if (alpha != 1.0)
-      return emitOpError("alpha needs an addend");
-    if (getResidualOut())
-      return emitOpError("residual_out needs an addend");
-    if (getF32Residual())
-      return emitOpError("f32_residual needs an addend");
-  }
-  if (getResidualOut() &&
-      getElementTypeOrSelf(getResidualOut().getType()) !=
-          getElementTypeOrSelf(getInput().getType()))
-    return emitOpError() << "residual_out must keep the element type of "
-                            "'input' ("
-                         << getElementTypeOrSelf(getInput().getType())
-                         << "), got " << getResidualOut().getType();
-  int64_t hidden = shapes.getHidden();
-  if (hidden % getGroups() != 0)
-    return emitOpError() << "groups (" << getGroups()
-                         << ") must divide the hidden size (" << hidden << ")";
-  bool perChannelStats = getMean() || getVariance();
-  if (perChannelStats && !(getMean() && getVariance()))
-    return emitOpError("'mean' and 'variance' go together");
-  if (perChannelStats && getStatistic() != Statistic::none)
-    return emitOpError("per-channel 'mean'/'variance' need statistic 'none'");
-  if (getWeightOffset().convertToDouble() != 0.0 && !getWeight())
-    return emitOpError("weight_offset needs a weight");
-  return verifyLaunchForRow(*this, getLaunchAttr(), hidden / getGroups());
-}
-
-LogicalResult QKNormPrologueOp::verify() {
-  int64_t qHeads = getNumQHeads(), kvHeads = getNumKvHeads(),
-          headDim = getHeadDim();
-  if (failed(verifyPositive(*this, qHeads, "num_q_heads")) ||
-      failed(verifyPositive(*this, kvHeads, "num_kv_heads")) ||
-      failed(verifyPositive(*this, headDim, "head_dim")) ||
-      failed(verifyEps(*this, getEpsAttr().getValue())))
-    return failure();
-  auto width = [](Value v) {
-    return cast<RankedTensorType>(v.getType()).getDimSize(1);
-  };
-  int64_t packed = (qHeads + 2 * kvHeads) * headDim;
-  if (width(getQkv()) != packed)
-    return emitOpError() << "'qkv' must have (num_q_heads + 2 * num_kv_heads)"
-                            " x head_dim = "
-                         << packed << " columns, got " << getQkv().getType();
-  if (width(getQ()) != qHeads * headDim)
-    return emitOpError() << "'q' must have num_q_heads x head_dim = "
-                         << qHeads * headDim << " columns, got "
-                         << getQ().getType();
-  if (width(getK()) != kvHeads * headDim)
-    return emitOpError() << "'k' must have num_kv_heads x head_dim = "
-                         << kvHeads * headDim << " columns, got "
-                         << getK().getType();
-  for (Value v : {getQ(), getK()})
-    if (failed(verifyCompatibleShape(
-            ArrayRef<int64_t>{cast<ShapedType>(v.getType()).getDimSize(0)},
-            ArrayRef<int64_t>{
-                cast<ShapedType>(getQkv().getType()).getDimSize(0)})))
-      return emitOpError("'q' and 'k' must have the row count of 'qkv'");
-  ShapeChecker shapes(*this);
-  if (failed(shapes.param(getQWeight(), "q_weight", headDim)) ||
-      failed(shapes.param(getKWeight(), "k_weight", headDim)))
-    return failure();
-  return verifyLaunchForRow(*this, getLaunchAttr(), headDim);
-}
-
-LogicalResult ColumnStatsOp::verify() {
-  ShapeChecker shapes(*this);
-  if (failed(shapes.row(getInput(), "input")) ||
-      failed(shapes.param(getMean(), "mean")) ||
-      failed(shapes.param(getVariance(), "variance")))
-    return failure();
-  for (Value stat : {getMean(), getVariance()})
-    if (!cast<RankedTensorType>(stat.getType()).getElementType().isF32())
-      return emitOpError() << "column statistics are f32, got "
-                           << stat.getType();
-  return success();
-}
-
-//===----------------------------------------------------------------------===//
 // RowAllReduceOp
 //===----------------------------------------------------------------------===//
 
 LogicalResult RowAllReduceOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location>, ValueRange operands,
-    DictionaryAttr, OpaqueProperties, RegionRange,
-    SmallVectorImpl<Type> &inferredReturnTypes) {
-  for (Value v : operands)
-    inferredReturnTypes.push_back(v.getType());
+    MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
+    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferredReturnTypes) {
+  llvm::append_range(inferredReturnTypes, operands.getTypes());
   return success();
 }
 
 LogicalResult RowAllReduceOp::verify() {
   int64_t group = getGroupSize();
-  if (group < 1 || group > 1024 || (group < 32 && !llvm::isPowerOf2_64(group)) ||
+  if (group < 1 || group > 1024 ||
+      (group < 32 && !llvm::isPowerOf2_64(group)) ||
       (group >= 32 && group % 32 != 0))
     return emitOpError() << "group_size must be a power of two up to 32 or a "
                             "multiple of 32 up to 1024, got "

@@ -13,9 +13,8 @@ include "mlir/IR/SymbolInterfaces.td"
 // Type constraints
 //===----------------------------------------------------------------------===//
 
-def Norm_Element : AnyTypeOf<[F32, F16, BF16], "f32, f16 or bf16">;
-// Hidden sizes must be static; the verifiers say so with a precise message
-// instead of a type-constraint failure.
+// Hidden sizes must be static and positive; the verifiers say so with a
+// precise message instead of a type-constraint failure.
 def Norm_RowTensor : TensorRankOf<[F32, F16, BF16], [2]>;
 def Norm_ParamTensor : TensorRankOf<[F32, F16, BF16], [1]>;
 
@@ -46,7 +45,11 @@ def Norm_RMSNormOp : Norm_Op<"rms_norm", [Pure]> {
   let description = [{
     `y = x / sqrt(mean(x^2) + eps) * (weight + weight_offset)`, per row, with
     the statistic accumulated in f32. Without a weight the scale is 1.
-    `weight_offset = 1.0` is Gemma's `(1 + w)` form.
+    `weight_offset = 1.0` is Gemma's `(1 + w)` form; an offset needs a
+    weight. `eps` is positive and finite, `weight_offset` finite.
+
+    Canonicalization drops a weight that scales by exactly 1 (a splat 1.0
+    weight with offset 0, or a splat 0.0 weight with offset 1).
 
     ```mlir
     %y = norm.rms_norm %x weight(%w : tensor<4096xbf16>) eps(1.0e-06)
@@ -61,13 +64,15 @@ def Norm_RMSNormOp : Norm_Op<"rms_norm", [Pure]> {
       " " # OptReal<"offset", "weight_offset">.format #
       " attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Norm_LayerNormOp : Norm_Op<"layer_norm", [Pure, AttrSizedOperandSegments]> {
   let summary = "layer normalization of each row";
   let description = [{
     `y = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias`, per row, with
-    the biased variance and f32 accumulation. Weight and bias are optional.
+    the biased variance and f32 accumulation. Weight and bias are optional;
+    canonicalization drops a splat 1.0 weight and a splat 0.0 bias.
 
     ```mlir
     %y = norm.layer_norm %x weight(%w : tensor<1024xf16>) bias(%b : tensor<1024xf16>)
@@ -81,6 +86,7 @@ def Norm_LayerNormOp : Norm_Op<"layer_norm", [Pure, AttrSizedOperandSegments]> {
       OptParam<"bias">.format # " " # Real<"eps", "eps">.format #
       " attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Norm_L2NormOp : Norm_Op<"l2_norm", [Pure]> {
@@ -105,7 +111,9 @@ def Norm_GroupNormOp : Norm_Op<"group_norm", [Pure, AttrSizedOperandSegments]> {
   let description = [{
     Splits each row's `hidden` channels into `groups` contiguous groups of
     `hidden / groups` channels, normalizes each group by its own mean and
-    biased variance, then applies the per-channel weight and bias.
+    biased variance, then applies the per-channel weight and bias. `groups`
+    is positive and divides the hidden size; canonicalization drops a splat
+    1.0 weight and a splat 0.0 bias.
 
     ```mlir
     %y = norm.group_norm %x weight(%w : tensor<512xf32>) bias(%b : tensor<512xf32>)
@@ -120,6 +128,7 @@ def Norm_GroupNormOp : Norm_Op<"group_norm", [Pure, AttrSizedOperandSegments]> {
       OptParam<"bias">.format # " " # Real<"eps", "eps">.format #
       " attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Norm_BatchNormInferenceOp
@@ -128,6 +137,7 @@ def Norm_BatchNormInferenceOp
   let description = [{
     `y = (x - running_mean) / sqrt(running_var + eps) * weight + bias`, with
     per-channel (per hidden index) statistics; rows are the batch.
+    Canonicalization drops a splat 1.0 weight and a splat 0.0 bias.
 
     ```mlir
     %y = norm.batch_norm_inference %x mean(%m : tensor<256xf32>) variance(%v : tensor<256xf32>)
@@ -145,6 +155,7 @@ def Norm_BatchNormInferenceOp
     OptParam<"weight">.format # " " # OptParam<"bias">.format # " " # Real<"eps", "eps">.format #
     " attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Norm_BatchNormTrainingOp
@@ -154,7 +165,8 @@ def Norm_BatchNormTrainingOp
     Computes each channel's mean and biased variance over the rows (the
     batch), normalizes with them and applies weight and bias. Also returns
     the batch mean and biased variance in f32 (a framework derives its
-    running statistics from them).
+    running statistics from them). Canonicalization drops a splat 1.0
+    weight and a splat 0.0 bias.
 
     ```mlir
     %y, %mean, %var = norm.batch_norm_training %x eps(1.0e-05)
@@ -169,6 +181,7 @@ def Norm_BatchNormTrainingOp
       OptParam<"bias">.format # " " # Real<"eps", "eps">.format # " attr-dict `:` type($input) `->` " #
       "type($result) `,` type($batch_mean) `,` type($batch_variance)";
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Norm_ResidualAddOp : Norm_Op<"residual_add", [Pure]> {
@@ -179,7 +192,11 @@ def Norm_ResidualAddOp : Norm_Op<"residual_add", [Pure]> {
     keeps its storage type. `alpha = 1` is the plain residual connection; DeepNorm
     uses `alpha = (2N)^(1/4)` for N layers (see `norm::getDeepNormConstants`).
     The operands may have different element types (a residual stream kept in
-    f32 beside a bf16 sublayer output).
+    f32 beside a bf16 sublayer output). `alpha` is positive and finite.
+
+    Canonicalization folds `1 * x + 0` to `x` and `alpha * 0 + y` to `y` when
+    `y` has the result type. `alpha * x + 0` with `alpha != 1` stays: it is a
+    multiply.
 
     ```mlir
     %h = norm.residual_add %x, %f alpha(2.0)
@@ -201,7 +218,12 @@ def Norm_CastOp : Norm_Op<"cast", [Pure,
   let summary = "convert between storage types (round to nearest even)";
   let description = [{
     Converts each element between f32, f16 and bf16 with round-to-nearest-
-    even; the shape is unchanged.
+    even; the shape (static or dynamic, dimension by dimension) is unchanged.
+
+    A cast to the same type folds away. `cast(cast(x : A -> B) : B -> C)`
+    becomes `cast(x : A -> C)` when B holds every value of A exactly
+    (f16/bf16 -> f32): bf16 -> f32 -> bf16 disappears, bf16 -> f32 -> f16 is
+    one cast, while f32 -> bf16 -> f32 rounds and stays.
 
     ```mlir
     %y = norm.cast %x : tensor<?x4096xf32> to tensor<?x4096xbf16>
@@ -225,7 +247,10 @@ def Norm_AttentionOp : Norm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     and key rows are normalized first (RMSNorm or L2) with the optional
     `head_dim`-long weights: the fusion pass
     `norm-fuse-qk-norm-into-attention` moves separate norms here so that an
-    attention kernel applies them in its prologue.
+    attention kernel applies them in its prologue. QK-Norm weights and
+    `qk_norm_eps` need `qk_norm`; `qk_norm` needs `qk_norm_eps`.
+    `num_kv_heads` divides `num_heads`; `k` and `v` have the same shape; the
+    result has the type of `q`; `scale` is positive and finite.
 
     ```mlir
     %o = norm.attention %q, %k, %v q_norm_weight(%wq : tensor<128xbf16>)
@@ -276,14 +301,20 @@ def Norm_FusedRowOp : Norm_Op<"fused_row", [Pure, AttrSizedOperandSegments]> {
       or `none` (elementwise: `(v - mean) * rsqrt(variance + eps)` with the
       per-channel `mean`/`variance` operands when given, else `v`).
     - `groups > 1` computes the statistic over `hidden / groups` contiguous
-      channels (GroupNorm).
+      channels (GroupNorm); it needs a statistic other than `none`.
     - `skip` adds a tensor after normalization (Sandwich-Norm: `x + norm(f)`);
       the normalized value is rounded to the output type before the add, as
       in the unfused graph.
     - `output` may have another element type than `input` (a fused cast).
 
     `launch` is the launch configuration; `kernel` names the `gpu.func` that
-    implements the op once kernels are generated.
+    implements the op once kernels are generated. A launch configuration
+    must fit the row (`hidden / groups` elements): no thread of a row without
+    work, at most 64 elements per thread, and vector accesses of at most 16
+    bytes of every row tensor.
+
+    Canonicalization drops a weight that scales by exactly 1 (splat 1.0 with
+    offset 0 or splat 0.0 with offset 1) and a splat 0.0 bias.
 
     ```mlir
     %y, %h = norm.fused_row <rms> %x addend(%f : tensor<?x4096xbf16>)
@@ -320,6 +351,7 @@ def Norm_FusedRowOp : Norm_Op<"fused_row", [Pure, AttrSizedOperandSegments]> {
     attr-dict `:` type($input) `->` type($output) (`,` type($residual_out)^)?
   }];
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
   let extraClassDeclaration = [{
     /// The hidden size (the static row length).
     int64_t getHidden();
@@ -338,7 +370,8 @@ def Norm_QKNormPrologueOp : Norm_Op<"qk_norm_prologue", [Pure,
     and `k` (`tokens x num_kv_heads * head_dim`), each head row normalized by
     RMSNorm or L2 norm and scaled by `q_weight`/`k_weight` (length
     `head_dim`). One launch; `v` is not touched. The row stride of `qkv` is a
-    runtime argument of the kernel.
+    runtime argument of the kernel. A launch configuration serves rows of
+    `head_dim` elements.
 
     ```mlir
     %q, %k = norm.qk_norm_prologue <rms> %qkv q_weight(%wq : tensor<128xbf16>)
@@ -366,7 +399,8 @@ def Norm_ColumnStatsOp : Norm_Op<"column_stats", [Pure]> {
   let description = [{
     The statistics kernel of training-mode batch normalization: for each
     hidden index, the mean and biased variance of the column, accumulated in
-    f32 and returned as f32 vectors.
+    f32 and returned as f32 vectors. A launch configuration's vector
+    accesses move at most 16 bytes of `input`.
 
     ```mlir
     %mean, %var = norm.column_stats %x : tensor<?x256xbf16> -> tensor<256xf32>, tensor<256xf32>

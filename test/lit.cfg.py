@@ -15,13 +15,18 @@ config.test_exec_root = os.path.join(config.norm_obj_root, "test")
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%norm_src_root", config.norm_src_root))
 
-llvm_config.with_system_environment(["HOME", "TMPDIR", "CUDA_HOME", "XDG_CACHE_HOME"])
+llvm_config.with_system_environment(["HOME", "TMPDIR", "CUDA_HOME", "XDG_CACHE_HOME",
+                                     "NORM_ROBUSTNESS_SEEDS", "NORM_ROBUSTNESS_RUNS"])
 llvm_config.use_default_substitutions()
-# `not` and `count` at the start of a RUN line.
+# lit substitutes `not` and `count` only after a pipe; find them anywhere.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.norm_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["norm-opt", "norm-cpu-check"], tool_dirs)
+llvm_config.add_tool_substitutions(["norm-opt", "norm-cpu-check", "mlir-tblgen"],
+                                   tool_dirs)
+# The include path for running mlir-tblgen on our .td files.
+config.substitutions.append(("%norm_tblgen_includes", " ".join(
+    "-I " + d for d in [config.norm_src_root] + config.mlir_include_dirs.split(";"))))
 
 # CPU execution of kernels (test/Host): mlir-runner and its print helpers.
 llvm_config.add_tool_substitutions(["mlir-runner"], [config.llvm_tools_dir])
@@ -34,3 +39,9 @@ if config.ptxas and os.path.exists(config.ptxas):
     config.substitutions.append(("%ptxas", config.ptxas))
 if config.norm_sanitize in ("ON", "1", "TRUE"):
     config.available_features.add("sanitizer")
+    # Our instrumented inline BumpPtrAllocator code poisons slabs that the
+    # uninstrumented libMLIR.so then allocates from: manual poisoning is off.
+    # A finding aborts, so that `not` and the robustness check see a crash.
+    for var, defaults in (("ASAN_OPTIONS", "allow_user_poisoning=0:abort_on_error=1"),
+                          ("UBSAN_OPTIONS", "print_stacktrace=1:abort_on_error=1")):
+        config.environment[var] = ":".join(filter(None, [defaults, os.environ.get(var)]))

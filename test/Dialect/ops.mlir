@@ -1,26 +1,247 @@
+// Every norm op and attribute, printed and parsed back in the custom and in
+// the generic form, with the optional operands that change the printed form.
 // RUN: norm-opt %s | norm-opt | FileCheck %s
 // RUN: norm-opt %s --mlir-print-op-generic | norm-opt | FileCheck %s
+// RUN: norm-opt %s --mlir-print-op-generic | FileCheck %s --check-prefix=GENERIC
 
-// CHECK-LABEL: func @layer_ops
-func.func @layer_ops(%x: tensor<?x4096xbf16>, %f: tensor<?x4096xbf16>,
-                     %w: tensor<4096xbf16>, %b: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
-  // CHECK: norm.rms_norm %{{.*}} weight(%{{.*}} : tensor<4096xbf16>) eps(1.0e-06) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
-  %0 = norm.rms_norm %x weight(%w : tensor<4096xbf16>) eps(1.0e-6) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
-  // CHECK: norm.rms_norm %{{.*}} eps(1.0e-06) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
-  %1 = norm.rms_norm %0 eps(1.0e-6) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
-  // CHECK: norm.layer_norm %{{.*}} weight(%{{.*}} : tensor<4096xbf16>) bias(%{{.*}} : tensor<4096xbf16>) eps(1.0e-05)
-  %2 = norm.layer_norm %1 weight(%w : tensor<4096xbf16>) bias(%b : tensor<4096xbf16>) eps(1.0e-5) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
-  // CHECK: norm.residual_add %{{.*}}, %{{.*}} alpha(2.0)
-  %3 = norm.residual_add %2, %f alpha(2.0) : tensor<?x4096xbf16>, tensor<?x4096xbf16> -> tensor<?x4096xbf16>
-  return %3 : tensor<?x4096xbf16>
+// CHECK-LABEL: func @rms_norm
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<?x4096xbf16>, %[[W:[a-z0-9]+]]: tensor<4096xbf16>, %[[S:[a-z0-9]+]]: tensor<8x64xf32>, %[[WS:[a-z0-9]+]]: tensor<64xf16>)
+func.func @rms_norm(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>,
+                    %s: tensor<8x64xf32>, %ws: tensor<64xf16>) {
+  // CHECK: norm.rms_norm %[[X]] eps(1.0e-06) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+  %0 = norm.rms_norm %x eps(1.0e-6) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+  // CHECK: norm.rms_norm %[[X]] weight(%[[W]] : tensor<4096xbf16>) eps(1.0e-06) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+  %1 = norm.rms_norm %x weight(%w : tensor<4096xbf16>) eps(1.0e-6) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+  // Gemma's (1 + w).
+  // CHECK: norm.rms_norm %[[X]] weight(%[[W]] : tensor<4096xbf16>) eps(1.0e-06) offset(1.0) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+  %2 = norm.rms_norm %x weight(%w : tensor<4096xbf16>) eps(1.0e-6) offset(1.0) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+  // Static rows, a weight of another element type, a negative offset.
+  // CHECK: norm.rms_norm %[[S]] weight(%[[WS]] : tensor<64xf16>) eps(0.1) offset(-0.5) : tensor<8x64xf32> -> tensor<8x64xf32>
+  %3 = norm.rms_norm %s weight(%ws : tensor<64xf16>) eps(0.1) offset(-0.5) : tensor<8x64xf32> -> tensor<8x64xf32>
+  // The default offset is not printed.
+  // CHECK: norm.rms_norm %[[X]] eps(1.0e-06) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+  %4 = norm.rms_norm %x eps(1.0e-6) offset(0.0) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+  return
 }
 
-// CHECK-LABEL: func @kernel_ops
-func.func @kernel_ops(%x: tensor<?x4096xbf16>, %f: tensor<?x4096xbf16>, %w: tensor<4096xbf16>)
-    -> (tensor<?x4096xbf16>, tensor<?x4096xbf16>) {
-  // CHECK: norm.fused_row <rms> %{{.*}} addend(%{{.*}} : tensor<?x4096xbf16>) weight(%{{.*}} : tensor<4096xbf16>) eps(1.0e-06) {launch = #norm.launch<vector = 8, threads_per_row = 128, warps = 4, rows_per_cta = 1>} : tensor<?x4096xbf16> -> tensor<?x4096xbf16>, tensor<?x4096xbf16>
-  %y, %h = norm.fused_row <rms> %x addend(%f : tensor<?x4096xbf16>) weight(%w : tensor<4096xbf16>)
+// Reals print in the shortest form that parses back to the same double.
+// CHECK-LABEL: func @reals
+func.func @reals(%x: tensor<?x128xf32>, %y: tensor<?x128xf32>) {
+  // CHECK: norm.l2_norm %{{.*}} eps(1.0e-12)
+  %0 = norm.l2_norm %x eps(0.000000000001) : tensor<?x128xf32> -> tensor<?x128xf32>
+  // CHECK: norm.l2_norm %{{.*}} eps(1.0e-05)
+  %1 = norm.l2_norm %x eps(9.99999999999999999e-6) : tensor<?x128xf32> -> tensor<?x128xf32>
+  // CHECK: norm.l2_norm %{{.*}} eps(1.0e+20)
+  %2 = norm.l2_norm %x eps(100000000000000000000.0) : tensor<?x128xf32> -> tensor<?x128xf32>
+  // CHECK: norm.l2_norm %{{.*}} eps(0.30000000000000004)
+  %3 = norm.l2_norm %x eps(0.30000000000000004) : tensor<?x128xf32> -> tensor<?x128xf32>
+  // CHECK: norm.l2_norm %{{.*}} eps(5.0e-324)
+  %4 = norm.l2_norm %x eps(4.9406564584124654e-324) : tensor<?x128xf32> -> tensor<?x128xf32>
+  // CHECK: norm.l2_norm %{{.*}} eps(1.7976931348623157e+308)
+  %5 = norm.l2_norm %x eps(1.7976931348623157e308) : tensor<?x128xf32> -> tensor<?x128xf32>
+  // Hexadecimal bit patterns parse too: 0x3FB999999999999A is 0.1.
+  // CHECK: norm.l2_norm %{{.*}} eps(0.1)
+  %6 = norm.l2_norm %x eps(0x3FB999999999999A) : tensor<?x128xf32> -> tensor<?x128xf32>
+  // DeepNorm's alpha for N = 512 layers, (2N)^(1/4).
+  // CHECK: norm.residual_add %{{.*}}, %{{.*}} alpha(5.656854249492381) :
+  %7 = norm.residual_add %x, %y alpha(5.65685424949238058) : tensor<?x128xf32>, tensor<?x128xf32> -> tensor<?x128xf32>
+  return
+}
+
+// CHECK-LABEL: func @layer_norm
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<?x1024xf16>, %[[W:[a-z0-9]+]]: tensor<1024xf16>, %[[B:[a-z0-9]+]]: tensor<1024xf32>)
+func.func @layer_norm(%x: tensor<?x1024xf16>, %w: tensor<1024xf16>, %b: tensor<1024xf32>) {
+  // CHECK: norm.layer_norm %[[X]] eps(1.0e-05) : tensor<?x1024xf16> -> tensor<?x1024xf16>
+  %0 = norm.layer_norm %x eps(1.0e-5) : tensor<?x1024xf16> -> tensor<?x1024xf16>
+  // CHECK: norm.layer_norm %[[X]] weight(%[[W]] : tensor<1024xf16>) eps(1.0e-05) : tensor<?x1024xf16> -> tensor<?x1024xf16>
+  %1 = norm.layer_norm %x weight(%w : tensor<1024xf16>) eps(1.0e-5) : tensor<?x1024xf16> -> tensor<?x1024xf16>
+  // CHECK: norm.layer_norm %[[X]] bias(%[[B]] : tensor<1024xf32>) eps(1.0e-05) : tensor<?x1024xf16> -> tensor<?x1024xf16>
+  %2 = norm.layer_norm %x bias(%b : tensor<1024xf32>) eps(1.0e-5) : tensor<?x1024xf16> -> tensor<?x1024xf16>
+  // CHECK: norm.layer_norm %[[X]] weight(%[[W]] : tensor<1024xf16>) bias(%[[B]] : tensor<1024xf32>) eps(1.0e-05) : tensor<?x1024xf16> -> tensor<?x1024xf16>
+  %3 = norm.layer_norm %x weight(%w : tensor<1024xf16>) bias(%b : tensor<1024xf32>) eps(1.0e-5) : tensor<?x1024xf16> -> tensor<?x1024xf16>
+  return
+}
+
+// CHECK-LABEL: func @l2_norm
+func.func @l2_norm(%q: tensor<?x128xbf16>) -> tensor<?x128xbf16> {
+  // CHECK: norm.l2_norm %{{.*}} eps(1.0e-12) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %0 = norm.l2_norm %q eps(1.0e-12) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  return %0 : tensor<?x128xbf16>
+}
+
+// CHECK-LABEL: func @group_norm
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<?x512xf32>, %[[W:[a-z0-9]+]]: tensor<512xf32>, %[[B:[a-z0-9]+]]: tensor<512xf32>)
+func.func @group_norm(%x: tensor<?x512xf32>, %w: tensor<512xf32>, %b: tensor<512xf32>) {
+  // CHECK: norm.group_norm %[[X]] eps(1.0e-05) {groups = 32 : i64} : tensor<?x512xf32> -> tensor<?x512xf32>
+  %0 = norm.group_norm %x eps(1.0e-5) {groups = 32 : i64} : tensor<?x512xf32> -> tensor<?x512xf32>
+  // CHECK: norm.group_norm %[[X]] weight(%[[W]] : tensor<512xf32>) eps(1.0e-05) {groups = 1 : i64}
+  %1 = norm.group_norm %x weight(%w : tensor<512xf32>) eps(1.0e-5) {groups = 1 : i64} : tensor<?x512xf32> -> tensor<?x512xf32>
+  // CHECK: norm.group_norm %[[X]] bias(%[[B]] : tensor<512xf32>) eps(1.0e-05) {groups = 512 : i64}
+  %2 = norm.group_norm %x bias(%b : tensor<512xf32>) eps(1.0e-5) {groups = 512 : i64} : tensor<?x512xf32> -> tensor<?x512xf32>
+  // CHECK: norm.group_norm %[[X]] weight(%[[W]] : tensor<512xf32>) bias(%[[B]] : tensor<512xf32>) eps(1.0e-05) {groups = 32 : i64} : tensor<?x512xf32> -> tensor<?x512xf32>
+  %3 = norm.group_norm %x weight(%w : tensor<512xf32>) bias(%b : tensor<512xf32>) eps(1.0e-5) {groups = 32 : i64} : tensor<?x512xf32> -> tensor<?x512xf32>
+  return
+}
+
+// CHECK-LABEL: func @batch_norm
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<?x256xf16>, %[[M:[a-z0-9]+]]: tensor<256xf32>, %[[V:[a-z0-9]+]]: tensor<256xf32>, %[[W:[a-z0-9]+]]: tensor<256xf16>, %[[B:[a-z0-9]+]]: tensor<256xf16>)
+func.func @batch_norm(%x: tensor<?x256xf16>, %m: tensor<256xf32>, %v: tensor<256xf32>,
+                      %w: tensor<256xf16>, %b: tensor<256xf16>) {
+  // CHECK: norm.batch_norm_inference %[[X]] mean(%[[M]] : tensor<256xf32>) variance(%[[V]] : tensor<256xf32>) eps(1.0e-05) : tensor<?x256xf16> -> tensor<?x256xf16>
+  %0 = norm.batch_norm_inference %x mean(%m : tensor<256xf32>) variance(%v : tensor<256xf32>) eps(1.0e-5) : tensor<?x256xf16> -> tensor<?x256xf16>
+  // CHECK: norm.batch_norm_inference %[[X]] mean(%[[M]] : tensor<256xf32>) variance(%[[V]] : tensor<256xf32>) weight(%[[W]] : tensor<256xf16>) eps(1.0e-05)
+  %1 = norm.batch_norm_inference %x mean(%m : tensor<256xf32>) variance(%v : tensor<256xf32>) weight(%w : tensor<256xf16>) eps(1.0e-5) : tensor<?x256xf16> -> tensor<?x256xf16>
+  // CHECK: norm.batch_norm_inference %[[X]] mean(%[[M]] : tensor<256xf32>) variance(%[[V]] : tensor<256xf32>) bias(%[[B]] : tensor<256xf16>) eps(1.0e-05)
+  %2 = norm.batch_norm_inference %x mean(%m : tensor<256xf32>) variance(%v : tensor<256xf32>) bias(%b : tensor<256xf16>) eps(1.0e-5) : tensor<?x256xf16> -> tensor<?x256xf16>
+  // CHECK: norm.batch_norm_inference %[[X]] mean(%[[M]] : tensor<256xf32>) variance(%[[V]] : tensor<256xf32>) weight(%[[W]] : tensor<256xf16>) bias(%[[B]] : tensor<256xf16>) eps(1.0e-05)
+  %3 = norm.batch_norm_inference %x mean(%m : tensor<256xf32>) variance(%v : tensor<256xf32>) weight(%w : tensor<256xf16>) bias(%b : tensor<256xf16>) eps(1.0e-5) : tensor<?x256xf16> -> tensor<?x256xf16>
+  // CHECK: norm.batch_norm_training %[[X]] eps(1.0e-05) : tensor<?x256xf16> -> tensor<?x256xf16>, tensor<256xf32>, tensor<256xf32>
+  %4:3 = norm.batch_norm_training %x eps(1.0e-5) : tensor<?x256xf16> -> tensor<?x256xf16>, tensor<256xf32>, tensor<256xf32>
+  // CHECK: norm.batch_norm_training %[[X]] weight(%[[W]] : tensor<256xf16>) bias(%[[B]] : tensor<256xf16>) eps(1.0e-05) : tensor<?x256xf16> -> tensor<?x256xf16>, tensor<256xf32>, tensor<256xf32>
+  %5:3 = norm.batch_norm_training %x weight(%w : tensor<256xf16>) bias(%b : tensor<256xf16>) eps(1.0e-5) : tensor<?x256xf16> -> tensor<?x256xf16>, tensor<256xf32>, tensor<256xf32>
+  // CHECK: norm.batch_norm_training %[[X]] bias(%[[B]] : tensor<256xf16>) eps(1.0e-05)
+  %6:3 = norm.batch_norm_training %x bias(%b : tensor<256xf16>) eps(1.0e-5) : tensor<?x256xf16> -> tensor<?x256xf16>, tensor<256xf32>, tensor<256xf32>
+  return
+}
+
+// CHECK-LABEL: func @residual_add_and_cast
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<?x4096xf32>, %[[F:[a-z0-9]+]]: tensor<?x4096xbf16>)
+func.func @residual_add_and_cast(%x: tensor<?x4096xf32>, %f: tensor<?x4096xbf16>) {
+  // The default alpha (1.0) is not printed.
+  // CHECK: norm.residual_add %[[X]], %[[F]] : tensor<?x4096xf32>, tensor<?x4096xbf16> -> tensor<?x4096xf32>
+  %0 = norm.residual_add %x, %f : tensor<?x4096xf32>, tensor<?x4096xbf16> -> tensor<?x4096xf32>
+  // CHECK: norm.residual_add %[[X]], %[[F]] : tensor<?x4096xf32>, tensor<?x4096xbf16> -> tensor<?x4096xf32>
+  %1 = norm.residual_add %x, %f alpha(1.0) : tensor<?x4096xf32>, tensor<?x4096xbf16> -> tensor<?x4096xf32>
+  // CHECK: norm.residual_add %[[F]], %[[X]] alpha(2.0) : tensor<?x4096xbf16>, tensor<?x4096xf32> -> tensor<?x4096xbf16>
+  %2 = norm.residual_add %f, %x alpha(2.0) : tensor<?x4096xbf16>, tensor<?x4096xf32> -> tensor<?x4096xbf16>
+  // CHECK: norm.cast %[[X]] : tensor<?x4096xf32> to tensor<?x4096xbf16>
+  %3 = norm.cast %x : tensor<?x4096xf32> to tensor<?x4096xbf16>
+  // CHECK: norm.cast %[[F]] : tensor<?x4096xbf16> to tensor<?x4096xf16>
+  %4 = norm.cast %f : tensor<?x4096xbf16> to tensor<?x4096xf16>
+  return
+}
+
+// CHECK-LABEL: func @attention
+// CHECK-SAME: (%[[Q:[a-z0-9]+]]: tensor<?x4096xbf16>, %[[K:[a-z0-9]+]]: tensor<?x1024xbf16>, %[[V:[a-z0-9]+]]: tensor<?x1024xbf16>, %[[WQ:[a-z0-9]+]]: tensor<128xbf16>, %[[WK:[a-z0-9]+]]: tensor<128xbf16>)
+func.func @attention(%q: tensor<?x4096xbf16>, %k: tensor<?x1024xbf16>, %v: tensor<?x1024xbf16>,
+                     %wq: tensor<128xbf16>, %wk: tensor<128xbf16>) {
+  // CHECK: norm.attention %[[Q]], %[[K]], %[[V]] scale(0.08838834764831845) {causal, head_dim = 128 : i64, num_heads = 32 : i64, num_kv_heads = 8 : i64} : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16> -> tensor<?x4096xbf16>
+  %0 = norm.attention %q, %k, %v scale(0.08838834764831845)
+      {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64, causal}
+      : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16> -> tensor<?x4096xbf16>
+  // CHECK: norm.attention %[[Q]], %[[K]], %[[V]] q_norm_weight(%[[WQ]] : tensor<128xbf16>) k_norm_weight(%[[WK]] : tensor<128xbf16>) scale(0.08838834764831845) qk_norm_eps(1.0e-06) {head_dim = 128 : i64, num_heads = 32 : i64, num_kv_heads = 8 : i64, qk_norm = #norm.qk_norm<rms>} :
+  %1 = norm.attention %q, %k, %v q_norm_weight(%wq : tensor<128xbf16>) k_norm_weight(%wk : tensor<128xbf16>)
+      scale(0.08838834764831845) qk_norm_eps(1.0e-6)
+      {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64, qk_norm = #norm.qk_norm<rms>}
+      : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16> -> tensor<?x4096xbf16>
+  // L2 QK-Norm without weights; only a key weight.
+  // CHECK: norm.attention %[[Q]], %[[K]], %[[V]] scale(0.5) qk_norm_eps(1.0e-12) {causal, head_dim = 128 : i64, num_heads = 32 : i64, num_kv_heads = 8 : i64, qk_norm = #norm.qk_norm<l2>} :
+  %2 = norm.attention %q, %k, %v scale(0.5) qk_norm_eps(1.0e-12)
+      {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64, causal, qk_norm = #norm.qk_norm<l2>}
+      : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16> -> tensor<?x4096xbf16>
+  // CHECK: norm.attention %[[Q]], %[[K]], %[[V]] k_norm_weight(%[[WK]] : tensor<128xbf16>) scale(1.0) qk_norm_eps(1.0e-06) {{{.*}}qk_norm = #norm.qk_norm<rms>} :
+  %3 = norm.attention %q, %k, %v k_norm_weight(%wk : tensor<128xbf16>) scale(1.0) qk_norm_eps(1.0e-6)
+      {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64, qk_norm = #norm.qk_norm<rms>}
+      : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16> -> tensor<?x4096xbf16>
+  return
+}
+
+// CHECK-LABEL: func @fused_row
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<?x4096xbf16>, %[[F:[a-z0-9]+]]: tensor<?x4096xbf16>, %[[W:[a-z0-9]+]]: tensor<4096xbf16>, %[[B:[a-z0-9]+]]: tensor<4096xf32>, %[[M:[a-z0-9]+]]: tensor<4096xf32>, %[[V:[a-z0-9]+]]: tensor<4096xf32>)
+func.func @fused_row(%x: tensor<?x4096xbf16>, %f: tensor<?x4096xbf16>, %w: tensor<4096xbf16>,
+                     %b: tensor<4096xf32>, %m: tensor<4096xf32>, %v: tensor<4096xf32>) {
+  // A plain RMSNorm kernel.
+  // CHECK: norm.fused_row <rms> %[[X]] eps(1.0e-06) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+  %0 = norm.fused_row <rms> %x eps(1.0e-6) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+  // Pre-norm: add + RMSNorm, storing the residual sum, with a launch configuration.
+  // CHECK: norm.fused_row <rms> %[[X]] addend(%[[F]] : tensor<?x4096xbf16>) weight(%[[W]] : tensor<4096xbf16>) eps(1.0e-06) {launch = #norm.launch<vector = 8, threads_per_row = 128, warps = 4, rows_per_cta = 1>} : tensor<?x4096xbf16> -> tensor<?x4096xbf16>, tensor<?x4096xbf16>
+  %1:2 = norm.fused_row <rms> %x addend(%f : tensor<?x4096xbf16>) weight(%w : tensor<4096xbf16>)
       eps(1.0e-6) {launch = #norm.launch<vector = 8, threads_per_row = 128, warps = 4, rows_per_cta = 1>}
       : tensor<?x4096xbf16> -> tensor<?x4096xbf16>, tensor<?x4096xbf16>
-  return %y, %h : tensor<?x4096xbf16>, tensor<?x4096xbf16>
+  // DeepNorm post-norm: LayerNorm(alpha * x + f) with an f32 residual stream,
+  // Gemma-style offset, a bias, a cast to f32 and a kernel reference.
+  // CHECK: norm.fused_row <mean_var> %[[X]] addend(%[[F]] : tensor<?x4096xbf16>) weight(%[[W]] : tensor<4096xbf16>) bias(%[[B]] : tensor<4096xf32>) eps(1.0e-05) alpha(2.0) offset(1.0) {f32_residual, kernel = @norm_kernels::@k0} : tensor<?x4096xbf16> -> tensor<?x4096xf32>
+  %2 = norm.fused_row <mean_var> %x addend(%f : tensor<?x4096xbf16>) weight(%w : tensor<4096xbf16>)
+      bias(%b : tensor<4096xf32>) eps(1.0e-5) alpha(2.0) offset(1.0) {f32_residual, kernel = @norm_kernels::@k0}
+      : tensor<?x4096xbf16> -> tensor<?x4096xf32>
+  // Sandwich-Norm: x + norm(f).
+  // CHECK: norm.fused_row <rms> %[[F]] skip(%[[X]] : tensor<?x4096xbf16>) weight(%[[W]] : tensor<4096xbf16>) eps(1.0e-06) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+  %3 = norm.fused_row <rms> %f skip(%x : tensor<?x4096xbf16>) weight(%w : tensor<4096xbf16>) eps(1.0e-6)
+      : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+  // Inference BatchNorm: per-channel statistics.
+  // CHECK: norm.fused_row <none> %[[X]] weight(%[[W]] : tensor<4096xbf16>) bias(%[[B]] : tensor<4096xf32>) mean(%[[M]] : tensor<4096xf32>) variance(%[[V]] : tensor<4096xf32>) eps(1.0e-05) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+  %4 = norm.fused_row <none> %x weight(%w : tensor<4096xbf16>) bias(%b : tensor<4096xf32>)
+      mean(%m : tensor<4096xf32>) variance(%v : tensor<4096xf32>) eps(1.0e-5)
+      : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+  // GroupNorm and L2 norm.
+  // CHECK: norm.fused_row <mean_var> %[[X]] eps(1.0e-05) {groups = 32 : i64, launch = #norm.launch<vector = 8, threads_per_row = 16, warps = 4, rows_per_cta = 8>} : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+  %5 = norm.fused_row <mean_var> %x eps(1.0e-5)
+      {groups = 32 : i64, launch = #norm.launch<vector = 8, threads_per_row = 16, warps = 4, rows_per_cta = 8>}
+      : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+  // CHECK: norm.fused_row <l2> %[[X]] eps(1.0e-12) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+  %6 = norm.fused_row <l2> %x eps(1.0e-12) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+  // Everything at once.
+  // CHECK: norm.fused_row <rms> %[[X]] addend(%[[F]] : tensor<?x4096xbf16>) skip(%[[F]] : tensor<?x4096xbf16>) weight(%[[W]] : tensor<4096xbf16>) bias(%[[B]] : tensor<4096xf32>) eps(1.0e-06) alpha(1.5) offset(1.0) {f32_residual, groups = 2 : i64} : tensor<?x4096xbf16> -> tensor<?x4096xf16>, tensor<?x4096xbf16>
+  %7:2 = norm.fused_row <rms> %x addend(%f : tensor<?x4096xbf16>) skip(%f : tensor<?x4096xbf16>)
+      weight(%w : tensor<4096xbf16>) bias(%b : tensor<4096xf32>) eps(1.0e-6) alpha(1.5) offset(1.0)
+      {f32_residual, groups = 2 : i64}
+      : tensor<?x4096xbf16> -> tensor<?x4096xf16>, tensor<?x4096xbf16>
+  return
 }
+
+// CHECK-LABEL: func @qk_norm_prologue
+// CHECK-SAME: (%[[QKV:[a-z0-9]+]]: tensor<?x6144xbf16>, %[[WQ:[a-z0-9]+]]: tensor<128xbf16>, %[[WK:[a-z0-9]+]]: tensor<128xf32>)
+func.func @qk_norm_prologue(%qkv: tensor<?x6144xbf16>, %wq: tensor<128xbf16>, %wk: tensor<128xf32>) {
+  // CHECK: norm.qk_norm_prologue <rms> %[[QKV]] q_weight(%[[WQ]] : tensor<128xbf16>) k_weight(%[[WK]] : tensor<128xf32>) eps(1.0e-06) {head_dim = 128 : i64, launch = #norm.launch<vector = 8, threads_per_row = 16, warps = 4, rows_per_cta = 8>, num_kv_heads = 8 : i64, num_q_heads = 32 : i64} : tensor<?x6144xbf16> -> tensor<?x4096xbf16>, tensor<?x1024xbf16>
+  %0:2 = norm.qk_norm_prologue <rms> %qkv q_weight(%wq : tensor<128xbf16>) k_weight(%wk : tensor<128xf32>)
+      eps(1.0e-6) {num_q_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64,
+                   launch = #norm.launch<vector = 8, threads_per_row = 16, warps = 4, rows_per_cta = 8>}
+      : tensor<?x6144xbf16> -> tensor<?x4096xbf16>, tensor<?x1024xbf16>
+  // CHECK: norm.qk_norm_prologue <l2> %[[QKV]] eps(1.0e-12) {head_dim = 128 : i64, kernel = @k1, num_kv_heads = 8 : i64, num_q_heads = 32 : i64} : tensor<?x6144xbf16> -> tensor<?x4096xbf16>, tensor<?x1024xbf16>
+  %1:2 = norm.qk_norm_prologue <l2> %qkv eps(1.0e-12) {num_q_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64, kernel = @k1}
+      : tensor<?x6144xbf16> -> tensor<?x4096xbf16>, tensor<?x1024xbf16>
+  // CHECK: norm.qk_norm_prologue <rms> %[[QKV]] k_weight(%[[WK]] : tensor<128xf32>) eps(1.0e-06)
+  %2:2 = norm.qk_norm_prologue <rms> %qkv k_weight(%wk : tensor<128xf32>) eps(1.0e-6)
+      {num_q_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64}
+      : tensor<?x6144xbf16> -> tensor<?x4096xbf16>, tensor<?x1024xbf16>
+  return
+}
+
+// CHECK-LABEL: func @column_stats
+func.func @column_stats(%x: tensor<?x256xbf16>) {
+  // CHECK: norm.column_stats %{{.*}} : tensor<?x256xbf16> -> tensor<256xf32>, tensor<256xf32>
+  %0:2 = norm.column_stats %x : tensor<?x256xbf16> -> tensor<256xf32>, tensor<256xf32>
+  // CHECK: norm.column_stats %{{.*}} {kernel = @stats, launch = #norm.launch<vector = 8, threads_per_row = 1, warps = 8, rows_per_cta = 256>} : tensor<?x256xbf16> -> tensor<256xf32>, tensor<256xf32>
+  %1:2 = norm.column_stats %x {kernel = @stats, launch = #norm.launch<vector = 8, threads_per_row = 1, warps = 8, rows_per_cta = 256>}
+      : tensor<?x256xbf16> -> tensor<256xf32>, tensor<256xf32>
+  return
+}
+
+// CHECK-LABEL: func @row_allreduce
+func.func @row_allreduce(%a: f32, %b: f32) -> (f32, f32, f32) {
+  // CHECK: norm.row_allreduce %{{.*}} {group_size = 32 : i64} : f32
+  %0 = norm.row_allreduce %a {group_size = 32 : i64} : f32
+  // CHECK: norm.row_allreduce %{{.*}}, %{{.*}} {group_size = 256 : i64} : f32, f32
+  %1:2 = norm.row_allreduce %a, %b {group_size = 256 : i64} : f32, f32
+  return %0, %1#0, %1#1 : f32, f32, f32
+}
+
+// The attributes on their own.
+// CHECK-LABEL: func @attributes
+// CHECK-SAME: launch = #norm.launch<vector = 1, threads_per_row = 1, warps = 1, rows_per_cta = 32>
+// CHECK-SAME: qk_l2 = #norm.qk_norm<l2>, qk_rms = #norm.qk_norm<rms>
+// CHECK-SAME: stat_l2 = #norm.statistic<l2>, stat_mean_var = #norm.statistic<mean_var>, stat_none = #norm.statistic<none>, stat_rms = #norm.statistic<rms>
+func.func @attributes() attributes {
+    launch = #norm.launch<vector = 1, threads_per_row = 1, warps = 1, rows_per_cta = 32>,
+    stat_rms = #norm.statistic<rms>, stat_mean_var = #norm.statistic<mean_var>,
+    stat_l2 = #norm.statistic<l2>, stat_none = #norm.statistic<none>,
+    qk_rms = #norm.qk_norm<rms>, qk_l2 = #norm.qk_norm<l2>} {
+  return
+}
+
+// The generic form keeps the properties other tools see.
+// GENERIC: "norm.rms_norm"(%{{.*}}, %{{.*}}) <{eps = 9.9999999999999995E-7 : f64, weight_offset = 1.000000e+00 : f64}>
+// GENERIC: "norm.layer_norm"(%{{.*}}, %{{.*}}) <{eps = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 1>}>
+// GENERIC: "norm.attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{head_dim = 128 : i64, num_heads = 32 : i64, num_kv_heads = 8 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>, qk_norm = #norm.qk_norm<rms>, qk_norm_eps = 9.9999999999999995E-7 : f64, scale = 0.088388347648318447 : f64}>
+// GENERIC: "norm.fused_row"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, eps = 9.9999999999999995E-7 : f64, groups = 1 : i64, launch = #norm.launch<vector = 8, threads_per_row = 128, warps = 4, rows_per_cta = 1>, operandSegmentSizes = array<i32: 1, 1, 0, 1, 0, 0, 0>, statistic = #norm.statistic<rms>, weight_offset = 0.000000e+00 : f64}> : (tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<4096xbf16>) -> (tensor<?x4096xbf16>, tensor<?x4096xbf16>)
+// GENERIC: "norm.row_allreduce"(%{{.*}}, %{{.*}}) <{group_size = 256 : i64}> : (f32, f32) -> (f32, f32)

@@ -1,6 +1,47 @@
 // RUN: norm-opt %s | norm-opt | FileCheck %s
+// RUN: norm-opt %s --norm-fuse | FileCheck %s --check-prefix=FUSE
+// RUN: norm-opt %s --norm-fuse | FileCheck %s --check-prefix=KERNELS
+// RUN: norm-opt %s --norm-fuse=qk-norm=attention | FileCheck %s --check-prefix=ATTN
 // CHECK-LABEL: func.func @decoder_block
 // CHECK-COUNT-5: norm.rms_norm
+
+// Four kernels, in program order.
+// FUSE-LABEL: func.func @decoder_block
+//  FUSE-SAME: (%[[X:[^:]*]]: tensor<?x4096xbf16>, %[[ATTN_W:[^:]*]]: tensor<4096xbf16>, %[[Q_W:[^:]*]]: tensor<128xbf16>, %[[K_W:[^:]*]]: tensor<128xbf16>, %[[MLP_W:[^:]*]]: tensor<4096xbf16>, %[[FINAL_W:[^:]*]]: tensor<4096xbf16>)
+//  FUSE-NOT: norm.rms_norm
+//  FUSE-NOT: norm.residual_add
+//      FUSE: %[[N1:.*]] = norm.fused_row <rms> %[[X]] weight(%[[ATTN_W]] : tensor<4096xbf16>) eps(1.0e-06) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>{{$}}
+//      FUSE: %[[QKV:.*]] = call @qkv_proj(%[[N1]])
+//      FUSE: %[[V:.*]] = tensor.extract_slice %[[QKV]][0, 5120]
+//      FUSE: %[[ROWS:.*]] = tensor.extract_slice %[[QKV]][0, 0] [%{{.*}}, 6144] [1, 1]
+//      FUSE: %[[Q:.*]], %[[K:.*]] = norm.qk_norm_prologue <rms> %[[ROWS]] q_weight(%[[Q_W]] : tensor<128xbf16>) k_weight(%[[K_W]] : tensor<128xbf16>) eps(1.0e-06)
+// FUSE-SAME: {head_dim = 128 : i64, num_kv_heads = 8 : i64, num_q_heads = 32 : i64}
+//      FUSE: %[[ATT:.*]] = norm.attention %[[Q]], %[[K]], %[[V]] scale(0.08838834764831845) {causal, head_dim = 128 : i64, num_heads = 32 : i64, num_kv_heads = 8 : i64} :
+//      FUSE: %[[O:.*]] = call @o_proj(%[[ATT]])
+//      FUSE: %[[N2:.*]], %[[H1:.*]] = norm.fused_row <rms> %[[X]] addend(%[[O]] : tensor<?x4096xbf16>) weight(%[[MLP_W]] : tensor<4096xbf16>) eps(1.0e-06) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>, tensor<?x4096xbf16>
+//      FUSE: %[[M:.*]] = call @mlp(%[[N2]])
+//      FUSE: %[[OUT:.*]], %[[H2:.*]] = norm.fused_row <rms> %[[H1]] addend(%[[M]] : tensor<?x4096xbf16>) weight(%[[FINAL_W]] : tensor<4096xbf16>) eps(1.0e-06) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>, tensor<?x4096xbf16>
+//      FUSE: return %[[OUT]], %[[H2]]
+
+// Exactly four kernel ops, and no layer op left but attention.
+// KERNELS-COUNT-4: norm.{{fused_row|qk_norm_prologue}}
+//     KERNELS-NOT: norm.{{fused_row|qk_norm_prologue|column_stats|rms_norm|residual_add|cast}}
+
+// QK-Norm into the attention op: three row kernels, attention reads q and k
+// straight from the projection.
+// ATTN-LABEL: func.func @decoder_block
+//   ATTN-NOT: norm.qk_norm_prologue
+//       ATTN: norm.fused_row <rms>
+//       ATTN: %[[QKV:.*]] = call @qkv_proj
+//       ATTN: %[[Q:.*]] = tensor.extract_slice %[[QKV]][0, 0] [%{{.*}}, 4096] [1, 1]
+//       ATTN: %[[K:.*]] = tensor.extract_slice %[[QKV]][0, 4096] [%{{.*}}, 1024] [1, 1]
+//       ATTN: %[[V:.*]] = tensor.extract_slice %[[QKV]][0, 5120] [%{{.*}}, 1024] [1, 1]
+//   ATTN-NOT: norm.rms_norm
+//       ATTN: norm.attention %[[Q]], %[[K]], %[[V]] q_norm_weight(%{{.*}} : tensor<128xbf16>) k_norm_weight(%{{.*}} : tensor<128xbf16>) scale(0.08838834764831845) qk_norm_eps(1.0e-06)
+//  ATTN-SAME: qk_norm = #norm.qk_norm<rms>
+//       ATTN: norm.fused_row <rms> %{{.*}} addend
+//       ATTN: norm.fused_row <rms> %{{.*}} addend
+//   ATTN-NOT: norm.{{fused_row|qk_norm_prologue|rms_norm}}
 
 // A pre-norm transformer decoder block with QK-Norm (as in Qwen3 and OLMo 2),
 // followed by the final norm before the LM head: hidden 4096, 32 query heads

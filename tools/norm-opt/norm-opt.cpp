@@ -7,6 +7,7 @@
 
 #include "dialects/NormDialect.h"
 #include "passes/HostPasses.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -23,6 +24,7 @@
 
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
+  mlir::norm::registerNormFusionPasses();
   mlir::norm::registerNormHostPasses();
   mlir::DialectRegistry registry;
   registry.insert<mlir::norm::NormDialect, mlir::func::FuncDialect,

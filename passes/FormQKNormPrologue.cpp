@@ -1,0 +1,127 @@
+//===- FormQKNormPrologue.cpp - q and k norms from packed qkv, one kernel -===//
+
+#include "passes/Passes.h"
+#include "passes/PerHeadNorm.h"
+#include "passes/RowKernelSpec.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::norm {
+#define GEN_PASS_DEF_FORMQKNORMPROLOGUE
+#include "passes/FusionPasses.h.inc"
+} // namespace mlir::norm
+
+using namespace mlir;
+using namespace mlir::norm;
+
+namespace {
+
+/// Whether `slice` takes columns from `column` on of a row range of a 2-D
+/// tensor, with unit strides.
+bool isColumnBlock(tensor::ExtractSliceOp slice, int64_t column) {
+  return slice.getSourceType().getRank() == 2 &&
+         slice.getType().getRank() == 2 && slice.hasUnitStride() &&
+         isConstantIntValue(slice.getMixedOffsets()[1], column);
+}
+
+/// Whether the row range `[offset, offset + size)` is all of `qkv`.
+bool isAllRows(Value qkv, OpFoldResult offset, OpFoldResult size) {
+  if (!isConstantIntValue(offset, 0))
+    return false;
+  int64_t rows = cast<RankedTensorType>(qkv.getType()).getDimSize(0);
+  if (!ShapedType::isDynamic(rows))
+    return isConstantIntValue(size, rows);
+  auto value = dyn_cast<Value>(size);
+  auto dim = value ? value.getDefiningOp<tensor::DimOp>() : tensor::DimOp();
+  return dim && dim.getSource() == qkv && dim.getConstantIndex() == 0;
+}
+
+struct FormPrologueFromQSlice : OpRewritePattern<tensor::ExtractSliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(tensor::ExtractSliceOp qSlice,
+                                PatternRewriter &rewriter) const override {
+    if (!isColumnBlock(qSlice, 0))
+      return failure();
+    std::optional<PerHeadNorm> q = PerHeadNorm::findFrom(qSlice);
+    if (!q)
+      return rewriter.notifyMatchFailure(qSlice, "no per-head norm of q");
+    Value qkv = qSlice.getSource();
+    OpFoldResult rowOffset = qSlice.getMixedOffsets()[0];
+    OpFoldResult rowSize = qSlice.getMixedSizes()[0];
+    for (Operation *user : qkv.getUsers()) {
+      auto kSlice = dyn_cast<tensor::ExtractSliceOp>(user);
+      if (!kSlice || kSlice == qSlice ||
+          !isColumnBlock(kSlice, q->heads * q->headDim) ||
+          !isEqualConstantIntOrValue(kSlice.getMixedOffsets()[0], rowOffset) ||
+          !isEqualConstantIntOrValue(kSlice.getMixedSizes()[0], rowSize))
+        continue;
+      std::optional<PerHeadNorm> k = PerHeadNorm::findFrom(kSlice);
+      if (!k || !q->isCompatibleWith(*k))
+        continue;
+      if (succeeded(rewrite(rewriter, *q, *k, qkv, rowOffset, rowSize)))
+        return success();
+    }
+    return rewriter.notifyMatchFailure(qSlice, "no matching per-head norm "
+                                               "of k");
+  }
+
+private:
+  LogicalResult rewrite(PatternRewriter &rewriter, const PerHeadNorm &q,
+                        const PerHeadNorm &k, Value qkv,
+                        OpFoldResult rowOffset, OpFoldResult rowSize) const {
+    auto qkvType = cast<RankedTensorType>(qkv.getType());
+    int64_t width = (q.heads + 2 * k.heads) * q.headDim;
+    if (qkvType.getDimSize(1) != width)
+      return failure();
+
+    bool allRows = isAllRows(qkv, rowOffset, rowSize);
+    SmallVector<Value> operands = {qkv};
+    if (!allRows)
+      for (OpFoldResult ofr : {rowOffset, rowSize})
+        if (auto v = dyn_cast<Value>(ofr))
+          operands.push_back(v);
+    for (Value weight : {q.weight, k.weight})
+      if (weight)
+        operands.push_back(weight);
+    Operation *qJoin = q.result.getDefiningOp();
+    Operation *kJoin = k.result.getDefiningOp();
+    Operation *point = findInsertionPoint(
+        {qJoin, kJoin}, operands, getUsersExcept({q.result, k.result}, {}));
+    if (!point)
+      return failure();
+
+    rewriter.setInsertionPoint(point);
+    Location loc = rewriter.getFusedLoc({qJoin->getLoc(), kJoin->getLoc()});
+    Value packed = qkv;
+    if (!allRows)
+      packed = tensor::ExtractSliceOp::create(
+          rewriter, loc, qkv, {rowOffset, rewriter.getIndexAttr(0)},
+          {rowSize, rewriter.getIndexAttr(width)},
+          {rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)});
+    auto prologue = QKNormPrologueOp::create(
+        rewriter, loc, q.result.getType(), k.result.getType(), packed,
+        q.weight, k.weight, QKNormKindAttr::get(getContext(), q.kind),
+        rewriter.getI64IntegerAttr(q.heads),
+        rewriter.getI64IntegerAttr(k.heads),
+        rewriter.getI64IntegerAttr(q.headDim), rewriter.getF64FloatAttr(q.eps),
+        /*launch=*/nullptr, /*kernel=*/nullptr);
+    rewriter.replaceOp(qJoin, prologue.getQ());
+    rewriter.replaceOp(kJoin, prologue.getK());
+    return success();
+  }
+};
+
+struct FormQKNormProloguePass
+    : norm::impl::FormQKNormPrologueBase<FormQKNormProloguePass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<FormPrologueFromQSlice>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

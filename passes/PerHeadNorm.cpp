@@ -1,0 +1,97 @@
+//===- PerHeadNorm.cpp - QK-Norm written as reshapes around a norm --------===//
+
+#include "passes/PerHeadNorm.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+using namespace mlir::norm;
+
+/// Whether `op` groups its dimensions as `expected`.
+template <typename ReshapeOp>
+static bool hasReassociation(ReshapeOp op,
+                             ArrayRef<ReassociationIndices> expected) {
+  return op && op.getReassociationIndices() ==
+                   SmallVector<ReassociationIndices, 4>(expected);
+}
+
+/// `[T, H, D]` as {H, D}, when both are static.
+static std::optional<std::pair<int64_t, int64_t>>
+getHeadShape(RankedTensorType type) {
+  if (type.getRank() != 3 || type.isDynamicDim(1) || type.isDynamicDim(2))
+    return std::nullopt;
+  return std::make_pair(type.getDimSize(1), type.getDimSize(2));
+}
+
+std::optional<PerHeadNorm> PerHeadNorm::match(Value result) {
+  const ReassociationIndices token = {0}, head = {1, 2}, tokenHead = {0, 1},
+                             dim = {2};
+  // Back from the result: [T, H * D] <- [T, H, D] <- [T * H, D].
+  auto join = result.getDefiningOp<tensor::CollapseShapeOp>();
+  if (!hasReassociation(join, {token, head}))
+    return std::nullopt;
+  auto split = join.getSrc().getDefiningOp<tensor::ExpandShapeOp>();
+  if (!hasReassociation(split, {tokenHead, dim}) || !split->hasOneUse())
+    return std::nullopt;
+  Operation *norm = split.getSrc().getDefiningOp();
+  if (!norm || !norm->hasOneUse())
+    return std::nullopt;
+
+  PerHeadNorm match;
+  match.result = result;
+  Value normInput;
+  if (auto rms = dyn_cast<RMSNormOp>(norm)) {
+    if (rms.getWeightOffset().convertToDouble() != 0.0)
+      return std::nullopt;
+    match.kind = QKNormKind::rms;
+    match.eps = rms.getEps().convertToDouble();
+    match.weight = rms.getWeight();
+    normInput = rms.getInput();
+  } else if (auto l2 = dyn_cast<L2NormOp>(norm)) {
+    match.kind = QKNormKind::l2;
+    match.eps = l2.getEps().convertToDouble();
+    normInput = l2.getInput();
+  } else {
+    return std::nullopt;
+  }
+
+  // Forward to the norm: [T, H * D] -> [T, H, D] -> [T * H, D].
+  auto rows = normInput.getDefiningOp<tensor::CollapseShapeOp>();
+  if (!hasReassociation(rows, {tokenHead, dim}))
+    return std::nullopt;
+  auto heads = rows.getSrc().getDefiningOp<tensor::ExpandShapeOp>();
+  if (!hasReassociation(heads, {token, head}))
+    return std::nullopt;
+  match.source = heads.getSrc();
+
+  // Both sides must see the same heads, and the chain must keep the type.
+  auto shape = getHeadShape(heads.getResultType());
+  if (!shape || shape != getHeadShape(split.getResultType()) ||
+      match.source.getType() != result.getType())
+    return std::nullopt;
+  std::tie(match.heads, match.headDim) = *shape;
+  return match;
+}
+
+std::optional<PerHeadNorm> PerHeadNorm::findFrom(Value source) {
+  // source -> expand -> collapse -> norm -> expand -> collapse.
+  for (Operation *heads : source.getUsers()) {
+    if (!isa<tensor::ExpandShapeOp>(heads))
+      continue;
+    for (Operation *rows : heads->getUsers()) {
+      if (!isa<tensor::CollapseShapeOp>(rows))
+        continue;
+      for (Operation *norm : rows->getUsers()) {
+        if (!norm->hasOneUse() || !norm->user_begin()->hasOneUse())
+          continue;
+        Operation *join = *norm->user_begin()->user_begin();
+        if (join->getNumResults() != 1)
+          continue;
+        std::optional<PerHeadNorm> match = PerHeadNorm::match(join->getResult(0));
+        if (match && match->source == source)
+          return match;
+      }
+    }
+  }
+  return std::nullopt;
+}

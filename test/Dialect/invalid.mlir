@@ -1,0 +1,1125 @@
+// One case per verifier rule of the norm dialect, type constraint and
+// attribute rule, then parse errors; each must give its diagnostic at the
+// location of the offending op.
+// RUN: norm-opt %s -split-input-file -verify-diagnostics
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+func.func @i32_input(%x: tensor<?x8xi32>) {
+  // expected-error @+1 {{operand #0 must be 2D tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<?x8xi32>'}}
+  %0 = "norm.rms_norm"(%x) <{eps = 1.0e-06 : f64}> : (tensor<?x8xi32>) -> tensor<?x8xi32>
+  return
+}
+
+// -----
+
+func.func @f64_weight(%x: tensor<?x8xf32>, %w: tensor<8xf64>) {
+  // expected-error @+1 {{operand #1 must be 1D tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<8xf64>'}}
+  %0 = norm.rms_norm %x weight(%w : tensor<8xf64>) eps(1.0e-06) : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f8_result(%x: tensor<?x8xf8E4M3FN>) {
+  // expected-error @+1 {{operand #0 must be 2D tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<?x8xf8E4M3FN>'}}
+  %0 = norm.cast %x : tensor<?x8xf8E4M3FN> to tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f64_result(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{result #0 must be 2D tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<?x8xf64>'}}
+  %0 = norm.cast %x : tensor<?x8xf32> to tensor<?x8xf64>
+  return
+}
+
+// -----
+
+func.func @rank3_input(%x: tensor<2x?x8xf32>) {
+  // expected-error @+1 {{operand #0 must be 2D tensor}}
+  %0 = norm.l2_norm %x eps(1.0e-12) : tensor<2x?x8xf32> -> tensor<2x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @unranked_input(%x: tensor<*xf32>) {
+  // expected-error @+1 {{operand #0 must be 2D tensor}}
+  %0 = "norm.l2_norm"(%x) <{eps = 1.0e-12 : f64}> : (tensor<*xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f16_allreduce(%a: f16) {
+  // expected-error @+1 {{operand #0 must be variadic of 32-bit float, but got 'f16'}}
+  %0 = norm.row_allreduce %a {group_size = 32 : i64} : f16
+  return
+}
+
+// -----
+
+func.func @f32_eps_attr(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{attribute 'eps' failed to satisfy constraint: 64-bit float attribute}}
+  %0 = "norm.rms_norm"(%x) <{eps = 1.0e-06 : f32}> : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @missing_eps(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{requires attribute 'eps'}}
+  %0 = "norm.rms_norm"(%x) : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @symbol_kernel_attr(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{Invalid attribute `kernel` in property conversion: "k0"}}
+  %0 = "norm.fused_row"(%x) <{eps = 1.0e-06 : f64, statistic = #norm.statistic<rms>, kernel = "k0", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0>}> : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Operand segments (generic form)
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @segment_sum(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{operand count (2) does not match with the total size (3) specified in attribute 'operandSegmentSizes'}}
+  %0 = "norm.layer_norm"(%x, %w) <{eps = 1.0e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 1>}> : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @segment_count(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{size mismatch in attribute conversion: 2 vs 3}}
+  %0 = "norm.layer_norm"(%x, %w) <{eps = 1.0e-05 : f64, operandSegmentSizes = array<i32: 1, 1>}> : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @segment_negative(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'operandSegmentSizes' attribute cannot have negative elements}}
+  %0 = "norm.layer_norm"(%x, %w) <{eps = 1.0e-05 : f64, operandSegmentSizes = array<i32: 1, -1, 2>}> : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @segment_two_weights(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{operand group starting at #1 requires 0 or 1 element, but found 2}}
+  %0 = "norm.layer_norm"(%x, %w, %w) <{eps = 1.0e-05 : f64, operandSegmentSizes = array<i32: 1, 2, 0>}> : (tensor<?x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @segment_no_input(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{operand group starting at #0 requires 1 element, but found 0}}
+  %0 = "norm.layer_norm"(%w, %w) <{eps = 1.0e-05 : f64, operandSegmentSizes = array<i32: 0, 1, 1>}> : (tensor<8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @segment_two_inputs(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{operand group starting at #0 requires 1 element, but found 2}}
+  %0 = "norm.fused_row"(%x, %x) <{eps = 1.0e-06 : f64, statistic = #norm.statistic<rms>, operandSegmentSizes = array<i32: 2, 0, 0, 0, 0, 0, 0>}> : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @segment_no_variance(%x: tensor<?x8xf32>, %m: tensor<8xf32>) {
+  // expected-error @+1 {{operand group starting at #2 requires 1 element, but found 0}}
+  %0 = "norm.batch_norm_inference"(%x, %m, %m) <{eps = 1.0e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 0, 1, 0>}> : (tensor<?x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @segment_no_v(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>, %w: tensor<64xf16>) {
+  // expected-error @+1 {{operand group starting at #2 requires 1 element, but found 0}}
+  %0 = "norm.attention"(%q, %k, %w) <{head_dim = 64 : i64, num_heads = 1 : i64, num_kv_heads = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 0, 1, 0>, qk_norm = #norm.qk_norm<rms>, qk_norm_eps = 1.0e-06 : f64, scale = 1.250000e-01 : f64}> : (tensor<?x64xf16>, tensor<?x64xf16>, tensor<64xf16>) -> tensor<?x64xf16>
+  return
+}
+
+// -----
+
+func.func @segment_no_qkv(%w: tensor<128xf16>) {
+  // expected-error @+1 {{operand group starting at #0 requires 1 element, but found 0}}
+  %0:2 = "norm.qk_norm_prologue"(%w) <{eps = 1.0e-06 : f64, head_dim = 128 : i64, kind = #norm.qk_norm<rms>, num_kv_heads = 1 : i64, num_q_heads = 1 : i64, operandSegmentSizes = array<i32: 0, 1, 0>}> : (tensor<128xf16>) -> (tensor<?x128xf16>, tensor<?x128xf16>)
+  return
+}
+
+// -----
+
+func.func @no_operands() {
+  // expected-error @+1 {{expected 1 or more operands, but found 0}}
+  %0 = "norm.rms_norm"() <{eps = 1.0e-06 : f64}> : () -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @fused_row_three_results(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{result group starting at #1 requires 0 or 1 element, but found 2}}
+  %0:3 = "norm.fused_row"(%x) <{eps = 1.0e-06 : f64, statistic = #norm.statistic<rms>, operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0>}> : (tensor<?x8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>)
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Shapes shared by all ops
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @dynamic_hidden(%x: tensor<?x?xf32>) {
+  // expected-error @+1 {{'input' must have a static hidden size, got 'tensor<?x?xf32>'}}
+  %0 = norm.rms_norm %x eps(1.0e-06) : tensor<?x?xf32> -> tensor<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @empty_hidden(%x: tensor<?x0xf32>) {
+  // expected-error @+1 {{'input' must have a non-empty hidden size, got 'tensor<?x0xf32>'}}
+  %0 = norm.layer_norm %x eps(1.0e-05) : tensor<?x0xf32> -> tensor<?x0xf32>
+  return
+}
+
+// -----
+
+func.func @hidden_mismatch(%x: tensor<?x8xf32>, %f: tensor<?x16xf32>) {
+  // expected-error @+1 {{hidden size of 'sublayer' (16) does not match hidden size of 'residual' (8)}}
+  %0 = norm.residual_add %x, %f : tensor<?x8xf32>, tensor<?x16xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @row_count_mismatch(%x: tensor<4x8xf32>, %f: tensor<2x8xf32>) {
+  // expected-error @+1 {{row count of 'sublayer' (2) does not match row count of 'residual' (4)}}
+  %0 = norm.residual_add %x, %f : tensor<4x8xf32>, tensor<2x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @weight_length(%x: tensor<?x8xf32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{'weight' must have 8 elements (the hidden size), got 'tensor<16xf32>'}}
+  %0 = norm.rms_norm %x weight(%w : tensor<16xf32>) eps(1.0e-06) : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @dynamic_weight(%x: tensor<?x8xf32>, %w: tensor<?xf32>) {
+  // expected-error @+1 {{'weight' must have 8 elements (the hidden size), got 'tensor<?xf32>'}}
+  %0 = norm.layer_norm %x weight(%w : tensor<?xf32>) eps(1.0e-05) : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @bias_length(%x: tensor<?x8xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'bias' must have 8 elements (the hidden size), got 'tensor<4xf32>'}}
+  %0 = norm.layer_norm %x bias(%b : tensor<4xf32>) eps(1.0e-05) : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @result_element_type(%x: tensor<?x8xbf16>) {
+  // expected-error @+1 {{result type 'tensor<?x8xf32>' does not match input type 'tensor<?x8xbf16>'}}
+  %0 = norm.rms_norm %x eps(1.0e-06) : tensor<?x8xbf16> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @result_shape(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{result type 'tensor<4x8xf32>' does not match input type 'tensor<?x8xf32>'}}
+  %0 = norm.l2_norm %x eps(1.0e-12) : tensor<?x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Reals
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @eps_zero(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{eps must be a positive finite number, got 0.0}}
+  %0 = norm.rms_norm %x eps(0.0) : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @eps_negative(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{eps must be a positive finite number, got -1.0e-05}}
+  %0 = norm.layer_norm %x eps(-1.0e-05) : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @eps_nan(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{eps must be a positive finite number, got NaN}}
+  %0 = norm.l2_norm %x eps(0x7FF8000000000000) : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @eps_inf(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{eps must be a positive finite number, got +inf}}
+  %0 = "norm.group_norm"(%x) <{eps = 0x7FF0000000000000 : f64, groups = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 0>}> : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @offset_nan(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{weight_offset must be a finite number, got NaN}}
+  %0 = norm.rms_norm %x weight(%w : tensor<8xf32>) eps(1.0e-06) offset(0x7FF8000000000000) : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @offset_without_weight(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{weight_offset needs a weight}}
+  %0 = norm.rms_norm %x eps(1.0e-06) offset(1.0) : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @alpha_zero(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{alpha must be a positive finite number, got 0.0}}
+  %0 = norm.residual_add %x, %x alpha(0.0) : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @alpha_negative_inf(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{alpha must be a positive finite number, got -inf}}
+  %0 = norm.residual_add %x, %x alpha(0xFFF0000000000000) : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @residual_add_result(%x: tensor<?x8xbf16>, %f: tensor<?x8xf32>) {
+  // expected-error @+1 {{result type 'tensor<?x8xf32>' does not match input type 'tensor<?x8xbf16>'}}
+  %0 = norm.residual_add %x, %f : tensor<?x8xbf16>, tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// norm.group_norm
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @groups_zero(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{groups must be positive, got 0}}
+  %0 = norm.group_norm %x eps(1.0e-05) {groups = 0 : i64} : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @groups_not_dividing(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{groups (3) must divide the hidden size (8)}}
+  %0 = norm.group_norm %x eps(1.0e-05) {groups = 3 : i64} : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Batch normalization
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @bn_mean_length(%x: tensor<?x8xf32>, %m: tensor<4xf32>, %v: tensor<8xf32>) {
+  // expected-error @+1 {{'mean' must have 8 elements (the hidden size), got 'tensor<4xf32>'}}
+  %0 = norm.batch_norm_inference %x mean(%m : tensor<4xf32>) variance(%v : tensor<8xf32>) eps(1.0e-05) : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @bn_variance_length(%x: tensor<?x8xf32>, %m: tensor<8xf32>, %v: tensor<9xf32>) {
+  // expected-error @+1 {{'variance' must have 8 elements (the hidden size), got 'tensor<9xf32>'}}
+  %0 = norm.batch_norm_inference %x mean(%m : tensor<8xf32>) variance(%v : tensor<9xf32>) eps(1.0e-05) : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @bn_training_stat_type(%x: tensor<?x8xbf16>) {
+  // expected-error @+1 {{batch statistics are f32, got 'tensor<8xbf16>'}}
+  %0:3 = norm.batch_norm_training %x eps(1.0e-05) : tensor<?x8xbf16> -> tensor<?x8xbf16>, tensor<8xbf16>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @bn_training_stat_length(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'batch_variance' must have 8 elements (the hidden size), got 'tensor<16xf32>'}}
+  %0:3 = norm.batch_norm_training %x eps(1.0e-05) : tensor<?x8xf32> -> tensor<?x8xf32>, tensor<8xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @bn_training_result(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{result type 'tensor<?x8xf16>' does not match input type 'tensor<?x8xf32>'}}
+  %0:3 = norm.batch_norm_training %x eps(1.0e-05) : tensor<?x8xf32> -> tensor<?x8xf16>, tensor<8xf32>, tensor<8xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// norm.cast
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @cast_rows(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{operand type 'tensor<?x8xf32>' and result type 'tensor<4x8xbf16>' are cast incompatible}}
+  %0 = norm.cast %x : tensor<?x8xf32> to tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @cast_hidden(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{operand type 'tensor<?x8xf32>' and result type 'tensor<?x16xbf16>' are cast incompatible}}
+  %0 = norm.cast %x : tensor<?x8xf32> to tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @cast_dynamic_hidden(%x: tensor<?x?xf32>) {
+  // expected-error @+1 {{'input' must have a static hidden size, got 'tensor<?x?xf32>'}}
+  %0 = norm.cast %x : tensor<?x?xf32> to tensor<?x?xbf16>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// norm.attention
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @attn_heads(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>) {
+  // expected-error @+1 {{num_heads must be positive, got 0}}
+  %0 = norm.attention %q, %k, %k scale(0.125) {num_heads = 0 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64} : tensor<?x64xf16>, tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x64xf16>
+  return
+}
+
+// -----
+
+func.func @attn_kv_heads(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>) {
+  // expected-error @+1 {{num_kv_heads must be positive, got -1}}
+  %0 = norm.attention %q, %k, %k scale(0.125) {num_heads = 1 : i64, num_kv_heads = -1 : i64, head_dim = 64 : i64} : tensor<?x64xf16>, tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x64xf16>
+  return
+}
+
+// -----
+
+func.func @attn_head_dim(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>) {
+  // expected-error @+1 {{head_dim must be positive, got 0}}
+  %0 = norm.attention %q, %k, %k scale(0.125) {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 0 : i64} : tensor<?x64xf16>, tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x64xf16>
+  return
+}
+
+// -----
+
+func.func @attn_gqa(%q: tensor<?x192xf16>, %k: tensor<?x128xf16>) {
+  // expected-error @+1 {{num_kv_heads (2) must divide num_heads (3)}}
+  %0 = norm.attention %q, %k, %k scale(0.125) {num_heads = 3 : i64, num_kv_heads = 2 : i64, head_dim = 64 : i64} : tensor<?x192xf16>, tensor<?x128xf16>, tensor<?x128xf16> -> tensor<?x192xf16>
+  return
+}
+
+// -----
+
+func.func @attn_q_width(%q: tensor<?x100xf16>, %k: tensor<?x64xf16>) {
+  // expected-error @+1 {{'q' must have num_heads (2) x head_dim (64) columns, got 'tensor<?x100xf16>'}}
+  %0 = norm.attention %q, %k, %k scale(0.125) {num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64} : tensor<?x100xf16>, tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x100xf16>
+  return
+}
+
+// -----
+
+func.func @attn_k_width(%q: tensor<?x128xf16>, %k: tensor<?x128xf16>, %v: tensor<?x64xf16>) {
+  // expected-error @+1 {{'k' must have num_kv_heads (1) x head_dim (64) columns, got 'tensor<?x128xf16>'}}
+  %0 = norm.attention %q, %k, %v scale(0.125) {num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64} : tensor<?x128xf16>, tensor<?x128xf16>, tensor<?x64xf16> -> tensor<?x128xf16>
+  return
+}
+
+// -----
+
+func.func @attn_v_width(%q: tensor<?x128xf16>, %k: tensor<?x64xf16>, %v: tensor<?x?xf16>) {
+  // expected-error @+1 {{'v' must have num_kv_heads (1) x head_dim (64) columns, got 'tensor<?x?xf16>'}}
+  %0 = norm.attention %q, %k, %v scale(0.125) {num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64} : tensor<?x128xf16>, tensor<?x64xf16>, tensor<?x?xf16> -> tensor<?x128xf16>
+  return
+}
+
+// -----
+
+// num_heads x head_dim overflows int64; the check must not.
+func.func @attn_width_overflow(%q: tensor<?x128xf16>, %k: tensor<?x64xf16>) {
+  // expected-error @+1 {{'q' must have num_heads (4611686018427387904) x head_dim (64) columns, got 'tensor<?x128xf16>'}}
+  %0 = norm.attention %q, %k, %k scale(0.125) {num_heads = 4611686018427387904 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64} : tensor<?x128xf16>, tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x128xf16>
+  return
+}
+
+// -----
+
+func.func @attn_kv_rows(%q: tensor<?x128xf16>, %k: tensor<4x64xf16>, %v: tensor<5x64xf16>) {
+  // expected-error @+1 {{'k' and 'v' must have the same shape, got 'tensor<4x64xf16>' and 'tensor<5x64xf16>'}}
+  %0 = norm.attention %q, %k, %v scale(0.125) {num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64} : tensor<?x128xf16>, tensor<4x64xf16>, tensor<5x64xf16> -> tensor<?x128xf16>
+  return
+}
+
+// -----
+
+func.func @attn_scale(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>) {
+  // expected-error @+1 {{scale must be a positive finite number, got -0.125}}
+  %0 = norm.attention %q, %k, %k scale(-0.125) {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64} : tensor<?x64xf16>, tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x64xf16>
+  return
+}
+
+// -----
+
+func.func @attn_weight_without_kind(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>, %w: tensor<64xf16>) {
+  // expected-error @+1 {{QK-Norm weights and eps need a 'qk_norm' kind}}
+  %0 = norm.attention %q, %k, %k q_norm_weight(%w : tensor<64xf16>) scale(0.125) {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64} : tensor<?x64xf16>, tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x64xf16>
+  return
+}
+
+// -----
+
+func.func @attn_eps_without_kind(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>) {
+  // expected-error @+1 {{QK-Norm weights and eps need a 'qk_norm' kind}}
+  %0 = norm.attention %q, %k, %k scale(0.125) qk_norm_eps(1.0e-06) {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64} : tensor<?x64xf16>, tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x64xf16>
+  return
+}
+
+// -----
+
+func.func @attn_kind_without_eps(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>) {
+  // expected-error @+1 {{'qk_norm' needs 'qk_norm_eps'}}
+  %0 = norm.attention %q, %k, %k scale(0.125) {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64, qk_norm = #norm.qk_norm<rms>} : tensor<?x64xf16>, tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x64xf16>
+  return
+}
+
+// -----
+
+func.func @attn_qk_eps(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>) {
+  // expected-error @+1 {{qk_norm_eps must be a positive finite number, got 0.0}}
+  %0 = norm.attention %q, %k, %k scale(0.125) qk_norm_eps(0.0) {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64, qk_norm = #norm.qk_norm<l2>} : tensor<?x64xf16>, tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x64xf16>
+  return
+}
+
+// -----
+
+func.func @attn_q_weight_length(%q: tensor<?x128xf16>, %k: tensor<?x64xf16>, %w: tensor<128xf16>) {
+  // expected-error @+1 {{'q_norm_weight' must have 64 elements (the head dim), got 'tensor<128xf16>'}}
+  %0 = norm.attention %q, %k, %k q_norm_weight(%w : tensor<128xf16>) scale(0.125) qk_norm_eps(1.0e-06) {num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64, qk_norm = #norm.qk_norm<rms>} : tensor<?x128xf16>, tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x128xf16>
+  return
+}
+
+// -----
+
+func.func @attn_k_weight_length(%q: tensor<?x128xf16>, %k: tensor<?x64xf16>, %w: tensor<32xf16>) {
+  // expected-error @+1 {{'k_norm_weight' must have 64 elements (the head dim), got 'tensor<32xf16>'}}
+  %0 = norm.attention %q, %k, %k k_norm_weight(%w : tensor<32xf16>) scale(0.125) qk_norm_eps(1.0e-06) {num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64, qk_norm = #norm.qk_norm<rms>} : tensor<?x128xf16>, tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x128xf16>
+  return
+}
+
+// -----
+
+func.func @attn_result(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>) {
+  // expected-error @+1 {{result type 'tensor<?x64xf32>' does not match input type 'tensor<?x64xf16>'}}
+  %0 = norm.attention %q, %k, %k scale(0.125) {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64} : tensor<?x64xf16>, tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @attn_kind_value(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>) {
+  // expected-error @+2 {{expected ::mlir::norm::QKNormKind to be one of: rms, l2}}
+  // expected-error @+1 {{failed to parse Norm_QKNormKindAttr parameter 'value'}}
+  %0 = norm.attention %q, %k, %k scale(0.125) qk_norm_eps(1.0e-06) {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64, qk_norm = #norm.qk_norm<layer>} : tensor<?x64xf16>, tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x64xf16>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// norm.fused_row
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @fr_dynamic_hidden(%x: tensor<?x?xbf16>) {
+  // expected-error @+1 {{'input' must have a static hidden size, got 'tensor<?x?xbf16>'}}
+  %0 = norm.fused_row <rms> %x eps(1.0e-06) : tensor<?x?xbf16> -> tensor<?x?xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_addend_hidden(%x: tensor<?x8xbf16>, %f: tensor<?x16xbf16>) {
+  // expected-error @+1 {{hidden size of 'addend' (16) does not match hidden size of 'input' (8)}}
+  %0 = norm.fused_row <rms> %x addend(%f : tensor<?x16xbf16>) eps(1.0e-06) : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_skip_rows(%x: tensor<4x8xbf16>, %s: tensor<3x8xbf16>) {
+  // expected-error @+1 {{row count of 'skip' (3) does not match row count of 'input' (4)}}
+  %0 = norm.fused_row <rms> %x skip(%s : tensor<3x8xbf16>) eps(1.0e-06) : tensor<4x8xbf16> -> tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_output_hidden(%x: tensor<?x8xbf16>) {
+  // expected-error @+1 {{hidden size of 'output' (4) does not match hidden size of 'input' (8)}}
+  %0 = norm.fused_row <rms> %x eps(1.0e-06) : tensor<?x8xbf16> -> tensor<?x4xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_output_rows(%x: tensor<2x8xbf16>) {
+  // expected-error @+1 {{row count of 'output' (3) does not match row count of 'input' (2)}}
+  %0 = norm.fused_row <rms> %x eps(1.0e-06) : tensor<2x8xbf16> -> tensor<3x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_residual_out_rows(%x: tensor<2x8xbf16>, %f: tensor<2x8xbf16>) {
+  // expected-error @+1 {{row count of 'residual_out' (4) does not match row count of 'input' (2)}}
+  %0:2 = norm.fused_row <rms> %x addend(%f : tensor<2x8xbf16>) eps(1.0e-06) : tensor<2x8xbf16> -> tensor<2x8xbf16>, tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_weight_length(%x: tensor<?x8xbf16>, %w: tensor<4xbf16>) {
+  // expected-error @+1 {{'weight' must have 8 elements (the hidden size), got 'tensor<4xbf16>'}}
+  %0 = norm.fused_row <rms> %x weight(%w : tensor<4xbf16>) eps(1.0e-06) : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_bias_length(%x: tensor<?x8xbf16>, %b: tensor<16xf32>) {
+  // expected-error @+1 {{'bias' must have 8 elements (the hidden size), got 'tensor<16xf32>'}}
+  %0 = norm.fused_row <mean_var> %x bias(%b : tensor<16xf32>) eps(1.0e-06) : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_mean_length(%x: tensor<?x8xbf16>, %m: tensor<4xf32>, %v: tensor<8xf32>) {
+  // expected-error @+1 {{'mean' must have 8 elements (the hidden size), got 'tensor<4xf32>'}}
+  %0 = norm.fused_row <none> %x mean(%m : tensor<4xf32>) variance(%v : tensor<8xf32>) eps(1.0e-05) : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_variance_length(%x: tensor<?x8xbf16>, %m: tensor<8xf32>, %v: tensor<2xf32>) {
+  // expected-error @+1 {{'variance' must have 8 elements (the hidden size), got 'tensor<2xf32>'}}
+  %0 = norm.fused_row <none> %x mean(%m : tensor<8xf32>) variance(%v : tensor<2xf32>) eps(1.0e-05) : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_eps(%x: tensor<?x8xbf16>) {
+  // expected-error @+1 {{eps must be a positive finite number, got -1.0}}
+  %0 = norm.fused_row <rms> %x eps(-1.0) : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_alpha(%x: tensor<?x8xbf16>, %f: tensor<?x8xbf16>) {
+  // expected-error @+1 {{alpha must be a positive finite number, got -2.0}}
+  %0 = norm.fused_row <rms> %x addend(%f : tensor<?x8xbf16>) eps(1.0e-06) alpha(-2.0) : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_alpha_without_addend(%x: tensor<?x8xbf16>) {
+  // expected-error @+1 {{alpha needs an addend}}
+  %0 = norm.fused_row <rms> %x eps(1.0e-06) alpha(2.0) : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_residual_out_without_addend(%x: tensor<?x8xbf16>) {
+  // expected-error @+1 {{residual_out needs an addend}}
+  %0:2 = norm.fused_row <rms> %x eps(1.0e-06) : tensor<?x8xbf16> -> tensor<?x8xbf16>, tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_f32_residual_without_addend(%x: tensor<?x8xbf16>) {
+  // expected-error @+1 {{f32_residual needs an addend}}
+  %0 = norm.fused_row <rms> %x eps(1.0e-06) {f32_residual} : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_residual_out_type(%x: tensor<?x8xbf16>, %f: tensor<?x8xbf16>) {
+  // expected-error @+1 {{residual_out must keep the element type of 'input' ('bf16'), got 'tensor<?x8xf32>'}}
+  %0:2 = norm.fused_row <rms> %x addend(%f : tensor<?x8xbf16>) eps(1.0e-06) {f32_residual} : tensor<?x8xbf16> -> tensor<?x8xbf16>, tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @fr_offset_without_weight(%x: tensor<?x8xbf16>) {
+  // expected-error @+1 {{weight_offset needs a weight}}
+  %0 = norm.fused_row <rms> %x eps(1.0e-06) offset(1.0) : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_offset_inf(%x: tensor<?x8xbf16>, %w: tensor<8xbf16>) {
+  // expected-error @+1 {{weight_offset must be a finite number, got +inf}}
+  %0 = norm.fused_row <rms> %x weight(%w : tensor<8xbf16>) eps(1.0e-06) offset(0x7FF0000000000000) : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_groups_zero(%x: tensor<?x8xbf16>) {
+  // expected-error @+1 {{groups must be positive, got 0}}
+  %0 = norm.fused_row <mean_var> %x eps(1.0e-05) {groups = 0 : i64} : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_groups_not_dividing(%x: tensor<?x8xbf16>) {
+  // expected-error @+1 {{groups (5) must divide the hidden size (8)}}
+  %0 = norm.fused_row <mean_var> %x eps(1.0e-05) {groups = 5 : i64} : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_groups_without_statistic(%x: tensor<?x8xbf16>) {
+  // expected-error @+1 {{groups > 1 needs a statistic to group (rms, mean_var or l2), got 'none'}}
+  %0 = norm.fused_row <none> %x eps(1.0e-05) {groups = 2 : i64} : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_mean_without_variance(%x: tensor<?x8xbf16>, %m: tensor<8xf32>) {
+  // expected-error @+1 {{'mean' and 'variance' go together}}
+  %0 = norm.fused_row <none> %x mean(%m : tensor<8xf32>) eps(1.0e-05) : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_stats_with_statistic(%x: tensor<?x8xbf16>, %m: tensor<8xf32>, %v: tensor<8xf32>) {
+  // expected-error @+1 {{per-channel 'mean'/'variance' need statistic 'none'}}
+  %0 = norm.fused_row <mean_var> %x mean(%m : tensor<8xf32>) variance(%v : tensor<8xf32>) eps(1.0e-05) : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_statistic_value(%x: tensor<?x8xbf16>) {
+  // expected-error @+2 {{expected ::mlir::norm::Statistic to be one of: rms, mean_var, l2, none}}
+  // expected-error @+1 {{failed to parse Norm_StatisticAttr parameter 'value' which is to be a `::mlir::norm::Statistic`}}
+  %0 = norm.fused_row <variance> %x eps(1.0e-05) : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_launch_idle_threads(%x: tensor<?x256xbf16>) {
+  // expected-error @+1 {{launch configuration leaves threads without work: 64 threads x vector 8 for rows of 256 elements}}
+  %0 = norm.fused_row <rms> %x eps(1.0e-06) {launch = #norm.launch<vector = 8, threads_per_row = 64, warps = 2, rows_per_cta = 1>} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  return
+}
+
+// -----
+
+// With groups, a launch serves rows of hidden / groups elements.
+func.func @fr_launch_idle_threads_groups(%x: tensor<?x4096xbf16>) {
+  // expected-error @+1 {{launch configuration leaves threads without work: 32 threads x vector 8 for rows of 128 elements}}
+  %0 = norm.fused_row <mean_var> %x eps(1.0e-05) {groups = 32 : i64, launch = #norm.launch<vector = 8, threads_per_row = 32, warps = 1, rows_per_cta = 1>} : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_launch_registers(%x: tensor<?x16384xbf16>) {
+  // expected-error @+1 {{launch configuration keeps 16 vectors of 8 elements per thread in registers (at most 64 elements); use more threads per row}}
+  %0 = norm.fused_row <rms> %x eps(1.0e-06) {launch = #norm.launch<vector = 8, threads_per_row = 128, warps = 4, rows_per_cta = 1>} : tensor<?x16384xbf16> -> tensor<?x16384xbf16>
+  return
+}
+
+// -----
+
+// The largest hidden size a type can state must not overflow the check.
+func.func @fr_launch_registers_huge(%x: tensor<?x9223372036854775807xbf16>) {
+  // expected-error @+1 {{launch configuration keeps 1152921504606846976 vectors of 8 elements per thread in registers (at most 64 elements)}}
+  %0 = norm.fused_row <rms> %x eps(1.0e-06) {launch = #norm.launch<vector = 8, threads_per_row = 1, warps = 1, rows_per_cta = 32>} : tensor<?x9223372036854775807xbf16> -> tensor<?x9223372036854775807xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_launch_access_bytes(%x: tensor<?x4096xf32>) {
+  // expected-error @+1 {{launch vector width 8 of 'f32' moves 32 bytes per access (at most 16)}}
+  %0 = norm.fused_row <rms> %x eps(1.0e-06) {launch = #norm.launch<vector = 8, threads_per_row = 128, warps = 4, rows_per_cta = 1>} : tensor<?x4096xf32> -> tensor<?x4096xf32>
+  return
+}
+
+// -----
+
+// The widest row tensor counts, here the f32 output of a fused cast.
+func.func @fr_launch_access_bytes_output(%x: tensor<?x4096xbf16>) {
+  // expected-error @+1 {{launch vector width 8 of 'f32' moves 32 bytes per access (at most 16)}}
+  %0 = norm.fused_row <rms> %x eps(1.0e-06) {launch = #norm.launch<vector = 8, threads_per_row = 128, warps = 4, rows_per_cta = 1>} : tensor<?x4096xbf16> -> tensor<?x4096xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// norm.qk_norm_prologue
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @qk_q_heads(%qkv: tensor<?x384xbf16>) {
+  // expected-error @+1 {{num_q_heads must be positive, got 0}}
+  %0:2 = norm.qk_norm_prologue <rms> %qkv eps(1.0e-06) {num_q_heads = 0 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64} : tensor<?x384xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @qk_kv_heads(%qkv: tensor<?x384xbf16>) {
+  // expected-error @+1 {{num_kv_heads must be positive, got 0}}
+  %0:2 = norm.qk_norm_prologue <rms> %qkv eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 0 : i64, head_dim = 128 : i64} : tensor<?x384xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @qk_head_dim(%qkv: tensor<?x384xbf16>) {
+  // expected-error @+1 {{head_dim must be positive, got -128}}
+  %0:2 = norm.qk_norm_prologue <rms> %qkv eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = -128 : i64} : tensor<?x384xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @qk_eps(%qkv: tensor<?x384xbf16>) {
+  // expected-error @+1 {{eps must be a positive finite number, got NaN}}
+  %0:2 = norm.qk_norm_prologue <rms> %qkv eps(0x7FF8000000000001) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64} : tensor<?x384xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @qk_q_width(%qkv: tensor<?x384xbf16>) {
+  // expected-error @+1 {{'q' must have num_q_heads (1) x head_dim (128) columns, got 'tensor<?x256xbf16>'}}
+  %0:2 = norm.qk_norm_prologue <rms> %qkv eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64} : tensor<?x384xbf16> -> tensor<?x256xbf16>, tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @qk_k_width(%qkv: tensor<?x384xbf16>) {
+  // expected-error @+1 {{'k' must have num_kv_heads (1) x head_dim (128) columns, got 'tensor<?x64xbf16>'}}
+  %0:2 = norm.qk_norm_prologue <rms> %qkv eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64} : tensor<?x384xbf16> -> tensor<?x128xbf16>, tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @qk_qkv_width(%qkv: tensor<?x512xbf16>) {
+  // expected-error @+1 {{'qkv' must have (num_q_heads + 2 * num_kv_heads) x head_dim = 384 columns, got 'tensor<?x512xbf16>'}}
+  %0:2 = norm.qk_norm_prologue <rms> %qkv eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64} : tensor<?x512xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+// q and k fit, but the packed width overflows int64.
+func.func @qk_qkv_width_overflow(%qkv: tensor<?x512xbf16>, %q: tensor<?x4611686018427387904xbf16>) {
+  // expected-error @+1 {{'qkv' must have (num_q_heads + 2 * num_kv_heads) x head_dim columns, got 'tensor<?x512xbf16>'}}
+  %0:2 = norm.qk_norm_prologue <rms> %qkv eps(1.0e-06) {num_q_heads = 4611686018427387904 : i64, num_kv_heads = 4611686018427387904 : i64, head_dim = 1 : i64} : tensor<?x512xbf16> -> tensor<?x4611686018427387904xbf16>, tensor<?x4611686018427387904xbf16>
+  return
+}
+
+// -----
+
+func.func @qk_rows(%qkv: tensor<4x384xbf16>) {
+  // expected-error @+1 {{row count of 'k' (5) does not match row count of 'qkv' (4)}}
+  %0:2 = norm.qk_norm_prologue <rms> %qkv eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64} : tensor<4x384xbf16> -> tensor<?x128xbf16>, tensor<5x128xbf16>
+  return
+}
+
+// -----
+
+func.func @qk_q_weight(%qkv: tensor<?x384xbf16>, %w: tensor<384xbf16>) {
+  // expected-error @+1 {{'q_weight' must have 128 elements (the head dim), got 'tensor<384xbf16>'}}
+  %0:2 = norm.qk_norm_prologue <rms> %qkv q_weight(%w : tensor<384xbf16>) eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64} : tensor<?x384xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @qk_k_weight(%qkv: tensor<?x384xbf16>, %w: tensor<64xbf16>) {
+  // expected-error @+1 {{'k_weight' must have 128 elements (the head dim), got 'tensor<64xbf16>'}}
+  %0:2 = norm.qk_norm_prologue <l2> %qkv k_weight(%w : tensor<64xbf16>) eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64} : tensor<?x384xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+// A launch serves rows of head_dim elements.
+func.func @qk_launch(%qkv: tensor<?x384xbf16>) {
+  // expected-error @+1 {{launch configuration leaves threads without work: 32 threads x vector 8 for rows of 128 elements}}
+  %0:2 = norm.qk_norm_prologue <rms> %qkv eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64, launch = #norm.launch<vector = 8, threads_per_row = 32, warps = 1, rows_per_cta = 1>} : tensor<?x384xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @qk_launch_access_bytes(%qkv: tensor<?x384xf32>) {
+  // expected-error @+1 {{launch vector width 8 of 'f32' moves 32 bytes per access (at most 16)}}
+  %0:2 = norm.qk_norm_prologue <rms> %qkv eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64, launch = #norm.launch<vector = 8, threads_per_row = 16, warps = 1, rows_per_cta = 2>} : tensor<?x384xf32> -> tensor<?x128xf32>, tensor<?x128xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// norm.column_stats
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @cs_f32(%x: tensor<?x256xbf16>) {
+  // expected-error @+1 {{column statistics are f32, got 'tensor<256xbf16>'}}
+  %0:2 = norm.column_stats %x : tensor<?x256xbf16> -> tensor<256xf32>, tensor<256xbf16>
+  return
+}
+
+// -----
+
+func.func @cs_length(%x: tensor<?x256xbf16>) {
+  // expected-error @+1 {{'mean' must have 256 elements (the hidden size), got 'tensor<128xf32>'}}
+  %0:2 = norm.column_stats %x : tensor<?x256xbf16> -> tensor<128xf32>, tensor<256xf32>
+  return
+}
+
+// -----
+
+func.func @cs_launch_access_bytes(%x: tensor<?x256xf32>) {
+  // expected-error @+1 {{launch vector width 8 of 'f32' moves 32 bytes per access (at most 16)}}
+  %0:2 = norm.column_stats %x {launch = #norm.launch<vector = 8, threads_per_row = 1, warps = 8, rows_per_cta = 256>} : tensor<?x256xf32> -> tensor<256xf32>, tensor<256xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// norm.row_allreduce
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @ar_group_not_pow2(%a: f32) {
+  // expected-error @+1 {{group_size must be a power of two up to 32 or a multiple of 32 up to 1024, got 24}}
+  %0 = norm.row_allreduce %a {group_size = 24 : i64} : f32
+  return
+}
+
+// -----
+
+func.func @ar_group_not_warps(%a: f32) {
+  // expected-error @+1 {{group_size must be a power of two up to 32 or a multiple of 32 up to 1024, got 48}}
+  %0 = norm.row_allreduce %a {group_size = 48 : i64} : f32
+  return
+}
+
+// -----
+
+func.func @ar_group_too_large(%a: f32) {
+  // expected-error @+1 {{group_size must be a power of two up to 32 or a multiple of 32 up to 1024, got 2048}}
+  %0 = norm.row_allreduce %a {group_size = 2048 : i64} : f32
+  return
+}
+
+// -----
+
+func.func @ar_group_zero(%a: f32) {
+  // expected-error @+1 {{group_size must be a power of two up to 32 or a multiple of 32 up to 1024, got 0}}
+  %0 = norm.row_allreduce %a {group_size = 0 : i64} : f32
+  return
+}
+
+// -----
+
+func.func @ar_no_values() {
+  // expected-error @+1 {{needs at least one value}}
+  "norm.row_allreduce"() <{group_size = 32 : i64}> : () -> ()
+  return
+}
+
+// -----
+
+func.func @ar_result_count(%a: f32) {
+  // expected-error @+2 {{inferred type(s) 'f32' are incompatible with return type(s) of operation 'f32', 'f32'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:2 = "norm.row_allreduce"(%a) <{group_size = 32 : i64}> : (f32) -> (f32, f32)
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// #norm.launch
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// expected-error @+1 {{vector width must be 1, 2, 4 or 8, got 3}}
+func.func @launch_vector() attributes {l = #norm.launch<vector = 3, threads_per_row = 32, warps = 1, rows_per_cta = 1>}
+
+// -----
+
+// expected-error @+1 {{vector width must be 1, 2, 4 or 8, got 16}}
+func.func @launch_vector_wide() attributes {l = #norm.launch<vector = 16, threads_per_row = 32, warps = 1, rows_per_cta = 1>}
+
+// -----
+
+// expected-error @+1 {{threads_per_row must be 1, 2, 4, 8, 16 or a multiple of 32 up to 1024, got 12}}
+func.func @launch_threads_not_pow2() attributes {l = #norm.launch<vector = 4, threads_per_row = 12, warps = 1, rows_per_cta = 1>}
+
+
+// -----
+
+// expected-error @+1 {{threads_per_row must be 1, 2, 4, 8, 16 or a multiple of 32 up to 1024, got 2048}}
+func.func @launch_threads_too_many() attributes {l = #norm.launch<vector = 4, threads_per_row = 2048, warps = 32, rows_per_cta = 1>}
+
+// -----
+
+// expected-error @+1 {{warps must be in [1, 32], got 0}}
+func.func @launch_warps_zero() attributes {l = #norm.launch<vector = 4, threads_per_row = 32, warps = 0, rows_per_cta = 1>}
+
+// -----
+
+// expected-error @+1 {{warps must be in [1, 32], got 33}}
+func.func @launch_warps_many() attributes {l = #norm.launch<vector = 4, threads_per_row = 32, warps = 33, rows_per_cta = 1>}
+
+// -----
+
+// expected-error @+1 {{threads_per_row (256) must divide the 128 threads of a CTA of 4 warps}}
+func.func @launch_threads_cta() attributes {l = #norm.launch<vector = 4, threads_per_row = 256, warps = 4, rows_per_cta = 1>}
+
+// -----
+
+// expected-error @+1 {{rows_per_cta (0) must be a positive multiple of the 4 rows a CTA works on at once}}
+func.func @launch_rows_zero() attributes {l = #norm.launch<vector = 4, threads_per_row = 32, warps = 4, rows_per_cta = 0>}
+
+// -----
+
+// expected-error @+1 {{rows_per_cta (6) must be a positive multiple of the 4 rows a CTA works on at once}}
+func.func @launch_rows_multiple() attributes {l = #norm.launch<vector = 4, threads_per_row = 32, warps = 4, rows_per_cta = 6>}
+
+// -----
+
+// expected-error @+1 {{expected ','}}
+func.func @launch_missing() attributes {l = #norm.launch<vector = 4, threads_per_row = 32, warps = 4>}
+
+// -----
+
+// expected-error @+2 {{expected ::mlir::norm::Statistic to be one of: rms, mean_var, l2, none}}
+// expected-error @+1 {{failed to parse Norm_StatisticAttr parameter 'value' which is to be a `::mlir::norm::Statistic`}}
+func.func @statistic_value() attributes {s = #norm.statistic<sum>}
+
+//===----------------------------------------------------------------------===//
+// Parse errors
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @unknown_op(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{custom op 'norm.frobnicate' is unknown}}
+  %0 = norm.frobnicate %x : tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @unknown_generic_op(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{unregistered operation 'norm.frobnicate' found in dialect ('norm') that does not allow unknown operations}}
+  %0 = "norm.frobnicate"(%x) : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @missing_eps_keyword(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{expected 'eps'}}
+  %0 = norm.rms_norm %x : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @integer_eps(%x: tensor<?x8xf32>) {
+  // expected-error @+2 {{unexpected decimal integer literal for a floating point value}}
+  // expected-note @+1 {{add a trailing dot to make the literal a float}}
+  %0 = norm.rms_norm %x eps(1) : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @truncated_op(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{expected ')'}}
+  %0 = norm.rms_norm %x eps(1.0e-06 : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @truncated_type(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{expected '->'}}
+  %0 = norm.rms_norm %x eps(1.0e-06) : tensor<?x8xf32>
+  return
+}

@@ -1,0 +1,341 @@
+// RUN: norm-opt %s --norm-form-qk-norm-prologue | FileCheck %s
+
+// Llama/Qwen3 shapes: 32 query and 8 key/value heads of 128. The token
+// count comes from another tensor, so the prologue reads the slices' rows
+// of qkv (a view), not all of qkv. The attention reads the prologue's q and
+// k; so does the other user of the normalized q.
+// CHECK-LABEL: func.func @gqa_128
+//  CHECK-SAME: (%[[X:.*]]: tensor<?x4096xbf16>, %[[QKV:.*]]: tensor<?x6144xbf16>, %[[WQ:.*]]: tensor<128xbf16>, %[[WK:.*]]: tensor<128xbf16>)
+//       CHECK: %[[T:.*]] = tensor.dim %[[X]]
+//       CHECK: %[[V:.*]] = tensor.extract_slice %[[QKV]][0, 5120] [%[[T]], 1024] [1, 1]
+//   CHECK-NOT: norm.rms_norm
+//       CHECK: %[[ROWS:.*]] = tensor.extract_slice %[[QKV]][0, 0] [%[[T]], 6144] [1, 1] : tensor<?x6144xbf16> to tensor<?x6144xbf16>
+//       CHECK: %[[Q:.*]], %[[K:.*]] = norm.qk_norm_prologue <rms> %[[ROWS]] q_weight(%[[WQ]] : tensor<128xbf16>) k_weight(%[[WK]] : tensor<128xbf16>) eps(1.0e-06)
+//  CHECK-SAME: {head_dim = 128 : i64, num_kv_heads = 8 : i64, num_q_heads = 32 : i64} : tensor<?x6144xbf16> -> tensor<?x4096xbf16>, tensor<?x1024xbf16>
+//   CHECK-NOT: tensor.expand_shape
+//   CHECK-NOT: tensor.collapse_shape
+//       CHECK: %[[O:.*]] = norm.attention %[[Q]], %[[K]], %[[V]]
+//       CHECK: return %[[O]], %[[Q]]
+func.func @gqa_128(%x: tensor<?x4096xbf16>, %qkv: tensor<?x6144xbf16>, %wq: tensor<128xbf16>, %wk: tensor<128xbf16>)
+    -> (tensor<?x4096xbf16>, tensor<?x4096xbf16>) {
+  %c0 = arith.constant 0 : index
+  %t = tensor.dim %x, %c0 : tensor<?x4096xbf16>
+  %q = tensor.extract_slice %qkv[0, 0] [%t, 4096] [1, 1] : tensor<?x6144xbf16> to tensor<?x4096xbf16>
+  %k = tensor.extract_slice %qkv[0, 4096] [%t, 1024] [1, 1] : tensor<?x6144xbf16> to tensor<?x1024xbf16>
+  %v = tensor.extract_slice %qkv[0, 5120] [%t, 1024] [1, 1] : tensor<?x6144xbf16> to tensor<?x1024xbf16>
+  %q_heads = tensor.expand_shape %q [[0], [1, 2]] output_shape [%t, 32, 128]
+      : tensor<?x4096xbf16> into tensor<?x32x128xbf16>
+  %q_rows = tensor.collapse_shape %q_heads [[0, 1], [2]] : tensor<?x32x128xbf16> into tensor<?x128xbf16>
+  %q_normed = norm.rms_norm %q_rows weight(%wq : tensor<128xbf16>) eps(1.0e-06) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %q_nheads = tensor.expand_shape %q_normed [[0, 1], [2]] output_shape [%t, 32, 128]
+      : tensor<?x128xbf16> into tensor<?x32x128xbf16>
+  %qn = tensor.collapse_shape %q_nheads [[0], [1, 2]] : tensor<?x32x128xbf16> into tensor<?x4096xbf16>
+  %k_heads = tensor.expand_shape %k [[0], [1, 2]] output_shape [%t, 8, 128]
+      : tensor<?x1024xbf16> into tensor<?x8x128xbf16>
+  %k_rows = tensor.collapse_shape %k_heads [[0, 1], [2]] : tensor<?x8x128xbf16> into tensor<?x128xbf16>
+  %k_normed = norm.rms_norm %k_rows weight(%wk : tensor<128xbf16>) eps(1.0e-06) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %k_nheads = tensor.expand_shape %k_normed [[0, 1], [2]] output_shape [%t, 8, 128]
+      : tensor<?x128xbf16> into tensor<?x8x128xbf16>
+  %kn = tensor.collapse_shape %k_nheads [[0], [1, 2]] : tensor<?x8x128xbf16> into tensor<?x1024xbf16>
+  %o = norm.attention %qn, %kn, %v scale(0.08838834764831845)
+      {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64, causal}
+      : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16> -> tensor<?x4096xbf16>
+  return %o, %qn : tensor<?x4096xbf16>, tensor<?x4096xbf16>
+}
+
+// All rows of qkv (the slices take `tensor.dim %qkv, 0` rows): the prologue
+// reads qkv itself. L2 norm on 64-wide heads, 16 query and 4 key/value heads.
+// CHECK-LABEL: func.func @l2_64_all_rows
+//  CHECK-SAME: (%[[QKV:.*]]: tensor<?x1536xf16>)
+//   CHECK-NOT: tensor.extract_slice
+//       CHECK: %[[Q:.*]], %[[K:.*]] = norm.qk_norm_prologue <l2> %[[QKV]] eps(1.0e-12)
+//  CHECK-SAME: {head_dim = 64 : i64, num_kv_heads = 4 : i64, num_q_heads = 16 : i64} : tensor<?x1536xf16> -> tensor<?x1024xf16>, tensor<?x256xf16>
+//       CHECK: return %[[Q]], %[[K]]
+func.func @l2_64_all_rows(%qkv: tensor<?x1536xf16>)
+    -> (tensor<?x1024xf16>, tensor<?x256xf16>) {
+  %c0 = arith.constant 0 : index
+  %t = tensor.dim %qkv, %c0 : tensor<?x1536xf16>
+  %q = tensor.extract_slice %qkv[0, 0] [%t, 1024] [1, 1] : tensor<?x1536xf16> to tensor<?x1024xf16>
+  %k = tensor.extract_slice %qkv[0, 1024] [%t, 256] [1, 1] : tensor<?x1536xf16> to tensor<?x256xf16>
+  %q_heads = tensor.expand_shape %q [[0], [1, 2]] output_shape [%t, 16, 64]
+      : tensor<?x1024xf16> into tensor<?x16x64xf16>
+  %q_rows = tensor.collapse_shape %q_heads [[0, 1], [2]] : tensor<?x16x64xf16> into tensor<?x64xf16>
+  %q_normed = norm.l2_norm %q_rows eps(1.0e-12) : tensor<?x64xf16> -> tensor<?x64xf16>
+  %q_nheads = tensor.expand_shape %q_normed [[0, 1], [2]] output_shape [%t, 16, 64]
+      : tensor<?x64xf16> into tensor<?x16x64xf16>
+  %qn = tensor.collapse_shape %q_nheads [[0], [1, 2]] : tensor<?x16x64xf16> into tensor<?x1024xf16>
+  %k_heads = tensor.expand_shape %k [[0], [1, 2]] output_shape [%t, 4, 64]
+      : tensor<?x256xf16> into tensor<?x4x64xf16>
+  %k_rows = tensor.collapse_shape %k_heads [[0, 1], [2]] : tensor<?x4x64xf16> into tensor<?x64xf16>
+  %k_normed = norm.l2_norm %k_rows eps(1.0e-12) : tensor<?x64xf16> -> tensor<?x64xf16>
+  %k_nheads = tensor.expand_shape %k_normed [[0, 1], [2]] output_shape [%t, 4, 64]
+      : tensor<?x64xf16> into tensor<?x4x64xf16>
+  %kn = tensor.collapse_shape %k_nheads [[0], [1, 2]] : tensor<?x4x64xf16> into tensor<?x256xf16>
+  return %qn, %kn : tensor<?x1024xf16>, tensor<?x256xf16>
+}
+
+// A static token count equal to qkv's: all rows. Head dim 256, a weight on
+// q only.
+// CHECK-LABEL: func.func @static_256
+//  CHECK-SAME: (%[[QKV:.*]]: tensor<8x3072xf32>, %[[WQ:.*]]: tensor<256xf32>)
+//       CHECK: %[[Q:.*]], %[[K:.*]] = norm.qk_norm_prologue <rms> %[[QKV]] q_weight(%[[WQ]] : tensor<256xf32>) eps(1.0e-05)
+//  CHECK-SAME: {head_dim = 256 : i64, num_kv_heads = 2 : i64, num_q_heads = 8 : i64} : tensor<8x3072xf32> -> tensor<8x2048xf32>, tensor<8x512xf32>
+//       CHECK: return %[[Q]], %[[K]]
+func.func @static_256(%qkv: tensor<8x3072xf32>, %wq: tensor<256xf32>)
+    -> (tensor<8x2048xf32>, tensor<8x512xf32>) {
+  %q = tensor.extract_slice %qkv[0, 0] [8, 2048] [1, 1] : tensor<8x3072xf32> to tensor<8x2048xf32>
+  %k = tensor.extract_slice %qkv[0, 2048] [8, 512] [1, 1] : tensor<8x3072xf32> to tensor<8x512xf32>
+  %q_heads = tensor.expand_shape %q [[0], [1, 2]] output_shape [8, 8, 256]
+      : tensor<8x2048xf32> into tensor<8x8x256xf32>
+  %q_rows = tensor.collapse_shape %q_heads [[0, 1], [2]] : tensor<8x8x256xf32> into tensor<64x256xf32>
+  %q_normed = norm.rms_norm %q_rows weight(%wq : tensor<256xf32>) eps(1.0e-05) : tensor<64x256xf32> -> tensor<64x256xf32>
+  %q_nheads = tensor.expand_shape %q_normed [[0, 1], [2]] output_shape [8, 8, 256]
+      : tensor<64x256xf32> into tensor<8x8x256xf32>
+  %qn = tensor.collapse_shape %q_nheads [[0], [1, 2]] : tensor<8x8x256xf32> into tensor<8x2048xf32>
+  %k_heads = tensor.expand_shape %k [[0], [1, 2]] output_shape [8, 2, 256]
+      : tensor<8x512xf32> into tensor<8x2x256xf32>
+  %k_rows = tensor.collapse_shape %k_heads [[0, 1], [2]] : tensor<8x2x256xf32> into tensor<16x256xf32>
+  %k_normed = norm.rms_norm %k_rows eps(1.0e-05) : tensor<16x256xf32> -> tensor<16x256xf32>
+  %k_nheads = tensor.expand_shape %k_normed [[0, 1], [2]] output_shape [8, 2, 256]
+      : tensor<16x256xf32> into tensor<8x2x256xf32>
+  %kn = tensor.collapse_shape %k_nheads [[0], [1, 2]] : tensor<8x2x256xf32> into tensor<8x512xf32>
+  return %qn, %kn : tensor<8x2048xf32>, tensor<8x512xf32>
+}
+
+// Left alone: only q is normalized.
+// CHECK-LABEL: func.func @only_q
+//   CHECK-NOT: norm.qk_norm_prologue
+//       CHECK: return
+func.func @only_q(%qkv: tensor<?x6144xbf16>, %wq: tensor<128xbf16>, %wk: tensor<128xbf16>)
+    -> (tensor<?x4096xbf16>, tensor<?x1024xbf16>) {
+  %c0 = arith.constant 0 : index
+  %t = tensor.dim %qkv, %c0 : tensor<?x6144xbf16>
+  %q = tensor.extract_slice %qkv[0, 0] [%t, 4096] [1, 1] : tensor<?x6144xbf16> to tensor<?x4096xbf16>
+  %k = tensor.extract_slice %qkv[0, 4096] [%t, 1024] [1, 1] : tensor<?x6144xbf16> to tensor<?x1024xbf16>
+  %q_heads = tensor.expand_shape %q [[0], [1, 2]] output_shape [%t, 32, 128]
+      : tensor<?x4096xbf16> into tensor<?x32x128xbf16>
+  %q_rows = tensor.collapse_shape %q_heads [[0, 1], [2]] : tensor<?x32x128xbf16> into tensor<?x128xbf16>
+  %q_normed = norm.rms_norm %q_rows weight(%wq : tensor<128xbf16>) eps(1.0e-06) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %q_nheads = tensor.expand_shape %q_normed [[0, 1], [2]] output_shape [%t, 32, 128]
+      : tensor<?x128xbf16> into tensor<?x32x128xbf16>
+  %qn = tensor.collapse_shape %q_nheads [[0], [1, 2]] : tensor<?x32x128xbf16> into tensor<?x4096xbf16>
+  return %qn, %k : tensor<?x4096xbf16>, tensor<?x1024xbf16>
+}
+
+// Left alone: k does not start where q ends.
+// CHECK-LABEL: func.func @k_offset
+//   CHECK-NOT: norm.qk_norm_prologue
+//       CHECK: return
+func.func @k_offset(%qkv: tensor<?x6144xbf16>, %wq: tensor<128xbf16>, %wk: tensor<128xbf16>)
+    -> (tensor<?x4096xbf16>, tensor<?x1024xbf16>) {
+  %c0 = arith.constant 0 : index
+  %t = tensor.dim %qkv, %c0 : tensor<?x6144xbf16>
+  %q = tensor.extract_slice %qkv[0, 0] [%t, 4096] [1, 1] : tensor<?x6144xbf16> to tensor<?x4096xbf16>
+  %k = tensor.extract_slice %qkv[0, 5120] [%t, 1024] [1, 1] : tensor<?x6144xbf16> to tensor<?x1024xbf16>
+  %q_heads = tensor.expand_shape %q [[0], [1, 2]] output_shape [%t, 32, 128]
+      : tensor<?x4096xbf16> into tensor<?x32x128xbf16>
+  %q_rows = tensor.collapse_shape %q_heads [[0, 1], [2]] : tensor<?x32x128xbf16> into tensor<?x128xbf16>
+  %q_normed = norm.rms_norm %q_rows weight(%wq : tensor<128xbf16>) eps(1.0e-06) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %q_nheads = tensor.expand_shape %q_normed [[0, 1], [2]] output_shape [%t, 32, 128]
+      : tensor<?x128xbf16> into tensor<?x32x128xbf16>
+  %qn = tensor.collapse_shape %q_nheads [[0], [1, 2]] : tensor<?x32x128xbf16> into tensor<?x4096xbf16>
+  %k_heads = tensor.expand_shape %k [[0], [1, 2]] output_shape [%t, 8, 128]
+      : tensor<?x1024xbf16> into tensor<?x8x128xbf16>
+  %k_rows = tensor.collapse_shape %k_heads [[0, 1], [2]] : tensor<?x8x128xbf16> into tensor<?x128xbf16>
+  %k_normed = norm.rms_norm %k_rows weight(%wk : tensor<128xbf16>) eps(1.0e-06) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %k_nheads = tensor.expand_shape %k_normed [[0, 1], [2]] output_shape [%t, 8, 128]
+      : tensor<?x128xbf16> into tensor<?x8x128xbf16>
+  %kn = tensor.collapse_shape %k_nheads [[0], [1, 2]] : tensor<?x8x128xbf16> into tensor<?x1024xbf16>
+  return %qn, %kn : tensor<?x4096xbf16>, tensor<?x1024xbf16>
+}
+
+// Left alone: different eps on q and k.
+// CHECK-LABEL: func.func @eps_differ
+//   CHECK-NOT: norm.qk_norm_prologue
+//       CHECK: return
+func.func @eps_differ(%qkv: tensor<?x6144xbf16>, %wq: tensor<128xbf16>, %wk: tensor<128xbf16>)
+    -> (tensor<?x4096xbf16>, tensor<?x1024xbf16>) {
+  %c0 = arith.constant 0 : index
+  %t = tensor.dim %qkv, %c0 : tensor<?x6144xbf16>
+  %q = tensor.extract_slice %qkv[0, 0] [%t, 4096] [1, 1] : tensor<?x6144xbf16> to tensor<?x4096xbf16>
+  %k = tensor.extract_slice %qkv[0, 4096] [%t, 1024] [1, 1] : tensor<?x6144xbf16> to tensor<?x1024xbf16>
+  %q_heads = tensor.expand_shape %q [[0], [1, 2]] output_shape [%t, 32, 128]
+      : tensor<?x4096xbf16> into tensor<?x32x128xbf16>
+  %q_rows = tensor.collapse_shape %q_heads [[0, 1], [2]] : tensor<?x32x128xbf16> into tensor<?x128xbf16>
+  %q_normed = norm.rms_norm %q_rows weight(%wq : tensor<128xbf16>) eps(1.0e-06) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %q_nheads = tensor.expand_shape %q_normed [[0, 1], [2]] output_shape [%t, 32, 128]
+      : tensor<?x128xbf16> into tensor<?x32x128xbf16>
+  %qn = tensor.collapse_shape %q_nheads [[0], [1, 2]] : tensor<?x32x128xbf16> into tensor<?x4096xbf16>
+  %k_heads = tensor.expand_shape %k [[0], [1, 2]] output_shape [%t, 8, 128]
+      : tensor<?x1024xbf16> into tensor<?x8x128xbf16>
+  %k_rows = tensor.collapse_shape %k_heads [[0, 1], [2]] : tensor<?x8x128xbf16> into tensor<?x128xbf16>
+  %k_normed = norm.rms_norm %k_rows weight(%wk : tensor<128xbf16>) eps(1.0e-05) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %k_nheads = tensor.expand_shape %k_normed [[0, 1], [2]] output_shape [%t, 8, 128]
+      : tensor<?x128xbf16> into tensor<?x8x128xbf16>
+  %kn = tensor.collapse_shape %k_nheads [[0], [1, 2]] : tensor<?x8x128xbf16> into tensor<?x1024xbf16>
+  return %qn, %kn : tensor<?x4096xbf16>, tensor<?x1024xbf16>
+}
+
+// Left alone: RMSNorm on q, L2 norm on k.
+// CHECK-LABEL: func.func @kinds_differ
+//   CHECK-NOT: norm.qk_norm_prologue
+//       CHECK: return
+func.func @kinds_differ(%qkv: tensor<?x6144xbf16>, %wq: tensor<128xbf16>, %wk: tensor<128xbf16>)
+    -> (tensor<?x4096xbf16>, tensor<?x1024xbf16>) {
+  %c0 = arith.constant 0 : index
+  %t = tensor.dim %qkv, %c0 : tensor<?x6144xbf16>
+  %q = tensor.extract_slice %qkv[0, 0] [%t, 4096] [1, 1] : tensor<?x6144xbf16> to tensor<?x4096xbf16>
+  %k = tensor.extract_slice %qkv[0, 4096] [%t, 1024] [1, 1] : tensor<?x6144xbf16> to tensor<?x1024xbf16>
+  %q_heads = tensor.expand_shape %q [[0], [1, 2]] output_shape [%t, 32, 128]
+      : tensor<?x4096xbf16> into tensor<?x32x128xbf16>
+  %q_rows = tensor.collapse_shape %q_heads [[0, 1], [2]] : tensor<?x32x128xbf16> into tensor<?x128xbf16>
+  %q_normed = norm.rms_norm %q_rows weight(%wq : tensor<128xbf16>) eps(1.0e-06) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %q_nheads = tensor.expand_shape %q_normed [[0, 1], [2]] output_shape [%t, 32, 128]
+      : tensor<?x128xbf16> into tensor<?x32x128xbf16>
+  %qn = tensor.collapse_shape %q_nheads [[0], [1, 2]] : tensor<?x32x128xbf16> into tensor<?x4096xbf16>
+  %k_heads = tensor.expand_shape %k [[0], [1, 2]] output_shape [%t, 8, 128]
+      : tensor<?x1024xbf16> into tensor<?x8x128xbf16>
+  %k_rows = tensor.collapse_shape %k_heads [[0, 1], [2]] : tensor<?x8x128xbf16> into tensor<?x128xbf16>
+  %k_normed = norm.l2_norm %k_rows eps(1.0e-06) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %k_nheads = tensor.expand_shape %k_normed [[0, 1], [2]] output_shape [%t, 8, 128]
+      : tensor<?x128xbf16> into tensor<?x8x128xbf16>
+  %kn = tensor.collapse_shape %k_nheads [[0], [1, 2]] : tensor<?x8x128xbf16> into tensor<?x1024xbf16>
+  return %qn, %kn : tensor<?x4096xbf16>, tensor<?x1024xbf16>
+}
+
+// Left alone: Gemma's (1 + w) form; the prologue has no offset.
+// CHECK-LABEL: func.func @weight_offset
+//   CHECK-NOT: norm.qk_norm_prologue
+//       CHECK: return
+func.func @weight_offset(%qkv: tensor<?x6144xbf16>, %wq: tensor<128xbf16>, %wk: tensor<128xbf16>)
+    -> (tensor<?x4096xbf16>, tensor<?x1024xbf16>) {
+  %c0 = arith.constant 0 : index
+  %t = tensor.dim %qkv, %c0 : tensor<?x6144xbf16>
+  %q = tensor.extract_slice %qkv[0, 0] [%t, 4096] [1, 1] : tensor<?x6144xbf16> to tensor<?x4096xbf16>
+  %k = tensor.extract_slice %qkv[0, 4096] [%t, 1024] [1, 1] : tensor<?x6144xbf16> to tensor<?x1024xbf16>
+  %q_heads = tensor.expand_shape %q [[0], [1, 2]] output_shape [%t, 32, 128]
+      : tensor<?x4096xbf16> into tensor<?x32x128xbf16>
+  %q_rows = tensor.collapse_shape %q_heads [[0, 1], [2]] : tensor<?x32x128xbf16> into tensor<?x128xbf16>
+  %q_normed = norm.rms_norm %q_rows weight(%wq : tensor<128xbf16>) eps(1.0e-06) offset(1.0) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %q_nheads = tensor.expand_shape %q_normed [[0, 1], [2]] output_shape [%t, 32, 128]
+      : tensor<?x128xbf16> into tensor<?x32x128xbf16>
+  %qn = tensor.collapse_shape %q_nheads [[0], [1, 2]] : tensor<?x32x128xbf16> into tensor<?x4096xbf16>
+  %k_heads = tensor.expand_shape %k [[0], [1, 2]] output_shape [%t, 8, 128]
+      : tensor<?x1024xbf16> into tensor<?x8x128xbf16>
+  %k_rows = tensor.collapse_shape %k_heads [[0, 1], [2]] : tensor<?x8x128xbf16> into tensor<?x128xbf16>
+  %k_normed = norm.rms_norm %k_rows weight(%wk : tensor<128xbf16>) eps(1.0e-06) offset(1.0) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %k_nheads = tensor.expand_shape %k_normed [[0, 1], [2]] output_shape [%t, 8, 128]
+      : tensor<?x128xbf16> into tensor<?x8x128xbf16>
+  %kn = tensor.collapse_shape %k_nheads [[0], [1, 2]] : tensor<?x8x128xbf16> into tensor<?x1024xbf16>
+  return %qn, %kn : tensor<?x4096xbf16>, tensor<?x1024xbf16>
+}
+
+// Left alone: q takes every other row.
+// CHECK-LABEL: func.func @strided_rows
+//   CHECK-NOT: norm.qk_norm_prologue
+//       CHECK: return
+func.func @strided_rows(%qkv: tensor<?x6144xbf16>, %wq: tensor<128xbf16>, %wk: tensor<128xbf16>)
+    -> (tensor<?x4096xbf16>, tensor<?x1024xbf16>) {
+  %c0 = arith.constant 0 : index
+  %t = tensor.dim %qkv, %c0 : tensor<?x6144xbf16>
+  %c2i = arith.constant 2 : index
+  %half = arith.divui %t, %c2i : index
+  %q = tensor.extract_slice %qkv[0, 0] [%half, 4096] [2, 1] : tensor<?x6144xbf16> to tensor<?x4096xbf16>
+  %k = tensor.extract_slice %qkv[0, 4096] [%half, 1024] [1, 1] : tensor<?x6144xbf16> to tensor<?x1024xbf16>
+  %q_heads = tensor.expand_shape %q [[0], [1, 2]] output_shape [%half, 32, 128]
+      : tensor<?x4096xbf16> into tensor<?x32x128xbf16>
+  %q_rows = tensor.collapse_shape %q_heads [[0, 1], [2]] : tensor<?x32x128xbf16> into tensor<?x128xbf16>
+  %q_normed = norm.rms_norm %q_rows weight(%wq : tensor<128xbf16>) eps(1.0e-06) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %q_nheads = tensor.expand_shape %q_normed [[0, 1], [2]] output_shape [%half, 32, 128]
+      : tensor<?x128xbf16> into tensor<?x32x128xbf16>
+  %qn = tensor.collapse_shape %q_nheads [[0], [1, 2]] : tensor<?x32x128xbf16> into tensor<?x4096xbf16>
+  %k_heads = tensor.expand_shape %k [[0], [1, 2]] output_shape [%half, 8, 128]
+      : tensor<?x1024xbf16> into tensor<?x8x128xbf16>
+  %k_rows = tensor.collapse_shape %k_heads [[0, 1], [2]] : tensor<?x8x128xbf16> into tensor<?x128xbf16>
+  %k_normed = norm.rms_norm %k_rows weight(%wk : tensor<128xbf16>) eps(1.0e-06) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %k_nheads = tensor.expand_shape %k_normed [[0, 1], [2]] output_shape [%half, 8, 128]
+      : tensor<?x128xbf16> into tensor<?x8x128xbf16>
+  %kn = tensor.collapse_shape %k_nheads [[0], [1, 2]] : tensor<?x8x128xbf16> into tensor<?x1024xbf16>
+  return %qn, %kn : tensor<?x4096xbf16>, tensor<?x1024xbf16>
+}
+
+// Left alone: q and k over different rows.
+// CHECK-LABEL: func.func @rows_differ
+//   CHECK-NOT: norm.qk_norm_prologue
+//       CHECK: return
+func.func @rows_differ(%qkv: tensor<?x6144xbf16>, %wq: tensor<128xbf16>, %wk: tensor<128xbf16>, %n: index)
+    -> (tensor<?x4096xbf16>, tensor<?x1024xbf16>) {
+  %c0 = arith.constant 0 : index
+  %t = tensor.dim %qkv, %c0 : tensor<?x6144xbf16>
+  %q = tensor.extract_slice %qkv[0, 0] [%t, 4096] [1, 1] : tensor<?x6144xbf16> to tensor<?x4096xbf16>
+  %k = tensor.extract_slice %qkv[0, 4096] [%n, 1024] [1, 1] : tensor<?x6144xbf16> to tensor<?x1024xbf16>
+  %q_heads = tensor.expand_shape %q [[0], [1, 2]] output_shape [%t, 32, 128]
+      : tensor<?x4096xbf16> into tensor<?x32x128xbf16>
+  %q_rows = tensor.collapse_shape %q_heads [[0, 1], [2]] : tensor<?x32x128xbf16> into tensor<?x128xbf16>
+  %q_normed = norm.rms_norm %q_rows weight(%wq : tensor<128xbf16>) eps(1.0e-06) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %q_nheads = tensor.expand_shape %q_normed [[0, 1], [2]] output_shape [%t, 32, 128]
+      : tensor<?x128xbf16> into tensor<?x32x128xbf16>
+  %qn = tensor.collapse_shape %q_nheads [[0], [1, 2]] : tensor<?x32x128xbf16> into tensor<?x4096xbf16>
+  %k_heads = tensor.expand_shape %k [[0], [1, 2]] output_shape [%n, 8, 128]
+      : tensor<?x1024xbf16> into tensor<?x8x128xbf16>
+  %k_rows = tensor.collapse_shape %k_heads [[0, 1], [2]] : tensor<?x8x128xbf16> into tensor<?x128xbf16>
+  %k_normed = norm.rms_norm %k_rows weight(%wk : tensor<128xbf16>) eps(1.0e-06) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %k_nheads = tensor.expand_shape %k_normed [[0, 1], [2]] output_shape [%n, 8, 128]
+      : tensor<?x128xbf16> into tensor<?x8x128xbf16>
+  %kn = tensor.collapse_shape %k_nheads [[0], [1, 2]] : tensor<?x8x128xbf16> into tensor<?x1024xbf16>
+  return %qn, %kn : tensor<?x4096xbf16>, tensor<?x1024xbf16>
+}
+
+// Left alone: qkv has more columns than q, k and v.
+// CHECK-LABEL: func.func @not_packed
+//   CHECK-NOT: norm.qk_norm_prologue
+//       CHECK: return
+func.func @not_packed(%qkv: tensor<?x6272xbf16>, %wq: tensor<128xbf16>, %wk: tensor<128xbf16>)
+    -> (tensor<?x4096xbf16>, tensor<?x1024xbf16>) {
+  %c0 = arith.constant 0 : index
+  %t = tensor.dim %qkv, %c0 : tensor<?x6272xbf16>
+  %q = tensor.extract_slice %qkv[0, 0] [%t, 4096] [1, 1] : tensor<?x6272xbf16> to tensor<?x4096xbf16>
+  %k = tensor.extract_slice %qkv[0, 4096] [%t, 1024] [1, 1] : tensor<?x6272xbf16> to tensor<?x1024xbf16>
+  %q_heads = tensor.expand_shape %q [[0], [1, 2]] output_shape [%t, 32, 128]
+      : tensor<?x4096xbf16> into tensor<?x32x128xbf16>
+  %q_rows = tensor.collapse_shape %q_heads [[0, 1], [2]] : tensor<?x32x128xbf16> into tensor<?x128xbf16>
+  %q_normed = norm.rms_norm %q_rows weight(%wq : tensor<128xbf16>) eps(1.0e-06) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %q_nheads = tensor.expand_shape %q_normed [[0, 1], [2]] output_shape [%t, 32, 128]
+      : tensor<?x128xbf16> into tensor<?x32x128xbf16>
+  %qn = tensor.collapse_shape %q_nheads [[0], [1, 2]] : tensor<?x32x128xbf16> into tensor<?x4096xbf16>
+  %k_heads = tensor.expand_shape %k [[0], [1, 2]] output_shape [%t, 8, 128]
+      : tensor<?x1024xbf16> into tensor<?x8x128xbf16>
+  %k_rows = tensor.collapse_shape %k_heads [[0, 1], [2]] : tensor<?x8x128xbf16> into tensor<?x128xbf16>
+  %k_normed = norm.rms_norm %k_rows weight(%wk : tensor<128xbf16>) eps(1.0e-06) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %k_nheads = tensor.expand_shape %k_normed [[0, 1], [2]] output_shape [%t, 8, 128]
+      : tensor<?x128xbf16> into tensor<?x8x128xbf16>
+  %kn = tensor.collapse_shape %k_nheads [[0], [1, 2]] : tensor<?x8x128xbf16> into tensor<?x1024xbf16>
+  return %qn, %kn : tensor<?x4096xbf16>, tensor<?x1024xbf16>
+}
+
+// Left alone: the normalized rows of k have another user.
+// CHECK-LABEL: func.func @norm_has_other_user
+//   CHECK-NOT: norm.qk_norm_prologue
+//       CHECK: return
+func.func @norm_has_other_user(%qkv: tensor<?x6144xbf16>, %wq: tensor<128xbf16>, %wk: tensor<128xbf16>)
+    -> (tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x128xbf16>) {
+  %c0 = arith.constant 0 : index
+  %t = tensor.dim %qkv, %c0 : tensor<?x6144xbf16>
+  %q = tensor.extract_slice %qkv[0, 0] [%t, 4096] [1, 1] : tensor<?x6144xbf16> to tensor<?x4096xbf16>
+  %k = tensor.extract_slice %qkv[0, 4096] [%t, 1024] [1, 1] : tensor<?x6144xbf16> to tensor<?x1024xbf16>
+  %q_heads = tensor.expand_shape %q [[0], [1, 2]] output_shape [%t, 32, 128]
+      : tensor<?x4096xbf16> into tensor<?x32x128xbf16>
+  %q_rows = tensor.collapse_shape %q_heads [[0, 1], [2]] : tensor<?x32x128xbf16> into tensor<?x128xbf16>
+  %q_normed = norm.rms_norm %q_rows weight(%wq : tensor<128xbf16>) eps(1.0e-06) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %q_nheads = tensor.expand_shape %q_normed [[0, 1], [2]] output_shape [%t, 32, 128]
+      : tensor<?x128xbf16> into tensor<?x32x128xbf16>
+  %qn = tensor.collapse_shape %q_nheads [[0], [1, 2]] : tensor<?x32x128xbf16> into tensor<?x4096xbf16>
+  %k_heads = tensor.expand_shape %k [[0], [1, 2]] output_shape [%t, 8, 128]
+      : tensor<?x1024xbf16> into tensor<?x8x128xbf16>
+  %k_rows = tensor.collapse_shape %k_heads [[0, 1], [2]] : tensor<?x8x128xbf16> into tensor<?x128xbf16>
+  %k_normed = norm.rms_norm %k_rows weight(%wk : tensor<128xbf16>) eps(1.0e-06) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %k_nheads = tensor.expand_shape %k_normed [[0, 1], [2]] output_shape [%t, 8, 128]
+      : tensor<?x128xbf16> into tensor<?x8x128xbf16>
+  %kn = tensor.collapse_shape %k_nheads [[0], [1, 2]] : tensor<?x8x128xbf16> into tensor<?x1024xbf16>
+  return %qn, %kn, %k_normed : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x128xbf16>
+}

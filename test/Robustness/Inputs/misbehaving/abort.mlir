@@ -1,0 +1,4 @@
+// MARKER_ABORT
+func.func @f() {
+  return
+}

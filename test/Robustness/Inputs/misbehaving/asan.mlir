@@ -1,0 +1,4 @@
+// MARKER_ASAN
+func.func @f() {
+  return
+}

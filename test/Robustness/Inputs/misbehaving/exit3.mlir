@@ -1,0 +1,4 @@
+// MARKER_EXIT3
+func.func @f() {
+  return
+}

@@ -1,0 +1,4 @@
+// MARKER_HANG
+func.func @f() {
+  return
+}

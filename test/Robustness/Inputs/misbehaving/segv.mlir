@@ -1,0 +1,4 @@
+// MARKER_SEGV
+func.func @f() {
+  return
+}
