@@ -153,9 +153,8 @@ Status HostKernels::compile(std::string_view mlir,
     }
     if (Status status = checkHostSignature(host); !status)
       return status;
-    std::string name = host.getName()
-                           .drop_back(mlir::norm::kHostFunctionSuffix.size())
-                           .str();
+    std::string name =
+        host.getName().drop_back(mlir::norm::kHostFunctionSuffix.size()).str();
     impl->names.push_back(name);
     impl->functions[name].params = ::getParams(host);
   }
@@ -172,17 +171,17 @@ Status HostKernels::compile(std::string_view mlir,
     return Status::error("no host target: " +
                          llvm::toString(targetBuilder.takeError()));
   auto optLevel = static_cast<unsigned>(std::clamp(options.optLevel, 0, 3));
-  targetBuilder->setCodeGenOptLevel(optLevel == 0 ? llvm::CodeGenOptLevel::None
-                                    : optLevel == 1 ? llvm::CodeGenOptLevel::Less
-                                    : optLevel == 2
-                                        ? llvm::CodeGenOptLevel::Default
-                                        : llvm::CodeGenOptLevel::Aggressive);
+  targetBuilder->setCodeGenOptLevel(
+      optLevel == 0   ? llvm::CodeGenOptLevel::None
+      : optLevel == 1 ? llvm::CodeGenOptLevel::Less
+      : optLevel == 2 ? llvm::CodeGenOptLevel::Default
+                      : llvm::CodeGenOptLevel::Aggressive);
   auto targetMachine = targetBuilder->createTargetMachine();
   if (!targetMachine)
     return Status::error("no host target machine: " +
                          llvm::toString(targetMachine.takeError()));
-  auto transformer =
-      makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, targetMachine->get());
+  auto transformer = makeOptimizingTransformer(optLevel, /*sizeLevel=*/0,
+                                               targetMachine->get());
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
   engineOptions.enableGDBNotificationListener = false;
@@ -196,8 +195,8 @@ Status HostKernels::compile(std::string_view mlir,
   for (auto &[name, function] : impl->functions) {
     auto entry = impl->engine->lookupPacked(name + "_host");
     if (!entry)
-      return Status::error("JIT lookup of " + name + " failed: " +
-                           llvm::toString(entry.takeError()));
+      return Status::error("JIT lookup of " + name +
+                           " failed: " + llvm::toString(entry.takeError()));
     function.entry = *entry;
   }
   result.reset(new HostKernels(std::move(impl)));
@@ -227,12 +226,11 @@ Status HostKernels::launch(std::string_view kernel,
       function.params, [](const HostKernelParam &p) { return p.isBuffer; });
   size_t numIntegers = function.params.size() - numBuffers;
   if (buffers.size() != numBuffers || integers.size() != numIntegers)
-    return Status::error(
-        "kernel " + std::string(kernel) + " takes " +
-        std::to_string(numBuffers) + " buffers and " +
-        std::to_string(numIntegers) + " integers, got " +
-        std::to_string(buffers.size()) + " and " +
-        std::to_string(integers.size()));
+    return Status::error("kernel " + std::string(kernel) + " takes " +
+                         std::to_string(numBuffers) + " buffers and " +
+                         std::to_string(numIntegers) + " integers, got " +
+                         std::to_string(buffers.size()) + " and " +
+                         std::to_string(integers.size()));
   if (gridX < 0)
     return Status::error("negative grid size");
 

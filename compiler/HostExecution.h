@@ -35,8 +35,8 @@ struct HostCompileOptions {
 
 /// A parameter of a kernel as the host sees it.
 struct HostKernelParam {
-  bool isBuffer = false;      // a pointer; otherwise an i64
-  std::string elementType;    // buffers: "f32", "bf16", ... (MLIR spelling)
+  bool isBuffer = false;   // a pointer; otherwise an i64
+  std::string elementType; // buffers: "f32", "bf16", ... (MLIR spelling)
 };
 
 /// The kernels of one module, JIT-compiled for the CPU.
@@ -47,7 +47,8 @@ public:
   /// Parses `mlir`, runs `options.kernelPipeline`, turns every gpu.func
   /// kernel into a host function and JIT-compiles them. On failure, the
   /// message holds the diagnostics.
-  static Status compile(std::string_view mlir, const HostCompileOptions &options,
+  static Status compile(std::string_view mlir,
+                        const HostCompileOptions &options,
                         std::unique_ptr<HostKernels> &result);
 
   /// The kernels (gpu.func names), in module order.

@@ -467,8 +467,8 @@ LogicalResult HostKernelEmitter::emitRowAllReduce(RowAllReduceOp op,
 LogicalResult HostKernelEmitter::emitSplitLoop(scf::ForOp loop,
                                                IRMapping &levelMap,
                                                OpBuilder &b) {
-  for (Value bound : {loop.getLowerBound(), loop.getUpperBound(),
-                      loop.getStep()})
+  for (Value bound :
+       {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()})
     if (!uniformValues.contains(bound))
       return loop.emitOpError()
              << "contains a collective but its bounds depend on the thread; "
@@ -488,18 +488,17 @@ LogicalResult HostKernelEmitter::emitSplitLoop(scf::ForOp loop,
     carried.push_back(*buffer);
   }
   if (!carried.empty())
-    emitThreadLoop(b, loc, levelMap,
-                   [&](OpBuilder &tb, Value thread, IRMapping &local) {
-                     for (auto [init, buffer] :
-                          llvm::zip(loop.getInitArgs(), carried))
-                       memref::StoreOp::create(
-                           tb, loc, materialize(tb, loc, init, thread, local),
-                           buffer, thread);
-                   });
+    emitThreadLoop(
+        b, loc, levelMap, [&](OpBuilder &tb, Value thread, IRMapping &local) {
+          for (auto [init, buffer] : llvm::zip(loop.getInitArgs(), carried))
+            memref::StoreOp::create(tb, loc,
+                                    materialize(tb, loc, init, thread, local),
+                                    buffer, thread);
+        });
 
-  auto hostLoop = scf::ForOp::create(b, loc, levelMap.lookup(loop.getLowerBound()),
-                                     levelMap.lookup(loop.getUpperBound()),
-                                     levelMap.lookup(loop.getStep()));
+  auto hostLoop = scf::ForOp::create(
+      b, loc, levelMap.lookup(loop.getLowerBound()),
+      levelMap.lookup(loop.getUpperBound()), levelMap.lookup(loop.getStep()));
   IRMapping bodyMap = levelMap;
   bodyMap.map(loop.getInductionVar(), hostLoop.getInductionVar());
   uniformValues.insert(loop.getInductionVar());
@@ -516,16 +515,15 @@ LogicalResult HostKernelEmitter::emitSplitLoop(scf::ForOp loop,
     if (value != arg)
       updates.push_back({value, buffer});
   if (!updates.empty())
-    emitThreadLoop(inner, loc, bodyMap,
-                   [&](OpBuilder &tb, Value thread, IRMapping &local) {
-                     SmallVector<Value> next;
-                     for (auto [value, buffer] : updates)
-                       next.push_back(
-                           materialize(tb, loc, value, thread, local));
-                     for (auto [value, update] : llvm::zip(next, updates))
-                       memref::StoreOp::create(tb, loc, value, update.second,
-                                               thread);
-                   });
+    emitThreadLoop(
+        inner, loc, bodyMap,
+        [&](OpBuilder &tb, Value thread, IRMapping &local) {
+          SmallVector<Value> next;
+          for (auto [value, buffer] : updates)
+            next.push_back(materialize(tb, loc, value, thread, local));
+          for (auto [value, update] : llvm::zip(next, updates))
+            memref::StoreOp::create(tb, loc, value, update.second, thread);
+        });
   return success();
 }
 
@@ -551,9 +549,9 @@ FailureOr<Value> HostKernelEmitter::createBuffer(Value value, Location loc) {
                              "hold scalars and fixed-size vectors only";
   // On the heap: large CTAs times many live vectors would not fit the
   // caller's stack.
-  auto memref = memref::AllocOp::create(
-      allocBuilder, loc, MemRefType::get({blockSize}, type),
-      allocBuilder.getI64IntegerAttr(64));
+  auto memref = memref::AllocOp::create(allocBuilder, loc,
+                                        MemRefType::get({blockSize}, type),
+                                        allocBuilder.getI64IntegerAttr(64));
   threadBuffers.push_back(memref);
   return Value(memref);
 }
@@ -569,8 +567,8 @@ Value HostKernelEmitter::materialize(OpBuilder &b, Location loc, Value value,
     Operation *op = value.getDefiningOp();
     for (Value operand : op->getOperands())
       materialize(b, loc, operand, thread, local);
-    result = b.clone(*op, local)->getResult(
-        cast<OpResult>(value).getResultNumber());
+    result =
+        b.clone(*op, local)->getResult(cast<OpResult>(value).getResultNumber());
   } else {
     result = memref::LoadOp::create(b, loc, buffers.lookup(value), thread);
   }
@@ -602,8 +600,7 @@ struct NormKernelsToHostPass
           return signalPassFailure();
         }
         FailureOr<int64_t> blockSize = getBlockSize(kernel, this->blockSize);
-        if (failed(blockSize) ||
-            failed(verifyHostContract(kernel, *blockSize)))
+        if (failed(blockSize) || failed(verifyHostContract(kernel, *blockSize)))
           return signalPassFailure();
         // Work on a copy: the index ops move, the kernel stays as it was.
         OwningOpRef<gpu::GPUFuncOp> work(kernel.clone());

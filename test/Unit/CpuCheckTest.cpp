@@ -142,7 +142,8 @@ TEST(Reference, LayerNormCentersAndScales) {
 TEST(Reference, SandwichRoundsBeforeTheSkip) {
   // normalized = 1 + 2^-8 (a bf16 tie, rounds to 1), skip = 2^-7: the
   // graph computes bf16(1) + 2^-7, not bf16(1 + 2^-8 + 2^-7).
-  GuardedBuffer input(ElementType::f32, 1, 1, 1), skip(ElementType::f32, 1, 1, 1);
+  GuardedBuffer input(ElementType::f32, 1, 1, 1),
+      skip(ElementType::f32, 1, 1, 1);
   input.store(0, 0, 1 + 0x1p-8);
   skip.store(0, 0, 0x1p-7);
   OpSpec spec;
@@ -361,11 +362,11 @@ TEST(KernelSource, LaunchValidity) {
   spec.hidden = 128;
   spec.input = ElementType::bf16;
   EXPECT_TRUE(isValidLaunch(spec, {8, 16, 4, 8}));
-  EXPECT_FALSE(isValidLaunch(spec, {16, 8, 4, 16}));  // 32 bytes per access
-  EXPECT_FALSE(isValidLaunch(spec, {1, 24, 1, 1}));   // not a warp divisor
-  EXPECT_FALSE(isValidLaunch(spec, {1, 1, 1, 32}));   // 128 per thread
-  EXPECT_FALSE(isValidLaunch(spec, {8, 32, 1, 1}));   // idle threads
-  EXPECT_FALSE(isValidLaunch(spec, {8, 16, 4, 3}));   // rows per CTA
+  EXPECT_FALSE(isValidLaunch(spec, {16, 8, 4, 16})); // 32 bytes per access
+  EXPECT_FALSE(isValidLaunch(spec, {1, 24, 1, 1}));  // not a warp divisor
+  EXPECT_FALSE(isValidLaunch(spec, {1, 1, 1, 32}));  // 128 per thread
+  EXPECT_FALSE(isValidLaunch(spec, {8, 32, 1, 1}));  // idle threads
+  EXPECT_FALSE(isValidLaunch(spec, {8, 16, 4, 3}));  // rows per CTA
 }
 
 } // namespace

@@ -55,8 +55,7 @@ public:
   void fill(uint32_t bits);
   /// Sets the elements of the rows to values drawn from `draw(row)`,
   /// rounded to the element type.
-  template <typename Draw>
-  void fillRows(Draw draw) {
+  template <typename Draw> void fillRows(Draw draw) {
     for (int64_t row = 0; row < rows; ++row)
       for (int64_t col = 0; col < cols; ++col)
         store(row, col, draw(row));

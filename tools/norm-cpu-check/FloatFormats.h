@@ -1,4 +1,4 @@
-//===- FloatFormats.h - exact f32/f16/bf16 storage for the checks -*- C++ -*-===//
+//===- FloatFormats.h - exact f32, f16 and bf16 storage -------*- C++ -*-===//
 //
 // The storage types of the kernels, emulated in double precision: rounding
 // to nearest even straight from double (no double rounding through float),

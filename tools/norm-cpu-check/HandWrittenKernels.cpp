@@ -27,18 +27,17 @@
 using namespace norm;
 using namespace norm::check;
 
-namespace {
+static constexpr const char *kBufferType = "1099511627776x";
 
-constexpr const char *kBufferType = "1099511627776x";
-
-std::string getTypeName(ElementType type) {
+static std::string getTypeName(ElementType type) {
   return std::string(getElementTypeName(type));
 }
 
-std::string getMemRefType(ElementType type) {
+static std::string getMemRefType(ElementType type) {
   return "memref<" + std::string(kBufferType) + getTypeName(type) + ">";
 }
 
+namespace {
 /// The text of a kernel body: one SSA value per line.
 class Body {
 public:
@@ -52,9 +51,7 @@ public:
     line(name + " = " + expression);
     return name;
   }
-  void line(const std::string &statement) {
-    text += indent + statement + "\n";
-  }
+  void line(const std::string &statement) { text += indent + statement + "\n"; }
   /// Emits a statement that opens a region.
   void open(const std::string &statement) {
     line(statement);
@@ -96,8 +93,8 @@ public:
   /// Element `index` of `buffer`, as f32.
   std::string load(const std::string &buffer, ElementType type,
                    const std::string &index) {
-    std::string value = let("memref.load " + buffer + "[" + index + "] : " +
-                            getMemRefType(type));
+    std::string value = let("memref.load " + buffer + "[" + index +
+                            "] : " + getMemRefType(type));
     if (type == ElementType::f32)
       return value;
     return let("arith.extf " + value + " : " + getTypeName(type) + " to f32");
@@ -108,8 +105,8 @@ public:
     std::string stored = value;
     if (type != ElementType::f32)
       stored = let("arith.truncf " + value + " : f32 to " + getTypeName(type));
-    line("memref.store " + stored + ", " + buffer + "[" + index + "] : " +
-         getMemRefType(type));
+    line("memref.store " + stored + ", " + buffer + "[" + index +
+         "] : " + getMemRefType(type));
   }
   /// `value` rounded to `type` and back.
   std::string round(const std::string &value, ElementType type) {
@@ -155,8 +152,9 @@ private:
 struct ThreadPlace {
   std::string lane, slot, block;
 };
+} // namespace
 
-ThreadPlace emitThreadPlace(Body &body, const LaunchConfig &launch) {
+static ThreadPlace emitThreadPlace(Body &body, const LaunchConfig &launch) {
   std::string tid = body.let("gpu.thread_id x");
   std::string bid = body.let("gpu.block_id x");
   std::string tpr = body.index(launch.threadsPerRow);
@@ -166,10 +164,11 @@ ThreadPlace emitThreadPlace(Body &body, const LaunchConfig &launch) {
 
 /// The uniform loop over the rows a CTA works on at the same time;
 /// `emitRow` emits the work on logical row `segment` of `total`.
-void emitRowLoop(Body &body, const LaunchConfig &launch,
-                 const ThreadPlace &place, const std::string &total,
-                 const std::function<void(const std::string &segment,
-                                          const std::string &valid)> &emitRow) {
+static void
+emitRowLoop(Body &body, const LaunchConfig &launch, const ThreadPlace &place,
+            const std::string &total,
+            const std::function<void(const std::string &segment,
+                                     const std::string &valid)> &emitRow) {
   int64_t concurrent = launch.getConcurrentRows();
   std::string first =
       body.indexOp("muli", place.block, body.index(launch.rowsPerCta));
@@ -187,14 +186,14 @@ void emitRowLoop(Body &body, const LaunchConfig &launch,
 }
 
 /// An i64 parameter as an index.
-std::string emitIndex(Body &body, const std::string &value) {
+static std::string emitIndex(Body &body, const std::string &value) {
   return body.let("arith.index_cast " + value + " : i64 to index");
 }
 
 /// The sums of `value(j)` and of its square over the row's threads, each
 /// thread taking `j = lane, lane + threads_per_row, ...` below `end` when
 /// `valid`.
-std::pair<std::string, std::string>
+static std::pair<std::string, std::string>
 emitRowSums(Body &body, const LaunchConfig &launch, const std::string &valid,
             const std::string &lane, const std::string &end,
             const std::function<std::string(const std::string &j)> &value) {
@@ -224,9 +223,10 @@ emitRowSums(Body &body, const LaunchConfig &launch, const std::string &valid,
 
 /// Opens `scf.for j = lane to end step threads_per_row` under `valid`;
 /// returns `j`. Close twice.
-std::string openRowElements(Body &body, const LaunchConfig &launch,
-                            const std::string &valid, const std::string &lane,
-                            const std::string &end) {
+static std::string openRowElements(Body &body, const LaunchConfig &launch,
+                                   const std::string &valid,
+                                   const std::string &lane,
+                                   const std::string &end) {
   std::string tpr = body.index(launch.threadsPerRow);
   std::string j = body.fresh();
   body.open("scf.if " + valid + " {");
@@ -235,199 +235,205 @@ std::string openRowElements(Body &body, const LaunchConfig &launch,
   return j;
 }
 
-void emitFusedRow(Body &body, const OpSpec &spec, const LaunchConfig &launch,
-                  const Params &p) {
+static void emitFusedRow(Body &body, const OpSpec &spec,
+                         const LaunchConfig &launch, const Params &p) {
   int64_t groups = spec.groups, width = getRowLength(spec);
   ThreadPlace place = emitThreadPlace(body, launch);
   std::string rows = emitIndex(body, p["rows"]);
   std::string total = body.indexOp("muli", rows, body.index(groups));
   std::string end = body.index(width);
-  emitRowLoop(body, launch, place, total, [&](const std::string &segment,
-                                              const std::string &valid) {
-    std::string groupCount = body.index(groups);
-    std::string row = body.indexOp("divui", segment, groupCount);
-    std::string base = body.indexOp(
-        "muli", body.indexOp("remui", segment, groupCount), end);
-    auto rowStart = [&](const std::string &buffer) {
-      return body.indexOp("muli", row,
-                          emitIndex(body, p[buffer + "_stride"]));
-    };
-    // v = alpha * input + addend, and v as the statistic sees it.
-    auto prologue = [&](const std::string &col) {
-      std::string v =
-          body.load(p["input"], spec.input,
-                    body.indexOp("addi", rowStart("input"), col));
-      if (spec.hasAddend) {
-        if (spec.alpha != 1.0)
-          v = body.floatOp("mulf", body.f32(spec.alpha), v);
-        v = body.floatOp("addf", v,
-                         body.load(p["addend"], spec.addendType,
-                                   body.indexOp("addi", rowStart("addend"),
-                                                col)));
-      }
-      std::string stream = spec.f32Residual ? v : body.round(v, spec.input);
-      return std::make_pair(v, stream);
-    };
-    auto [sum, squares] =
-        emitRowSums(body, launch, valid, place.lane, end,
-                    [&](const std::string &j) {
-                      return prologue(body.indexOp("addi", base, j)).second;
-                    });
+  emitRowLoop(
+      body, launch, place, total,
+      [&](const std::string &segment, const std::string &valid) {
+        std::string groupCount = body.index(groups);
+        std::string row = body.indexOp("divui", segment, groupCount);
+        std::string base = body.indexOp(
+            "muli", body.indexOp("remui", segment, groupCount), end);
+        auto rowStart = [&](const std::string &buffer) {
+          return body.indexOp("muli", row,
+                              emitIndex(body, p[buffer + "_stride"]));
+        };
+        // v = alpha * input + addend, and v as the statistic sees it.
+        auto prologue = [&](const std::string &col) {
+          std::string v =
+              body.load(p["input"], spec.input,
+                        body.indexOp("addi", rowStart("input"), col));
+          if (spec.hasAddend) {
+            if (spec.alpha != 1.0)
+              v = body.floatOp("mulf", body.f32(spec.alpha), v);
+            v = body.floatOp(
+                "addf", v,
+                body.load(p["addend"], spec.addendType,
+                          body.indexOp("addi", rowStart("addend"), col)));
+          }
+          std::string stream = spec.f32Residual ? v : body.round(v, spec.input);
+          return std::make_pair(v, stream);
+        };
+        auto [sum, squares] = emitRowSums(
+            body, launch, valid, place.lane, end, [&](const std::string &j) {
+              return prologue(body.indexOp("addi", base, j)).second;
+            });
 
-    std::string center = body.f32(0.0), scale = body.f32(1.0);
-    std::string eps = body.f32(spec.eps);
-    std::string count = body.f32(static_cast<double>(width));
-    switch (spec.kind) {
-    case OpSpec::Kind::RMSNorm:
-      scale = body.rsqrt(
-          body.floatOp("addf", body.floatOp("divf", squares, count), eps));
-      break;
-    case OpSpec::Kind::L2Norm:
-      scale = body.rsqrt(body.floatOp("addf", squares, eps));
-      break;
-    case OpSpec::Kind::LayerNorm:
-    case OpSpec::Kind::GroupNorm: {
-      center = body.floatOp("divf", sum, count);
-      std::string variance =
-          body.floatOp("subf", body.floatOp("divf", squares, count),
-                       body.floatOp("mulf", center, center));
-      variance = body.floatOp("maximumf", variance, body.f32(0.0));
-      scale = body.rsqrt(body.floatOp("addf", variance, eps));
-      break;
-    }
-    default:
-      break;
-    }
+        std::string center = body.f32(0.0), scale = body.f32(1.0);
+        std::string eps = body.f32(spec.eps);
+        std::string count = body.f32(static_cast<double>(width));
+        switch (spec.kind) {
+        case OpSpec::Kind::RMSNorm:
+          scale = body.rsqrt(
+              body.floatOp("addf", body.floatOp("divf", squares, count), eps));
+          break;
+        case OpSpec::Kind::L2Norm:
+          scale = body.rsqrt(body.floatOp("addf", squares, eps));
+          break;
+        case OpSpec::Kind::LayerNorm:
+        case OpSpec::Kind::GroupNorm: {
+          center = body.floatOp("divf", sum, count);
+          std::string variance =
+              body.floatOp("subf", body.floatOp("divf", squares, count),
+                           body.floatOp("mulf", center, center));
+          variance = body.floatOp("maximumf", variance, body.f32(0.0));
+          scale = body.rsqrt(body.floatOp("addf", variance, eps));
+          break;
+        }
+        default:
+          break;
+        }
 
-    std::string j = openRowElements(body, launch, valid, place.lane, end);
-    std::string col = body.indexOp("addi", base, j);
-    auto [v, stream] = prologue(col);
-    if (spec.writeResidual)
-      body.store(v, p["residual_out"], spec.input,
-                 body.indexOp("addi", rowStart("residual_out"), col));
-    std::string y;
-    if (spec.kind == OpSpec::Kind::BatchNormInference) {
-      std::string mean = body.load(p["mean"], spec.param, col);
-      std::string variance = body.load(p["variance"], spec.param, col);
-      y = body.floatOp("mulf", body.floatOp("subf", stream, mean),
-                       body.rsqrt(body.floatOp("addf", variance, eps)));
-    } else {
-      y = body.floatOp("mulf", body.floatOp("subf", stream, center), scale);
-    }
-    if (spec.hasWeight) {
-      std::string weight = body.load(p["weight"], spec.param, col);
-      if (spec.weightOffset != 0.0)
-        weight = body.floatOp("addf", weight, body.f32(spec.weightOffset));
-      y = body.floatOp("mulf", y, weight);
-    }
-    if (spec.hasBias)
-      y = body.floatOp("addf", y, body.load(p["bias"], spec.param, col));
-    if (spec.hasSkip)
-      y = body.floatOp("addf", body.round(y, spec.output),
-                       body.load(p["skip"], spec.skipType,
-                                 body.indexOp("addi", rowStart("skip"), col)));
-    body.store(y, p["output"], spec.output,
-               body.indexOp("addi", rowStart("output"), col));
-    body.close();
-    body.close();
-  });
+        std::string j = openRowElements(body, launch, valid, place.lane, end);
+        std::string col = body.indexOp("addi", base, j);
+        auto [v, stream] = prologue(col);
+        if (spec.writeResidual)
+          body.store(v, p["residual_out"], spec.input,
+                     body.indexOp("addi", rowStart("residual_out"), col));
+        std::string y;
+        if (spec.kind == OpSpec::Kind::BatchNormInference) {
+          std::string mean = body.load(p["mean"], spec.param, col);
+          std::string variance = body.load(p["variance"], spec.param, col);
+          y = body.floatOp("mulf", body.floatOp("subf", stream, mean),
+                           body.rsqrt(body.floatOp("addf", variance, eps)));
+        } else {
+          y = body.floatOp("mulf", body.floatOp("subf", stream, center), scale);
+        }
+        if (spec.hasWeight) {
+          std::string weight = body.load(p["weight"], spec.param, col);
+          if (spec.weightOffset != 0.0)
+            weight = body.floatOp("addf", weight, body.f32(spec.weightOffset));
+          y = body.floatOp("mulf", y, weight);
+        }
+        if (spec.hasBias)
+          y = body.floatOp("addf", y, body.load(p["bias"], spec.param, col));
+        if (spec.hasSkip)
+          y = body.floatOp(
+              "addf", body.round(y, spec.output),
+              body.load(p["skip"], spec.skipType,
+                        body.indexOp("addi", rowStart("skip"), col)));
+        body.store(y, p["output"], spec.output,
+                   body.indexOp("addi", rowStart("output"), col));
+        body.close();
+        body.close();
+      });
 }
 
-void emitQKNorm(Body &body, const OpSpec &spec, const LaunchConfig &launch,
-                const Params &p) {
+static void emitQKNorm(Body &body, const OpSpec &spec,
+                       const LaunchConfig &launch, const Params &p) {
   int64_t heads = spec.numQHeads + spec.numKvHeads;
   ThreadPlace place = emitThreadPlace(body, launch);
   std::string tokens = emitIndex(body, p["rows"]);
   std::string headCount = body.index(heads);
   std::string total = body.indexOp("muli", tokens, headCount);
   std::string headDim = body.index(spec.hidden);
-  emitRowLoop(body, launch, place, total, [&](const std::string &segment,
-                                              const std::string &valid) {
-    std::string token = body.indexOp("divui", segment, headCount);
-    std::string head = body.indexOp("remui", segment, headCount);
-    // K heads follow the Q heads in a packed row.
-    std::string source =
-        body.indexOp("addi",
-                     body.indexOp("muli", token,
-                                  emitIndex(body, p["qkv_stride"])),
-                     body.indexOp("muli", head, headDim));
-    auto [sum, squares] =
-        emitRowSums(body, launch, valid, place.lane, headDim,
-                    [&](const std::string &j) {
-                      return body.load(p["qkv"], spec.input,
-                                       body.indexOp("addi", source, j));
-                    });
-    std::string statistic =
-        spec.qkL2 ? squares
-                  : body.floatOp("divf", squares,
-                                 body.f32(static_cast<double>(spec.hidden)));
-    std::string scale =
-        body.rsqrt(body.floatOp("addf", statistic, body.f32(spec.eps)));
-    std::string qHeads = body.index(spec.numQHeads);
-    std::string isQ =
-        body.let("arith.cmpi ult, " + head + ", " + qHeads + " : index");
+  emitRowLoop(
+      body, launch, place, total,
+      [&](const std::string &segment, const std::string &valid) {
+        std::string token = body.indexOp("divui", segment, headCount);
+        std::string head = body.indexOp("remui", segment, headCount);
+        // K heads follow the Q heads in a packed row.
+        std::string source = body.indexOp(
+            "addi",
+            body.indexOp("muli", token, emitIndex(body, p["qkv_stride"])),
+            body.indexOp("muli", head, headDim));
+        auto [sum, squares] =
+            emitRowSums(body, launch, valid, place.lane, headDim,
+                        [&](const std::string &j) {
+                          return body.load(p["qkv"], spec.input,
+                                           body.indexOp("addi", source, j));
+                        });
+        std::string statistic =
+            spec.qkL2
+                ? squares
+                : body.floatOp("divf", squares,
+                               body.f32(static_cast<double>(spec.hidden)));
+        std::string scale =
+            body.rsqrt(body.floatOp("addf", statistic, body.f32(spec.eps)));
+        std::string qHeads = body.index(spec.numQHeads);
+        std::string isQ =
+            body.let("arith.cmpi ult, " + head + ", " + qHeads + " : index");
 
-    std::string j = openRowElements(body, launch, valid, place.lane, headDim);
-    std::string y = body.floatOp(
-        "mulf",
-        body.load(p["qkv"], spec.input, body.indexOp("addi", source, j)),
-        scale);
-    if (spec.hasWeight) {
-      std::string qWeight = body.load(p["q_weight"], spec.param, j);
-      std::string kWeight = body.load(p["k_weight"], spec.param, j);
-      y = body.floatOp("mulf", y,
-                       body.let("arith.select " + isQ + ", " + qWeight + ", " +
-                                kWeight + " : f32"));
-    }
-    auto emitStore = [&](const std::string &buffer, const std::string &outHead) {
-      std::string start =
-          body.indexOp("muli", token, emitIndex(body, p[buffer + "_stride"]));
-      body.store(y, p[buffer], spec.output,
-                 body.indexOp("addi", body.offset(start, outHead, headDim), j));
-    };
-    body.open("scf.if " + isQ + " {");
-    emitStore("q", head);
-    body.close("} else {");
-    emitStore("k", body.indexOp("subi", head, qHeads));
-    body.close();
-    body.close();
-    body.close();
-  });
+        std::string j =
+            openRowElements(body, launch, valid, place.lane, headDim);
+        std::string y = body.floatOp(
+            "mulf",
+            body.load(p["qkv"], spec.input, body.indexOp("addi", source, j)),
+            scale);
+        if (spec.hasWeight) {
+          std::string qWeight = body.load(p["q_weight"], spec.param, j);
+          std::string kWeight = body.load(p["k_weight"], spec.param, j);
+          y = body.floatOp("mulf", y,
+                           body.let("arith.select " + isQ + ", " + qWeight +
+                                    ", " + kWeight + " : f32"));
+        }
+        auto emitStore = [&](const std::string &buffer,
+                             const std::string &outHead) {
+          std::string start = body.indexOp(
+              "muli", token, emitIndex(body, p[buffer + "_stride"]));
+          body.store(
+              y, p[buffer], spec.output,
+              body.indexOp("addi", body.offset(start, outHead, headDim), j));
+        };
+        body.open("scf.if " + isQ + " {");
+        emitStore("q", head);
+        body.close("} else {");
+        emitStore("k", body.indexOp("subi", head, qHeads));
+        body.close();
+        body.close();
+        body.close();
+      });
 }
 
-void emitColumnStats(Body &body, const OpSpec &spec,
-                     const LaunchConfig &launch, const Params &p) {
+static void emitColumnStats(Body &body, const OpSpec &spec,
+                            const LaunchConfig &launch, const Params &p) {
   ThreadPlace place = emitThreadPlace(body, launch);
   std::string rowsI64 = p["rows"];
   std::string rows = emitIndex(body, rowsI64);
   std::string stride = emitIndex(body, p["input_stride"]);
   std::string columns = body.index(spec.hidden);
-  emitRowLoop(body, launch, place, columns, [&](const std::string &col,
-                                                const std::string &valid) {
-    auto [sum, squares] = emitRowSums(
-        body, launch, valid, place.lane, rows, [&](const std::string &row) {
-          return body.load(p["input"], spec.input,
-                           body.offset(col, row, stride));
-        });
-    std::string count = body.let("arith.sitofp " + rowsI64 + " : i64 to f32");
-    std::string mean = body.floatOp("divf", sum, count);
-    std::string variance =
-        body.floatOp("subf", body.floatOp("divf", squares, count),
-                     body.floatOp("mulf", mean, mean));
-    variance = body.floatOp("maximumf", variance, body.f32(0.0));
-    std::string first =
-        body.let("arith.cmpi eq, " + place.lane + ", " + body.index(0) +
-                 " : index");
-    std::string writer =
-        body.let("arith.andi " + valid + ", " + first + " : i1");
-    body.open("scf.if " + writer + " {");
-    body.store(mean, p["mean"], ElementType::f32, col);
-    body.store(variance, p["variance"], ElementType::f32, col);
-    body.close();
-  });
+  emitRowLoop(body, launch, place, columns,
+              [&](const std::string &col, const std::string &valid) {
+                auto [sum, squares] = emitRowSums(
+                    body, launch, valid, place.lane, rows,
+                    [&](const std::string &row) {
+                      return body.load(p["input"], spec.input,
+                                       body.offset(col, row, stride));
+                    });
+                std::string count =
+                    body.let("arith.sitofp " + rowsI64 + " : i64 to f32");
+                std::string mean = body.floatOp("divf", sum, count);
+                std::string variance =
+                    body.floatOp("subf", body.floatOp("divf", squares, count),
+                                 body.floatOp("mulf", mean, mean));
+                variance = body.floatOp("maximumf", variance, body.f32(0.0));
+                std::string first = body.let("arith.cmpi eq, " + place.lane +
+                                             ", " + body.index(0) + " : index");
+                std::string writer =
+                    body.let("arith.andi " + valid + ", " + first + " : i1");
+                body.open("scf.if " + writer + " {");
+                body.store(mean, p["mean"], ElementType::f32, col);
+                body.store(variance, p["variance"], ElementType::f32, col);
+                body.close();
+              });
 }
 
-std::string getKindName(const OpSpec &spec) {
+static std::string getKindName(const OpSpec &spec) {
   switch (spec.kind) {
   case OpSpec::Kind::QKNormPrologue:
     return "qk_norm_prologue";
@@ -438,6 +444,7 @@ std::string getKindName(const OpSpec &spec) {
   }
 }
 
+namespace {
 class HandWrittenKernels : public KernelProvider {
 public:
   std::string_view getName() const override { return "hand-written"; }
@@ -467,8 +474,8 @@ public:
                            launch.getMangledSuffix());
     KernelSignature &signature = source.signature;
     signature.kind = getKindName(spec);
-    signature.name = "hand_written_" + signature.kind + "_" +
-                     launch.getMangledSuffix();
+    signature.name =
+        "hand_written_" + signature.kind + "_" + launch.getMangledSuffix();
     signature.hidden = spec.hidden;
     signature.launch = launch;
     signature.params = getAbiParams(spec);

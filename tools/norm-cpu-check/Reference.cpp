@@ -193,8 +193,7 @@ QKNormExpected check::referenceQKNorm(const OpSpec &spec, const RowsView &qkv,
       int64_t outHead = isQ ? head : head - spec.numQHeads;
       for (int64_t d = 0; d < headDim; ++d)
         v[d] = qkv.at(token, head * headDim + d);
-      RowStatistic stat =
-          computeStatistic(getStatistic(spec), spec.eps, v, dv);
+      RowStatistic stat = computeStatistic(getStatistic(spec), spec.eps, v, dv);
       for (int64_t d = 0; d < headDim; ++d) {
         double normalized = v[d] * stat.scale;
         Epilogue epilogue{spec.output};

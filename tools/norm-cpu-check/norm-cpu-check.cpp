@@ -49,16 +49,18 @@ static cl::list<int64_t> rowsOption("rows", cl::CommaSeparated,
                                     cl::desc("Row counts"));
 static cl::list<std::string> typesOption("types", cl::CommaSeparated,
                                          cl::desc("Element types"));
-static cl::list<std::string> variantsOption(
-    "variants", cl::CommaSeparated,
-    cl::desc("Operation variants (see --list-variants)"));
+static cl::list<std::string>
+    variantsOption("variants", cl::CommaSeparated,
+                   cl::desc("Operation variants (see --list-variants)"));
 static cl::opt<bool> listVariants("list-variants",
                                   cl::desc("List the variants and exit"));
-static cl::opt<bool> printKernel(
-    "print-kernel", cl::desc("Print the kernel source of each configuration"));
-static cl::opt<unsigned> jobsOption(
-    "jobs", cl::desc("Kernels compiled and run in parallel (0: all cores)"),
-    cl::init(0));
+static cl::opt<bool>
+    printKernel("print-kernel",
+                cl::desc("Print the kernel source of each configuration"));
+static cl::opt<unsigned>
+    jobsOption("jobs",
+               cl::desc("Kernels compiled and run in parallel (0: all cores)"),
+               cl::init(0));
 static cl::opt<int> optLevelOption("opt-level",
                                    cl::desc("LLVM optimization level of the "
                                             "JIT"),
@@ -78,17 +80,16 @@ static cl::opt<bool> everySizeOption(
 // What runs
 //===----------------------------------------------------------------------===//
 
-namespace {
-
-constexpr int64_t kHiddenSizes[] = {1,    3,    8,    127,  128,  769,
-                                    1152, 2880, 4096, 5120, 8192, 16384};
+static constexpr int64_t kHiddenSizes[] = {1,    3,    8,    127,  128,  769,
+                                           1152, 2880, 4096, 5120, 8192, 16384};
 /// Sizes for the variants beside the main ones: 1, odd, prime, a power of
 /// two and the largest.
-constexpr int64_t kSubsetSizes[] = {1, 3, 127, 769, 4096, 16384};
-constexpr int64_t kRowCounts[] = {0, 1, 5, 64};
-constexpr ElementType kTypes[] = {ElementType::f32, ElementType::f16,
-                                  ElementType::bf16};
+static constexpr int64_t kSubsetSizes[] = {1, 3, 127, 769, 4096, 16384};
+static constexpr int64_t kRowCounts[] = {0, 1, 5, 64};
+static constexpr ElementType kTypes[] = {ElementType::f32, ElementType::f16,
+                                         ElementType::bf16};
 
+namespace {
 /// One operation with its flags, at any hidden size and element type.
 struct Variant {
   const char *name;
@@ -99,13 +100,14 @@ struct Variant {
   /// not apply (a group norm needs a hidden size with a divisor).
   std::function<bool(OpSpec &spec)> configure;
 };
+} // namespace
 
 /// A larger type for fused output casts: bf16/f16 -> f32, f32 -> bf16.
-ElementType getCastType(ElementType type) {
+static ElementType getCastType(ElementType type) {
   return type == ElementType::f32 ? ElementType::bf16 : ElementType::f32;
 }
 
-const std::vector<Variant> &getVariants() {
+static const std::vector<Variant> &getVariants() {
   using Kind = OpSpec::Kind;
   static const std::vector<Variant> variants = {
       {"rms", "RMSNorm with weight", true,
@@ -127,8 +129,10 @@ const std::vector<Variant> &getVariants() {
          s.hasAddend = s.hasWeight = s.writeResidual = true;
          return true;
        }},
-      {"rms_deepnorm_f32", "DeepNorm alpha * x + f(x), f32 residual stream, "
-                           "residual out", false,
+      {"rms_deepnorm_f32",
+       "DeepNorm alpha * x + f(x), f32 residual stream, "
+       "residual out",
+       false,
        [](OpSpec &s) {
          s.kind = Kind::RMSNorm;
          s.hasAddend = s.hasWeight = s.writeResidual = s.f32Residual = true;
@@ -154,8 +158,10 @@ const std::vector<Variant> &getVariants() {
          s.eps = 1e-5;
          return true;
        }},
-      {"layer_add_sandwich", "residual add + LayerNorm + skip, residual out, "
-                             "f32 parameters", false,
+      {"layer_add_sandwich",
+       "residual add + LayerNorm + skip, residual out, "
+       "f32 parameters",
+       false,
        [](OpSpec &s) {
          s.kind = Kind::LayerNorm;
          s.hasAddend = s.hasWeight = s.hasBias = s.hasSkip = true;
@@ -182,8 +188,10 @@ const std::vector<Variant> &getVariants() {
            }
          return false;
        }},
-      {"batch_norm", "BatchNorm inference (running statistics), f32 "
-                     "parameters", false,
+      {"batch_norm",
+       "BatchNorm inference (running statistics), f32 "
+       "parameters",
+       false,
        [](OpSpec &s) {
          s.kind = Kind::BatchNormInference;
          s.hasWeight = s.hasBias = true;
@@ -191,8 +199,10 @@ const std::vector<Variant> &getVariants() {
          s.eps = 1e-5;
          return true;
        }},
-      {"residual_cast", "alpha * x + y with residual out and an output cast, "
-                        "no statistic", false,
+      {"residual_cast",
+       "alpha * x + y with residual out and an output cast, "
+       "no statistic",
+       false,
        [](OpSpec &s) {
          s.kind = Kind::Elementwise;
          s.hasAddend = s.writeResidual = true;
@@ -217,7 +227,8 @@ const std::vector<Variant> &getVariants() {
          s.numKvHeads = 1;
          return true;
        }},
-      {"column_stats", "per-column mean and variance (BatchNorm training)", true,
+      {"column_stats", "per-column mean and variance (BatchNorm training)",
+       true,
        [](OpSpec &s) {
          s.kind = Kind::BatchNormStats;
          return true;
@@ -230,7 +241,7 @@ const std::vector<Variant> &getVariants() {
 /// path runs: vector 1 with the fewest threads per row and a loop over
 /// several rows per CTA (narrow groups for short rows), and rows spread over
 /// several warps (or, for short rows, the most threads below a warp).
-std::vector<LaunchConfig> getAlternateLaunches(const OpSpec &spec) {
+static std::vector<LaunchConfig> getAlternateLaunches(const OpSpec &spec) {
   std::vector<LaunchConfig> launches;
   auto add = [&](LaunchConfig launch) {
     if (!isValidLaunch(spec, launch))
@@ -256,6 +267,7 @@ std::vector<LaunchConfig> getAlternateLaunches(const OpSpec &spec) {
   return launches;
 }
 
+namespace {
 struct Task {
   const Variant *variant;
   OpSpec spec;
@@ -316,9 +328,10 @@ public:
   std::vector<std::string> failures;
   std::map<ElementType, double> worstRatio;
 };
+} // namespace
 
 /// The columns of a kernel buffer.
-int64_t getBufferCols(const OpSpec &spec, const KernelParam &param) {
+static int64_t getBufferCols(const OpSpec &spec, const KernelParam &param) {
   if (spec.kind != OpSpec::Kind::QKNormPrologue)
     return spec.hidden;
   if (param.name == "qkv")
@@ -333,9 +346,8 @@ int64_t getBufferCols(const OpSpec &spec, const KernelParam &param) {
 /// How the values of input buffer `name` are drawn: rows of inputs vary in
 /// magnitude (powers of two), LayerNorm-like inputs get an offset so that
 /// the mean matters.
-std::function<double(int64_t row)> getInputDraw(const OpSpec &spec,
-                                                const std::string &name,
-                                                Random &random) {
+static std::function<double(int64_t row)>
+getInputDraw(const OpSpec &spec, const std::string &name, Random &random) {
   static const double kRowScales[] = {1.0, 0.25, 4.0, 1.0 / 16, 16.0};
   auto uniform = [&random](double low, double high) {
     return [&random, low, high](int64_t) { return random.uniform(low, high); };
@@ -359,7 +371,7 @@ std::function<double(int64_t row)> getInputDraw(const OpSpec &spec,
   return uniform(-1, 1); // addend, skip
 }
 
-uint64_t hashLabel(const std::string &text) {
+static uint64_t hashLabel(const std::string &text) {
   uint64_t hash = 1469598103934665603ull;
   for (char c : text)
     hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
@@ -367,8 +379,9 @@ uint64_t hashLabel(const std::string &text) {
 }
 
 /// Runs `kernel` for `rows` rows and checks everything.
-void runCase(const Task &task, const KernelSignature &signature,
-             const HostKernels &kernels, int64_t rows, CaseCheck &check) {
+static void runCase(const Task &task, const KernelSignature &signature,
+                    const HostKernels &kernels, int64_t rows,
+                    CaseCheck &check) {
   const OpSpec &spec = task.spec;
   std::map<std::string, std::unique_ptr<GuardedBuffer>> buffers;
   std::map<std::string, std::vector<uint8_t>> inputBytes;
@@ -500,8 +513,8 @@ void runCase(const Task &task, const KernelSignature &signature,
 }
 
 /// Whether the kernel's parameters are the ones of the ABI.
-Status checkParams(const KernelSignature &signature,
-                   const std::vector<HostKernelParam> &params) {
+static Status checkParams(const KernelSignature &signature,
+                          const std::vector<HostKernelParam> &params) {
   std::string expected, actual;
   for (const KernelParam &param : signature.params)
     expected += param.kind == KernelParam::Kind::Buffer
@@ -515,16 +528,15 @@ Status checkParams(const KernelSignature &signature,
                        ") differ from the ABI (" + expected + ")");
 }
 
-void runTask(const Task &task, const KernelProvider &provider,
-             Summary &summary) {
+static void runTask(const Task &task, const KernelProvider &provider,
+                    Summary &summary) {
   auto failAll = [&](const std::string &message) {
     summary.report("FAIL " + task.label + ": " + message);
     std::lock_guard<std::mutex> lock(summary.mutex);
     summary.failed += task.rowCounts.size();
   };
   KernelSource source;
-  if (Status status = provider.build(task.spec, task.launch, source);
-      !status)
+  if (Status status = provider.build(task.spec, task.launch, source); !status)
     return failAll("no kernel: " + status.message);
   if (printKernel)
     summary.report("// " + task.label + "\n" + source.mlir);
@@ -563,16 +575,16 @@ void runTask(const Task &task, const KernelProvider &provider,
   }
 }
 
-std::string getLaunchKey(const LaunchConfig &launch) {
+static std::string getLaunchKey(const LaunchConfig &launch) {
   return launch.getMangledSuffix();
 }
 
 /// Every (variant, size, type, configuration) with the row counts it runs.
-std::vector<Task> planTasks(const KernelProvider &provider,
-                            const std::vector<const Variant *> &variants,
-                            const std::vector<int64_t> &sizes,
-                            const std::vector<int64_t> &rowCounts,
-                            const std::vector<ElementType> &types) {
+static std::vector<Task> planTasks(const KernelProvider &provider,
+                                   const std::vector<const Variant *> &variants,
+                                   const std::vector<int64_t> &sizes,
+                                   const std::vector<int64_t> &rowCounts,
+                                   const std::vector<ElementType> &types) {
   std::vector<Task> tasks;
   for (const Variant *variant : variants)
     for (int64_t hidden : sizes)
@@ -611,8 +623,6 @@ std::vector<Task> planTasks(const KernelProvider &provider,
   return tasks;
 }
 
-} // namespace
-
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::ParseCommandLineOptions(
@@ -644,8 +654,8 @@ int main(int argc, char **argv) {
                  << "'\n";
     return 2;
   }
-  static const char *kInjections[] = {"", "value", "nan", "guard", "gap",
-                                      "input"};
+  static const char *kInjections[] = {"",      "value", "nan",
+                                      "guard", "gap",   "input"};
   if (llvm::find(kInjections, injectOption) == std::end(kInjections)) {
     llvm::errs() << "norm-cpu-check: unknown --inject kind '" << injectOption
                  << "'\n";
@@ -672,8 +682,7 @@ int main(int argc, char **argv) {
   for (const std::string &name : typesOption) {
     std::optional<ElementType> type = parseElementType(name);
     if (!type) {
-      llvm::errs() << "norm-cpu-check: unknown element type '" << name
-                   << "'\n";
+      llvm::errs() << "norm-cpu-check: unknown element type '" << name << "'\n";
       return 2;
     }
     types.push_back(*type);
@@ -695,8 +704,9 @@ int main(int argc, char **argv) {
       planTasks(*provider, variants, sizes, rowCounts, types);
   Summary summary;
   auto start = std::chrono::steady_clock::now();
-  unsigned jobs = jobsOption ? jobsOption.getValue()
-                             : std::max(1u, std::thread::hardware_concurrency());
+  unsigned jobs = jobsOption
+                      ? jobsOption.getValue()
+                      : std::max(1u, std::thread::hardware_concurrency());
   std::atomic<size_t> next{0};
   std::vector<std::thread> workers;
   for (unsigned i = 0; i < jobs; ++i)
@@ -706,14 +716,15 @@ int main(int argc, char **argv) {
     });
   for (std::thread &worker : workers)
     worker.join();
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
 
-  llvm::outs() << "norm-cpu-check: " << provider->getName() << " kernels: "
-               << summary.passed << " cases passed, " << summary.failed
-               << " failed (" << summary.compiled << " kernels compiled, "
-               << llvm::format("%.1f", seconds) << " s)\n";
+  llvm::outs() << "norm-cpu-check: " << provider->getName()
+               << " kernels: " << summary.passed << " cases passed, "
+               << summary.failed << " failed (" << summary.compiled
+               << " kernels compiled, " << llvm::format("%.1f", seconds)
+               << " s)\n";
   llvm::outs() << "worst error / tolerance:";
   for (auto [type, ratio] : summary.worstRatio)
     llvm::outs() << " " << getElementTypeName(type) << " "
