@@ -32,7 +32,7 @@ struct TargetOptions {
   std::string chip = "sm_90";   // sm_80, sm_89, sm_90 (sm_90a accepted)
   int ptxVersion = 80;          // PTX ISA version x 10: 80 is PTX 8.0
   bool emitCubin = false;       // also run ptxas (needs the CUDA toolkit)
-  std::string ptxasPath;        // empty: $CUDA_HOME/bin/ptxas, then PATH
+  std::string ptxasPath;        // empty: see assembleCubin
 };
 
 /// One operation, as the runtime describes it.
@@ -98,12 +98,21 @@ Status compileProgram(std::string_view mlir, const TargetOptions &target,
                       CompiledModule &result);
 
 /// The launch configuration the heuristic picks for an operation and a row
-/// count (the threads-per-row ladder; see LaunchHeuristic.cpp).
+/// count (the threads-per-row ladder; see LaunchHeuristic.cpp). `rows` is the
+/// operation's row count (tokens for the QK-Norm prologue), or -1 when it is
+/// not known; it sizes the work of a CTA (rows a CTA loops over, threads per
+/// column tile for column statistics).
 LaunchConfig getHeuristicLaunch(const OpSpec &spec, int64_t rows);
 
 /// A version string that changes whenever generated code may change; part of
 /// every cache key.
 std::string_view getCompilerVersion();
+
+/// Assembles PTX into a cubin for `target.chip` with ptxas
+/// (`target.ptxasPath`, else $CUDA_HOME/bin/ptxas, else PATH, else
+/// /usr/local/cuda/bin/ptxas).
+Status assembleCubin(std::string_view ptx, const TargetOptions &target,
+                     std::vector<uint8_t> &cubin);
 
 } // namespace norm
 

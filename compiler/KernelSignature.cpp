@@ -107,7 +107,10 @@ std::string KernelSignature::toJson() const {
      << ", \"grid\": " << quote(getGridFormula())
      << ", \"row_multiplier\": " << rowMultiplier
      << ", \"fixed_grid_x\": " << fixedGridX
-     << ", \"shared_bytes\": " << sharedBytes << ", \"params\": [";
+     << ", \"shared_bytes\": " << sharedBytes;
+  if (!fallback.empty())
+    os << ", \"fallback\": " << quote(fallback);
+  os << ", \"params\": [";
   for (size_t i = 0; i < params.size(); ++i) {
     const KernelParam &p = params[i];
     os << (i ? ", " : "") << "{\"name\": " << quote(p.name)
@@ -386,6 +389,8 @@ std::optional<KernelSignature> signatureFromJson(const Json &json,
   sig.rowMultiplier = fields.integer("row_multiplier");
   sig.fixedGridX = fields.integer("fixed_grid_x");
   sig.sharedBytes = fields.integer("shared_bytes");
+  if (json.object.count("fallback"))
+    sig.fallback = fields.string("fallback");
   if (const Json *launch = fields.get("launch", Json::Type::Object)) {
     Fields l(*launch, error, "launch of " + sig.name);
     sig.launch.vector = l.integer("vector");

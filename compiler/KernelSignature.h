@@ -74,6 +74,10 @@ struct KernelSignature {
   int64_t fixedGridX = 0;
   int64_t blockThreads = 0;  // = launch.getThreadsPerCta()
   int64_t sharedBytes = 0;   // dynamic shared memory per CTA
+  /// The scalar (vector = 1) kernel of the same op, to launch instead when a
+  /// buffer pointer or row stride misses the `alignment` this one needs;
+  /// empty when there is none in the same bundle.
+  std::string fallback;
 
   int64_t getGridX(int64_t rows) const;
   /// A one-line formula for people, e.g. "ceil(rows * 40 / 4)".

@@ -215,14 +215,24 @@ static LogicalResult verifyLaunchAccessWidth(Operation *op, LaunchAttr launch,
 }
 
 /// A launch configuration must fit the rows it serves.
+///
+/// `segments`: the rows are consecutive pieces of wider rows (groups, heads),
+/// so a piece starts aligned for vector accesses only if the vector divides
+/// its length.
 static LogicalResult verifyLaunchForRow(Operation *op, LaunchAttr launch,
-                                        int64_t rowLength, TypeRange rowTypes) {
+                                        int64_t rowLength, TypeRange rowTypes,
+                                        bool segments) {
   if (!launch)
     return success();
   if (failed(verifyLaunchAccessWidth(op, launch, rowTypes)))
     return failure();
   int64_t perAccess = launch.getVector();
   int64_t threads = launch.getThreadsPerRow();
+  if (segments && rowLength % perAccess != 0)
+    return op->emitOpError()
+           << "launch configuration's vector (" << perAccess
+           << ") must divide the " << rowLength
+           << " elements of a group or head, which start one after another";
   if ((threads - 1) * perAccess >= rowLength)
     return op->emitOpError()
            << "launch configuration leaves threads without work: " << threads
@@ -470,7 +480,7 @@ LogicalResult FusedRowOp::verify() {
     if (v)
       rowTypes.push_back(v.getType());
   return verifyLaunchForRow(*this, getLaunchAttr(), hidden / getGroups(),
-                            rowTypes);
+                            rowTypes, /*segments=*/getGroups() > 1);
 }
 
 LogicalResult QKNormPrologueOp::verify() {
@@ -517,7 +527,8 @@ LogicalResult QKNormPrologueOp::verify() {
     return failure();
   return verifyLaunchForRow(
       *this, getLaunchAttr(), headDim,
-      {getQkv().getType(), getQ().getType(), getK().getType()});
+      {getQkv().getType(), getQ().getType(), getK().getType()},
+      /*segments=*/true);
 }
 
 LogicalResult ColumnStatsOp::verify() {

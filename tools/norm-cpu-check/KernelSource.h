@@ -1,9 +1,9 @@
 //===- KernelSource.h - where the checked kernels come from -----*- C++ -*-===//
 //
 // The CPU check runs kernel programs from a provider: the compiler's kernel
-// generator (norm::buildKernelSource, then the generator's passes) when it
-// is linked in, and hand-written reference kernels that test the host
-// lowering and the checks themselves independently of the generator.
+// generator (norm::buildKernelSource, then norm-generate-kernels), or
+// hand-written reference kernels that test the host lowering and the checks
+// themselves independently of the generator.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,10 +39,8 @@ public:
                        KernelSource &source) const = 0;
 };
 
-std::unique_ptr<KernelProvider> createHandWrittenKernels();
-#ifdef NORM_CPU_CHECK_HAVE_GENERATOR
 std::unique_ptr<KernelProvider> createGeneratedKernels();
-#endif
+std::unique_ptr<KernelProvider> createHandWrittenKernels();
 
 /// The buffer parameters of `spec`'s kernel in ABI order (see
 /// compiler/KernelSignature.h), followed by `rows` and the row strides.

@@ -39,9 +39,9 @@ namespace cl = llvm::cl;
 
 static cl::opt<std::string> kernelsOption(
     "kernels",
-    cl::desc("Kernel source: 'generated' (the compiler's generator, when "
-             "linked in) or 'hand-written'"),
-    cl::init(""));
+    cl::desc("Kernel source: 'generated' (the compiler's kernel generator) or "
+             "'hand-written' (simple reference kernels)"),
+    cl::init("generated"));
 static cl::list<int64_t> hiddenOption("hidden", cl::CommaSeparated,
                                       cl::desc("Hidden sizes (head_dim for "
                                                "QK-Norm)"));
@@ -637,20 +637,12 @@ int main(int argc, char **argv) {
   }
 
   std::unique_ptr<KernelProvider> provider;
-  std::string kernels = kernelsOption;
-#ifdef NORM_CPU_CHECK_HAVE_GENERATOR
-  if (kernels.empty() || kernels == "generated")
+  if (kernelsOption == "generated")
     provider = createGeneratedKernels();
-#else
-  if (kernels == "generated") {
-    llvm::errs() << "norm-cpu-check: this build has no kernel generator\n";
-    return 2;
-  }
-#endif
-  if (!provider && (kernels.empty() || kernels == "hand-written"))
+  else if (kernelsOption == "hand-written")
     provider = createHandWrittenKernels();
   if (!provider) {
-    llvm::errs() << "norm-cpu-check: unknown kernel source '" << kernels
+    llvm::errs() << "norm-cpu-check: unknown kernel source '" << kernelsOption
                  << "'\n";
     return 2;
   }

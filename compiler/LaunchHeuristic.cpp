@@ -1,0 +1,138 @@
+//===- LaunchHeuristic.cpp - the analytical launch configuration ----------===//
+//
+// The configuration a kernel gets when nobody tuned it. Row kernels keep each
+// thread's share of a row in registers, so the choice is how many threads
+// share a row:
+//
+//  - short rows (up to 1024 elements) follow the QuACK / FlashInfer ladder:
+//    8 threads (<= 64), 16 (<= 128), 32 (<= 1024), several rows per
+//    128-thread CTA;
+//  - longer rows get about 8 elements per thread (16 above 8192), the
+//    configurations the MLIR feasibility probe on an H200 found fastest:
+//    256 threads for 2048, 896 for 7168, 1024 for 8192 and 16384.
+//
+// Accesses are 16 bytes wide (8 x bf16, 4 x f32) when the row length allows
+// it: a row of odd length cannot keep consecutive rows aligned, so it gets
+// the widest vector that divides it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Compiler.h"
+#include "dialects/NormDialect.h"
+
+#include <algorithm>
+
+using namespace norm;
+
+namespace {
+
+/// Threads of a CTA for the short-row ladder and column statistics.
+constexpr int64_t kSmallCtaThreads = 128;
+/// CTAs worth launching before a CTA loops over several row groups: about
+/// eight waves of 128-thread CTAs on a 132-SM GPU.
+constexpr int64_t kTargetCtas = 8192;
+constexpr int64_t kMaxRowsPerCtaFactor = 8;
+
+int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+
+int64_t floorPowerOf2(int64_t x) {
+  int64_t p = 1;
+  while (p * 2 <= x)
+    p *= 2;
+  return p;
+}
+
+/// The widest access of at most 16 bytes that divides `rowLength`.
+int64_t pickVector(int64_t widestBytes, int64_t rowLength) {
+  int64_t vector = 16 / widestBytes;
+  while (vector > 1 && rowLength % vector != 0)
+    vector /= 2;
+  return vector;
+}
+
+int64_t getWidestRowBytes(const OpSpec &spec) {
+  int64_t bytes = std::max(getElementBytes(spec.input), getElementBytes(spec.output));
+  if (spec.hasAddend)
+    bytes = std::max(bytes, getElementBytes(spec.addendType));
+  if (spec.hasSkip)
+    bytes = std::max(bytes, getElementBytes(spec.skipType));
+  return bytes;
+}
+
+/// Threads per row for rows of `length` elements read `vector` at a time.
+int64_t pickThreadsPerRow(int64_t length, int64_t vector) {
+  int64_t threads;
+  if (length <= 1024) {
+    threads = length <= 64 ? 8 : length <= 128 ? 16 : 32;
+  } else {
+    int64_t perThread = length <= 8192 ? 8 : 16;
+    threads = std::clamp<int64_t>(ceilDiv(ceilDiv(length, perThread), 32) * 32,
+                                  32, 1024);
+  }
+  // Every thread must own at least one element...
+  auto idle = [&](int64_t t) { return (t - 1) * vector >= length; };
+  while (threads > 32 && idle(threads))
+    threads -= 32;
+  while (threads > 1 && idle(threads))
+    threads /= 2;
+  // ... and at most kMaxElementsPerThread of them.
+  while (threads < 1024 &&
+         ceilDiv(length, threads * vector) * vector >
+             mlir::norm::kMaxElementsPerThread)
+    threads = threads < 32 ? threads * 2 : threads + 32;
+  return threads;
+}
+
+/// Completes a configuration from its vector and threads per row: CTAs of
+/// 128 threads holding several short rows (or one long row), and for short
+/// rows a CTA loops over several row groups when the grid would otherwise
+/// have far more CTAs than the GPU runs at once, which amortizes its
+/// parameter loads. A long row gains nothing from that and would only
+/// serialize rows that could run in parallel.
+LaunchConfig completeLaunch(int64_t vector, int64_t threadsPerRow,
+                            int64_t kernelRows) {
+  LaunchConfig launch;
+  launch.vector = vector;
+  launch.threadsPerRow = threadsPerRow;
+  bool shortRows = kSmallCtaThreads % threadsPerRow == 0;
+  launch.warps = (shortRows ? kSmallCtaThreads : threadsPerRow) / 32;
+  int64_t concurrent = launch.getConcurrentRows();
+  int64_t factor = 1;
+  if (kernelRows > 0 && concurrent > 1)
+    factor = std::clamp<int64_t>(
+        floorPowerOf2(std::max<int64_t>(kernelRows / (concurrent * kTargetCtas), 1)),
+        1, kMaxRowsPerCtaFactor);
+  launch.rowsPerCta = concurrent * factor;
+  return launch;
+}
+
+} // namespace
+
+LaunchConfig norm::getHeuristicLaunch(const OpSpec &spec, int64_t rows) {
+  if (spec.kind == OpSpec::Kind::BatchNormStats) {
+    // Tiles of `vector` columns; the threads sharing a tile split the rows.
+    // 16 threads per tile make each warp read two 16-byte pieces of a row,
+    // one full 32-byte sector; many rows want more threads per tile.
+    int64_t vector = pickVector(getElementBytes(spec.input), spec.hidden);
+    int64_t threads = rows > 4096 ? 128 : 16;
+    LaunchConfig launch;
+    launch.vector = vector;
+    launch.threadsPerRow = threads;
+    launch.warps = std::max<int64_t>(threads, kSmallCtaThreads) / 32;
+    launch.rowsPerCta = launch.getConcurrentRows();
+    return launch;
+  }
+
+  int64_t length = spec.hidden, multiplier = 1;
+  if (spec.kind == OpSpec::Kind::GroupNorm && spec.groups > 0) {
+    length = spec.hidden / spec.groups;
+    multiplier = spec.groups;
+  } else if (spec.kind == OpSpec::Kind::QKNormPrologue) {
+    multiplier = spec.numQHeads + spec.numKvHeads;
+  }
+  if (length <= 0)
+    return LaunchConfig{};
+  int64_t vector = pickVector(getWidestRowBytes(spec), length);
+  int64_t threads = pickThreadsPerRow(length, vector);
+  return completeLaunch(vector, threads, rows > 0 ? rows * multiplier : -1);
+}

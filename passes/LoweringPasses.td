@@ -1,0 +1,104 @@
+//===- LoweringPasses.td - kernel ops to NVVM ---------------*- tablegen -*-===//
+//
+// From kernel ops with launch configurations to PTX: pick configurations,
+// generate one gpu.func per kernel, then the GPU-only lowerings that the
+// stock NVVM conversion does not cover the way norm kernels need.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_PASSES_LOWERINGPASSES_TD
+#define NORM_PASSES_LOWERINGPASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def NormAssignLaunchConfig : Pass<"norm-assign-launch-config"> {
+  let summary = "Give every kernel op without a launch configuration one";
+  let description = [{
+    Sets `launch` on every `norm.fused_row`, `norm.qk_norm_prologue` and
+    `norm.column_stats` that has none, from the analytical heuristic
+    (`norm::getHeuristicLaunch`: the threads-per-row ladder for short rows,
+    about 8 to 16 elements per thread for long ones, 16-byte vectors, several
+    rows per CTA for short rows). The options force single fields (0 keeps
+    the heuristic's choice); the CTA is widened when a forced
+    threads-per-row needs it. A configuration that does not fit the op is an
+    error at the op.
+  }];
+  let options = [
+    Option<"vector", "vector", "int64_t", "0",
+           "Elements per access (1, 2, 4 or 8)">,
+    Option<"threadsPerRow", "threads-per-row", "int64_t", "0",
+           "Threads sharing one row">,
+    Option<"warps", "warps", "int64_t", "0", "Warps per CTA">,
+    Option<"rowsPerCta", "rows-per-cta", "int64_t", "0",
+           "Rows one CTA handles in all">,
+  ];
+}
+
+def NormGenerateKernels : Pass<"norm-generate-kernels", "::mlir::ModuleOp"> {
+  let summary = "Generate one gpu.func per kernel op and launch configuration";
+  let description = [{
+    For every kernel op with a `launch` configuration, builds its kernel in
+    `gpu.module @norm_kernels` (the module becomes a `gpu.container_module`)
+    and points the op's `kernel` attribute at it. Kernels are named after
+    their semantics and configuration, so identical kernels are generated
+    once. The signature follows the kernel ABI (`describeKernel`): buffers
+    as static 1-D memrefs with `llvm.noalias`, `llvm.readonly` for inputs and
+    `llvm.align`, then `rows`, then one row stride per 2-D buffer.
+
+    Each thread keeps its share of a row in registers (chunks of `vector`
+    elements: thread t owns elements [(c * T + t) * V, + V)), rows ragged at
+    the end are handled exactly, the statistic accumulates in f32 and is
+    reduced by one `norm.row_allreduce`. Vector kernels come with their
+    scalar fallback (`vector = 1`) unless `scalar-fallback=false`.
+
+    `norm.attention` with a QK-Norm needs an attention kernel that norm-opt
+    does not generate: that is an error at the op.
+  }];
+  let options = [
+    Option<"scalarFallback", "scalar-fallback", "bool", "true",
+           "Also generate the vector = 1 kernel of every vector kernel">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
+def NormLowerRowAllReduce : Pass<"norm-lower-row-allreduce",
+                                 "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Lower norm.row_allreduce to warp shuffles and shared memory";
+  let description = [{
+    GPU-only lowering of `norm.row_allreduce`: an XOR butterfly of
+    `gpu.shuffle` within each warp (only the offsets below the group size for
+    groups of up to 32 threads) and, for groups wider than a warp, one
+    exchange of per-warp partial sums through a workgroup buffer of the
+    kernel (one slot per warp and value) and `gpu.barrier`, after which every
+    thread adds its row's partials in the same order. Inside loops a second
+    barrier keeps the next iteration from overwriting partials still being
+    read. Needs `known_block_size` on the kernel.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"
+  ];
+}
+
+def NormLowerRsqrtToNVVM : Pass<"norm-lower-rsqrt-to-nvvm",
+                                "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Lower f32 math.rsqrt without libdevice";
+  let description = [{
+    The NVVM conversion turns `math.rsqrt` into a call of libdevice's
+    `__nv_rsqrtf`, which only links when a CUDA toolkit is found, and
+    otherwise leaves an `.extern .func` that fails at load time. This pass
+    lowers f32 `math.rsqrt` (scalars and vectors) itself: with `afn` to
+    `llvm.nvvm.rsqrt.approx.f` (`rsqrt.approx.f32`), without it to a
+    correctly rounded square root and division.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+#endif // NORM_PASSES_LOWERINGPASSES_TD

@@ -1,0 +1,49 @@
+// RUN: norm-opt %s --pass-pipeline="builtin.module(gpu.module(norm-lower-rsqrt-to-nvvm))" | FileCheck %s
+
+// With `afn`: the hardware approximation, no libdevice call.
+// CHECK-LABEL: gpu.func @approximate
+// CHECK: %[[R:.*]] = llvm.call_intrinsic "llvm.nvvm.rsqrt.approx.f"(%arg0) : (f32) -> f32
+// CHECK: memref.store %[[R]]
+// CHECK-NOT: math.rsqrt
+
+// Without it: a correctly rounded square root and division.
+// CHECK-LABEL: gpu.func @exact
+// CHECK: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK: %[[S:.*]] = llvm.intr.sqrt(%arg0) : (f32) -> f32
+// CHECK: %[[R:.*]] = arith.divf %[[ONE]], %[[S]] : f32
+// CHECK: memref.store %[[R]]
+
+// Vectors: element by element.
+// CHECK-LABEL: gpu.func @vector
+// CHECK-COUNT-4: llvm.call_intrinsic "llvm.nvvm.rsqrt.approx.f"
+// CHECK: vector.from_elements {{.*}} : vector<4xf32>
+
+// Other types are not this pass's business.
+// CHECK-LABEL: gpu.func @half
+// CHECK: math.rsqrt %arg0 fastmath<afn> : f16
+gpu.module @kernels {
+  gpu.func @approximate(%x: f32, %out: memref<1xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %r = math.rsqrt %x fastmath<afn> : f32
+    memref.store %r, %out[%c0] : memref<1xf32>
+    gpu.return
+  }
+  gpu.func @exact(%x: f32, %out: memref<1xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %r = math.rsqrt %x : f32
+    memref.store %r, %out[%c0] : memref<1xf32>
+    gpu.return
+  }
+  gpu.func @vector(%x: vector<4xf32>, %out: memref<4xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %r = math.rsqrt %x fastmath<afn> : vector<4xf32>
+    vector.store %r, %out[%c0] : memref<4xf32>, vector<4xf32>
+    gpu.return
+  }
+  gpu.func @half(%x: f16, %out: memref<1xf16>) kernel {
+    %c0 = arith.constant 0 : index
+    %r = math.rsqrt %x fastmath<afn> : f16
+    memref.store %r, %out[%c0] : memref<1xf16>
+    gpu.return
+  }
+}

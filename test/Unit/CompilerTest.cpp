@@ -1,0 +1,331 @@
+//===- CompilerTest.cpp - the in-process compiler library -----------------===//
+
+#include "compiler/Compiler.h"
+#include "compiler/KernelDescription.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+using namespace norm;
+
+namespace {
+
+OpSpec rmsSpec(int64_t hidden) {
+  OpSpec spec;
+  spec.kind = OpSpec::Kind::RMSNorm;
+  spec.hidden = hidden;
+  spec.hasWeight = true;
+  spec.hasAddend = true;
+  spec.writeResidual = true;
+  return spec;
+}
+
+/// Every kind of operation, with mixed types and options.
+std::vector<OpSpec> allKinds() {
+  std::vector<OpSpec> specs;
+  OpSpec rms = rmsSpec(4096);
+  specs.push_back(rms);
+  OpSpec deep = rms;
+  deep.alpha = 2.5;
+  deep.f32Residual = true;
+  deep.output = ElementType::f16;
+  specs.push_back(deep);
+  OpSpec layer;
+  layer.kind = OpSpec::Kind::LayerNorm;
+  layer.hidden = 769;
+  layer.input = layer.output = layer.param = ElementType::f16;
+  layer.hasWeight = layer.hasBias = true;
+  layer.eps = 1e-5;
+  specs.push_back(layer);
+  OpSpec l2;
+  l2.kind = OpSpec::Kind::L2Norm;
+  l2.hidden = 3;
+  l2.input = l2.output = ElementType::f32;
+  specs.push_back(l2);
+  OpSpec group;
+  group.kind = OpSpec::Kind::GroupNorm;
+  group.hidden = 512;
+  group.groups = 32;
+  group.hasWeight = group.hasBias = true;
+  specs.push_back(group);
+  OpSpec batch;
+  batch.kind = OpSpec::Kind::BatchNormInference;
+  batch.hidden = 256;
+  batch.param = ElementType::f32;
+  batch.hasWeight = true;
+  specs.push_back(batch);
+  OpSpec elementwise;
+  elementwise.kind = OpSpec::Kind::Elementwise;
+  elementwise.hidden = 100;
+  elementwise.input = ElementType::f32;
+  elementwise.hasAddend = true;
+  elementwise.writeResidual = true;
+  specs.push_back(elementwise);
+  OpSpec sandwich = rmsSpec(2880);
+  sandwich.hasAddend = sandwich.writeResidual = false;
+  sandwich.hasSkip = true;
+  sandwich.weightOffset = 1.0;
+  specs.push_back(sandwich);
+  OpSpec stats;
+  stats.kind = OpSpec::Kind::BatchNormStats;
+  stats.hidden = 300;
+  stats.output = stats.param = ElementType::f32;
+  specs.push_back(stats);
+  OpSpec qk;
+  qk.kind = OpSpec::Kind::QKNormPrologue;
+  qk.hidden = 128;
+  qk.numQHeads = 32;
+  qk.numKvHeads = 8;
+  qk.hasWeight = true;
+  specs.push_back(qk);
+  OpSpec qkL2 = qk;
+  qkL2.qkL2 = true;
+  qkL2.hasWeight = false;
+  specs.push_back(qkL2);
+  return specs;
+}
+
+bool sameSpec(const OpSpec &a, const OpSpec &b) {
+  return a.kind == b.kind && a.hidden == b.hidden && a.input == b.input &&
+         a.output == b.output && a.hasWeight == b.hasWeight &&
+         a.hasBias == b.hasBias && a.hasAddend == b.hasAddend &&
+         a.writeResidual == b.writeResidual && a.f32Residual == b.f32Residual &&
+         a.hasSkip == b.hasSkip && a.eps == b.eps && a.alpha == b.alpha &&
+         a.weightOffset == b.weightOffset && a.groups == b.groups &&
+         a.numQHeads == b.numQHeads && a.numKvHeads == b.numKvHeads &&
+         a.qkL2 == b.qkL2 && (!a.hasWeight || a.param == b.param) &&
+         (!a.hasAddend || a.addendType == b.addendType) &&
+         (!a.hasSkip || a.skipType == b.skipType);
+}
+
+TEST(Compiler, SourceDescribesTheOperation) {
+  mlir::MLIRContext context;
+  context.loadDialect<mlir::norm::NormDialect, mlir::func::FuncDialect>();
+  for (const OpSpec &spec : allKinds()) {
+    LaunchConfig launch = getHeuristicLaunch(spec, 1000);
+    std::string source;
+    Status status = buildKernelSource(spec, launch, source);
+    ASSERT_TRUE(status) << status.message;
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        mlir::parseSourceString<mlir::ModuleOp>(source, &context);
+    ASSERT_TRUE(module) << source;
+    mlir::Operation *op = nullptr;
+    module->walk([&](mlir::Operation *each) {
+      if (isKernelOp(each))
+        op = each;
+    });
+    ASSERT_NE(op, nullptr) << source;
+    mlir::FailureOr<OpSpec> back = getOpSpec(op);
+    ASSERT_TRUE(mlir::succeeded(back));
+    EXPECT_TRUE(sameSpec(spec, *back)) << source;
+    mlir::norm::LaunchAttr attr = getLaunch(op);
+    EXPECT_EQ(attr.getVector(), launch.vector) << source;
+    EXPECT_EQ(attr.getThreadsPerRow(), launch.threadsPerRow) << source;
+    EXPECT_EQ(attr.getRowsPerCta(), launch.rowsPerCta) << source;
+  }
+}
+
+TEST(Compiler, CompilesEveryKind) {
+  TargetOptions target;
+  for (const OpSpec &spec : allKinds()) {
+    LaunchConfig launch = getHeuristicLaunch(spec, -1);
+    CompiledKernel kernel;
+    Status status = compileKernel(spec, launch, target, kernel);
+    ASSERT_TRUE(status) << status.message;
+    EXPECT_NE(kernel.ptx.find(".entry " + kernel.signature.name + "("),
+              std::string::npos);
+    EXPECT_NE(kernel.ptx.find(".target sm_90"), std::string::npos);
+    EXPECT_EQ(kernel.ptx.find(".extern"), std::string::npos);
+    EXPECT_EQ(kernel.signature.launch, launch);
+    EXPECT_EQ(kernel.signature.blockThreads, launch.getThreadsPerCta());
+    EXPECT_NE(kernel.kernelIR.find("gpu.func @" + kernel.signature.name),
+              std::string::npos);
+    EXPECT_TRUE(kernel.cubin.empty());
+    // Only the requested kernel: the runtime asks for fallbacks itself.
+    EXPECT_EQ(kernel.ptx.find(".entry", kernel.ptx.find(".entry") + 1),
+              std::string::npos);
+  }
+}
+
+TEST(Compiler, SignatureFollowsTheAbi) {
+  OpSpec spec = rmsSpec(4096);
+  CompiledKernel kernel;
+  ASSERT_TRUE(compileKernel(spec, {8, 512, 16, 1}, TargetOptions(), kernel));
+  const KernelSignature &sig = kernel.signature;
+  std::vector<std::string> names;
+  for (const KernelParam &param : sig.params)
+    names.push_back(param.name);
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "input", "addend", "weight", "output", "residual_out",
+                       "rows", "input_stride", "addend_stride",
+                       "output_stride", "residual_out_stride"}));
+  EXPECT_EQ(sig.params[0].alignment, 16);
+  EXPECT_TRUE(sig.params[0].readOnly);
+  EXPECT_FALSE(sig.params[3].readOnly);
+  EXPECT_EQ(sig.getGridX(1000), 1000);
+  EXPECT_EQ(sig.name.rfind("norm_rms_add_h4096_bf16_bf16_", 0), 0u) << sig.name;
+  EXPECT_NE(sig.name.find("_v8_t512_w16_r1"), std::string::npos) << sig.name;
+  // The signature survives JSON, fallback included.
+  KernelSignature withFallback = sig;
+  withFallback.fallback = "norm_scalar";
+  std::string error;
+  std::optional<KernelSignature> back =
+      KernelSignature::fromJson(withFallback.toJson(), error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_EQ(back->fallback, "norm_scalar");
+  EXPECT_EQ(back->toJson(), withFallback.toJson());
+}
+
+TEST(Compiler, NamesDependOnEverySemanticAttribute) {
+  LaunchConfig launch{8, 512, 16, 1};
+  CompiledKernel a, b;
+  OpSpec spec = rmsSpec(4096);
+  ASSERT_TRUE(compileKernel(spec, launch, TargetOptions(), a));
+  spec.eps = 1e-5;
+  ASSERT_TRUE(compileKernel(spec, launch, TargetOptions(), b));
+  EXPECT_NE(a.signature.name, b.signature.name);
+  spec.eps = 1e-6;
+  spec.weightOffset = 1.0;
+  ASSERT_TRUE(compileKernel(spec, launch, TargetOptions(), b));
+  EXPECT_NE(a.signature.name, b.signature.name);
+  spec.weightOffset = 0.0;
+  ASSERT_TRUE(compileKernel(spec, launch, TargetOptions(), b));
+  EXPECT_EQ(a.signature.name, b.signature.name);
+  EXPECT_EQ(a.ptx, b.ptx);
+}
+
+TEST(Compiler, ReportsErrors) {
+  CompiledKernel kernel;
+  Status idle = compileKernel(rmsSpec(4096), {8, 1024, 32, 1}, TargetOptions(),
+                              kernel);
+  EXPECT_FALSE(idle);
+  EXPECT_NE(idle.message.find("leaves threads without work"), std::string::npos)
+      << idle.message;
+
+  Status vector = compileKernel(rmsSpec(4096), {3, 512, 16, 1}, TargetOptions(),
+                                kernel);
+  EXPECT_FALSE(vector);
+  EXPECT_NE(vector.message.find("vector width must be 1, 2, 4 or 8"),
+            std::string::npos)
+      << vector.message;
+
+  OpSpec empty = rmsSpec(0);
+  EXPECT_FALSE(compileKernel(empty, {1, 1, 1, 32}, TargetOptions(), kernel));
+
+  TargetOptions oldChip;
+  oldChip.chip = "sm_75";
+  Status chip = compileKernel(rmsSpec(4096), {8, 512, 16, 1}, oldChip, kernel);
+  EXPECT_FALSE(chip);
+  EXPECT_NE(chip.message.find("unsupported chip 'sm_75'"), std::string::npos);
+
+  TargetOptions noPtxas;
+  noPtxas.emitCubin = true;
+  noPtxas.ptxasPath = "/nonexistent/ptxas";
+  Status cubin = compileKernel(rmsSpec(4096), {8, 512, 16, 1}, noPtxas, kernel);
+  EXPECT_FALSE(cubin);
+  EXPECT_NE(cubin.message.find("/nonexistent/ptxas"), std::string::npos)
+      << cubin.message;
+}
+
+TEST(Compiler, HeuristicConfigurationsAreValid) {
+  // Every heuristic configuration must pass the op's verifier.
+  for (int64_t hidden : {1, 2, 3, 7, 64, 65, 127, 128, 129, 769, 1000, 1024,
+                         1025, 2047, 2880, 3072, 4096, 7168, 8192, 12289,
+                         16384, 32768, 65536}) {
+    for (int64_t rows : {-1, 0, 1, 4096, 1 << 20}) {
+      for (OpSpec spec : allKinds()) {
+        if (spec.kind == OpSpec::Kind::GroupNorm)
+          spec.groups = hidden % 4 == 0 ? 4 : 1;
+        spec.hidden = hidden;
+        LaunchConfig launch = getHeuristicLaunch(spec, rows);
+        std::string source;
+        Status status = buildKernelSource(spec, launch, source);
+        EXPECT_TRUE(status) << "hidden " << hidden << " rows " << rows << ": "
+                            << status.message;
+      }
+    }
+  }
+}
+
+TEST(Compiler, CompilesPrograms) {
+  const char *program = R"mlir(
+    func.func @f(%x: tensor<?x1024xbf16>, %w: tensor<1024xbf16>) -> tensor<?x1024xbf16> {
+      %y = norm.fused_row <rms> %x weight(%w : tensor<1024xbf16>) eps(1.0e-06)
+          : tensor<?x1024xbf16> -> tensor<?x1024xbf16>
+      return %y : tensor<?x1024xbf16>
+    })mlir";
+  CompiledModule module;
+  Status status = compileProgram(program, TargetOptions(), module);
+  ASSERT_TRUE(status) << status.message;
+  ASSERT_EQ(module.kernels.size(), 2u); // the kernel and its fallback
+  EXPECT_EQ(module.kernels[0].fallback, module.kernels[1].name);
+  EXPECT_EQ(module.kernels[1].launch.vector, 1);
+
+  const char *layers = R"mlir(
+    func.func @f(%x: tensor<?x1024xbf16>) -> tensor<?x1024xbf16> {
+      %y = norm.rms_norm %x eps(1.0e-06) : tensor<?x1024xbf16> -> tensor<?x1024xbf16>
+      return %y : tensor<?x1024xbf16>
+    })mlir";
+  status = compileProgram(layers, TargetOptions(), module);
+  EXPECT_FALSE(status);
+  EXPECT_NE(status.message.find("norm.rms_norm"), std::string::npos);
+
+  status = compileProgram("func.func @f(", TargetOptions(), module);
+  EXPECT_FALSE(status);
+  EXPECT_NE(status.message.find("invalid program"), std::string::npos);
+}
+
+TEST(Compiler, ConcurrentCallsAgree) {
+  std::vector<OpSpec> specs = allKinds();
+  std::vector<CompiledKernel> sequential(specs.size()), parallel(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i)
+    ASSERT_TRUE(compileKernel(specs[i], getHeuristicLaunch(specs[i], -1),
+                              TargetOptions(), sequential[i]));
+  std::vector<std::thread> threads;
+  std::vector<Status> statuses(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i)
+    threads.emplace_back([&, i] {
+      statuses[i] = compileKernel(specs[i], getHeuristicLaunch(specs[i], -1),
+                                  TargetOptions(), parallel[i]);
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    ASSERT_TRUE(statuses[i]) << statuses[i].message;
+    EXPECT_EQ(parallel[i].ptx, sequential[i].ptx);
+  }
+}
+
+// Not a timed test: it reports the compile time and checks only results.
+TEST(Compiler, ReportsCompileTime) {
+  OpSpec spec = rmsSpec(4096);
+  LaunchConfig launch = getHeuristicLaunch(spec, -1);
+  std::vector<double> milliseconds;
+  for (int i = 0; i <= 20; ++i) {
+    CompiledKernel kernel;
+    auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(compileKernel(spec, launch, TargetOptions(), kernel));
+    auto end = std::chrono::steady_clock::now();
+    if (i > 0) // the first call pays for one-time initialization
+      milliseconds.push_back(
+          std::chrono::duration<double, std::milli>(end - start).count());
+    ASSERT_FALSE(kernel.ptx.empty());
+  }
+  std::sort(milliseconds.begin(), milliseconds.end());
+  double median = milliseconds[milliseconds.size() / 2];
+  std::printf("compileKernel (fused add + RMSNorm, hidden 4096, to PTX): "
+              "median %.1f ms over %zu calls\n",
+              median, milliseconds.size());
+  RecordProperty("median_compile_ms", std::to_string(median));
+}
+
+} // namespace

@@ -1,0 +1,111 @@
+//===- KernelOutput.cpp - norm-opt's .ptx and .cubin outputs --------------===//
+
+#include "tools/norm-opt/KernelOutput.h"
+
+#include "compiler/Compiler.h"
+#include "compiler/KernelBundle.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace norm {
+
+bool isKernelBundleOutput(llvm::StringRef outputFilename) {
+  llvm::StringRef extension = llvm::sys::path::extension(outputFilename);
+  return extension == ".ptx" || extension == ".cubin";
+}
+
+static LogicalResult fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "norm-opt") << message << "\n";
+  return failure();
+}
+
+static LogicalResult writeFile(llvm::StringRef path, llvm::StringRef bytes) {
+  std::string error;
+  std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(path, &error);
+  if (!file)
+    return fail(error);
+  file->os() << bytes;
+  file->keep();
+  return success();
+}
+
+/// The chip a PTX file targets (`.target sm_90a`).
+static std::string getPtxTarget(llvm::StringRef ptx) {
+  size_t at = ptx.find(".target ");
+  if (at == llvm::StringRef::npos)
+    return {};
+  return ptx.substr(at + 8).take_until([](char c) {
+    return c == '\n' || c == ',' || c == ' ';
+  }).str();
+}
+
+LogicalResult writeKernelBundle(llvm::StringRef inputFilename,
+                                llvm::StringRef outputFilename,
+                                DialectRegistry &registry) {
+  MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+  if (!config.inputSplitMarker().empty())
+    return fail("--split-input-file cannot write a kernel bundle (" +
+                outputFilename + "): one input makes one bundle");
+
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      openInputFile(inputFilename, &error);
+  if (!input)
+    return fail(error);
+
+  // The passes and diagnostics exactly as MlirOptMain runs them; the result
+  // travels as bytecode to be read back here.
+  std::string lowered;
+  {
+    llvm::raw_string_ostream os(lowered);
+    config.emitBytecode(true);
+    if (failed(MlirOptMain(os, std::move(input), registry, config)))
+      return failure();
+  }
+  if (config.shouldVerifyDiagnostics())
+    return success();
+
+  MLIRContext context(registry);
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(lowered, &context, inputFilename);
+  if (!module)
+    return fail("cannot read back the lowered module");
+  FailureOr<std::string> ptx = getKernelPtx(*module);
+  if (failed(ptx))
+    return failure();
+  FailureOr<std::vector<KernelSignature>> kernels =
+      getBundleSignatures(*module, *ptx);
+  if (failed(kernels))
+    return failure();
+
+  if (llvm::sys::path::extension(outputFilename) == ".cubin") {
+    TargetOptions target;
+    target.chip = getPtxTarget(*ptx);
+    std::vector<uint8_t> cubin;
+    if (Status status = assembleCubin(*ptx, target, cubin); !status)
+      return fail(status.message);
+    if (failed(writeFile(outputFilename,
+                         llvm::StringRef(reinterpret_cast<const char *>(cubin.data()),
+                                         cubin.size()))))
+      return failure();
+  } else if (failed(writeFile(outputFilename, *ptx))) {
+    return failure();
+  }
+  llvm::SmallString<256> jsonPath(outputFilename);
+  llvm::sys::path::replace_extension(jsonPath, "json");
+  return writeFile(jsonPath, signaturesToJson(*kernels));
+}
+
+} // namespace norm
