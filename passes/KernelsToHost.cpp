@@ -408,6 +408,10 @@ LogicalResult HostKernelEmitter::emitStretch(ArrayRef<Operation *> ops,
       b, perThread.front()->getLoc(), levelMap,
       [&](OpBuilder &tb, Value thread, IRMapping &local) {
         for (Operation *op : perThread) {
+          // Functions of the thread index are emitted where they are used.
+          if (op->getNumResults() != 0 &&
+              threadFunctions.contains(op->getResult(0)))
+            continue;
           SetVector<Value> used(op->operand_begin(), op->operand_end());
           getUsedValuesDefinedAbove(op->getRegions(), used);
           for (Value value : used)
