@@ -29,8 +29,10 @@ def NormKernelsToHost : Pass<"norm-kernels-to-host", "::mlir::ModuleOp"> {
     The CTA size comes from the kernel's `known_block_size` (or
     `gpu.known_block_size`) attribute, or from `block-size`. Kernels outside
     the supported subset (GPU-only ops such as `gpu.shuffle`, collectives
-    under `scf.if` or in loops with thread-dependent bounds, private
-    attributions) are rejected with a diagnostic.
+    under `scf.if` or in loops with thread-dependent bounds, memory
+    allocations, private attributions, calls) are rejected with a
+    diagnostic. Per-thread buffers are heap allocations freed on return;
+    `norm-host-to-llvm` lowers the result for the CPU.
 
     Example: a kernel
     ```mlir
