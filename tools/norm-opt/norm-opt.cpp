@@ -7,8 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/NormDialect.h"
-#include "passes/LoweringPasses.h"
-#include "passes/Passes.h"
+#include "passes/Pipelines.h"
 #include "tools/norm-opt/KernelOutput.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -22,6 +21,7 @@ int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   mlir::norm::registerNormFusionPasses();
   mlir::norm::registerNormLoweringPasses();
+  mlir::norm::registerNormToPtxPipeline();
   mlir::DialectRegistry registry;
   registry.insert<mlir::norm::NormDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect, mlir::tensor::TensorDialect,
