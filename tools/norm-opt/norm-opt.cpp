@@ -8,8 +8,7 @@
 
 #include "dialects/NormDialect.h"
 #include "passes/HostPasses.h"
-#include "passes/LoweringPasses.h"
-#include "passes/Passes.h"
+#include "passes/Pipelines.h"
 #include "tools/norm-opt/KernelOutput.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -24,6 +23,7 @@ int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   mlir::norm::registerNormFusionPasses();
   mlir::norm::registerNormLoweringPasses();
+  mlir::norm::registerNormToPtxPipeline();
   mlir::norm::registerNormHostPasses();
   mlir::DialectRegistry registry;
   registry.insert<mlir::norm::NormDialect, mlir::func::FuncDialect,
