@@ -13,6 +13,7 @@
 #include "compiler/KernelDescription.h"
 #include "dialects/NormOps.h"
 #include "passes/LoweringPasses.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -299,23 +300,9 @@ Status compileProgram(std::string_view mlir, const TargetOptions &target,
       llvm::StringRef(mlir.data(), mlir.size()), &session.context, "program");
   if (!module)
     return session.error("invalid program");
-  // Fusion is not part of this pipeline yet: layer ops would get no kernel.
-  Operation *layerOp = nullptr;
-  module->walk([&](Operation *op) {
-    if (isa<mlir::norm::NormDialect>(op->getDialect()) &&
-        !::norm::isKernelOp(op) && !isa<mlir::norm::AttentionOp>(op)) {
-      layerOp = op;
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  if (layerOp)
-    return Status::error(
-        "the program has layer ops (first: '" +
-        layerOp->getName().getStringRef().str() +
-        "'); compileProgram compiles kernel ops only until fusion is added");
 
   PassManager pm(&session.context);
+  mlir::norm::buildNormFusePipeline(pm, mlir::norm::NormFuseOptions());
   mlir::norm::buildNormLowerToPtxPipeline(pm, options);
   if (failed(pm.run(*module)))
     return session.error("compilation failed");

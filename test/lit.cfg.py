@@ -22,10 +22,17 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.norm_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["norm-opt", "mlir-tblgen"], tool_dirs)
+llvm_config.add_tool_substitutions(["norm-opt", "norm-cpu-check", "mlir-tblgen"],
+                                   tool_dirs)
 # The include path for running mlir-tblgen on our .td files.
 config.substitutions.append(("%norm_tblgen_includes", " ".join(
     "-I " + d for d in [config.norm_src_root] + config.mlir_include_dirs.split(";"))))
+
+# CPU execution of kernels (test/Host): mlir-runner and its print helpers.
+llvm_config.add_tool_substitutions(["mlir-runner"], [config.llvm_tools_dir])
+config.substitutions.append(
+    ("%mlir_c_runner_utils",
+     os.path.join(config.llvm_tools_dir, "..", "lib", "libmlir_c_runner_utils.so")))
 
 if config.ptxas and os.path.exists(config.ptxas):
     config.available_features.add("ptxas")

@@ -270,14 +270,40 @@ TEST(Compiler, CompilesPrograms) {
   EXPECT_EQ(module.kernels[0].fallback, module.kernels[1].name);
   EXPECT_EQ(module.kernels[1].launch.vector, 1);
 
+  // Layer ops are fused first: add + RMSNorm becomes one kernel (and its
+  // fallback) that reads x and f and writes y and h.
   const char *layers = R"mlir(
-    func.func @f(%x: tensor<?x1024xbf16>) -> tensor<?x1024xbf16> {
-      %y = norm.rms_norm %x eps(1.0e-06) : tensor<?x1024xbf16> -> tensor<?x1024xbf16>
-      return %y : tensor<?x1024xbf16>
+    func.func @f(%x: tensor<?x1024xbf16>, %f: tensor<?x1024xbf16>)
+        -> (tensor<?x1024xbf16>, tensor<?x1024xbf16>) {
+      %h = norm.residual_add %x, %f : tensor<?x1024xbf16>, tensor<?x1024xbf16> -> tensor<?x1024xbf16>
+      %y = norm.rms_norm %h eps(1.0e-06) : tensor<?x1024xbf16> -> tensor<?x1024xbf16>
+      return %y, %h : tensor<?x1024xbf16>, tensor<?x1024xbf16>
     })mlir";
   status = compileProgram(layers, TargetOptions(), module);
+  ASSERT_TRUE(status) << status.message;
+  ASSERT_EQ(module.kernels.size(), 2u);
+  std::vector<std::string> buffers;
+  for (const KernelParam &param : module.kernels[0].params)
+    if (param.kind == KernelParam::Kind::Buffer)
+      buffers.push_back(param.name);
+  EXPECT_EQ(buffers, (std::vector<std::string>{"input", "addend", "output",
+                                               "residual_out"}));
+
+  // A QK-Norm fused into attention has no kernel yet: an error, no PTX.
+  const char *attention = R"mlir(
+    func.func @f(%q: tensor<?x128xbf16>, %k: tensor<?x128xbf16>, %v: tensor<?x128xbf16>,
+                 %w: tensor<128xbf16>) -> tensor<?x128xbf16> {
+      %o = norm.attention %q, %k, %v q_norm_weight(%w : tensor<128xbf16>)
+          k_norm_weight(%w : tensor<128xbf16>) scale(0.088) qk_norm_eps(1.0e-06)
+          {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64,
+           qk_norm = #norm.qk_norm<rms>}
+          : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>
+      return %o : tensor<?x128xbf16>
+    })mlir";
+  status = compileProgram(attention, TargetOptions(), module);
   EXPECT_FALSE(status);
-  EXPECT_NE(status.message.find("norm.rms_norm"), std::string::npos);
+  EXPECT_NE(status.message.find("attention kernel"), std::string::npos)
+      << status.message;
 
   status = compileProgram("func.func @f(", TargetOptions(), module);
   EXPECT_FALSE(status);

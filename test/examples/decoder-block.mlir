@@ -2,8 +2,32 @@
 // RUN: norm-opt %s --norm-fuse | FileCheck %s --check-prefix=FUSE
 // RUN: norm-opt %s --norm-fuse | FileCheck %s --check-prefix=KERNELS
 // RUN: norm-opt %s --norm-fuse=qk-norm=attention | FileCheck %s --check-prefix=ATTN
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: norm-opt %s --norm-to-ptx -o %t/block.ptx
+// RUN: FileCheck %s --check-prefix=PTX < %t/block.ptx
+// RUN: FileCheck %s --check-prefix=JSON < %t/block.json
+// RUN: not norm-opt %s --norm-to-ptx=qk-norm=attention -o %t/attn.ptx 2>&1 | FileCheck %s --check-prefix=NOKERNEL
 // CHECK-LABEL: func.func @decoder_block
 // CHECK-COUNT-5: norm.rms_norm
+
+// norm-to-ptx: three kernels (the first norm, the QK-Norm prologue, fused
+// add+RMSNorm twice with the same weights' shape), each with its scalar
+// fallback; no libdevice calls.
+// PTX-NOT: .extern
+// PTX-DAG: .visible .entry norm_rms_h4096_bf16_bf16_{{[0-9a-f]+}}_v8_t512_w16_r1(
+// PTX-DAG: .visible .entry norm_qk_rms_d128_bf16_bf16_{{[0-9a-f]+}}_v8_t16_w4_r8(
+// PTX-DAG: .visible .entry norm_rms_add_h4096_bf16_bf16_{{[0-9a-f]+}}_v8_t512_w16_r1(
+// PTX-DAG: ld.global.nc.v4.b32
+// PTX-DAG: shfl.sync.bfly
+// PTX-DAG: rsqrt.approx
+// JSON: "name": "norm_rms_h4096_bf16_bf16_{{[0-9a-f]+}}_v8_t512_w16_r1"
+// JSON-SAME: "grid": "ceil(rows / 1)"
+// JSON: "kind": "qk_norm_prologue"
+// JSON-SAME: "grid": "ceil(rows * 40 / 8)"
+// JSON: "name": "norm_rms_add_h4096_bf16_bf16_{{[0-9a-f]+}}_v8_t512_w16_r1"
+// JSON-SAME: {"name": "input", "kind": "buffer", "type": "bf16", "rows_x_hidden": true, "read_only": true, "alignment": 16}, {"name": "addend"
+// JSON-SAME: {"name": "residual_out", "kind": "buffer", "type": "bf16", "rows_x_hidden": true, "read_only": false, "alignment": 16}, {"name": "rows", "kind": "rows", "type": "i64"}
+// NOKERNEL: error: 'norm.attention' op with a fused QK-Norm needs an attention kernel
 
 // Four kernels, in program order.
 // FUSE-LABEL: func.func @decoder_block

@@ -7,14 +7,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/NormDialect.h"
-#include "passes/LoweringPasses.h"
-#include "passes/Passes.h"
+#include "passes/HostPasses.h"
+#include "passes/Pipelines.h"
 #include "tools/norm-opt/KernelOutput.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Transforms/Passes.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
@@ -22,13 +23,15 @@ int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   mlir::norm::registerNormFusionPasses();
   mlir::norm::registerNormLoweringPasses();
+  mlir::norm::registerNormToPtxPipeline();
+  mlir::norm::registerNormHostPasses();
   mlir::DialectRegistry registry;
   registry.insert<mlir::norm::NormDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect, mlir::tensor::TensorDialect,
                   mlir::gpu::GPUDialect, mlir::LLVM::LLVMDialect,
                   mlir::math::MathDialect, mlir::memref::MemRefDialect,
                   mlir::NVVM::NVVMDialect, mlir::scf::SCFDialect,
-                  mlir::vector::VectorDialect>();
+                  mlir::ub::UBDialect, mlir::vector::VectorDialect>();
   mlir::norm::registerNormPtxExtensions(registry);
 
   auto [inputFilename, outputFilename] = mlir::registerAndParseCLIOptions(

@@ -1,0 +1,40 @@
+//===- HostPasses.h - running kernels on the host ---------------*- C++ -*-===//
+//
+// The host execution path: `norm-kernels-to-host` turns gpu.func kernels into
+// host functions that run the whole grid, `norm-host-to-llvm` lowers those to
+// the LLVM dialect for the CPU (see compiler/HostExecution.h for the JIT).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_PASSES_HOSTPASSES_H
+#define NORM_PASSES_HOSTPASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace mlir::norm {
+
+#define GEN_PASS_DECL
+#include "passes/HostPasses.h.inc"
+
+/// The suffix of the host function that runs kernel `k`: `k_host`.
+constexpr llvm::StringLiteral kHostFunctionSuffix = "_host";
+/// Unit attribute marking the functions `norm-kernels-to-host` created.
+constexpr llvm::StringLiteral kHostKernelAttrName = "norm.host_kernel";
+
+/// Lowers host functions (scf, arith, math, vector, memref, func) to the LLVM
+/// dialect for the CPU. Function arguments of static memref type become bare
+/// pointers, the kernel ABI; bf16 arithmetic runs in f32 and bf16
+/// conversions are expanded to integer code (exact round-to-nearest-even).
+void buildHostToLLVMPipeline(OpPassManager &pm);
+
+/// Registers the host passes and the `norm-host-to-llvm` pipeline.
+void registerNormHostPasses();
+
+} // namespace mlir::norm
+
+#endif // NORM_PASSES_HOSTPASSES_H

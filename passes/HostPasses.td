@@ -1,0 +1,69 @@
+//===- HostPasses.td - running kernels on the host ---------*- tablegen -*-===//
+//
+// Passes that turn the generated GPU kernels into host code, so that CI
+// machines without a GPU execute the same kernel programs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_HOST_PASSES_TD
+#define NORM_HOST_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def NormKernelsToHost : Pass<"norm-kernels-to-host", "::mlir::ModuleOp"> {
+  let summary = "Turn each gpu.func kernel into a host function that runs "
+                "the whole grid";
+  let description = [{
+    For every `gpu.func` kernel of every `gpu.module`, creates a `func.func`
+    named `<kernel>_host` in the top-level module with the kernel's arguments
+    plus a trailing `index`, the grid size. The host function loops over the
+    CTAs; inside, the kernel body is split into loops over the CTA's threads
+    at every `norm.row_allreduce` and `gpu.barrier` (loop fission, as in
+    MCUDA): thread-dependent values that live across a split point are kept
+    in per-thread buffers, thread-uniform computations run once per CTA,
+    `norm.row_allreduce` becomes a loop that sums each group of threads in
+    thread order, and workgroup attributions become host buffers.
+    Collectives inside `scf.for` loops with thread-uniform bounds split the
+    loop body recursively; the loop itself stays outside the thread loops.
+
+    The CTA size comes from the kernel's `known_block_size` (or
+    `gpu.known_block_size`) attribute, or from `block-size`. Kernels outside
+    the supported subset (GPU-only ops such as `gpu.shuffle`, collectives
+    under `scf.if` or in loops with thread-dependent bounds, memory
+    allocations, private attributions, calls) are rejected with a
+    diagnostic. Per-thread buffers are heap allocations freed on return;
+    `norm-host-to-llvm` lowers the result for the CPU.
+
+    Example: a kernel
+    ```mlir
+    %t = gpu.thread_id x
+    ...
+    %s = norm.row_allreduce %partial {group_size = 64 : i64} : f32
+    ...
+    ```
+    becomes
+    ```mlir
+    func.func @k_host(..., %grid: index) {
+      scf.for %cta = %c0 to %grid step %c1 {
+        scf.for %t = %c0 to %c64 step %c1 { ... memref.store %partial, %buf0[%t] }
+        scf.for %g = %c0 to %c64 step %c64 { <sum of %buf0[%g..%g+64) into %buf1> }
+        scf.for %t = %c0 to %c64 step %c1 { %s = memref.load %buf1[%t] ... }
+      }
+    }
+    ```
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"0",
+           "CTA size of kernels without a known_block_size attribute">,
+    Option<"keepGpuModule", "keep-gpu-module", "bool", /*default=*/"false",
+           "Keep the gpu.module beside the host functions">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
+#endif // NORM_HOST_PASSES_TD

@@ -1,0 +1,639 @@
+//===- KernelsToHost.cpp - run gpu.func kernels on the host ---------------===//
+//
+// Turns each kernel into a host function that executes the whole grid with
+// loop fission (MCUDA, POCL): the kernel body runs as a sequence of loops
+// over the CTA's threads, one per stretch of code between two points where
+// the threads meet (`norm.row_allreduce`, `gpu.barrier`). A thread-dependent
+// value defined in one stretch and used in another lives in a per-thread
+// buffer; thread-uniform computations run once per CTA, outside the thread
+// loops. Loops that contain a meeting point keep running once per CTA and
+// are split the same way inside.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/HostPasses.h"
+
+#include "dialects/NormOps.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir::norm {
+#define GEN_PASS_DEF_NORMKERNELSTOHOST
+#include "passes/HostPasses.h.inc"
+} // namespace mlir::norm
+
+using namespace mlir;
+using namespace mlir::norm;
+
+/// Ops at which all threads of a CTA meet.
+static bool isCollective(Operation *op) {
+  return isa<RowAllReduceOp, gpu::BarrierOp>(op);
+}
+
+static bool containsCollective(Operation *op) {
+  return op
+      ->walk([](Operation *nested) {
+        return isCollective(nested) ? WalkResult::interrupt()
+                                    : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+/// Ops that end a stretch of per-thread code: the collectives and the loops
+/// that contain one.
+static bool isSplitPoint(Operation *op) {
+  return isCollective(op) || (isa<scf::ForOp>(op) && containsCollective(op));
+}
+
+/// The host has one address space: memory-space annotations go.
+static Type getHostType(Type type) {
+  auto memref = dyn_cast<MemRefType>(type);
+  if (!memref || !memref.getMemorySpace())
+    return type;
+  return MemRefType::get(memref.getShape(), memref.getElementType(),
+                         memref.getLayout());
+}
+
+/// The CTA size of `kernel`: its `known_block_size` (inherent or as
+/// `gpu.known_block_size`) or else `option`; the attribute and a non-zero
+/// option must agree.
+static FailureOr<int64_t> getBlockSize(gpu::GPUFuncOp kernel, int64_t option) {
+  DenseI32ArrayAttr known = kernel.getKnownBlockSizeAttr();
+  if (!known)
+    known = kernel->getAttrOfType<DenseI32ArrayAttr>(
+        gpu::GPUDialect::KnownBlockSizeAttrHelper(kernel.getContext())
+            .getName());
+  if (!known) {
+    if (option > 0)
+      return option;
+    return kernel.emitOpError()
+           << "has no known_block_size; the host execution needs the CTA "
+              "size (set the attribute or the pass option block-size)";
+  }
+  ArrayRef<int32_t> sizes = known.asArrayRef();
+  if (sizes.size() != 3 || sizes[0] < 1 || sizes[1] != 1 || sizes[2] != 1)
+    return kernel.emitOpError()
+           << "known_block_size must be [n, 1, 1] for the host execution, got "
+           << known;
+  if (option > 0 && option != sizes[0])
+    return kernel.emitOpError()
+           << "known_block_size (" << sizes[0]
+           << ") disagrees with the block-size option (" << option << ")";
+  return static_cast<int64_t>(sizes[0]);
+}
+
+/// Checks that `kernel` stays within what the host execution runs; see the
+/// pass description.
+static LogicalResult verifyHostContract(gpu::GPUFuncOp kernel,
+                                        int64_t blockSize) {
+  if (!kernel.getBody().hasOneBlock())
+    return kernel.emitOpError()
+           << "has " << kernel.getBody().getBlocks().size()
+           << " blocks; the host execution needs structured control flow "
+              "(one block)";
+  if (kernel.getNumPrivateAttributions() != 0)
+    return kernel.emitOpError()
+           << "has private attributions, which the host execution does not "
+              "support";
+  WalkResult result = kernel.walk([&](Operation *op) -> WalkResult {
+    if (op->getDialect() == kernel->getDialect() &&
+        !isa<gpu::ThreadIdOp, gpu::BlockIdOp, gpu::BlockDimOp, gpu::GridDimOp,
+             gpu::BarrierOp, gpu::ReturnOp, gpu::GPUFuncOp>(op))
+      return op->emitOpError()
+             << "has no host execution; kernels for the host path use "
+                "gpu.thread_id/block_id/block_dim/grid_dim, gpu.barrier and "
+                "norm.row_allreduce only";
+    if (isa<CallOpInterface>(op))
+      return op->emitOpError() << "is a call; the host execution runs "
+                                  "self-contained kernels only";
+    // Per-thread scratch memory would be allocated once per thread and CTA
+    // on the host stack or heap; kernels keep values in registers instead.
+    if (hasEffect<MemoryEffects::Allocate>(op))
+      return op->emitOpError() << "allocates memory in a kernel, which the "
+                                  "host execution does not support";
+    if (auto reduce = dyn_cast<RowAllReduceOp>(op))
+      if (blockSize % reduce.getGroupSize() != 0)
+        return reduce.emitOpError()
+               << "group_size " << reduce.getGroupSize()
+               << " does not divide the CTA size " << blockSize;
+    if (!isCollective(op))
+      return WalkResult::advance();
+    for (Operation *parent = op->getParentOp(); parent != kernel;
+         parent = parent->getParentOp()) {
+      if (isa<scf::ForOp>(parent))
+        continue;
+      InFlightDiagnostic diag =
+          op->emitOpError()
+          << "inside '" << parent->getName()
+          << "': every thread of the CTA must reach a collective, so it may "
+             "only appear at the top level of the kernel or in scf.for loops "
+             "with thread-uniform bounds";
+      diag.attachNote(parent->getLoc()) << "enclosing op";
+      return diag;
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
+/// Gathers the grid and thread index ops at the top of the kernel, one per
+/// kind, and folds the y and z dimensions (the host grid and CTA are 1-D) to
+/// constants. Afterwards every use of an index refers to an op that the
+/// emitter maps directly.
+static void normalizeIndexOps(gpu::GPUFuncOp kernel) {
+  Block &entry = kernel.getBody().front();
+  DenseMap<std::pair<OperationName, gpu::Dimension>, Operation *> canonical;
+  SmallVector<Operation *> indexOps;
+  kernel.walk([&](Operation *op) {
+    if (isa<gpu::ThreadIdOp, gpu::BlockIdOp, gpu::BlockDimOp, gpu::GridDimOp>(
+            op))
+      indexOps.push_back(op);
+  });
+  for (Operation *op : indexOps) {
+    gpu::Dimension dimension =
+        TypeSwitch<Operation *, gpu::Dimension>(op)
+            .Case<gpu::ThreadIdOp, gpu::BlockIdOp, gpu::BlockDimOp,
+                  gpu::GridDimOp>([](auto op) { return op.getDimension(); });
+    if (dimension != gpu::Dimension::x) {
+      OpBuilder builder(op);
+      int64_t value = isa<gpu::ThreadIdOp, gpu::BlockIdOp>(op) ? 0 : 1;
+      op->getResult(0).replaceAllUsesWith(
+          arith::ConstantIndexOp::create(builder, op->getLoc(), value));
+      op->erase();
+      continue;
+    }
+    auto [it, inserted] = canonical.try_emplace({op->getName(), dimension}, op);
+    if (inserted) {
+      op->moveBefore(&entry, entry.begin());
+      continue;
+    }
+    op->getResult(0).replaceAllUsesWith(it->second->getResult(0));
+    op->erase();
+  }
+}
+
+namespace {
+
+/// The ops of one block, numbered by stretch: ops between two split points
+/// share a number; each split point and the terminator have their own.
+class Stretches {
+public:
+  explicit Stretches(Block &block) : block(block) {
+    unsigned number = 0;
+    for (Operation &op : block) {
+      bool alone = isSplitPoint(&op) || op.hasTrait<OpTrait::IsTerminator>();
+      if (alone)
+        ++number;
+      numbers[&op] = number;
+      if (alone)
+        ++number;
+    }
+  }
+
+  /// Whether a value defined by `op` (an op of the block) is used outside
+  /// its stretch.
+  bool isUsedOutside(Operation *op, Value value) const {
+    unsigned own = numbers.lookup(op);
+    return llvm::any_of(value.getUsers(), [&](Operation *user) {
+      Operation *ancestor = block.findAncestorOpInBlock(*user);
+      return !ancestor || numbers.lookup(ancestor) != own;
+    });
+  }
+
+private:
+  Block &block;
+  DenseMap<Operation *, unsigned> numbers;
+};
+
+/// Builds the host function of one kernel.
+class HostKernelEmitter {
+public:
+  HostKernelEmitter(gpu::GPUFuncOp kernel, int64_t blockSize)
+      : kernel(kernel), blockSize(blockSize),
+        allocBuilder(kernel.getContext()) {}
+
+  FailureOr<func::FuncOp> emit(OpBuilder &moduleBuilder);
+
+private:
+  LogicalResult emitBlock(Block &block, IRMapping &levelMap, OpBuilder &b);
+  LogicalResult emitStretch(ArrayRef<Operation *> ops,
+                            const Stretches &stretches, IRMapping &levelMap,
+                            OpBuilder &b);
+  LogicalResult emitRowAllReduce(RowAllReduceOp op, const IRMapping &levelMap,
+                                 OpBuilder &b);
+  LogicalResult emitSplitLoop(scf::ForOp loop, IRMapping &levelMap,
+                              OpBuilder &b);
+
+  /// `scf.for %t = 0 to blockSize` at `b`, its body built by `bodyBuilder`
+  /// with a mapping that starts as `levelMap` plus the thread index.
+  void emitThreadLoop(
+      OpBuilder &b, Location loc, const IRMapping &levelMap,
+      function_ref<void(OpBuilder &, Value, IRMapping &)> bodyBuilder);
+  /// A heap buffer holding one `value` per thread.
+  FailureOr<Value> createBuffer(Value value, Location loc);
+  /// `value` in a thread loop whose mapping is `local`: mapped already,
+  /// recomputed from the thread index, or loaded from its buffer.
+  Value materialize(OpBuilder &b, Location loc, Value value, Value thread,
+                    IRMapping &local);
+  /// Whether `op` (at the level, no regions, no memory effects) computes a
+  /// function of `values` only.
+  bool isFunctionOf(Operation *op, const DenseSet<Value> &values) const;
+
+  gpu::GPUFuncOp kernel;
+  int64_t blockSize;
+  /// Inserts before the grid loop: per-thread buffers.
+  OpBuilder allocBuilder;
+  Value zero, one, threadCount;
+  SmallVector<Value> threadBuffers;
+  /// Per-thread buffers of the values that live across split points.
+  DenseMap<Value, Value> buffers;
+  /// Values that are the same for all threads of a CTA; computed once per
+  /// CTA, outside the thread loops.
+  DenseSet<Value> uniformValues;
+  /// Cheap functions of the thread index (lane, row in the CTA, ...):
+  /// recomputed in each thread loop instead of kept in buffers.
+  DenseSet<Value> threadFunctions;
+  Value threadIndex;
+};
+
+} // namespace
+
+FailureOr<func::FuncOp> HostKernelEmitter::emit(OpBuilder &moduleBuilder) {
+  MLIRContext *context = kernel.getContext();
+  Location loc = kernel.getLoc();
+  SmallVector<Type> inputs;
+  for (Type type : kernel.getArgumentTypes())
+    inputs.push_back(getHostType(type));
+  inputs.push_back(moduleBuilder.getIndexType());
+  auto host = func::FuncOp::create(
+      moduleBuilder, loc, (kernel.getName() + kHostFunctionSuffix).str(),
+      FunctionType::get(context, inputs, {}));
+  host->setAttr(kHostKernelAttrName, UnitAttr::get(context));
+  Block *entry = host.addEntryBlock();
+  OpBuilder b = OpBuilder::atBlockEnd(entry);
+
+  Block &body = kernel.getBody().front();
+  IRMapping levelMap;
+  for (auto [arg, hostArg] :
+       llvm::zip(body.getArguments().take_front(kernel.getNumArguments()),
+                 host.getArguments())) {
+    levelMap.map(arg, hostArg);
+    uniformValues.insert(arg);
+  }
+  // Workgroup memory: one buffer, reused by the CTAs one after the other.
+  for (BlockArgument buffer : kernel.getWorkgroupAttributions()) {
+    auto type = cast<MemRefType>(getHostType(buffer.getType()));
+    if (!type.hasStaticShape())
+      return kernel.emitOpError()
+             << "has a workgroup attribution of dynamic shape " << type;
+    levelMap.map(buffer, memref::AllocaOp::create(b, loc, type,
+                                                  b.getI64IntegerAttr(64)));
+    uniformValues.insert(buffer);
+  }
+
+  Value grid = host.getArguments().back();
+  zero = arith::ConstantIndexOp::create(b, loc, 0);
+  one = arith::ConstantIndexOp::create(b, loc, 1);
+  threadCount = arith::ConstantIndexOp::create(b, loc, blockSize);
+  auto gridLoop = scf::ForOp::create(b, loc, zero, grid, one);
+  allocBuilder.setInsertionPoint(gridLoop);
+
+  for (Operation &op : body) {
+    Value replacement =
+        TypeSwitch<Operation *, Value>(&op)
+            .Case([&](gpu::BlockIdOp) { return gridLoop.getInductionVar(); })
+            .Case([&](gpu::BlockDimOp) { return threadCount; })
+            .Case([&](gpu::GridDimOp) { return grid; })
+            .Default([](Operation *) { return Value(); });
+    if (replacement) {
+      levelMap.map(op.getResult(0), replacement);
+      uniformValues.insert(op.getResult(0));
+    }
+    if (isa<gpu::ThreadIdOp>(op)) {
+      threadIndex = op.getResult(0);
+      threadFunctions.insert(threadIndex);
+    }
+  }
+
+  OpBuilder gridBuilder = OpBuilder::atBlockTerminator(gridLoop.getBody());
+  if (failed(emitBlock(body, levelMap, gridBuilder)))
+    return failure();
+
+  b.setInsertionPointAfter(gridLoop);
+  for (Value buffer : threadBuffers)
+    memref::DeallocOp::create(b, loc, buffer);
+  func::ReturnOp::create(b, loc);
+  return host;
+}
+
+LogicalResult HostKernelEmitter::emitBlock(Block &block, IRMapping &levelMap,
+                                           OpBuilder &b) {
+  Stretches stretches(block);
+  SmallVector<Operation *> stretch;
+  for (Operation &op : block.without_terminator()) {
+    if (!isSplitPoint(&op)) {
+      stretch.push_back(&op);
+      continue;
+    }
+    if (failed(emitStretch(stretch, stretches, levelMap, b)))
+      return failure();
+    stretch.clear();
+    LogicalResult emitted =
+        TypeSwitch<Operation *, LogicalResult>(&op)
+            .Case([&](RowAllReduceOp reduce) {
+              return emitRowAllReduce(reduce, levelMap, b);
+            })
+            .Case([&](scf::ForOp loop) {
+              return emitSplitLoop(loop, levelMap, b);
+            })
+            // The thread loops already run one after the other.
+            .Case([](gpu::BarrierOp) { return success(); })
+            .Default([](Operation *op) {
+              return op->emitOpError("unexpected split point");
+            });
+    if (failed(emitted))
+      return failure();
+  }
+  return emitStretch(stretch, stretches, levelMap, b);
+}
+
+bool HostKernelEmitter::isFunctionOf(Operation *op,
+                                     const DenseSet<Value> &values) const {
+  if (op->getNumRegions() != 0 || !isMemoryEffectFree(op))
+    return false;
+  return llvm::all_of(op->getOperands(), [&](Value v) {
+    return uniformValues.contains(v) || values.contains(v);
+  });
+}
+
+LogicalResult HostKernelEmitter::emitStretch(ArrayRef<Operation *> ops,
+                                             const Stretches &stretches,
+                                             IRMapping &levelMap,
+                                             OpBuilder &b) {
+  SmallVector<Operation *> perThread;
+  for (Operation *op : ops) {
+    if (isa<gpu::ThreadIdOp, gpu::BlockIdOp, gpu::BlockDimOp, gpu::GridDimOp>(
+            op))
+      continue;
+    if (isFunctionOf(op, /*values=*/{})) {
+      b.clone(*op, levelMap);
+      uniformValues.insert(op->result_begin(), op->result_end());
+      continue;
+    }
+    if (isFunctionOf(op, threadFunctions))
+      threadFunctions.insert(op->result_begin(), op->result_end());
+    perThread.push_back(op);
+  }
+  if (perThread.empty())
+    return success();
+
+  // Buffers first: creating one can fail, emitting the loop cannot.
+  for (Operation *op : perThread)
+    for (Value result : op->getResults())
+      if (!threadFunctions.contains(result) &&
+          stretches.isUsedOutside(op, result) && !buffers.count(result)) {
+        FailureOr<Value> buffer = createBuffer(result, op->getLoc());
+        if (failed(buffer))
+          return failure();
+        buffers[result] = *buffer;
+      }
+
+  emitThreadLoop(
+      b, perThread.front()->getLoc(), levelMap,
+      [&](OpBuilder &tb, Value thread, IRMapping &local) {
+        for (Operation *op : perThread) {
+          // Functions of the thread index are emitted where they are used.
+          if (op->getNumResults() != 0 &&
+              threadFunctions.contains(op->getResult(0)))
+            continue;
+          SetVector<Value> used(op->operand_begin(), op->operand_end());
+          getUsedValuesDefinedAbove(op->getRegions(), used);
+          for (Value value : used)
+            materialize(tb, op->getLoc(), value, thread, local);
+          Operation *copy = tb.clone(*op, local);
+          for (auto [result, value] :
+               llvm::zip(op->getResults(), copy->getResults()))
+            if (Value buffer = buffers.lookup(result))
+              memref::StoreOp::create(tb, op->getLoc(), value, buffer, thread);
+        }
+      });
+  return success();
+}
+
+LogicalResult HostKernelEmitter::emitRowAllReduce(RowAllReduceOp op,
+                                                  const IRMapping &levelMap,
+                                                  OpBuilder &b) {
+  Location loc = op.getLoc();
+  SmallVector<Value> resultBuffers;
+  for (Value result : op.getResults()) {
+    FailureOr<Value> buffer = createBuffer(result, loc);
+    if (failed(buffer))
+      return failure();
+    buffers[result] = *buffer;
+    resultBuffers.push_back(*buffer);
+  }
+  // For each group of threads: the sum in thread order, then the sum to
+  // every thread of the group.
+  Value groupSize = arith::ConstantIndexOp::create(b, loc, op.getGroupSize());
+  SmallVector<Value> initial(
+      op.getNumOperands(),
+      arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f)));
+  auto groups = scf::ForOp::create(b, loc, zero, threadCount, groupSize);
+  OpBuilder gb = OpBuilder::atBlockTerminator(groups.getBody());
+  Value first = groups.getInductionVar();
+  Value end = arith::AddIOp::create(gb, loc, first, groupSize);
+  auto sum = scf::ForOp::create(
+      gb, loc, first, end, one, initial,
+      [&](OpBuilder &sb, Location l, Value thread, ValueRange partial) {
+        IRMapping local = levelMap;
+        SmallVector<Value> next;
+        for (auto [value, acc] : llvm::zip(op.getValues(), partial))
+          next.push_back(arith::AddFOp::create(
+              sb, l, acc, materialize(sb, l, value, thread, local)));
+        scf::YieldOp::create(sb, l, next);
+      });
+  scf::ForOp::create(gb, loc, first, end, one, ValueRange(),
+                     [&](OpBuilder &sb, Location l, Value thread, ValueRange) {
+                       for (auto [total, buffer] :
+                            llvm::zip(sum.getResults(), resultBuffers))
+                         memref::StoreOp::create(sb, l, total, buffer, thread);
+                       scf::YieldOp::create(sb, l);
+                     });
+  return success();
+}
+
+LogicalResult HostKernelEmitter::emitSplitLoop(scf::ForOp loop,
+                                               IRMapping &levelMap,
+                                               OpBuilder &b) {
+  for (Value bound :
+       {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()})
+    if (!uniformValues.contains(bound))
+      return loop.emitOpError()
+             << "contains a collective but its bounds depend on the thread; "
+                "the host execution runs such loops once per CTA";
+  Location loc = loop.getLoc();
+
+  // Loop-carried values live in per-thread buffers, seeded with the initial
+  // values; the loop results are the buffers after the last iteration.
+  SmallVector<Value> carried;
+  for (auto [arg, result] :
+       llvm::zip(loop.getRegionIterArgs(), loop.getResults())) {
+    FailureOr<Value> buffer = createBuffer(arg, loc);
+    if (failed(buffer))
+      return failure();
+    buffers[arg] = *buffer;
+    buffers[result] = *buffer;
+    carried.push_back(*buffer);
+  }
+  if (!carried.empty())
+    emitThreadLoop(
+        b, loc, levelMap, [&](OpBuilder &tb, Value thread, IRMapping &local) {
+          for (auto [init, buffer] : llvm::zip(loop.getInitArgs(), carried))
+            memref::StoreOp::create(tb, loc,
+                                    materialize(tb, loc, init, thread, local),
+                                    buffer, thread);
+        });
+
+  auto hostLoop = scf::ForOp::create(
+      b, loc, levelMap.lookup(loop.getLowerBound()),
+      levelMap.lookup(loop.getUpperBound()), levelMap.lookup(loop.getStep()));
+  IRMapping bodyMap = levelMap;
+  bodyMap.map(loop.getInductionVar(), hostLoop.getInductionVar());
+  uniformValues.insert(loop.getInductionVar());
+  OpBuilder inner = OpBuilder::atBlockTerminator(hostLoop.getBody());
+  if (failed(emitBlock(*loop.getBody(), bodyMap, inner)))
+    return failure();
+
+  // The next iteration's arguments: all values are read before any buffer
+  // is written, so yields that permute the arguments stay correct.
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  SmallVector<std::pair<Value, Value>> updates;
+  for (auto [value, arg, buffer] :
+       llvm::zip(yield.getOperands(), loop.getRegionIterArgs(), carried))
+    if (value != arg)
+      updates.push_back({value, buffer});
+  if (!updates.empty())
+    emitThreadLoop(
+        inner, loc, bodyMap,
+        [&](OpBuilder &tb, Value thread, IRMapping &local) {
+          SmallVector<Value> next;
+          for (auto [value, buffer] : updates)
+            next.push_back(materialize(tb, loc, value, thread, local));
+          for (auto [value, update] : llvm::zip(next, updates))
+            memref::StoreOp::create(tb, loc, value, update.second, thread);
+        });
+  return success();
+}
+
+void HostKernelEmitter::emitThreadLoop(
+    OpBuilder &b, Location loc, const IRMapping &levelMap,
+    function_ref<void(OpBuilder &, Value, IRMapping &)> bodyBuilder) {
+  scf::ForOp::create(b, loc, zero, threadCount, one, ValueRange(),
+                     [&](OpBuilder &tb, Location, Value thread, ValueRange) {
+                       IRMapping local = levelMap;
+                       bodyBuilder(tb, thread, local);
+                       scf::YieldOp::create(tb, loc);
+                     });
+}
+
+FailureOr<Value> HostKernelEmitter::createBuffer(Value value, Location loc) {
+  Type type = value.getType();
+  auto vector = dyn_cast<VectorType>(type);
+  Type scalar = vector ? vector.getElementType() : type;
+  if (!scalar.isIntOrIndexOrFloat() || (vector && vector.isScalable()))
+    return emitError(loc) << "a value of type " << type
+                          << " lives across a collective; the host execution "
+                             "keeps such values in per-thread buffers, which "
+                             "hold scalars and fixed-size vectors only";
+  // On the heap: large CTAs times many live vectors would not fit the
+  // caller's stack.
+  auto memref = memref::AllocOp::create(allocBuilder, loc,
+                                        MemRefType::get({blockSize}, type),
+                                        allocBuilder.getI64IntegerAttr(64));
+  threadBuffers.push_back(memref);
+  return Value(memref);
+}
+
+Value HostKernelEmitter::materialize(OpBuilder &b, Location loc, Value value,
+                                     Value thread, IRMapping &local) {
+  if (Value mapped = local.lookupOrNull(value))
+    return mapped;
+  Value result;
+  if (value == threadIndex) {
+    result = thread;
+  } else if (threadFunctions.contains(value)) {
+    Operation *op = value.getDefiningOp();
+    for (Value operand : op->getOperands())
+      materialize(b, loc, operand, thread, local);
+    result =
+        b.clone(*op, local)->getResult(cast<OpResult>(value).getResultNumber());
+  } else {
+    result = memref::LoadOp::create(b, loc, buffers.lookup(value), thread);
+  }
+  local.map(value, result);
+  return result;
+}
+
+namespace {
+struct NormKernelsToHostPass
+    : norm::impl::NormKernelsToHostBase<NormKernelsToHostPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<gpu::GPUModuleOp> gpuModules(module.getOps<gpu::GPUModuleOp>());
+    OpBuilder builder(module.getContext());
+    for (gpu::GPUModuleOp gpuModule : gpuModules) {
+      for (auto kernel : gpuModule.getOps<gpu::GPUFuncOp>()) {
+        if (!kernel.isKernel())
+          continue;
+        // A host program may declare the host function to call it.
+        std::string name = (kernel.getName() + kHostFunctionSuffix).str();
+        Operation *existing = module.lookupSymbol(name);
+        auto declaration = dyn_cast_or_null<func::FuncOp>(existing);
+        if (existing && !(declaration && declaration.isDeclaration())) {
+          kernel.emitOpError() << "cannot be run on the host: the module "
+                                  "already defines '"
+                               << name << "'";
+          return signalPassFailure();
+        }
+        FailureOr<int64_t> blockSize = getBlockSize(kernel, this->blockSize);
+        if (failed(blockSize) || failed(verifyHostContract(kernel, *blockSize)))
+          return signalPassFailure();
+        // Work on a copy: the index ops move, the kernel stays as it was.
+        OwningOpRef<gpu::GPUFuncOp> work(kernel.clone());
+        normalizeIndexOps(*work);
+        if (declaration)
+          builder.setInsertionPoint(declaration);
+        else
+          builder.setInsertionPointToEnd(module.getBody());
+        FailureOr<func::FuncOp> host =
+            HostKernelEmitter(*work, *blockSize).emit(builder);
+        if (failed(host))
+          return signalPassFailure();
+        if (declaration) {
+          if (declaration.getFunctionType() != host->getFunctionType()) {
+            declaration.emitOpError()
+                << "declares the host function of '" << kernel.getName()
+                << "' with type " << declaration.getFunctionType()
+                << "; expected " << host->getFunctionType();
+            return signalPassFailure();
+          }
+          declaration.erase();
+        }
+        if (failed(verify(*host)))
+          return signalPassFailure();
+      }
+    }
+    if (!keepGpuModule)
+      for (gpu::GPUModuleOp gpuModule : gpuModules)
+        gpuModule.erase();
+  }
+};
+} // namespace

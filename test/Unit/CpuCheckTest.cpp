@@ -1,0 +1,372 @@
+//===- CpuCheckTest.cpp - the CPU execution path and its checks -----------===//
+//
+// The pieces the CPU sweep relies on: exact storage-type rounding, the
+// float64 references, guard detection, and the JIT harness itself.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/HostExecution.h"
+#include "tools/norm-cpu-check/Buffers.h"
+#include "tools/norm-cpu-check/FloatFormats.h"
+#include "tools/norm-cpu-check/KernelSource.h"
+#include "tools/norm-cpu-check/Reference.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+using namespace norm;
+using namespace norm::check;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// FloatFormats
+//===----------------------------------------------------------------------===//
+
+TEST(FloatFormats, RoundsToNearestEven) {
+  // bf16 keeps 7 fraction bits: ties at 2^-8 above 1.
+  EXPECT_EQ(roundTo(ElementType::bf16, 1 + 0x1p-8), 1.0);
+  EXPECT_EQ(roundTo(ElementType::bf16, 1 + 3 * 0x1p-8), 1 + 0x1p-6);
+  EXPECT_EQ(roundTo(ElementType::bf16, -(1 + 3 * 0x1p-8)), -(1 + 0x1p-6));
+  // f16 keeps 10 fraction bits.
+  EXPECT_EQ(roundTo(ElementType::f16, 1 + 0x1p-11), 1.0);
+  EXPECT_EQ(roundTo(ElementType::f16, 1 + 3 * 0x1p-11), 1 + 0x1p-9);
+  EXPECT_EQ(roundTo(ElementType::f32, 1 + 0x1p-24), 1.0);
+  EXPECT_EQ(roundTo(ElementType::f32, 1 + 3 * 0x1p-24), 1 + 0x1p-22);
+}
+
+TEST(FloatFormats, RoundsOnceFromDouble) {
+  // Just above a bf16 tie, but exactly on it once rounded to f32: rounding
+  // through float would give 1.
+  double x = 1 + 0x1p-8 + 0x1p-30;
+  EXPECT_EQ(static_cast<double>(static_cast<float>(x)), 1 + 0x1p-8);
+  EXPECT_EQ(roundTo(ElementType::bf16, x), 1 + 0x1p-7);
+}
+
+TEST(FloatFormats, OverflowAndSubnormals) {
+  EXPECT_EQ(roundTo(ElementType::f16, 65519.0), 65504.0);
+  EXPECT_TRUE(std::isinf(roundTo(ElementType::f16, 65520.0)));
+  EXPECT_TRUE(std::isinf(roundTo(ElementType::bf16, 0x1.ffp127)));
+  // f16 subnormals are multiples of 2^-24; ties go to even.
+  EXPECT_EQ(roundTo(ElementType::f16, 0x1p-25), 0.0);
+  EXPECT_EQ(roundTo(ElementType::f16, 3 * 0x1p-25), 0x1p-23);
+  EXPECT_EQ(roundTo(ElementType::f16, 0x1p-14 - 0x1p-25), 0x1p-14);
+  EXPECT_EQ(encode(ElementType::f16, 0x1p-24), 0x0001u);
+  EXPECT_EQ(encode(ElementType::bf16, 0x1p-133), 0x0001u);
+  EXPECT_EQ(ulp(ElementType::f16, 0.0), 0x1p-24);
+  EXPECT_EQ(ulp(ElementType::bf16, 3.0), 0x1p-6);
+  EXPECT_EQ(ulp(ElementType::f32, 1.0), 0x1p-23);
+}
+
+TEST(FloatFormats, EveryHalfPatternRoundTrips) {
+  for (ElementType type : {ElementType::f16, ElementType::bf16})
+    for (uint32_t bits = 0; bits < 0x10000; ++bits) {
+      double value = decode(type, bits);
+      if (std::isnan(value))
+        continue;
+      ASSERT_EQ(encode(type, value), bits)
+          << getElementTypeName(type) << " " << bits;
+    }
+}
+
+TEST(FloatFormats, PoisonIsNaN) {
+  for (ElementType type :
+       {ElementType::f32, ElementType::f16, ElementType::bf16}) {
+    EXPECT_TRUE(std::isnan(decode(type, getOutputPoison(type))));
+    EXPECT_TRUE(std::isnan(decode(type, getInputGuard(type))));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// References
+//===----------------------------------------------------------------------===//
+
+TEST(Reference, NaNNeverPasses) {
+  Expected e{1.0, std::numeric_limits<double>::infinity()};
+  EXPECT_FALSE(e.accepts(std::numeric_limits<double>::quiet_NaN()));
+  EXPECT_TRUE(e.accepts(1e300));
+}
+
+/// One f32 row with f32 weights.
+struct OneRow {
+  explicit OneRow(std::vector<double> values)
+      : input(ElementType::f32, 1, values.size(), values.size()),
+        weight(ElementType::f32, 1, values.size(), values.size()) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      input.store(0, i, values[i]);
+      weight.store(0, i, 1.0);
+    }
+  }
+  GuardedBuffer input, weight;
+};
+
+TEST(Reference, RMSNorm) {
+  OneRow row({1, 2, 3, 4});
+  OpSpec spec;
+  spec.kind = OpSpec::Kind::RMSNorm;
+  spec.hidden = 4;
+  spec.input = spec.output = spec.param = ElementType::f32;
+  spec.hasWeight = true;
+  spec.eps = 0.0;
+  FusedRowOperands operands;
+  operands.input = row.input.view();
+  operands.weight = row.weight.paramView();
+  FusedRowExpected expected = referenceFusedRow(spec, operands);
+  double scale = 1 / std::sqrt(7.5);
+  for (int64_t col = 0; col < 4; ++col) {
+    const Expected &e = expected.output.at(0, col);
+    EXPECT_DOUBLE_EQ(e.value, (col + 1) * scale);
+    // f32 tolerance for a short row: about 1e-6 relative.
+    EXPECT_GT(e.tolerance, 0.0);
+    EXPECT_LT(e.tolerance, 2e-6 * std::fabs(e.value));
+  }
+}
+
+TEST(Reference, LayerNormCentersAndScales) {
+  OneRow row({1, 2, 3, 4});
+  OpSpec spec;
+  spec.kind = OpSpec::Kind::LayerNorm;
+  spec.hidden = 4;
+  spec.input = spec.output = ElementType::f32;
+  spec.eps = 0.0;
+  FusedRowOperands operands;
+  operands.input = row.input.view();
+  FusedRowExpected expected = referenceFusedRow(spec, operands);
+  double scale = 1 / std::sqrt(1.25);
+  EXPECT_DOUBLE_EQ(expected.output.at(0, 0).value, -1.5 * scale);
+  EXPECT_DOUBLE_EQ(expected.output.at(0, 3).value, 1.5 * scale);
+}
+
+TEST(Reference, SandwichRoundsBeforeTheSkip) {
+  // normalized = 1 + 2^-8 (a bf16 tie, rounds to 1), skip = 2^-7: the
+  // graph computes bf16(1) + 2^-7, not bf16(1 + 2^-8 + 2^-7).
+  GuardedBuffer input(ElementType::f32, 1, 1, 1),
+      skip(ElementType::f32, 1, 1, 1);
+  input.store(0, 0, 1 + 0x1p-8);
+  skip.store(0, 0, 0x1p-7);
+  OpSpec spec;
+  spec.kind = OpSpec::Kind::Elementwise;
+  spec.hidden = 1;
+  spec.input = ElementType::f32;
+  spec.output = ElementType::bf16;
+  spec.hasSkip = true;
+  FusedRowOperands operands;
+  operands.input = input.view();
+  operands.skip = skip.view();
+  FusedRowExpected expected = referenceFusedRow(spec, operands);
+  EXPECT_DOUBLE_EQ(expected.output.at(0, 0).value, 1 + 0x1p-7);
+}
+
+TEST(Reference, ResidualIsRoundedToTheInputType) {
+  GuardedBuffer input(ElementType::bf16, 1, 1, 1),
+      addend(ElementType::bf16, 1, 1, 1);
+  input.store(0, 0, 1.0);
+  addend.store(0, 0, 0x1p-8); // 1 + 2^-8 is a bf16 tie: 1
+  OpSpec spec;
+  spec.kind = OpSpec::Kind::Elementwise;
+  spec.hidden = 1;
+  spec.input = spec.addendType = ElementType::bf16;
+  spec.output = ElementType::f32;
+  spec.hasAddend = spec.writeResidual = true;
+  FusedRowOperands operands;
+  operands.input = input.view();
+  operands.addend = addend.view();
+  FusedRowExpected rounded = referenceFusedRow(spec, operands);
+  EXPECT_EQ(rounded.output.at(0, 0).value, 1.0);
+  EXPECT_EQ(rounded.residual.at(0, 0).value, 1.0);
+  // The kernel's f32 sum may round either way at a tie: one bf16 ulp.
+  EXPECT_TRUE(rounded.residual.at(0, 0).accepts(1 + 0x1p-7));
+  EXPECT_FALSE(rounded.residual.at(0, 0).accepts(1 + 0x1p-6));
+  spec.f32Residual = true;
+  FusedRowExpected kept = referenceFusedRow(spec, operands);
+  EXPECT_EQ(kept.output.at(0, 0).value, 1 + 0x1p-8);
+  EXPECT_EQ(kept.residual.at(0, 0).value, 1.0);
+}
+
+TEST(Reference, QKNormReadsQThenKHeads) {
+  // One token, head_dim 2, one q head and one kv head: [q | k | v].
+  GuardedBuffer qkv(ElementType::f32, 1, 6, 8);
+  double values[] = {3, 4, 6, 8, 100, 100};
+  for (int i = 0; i < 6; ++i)
+    qkv.store(0, i, values[i]);
+  OpSpec spec;
+  spec.kind = OpSpec::Kind::QKNormPrologue;
+  spec.hidden = 2;
+  spec.numQHeads = spec.numKvHeads = 1;
+  spec.input = spec.output = ElementType::f32;
+  spec.qkL2 = true;
+  spec.eps = 0.0;
+  QKNormExpected expected = referenceQKNorm(spec, qkv.view(), {}, {});
+  EXPECT_DOUBLE_EQ(expected.q.at(0, 0).value, 0.6);
+  EXPECT_DOUBLE_EQ(expected.k.at(0, 1).value, 0.8);
+}
+
+TEST(Reference, ColumnStats) {
+  GuardedBuffer input(ElementType::f32, 4, 1, 4);
+  for (int row = 0; row < 4; ++row)
+    input.store(row, 0, row + 1);
+  ColumnStatsExpected expected = referenceColumnStats(input.view());
+  EXPECT_DOUBLE_EQ(expected.mean[0].value, 2.5);
+  EXPECT_DOUBLE_EQ(expected.variance[0].value, 1.25);
+}
+
+//===----------------------------------------------------------------------===//
+// Guarded buffers
+//===----------------------------------------------------------------------===//
+
+TEST(GuardedBuffer, FindsWritesOutsideTheRows) {
+  GuardedBuffer buffer(ElementType::bf16, 2, 3, 8);
+  uint32_t poison = getOutputPoison(ElementType::bf16);
+  buffer.fill(poison);
+  buffer.fillRows([](int64_t) { return 1.0; });
+  EXPECT_FALSE(buffer.findStrayWrite(poison));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(buffer.data()) % 64, 0u);
+
+  buffer.storeBits(1, 5, 0);
+  EXPECT_EQ(buffer.findStrayWrite(poison).value_or(""),
+            "the gap after row 1, column 5");
+  buffer.storeBits(1, 5, poison);
+  buffer.storeBits(0, -1, 0);
+  EXPECT_EQ(buffer.findStrayWrite(poison).value_or(""),
+            "the guard before the buffer, element -1");
+  buffer.storeBits(0, -1, poison);
+  buffer.storeBits(2, 0, 0);
+  EXPECT_EQ(buffer.findStrayWrite(poison).value_or(""),
+            "the guard after the buffer, element 0 past the end");
+}
+
+TEST(GuardedBuffer, SnapshotsSeeEveryByte) {
+  GuardedBuffer buffer(ElementType::f32, 1, 4, 4);
+  buffer.fill(getInputGuard(ElementType::f32));
+  std::vector<uint8_t> bytes = buffer.snapshot();
+  EXPECT_TRUE(buffer.matches(bytes));
+  buffer.corruptGuard();
+  EXPECT_FALSE(buffer.matches(bytes));
+}
+
+//===----------------------------------------------------------------------===//
+// The JIT harness
+//===----------------------------------------------------------------------===//
+
+// Writes block_id * 1000 + thread_id of each thread, after a barrier and an
+// allreduce over groups of 4 threads (whose sum of thread ids is added).
+constexpr const char *kIndexKernel = R"mlir(
+gpu.module @norm_kernels {
+  gpu.func @ids(%out: memref<1099511627776xf32>, %n: i64)
+      kernel attributes {known_block_size = array<i32: 8, 1, 1>} {
+    %t = gpu.thread_id x
+    %b = gpu.block_id x
+    %d = gpu.block_dim x
+    %c1000 = arith.constant 1000 : index
+    %id = arith.muli %b, %c1000 : index
+    %value = arith.addi %id, %t : index
+    %vi = arith.index_cast %value : index to i64
+    %vf = arith.sitofp %vi : i64 to f32
+    %ti = arith.index_cast %t : index to i64
+    %tf = arith.sitofp %ti : i64 to f32
+    gpu.barrier
+    %sum = norm.row_allreduce %tf {group_size = 4 : i64} : f32
+    %total = arith.addf %vf, %sum : f32
+    %base = arith.muli %b, %d : index
+    %i = arith.addi %base, %t : index
+    memref.store %total, %out[%i] : memref<1099511627776xf32>
+    gpu.return
+  }
+}
+)mlir";
+
+TEST(HostKernels, RunsTheGrid) {
+  std::unique_ptr<HostKernels> kernels;
+  Status status = HostKernels::compile(kIndexKernel, {}, kernels);
+  ASSERT_TRUE(status) << status.message;
+  EXPECT_EQ(kernels->getKernelNames(), std::vector<std::string>{"ids"});
+  std::vector<HostKernelParam> params = kernels->getParams("ids");
+  ASSERT_EQ(params.size(), 2u);
+  EXPECT_TRUE(params[0].isBuffer);
+  EXPECT_EQ(params[0].elementType, "f32");
+  EXPECT_FALSE(params[1].isBuffer);
+
+  std::vector<float> out(3 * 8, -1.0f);
+  status = kernels->launch("ids", {out.data()}, {0}, 3);
+  ASSERT_TRUE(status) << status.message;
+  for (int b = 0; b < 3; ++b)
+    for (int t = 0; t < 8; ++t) {
+      float groupSum = t < 4 ? 0 + 1 + 2 + 3 : 4 + 5 + 6 + 7;
+      EXPECT_EQ(out[b * 8 + t], b * 1000 + t + groupSum) << b << " " << t;
+    }
+}
+
+TEST(HostKernels, ReportsBadLaunches) {
+  std::unique_ptr<HostKernels> kernels;
+  ASSERT_TRUE(HostKernels::compile(kIndexKernel, {}, kernels));
+  float out[8];
+  Status status = kernels->launch("ids", {out, out}, {0}, 1);
+  EXPECT_FALSE(status);
+  EXPECT_EQ(status.message,
+            "kernel ids takes 1 buffers and 1 integers, got 2 and 1");
+  status = kernels->launch("nope", {out}, {0}, 1);
+  EXPECT_EQ(status.message, "no kernel named 'nope'");
+}
+
+TEST(HostKernels, ReportsCompileErrors) {
+  std::unique_ptr<HostKernels> kernels;
+  Status status = HostKernels::compile("gpu.module @m {", {}, kernels);
+  EXPECT_FALSE(status);
+  EXPECT_NE(status.message.find("cannot parse the kernel module"),
+            std::string::npos)
+      << status.message;
+
+  status = HostKernels::compile("func.func @f() { return }", {}, kernels);
+  EXPECT_EQ(status.message, "the module has no gpu.func kernels");
+
+  // The pass's diagnostics come back in the message, with locations.
+  status = HostKernels::compile(R"mlir(
+gpu.module @m {
+  gpu.func @k() kernel { gpu.return }
+})mlir",
+                                {}, kernels);
+  EXPECT_NE(status.message.find(
+                "kernel module:3:3: 'gpu.func' op has no known_block_size"),
+            std::string::npos)
+      << status.message;
+
+  HostCompileOptions options;
+  options.kernelPipeline = "no-such-pass";
+  status = HostKernels::compile(kIndexKernel, options, kernels);
+  EXPECT_NE(status.message.find("invalid kernel pipeline 'no-such-pass'"),
+            std::string::npos)
+      << status.message;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel ABI of the sweep
+//===----------------------------------------------------------------------===//
+
+TEST(KernelSource, AbiOrder) {
+  OpSpec spec;
+  spec.kind = OpSpec::Kind::LayerNorm;
+  spec.hasAddend = spec.hasSkip = spec.hasWeight = spec.hasBias = true;
+  spec.writeResidual = true;
+  std::string names;
+  for (const KernelParam &param : getAbiParams(spec))
+    names += param.name + " ";
+  EXPECT_EQ(names, "input addend skip weight bias output residual_out rows "
+                   "input_stride addend_stride skip_stride output_stride "
+                   "residual_out_stride ");
+}
+
+TEST(KernelSource, LaunchValidity) {
+  OpSpec spec;
+  spec.hidden = 128;
+  spec.input = ElementType::bf16;
+  EXPECT_TRUE(isValidLaunch(spec, {8, 16, 4, 8}));
+  EXPECT_FALSE(isValidLaunch(spec, {16, 8, 4, 16})); // 32 bytes per access
+  EXPECT_FALSE(isValidLaunch(spec, {1, 24, 1, 1}));  // not a warp divisor
+  EXPECT_FALSE(isValidLaunch(spec, {1, 1, 1, 32}));  // 128 per thread
+  EXPECT_FALSE(isValidLaunch(spec, {8, 32, 1, 1}));  // idle threads
+  EXPECT_FALSE(isValidLaunch(spec, {8, 16, 4, 3}));  // rows per CTA
+}
+
+} // namespace

@@ -1,0 +1,235 @@
+//===- Reference.cpp - float64 references of the kernels ------------------===//
+
+#include "tools/norm-cpu-check/Reference.h"
+
+#include "tools/norm-cpu-check/FloatFormats.h"
+
+#include <cmath>
+
+using namespace norm;
+using namespace norm::check;
+
+constexpr double u = kF32Roundoff;
+
+double RowsView::at(int64_t row, int64_t col) const {
+  return loadElement(type, data, row * stride + col);
+}
+
+double ParamView::at(int64_t index) const {
+  return loadElement(type, data, index);
+}
+
+bool Expected::accepts(double actual) const {
+  return !std::isnan(actual) && std::fabs(actual - value) <= tolerance;
+}
+
+/// Relative error of an f32 statistic over `n` elements (see the header).
+static double getStatisticError(int64_t n) {
+  return u * (4.0 * std::sqrt(static_cast<double>(n)) + 16.0);
+}
+
+namespace {
+enum class Statistic { rms, meanVar, l2, none };
+
+/// A row (or group) statistic: the center subtracted from each element, the
+/// scale it is multiplied by, and the errors of both.
+struct RowStatistic {
+  double center = 0.0, centerError = 0.0;
+  double scale = 1.0, scaleRelError = 0.0;
+};
+
+/// The output of one element once normalized to `normalized` (error
+/// `error`): scaled, shifted, optionally rounded and added to a skip value,
+/// then rounded to `output`.
+struct Epilogue {
+  ElementType output;
+  double weight = 1.0, bias = 0.0;
+  std::optional<double> skip;
+
+  Expected apply(double normalized, double error) const {
+    double value = normalized * weight + bias;
+    error = error * std::fabs(weight) +
+            4 * u * (std::fabs(normalized * weight) + std::fabs(bias));
+    if (skip) {
+      // Sandwich-Norm: the unfused graph rounds the normalized value to the
+      // output type before the add; the kernel's f32 value may round to the
+      // other neighbour.
+      double rounded = roundTo(output, value);
+      error += ulp(output, value);
+      value = rounded + *skip;
+      error += 2 * u * (std::fabs(rounded) + std::fabs(*skip));
+    }
+    return {value, error + ulp(output, std::fabs(value) + error)};
+  }
+};
+} // namespace
+
+static Statistic getStatistic(const OpSpec &spec) {
+  switch (spec.kind) {
+  case OpSpec::Kind::RMSNorm:
+    return Statistic::rms;
+  case OpSpec::Kind::LayerNorm:
+  case OpSpec::Kind::GroupNorm:
+    return Statistic::meanVar;
+  case OpSpec::Kind::L2Norm:
+    return Statistic::l2;
+  case OpSpec::Kind::QKNormPrologue:
+    return spec.qkL2 ? Statistic::l2 : Statistic::rms;
+  default:
+    return Statistic::none;
+  }
+}
+
+/// The statistic of values `v` (errors `dv`) as the kernel computes it.
+static RowStatistic computeStatistic(Statistic statistic, double eps,
+                                     const std::vector<double> &v,
+                                     const std::vector<double> &dv) {
+  RowStatistic result;
+  auto n = static_cast<double>(v.size());
+  if (statistic == Statistic::meanVar) {
+    double sum = 0.0, sumAbs = 0.0, sumError = 0.0;
+    for (size_t i = 0; i < v.size(); ++i) {
+      sum += v[i];
+      sumAbs += std::fabs(v[i]);
+      sumError += dv[i];
+    }
+    result.center = sum / n;
+    result.centerError =
+        sumError / n + getStatisticError(v.size()) * sumAbs / n;
+  }
+  double centered = 0.0, squares = 0.0, sensitivity = 0.0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    double d = v[i] - result.center;
+    centered += d * d;
+    squares += v[i] * v[i];
+    sensitivity += 2 * std::fabs(d) * dv[i];
+  }
+  // scale = rsqrt(statistic + eps) = rsqrt(denominator / divisor).
+  double divisor = statistic == Statistic::l2 ? 1.0 : n;
+  double denominator = centered + divisor * eps;
+  result.scale = 1.0 / std::sqrt(denominator / divisor);
+  if (denominator > 0.0)
+    result.scaleRelError =
+        0.5 * (sensitivity + getStatisticError(v.size()) * squares) /
+            denominator +
+        4 * u;
+  return result;
+}
+
+FusedRowExpected check::referenceFusedRow(const OpSpec &spec,
+                                          const FusedRowOperands &operands) {
+  const RowsView &input = operands.input;
+  int64_t rows = input.rows, hidden = spec.hidden;
+  int64_t width = hidden / spec.groups;
+  Statistic statistic = getStatistic(spec);
+  FusedRowExpected expected;
+  expected.output = ExpectedRows(rows, hidden);
+  if (spec.writeResidual)
+    expected.residual = ExpectedRows(rows, hidden);
+
+  std::vector<double> v(hidden), dv(hidden);
+  for (int64_t row = 0; row < rows; ++row) {
+    // Prologue: v = alpha * input + addend, in f32, rounded to the input
+    // type unless the residual stream stays in f32.
+    for (int64_t col = 0; col < hidden; ++col) {
+      double exact = input.at(row, col), error = 0.0;
+      if (operands.addend) {
+        double scaled = spec.alpha * exact;
+        double addend = operands.addend->at(row, col);
+        exact = scaled + addend;
+        error = 2 * u * (std::fabs(scaled) + std::fabs(addend));
+      }
+      double flip = error > 0.0 ? ulp(spec.input, exact) : 0.0;
+      if (spec.writeResidual)
+        expected.residual.at(row, col) = {roundTo(spec.input, exact),
+                                          error + flip};
+      v[col] = spec.f32Residual ? exact : roundTo(spec.input, exact);
+      dv[col] = spec.f32Residual ? error : error + flip;
+    }
+    for (int64_t first = 0; first < hidden; first += width) {
+      std::vector<double> groupV(v.begin() + first, v.begin() + first + width);
+      std::vector<double> groupDv(dv.begin() + first,
+                                  dv.begin() + first + width);
+      RowStatistic stat;
+      if (statistic != Statistic::none)
+        stat = computeStatistic(statistic, spec.eps, groupV, groupDv);
+      for (int64_t col = first; col < first + width; ++col) {
+        RowStatistic own = stat;
+        if (operands.mean) {
+          own.center = operands.mean.at(col);
+          own.scale = 1.0 / std::sqrt(operands.variance.at(col) + spec.eps);
+          own.scaleRelError = 8 * u;
+        }
+        double normalized = (v[col] - own.center) * own.scale;
+        double error = (dv[col] + own.centerError) * own.scale +
+                       std::fabs(normalized) * own.scaleRelError;
+        Epilogue epilogue{spec.output};
+        if (operands.weight)
+          epilogue.weight = operands.weight.at(col) + spec.weightOffset;
+        if (operands.bias)
+          epilogue.bias = operands.bias.at(col);
+        if (operands.skip)
+          epilogue.skip = operands.skip->at(row, col);
+        expected.output.at(row, col) = epilogue.apply(normalized, error);
+      }
+    }
+  }
+  return expected;
+}
+
+QKNormExpected check::referenceQKNorm(const OpSpec &spec, const RowsView &qkv,
+                                      const ParamView &qWeight,
+                                      const ParamView &kWeight) {
+  int64_t tokens = qkv.rows, headDim = spec.hidden;
+  QKNormExpected expected;
+  expected.q = ExpectedRows(tokens, spec.numQHeads * headDim);
+  expected.k = ExpectedRows(tokens, spec.numKvHeads * headDim);
+  std::vector<double> v(headDim), dv(headDim, 0.0);
+  for (int64_t token = 0; token < tokens; ++token) {
+    for (int64_t head = 0; head < spec.numQHeads + spec.numKvHeads; ++head) {
+      bool isQ = head < spec.numQHeads;
+      ExpectedRows &out = isQ ? expected.q : expected.k;
+      const ParamView &weight = isQ ? qWeight : kWeight;
+      int64_t outHead = isQ ? head : head - spec.numQHeads;
+      for (int64_t d = 0; d < headDim; ++d)
+        v[d] = qkv.at(token, head * headDim + d);
+      RowStatistic stat = computeStatistic(getStatistic(spec), spec.eps, v, dv);
+      for (int64_t d = 0; d < headDim; ++d) {
+        double normalized = v[d] * stat.scale;
+        Epilogue epilogue{spec.output};
+        if (weight)
+          epilogue.weight = weight.at(d);
+        out.at(token, outHead * headDim + d) = epilogue.apply(
+            normalized, std::fabs(normalized) * stat.scaleRelError);
+      }
+    }
+  }
+  return expected;
+}
+
+ColumnStatsExpected check::referenceColumnStats(const RowsView &input) {
+  ColumnStatsExpected expected;
+  auto n = static_cast<double>(input.rows);
+  double error = getStatisticError(input.rows);
+  for (int64_t col = 0; col < input.cols; ++col) {
+    double sum = 0.0, sumAbs = 0.0, squares = 0.0;
+    for (int64_t row = 0; row < input.rows; ++row) {
+      double x = input.at(row, col);
+      sum += x;
+      sumAbs += std::fabs(x);
+      squares += x * x;
+    }
+    double mean = sum / n, centered = 0.0;
+    for (int64_t row = 0; row < input.rows; ++row) {
+      double d = input.at(row, col) - mean;
+      centered += d * d;
+    }
+    double variance = centered / n;
+    expected.mean.push_back(
+        {mean, error * sumAbs / n + ulp(ElementType::f32, mean)});
+    // E[x^2] - mean^2 in f32 cancels: the error is relative to E[x^2].
+    expected.variance.push_back(
+        {variance, 3 * error * squares / n + ulp(ElementType::f32, variance)});
+  }
+  return expected;
+}

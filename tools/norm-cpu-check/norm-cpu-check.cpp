@@ -1,0 +1,726 @@
+//===- norm-cpu-check.cpp - run the kernels on the CPU and check them -----===//
+//
+// The correctness sweep without a GPU: for every kernel kind, the main flag
+// combinations, hidden sizes from 1 to 16384, row counts 0 to 64, f32, f16
+// and bf16, and several launch configurations each, it JIT-compiles the
+// kernel for the CPU (compiler/HostExecution.h), runs it on guarded,
+// poisoned buffers and compares the outputs with a float64 reference
+// (Reference.h) at an explicit tolerance. Stray writes (guards, gaps between
+// rows), modified inputs and unwritten outputs (still NaN) fail a case.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/HostExecution.h"
+#include "tools/norm-cpu-check/Buffers.h"
+#include "tools/norm-cpu-check/FloatFormats.h"
+#include "tools/norm-cpu-check/KernelSource.h"
+#include "tools/norm-cpu-check/Reference.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+
+using namespace norm;
+using namespace norm::check;
+namespace cl = llvm::cl;
+
+//===----------------------------------------------------------------------===//
+// Options
+//===----------------------------------------------------------------------===//
+
+static cl::opt<std::string> kernelsOption(
+    "kernels",
+    cl::desc("Kernel source: 'generated' (the compiler's kernel generator) or "
+             "'hand-written' (simple reference kernels)"),
+    cl::init("generated"));
+static cl::list<int64_t> hiddenOption("hidden", cl::CommaSeparated,
+                                      cl::desc("Hidden sizes (head_dim for "
+                                               "QK-Norm)"));
+static cl::list<int64_t> rowsOption("rows", cl::CommaSeparated,
+                                    cl::desc("Row counts"));
+static cl::list<std::string> typesOption("types", cl::CommaSeparated,
+                                         cl::desc("Element types"));
+static cl::list<std::string>
+    variantsOption("variants", cl::CommaSeparated,
+                   cl::desc("Operation variants (see --list-variants)"));
+static cl::opt<bool> listVariants("list-variants",
+                                  cl::desc("List the variants and exit"));
+static cl::opt<bool>
+    printKernel("print-kernel",
+                cl::desc("Print the kernel source of each configuration"));
+static cl::opt<unsigned>
+    jobsOption("jobs",
+               cl::desc("Kernels compiled and run in parallel (0: all cores)"),
+               cl::init(0));
+static cl::opt<int> optLevelOption("opt-level",
+                                   cl::desc("LLVM optimization level of the "
+                                            "JIT"),
+                                   cl::init(1));
+static cl::opt<std::string> injectOption(
+    "inject",
+    cl::desc("Corrupt each run after the kernel to show the checks work: "
+             "value, nan, guard, gap or input"),
+    cl::init(""));
+static cl::opt<bool> verboseOption("v", cl::desc("Print every case"));
+static cl::opt<bool> everySizeOption(
+    "every-size",
+    cl::desc("Run every variant at every hidden size (by default, variants "
+             "beside the main ones run at a subset of the sizes)"));
+
+//===----------------------------------------------------------------------===//
+// What runs
+//===----------------------------------------------------------------------===//
+
+static constexpr int64_t kHiddenSizes[] = {1,    3,    8,    127,  128,  769,
+                                           1152, 2880, 4096, 5120, 8192, 16384};
+/// Sizes for the variants beside the main ones: 1, odd, prime, a power of
+/// two and the largest.
+static constexpr int64_t kSubsetSizes[] = {1, 3, 127, 769, 4096, 16384};
+static constexpr int64_t kRowCounts[] = {0, 1, 5, 64};
+static constexpr ElementType kTypes[] = {ElementType::f32, ElementType::f16,
+                                         ElementType::bf16};
+
+namespace {
+/// One operation with its flags, at any hidden size and element type.
+struct Variant {
+  const char *name;
+  const char *description;
+  /// Main variants run at every hidden size, the others at kSubsetSizes.
+  bool main;
+  /// Sets up `spec` for `hidden` and `type`; false where the variant does
+  /// not apply (a group norm needs a hidden size with a divisor).
+  std::function<bool(OpSpec &spec)> configure;
+};
+} // namespace
+
+/// A larger type for fused output casts: bf16/f16 -> f32, f32 -> bf16.
+static ElementType getCastType(ElementType type) {
+  return type == ElementType::f32 ? ElementType::bf16 : ElementType::f32;
+}
+
+static const std::vector<Variant> &getVariants() {
+  using Kind = OpSpec::Kind;
+  static const std::vector<Variant> variants = {
+      {"rms", "RMSNorm with weight", true,
+       [](OpSpec &s) {
+         s.kind = Kind::RMSNorm;
+         s.hasWeight = true;
+         return true;
+       }},
+      {"rms_gemma", "RMSNorm, (1 + w) weight (weight_offset 1)", false,
+       [](OpSpec &s) {
+         s.kind = Kind::RMSNorm;
+         s.hasWeight = true;
+         s.weightOffset = 1.0;
+         return true;
+       }},
+      {"rms_add", "residual add + RMSNorm, residual out (pre-norm)", true,
+       [](OpSpec &s) {
+         s.kind = Kind::RMSNorm;
+         s.hasAddend = s.hasWeight = s.writeResidual = true;
+         return true;
+       }},
+      {"rms_deepnorm_f32",
+       "DeepNorm alpha * x + f(x), f32 residual stream, "
+       "residual out",
+       false,
+       [](OpSpec &s) {
+         s.kind = Kind::RMSNorm;
+         s.hasAddend = s.hasWeight = s.writeResidual = s.f32Residual = true;
+         s.alpha = 1.8612097182041991; // (2 * 6)^(1/4)
+         return true;
+       }},
+      {"rms_cast", "RMSNorm without weight, output cast", false,
+       [](OpSpec &s) {
+         s.kind = Kind::RMSNorm;
+         s.output = getCastType(s.input);
+         return true;
+       }},
+      {"rms_sandwich", "Sandwich: skip + RMSNorm(x) with weight", false,
+       [](OpSpec &s) {
+         s.kind = Kind::RMSNorm;
+         s.hasWeight = s.hasSkip = true;
+         return true;
+       }},
+      {"layer", "LayerNorm with weight and bias", true,
+       [](OpSpec &s) {
+         s.kind = Kind::LayerNorm;
+         s.hasWeight = s.hasBias = true;
+         s.eps = 1e-5;
+         return true;
+       }},
+      {"layer_add_sandwich",
+       "residual add + LayerNorm + skip, residual out, "
+       "f32 parameters",
+       false,
+       [](OpSpec &s) {
+         s.kind = Kind::LayerNorm;
+         s.hasAddend = s.hasWeight = s.hasBias = s.hasSkip = true;
+         s.writeResidual = true;
+         s.param = ElementType::f32;
+         s.eps = 1e-5;
+         return true;
+       }},
+      {"l2", "L2 norm", false,
+       [](OpSpec &s) {
+         s.kind = Kind::L2Norm;
+         s.eps = 1e-12;
+         return true;
+       }},
+      {"group", "GroupNorm with weight and bias", false,
+       [](OpSpec &s) {
+         s.kind = Kind::GroupNorm;
+         s.hasWeight = s.hasBias = true;
+         s.eps = 1e-5;
+         for (int64_t groups : {32, 8, 4, 3, 2})
+           if (s.hidden % groups == 0 && s.hidden / groups >= 2) {
+             s.groups = groups;
+             return true;
+           }
+         return false;
+       }},
+      {"batch_norm",
+       "BatchNorm inference (running statistics), f32 "
+       "parameters",
+       false,
+       [](OpSpec &s) {
+         s.kind = Kind::BatchNormInference;
+         s.hasWeight = s.hasBias = true;
+         s.param = ElementType::f32;
+         s.eps = 1e-5;
+         return true;
+       }},
+      {"residual_cast",
+       "alpha * x + y with residual out and an output cast, "
+       "no statistic",
+       false,
+       [](OpSpec &s) {
+         s.kind = Kind::Elementwise;
+         s.hasAddend = s.writeResidual = true;
+         s.alpha = 2.0;
+         s.output = getCastType(s.input);
+         return true;
+       }},
+      {"qk_rms", "QK-Norm prologue, RMS with weights, 4 q / 2 kv heads", true,
+       [](OpSpec &s) {
+         s.kind = Kind::QKNormPrologue;
+         s.hasWeight = true;
+         s.numQHeads = 4;
+         s.numKvHeads = 2;
+         return true;
+       }},
+      {"qk_l2", "QK-Norm prologue, L2 without weights, 3 q / 1 kv heads", false,
+       [](OpSpec &s) {
+         s.kind = Kind::QKNormPrologue;
+         s.qkL2 = true;
+         s.eps = 1e-12;
+         s.numQHeads = 3;
+         s.numKvHeads = 1;
+         return true;
+       }},
+      {"column_stats", "per-column mean and variance (BatchNorm training)",
+       true,
+       [](OpSpec &s) {
+         s.kind = Kind::BatchNormStats;
+         return true;
+       }},
+  };
+  return variants;
+}
+
+/// Launch configurations beside the default one, so that every collective
+/// path runs: vector 1 with the fewest threads per row and a loop over
+/// several rows per CTA (narrow groups for short rows), and rows spread over
+/// several warps (or, for short rows, the most threads below a warp).
+static std::vector<LaunchConfig> getAlternateLaunches(const OpSpec &spec) {
+  std::vector<LaunchConfig> launches;
+  auto add = [&](LaunchConfig launch) {
+    if (!isValidLaunch(spec, launch))
+      return false;
+    launches.push_back(launch);
+    return true;
+  };
+  for (int64_t tpr = 1; tpr <= 1024; tpr *= 2) {
+    int64_t warps = std::max<int64_t>(1, tpr / 32);
+    LaunchConfig launch{1, tpr, warps, 0};
+    launch.rowsPerCta = 2 * launch.getConcurrentRows();
+    if (add(launch))
+      break;
+  }
+  bool wide = false;
+  for (int64_t tpr : {256, 128, 64})
+    if ((wide = add({1, tpr, 2 * tpr / 32, 2})))
+      break;
+  if (!wide)
+    for (int64_t tpr : {16, 8, 4, 2})
+      if (add({1, tpr, 2, 64 / tpr}))
+        break;
+  return launches;
+}
+
+namespace {
+struct Task {
+  const Variant *variant;
+  OpSpec spec;
+  LaunchConfig launch;
+  std::vector<int64_t> rowCounts;
+  std::string label;
+};
+
+/// Results of the sweep, merged from all workers.
+struct Summary {
+  std::mutex mutex;
+  int64_t passed = 0, failed = 0, compiled = 0;
+  std::map<ElementType, double> worstRatio;
+
+  void report(const std::string &line) {
+    std::lock_guard<std::mutex> lock(mutex);
+    llvm::outs() << line << "\n";
+    llvm::outs().flush();
+  }
+};
+
+/// Everything one run checks; failures are collected as messages.
+class CaseCheck {
+public:
+  explicit CaseCheck(std::string label) : label(std::move(label)) {}
+
+  void fail(const std::string &message) { failures.push_back(message); }
+  bool ok() const { return failures.empty(); }
+
+  void compareRows(const GuardedBuffer &buffer, const ExpectedRows &expected,
+                   const std::string &name) {
+    int64_t wrong = 0;
+    for (int64_t row = 0; row < expected.rows; ++row)
+      for (int64_t col = 0; col < expected.cols; ++col) {
+        double actual = buffer.load(row, col);
+        const Expected &e = expected.at(row, col);
+        if (!std::isnan(actual) && e.tolerance > 0.0) {
+          double &worst = worstRatio[buffer.getType()];
+          worst = std::max(worst, std::fabs(actual - e.value) / e.tolerance);
+        }
+        if (e.accepts(actual))
+          continue;
+        if (wrong++ < 3) {
+          char text[256];
+          std::snprintf(text, sizeof(text),
+                        "%s[%lld][%lld] = %.9g, expected %.9g +- %.3g",
+                        name.c_str(), static_cast<long long>(row),
+                        static_cast<long long>(col), actual, e.value,
+                        e.tolerance);
+          fail(text);
+        }
+      }
+    if (wrong > 3)
+      fail(name + ": " + std::to_string(wrong) + " wrong elements in all");
+  }
+
+  std::string label;
+  std::vector<std::string> failures;
+  std::map<ElementType, double> worstRatio;
+};
+} // namespace
+
+/// The columns of a kernel buffer.
+static int64_t getBufferCols(const OpSpec &spec, const KernelParam &param) {
+  if (spec.kind != OpSpec::Kind::QKNormPrologue)
+    return spec.hidden;
+  if (param.name == "qkv")
+    return (spec.numQHeads + 2 * spec.numKvHeads) * spec.hidden;
+  if (param.name == "q")
+    return spec.numQHeads * spec.hidden;
+  if (param.name == "k")
+    return spec.numKvHeads * spec.hidden;
+  return spec.hidden;
+}
+
+/// How the values of input buffer `name` are drawn: rows of inputs vary in
+/// magnitude (powers of two), LayerNorm-like inputs get an offset so that
+/// the mean matters.
+static std::function<double(int64_t row)>
+getInputDraw(const OpSpec &spec, const std::string &name, Random &random) {
+  static const double kRowScales[] = {1.0, 0.25, 4.0, 1.0 / 16, 16.0};
+  auto uniform = [&random](double low, double high) {
+    return [&random, low, high](int64_t) { return random.uniform(low, high); };
+  };
+  if (name == "input" || name == "qkv") {
+    bool centered = spec.kind == OpSpec::Kind::LayerNorm ||
+                    spec.kind == OpSpec::Kind::GroupNorm ||
+                    spec.kind == OpSpec::Kind::BatchNormStats ||
+                    spec.kind == OpSpec::Kind::BatchNormInference;
+    double offset = centered ? 0.5 : 0.0;
+    return [&random, offset](int64_t row) {
+      return kRowScales[row % 5] * (random.uniform(-1, 1) + offset);
+    };
+  }
+  if (name == "weight" || name == "q_weight" || name == "k_weight")
+    return spec.weightOffset != 0.0 ? uniform(-0.5, 0.5) : uniform(0.5, 1.5);
+  if (name == "bias" || name == "mean")
+    return uniform(-0.5, 0.5);
+  if (name == "variance")
+    return uniform(0.25, 2.0);
+  return uniform(-1, 1); // addend, skip
+}
+
+static uint64_t hashLabel(const std::string &text) {
+  uint64_t hash = 1469598103934665603ull;
+  for (char c : text)
+    hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return hash;
+}
+
+/// Runs `kernel` for `rows` rows and checks everything.
+static void runCase(const Task &task, const KernelSignature &signature,
+                    const HostKernels &kernels, int64_t rows,
+                    CaseCheck &check) {
+  const OpSpec &spec = task.spec;
+  std::map<std::string, std::unique_ptr<GuardedBuffer>> buffers;
+  std::map<std::string, std::vector<uint8_t>> inputBytes;
+  std::vector<void *> pointers;
+  std::vector<int64_t> strides;
+  Random random(hashLabel(check.label));
+  for (const KernelParam &param : signature.params) {
+    if (param.kind != KernelParam::Kind::Buffer)
+      continue;
+    int64_t cols = getBufferCols(spec, param);
+    // At least one element of gap after each row; outputs get another stride
+    // than inputs so that a kernel using the wrong stride fails. Vector
+    // kernels get 16-byte aligned buffers and rows; scalar kernels, which
+    // serve misaligned buffers, get misaligned ones.
+    bool scalar = signature.launch.vector == 1;
+    int64_t align = scalar ? 1 : 16 / getElementBytes(param.elementType);
+    int64_t stride = (cols + align) / align * align;
+    if (!param.readOnly)
+      stride += scalar ? 2 : align;
+    auto buffer = std::make_unique<GuardedBuffer>(
+        param.elementType, param.rowMajor2D ? rows : 1, cols,
+        param.rowMajor2D ? stride : cols, /*misaligned=*/scalar);
+    // The kernel's alignment needs are part of its ABI.
+    int64_t bytes = getElementBytes(param.elementType);
+    if (reinterpret_cast<uintptr_t>(buffer->data()) % param.alignment != 0 ||
+        (param.rowMajor2D && stride * bytes % param.alignment != 0)) {
+      check.fail("buffer '" + param.name + "' misses the kernel's alignment " +
+                 std::to_string(param.alignment));
+      return;
+    }
+    if (param.readOnly) {
+      buffer->fill(getInputGuard(param.elementType));
+      buffer->fillRows(getInputDraw(spec, param.name, random));
+      inputBytes[param.name] = buffer->snapshot();
+    } else {
+      buffer->fill(getOutputPoison(param.elementType));
+    }
+    if (param.rowMajor2D)
+      strides.push_back(buffer->getStride());
+    pointers.push_back(buffer->data());
+    buffers[param.name] = std::move(buffer);
+  }
+  std::vector<int64_t> integers = {rows};
+  integers.insert(integers.end(), strides.begin(), strides.end());
+
+  if (Status status = kernels.launch(signature.name, pointers, integers,
+                                     signature.getGridX(rows));
+      !status) {
+    check.fail("launch failed: " + status.message);
+    return;
+  }
+
+  // Fault injection: each of these must make the case fail.
+  GuardedBuffer *firstOutput = nullptr;
+  for (const KernelParam &param : signature.params)
+    if (param.kind == KernelParam::Kind::Buffer && !param.readOnly) {
+      firstOutput = buffers[param.name].get();
+      break;
+    }
+  if (!injectOption.empty() && firstOutput) {
+    bool hasRows = firstOutput->getRows() > 0 &&
+                   (spec.kind == OpSpec::Kind::BatchNormStats || rows > 0);
+    if (injectOption == "guard")
+      firstOutput->corruptGuard();
+    else if (injectOption == "gap" && hasRows)
+      firstOutput->storeBits(0, firstOutput->getCols(), 0);
+    else if (injectOption == "nan" && hasRows)
+      firstOutput->storeBits(0, 0, getOutputPoison(firstOutput->getType()));
+    else if (injectOption == "value" && hasRows) {
+      double value = firstOutput->load(0, 0);
+      firstOutput->store(0, 0, value * 1.25 + std::copysign(0.5, value));
+    } else if (injectOption == "input")
+      buffers[signature.params.front().name]->fill(0);
+  }
+
+  for (auto &[name, bytes] : inputBytes)
+    if (!buffers[name]->matches(bytes))
+      check.fail("input '" + name + "' was modified");
+  for (const KernelParam &param : signature.params)
+    if (param.kind == KernelParam::Kind::Buffer && !param.readOnly)
+      if (auto stray = buffers[param.name]->findStrayWrite(
+              getOutputPoison(param.elementType)))
+        check.fail("stray write to '" + param.name + "': " + *stray);
+
+  auto view = [&](const std::string &name) { return buffers[name]->view(); };
+  auto paramView = [&](const std::string &name) {
+    auto it = buffers.find(name);
+    return it == buffers.end() ? ParamView() : it->second->paramView();
+  };
+  switch (spec.kind) {
+  case OpSpec::Kind::QKNormPrologue: {
+    QKNormExpected expected = referenceQKNorm(
+        spec, view("qkv"), paramView("q_weight"), paramView("k_weight"));
+    check.compareRows(*buffers["q"], expected.q, "q");
+    check.compareRows(*buffers["k"], expected.k, "k");
+    break;
+  }
+  case OpSpec::Kind::BatchNormStats: {
+    // The statistics of no rows are undefined: only the guards count.
+    if (rows == 0)
+      break;
+    ColumnStatsExpected expected = referenceColumnStats(view("input"));
+    ExpectedRows mean(1, spec.hidden), variance(1, spec.hidden);
+    mean.values = expected.mean;
+    variance.values = expected.variance;
+    check.compareRows(*buffers["mean"], mean, "mean");
+    check.compareRows(*buffers["variance"], variance, "variance");
+    break;
+  }
+  default: {
+    FusedRowOperands operands;
+    operands.input = view("input");
+    if (buffers.count("addend"))
+      operands.addend = view("addend");
+    if (buffers.count("skip"))
+      operands.skip = view("skip");
+    operands.weight = paramView("weight");
+    operands.bias = paramView("bias");
+    operands.mean = paramView("mean");
+    operands.variance = paramView("variance");
+    FusedRowExpected expected = referenceFusedRow(spec, operands);
+    check.compareRows(*buffers["output"], expected.output, "output");
+    if (spec.writeResidual)
+      check.compareRows(*buffers["residual_out"], expected.residual,
+                        "residual_out");
+    break;
+  }
+  }
+}
+
+/// Whether the kernel's parameters are the ones of the ABI.
+static Status checkParams(const KernelSignature &signature,
+                          const std::vector<HostKernelParam> &params) {
+  std::string expected, actual;
+  for (const KernelParam &param : signature.params)
+    expected += param.kind == KernelParam::Kind::Buffer
+                    ? std::string(getElementTypeName(param.elementType)) + "* "
+                    : std::string("i64 ");
+  for (const HostKernelParam &param : params)
+    actual += param.isBuffer ? param.elementType + "* " : std::string("i64 ");
+  if (expected == actual)
+    return Status::success();
+  return Status::error("kernel parameters (" + actual +
+                       ") differ from the ABI (" + expected + ")");
+}
+
+static void runTask(const Task &task, const KernelProvider &provider,
+                    Summary &summary) {
+  auto failAll = [&](const std::string &message) {
+    summary.report("FAIL " + task.label + ": " + message);
+    std::lock_guard<std::mutex> lock(summary.mutex);
+    summary.failed += task.rowCounts.size();
+  };
+  KernelSource source;
+  if (Status status = provider.build(task.spec, task.launch, source); !status)
+    return failAll("no kernel: " + status.message);
+  if (printKernel)
+    summary.report("// " + task.label + "\n" + source.mlir);
+  HostCompileOptions options;
+  options.kernelPipeline = source.pipeline;
+  options.optLevel = optLevelOption;
+  std::unique_ptr<HostKernels> kernels;
+  if (Status status = HostKernels::compile(source.mlir, options, kernels);
+      !status)
+    return failAll("CPU compilation failed: " + status.message);
+  if (Status status = checkParams(source.signature,
+                                  kernels->getParams(source.signature.name));
+      !status)
+    return failAll(status.message);
+  {
+    std::lock_guard<std::mutex> lock(summary.mutex);
+    ++summary.compiled;
+  }
+  for (int64_t rows : task.rowCounts) {
+    CaseCheck check(task.label + " rows=" + std::to_string(rows));
+    runCase(task, source.signature, *kernels, rows, check);
+    std::string report;
+    if (!check.ok()) {
+      report = "FAIL " + check.label;
+      for (const std::string &failure : check.failures)
+        report += "\n  " + failure;
+    } else if (verboseOption) {
+      report = "PASS " + check.label;
+    }
+    if (!report.empty())
+      summary.report(report);
+    std::lock_guard<std::mutex> lock(summary.mutex);
+    ++(check.ok() ? summary.passed : summary.failed);
+    for (auto [type, ratio] : check.worstRatio)
+      summary.worstRatio[type] = std::max(summary.worstRatio[type], ratio);
+  }
+}
+
+static std::string getLaunchKey(const LaunchConfig &launch) {
+  return launch.getMangledSuffix();
+}
+
+/// Every (variant, size, type, configuration) with the row counts it runs.
+static std::vector<Task> planTasks(const KernelProvider &provider,
+                                   const std::vector<const Variant *> &variants,
+                                   const std::vector<int64_t> &sizes,
+                                   const std::vector<int64_t> &rowCounts,
+                                   const std::vector<ElementType> &types) {
+  std::vector<Task> tasks;
+  for (const Variant *variant : variants)
+    for (int64_t hidden : sizes)
+      for (ElementType type : types) {
+        if (!variant->main && !everySizeOption && hiddenOption.empty() &&
+            llvm::find(kSubsetSizes, hidden) == std::end(kSubsetSizes))
+          continue;
+        OpSpec spec;
+        spec.hidden = hidden;
+        spec.input = spec.output = spec.param = spec.addendType =
+            spec.skipType = type;
+        if (!variant->configure(spec))
+          continue;
+        std::map<std::string, Task> byLaunch;
+        auto add = [&](const LaunchConfig &launch, int64_t rows,
+                       const char *role) {
+          Task &task = byLaunch[getLaunchKey(launch)];
+          if (task.rowCounts.empty()) {
+            task = {variant, spec, launch, {}, ""};
+            task.label = std::string(variant->name) + " " +
+                         std::string(getElementTypeName(type)) +
+                         " hidden=" + std::to_string(hidden) + " " +
+                         getLaunchKey(launch) + " (" + role + ")";
+          }
+          if (llvm::find(task.rowCounts, rows) == task.rowCounts.end())
+            task.rowCounts.push_back(rows);
+        };
+        for (int64_t rows : rowCounts)
+          add(provider.getDefaultLaunch(spec, rows), rows, "default");
+        for (const LaunchConfig &launch : getAlternateLaunches(spec))
+          for (int64_t rows : rowCounts)
+            add(launch, rows, "alternate");
+        for (auto &[key, task] : byLaunch)
+          tasks.push_back(std::move(task));
+      }
+  return tasks;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "norm-cpu-check: runs the generated kernels on the CPU and checks them "
+      "against float64 references\n");
+
+  if (listVariants) {
+    for (const Variant &variant : getVariants())
+      llvm::outs() << variant.name << ": " << variant.description << "\n";
+    return 0;
+  }
+
+  std::unique_ptr<KernelProvider> provider;
+  if (kernelsOption == "generated")
+    provider = createGeneratedKernels();
+  else if (kernelsOption == "hand-written")
+    provider = createHandWrittenKernels();
+  if (!provider) {
+    llvm::errs() << "norm-cpu-check: unknown kernel source '" << kernelsOption
+                 << "'\n";
+    return 2;
+  }
+  static const char *kInjections[] = {"",      "value", "nan",
+                                      "guard", "gap",   "input"};
+  if (llvm::find(kInjections, injectOption) == std::end(kInjections)) {
+    llvm::errs() << "norm-cpu-check: unknown --inject kind '" << injectOption
+                 << "'\n";
+    return 2;
+  }
+
+  std::vector<const Variant *> variants;
+  for (const Variant &variant : getVariants())
+    if (variantsOption.empty() ||
+        llvm::is_contained(variantsOption, variant.name))
+      variants.push_back(&variant);
+  if (variants.size() < std::max<size_t>(1, variantsOption.size())) {
+    llvm::errs() << "norm-cpu-check: unknown variant in --variants (see "
+                    "--list-variants)\n";
+    return 2;
+  }
+  std::vector<int64_t> sizes(hiddenOption.begin(), hiddenOption.end());
+  if (sizes.empty())
+    sizes.assign(std::begin(kHiddenSizes), std::end(kHiddenSizes));
+  std::vector<int64_t> rowCounts(rowsOption.begin(), rowsOption.end());
+  if (rowCounts.empty())
+    rowCounts.assign(std::begin(kRowCounts), std::end(kRowCounts));
+  std::vector<ElementType> types;
+  for (const std::string &name : typesOption) {
+    std::optional<ElementType> type = parseElementType(name);
+    if (!type) {
+      llvm::errs() << "norm-cpu-check: unknown element type '" << name << "'\n";
+      return 2;
+    }
+    types.push_back(*type);
+  }
+  if (types.empty())
+    types.assign(std::begin(kTypes), std::end(kTypes));
+  for (int64_t value : sizes)
+    if (value < 1) {
+      llvm::errs() << "norm-cpu-check: hidden sizes must be positive\n";
+      return 2;
+    }
+  for (int64_t value : rowCounts)
+    if (value < 0) {
+      llvm::errs() << "norm-cpu-check: row counts must not be negative\n";
+      return 2;
+    }
+
+  std::vector<Task> tasks =
+      planTasks(*provider, variants, sizes, rowCounts, types);
+  Summary summary;
+  auto start = std::chrono::steady_clock::now();
+  unsigned jobs = jobsOption
+                      ? jobsOption.getValue()
+                      : std::max(1u, std::thread::hardware_concurrency());
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> workers;
+  for (unsigned i = 0; i < jobs; ++i)
+    workers.emplace_back([&] {
+      for (size_t index; (index = next++) < tasks.size();)
+        runTask(tasks[index], *provider, summary);
+    });
+  for (std::thread &worker : workers)
+    worker.join();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+
+  llvm::outs() << "norm-cpu-check: " << provider->getName()
+               << " kernels: " << summary.passed << " cases passed, "
+               << summary.failed << " failed (" << summary.compiled
+               << " kernels compiled, " << llvm::format("%.1f", seconds)
+               << " s)\n";
+  llvm::outs() << "worst error / tolerance:";
+  for (auto [type, ratio] : summary.worstRatio)
+    llvm::outs() << " " << getElementTypeName(type) << " "
+                 << llvm::format("%.3f", ratio);
+  llvm::outs() << "\n";
+  return summary.failed == 0 && summary.passed > 0 ? 0 : 1;
+}
