@@ -85,6 +85,22 @@ def NormLowerRowAllReduce : Pass<"norm-lower-row-allreduce",
   ];
 }
 
+def NormExternDynamicSharedMemory
+    : Pass<"norm-extern-dynamic-shared-memory", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Make the dynamic shared memory of kernels an extern array";
+  let description = [{
+    `convert-gpu-to-nvvm` lowers `gpu.dynamic_shared_memory` to an internal
+    zero-sized global in shared memory, which the NVPTX backend demotes to a
+    static `.shared` variable of the kernel: a variable that takes no space
+    and may overlap other static shared buffers (the exchange buffer of
+    `norm.row_allreduce`). This pass gives every uninitialized zero-sized
+    array in the workgroup address space external linkage, so that the PTX
+    declares it as `.extern .shared .align 16 .b8 name[];`, the array CUDA
+    places after all static shared memory and sizes at launch. Runs after
+    `convert-gpu-to-nvvm`.
+  }];
+}
+
 def NormLowerRsqrtToNVVM : Pass<"norm-lower-rsqrt-to-nvvm",
                                 "::mlir::gpu::GPUModuleOp"> {
   let summary = "Lower f32 math.rsqrt without libdevice";
