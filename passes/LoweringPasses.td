@@ -48,8 +48,12 @@ def NormGenerateKernels : Pass<"norm-generate-kernels", "::mlir::ModuleOp"> {
     Each thread keeps its share of a row in registers (chunks of `vector`
     elements: thread t owns elements [(c * T + t) * V, + V)), rows ragged at
     the end are handled exactly, the statistic accumulates in f32 and is
-    reduced by one `norm.row_allreduce`. Vector kernels come with their
-    scalar fallback (`vector = 1`) unless `scalar-fallback=false`.
+    reduced by one `norm.row_allreduce`. `norm.fused_row` shares of more than
+    64 elements are looped over instead, and the row is staged in
+    `gpu.dynamic_shared_memory` (kernels named `..._smem`; the signature's
+    shared bytes) or, when the rows a CTA holds exceed 226 KiB, read twice
+    (`..._stream`). Vector kernels come with their scalar fallback
+    (`vector = 1`) unless `scalar-fallback=false`.
 
     `norm.attention` with a QK-Norm needs an attention kernel that norm-opt
     does not generate: that is an error at the op.
