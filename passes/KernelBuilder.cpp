@@ -719,6 +719,10 @@ void KernelBuilder::build(FusedRowOp op) {
         values.push_back(prologue(
             fused, loadChunk(row, input, inputBase, c),
             addend ? loadChunk(row, addend, addendBase, c) : Value()));
+      // The residual stream is complete before the reduction: storing it now
+      // overlaps the writes with the exchange.
+      if (Value residual = arg("residual_out"))
+        storeRow(row, values, residual, rowBase(position, "residual_out"));
       SmallVector<Value> out = values;
       if (skip)
         llvm::append_range(out, loadRow(row, skip, rowBase(position, "skip")));
@@ -760,8 +764,6 @@ void KernelBuilder::build(FusedRowOp op) {
             {at(params.weight, c), at(params.bias, c), at(params.mean, c),
              at(params.invStd, c), at(skipChunks, c)}));
       storeRow(row, outputs, arg("output"), rowBase(position, "output"));
-      if (Value residual = arg("residual_out"))
-        storeRow(row, values, residual, rowBase(position, "residual_out"));
     });
   });
 }
