@@ -38,42 +38,48 @@ namespace cl = llvm::cl;
 // Options
 //===----------------------------------------------------------------------===//
 
+static cl::OptionCategory checkCategory("norm-cpu-check options");
+
 static cl::opt<std::string> kernelsOption(
-    "kernels",
+    "kernels", cl::cat(checkCategory),
     cl::desc("Kernel source: 'generated' (the compiler's kernel generator) or "
              "'hand-written' (simple reference kernels)"),
     cl::init("generated"));
 static cl::list<int64_t> hiddenOption("hidden", cl::CommaSeparated,
+                                      cl::cat(checkCategory),
                                       cl::desc("Hidden sizes (head_dim for "
                                                "QK-Norm)"));
 static cl::list<int64_t> rowsOption("rows", cl::CommaSeparated,
+                                    cl::cat(checkCategory),
                                     cl::desc("Row counts"));
 static cl::list<std::string> typesOption("types", cl::CommaSeparated,
+                                         cl::cat(checkCategory),
                                          cl::desc("Element types"));
 static cl::list<std::string>
-    variantsOption("variants", cl::CommaSeparated,
+    variantsOption("variants", cl::CommaSeparated, cl::cat(checkCategory),
                    cl::desc("Operation variants (see --list-variants)"));
-static cl::opt<bool> listVariants("list-variants",
+static cl::opt<bool> listVariants("list-variants", cl::cat(checkCategory),
                                   cl::desc("List the variants and exit"));
 static cl::opt<bool>
-    printKernel("print-kernel",
+    printKernel("print-kernel", cl::cat(checkCategory),
                 cl::desc("Print the kernel source of each configuration"));
 static cl::opt<unsigned>
-    jobsOption("jobs",
+    jobsOption("jobs", cl::cat(checkCategory),
                cl::desc("Kernels compiled and run in parallel (0: all cores)"),
                cl::init(0));
-static cl::opt<int> optLevelOption("opt-level",
+static cl::opt<int> optLevelOption("opt-level", cl::cat(checkCategory),
                                    cl::desc("LLVM optimization level of the "
                                             "JIT"),
                                    cl::init(1));
 static cl::opt<std::string> injectOption(
-    "inject",
+    "inject", cl::cat(checkCategory),
     cl::desc("Corrupt each run after the kernel to show the checks work: "
              "value, nan, guard, gap or input"),
     cl::init(""));
-static cl::opt<bool> verboseOption("v", cl::desc("Print every case"));
+static cl::opt<bool> verboseOption("v", cl::cat(checkCategory),
+                                   cl::desc("Print every case"));
 static cl::opt<bool> everySizeOption(
-    "every-size",
+    "every-size", cl::cat(checkCategory),
     cl::desc("Run every variant at every hidden size (by default, variants "
              "beside the main ones run at a subset of the sizes)"));
 
@@ -103,16 +109,16 @@ struct LongRowCase {
 /// memory (bf16/f16 up to 115712 elements), streamed (re-read from input and
 /// addend, or from residual_out), and in one pass without a statistic.
 static constexpr LongRowCase kLongRows[] = {
-    {"rms", ElementType::bf16, 65537},        // shared, scalar accesses
-    {"rms_add", ElementType::bf16, 100000},   // shared, residual out
-    {"layer", ElementType::f16, 100000},      // shared, mean_var
-    {"rms_add", ElementType::f32, 100000},    // streamed, v from residual_out
+    {"rms", ElementType::bf16, 65537},      // shared, scalar accesses
+    {"rms_add", ElementType::bf16, 100000}, // shared, residual out
+    {"layer", ElementType::f16, 100000},    // shared, mean_var
+    {"rms_add", ElementType::f32, 100000},  // streamed, v from residual_out
     {"rms_deepnorm_f32", ElementType::bf16, 100000}, // streamed, f32 v
-    {"layer", ElementType::f32, 65537},       // streamed, scalar accesses
+    {"layer", ElementType::f32, 65537}, // streamed, scalar accesses
     {"layer_add_sandwich", ElementType::bf16, 262144}, // streamed, skip
-    {"l2", ElementType::bf16, 262144},        // streamed from input
-    {"residual_cast", ElementType::f16, 65537}, // one pass, residual out
-    {"batch_norm", ElementType::bf16, 100000},  // one pass
+    {"l2", ElementType::bf16, 262144},                 // streamed from input
+    {"residual_cast", ElementType::f16, 65537},        // one pass, residual out
+    {"batch_norm", ElementType::bf16, 100000},         // one pass
     // Shared, 4 rows at a time, a partial last vector (4100 = 16 * 256 + 4).
     {"rms_add", ElementType::bf16, 4100, {8, 32, 4, 8}},
 };
@@ -696,6 +702,7 @@ planLongRowTasks(const KernelProvider &provider,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(checkCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
       "norm-cpu-check: runs the generated kernels on the CPU and checks them "
