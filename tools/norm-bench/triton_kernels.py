@@ -1,6 +1,7 @@
 """The Triton anchor: single-pass kernels with one program per row, as in the
 seed material (BLOCK = next_pow2(hidden), the whole row in registers, fp32
-math, masked tails), one per operation of the benchmark."""
+math, masked tails), one per operation of the benchmark, with the warps per
+program of Triton's layer-norm tutorial."""
 
 import triton
 import triton.language as tl
@@ -69,32 +70,53 @@ def _qk_norm(QKV, QW, KW, Q, K, qkv_stride, q_heads, kv_heads, eps,
                  (x * rstd * w).to(K.dtype.element_ty))
 
 
-def rms_norm(x, w, eps, out):
+def _warps(block: int) -> int:
+    """The warps of Triton's layer-norm tutorial: a 16 KiB row in registers
+    needs more than the default four."""
+    return min(max(block // 256, 1), 8)
+
+
+def _launch(kernel, grid, args, warm, **constexprs):
+    """Launches, or with `warm` only compiles into Triton's cache."""
+    if not warm:
+        return kernel[grid](*args, **constexprs)
+    if hasattr(kernel, "warmup"):
+        return kernel.warmup(*args, grid=grid, **constexprs)
+    return kernel.run(*args, grid=grid, warmup=True, **constexprs)
+
+
+def rms_norm(x, w, eps, out, warm=False):
     n = x.shape[-1]
-    _rms_norm[(x.shape[0],)](x, w, out, x.stride(0), out.stride(0), n, eps,
-                             BLOCK=triton.next_power_of_2(n))
+    block = triton.next_power_of_2(n)
+    _launch(_rms_norm, (x.shape[0],), (x, w, out, x.stride(0), out.stride(0),
+                                      n, eps), warm, BLOCK=block,
+            num_warps=_warps(block))
     return out
 
 
-def layer_norm(x, w, b, eps, out):
+def layer_norm(x, w, b, eps, out, warm=False):
     n = x.shape[-1]
-    _layer_norm[(x.shape[0],)](x, w, b, out, x.stride(0), out.stride(0), n,
-                               eps, BLOCK=triton.next_power_of_2(n))
+    block = triton.next_power_of_2(n)
+    _launch(_layer_norm, (x.shape[0],), (x, w, b, out, x.stride(0),
+                                        out.stride(0), n, eps), warm,
+            BLOCK=block, num_warps=_warps(block))
     return out
 
 
-def add_rms_norm(x, r, w, eps, out, residual_out):
+def add_rms_norm(x, r, w, eps, out, residual_out, warm=False):
     n = x.shape[-1]
-    _add_rms_norm[(x.shape[0],)](x, r, w, out, residual_out, x.stride(0), n,
-                                 eps, BLOCK=triton.next_power_of_2(n))
+    block = triton.next_power_of_2(n)
+    _launch(_add_rms_norm, (x.shape[0],), (x, r, w, out, residual_out,
+                                          x.stride(0), n, eps), warm,
+            BLOCK=block, num_warps=_warps(block))
     return out, residual_out
 
 
-def qk_norm(qkv, qw, kw, q_heads, kv_heads, eps, q, k):
-    tokens = qkv.shape[0]
-    d = q.shape[-1]
-    _qk_norm[(tokens * (q_heads + kv_heads),)](
-        qkv, qw, kw, q, k, qkv.stride(0), q_heads, kv_heads, eps, D=d)
+def qk_norm(qkv, qw, kw, q_heads, kv_heads, eps, q, k, warm=False):
+    tokens, d = qkv.shape[0], q.shape[-1]
+    _launch(_qk_norm, (tokens * (q_heads + kv_heads),),
+            (qkv, qw, kw, q, k, qkv.stride(0), q_heads, kv_heads, eps), warm,
+            D=d, num_warps=_warps(d))
     return q, k
 
 
@@ -102,4 +124,37 @@ def version() -> str:
     return triton.__version__
 
 
-__all__ = ["rms_norm", "layer_norm", "add_rms_norm", "qk_norm", "version"]
+def warm(spec: str, eps: float) -> None:
+    """Compiles the kernel of `op:dtype:hidden[:q_heads:kv_heads]` for the
+    arguments the benchmark passes (same strides, so the same
+    specialization), on one-row tensors."""
+    import torch
+    op, dtype, hidden, *heads = spec.split(":")
+    h = int(hidden)
+    dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[dtype]
+
+    def empty(*shape):
+        return torch.empty(*shape, dtype=dtype, device="cuda")
+
+    if op == "qk":
+        hq, hkv = map(int, heads)
+        qk_norm(empty(1, (hq + 2 * hkv) * h), empty(h), empty(h), hq, hkv, eps,
+                empty(1, hq, h), empty(1, hkv, h), warm=True)
+    elif op == "rms":
+        rms_norm(empty(1, h), empty(h), eps, empty(1, h), warm=True)
+    elif op == "layer":
+        layer_norm(empty(1, h), empty(h), empty(h), eps, empty(1, h), warm=True)
+    elif op == "add_rms":
+        add_rms_norm(empty(1, h), empty(1, h), empty(h), eps, empty(1, h),
+                     empty(1, h), warm=True)
+    else:
+        raise ValueError(f"unknown operation '{op}'")
+
+
+if __name__ == "__main__":
+    # triton_kernels.py --warm EPS SPEC...: fills Triton's cache.
+    import sys
+    if len(sys.argv) < 3 or sys.argv[1] != "--warm":
+        sys.exit("usage: triton_kernels.py --warm EPS op:dtype:hidden[:hq:hkv]...")
+    for spec in sys.argv[3:]:
+        warm(spec, float(sys.argv[2]))

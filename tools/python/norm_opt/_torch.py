@@ -132,15 +132,18 @@ def prepare_row_norm(kind: int, input: torch.Tensor,
                      addend: Optional[torch.Tensor] = None, alpha: float = 1.0,
                      out: Optional[torch.Tensor] = None,
                      residual_out: Optional[torch.Tensor] = None,
-                     out_dtype: Optional[torch.dtype] = None) -> Call:
+                     out_dtype: Optional[torch.dtype] = None,
+                     names: Tuple[str, str] = ("input", "addend")) -> Call:
     """A fused-row launch: y = norm(alpha * input + addend) * weight + bias
     over the last dimension, and with an addend also the sum (in input's
-    dtype) as the new residual."""
+    dtype) as the new residual. `names` name input and addend in errors."""
     hidden = input.size(-1) if input.dim() else 0
     device = _device(input, addend, weight, bias, out, residual_out)
-    x, rows, x_stride = _rows(input, hidden, "input")
+    input_type = _dtype(input, names[0])
+    x, rows, x_stride = _rows(input, hidden, names[0])
     weight = _param(weight, hidden, "weight")
     bias = _param(bias, hidden, "bias")
+    param_type = _param_dtype(weight, bias)
     out_dtype = out_dtype or input.dtype
     flags = ((_capi.OP_WEIGHT if weight is not None else 0) |
              (_capi.OP_BIAS if bias is not None else 0))
@@ -149,13 +152,14 @@ def prepare_row_norm(kind: int, input: torch.Tensor,
     addend_type = _capi.BF16
     if addend is not None:
         if tuple(addend.shape) != tuple(input.shape):
-            raise ValueError(f"addend: expected shape {tuple(input.shape)}, "
-                             f"got {tuple(addend.shape)}")
-        a, _, a_stride = _rows(addend, hidden, "addend")
-        addend_type = _dtype(a, "addend")
+            raise ValueError(f"{names[0]} and {names[1]} differ in shape: "
+                             f"{tuple(input.shape)} and {tuple(addend.shape)}")
+        addend_type = _dtype(addend, names[1])
+        a, _, a_stride = _rows(addend, hidden, names[1])
         buffers[_capi.ADDEND] = _buffer(a, hidden, a_stride)
         keep.append(a)
         flags |= _capi.OP_ADDEND | _capi.OP_RESIDUAL_OUT
+    output_type = _dtype(torch.empty(0, dtype=out_dtype), "out")
     y = _output(out, input.shape, out_dtype, input, "out")
     buffers[_capi.OUTPUT] = _buffer(y, hidden, hidden)
     outputs = [y]
@@ -172,9 +176,9 @@ def prepare_row_norm(kind: int, input: torch.Tensor,
     if not (y.is_contiguous() and (len(outputs) == 1 or
                                    outputs[1].is_contiguous())):
         raise ValueError("outputs must be contiguous")
-    desc = OpDesc(kind=kind, hidden=hidden, input_type=_dtype(x, "input"),
-                  output_type=_dtype(y, "out"),
-                  param_type=_param_dtype(weight, bias),
+    desc = OpDesc(kind=kind, hidden=hidden, input_type=input_type,
+                  output_type=output_type,
+                  param_type=param_type,
                   addend_type=addend_type, flags=flags, eps=float(eps),
                   alpha=float(alpha))
     return Call(device, desc, _capi.make_launch_args(buffers), rows,
@@ -199,9 +203,11 @@ def prepare_qk_norm(qkv: torch.Tensor, num_q_heads: int, num_kv_heads: int,
     if (q_weight is None) != (k_weight is None):
         raise ValueError("give both q_weight and k_weight, or neither")
     device = _device(qkv, q_weight, k_weight)
+    input_type = _dtype(qkv, "qkv")
     x, tokens, stride = _rows(qkv, qkv.size(-1), "qkv")
     q_weight = _param(q_weight, head_dim, "q_weight")
     k_weight = _param(k_weight, head_dim, "k_weight")
+    param_type = _param_dtype(q_weight, k_weight)
     out_dtype = out_dtype or qkv.dtype
     lead = tuple(qkv.shape[:-1])
     q = _output(q_out, lead + (num_q_heads, head_dim), out_dtype, qkv, "q_out")
@@ -222,8 +228,8 @@ def prepare_qk_norm(qkv: torch.Tensor, num_q_heads: int, num_kv_heads: int,
         keep += [q_weight, k_weight]
         flags |= _capi.OP_WEIGHT
     desc = OpDesc(kind=_capi.OP_QK_NORM, hidden=head_dim,
-                  input_type=_dtype(x, "qkv"), output_type=_dtype(q, "q"),
-                  param_type=_param_dtype(q_weight, k_weight), flags=flags,
+                  input_type=input_type, output_type=_dtype(q, "q"),
+                  param_type=param_type, flags=flags,
                   eps=float(eps), num_q_heads=num_q_heads,
                   num_kv_heads=num_kv_heads)
     return Call(device, desc, _capi.make_launch_args(buffers), tokens, (q, k),
@@ -262,7 +268,7 @@ def fused_add_rms_norm(x, residual, weight=None, eps=None, *, alpha=1.0,
     return run(prepare_row_norm(_capi.OP_RMS_NORM, residual, weight, None,
                                 _default_eps(x, eps), addend=x, alpha=alpha,
                                 out=out, residual_out=residual_out,
-                                out_dtype=x.dtype))
+                                out_dtype=x.dtype, names=("residual", "x")))
 
 
 def qk_norm(qkv, num_q_heads, num_kv_heads, q_weight=None, k_weight=None,
