@@ -4,7 +4,7 @@
 # libnormjit's kernels, then benchmarks them against the anchors, inside a
 # time budget. Needs `.carry/` from tools/prepare-gpu-carry.sh.
 #
-#   bash tools/gpu-check.sh [--budget-s 400] [--out DIR] [--quick] [--dry-run]
+#   bash tools/gpu-check.sh [--budget-s 380] [--out DIR] [--quick] [--dry-run]
 #                           [--skip step,...]
 #
 # Steps (each logged, each under a time limit that leaves the benchmark at
@@ -28,7 +28,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$PWD
-budget=400
+budget=380
 bench_min=150
 bench_max=240
 quick=0
