@@ -58,6 +58,7 @@ summary=$work/summary.txt
 : > "$summary"
 start=$(date +%s)
 failures=0
+export PATH=$PATH:/usr/local/cuda/bin
 export PYTHONUNBUFFERED=1
 export PYTHONPATH=$root/tools/python:$root/tools/norm-bench${PYTHONPATH:+:$PYTHONPATH}
 # Every libnormjit cache of this run is fresh: kernels compile and tune here.
@@ -174,6 +175,8 @@ if ! skipped unpack; then
       static_ok=1
     fi
     verdict unpack $status "^norm-tune: |^warning"
+    [ -f "$static/MANIFEST" ] &&
+      export NORM_GIT_COMMIT="$(awk '/^commit/ {$1 = ""; print substr($0, 2)}' "$static/MANIFEST")"
   fi
 fi
 export NORMJIT_LIBRARY=$static/lib/libnormjit.so

@@ -294,7 +294,7 @@ class LayoutTest(HeuristicCase):
         with self.assertRaisesRegex(TypeError, "float64 is not supported"):
             norm_opt.rms_norm(self.rand(4, 64, dtype=torch.float64), None)
         with self.assertRaisesRegex(ValueError, "does not hold"):
-            norm_opt.qk_norm(self.rand(4, 100), 2, 1)
+            norm_opt.qk_norm(self.rand(4, 102), 2, 1)  # 102 % (2 + 2 x 1)
         with self.assertRaisesRegex(ValueError, "both q_weight and k_weight"):
             norm_opt.qk_norm(self.rand(4, 4 * 64), 2, 1, q_weight=w)
         with self.assertRaisesRegex(TypeError, "one dtype"):

@@ -16,7 +16,7 @@ import torch
 
 from norm_opt import _capi
 from norm_opt._capi import Buffer, LaunchConfig, OpDesc
-from norm_opt._registry import configure, get_context, get_kernel
+from norm_opt._registry import get_kernel
 
 _DTYPES = {torch.float32: _capi.F32, torch.float16: _capi.F16,
            torch.bfloat16: _capi.BF16}
