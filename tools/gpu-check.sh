@@ -340,8 +340,9 @@ if [ $dry_run = 0 ]; then
   tar -C "$work" -czf "$out/logs.tar.gz" logs
   echo
   echo "=== logs (tails) ==="
-  for log in gpu-check torch memcheck racecheck; do
-    [ -f "$logs/$log.log" ] && { echo "--- $log"; grep -E "FAIL|ERROR|Error|error" "$logs/$log.log" | head -8; }
+  for log in gpu-check torch memcheck racecheck bench; do
+    [ -f "$logs/$log.log" ] && grep -qE "FAIL|ERROR|Error|error" "$logs/$log.log" &&
+      { echo "--- $log"; grep -E "FAIL|ERROR|Error|error" "$logs/$log.log" | head -4 | cut -c1-160; }
   done
   echo
   if [ -f "$out/bench-results.json" ]; then

@@ -42,8 +42,9 @@ done
 source_hash() {
   (cd "$root" && find CMakeLists.txt dialects passes compiler runtime \
       tools/norm-tune tools/normjit-bench tools/normjit-example \
-      test/Runtime/GpuCheck.cpp -type f -print0 | LC_ALL=C sort -z |
-      xargs -0 sha256sum | sha256sum | cut -c1-16)
+      test/Runtime/GpuCheck.cpp -type f \( -name '*.cpp' -o -name '*.h' \
+      -o -name '*.td' -o -name '*.cmake' -o -name CMakeLists.txt \) -print0 |
+      LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
 }
 if [ $source_hash_only = 1 ]; then
   source_hash
