@@ -65,11 +65,19 @@ struct HostTensor {
   }
 };
 
-/// `value` rounded to `type` as a store would.
+/// `value` rounded to `type` as a store would (no allocation: this runs for
+/// every element of every check).
 double roundTo(ElementType type, double value) {
-  HostTensor t(type, 1);
-  t.set(0, value);
-  return t.get(0);
+  float f = static_cast<float>(value);
+  switch (type) {
+  case ElementType::bf16:
+    return bf16ToFloat(floatToBf16(f));
+  case ElementType::f16:
+    return f16ToFloat(floatToF16(f));
+  case ElementType::f32:
+    break;
+  }
+  return f;
 }
 
 double tolerance(ElementType type) {
@@ -387,9 +395,11 @@ private:
     // every input byte and every guard byte.
     double worst = 0;
     int64_t bad = 0;
-    auto report = [&](const std::string &what) {
+    // Counts a bad element; describes only the first (the message costs
+    // more than the check, and a broken kernel makes millions).
+    auto report = [&](auto &&describe) {
       if (bad++ == 0 && error.empty())
-        error = what;
+        error = describe();
     };
     for (size_t i = 0; i < specs.size(); ++i) {
       const BufferSpec &buffer = specs[i];
@@ -406,13 +416,15 @@ private:
       size_t dataEnd = image.size() - kGuardBytes;
       for (size_t at = 0; at < image.size(); ++at)
         if ((at < guarded.offset || at >= dataEnd) && image[at] != kGuardByte) {
-          report("guard byte " + std::to_string(at) + " of '" + name +
-                 "' overwritten");
+          report([&] {
+            return "guard byte " + std::to_string(at) + " of '" + name +
+                   "' overwritten";
+          });
           break;
         }
       if (!buffer.written) {
         if (std::memcmp(image.data(), guarded.image.data(), image.size()))
-          report("input '" + name + "' changed");
+          report([&] { return "input '" + name + "' changed"; });
         continue;
       }
       HostTensor result(buffer.type, host[buffer.slot].size());
@@ -429,25 +441,27 @@ private:
           double got = result.get(r * width + col);
           if (col >= buffer.cols) {
             if (!std::isnan(got)) // padding must be untouched
-              report("padding of '" + name + "' written");
+              report([&] { return "padding of '" + name + "' written"; });
             continue;
           }
           double want = roundTo(buffer.type, expected(buffer.slot, r, col));
           if (std::isnan(want)) { // nothing to compute (zero rows)
             if (!std::isnan(got))
-              report("'" + name + "' written without rows");
+              report([&] { return "'" + name + "' written without rows"; });
             continue;
           }
           double err = std::fabs(got - want);
           double limit =
               exact ? 0 : tolerance(buffer.type) * (1 + std::fabs(want));
-          if (!(err <= limit)) {
-            char text[160];
-            std::snprintf(text, sizeof(text), "%s[%lld][%lld] = %g, expected %g",
-                          name.c_str(), static_cast<long long>(r),
-                          static_cast<long long>(col), got, want);
-            report(text);
-          }
+          if (!(err <= limit))
+            report([&] {
+              char text[160];
+              std::snprintf(text, sizeof(text),
+                            "%s[%lld][%lld] = %g, expected %g", name.c_str(),
+                            static_cast<long long>(r),
+                            static_cast<long long>(col), got, want);
+              return std::string(text);
+            });
           if (!std::isnan(err))
             worst = std::max(worst, err);
         }
