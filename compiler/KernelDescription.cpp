@@ -86,6 +86,30 @@ int64_t getKernelRowLength(Operation *kernelOp) {
       .Default([](Operation *) { return 0; });
 }
 
+int64_t getStagedRowBytes(FusedRowOp op, int64_t vector) {
+  int64_t bytes = op.getStreamElementType().getIntOrFloatBitWidth() / 8;
+  int64_t vectors = llvm::divideCeil(op.getHidden() / op.getGroups(), vector);
+  return llvm::alignTo(vectors * vector * bytes, 16);
+}
+
+RowStorage getRowStorage(Operation *kernelOp, const LaunchConfig &launch) {
+  int64_t length = getKernelRowLength(kernelOp);
+  // Compared by division: huge rows must not overflow the product.
+  if (llvm::divideCeil(length, launch.threadsPerRow * launch.vector) <=
+      kMaxElementsPerThread / launch.vector)
+    return RowStorage::Registers;
+  auto op = dyn_cast<FusedRowOp>(kernelOp);
+  if (!op) // the verifiers of the other kernel ops keep rows in registers
+    return RowStorage::Registers;
+  // Without a statistic, one pass over the row is all there is.
+  if (op.getStatistic() == Statistic::none)
+    return RowStorage::Streamed;
+  if (launch.getConcurrentRows() * getStagedRowBytes(op, launch.vector) <=
+      kMaxStagedRowBytes)
+    return RowStorage::Shared;
+  return RowStorage::Streamed;
+}
+
 int64_t getStaticRows(Operation *kernelOp) {
   Value rows = kernelOp->getOperand(0); // input, qkv: the first operand
   int64_t count = cast<RankedTensorType>(rows.getType()).getDimSize(0);
@@ -253,11 +277,29 @@ static std::string getKernelPrefix(Operation *kernelOp) {
       .Default([](Operation *) { return std::string("norm_unknown"); });
 }
 
+static LaunchConfig toLaunchConfig(LaunchAttr launch) {
+  return {launch.getVector(), launch.getThreadsPerRow(), launch.getWarps(),
+          launch.getRowsPerCta()};
+}
+
+static StringRef getRowStorageSuffix(RowStorage storage) {
+  switch (storage) {
+  case RowStorage::Registers:
+    return "";
+  case RowStorage::Shared:
+    return "_smem";
+  case RowStorage::Streamed:
+    return "_stream";
+  }
+  llvm_unreachable("unknown row storage");
+}
+
 std::string getKernelName(Operation *kernelOp, LaunchAttr launch) {
-  return llvm::formatv("{0}_{1}_{2}", getKernelPrefix(kernelOp),
-                       llvm::format_hex_no_prefix(
-                           hashKey(getSemanticKey(kernelOp)), 8),
-                       launch.getMangledSuffix())
+  return llvm::formatv(
+             "{0}_{1}_{2}{3}", getKernelPrefix(kernelOp),
+             llvm::format_hex_no_prefix(hashKey(getSemanticKey(kernelOp)), 8),
+             launch.getMangledSuffix(),
+             getRowStorageSuffix(getRowStorage(kernelOp, toLaunchConfig(launch))))
       .str();
 }
 
@@ -289,12 +331,14 @@ FailureOr<KernelSignature> describeKernel(Operation *kernelOp,
   KernelSignature sig;
   sig.name = getKernelName(kernelOp, launch);
   sig.kind = kernelOp->getName().stripDialect().str();
-  sig.launch = {launch.getVector(), launch.getThreadsPerRow(),
-                launch.getWarps(), launch.getRowsPerCta()};
+  sig.launch = toLaunchConfig(launch);
   sig.blockThreads = launch.getThreadsPerCta();
   sig.hidden = getHiddenOf(kernelOp->getOperand(0));
   if (auto op = dyn_cast<FusedRowOp>(kernelOp)) {
     sig.rowMultiplier = op.getGroups();
+    if (getRowStorage(op, sig.launch) == RowStorage::Shared)
+      sig.sharedBytes = sig.launch.getConcurrentRows() *
+                        getStagedRowBytes(op, sig.launch.vector);
   } else if (auto op = dyn_cast<QKNormPrologueOp>(kernelOp)) {
     sig.hidden = op.getHeadDim();
     sig.rowMultiplier = op.getNumQHeads() + op.getNumKvHeads();

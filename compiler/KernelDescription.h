@@ -42,6 +42,36 @@ llvm::SmallVector<KernelBuffer> getKernelBuffers(mlir::Operation *kernelOp);
 /// work on `vector`-wide column tiles; their "row" is the hidden size.
 int64_t getKernelRowLength(mlir::Operation *kernelOp);
 
+/// Where the threads of a row kernel keep their share of a row between the
+/// statistic and the epilogue.
+enum class RowStorage {
+  /// Registers: at most mlir::norm::kMaxElementsPerThread elements per thread.
+  Registers,
+  /// Dynamic shared memory (norm.fused_row only): the row is read from global
+  /// memory once, staged while its statistic accumulates, and read back.
+  Shared,
+  /// Nowhere (norm.fused_row only): rows too long for shared memory are read
+  /// twice, once for the statistic and once to normalize them; rows without a
+  /// statistic once.
+  Streamed,
+};
+
+/// The dynamic shared memory a CTA may use for staged rows: sm_90 lets a CTA
+/// opt in to 227 KiB; 1 KiB stays for the static buffer of the row
+/// reduction (at most 32 warps x 3 sums x 4 bytes).
+constexpr int64_t kMaxStagedRowBytes = 226 * 1024;
+
+/// How the kernel of `kernelOp` with `launch` keeps its rows: registers when
+/// a thread's share fits them, else shared memory when the rows the CTA works
+/// on at once fit kMaxStagedRowBytes, else streamed.
+RowStorage getRowStorage(mlir::Operation *kernelOp,
+                         const LaunchConfig &launch);
+
+/// Bytes one row takes when staged in shared memory: whole `vector`s of the
+/// element type of `v` (the input's, or f32 with f32_residual), rounded up
+/// to 16.
+int64_t getStagedRowBytes(mlir::norm::FusedRowOp op, int64_t vector);
+
 /// The op as the runtime describes operations. Parameters of mixed element
 /// types are summarised by the first one present.
 mlir::FailureOr<OpSpec> getOpSpec(mlir::Operation *kernelOp);
@@ -51,7 +81,8 @@ mlir::FailureOr<OpSpec> getOpSpec(mlir::Operation *kernelOp);
 int64_t getStaticRows(mlir::Operation *kernelOp);
 
 /// The kernel's symbol: a readable prefix, a hash of every attribute and
-/// type the generated code depends on, and the launch suffix, e.g.
+/// type the generated code depends on, the launch suffix and, for rows not
+/// kept in registers, `_smem` or `_stream`, e.g.
 /// `norm_rms_add_h4096_bf16_bf16_1f2e3d4c_v8_t128_w4_r1`.
 std::string getKernelName(mlir::Operation *kernelOp,
                           mlir::norm::LaunchAttr launch);

@@ -9,7 +9,11 @@
 //    128-thread CTA;
 //  - longer rows get about 8 elements per thread (16 above 8192), the
 //    configurations the MLIR feasibility probe on an H200 found fastest:
-//    256 threads for 2048, 896 for 7168, 1024 for 8192 and 16384.
+//    256 threads for 2048, 896 for 7168, 1024 for 8192 and 16384;
+//  - rows beyond 1024 threads x 64 elements (65536) get 1024 threads, one
+//    row per CTA. Their shares no longer fit in registers: the kernel
+//    stages them in shared memory, or streams rows too long for it (see
+//    norm::getRowStorage; bf16 rows up to 115712 elements are staged).
 //
 // Accesses are 16 bytes wide (8 x bf16, 4 x f32) when the row length allows
 // it: a row of odd length cannot keep consecutive rows aligned, so it gets

@@ -16,9 +16,14 @@
 #include "dialects/NormDialect.h.inc"
 
 namespace mlir::norm {
-/// Row kernels keep each thread's share of a row in registers; a launch
-/// configuration that needs more elements per thread is rejected.
+/// Elements of a row one thread may keep in registers. norm.fused_row stages
+/// longer shares of its rows in shared memory or streams them; the other
+/// kernel ops reject launch configurations that need more.
 constexpr int64_t kMaxElementsPerThread = 64;
+/// The longest row of a norm.fused_row (2^24 elements, far beyond any hidden
+/// size of a model): index arithmetic and f32 sums stay well inside their
+/// range.
+constexpr int64_t kMaxFusedRowLength = int64_t(1) << 24;
 /// The widest vector access of a row kernel, in bytes.
 constexpr int64_t kMaxAccessBytes = 16;
 } // namespace mlir::norm

@@ -218,10 +218,12 @@ static LogicalResult verifyLaunchAccessWidth(Operation *op, LaunchAttr launch,
 ///
 /// `segments`: the rows are consecutive pieces of wider rows (groups, heads),
 /// so a piece starts aligned for vector accesses only if the vector divides
-/// its length.
+/// its length. `inRegisters`: the kernel keeps each thread's share of a row
+/// in registers (norm.fused_row stages longer shares in shared memory or
+/// streams them instead).
 static LogicalResult verifyLaunchForRow(Operation *op, LaunchAttr launch,
                                         int64_t rowLength, TypeRange rowTypes,
-                                        bool segments) {
+                                        bool segments, bool inRegisters) {
   if (!launch)
     return success();
   if (failed(verifyLaunchAccessWidth(op, launch, rowTypes)))
@@ -238,6 +240,8 @@ static LogicalResult verifyLaunchForRow(Operation *op, LaunchAttr launch,
            << "launch configuration leaves threads without work: " << threads
            << " threads x vector " << perAccess << " for rows of " << rowLength
            << " elements";
+  if (!inRegisters)
+    return success();
   // Compared by division: huge rows must not overflow the product.
   int64_t vectorsPerThread = llvm::divideCeil(rowLength, threads * perAccess);
   if (vectorsPerThread > kMaxElementsPerThread / perAccess)
@@ -479,8 +483,14 @@ LogicalResult FusedRowOp::verify() {
        {getInput(), getAddend(), getSkip(), getOutput(), getResidualOut()})
     if (v)
       rowTypes.push_back(v.getType());
+  if (getLaunchAttr() && hidden / getGroups() > kMaxFusedRowLength)
+    return emitOpError() << "rows of " << hidden / getGroups()
+                         << " elements are longer than a kernel supports (at "
+                            "most "
+                         << kMaxFusedRowLength << ")";
   return verifyLaunchForRow(*this, getLaunchAttr(), hidden / getGroups(),
-                            rowTypes, /*segments=*/getGroups() > 1);
+                            rowTypes, /*segments=*/getGroups() > 1,
+                            /*inRegisters=*/false);
 }
 
 LogicalResult QKNormPrologueOp::verify() {
@@ -528,7 +538,7 @@ LogicalResult QKNormPrologueOp::verify() {
   return verifyLaunchForRow(
       *this, getLaunchAttr(), headDim,
       {getQkv().getType(), getQ().getType(), getK().getType()},
-      /*segments=*/true);
+      /*segments=*/true, /*inRegisters=*/true);
 }
 
 LogicalResult ColumnStatsOp::verify() {

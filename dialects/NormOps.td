@@ -309,9 +309,11 @@ def Norm_FusedRowOp : Norm_Op<"fused_row", [Pure, AttrSizedOperandSegments]> {
 
     `launch` is the launch configuration; `kernel` names the `gpu.func` that
     implements the op once kernels are generated. A launch configuration
-    must fit the row (`hidden / groups` elements): no thread of a row without
-    work, at most 64 elements per thread, and vector accesses of at most 16
-    bytes of every row tensor.
+    must fit the row (`hidden / groups` elements, at most 2^24): no thread of
+    a row without work, and vector accesses of at most 16 bytes of every row
+    tensor. A thread keeps up to 64 elements of a row in registers; the
+    kernel stages longer shares in shared memory, or reads rows too long for
+    it twice.
 
     Canonicalization drops a weight that scales by exactly 1 (splat 1.0 with
     offset 0 or splat 0.0 with offset 1) and a splat 0.0 bias.
@@ -371,7 +373,7 @@ def Norm_QKNormPrologueOp : Norm_Op<"qk_norm_prologue", [Pure,
     RMSNorm or L2 norm and scaled by `q_weight`/`k_weight` (length
     `head_dim`). One launch; `v` is not touched. The row stride of `qkv` is a
     runtime argument of the kernel. A launch configuration serves rows of
-    `head_dim` elements.
+    `head_dim` elements, at most 64 of them per thread (held in registers).
 
     ```mlir
     %q, %k = norm.qk_norm_prologue <rms> %qkv q_weight(%wq : tensor<128xbf16>)

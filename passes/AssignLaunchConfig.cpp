@@ -64,13 +64,22 @@ void AssignLaunchConfig::runOnOperation() {
     FailureOr<::norm::OpSpec> spec = ::norm::getOpSpec(op);
     if (failed(spec))
       return signalPassFailure();
-    // Rows live in registers: 1024 threads hold at most this many elements.
-    int64_t maxRow = 1024 * kMaxElementsPerThread;
-    if (!isa<ColumnStatsOp>(op) && ::norm::getKernelRowLength(op) > maxRow) {
-      op->emitOpError() << "rows of " << ::norm::getKernelRowLength(op)
+    // QK-Norm heads live in registers: 1024 threads hold at most this many
+    // elements. Fused rows beyond them are staged or streamed.
+    int64_t length = ::norm::getKernelRowLength(op);
+    if (isa<QKNormPrologueOp>(op) && length > 1024 * kMaxElementsPerThread) {
+      op->emitOpError() << "heads of " << length
                         << " elements do not fit in the registers of one CTA "
                            "(at most "
-                        << maxRow << "); such rows are not supported";
+                        << 1024 * kMaxElementsPerThread
+                        << "); such heads are not supported";
+      return signalPassFailure();
+    }
+    if (isa<FusedRowOp>(op) && length > kMaxFusedRowLength) {
+      op->emitOpError() << "rows of " << length
+                        << " elements are longer than a kernel supports (at "
+                           "most "
+                        << kMaxFusedRowLength << ")";
       return signalPassFailure();
     }
     ::norm::LaunchConfig launch = pickLaunch(op, *spec);

@@ -22,7 +22,9 @@ def NormKernelsToHost : Pass<"norm-kernels-to-host", "::mlir::ModuleOp"> {
     MCUDA): thread-dependent values that live across a split point are kept
     in per-thread buffers, thread-uniform computations run once per CTA,
     `norm.row_allreduce` becomes a loop that sums each group of threads in
-    thread order, and workgroup attributions become host buffers.
+    thread order, and workgroup attributions and `gpu.dynamic_shared_memory`
+    become host buffers (the latter as large as its `memref.view`s, which
+    need constant offsets and static shapes).
     Collectives inside `scf.for` loops with thread-uniform bounds split the
     loop body recursively; the loop itself stays outside the thread loops.
 

@@ -16,6 +16,17 @@
 // fall back to a masked access for a partial vector, so any row length works
 // and nothing past the row is touched.
 //
+// A thread keeps up to kMaxElementsPerThread elements in registers, the
+// chunks unrolled. norm.fused_row kernels whose threads own more loop over
+// their chunks (kChunksPerIteration at a time) and keep the row elsewhere
+// (norm::getRowStorage):
+//   shared    step 1 stores v in dynamic shared memory as it accumulates the
+//             sums, step 3 reads it back: global memory is read once;
+//   streamed  step 3 reads the row again (v from residual_out when that holds
+//             it exactly, else input and addend once more).
+// Either way a thread reads back only the elements it wrote itself, in
+// program order: no barrier or fence is needed between the steps.
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/KernelBuilder.h"
@@ -39,6 +50,7 @@ using namespace mlir;
 using namespace mlir::norm;
 using ::norm::KernelParam;
 using ::norm::KernelSignature;
+using ::norm::RowStorage;
 
 namespace {
 
@@ -46,6 +58,14 @@ namespace {
 /// bare-pointer calling convention needs static shapes, and no allocation
 /// comes near 2^40 elements.
 constexpr int64_t kBufferExtent = int64_t(1) << 40;
+
+/// Chunks a thread loads per iteration of a loop over a long row: four
+/// independent 16-byte loads in flight per thread and buffer.
+constexpr int64_t kChunksPerIteration = 4;
+
+/// Alignment of the vectors of a staged row: the dynamic shared memory and
+/// each row's region in it start at 16 bytes.
+constexpr uint64_t kStagedAlignment = 16;
 
 Type getMlirType(MLIRContext *context, ::norm::ElementType type) {
   switch (type) {
@@ -71,10 +91,55 @@ struct RowLayout {
   int64_t length, vector, threads, chunks;
 };
 
+/// One chunk of a thread: where it starts in the row, and whether it lies
+/// inside the row for every lane.
+struct Chunk {
+  Value start;
+  bool inside;
+};
+
 /// Per-channel parameters of a row, `vector`-wide chunks in storage type
 /// (register-lean), except `invStd` (f32).
 struct ParamChunks {
   SmallVector<Value> weight, bias, mean, invStd;
+};
+
+/// The operands of the epilogue for one chunk; null where absent.
+struct ChunkParams {
+  Value weight, bias, mean, invStd, skip;
+};
+
+/// The attributes of a norm.fused_row its kernel code reads.
+struct FusedRow {
+  FusedRow(FusedRowOp op, int64_t vector, int64_t threads)
+      : op(op), groups(op.getGroups()),
+        row(op.getHidden() / groups, vector, threads),
+        statistic(op.getStatistic()), streamType(op.getStreamElementType()),
+        outputType(getElementTypeOrSelf(op.getOutput().getType())),
+        alpha(op.getAlpha().convertToDouble()),
+        eps(op.getEps().convertToDouble()),
+        offset(op.getWeightOffset().convertToDouble()) {}
+
+  FusedRowOp op;
+  int64_t groups;
+  RowLayout row;
+  Statistic statistic;
+  /// The element type of v (see FusedRowOp::getStreamElementType).
+  Type streamType, outputType;
+  double alpha, eps, offset;
+};
+
+/// Where one row of a norm.fused_row kernel lies.
+struct RowPosition {
+  Value valid;   // whether the row exists
+  Value token;   // its row in the 2-D buffers
+  Value colBase; // its first channel (GroupNorm rows are groups)
+};
+
+/// What normalizes a row: `scale` (null without a statistic) and, for
+/// mean_var, `pivot` and `centre` (mean = pivot + centre).
+struct RowScale {
+  Value scale, pivot, centre;
 };
 
 class KernelBuilder {
@@ -98,6 +163,9 @@ public:
   void build(ColumnStatsOp op);
 
 private:
+  /// norm.fused_row with rows in shared memory or streamed.
+  void buildLongRows(const FusedRow &fused, RowStorage storage);
+
   //===--- Values ---------------------------------------------------------===//
 
   Value index(int64_t value) {
@@ -302,11 +370,46 @@ private:
                   chunkStart(c), row.length, row.isFull(c));
   }
   /// `d` with the lanes outside the row zeroed (for chunks that may leave it).
-  Value maskOutside(const RowLayout &row, int64_t c, Value d) {
-    if (row.isFull(c))
+  Value maskOutside(const RowLayout &row, Chunk chunk, Value d) {
+    if (chunk.inside)
       return d;
-    return arith::SelectOp::create(b, tailMask(chunkStart(c), row.length),
-                                   d, zero(d.getType()));
+    return arith::SelectOp::create(b, tailMask(chunk.start, row.length), d,
+                                   zero(d.getType()));
+  }
+
+  /// Runs `body` over this thread's chunks of `row` in order, threading
+  /// `carried` through: the chunks inside the row for every lane in an
+  /// scf.for, kChunksPerIteration at a time, the others after it (the last
+  /// one may be partial). Returns the final carried values.
+  SmallVector<Value> forEachChunkGroup(
+      const RowLayout &row, ValueRange carried,
+      function_ref<SmallVector<Value>(ArrayRef<Chunk>, ValueRange)> body) {
+    int64_t perChunk = threads * vector;
+    int64_t iterations = row.length / perChunk / kChunksPerIteration;
+    SmallVector<Value> values(carried);
+    if (iterations > 0) {
+      int64_t step = kChunksPerIteration * perChunk;
+      Value laneStart = chunkStart(0);
+      auto loop = scf::ForOp::create(
+          b, index(0), index(iterations * step), index(step), values,
+          [&](OpBuilder &nested, Location, Value offset, ValueRange args) {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPoint(nested.getInsertionBlock(),
+                                nested.getInsertionPoint());
+            Value first = add(offset, laneStart);
+            SmallVector<Chunk> chunks;
+            for (int64_t i = 0; i < kChunksPerIteration; ++i)
+              chunks.push_back({add(first, index(i * perChunk)), true});
+            scf::YieldOp::create(b, body(chunks, args));
+          });
+      values = SmallVector<Value>(loop.getResults());
+    }
+    SmallVector<Chunk> rest;
+    for (int64_t c = iterations * kChunksPerIteration; c < row.chunks; ++c)
+      rest.push_back({chunkStart(c), row.isFull(c)});
+    if (!rest.empty())
+      values = body(rest, values);
+    return values;
   }
 
   /// Weight, bias and per-channel statistics of the channels at `colBase`.
@@ -324,6 +427,243 @@ private:
       for (Value chunk : loadRow(row, variance, colBase))
         params.invStd.push_back(rsqrt(addf(toF32(chunk), eps)));
     }
+    return params;
+  }
+
+  //===--- norm.fused_row -------------------------------------------------===//
+
+  /// This thread group's row in shared memory, as whole vectors of `vector`
+  /// elements of v. Accessed with memref.load/store of vectors, which the
+  /// NVVM conversion lowers: vector.load on workgroup memory would meet
+  /// convert-vector-to-llvm first, which cannot map that address space.
+  struct StagedRow {
+    Value buffer; // memref<concurrent rows x row vectors x vector<V x T>>
+    Value base;   // the first vector of this thread group's row
+  };
+
+  StagedRow createStagedRow(const FusedRow &fused) {
+    auto workgroup = gpu::AddressSpaceAttr::get(
+        b.getContext(), gpu::GPUDialect::getWorkgroupAddressSpace());
+    int64_t vectorBytes = vector * fused.streamType.getIntOrFloatBitWidth() / 8;
+    int64_t rowVectors =
+        ::norm::getStagedRowBytes(FusedRowOp(fused.op), vector) / vectorBytes;
+    Value memory = gpu::DynamicSharedMemoryOp::create(
+        b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                           MemRefLayoutAttrInterface{}, workgroup));
+    StagedRow staged;
+    staged.buffer = memref::ViewOp::create(
+        b,
+        MemRefType::get({sig.launch.getConcurrentRows() * rowVectors},
+                        VectorType::get({vector}, fused.streamType),
+                        MemRefLayoutAttrInterface{}, workgroup),
+        memory, index(0), ValueRange{});
+    staged.base = mul(slot, index(rowVectors));
+    return staged;
+  }
+
+  /// Where chunk `chunk` lies in `staged`, and whether it starts inside the
+  /// row (a partial chunk is staged whole: its lanes outside the row are
+  /// zeros and the region holds whole vectors).
+  std::pair<Value, Value> locateStaged(const StagedRow &staged,
+                                       const RowLayout &row, Chunk chunk) {
+    Value at = add(staged.base,
+                   arith::DivUIOp::create(b, chunk.start, index(vector)));
+    if (chunk.inside)
+      return {at, Value()};
+    Value starts = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                         chunk.start, index(row.length));
+    return {at, starts};
+  }
+
+  void stage(const StagedRow &staged, const RowLayout &row, Chunk chunk,
+             Value v) {
+    auto [at, starts] = locateStaged(staged, row, chunk);
+    auto store = [&] {
+      memref::StoreOp::create(b, v, staged.buffer, at, /*nontemporal=*/false,
+                              llvm::MaybeAlign(kStagedAlignment));
+    };
+    if (!starts)
+      return store();
+    ifThen(starts, store);
+  }
+
+  Value unstage(const StagedRow &staged, const RowLayout &row, Chunk chunk) {
+    auto [at, starts] = locateStaged(staged, row, chunk);
+    auto load = [&] {
+      return SmallVector<Value>{memref::LoadOp::create(
+          b, staged.buffer, at, /*nontemporal=*/false,
+          llvm::MaybeAlign(kStagedAlignment))};
+    };
+    if (!starts)
+      return load().front();
+    return ifElseZeros(starts, load).front();
+  }
+
+  /// Runs `body` for each row of the CTA's thread group.
+  void forEachFusedRow(const FusedRow &fused,
+                       function_ref<void(const RowPosition &)> body) {
+    int64_t groups = fused.groups;
+    Value kernelRows = mul(indexArg("rows"), index(groups));
+    forEachCtaRow([&](Value rowIndex) {
+      RowPosition position;
+      position.valid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                             rowIndex, kernelRows);
+      position.token = rowIndex;
+      position.colBase = index(0);
+      if (groups > 1) {
+        position.token = arith::DivUIOp::create(b, rowIndex, index(groups));
+        position.colBase =
+            mul(arith::RemUIOp::create(b, rowIndex, index(groups)),
+                index(fused.row.length));
+      }
+      body(position);
+    });
+  }
+
+  /// Where the row at `position` begins in the 2-D buffer `buffer`.
+  Value rowBase(const RowPosition &position, StringRef buffer) {
+    return add(mul(position.token, stride(buffer)), position.colBase);
+  }
+
+  /// v = alpha * x + a, rounded to the stream type; x itself without `a`.
+  Value prologue(const FusedRow &fused, Value x, Value a) {
+    if (!a) // without an addend, v is the input as it is stored
+      return x;
+    Value v = toF32(x);
+    if (fused.alpha != 1.0)
+      v = mulf(v, isa<VectorType>(v.getType()) ? splatF32(fused.alpha)
+                                               : constantF32(fused.alpha));
+    return convert(addf(v, toF32(a)), fused.streamType);
+  }
+
+  /// v of one chunk, from input (and addend) at their row bases.
+  Value loadPrologue(const FusedRow &fused, Chunk chunk, Value inputBase,
+                     Value addendBase) {
+    Value addend = arg("addend");
+    auto load = [&](Value buffer, Value base) {
+      return loadVector(buffer, base, chunk.start, fused.row.length,
+                        chunk.inside);
+    };
+    return prologue(fused, load(arg("input"), inputBase),
+                    addend ? load(addend, addendBase) : Value());
+  }
+
+  /// The pivot of mean_var sums: the row's first v (null otherwise). Every
+  /// thread loads it: the sums of v - pivot then need no difference of
+  /// large numbers.
+  Value loadPivot(const FusedRow &fused, Value inputBase, Value addendBase) {
+    if (fused.statistic != Statistic::mean_var)
+      return {};
+    Value addend = arg("addend");
+    Value first = memref::LoadOp::create(b, arg("input"), inputBase);
+    return toF32(prologue(
+        fused, first,
+        addend ? memref::LoadOp::create(b, addend, addendBase).getResult()
+               : Value()));
+  }
+
+  /// Zeros for the per-thread sums of the statistic: sum(v^2) for rms and
+  /// l2, sum(v - pivot) and sum((v - pivot)^2) for mean_var.
+  SmallVector<Value> initialSums(const FusedRow &fused) {
+    int64_t count = fused.statistic == Statistic::mean_var ? 2
+                    : fused.statistic == Statistic::none   ? 0
+                                                           : 1;
+    return SmallVector<Value>(count, zero(VectorType::get({vector}, f32)));
+  }
+
+  /// Adds chunk `v` to `sums` (see initialSums).
+  void accumulate(const FusedRow &fused, Chunk chunk, Value v, Value pivot,
+                  MutableArrayRef<Value> sums) {
+    Value vf = toF32(v);
+    switch (fused.statistic) {
+    case Statistic::rms:
+    case Statistic::l2:
+      sums[0] = addf(sums[0], mulf(vf, vf));
+      break;
+    case Statistic::mean_var: {
+      Value d = maskOutside(fused.row, chunk, subf(vf, splat(pivot)));
+      sums[0] = addf(sums[0], d);
+      sums[1] = addf(sums[1], mulf(d, d));
+      break;
+    }
+    case Statistic::none:
+      break;
+    }
+  }
+
+  /// The scale of the row from the row sums of its statistic.
+  RowScale getRowScale(const FusedRow &fused, ArrayRef<Value> sums,
+                       Value pivot) {
+    RowScale result;
+    result.pivot = pivot;
+    double invLength = 1.0 / static_cast<double>(fused.row.length);
+    switch (fused.statistic) {
+    case Statistic::rms:
+      result.scale = rsqrt(addf(mulf(sums[0], constantF32(invLength)),
+                                constantF32(fused.eps)));
+      break;
+    case Statistic::l2:
+      result.scale = rsqrt(addf(sums[0], constantF32(fused.eps)));
+      break;
+    case Statistic::mean_var: {
+      // mean = pivot + centre; var = E[(v - pivot)^2] - centre^2.
+      result.centre = mulf(sums[0], constantF32(invLength));
+      Value variance = subf(mulf(sums[1], constantF32(invLength)),
+                            mulf(result.centre, result.centre));
+      variance = arith::MaximumFOp::create(b, variance, constantF32(0.0));
+      result.scale = rsqrt(addf(variance, constantF32(fused.eps)));
+      break;
+    }
+    case Statistic::none:
+      break;
+    }
+    return result;
+  }
+
+  /// The f32 output of one chunk of v.
+  Value normalize(const FusedRow &fused, const RowScale &scale, Value v,
+                  const ChunkParams &params) {
+    Value y = toF32(v);
+    if (scale.centre)
+      y = subf(subf(y, splat(scale.pivot)), splat(scale.centre));
+    else if (params.mean)
+      y = subf(y, toF32(params.mean));
+    if (scale.scale)
+      y = mulf(y, splat(scale.scale));
+    else if (params.invStd)
+      y = mulf(y, params.invStd);
+    if (params.weight) {
+      Value w = toF32(params.weight);
+      if (fused.offset != 0.0)
+        w = addf(w, splatF32(fused.offset));
+      y = mulf(y, w);
+    }
+    if (params.bias)
+      y = addf(y, toF32(params.bias));
+    // Sandwich: the normalized value is rounded before the add.
+    if (params.skip)
+      y = addf(toF32(convert(y, fused.outputType)), toF32(params.skip));
+    return y;
+  }
+
+  /// The epilogue operands of one chunk, loaded from global memory (rows too
+  /// long to keep them in registers).
+  ChunkParams loadChunkParams(const FusedRow &fused, Chunk chunk,
+                              Value colBase, Value skipBase) {
+    ChunkParams params;
+    auto load = [&](StringRef name, Value base) -> Value {
+      Value buffer = arg(name);
+      if (!buffer)
+        return {};
+      return loadVector(buffer, base, chunk.start, fused.row.length,
+                        chunk.inside);
+    };
+    params.weight = load("weight", colBase);
+    params.bias = load("bias", colBase);
+    params.mean = load("mean", colBase);
+    if (Value variance = load("variance", colBase))
+      params.invStd = rsqrt(addf(toF32(variance), splatF32(fused.eps)));
+    params.skip = load("skip", skipBase);
     return params;
   }
 
@@ -350,14 +690,11 @@ private:
 //===----------------------------------------------------------------------===//
 
 void KernelBuilder::build(FusedRowOp op) {
-  int64_t groups = op.getGroups();
-  RowLayout row(op.getHidden() / groups, vector, threads);
-  Statistic statistic = op.getStatistic();
-  Type streamType = op.getStreamElementType();
-  Type outputType = getElementTypeOrSelf(op.getOutput().getType());
-  double alpha = op.getAlpha().convertToDouble();
-  double eps = op.getEps().convertToDouble();
-  double offset = op.getWeightOffset().convertToDouble();
+  FusedRow fused(op, vector, threads);
+  RowStorage storage = ::norm::getRowStorage(op, sig.launch);
+  if (storage != RowStorage::Registers)
+    return buildLongRows(fused, storage);
+  const RowLayout &row = fused.row;
   Value input = arg("input"), addend = arg("addend"), skip = arg("skip");
 
   // Parameters of the whole row are the same for every row of the CTA: load
@@ -365,82 +702,38 @@ void KernelBuilder::build(FusedRowOp op) {
   // parameters, loaded per row (any row's channels exist, valid or not).
   // Either way before the reduction, so that the loads overlap it.
   ParamChunks ctaParams;
-  if (groups == 1)
+  if (op.getGroups() == 1)
     ctaParams = loadParams(row, op, index(0));
 
-  Value kernelRows = mul(indexArg("rows"), index(groups));
-  forEachCtaRow([&](Value rowIndex) {
-    Value valid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, rowIndex,
-                                        kernelRows);
-    Value token = rowIndex, colBase = index(0);
-    if (groups > 1) {
-      token = arith::DivUIOp::create(b, rowIndex, index(groups));
-      colBase = mul(arith::RemUIOp::create(b, rowIndex, index(groups)),
-                    index(row.length));
-    }
-    ParamChunks params =
-        groups > 1 ? loadParams(row, op, colBase) : ctaParams;
-    auto rowBase = [&](StringRef buffer) {
-      return add(mul(token, stride(buffer)), colBase);
-    };
-    // v = alpha * input + addend, rounded to the stream type.
-    auto prologue = [&](Value x, Value a) {
-      if (!a) // without an addend, v is the input as it is stored
-        return x;
-      Value v = toF32(x);
-      if (alpha != 1.0)
-        v = mulf(v, isa<VectorType>(v.getType()) ? splatF32(alpha)
-                                                 : constantF32(alpha));
-      return convert(addf(v, toF32(a)), streamType);
-    };
+  forEachFusedRow(fused, [&](const RowPosition &position) {
+    ParamChunks params = op.getGroups() > 1
+                             ? loadParams(row, op, position.colBase)
+                             : ctaParams;
 
     // 1. The row into registers, and its partial sums.
-    SmallVector<Value> loaded = ifElseZeros(valid, [&] {
-      Value inputBase = rowBase("input");
-      Value addendBase = addend ? rowBase("addend") : Value();
+    SmallVector<Value> loaded = ifElseZeros(position.valid, [&] {
+      Value inputBase = rowBase(position, "input");
+      Value addendBase = addend ? rowBase(position, "addend") : Value();
       SmallVector<Value> values;
       for (int64_t c = 0; c < row.chunks; ++c)
         values.push_back(prologue(
-            loadChunk(row, input, inputBase, c),
+            fused, loadChunk(row, input, inputBase, c),
             addend ? loadChunk(row, addend, addendBase, c) : Value()));
+      // The residual stream is complete before the reduction: storing it now
+      // overlaps the writes with the exchange.
+      if (Value residual = arg("residual_out"))
+        storeRow(row, values, residual, rowBase(position, "residual_out"));
       SmallVector<Value> out = values;
       if (skip)
-        llvm::append_range(out, loadRow(row, skip, rowBase("skip")));
-
-      switch (statistic) {
-      case Statistic::rms:
-      case Statistic::l2: {
-        Value squares = zero(VectorType::get({vector}, f32));
-        for (Value v : values) {
-          Value vf = toF32(v);
-          squares = addf(squares, mulf(vf, vf));
-        }
-        out.push_back(reduce(squares));
-        break;
-      }
-      case Statistic::mean_var: {
-        // Sums of v - pivot, with the row's first value as pivot: the
-        // variance then needs no difference of large numbers.
-        Value first = memref::LoadOp::create(b, input, inputBase);
-        Value pivot = toF32(prologue(
-            first, addend ? memref::LoadOp::create(b, addend, addendBase)
-                                .getResult()
-                          : Value()));
-        Value shifted = zero(VectorType::get({vector}, f32));
-        Value squares = shifted;
-        for (auto [c, v] : llvm::enumerate(values)) {
-          Value d = maskOutside(row, c, subf(toF32(v), splat(pivot)));
-          shifted = addf(shifted, d);
-          squares = addf(squares, mulf(d, d));
-        }
+        llvm::append_range(out, loadRow(row, skip, rowBase(position, "skip")));
+      Value pivot = loadPivot(fused, inputBase, addendBase);
+      SmallVector<Value> sums = initialSums(fused);
+      for (auto [c, v] : llvm::enumerate(values))
+        accumulate(fused, {chunkStart(c), row.isFull(c)}, v, pivot, sums);
+      if (pivot)
         out.push_back(pivot);
-        out.push_back(reduce(shifted));
-        out.push_back(reduce(squares));
-        break;
-      }
-      case Statistic::none:
-        break;
-      }
+      for (Value sum : sums)
+        out.push_back(reduce(sum));
       return out;
     });
 
@@ -452,63 +745,134 @@ void KernelBuilder::build(FusedRowOp op) {
     };
     ArrayRef<Value> values = take(row.chunks);
     ArrayRef<Value> skipChunks = take(skip ? row.chunks : 0);
-    Value pivot = statistic == Statistic::mean_var ? take(1).front() : Value();
+    Value pivot =
+        fused.statistic == Statistic::mean_var ? take(1).front() : Value();
 
     // 2. One exchange for all sums of the row.
     SmallVector<Value> sums = allReduce(cursor);
 
     // 3. Normalize, scale, store.
-    ifThen(valid, [&] {
-      Value scale, centre;
-      double invLength = 1.0 / static_cast<double>(row.length);
-      switch (statistic) {
-      case Statistic::rms:
-        scale = rsqrt(addf(mulf(sums[0], constantF32(invLength)),
-                           constantF32(eps)));
-        break;
-      case Statistic::l2:
-        scale = rsqrt(addf(sums[0], constantF32(eps)));
-        break;
-      case Statistic::mean_var: {
-        // mean = pivot + centre; var = E[(v - pivot)^2] - centre^2.
-        centre = mulf(sums[0], constantF32(invLength));
-        Value variance = subf(mulf(sums[1], constantF32(invLength)),
-                              mulf(centre, centre));
-        variance = arith::MaximumFOp::create(b, variance, constantF32(0.0));
-        scale = rsqrt(addf(variance, constantF32(eps)));
-        break;
-      }
-      case Statistic::none:
-        break;
-      }
-
+    ifThen(position.valid, [&] {
+      RowScale scale = getRowScale(fused, sums, pivot);
+      auto at = [](ArrayRef<Value> chunks, int64_t c) {
+        return chunks.empty() ? Value() : chunks[c];
+      };
       SmallVector<Value> outputs;
-      for (int64_t c = 0; c < row.chunks; ++c) {
-        Value y = toF32(values[c]);
-        if (statistic == Statistic::mean_var)
-          y = subf(subf(y, splat(pivot)), splat(centre));
-        else if (!params.mean.empty())
-          y = subf(y, toF32(params.mean[c]));
-        if (scale)
-          y = mulf(y, splat(scale));
-        else if (!params.invStd.empty())
-          y = mulf(y, params.invStd[c]);
-        if (!params.weight.empty()) {
-          Value w = toF32(params.weight[c]);
-          if (offset != 0.0)
-            w = addf(w, splatF32(offset));
-          y = mulf(y, w);
-        }
-        if (!params.bias.empty())
-          y = addf(y, toF32(params.bias[c]));
-        // Sandwich: the normalized value is rounded before the add.
-        if (skip)
-          y = addf(toF32(convert(y, outputType)), toF32(skipChunks[c]));
-        outputs.push_back(y);
-      }
-      storeRow(row, outputs, arg("output"), rowBase("output"));
-      if (Value residual = arg("residual_out"))
-        storeRow(row, values, residual, rowBase("residual_out"));
+      for (int64_t c = 0; c < row.chunks; ++c)
+        outputs.push_back(normalize(
+            fused, scale, values[c],
+            {at(params.weight, c), at(params.bias, c), at(params.mean, c),
+             at(params.invStd, c), at(skipChunks, c)}));
+      storeRow(row, outputs, arg("output"), rowBase(position, "output"));
+    });
+  });
+}
+
+// Rows whose shares do not fit in registers: the same three steps, each a
+// loop over the thread's chunks. Parameters are loaded per chunk in step 3.
+void KernelBuilder::buildLongRows(const FusedRow &fused, RowStorage storage) {
+  const RowLayout &row = fused.row;
+  Value addend = arg("addend"), skip = arg("skip");
+  Value residual = arg("residual_out");
+  bool twoSteps = fused.statistic != Statistic::none;
+
+  // Shared: one region per row the CTA works on at once, in the dynamic
+  // shared memory of the launch (sharedBytes of the signature).
+  StagedRow staged;
+  if (storage == RowStorage::Shared)
+    staged = createStagedRow(fused);
+  // Streamed rows take v back from residual_out when it holds v exactly
+  // (one buffer to read instead of two; residual_out is no readonly
+  // argument, so these loads stay coherent with the thread's own stores).
+  bool readBack =
+      storage == RowStorage::Streamed && residual && twoSteps &&
+      elementOf(residual) == fused.streamType;
+
+  forEachFusedRow(fused, [&](const RowPosition &position) {
+    // 1. Read the row once: its partial sums, v staged or stored.
+    SmallVector<Value> partial;
+    if (twoSteps)
+      partial = ifElseZeros(position.valid, [&] {
+        Value inputBase = rowBase(position, "input");
+        Value addendBase = addend ? rowBase(position, "addend") : Value();
+        Value residualBase =
+            residual ? rowBase(position, "residual_out") : Value();
+        Value pivot = loadPivot(fused, inputBase, addendBase);
+        SmallVector<Value> sums = forEachChunkGroup(
+            row, initialSums(fused),
+            [&](ArrayRef<Chunk> chunks, ValueRange carried) {
+              SmallVector<Value> values;
+              for (Chunk chunk : chunks)
+                values.push_back(
+                    loadPrologue(fused, chunk, inputBase, addendBase));
+              SmallVector<Value> next(carried);
+              for (auto [chunk, v] : llvm::zip(chunks, values)) {
+                if (staged.buffer)
+                  stage(staged, row, chunk, v);
+                if (residual)
+                  storeVector(convert(v, elementOf(residual)), residual,
+                              residualBase, chunk.start, row.length,
+                              chunk.inside);
+                accumulate(fused, chunk, v, pivot, next);
+              }
+              return next;
+            });
+        SmallVector<Value> out;
+        if (pivot)
+          out.push_back(pivot);
+        for (Value sum : sums)
+          out.push_back(reduce(sum));
+        return out;
+      });
+    Value pivot = fused.statistic == Statistic::mean_var ? partial.front()
+                                                         : Value();
+
+    // 2. One exchange for all sums of the row.
+    SmallVector<Value> sums =
+        allReduce(ArrayRef<Value>(partial).drop_front(pivot ? 1 : 0));
+
+    // 3. v back, normalize, scale, store.
+    ifThen(position.valid, [&] {
+      RowScale scale = getRowScale(fused, sums, pivot);
+      bool fromInput = !staged.buffer && !readBack;
+      Value inputBase = fromInput ? rowBase(position, "input") : Value();
+      Value addendBase =
+          fromInput && addend ? rowBase(position, "addend") : Value();
+      Value residualBase = residual && (readBack || !twoSteps)
+                               ? rowBase(position, "residual_out")
+                               : Value();
+      Value skipBase = skip ? rowBase(position, "skip") : Value();
+      Value output = arg("output");
+      Value outputBase = rowBase(position, "output");
+      forEachChunkGroup(
+          row, {}, [&](ArrayRef<Chunk> chunks, ValueRange) {
+            SmallVector<Value> values;
+            SmallVector<ChunkParams> params;
+            for (Chunk chunk : chunks) {
+              if (staged.buffer)
+                values.push_back(unstage(staged, row, chunk));
+              else if (readBack)
+                values.push_back(loadVector(residual, residualBase,
+                                            chunk.start, row.length,
+                                            chunk.inside));
+              else
+                values.push_back(
+                    loadPrologue(fused, chunk, inputBase, addendBase));
+              params.push_back(
+                  loadChunkParams(fused, chunk, position.colBase, skipBase));
+            }
+            for (auto [chunk, v, chunkParams] :
+                 llvm::zip(chunks, values, params)) {
+              Value y = normalize(fused, scale, v, chunkParams);
+              storeVector(convert(y, elementOf(output)), output, outputBase,
+                          chunk.start, row.length, chunk.inside);
+              if (residual && !twoSteps)
+                storeVector(convert(v, elementOf(residual)), residual,
+                            residualBase, chunk.start, row.length,
+                            chunk.inside);
+            }
+            return SmallVector<Value>();
+          });
     });
   });
 }

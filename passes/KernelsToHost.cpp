@@ -17,6 +17,8 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -58,6 +60,55 @@ static Type getHostType(Type type) {
     return type;
   return MemRefType::get(memref.getShape(), memref.getElementType(),
                          memref.getLayout());
+}
+
+/// Clones `op` for the host: values in shared memory (views of it) get host
+/// types, as their sources have.
+static Operation *cloneForHost(OpBuilder &b, Operation &op, IRMapping &map) {
+  Operation *copy = b.clone(op, map);
+  copy->walk([](Operation *nested) {
+    for (Value result : nested->getResults())
+      result.setType(getHostType(result.getType()));
+    for (Region &region : nested->getRegions())
+      for (BlockArgument arg : region.getArguments())
+        arg.setType(getHostType(arg.getType()));
+  });
+  return copy;
+}
+
+/// Bytes of dynamic shared memory that `kernel` uses: the end of its
+/// furthest view. The host needs views at constant offsets with static
+/// shapes to size the buffer that stands for it.
+static FailureOr<int64_t> getDynamicSharedBytes(gpu::GPUFuncOp kernel) {
+  int64_t bytes = 0;
+  WalkResult result = kernel.walk([&](gpu::DynamicSharedMemoryOp memory) {
+    for (Operation *user : memory->getUsers()) {
+      auto view = dyn_cast<memref::ViewOp>(user);
+      APInt shift;
+      Type element = view ? view.getType().getElementType() : Type();
+      auto vector = dyn_cast_or_null<VectorType>(element);
+      if (!view || !matchPattern(view.getByteShift(), m_ConstantInt(&shift)) ||
+          !view.getType().hasStaticShape() ||
+          !getElementTypeOrSelf(element).isIntOrFloat() ||
+          (vector && vector.isScalable())) {
+        user->emitOpError()
+            << "uses dynamic shared memory in a way the host execution "
+               "cannot size; it needs memref.view ops at constant offsets "
+               "with static shapes of scalars or fixed-size vectors";
+        return WalkResult::interrupt();
+      }
+      int64_t bits = getElementTypeOrSelf(element).getIntOrFloatBitWidth();
+      if (vector)
+        bits *= vector.getNumElements();
+      int64_t end = shift.getSExtValue() +
+                    view.getType().getNumElements() * bits / 8;
+      bytes = std::max(bytes, end);
+    }
+    return WalkResult::advance();
+  });
+  if (result.wasInterrupted())
+    return failure();
+  return bytes;
 }
 
 /// The CTA size of `kernel`: its `known_block_size` (inherent or as
@@ -104,11 +155,12 @@ static LogicalResult verifyHostContract(gpu::GPUFuncOp kernel,
   WalkResult result = kernel.walk([&](Operation *op) -> WalkResult {
     if (op->getDialect() == kernel->getDialect() &&
         !isa<gpu::ThreadIdOp, gpu::BlockIdOp, gpu::BlockDimOp, gpu::GridDimOp,
-             gpu::BarrierOp, gpu::ReturnOp, gpu::GPUFuncOp>(op))
+             gpu::BarrierOp, gpu::DynamicSharedMemoryOp, gpu::ReturnOp,
+             gpu::GPUFuncOp>(op))
       return op->emitOpError()
              << "has no host execution; kernels for the host path use "
-                "gpu.thread_id/block_id/block_dim/grid_dim, gpu.barrier and "
-                "norm.row_allreduce only";
+                "gpu.thread_id/block_id/block_dim/grid_dim, gpu.barrier, "
+                "gpu.dynamic_shared_memory and norm.row_allreduce only";
     if (isa<CallOpInterface>(op))
       return op->emitOpError() << "is a call; the host execution runs "
                                   "self-contained kernels only";
@@ -142,10 +194,11 @@ static LogicalResult verifyHostContract(gpu::GPUFuncOp kernel,
   return failure(result.wasInterrupted());
 }
 
-/// Gathers the grid and thread index ops at the top of the kernel, one per
-/// kind, and folds the y and z dimensions (the host grid and CTA are 1-D) to
-/// constants. Afterwards every use of an index refers to an op that the
-/// emitter maps directly.
+/// Gathers the grid and thread index ops and gpu.dynamic_shared_memory at the
+/// top of the kernel, one per kind, and folds the y and z dimensions (the
+/// host grid and CTA are 1-D) to constants. Afterwards every use of an index
+/// or of the dynamic shared memory refers to an op that the emitter maps
+/// directly.
 static void normalizeIndexOps(gpu::GPUFuncOp kernel) {
   Block &entry = kernel.getBody().front();
   DenseMap<std::pair<OperationName, gpu::Dimension>, Operation *> canonical;
@@ -174,6 +227,17 @@ static void normalizeIndexOps(gpu::GPUFuncOp kernel) {
       continue;
     }
     op->getResult(0).replaceAllUsesWith(it->second->getResult(0));
+    op->erase();
+  }
+  // Every gpu.dynamic_shared_memory returns the same memory.
+  SmallVector<gpu::DynamicSharedMemoryOp> memories;
+  kernel.walk([&](gpu::DynamicSharedMemoryOp op) { memories.push_back(op); });
+  for (gpu::DynamicSharedMemoryOp op : memories) {
+    if (op == memories.front()) {
+      op->moveBefore(&entry, entry.begin());
+      continue;
+    }
+    op.getResult().replaceAllUsesWith(memories.front().getResult());
     op->erase();
   }
 }
@@ -296,6 +360,20 @@ FailureOr<func::FuncOp> HostKernelEmitter::emit(OpBuilder &moduleBuilder) {
                                                   b.getI64IntegerAttr(64)));
     uniformValues.insert(buffer);
   }
+  // Dynamic shared memory too, on the heap: it may hold whole rows.
+  FailureOr<int64_t> sharedBytes = getDynamicSharedBytes(kernel);
+  if (failed(sharedBytes))
+    return failure();
+  Value sharedMemory;
+  if (*sharedBytes > 0) {
+    auto shared = memref::AllocOp::create(
+        b, loc, MemRefType::get({*sharedBytes}, b.getI8Type()),
+        b.getI64IntegerAttr(64));
+    threadBuffers.push_back(shared);
+    sharedMemory = memref::CastOp::create(
+        b, loc, MemRefType::get({ShapedType::kDynamic}, b.getI8Type()),
+        shared);
+  }
 
   Value grid = host.getArguments().back();
   zero = arith::ConstantIndexOp::create(b, loc, 0);
@@ -310,6 +388,7 @@ FailureOr<func::FuncOp> HostKernelEmitter::emit(OpBuilder &moduleBuilder) {
             .Case([&](gpu::BlockIdOp) { return gridLoop.getInductionVar(); })
             .Case([&](gpu::BlockDimOp) { return threadCount; })
             .Case([&](gpu::GridDimOp) { return grid; })
+            .Case([&](gpu::DynamicSharedMemoryOp) { return sharedMemory; })
             .Default([](Operation *) { return Value(); });
     if (replacement) {
       levelMap.map(op.getResult(0), replacement);
@@ -378,11 +457,11 @@ LogicalResult HostKernelEmitter::emitStretch(ArrayRef<Operation *> ops,
                                              OpBuilder &b) {
   SmallVector<Operation *> perThread;
   for (Operation *op : ops) {
-    if (isa<gpu::ThreadIdOp, gpu::BlockIdOp, gpu::BlockDimOp, gpu::GridDimOp>(
-            op))
+    if (isa<gpu::ThreadIdOp, gpu::BlockIdOp, gpu::BlockDimOp, gpu::GridDimOp,
+            gpu::DynamicSharedMemoryOp>(op))
       continue;
     if (isFunctionOf(op, /*values=*/{})) {
-      b.clone(*op, levelMap);
+      cloneForHost(b, *op, levelMap);
       uniformValues.insert(op->result_begin(), op->result_end());
       continue;
     }
@@ -416,7 +495,7 @@ LogicalResult HostKernelEmitter::emitStretch(ArrayRef<Operation *> ops,
           getUsedValuesDefinedAbove(op->getRegions(), used);
           for (Value value : used)
             materialize(tb, op->getLoc(), value, thread, local);
-          Operation *copy = tb.clone(*op, local);
+          Operation *copy = cloneForHost(tb, *op, local);
           for (auto [result, value] :
                llvm::zip(op->getResults(), copy->getResults()))
             if (Value buffer = buffers.lookup(result))
@@ -571,8 +650,8 @@ Value HostKernelEmitter::materialize(OpBuilder &b, Location loc, Value value,
     Operation *op = value.getDefiningOp();
     for (Value operand : op->getOperands())
       materialize(b, loc, operand, thread, local);
-    result =
-        b.clone(*op, local)->getResult(cast<OpResult>(value).getResultNumber());
+    result = cloneForHost(b, *op, local)
+                 ->getResult(cast<OpResult>(value).getResultNumber());
   } else {
     result = memref::LoadOp::create(b, loc, buffers.lookup(value), thread);
   }

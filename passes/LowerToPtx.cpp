@@ -62,6 +62,7 @@ void mlir::norm::buildNormKernelsToPtxPipeline(
   nvvm.useBarePtrCallConv = true;
   nvvm.indexBitwidth = 64;
   kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  kernels.addPass(createNormExternDynamicSharedMemory());
   kernels.addPass(createCanonicalizerPass());
   kernels.addPass(createCSEPass());
   kernels.addPass(createReconcileUnrealizedCastsPass());

@@ -48,8 +48,12 @@ def NormGenerateKernels : Pass<"norm-generate-kernels", "::mlir::ModuleOp"> {
     Each thread keeps its share of a row in registers (chunks of `vector`
     elements: thread t owns elements [(c * T + t) * V, + V)), rows ragged at
     the end are handled exactly, the statistic accumulates in f32 and is
-    reduced by one `norm.row_allreduce`. Vector kernels come with their
-    scalar fallback (`vector = 1`) unless `scalar-fallback=false`.
+    reduced by one `norm.row_allreduce`. `norm.fused_row` shares of more than
+    64 elements are looped over instead, and the row is staged in
+    `gpu.dynamic_shared_memory` (kernels named `..._smem`; the signature's
+    shared bytes) or, when the rows a CTA holds exceed 226 KiB, read twice
+    (`..._stream`). Vector kernels come with their scalar fallback
+    (`vector = 1`) unless `scalar-fallback=false`.
 
     `norm.attention` with a QK-Norm needs an attention kernel that norm-opt
     does not generate: that is an error at the op.
@@ -83,6 +87,22 @@ def NormLowerRowAllReduce : Pass<"norm-lower-row-allreduce",
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
     "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"
   ];
+}
+
+def NormExternDynamicSharedMemory
+    : Pass<"norm-extern-dynamic-shared-memory", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Make the dynamic shared memory of kernels an extern array";
+  let description = [{
+    `convert-gpu-to-nvvm` lowers `gpu.dynamic_shared_memory` to an internal
+    zero-sized global in shared memory, which the NVPTX backend demotes to a
+    static `.shared` variable of the kernel: a variable that takes no space
+    and may overlap other static shared buffers (the exchange buffer of
+    `norm.row_allreduce`). This pass gives every uninitialized zero-sized
+    array in the workgroup address space external linkage, so that the PTX
+    declares it as `.extern .shared .align 16 .b8 name[];`, the array CUDA
+    places after all static shared memory and sizes at launch. Runs after
+    `convert-gpu-to-nvvm`.
+  }];
 }
 
 def NormLowerRsqrtToNVVM : Pass<"norm-lower-rsqrt-to-nvvm",

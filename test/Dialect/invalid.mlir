@@ -787,18 +787,36 @@ func.func @fr_launch_idle_threads_groups(%x: tensor<?x4096xbf16>) {
 
 // -----
 
-func.func @fr_launch_registers(%x: tensor<?x16384xbf16>) {
-  // expected-error @+1 {{launch configuration keeps 16 vectors of 8 elements per thread in registers (at most 64 elements); use more threads per row}}
+// More than 64 elements per thread: the kernel stages the row in shared
+// memory.
+func.func @fr_launch_staged(%x: tensor<?x16384xbf16>) {
   %0 = norm.fused_row <rms> %x eps(1.0e-06) {launch = #norm.launch<vector = 8, threads_per_row = 128, warps = 4, rows_per_cta = 1>} : tensor<?x16384xbf16> -> tensor<?x16384xbf16>
   return
 }
 
 // -----
 
+func.func @fr_launch_too_long(%x: tensor<?x16777217xbf16>) {
+  // expected-error @+1 {{rows of 16777217 elements are longer than a kernel supports (at most 16777216)}}
+  %0 = norm.fused_row <rms> %x eps(1.0e-06) {launch = #norm.launch<vector = 1, threads_per_row = 1024, warps = 32, rows_per_cta = 1>} : tensor<?x16777217xbf16> -> tensor<?x16777217xbf16>
+  return
+}
+
+// -----
+
 // The largest hidden size a type can state must not overflow the check.
-func.func @fr_launch_registers_huge(%x: tensor<?x9223372036854775807xbf16>) {
-  // expected-error @+1 {{launch configuration keeps 1152921504606846976 vectors of 8 elements per thread in registers (at most 64 elements)}}
+func.func @fr_launch_huge(%x: tensor<?x9223372036854775807xbf16>) {
+  // expected-error @+1 {{rows of 9223372036854775807 elements are longer than a kernel supports (at most 16777216)}}
   %0 = norm.fused_row <rms> %x eps(1.0e-06) {launch = #norm.launch<vector = 8, threads_per_row = 1, warps = 1, rows_per_cta = 32>} : tensor<?x9223372036854775807xbf16> -> tensor<?x9223372036854775807xbf16>
+  return
+}
+
+// -----
+
+// QK-Norm heads stay in registers.
+func.func @qk_launch_registers(%qkv: tensor<?x12288xbf16>) {
+  // expected-error @+1 {{launch configuration keeps 16 vectors of 8 elements per thread in registers (at most 64 elements); use more threads per row}}
+  %0:2 = norm.qk_norm_prologue <rms> %qkv eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 4096 : i64, launch = #norm.launch<vector = 8, threads_per_row = 32, warps = 1, rows_per_cta = 1>} : tensor<?x12288xbf16> -> tensor<?x4096xbf16>, tensor<?x4096xbf16>
   return
 }
 

@@ -160,3 +160,18 @@ gpu.module @norm_kernels {
     gpu.return
   }
 }
+
+// -----
+
+gpu.module @norm_kernels {
+  gpu.func @dynamic_shared_offset(%x: memref<64xf32>, %offset: index)
+      kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    %t = gpu.thread_id x
+    %memory = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+    // expected-error @below {{'memref.view' op uses dynamic shared memory in a way the host execution cannot size}}
+    %view = memref.view %memory[%offset][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64xf32, #gpu.address_space<workgroup>>
+    %v = memref.load %x[%t] : memref<64xf32>
+    memref.store %v, %view[%t] : memref<64xf32, #gpu.address_space<workgroup>>
+    gpu.return
+  }
+}

@@ -14,13 +14,14 @@
 // CHECK: .maxntid 512, 1, 1
 // Weights and both inputs: 16-byte loads through the read-only cache.
 // CHECK-COUNT-3: ld.global.nc.v4.b32
+// h is stored before the exchange, y after it.
+// CHECK: st.global.v4.b32
 // CHECK: shfl.sync.bfly.b32 {{.*}}, 16, 31, -1;
 // CHECK: shfl.sync.bfly.b32 {{.*}}, 1, 31, -1;
 // CHECK: bar.sync 0;
 // CHECK-NOT: bar.sync
 // CHECK: rsqrt.approx.f32
-// CHECK-DAG: st.global.v4.b32
-// CHECK-DAG: st.global.v4.b32
+// CHECK: st.global.v4.b32
 // The scalar fallback: 2-byte accesses only.
 // CHECK-LABEL: .visible .entry norm_rms_add_h4096_bf16_bf16_{{[0-9a-f]+}}_v1_t512_w16_r1(
 // CHECK: .param .u64 .ptr .align 2

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 
 using namespace norm;
@@ -153,6 +154,41 @@ TEST(Compiler, CompilesEveryKind) {
     // Only the requested kernel: the runtime asks for fallbacks itself.
     EXPECT_EQ(kernel.ptx.find(".entry", kernel.ptx.find(".entry") + 1),
               std::string::npos);
+  }
+}
+
+TEST(Compiler, LongRowsLeaveRegisters) {
+  // The heuristic's configuration for rows beyond 1024 threads x 64 values:
+  // staged in shared memory while it fits, then streamed; the signature
+  // asks for exactly the shared memory the kernel uses.
+  struct Case {
+    int64_t hidden;
+    ElementType type;
+    const char *suffix;
+    int64_t sharedBytes;
+  };
+  for (Case c : {Case{65536, ElementType::bf16, "_r1", 0},
+                 Case{100000, ElementType::bf16, "_r1_smem", 200000},
+                 Case{115712, ElementType::f16, "_r1_smem", 231424},
+                 Case{115720, ElementType::f16, "_r1_stream", 0},
+                 Case{65537, ElementType::f32, "_r1_stream", 0}}) {
+    OpSpec spec = rmsSpec(c.hidden);
+    spec.input = spec.output = spec.param = spec.addendType = c.type;
+    LaunchConfig launch = getHeuristicLaunch(spec, 1);
+    EXPECT_EQ(launch.threadsPerRow, 1024) << c.hidden;
+    CompiledKernel kernel;
+    Status status = compileKernel(spec, launch, TargetOptions(), kernel);
+    ASSERT_TRUE(status) << status.message;
+    const std::string &name = kernel.signature.name;
+    EXPECT_EQ(name.substr(name.size() - std::strlen(c.suffix)), c.suffix)
+        << name;
+    EXPECT_EQ(kernel.signature.sharedBytes, c.sharedBytes) << name;
+    bool staged = c.sharedBytes > 0;
+    EXPECT_EQ(kernel.ptx.find(".extern .shared .align 16 .b8 "
+                              "__dynamic_shmem__0[];") != std::string::npos,
+              staged)
+        << name;
+    EXPECT_EQ(kernel.ptx.find(".local"), std::string::npos) << name;
   }
 }
 

@@ -364,9 +364,14 @@ TEST(KernelSource, LaunchValidity) {
   EXPECT_TRUE(isValidLaunch(spec, {8, 16, 4, 8}));
   EXPECT_FALSE(isValidLaunch(spec, {16, 8, 4, 16})); // 32 bytes per access
   EXPECT_FALSE(isValidLaunch(spec, {1, 24, 1, 1}));  // not a warp divisor
-  EXPECT_FALSE(isValidLaunch(spec, {1, 1, 1, 32}));  // 128 per thread
   EXPECT_FALSE(isValidLaunch(spec, {8, 32, 1, 1}));  // idle threads
   EXPECT_FALSE(isValidLaunch(spec, {8, 16, 4, 3}));  // rows per CTA
+  // 128 elements per thread: a fused row stages them, a QK-Norm head cannot.
+  EXPECT_TRUE(isValidLaunch(spec, {1, 1, 1, 32}));
+  EXPECT_FALSE(keepsRowInRegisters(spec, {1, 1, 1, 32}));
+  EXPECT_TRUE(keepsRowInRegisters(spec, {1, 2, 1, 16}));
+  spec.kind = OpSpec::Kind::QKNormPrologue;
+  EXPECT_FALSE(isValidLaunch(spec, {1, 1, 1, 32}));
 }
 
 } // namespace

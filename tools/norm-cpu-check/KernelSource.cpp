@@ -94,10 +94,19 @@ bool check::isValidLaunch(const OpSpec &spec, const LaunchConfig &launch) {
     return false;
   if (spec.kind == OpSpec::Kind::BatchNormStats)
     return true;
-  // The kernel op verifiers: every thread has work, and a thread's share of
-  // a row fits in registers.
+  // The kernel op verifiers: every thread has work; QK-Norm heads fit in
+  // registers, fused rows are at most kMaxFusedRowLength long.
   int64_t length = getRowLength(spec);
-  using mlir::norm::kMaxElementsPerThread;
-  int64_t chunks = (length + tpr * v - 1) / (tpr * v);
-  return (tpr - 1) * v < length && chunks * v <= kMaxElementsPerThread;
+  if ((tpr - 1) * v >= length)
+    return false;
+  if (spec.kind == OpSpec::Kind::QKNormPrologue)
+    return keepsRowInRegisters(spec, launch);
+  return length <= mlir::norm::kMaxFusedRowLength;
+}
+
+bool check::keepsRowInRegisters(const OpSpec &spec,
+                                const LaunchConfig &launch) {
+  int64_t perPass = launch.threadsPerRow * launch.vector;
+  int64_t chunks = (getRowLength(spec) + perPass - 1) / perPass;
+  return chunks * launch.vector <= mlir::norm::kMaxElementsPerThread;
 }

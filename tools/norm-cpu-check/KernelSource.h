@@ -54,6 +54,11 @@ int64_t getRowLength(const OpSpec &spec);
 /// (the rules of #norm.launch and of the kernel op verifiers).
 bool isValidLaunch(const OpSpec &spec, const LaunchConfig &launch);
 
+/// Whether a thread's share of a row fits in registers under `launch`
+/// (norm.fused_row kernels stage longer shares in shared memory, or stream
+/// their rows).
+bool keepsRowInRegisters(const OpSpec &spec, const LaunchConfig &launch);
+
 } // namespace norm::check
 
 #endif // NORM_TOOLS_NORMCPUCHECK_KERNELSOURCE_H

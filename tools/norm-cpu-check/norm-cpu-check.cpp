@@ -1,8 +1,9 @@
 //===- norm-cpu-check.cpp - run the kernels on the CPU and check them -----===//
 //
 // The correctness sweep without a GPU: for every kernel kind, the main flag
-// combinations, hidden sizes from 1 to 16384, row counts 0 to 64, f32, f16
-// and bf16, and several launch configurations each, it JIT-compiles the
+// combinations, hidden sizes from 1 to 16384 (and a few long rows up to
+// 262144), row counts 0 to 64, f32, f16 and bf16, and several launch
+// configurations each, it JIT-compiles the
 // kernel for the CPU (compiler/HostExecution.h), runs it on guarded,
 // poisoned buffers and compares the outputs with a float64 reference
 // (Reference.h) at an explicit tolerance. Stray writes (guards, gaps between
@@ -86,6 +87,36 @@ static constexpr int64_t kHiddenSizes[] = {1,    3,    8,    127,  128,  769,
 /// two and the largest.
 static constexpr int64_t kSubsetSizes[] = {1, 3, 127, 769, 4096, 16384};
 static constexpr int64_t kRowCounts[] = {0, 1, 5, 64};
+
+namespace {
+/// A row too long for registers, with the default launch unless `launch`
+/// has a vector.
+struct LongRowCase {
+  const char *variant;
+  ElementType type;
+  int64_t hidden;
+  LaunchConfig launch = {0, 0, 0, 0};
+};
+} // namespace
+
+/// Long rows, run at kLongRowCounts by the default sweep: staged in shared
+/// memory (bf16/f16 up to 115712 elements), streamed (re-read from input and
+/// addend, or from residual_out), and in one pass without a statistic.
+static constexpr LongRowCase kLongRows[] = {
+    {"rms", ElementType::bf16, 65537},        // shared, scalar accesses
+    {"rms_add", ElementType::bf16, 100000},   // shared, residual out
+    {"layer", ElementType::f16, 100000},      // shared, mean_var
+    {"rms_add", ElementType::f32, 100000},    // streamed, v from residual_out
+    {"rms_deepnorm_f32", ElementType::bf16, 100000}, // streamed, f32 v
+    {"layer", ElementType::f32, 65537},       // streamed, scalar accesses
+    {"layer_add_sandwich", ElementType::bf16, 262144}, // streamed, skip
+    {"l2", ElementType::bf16, 262144},        // streamed from input
+    {"residual_cast", ElementType::f16, 65537}, // one pass, residual out
+    {"batch_norm", ElementType::bf16, 100000},  // one pass
+    // Shared, 4 rows at a time, a partial last vector (4100 = 16 * 256 + 4).
+    {"rms_add", ElementType::bf16, 4100, {8, 32, 4, 8}},
+};
+static constexpr int64_t kLongRowCounts[] = {0, 1, 5};
 static constexpr ElementType kTypes[] = {ElementType::f32, ElementType::f16,
                                          ElementType::bf16};
 
@@ -240,15 +271,22 @@ static const std::vector<Variant> &getVariants() {
 /// Launch configurations beside the default one, so that every collective
 /// path runs: vector 1 with the fewest threads per row and a loop over
 /// several rows per CTA (narrow groups for short rows), and rows spread over
-/// several warps (or, for short rows, the most threads below a warp).
-static std::vector<LaunchConfig> getAlternateLaunches(const OpSpec &spec) {
+/// several warps (or, for short rows, the most threads below a warp), all
+/// with rows in registers; and for rows longer than 32 threads hold in
+/// registers, 32 threads per row at the default `vector`, four rows at a
+/// time and two row groups per CTA, staged in shared memory or streamed.
+static std::vector<LaunchConfig> getAlternateLaunches(const OpSpec &spec,
+                                                      int64_t vector) {
   std::vector<LaunchConfig> launches;
   auto add = [&](LaunchConfig launch) {
-    if (!isValidLaunch(spec, launch))
+    if (!isValidLaunch(spec, launch) || !keepsRowInRegisters(spec, launch))
       return false;
     launches.push_back(launch);
     return true;
   };
+  LaunchConfig staged{vector, 32, 4, 8};
+  if (isValidLaunch(spec, staged) && !keepsRowInRegisters(spec, staged))
+    launches.push_back(staged);
   for (int64_t tpr = 1; tpr <= 1024; tpr *= 2) {
     int64_t warps = std::max<int64_t>(1, tpr / 32);
     LaunchConfig launch{1, tpr, warps, 0};
@@ -614,12 +652,45 @@ static std::vector<Task> planTasks(const KernelProvider &provider,
         };
         for (int64_t rows : rowCounts)
           add(provider.getDefaultLaunch(spec, rows), rows, "default");
-        for (const LaunchConfig &launch : getAlternateLaunches(spec))
+        int64_t vector = provider.getDefaultLaunch(spec, -1).vector;
+        for (const LaunchConfig &launch : getAlternateLaunches(spec, vector))
           for (int64_t rows : rowCounts)
             add(launch, rows, "alternate");
         for (auto &[key, task] : byLaunch)
           tasks.push_back(std::move(task));
       }
+  return tasks;
+}
+
+/// The kLongRows cases of `variants` and `types`, default launches only.
+static std::vector<Task>
+planLongRowTasks(const KernelProvider &provider,
+                 const std::vector<const Variant *> &variants,
+                 const std::vector<int64_t> &rowCounts,
+                 const std::vector<ElementType> &types) {
+  std::vector<Task> tasks;
+  for (const LongRowCase &longRow : kLongRows) {
+    auto variant = llvm::find_if(variants, [&](const Variant *v) {
+      return llvm::StringRef(v->name) == longRow.variant;
+    });
+    if (variant == variants.end() || !llvm::is_contained(types, longRow.type))
+      continue;
+    OpSpec spec;
+    spec.hidden = longRow.hidden;
+    spec.input = spec.output = spec.param = spec.addendType = spec.skipType =
+        longRow.type;
+    if (!(*variant)->configure(spec))
+      continue;
+    LaunchConfig launch = longRow.launch.vector
+                              ? longRow.launch
+                              : provider.getDefaultLaunch(spec, -1);
+    Task task{*variant, spec, launch, rowCounts, ""};
+    task.label = std::string(longRow.variant) + " " +
+                 std::string(getElementTypeName(longRow.type)) +
+                 " hidden=" + std::to_string(longRow.hidden) + " " +
+                 getLaunchKey(launch) + " (long row)";
+    tasks.push_back(std::move(task));
+  }
   return tasks;
 }
 
@@ -694,6 +765,17 @@ int main(int argc, char **argv) {
 
   std::vector<Task> tasks =
       planTasks(*provider, variants, sizes, rowCounts, types);
+  if (hiddenOption.empty()) {
+    std::vector<int64_t> longRowCounts(rowsOption.begin(), rowsOption.end());
+    if (longRowCounts.empty())
+      longRowCounts.assign(std::begin(kLongRowCounts),
+                           std::end(kLongRowCounts));
+    // Long rows first: the workers take the largest tasks while the others
+    // still wait.
+    std::vector<Task> longRows =
+        planLongRowTasks(*provider, variants, longRowCounts, types);
+    tasks.insert(tasks.begin(), longRows.begin(), longRows.end());
+  }
   Summary summary;
   auto start = std::chrono::steady_clock::now();
   unsigned jobs = jobsOption
