@@ -644,6 +644,18 @@ std::vector<Case> getFullSweep() {
   qkSmall.hasWeight = false;
   qkSmall.input = qkSmall.output = f16;
   cases.push_back({"qk_norm f16 16/16 x 64, no weights", qkSmall, 129});
+  // Rows too long for registers: staged in shared memory, or streamed (a
+  // second pass reads v back).
+  cases.push_back({named("rms_norm, staged in shared memory", 70000, 3),
+                   makeSpec(Kind::RMSNorm, 70000, bf16), 3});
+  OpSpec streamed = fused;
+  streamed.hidden = 131072;
+  cases.push_back({named("fused add+rms_norm, streamed", 131072, 2), streamed,
+                   2});
+  OpSpec streamedLayer = makeSpec(Kind::LayerNorm, 65537, f32);
+  streamedLayer.hasBias = true;
+  cases.push_back({named("layer_norm f32 +bias, streamed", 65537, 2),
+                   streamedLayer, 2});
   // Zero rows launch nothing and write nothing.
   for (const OpSpec &spec : {makeSpec(Kind::RMSNorm, 4096, bf16), fused, qk,
                              stats})
@@ -711,6 +723,8 @@ std::vector<Case> getQuickSweep() {
   misaligned.misalignBytes = 2;
   cases.push_back(misaligned);
   cases.push_back({"zero rows", makeSpec(Kind::RMSNorm, 256, bf16), 0});
+  cases.push_back({named("rms_norm, staged in shared memory", 70000, 2),
+                   makeSpec(Kind::RMSNorm, 70000, bf16), 2});
   return cases;
 }
 
