@@ -36,6 +36,12 @@ static_assert(NORMJIT_OP_QK_NORM ==
               static_cast<int>(OpSpec::Kind::QKNormPrologue));
 static_assert(NORMJIT_OP_BATCH_NORM_STATS ==
               static_cast<int>(OpSpec::Kind::BatchNormStats));
+static_assert(NORMJIT_PLAN_TUNED ==
+              static_cast<int>(BucketReport::Source::Tuned));
+static_assert(NORMJIT_PLAN_HEURISTIC ==
+              static_cast<int>(BucketReport::Source::Heuristic));
+static_assert(NORMJIT_PLAN_FIXED ==
+              static_cast<int>(BucketReport::Source::Fixed));
 
 static thread_local std::string lastError;
 
@@ -175,9 +181,11 @@ void normjit_op_desc_init(normjit_op_desc *desc) {
   desc->groups = 1;
 }
 
-normjit_status normjit_kernel_create(normjit_context *context,
-                                     const normjit_op_desc *desc,
-                                     uint32_t flags, normjit_kernel **kernel) {
+/// normjit_kernel_create with an optional fixed configuration.
+static normjit_status createKernel(normjit_context *context,
+                                   const normjit_op_desc *desc,
+                                   const normjit_launch_config *config,
+                                   uint32_t flags, normjit_kernel **kernel) {
   if (!kernel)
     return invalid("kernel output pointer is null");
   *kernel = nullptr;
@@ -192,11 +200,37 @@ normjit_status normjit_kernel_create(normjit_context *context,
   KernelOptions options;
   options.tune = !(flags & NORMJIT_KERNEL_NO_TUNING);
   options.refuseMisaligned = flags & NORMJIT_KERNEL_REFUSE_MISALIGNED;
+  if (config)
+    options.launch = LaunchConfig{config->vector, config->threads_per_row,
+                                  config->warps, config->rows_per_cta};
   std::shared_ptr<const Kernel> created;
   if (Status s = context->context->getKernel(spec, options, created); !s)
     return fail(s);
   *kernel = new normjit_kernel{std::move(created)};
   return NORMJIT_SUCCESS;
+}
+
+static normjit_launch_config convertLaunch(const LaunchConfig &launch) {
+  return {launch.vector, launch.threadsPerRow, launch.warps,
+          launch.rowsPerCta};
+}
+
+normjit_status normjit_kernel_create(normjit_context *context,
+                                     const normjit_op_desc *desc,
+                                     uint32_t flags, normjit_kernel **kernel) {
+  return createKernel(context, desc, nullptr, flags, kernel);
+}
+
+normjit_status normjit_kernel_create_with_config(
+    normjit_context *context, const normjit_op_desc *desc,
+    const normjit_launch_config *config, uint32_t flags,
+    normjit_kernel **kernel) {
+  if (!config) {
+    if (kernel)
+      *kernel = nullptr;
+    return invalid("launch configuration is null");
+  }
+  return createKernel(context, desc, config, flags, kernel);
 }
 
 void normjit_kernel_destroy(normjit_kernel *kernel) { delete kernel; }
@@ -254,10 +288,35 @@ normjit_status normjit_kernel_get_config(const normjit_kernel *kernel,
   if (rows <= 0)
     return invalid("the row count must be positive, got " +
                    std::to_string(rows));
-  const LaunchConfig &launch =
-      kernel->kernel->getReport(getRowBucket(rows)).launch;
-  *config = {launch.vector, launch.threadsPerRow, launch.warps,
-             launch.rowsPerCta};
+  *config = convertLaunch(kernel->kernel->getReport(getRowBucket(rows)).launch);
+  return NORMJIT_SUCCESS;
+}
+
+normjit_status normjit_kernel_get_tuning(const normjit_kernel *kernel,
+                                         int64_t rows,
+                                         normjit_tuning_info *info,
+                                         normjit_candidate *candidates,
+                                         size_t capacity) {
+  if (!kernel || !info)
+    return invalid("kernel or tuning info output is null");
+  if (info->struct_size != sizeof(normjit_tuning_info))
+    return invalid("normjit_tuning_info.struct_size is " +
+                   std::to_string(info->struct_size) + ", expected " +
+                   std::to_string(sizeof(normjit_tuning_info)));
+  if (capacity && !candidates)
+    return invalid("capacity is " + std::to_string(capacity) +
+                   " but candidates is null");
+  if (rows <= 0)
+    return invalid("the row count must be positive, got " +
+                   std::to_string(rows));
+  const BucketReport &report = kernel->kernel->getReport(getRowBucket(rows));
+  info->source = static_cast<int32_t>(report.source);
+  info->tuned_rows = report.tunedRows;
+  info->num_candidates = report.candidates.size();
+  info->config = convertLaunch(report.launch);
+  for (size_t i = 0; i < report.candidates.size() && i < capacity; ++i)
+    candidates[i] = {convertLaunch(report.candidates[i].launch),
+                     report.candidates[i].microseconds};
   return NORMJIT_SUCCESS;
 }
 

@@ -44,6 +44,8 @@ std::string_view BucketReport::getSourceName(Source source) {
     return "bundle";
   case Source::Heuristic:
     return "heuristic";
+  case Source::Fixed:
+    return "fixed";
   }
   return "?";
 }
@@ -375,9 +377,26 @@ Status ContextImpl::buildKernel(const OpSpec &spec,
                                 const KernelOptions &kernelOptions,
                                 std::shared_ptr<const Kernel> &result) {
   Reports reports;
-  if (Status status = plan(spec, kernelOptions.tune && tuning, reports);
-      !status)
+  if (kernelOptions.launch) {
+    const LaunchConfig &fixed = *kernelOptions.launch;
+    if (!isValidLaunch(fixed) || !fitsRow(fixed, getRowLength(spec)))
+      return Status::error(ErrorCode::InvalidArgument,
+                           "launch configuration " + fixed.getMangledSuffix() +
+                               " does not fit the rows of " +
+                               describeOpSpec(spec) + " (" +
+                               std::to_string(getRowLength(spec)) +
+                               " elements)");
+    for (RowBucket bucket : kAllRowBuckets) {
+      BucketReport &report = reports[static_cast<int>(bucket)];
+      report.bucket = bucket;
+      report.source = BucketReport::Source::Fixed;
+      report.launch = fixed;
+    }
+  } else if (Status status =
+                 plan(spec, kernelOptions.tune && tuning, reports);
+             !status) {
     return status;
+  }
 
   // Each bucket's configuration and its scalar variant, loaded together.
   int64_t rowLength = getRowLength(spec);
@@ -388,6 +407,9 @@ Status ContextImpl::buildKernel(const OpSpec &spec,
   };
   for (BucketReport &report : reports) {
     add(report.launch);
+    // A kernel that refuses misaligned buffers never runs the scalar variant.
+    if (kernelOptions.refuseMisaligned)
+      continue;
     report.scalarLaunch = report.launch.vector == 1
                               ? std::optional<LaunchConfig>(report.launch)
                               : getScalarVariant(report.launch, rowLength);
@@ -445,7 +467,10 @@ Status ContextImpl::getKernel(const OpSpec &spec, const KernelOptions &options,
     return status;
   OpSpec normalized = normalizeOpSpec(spec);
   std::string key = getCanonicalSpec(normalized) +
-                    (options.tune ? " tune" : " heuristic") +
+                    (options.launch ? " fixed " +
+                                          options.launch->getMangledSuffix()
+                     : options.tune ? " tune"
+                                    : " heuristic") +
                     (options.refuseMisaligned ? " aligned-only" : "");
   return kernels.getOrBuild(
       key,

@@ -72,8 +72,12 @@ struct KernelOptions {
   /// Tune this operation when the context tunes; false: the heuristic.
   bool tune = true;
   /// Fail launches whose buffers the fast variant cannot access (alignment)
-  /// instead of running the scalar variant.
+  /// instead of running the scalar variant (which is then not loaded).
   bool refuseMisaligned = false;
+  /// Run this configuration at every row count instead of a planned one:
+  /// benchmarks time each tuning candidate at their own row counts with it.
+  /// It must be valid and fit the operation's rows (Candidates.h).
+  std::optional<LaunchConfig> launch;
 };
 
 struct ContextOptions {
@@ -114,7 +118,7 @@ struct DeviceInfo {
 
 /// How one row bucket of a kernel was configured.
 struct BucketReport {
-  enum class Source { Tuned, TuningCache, Bundle, Heuristic };
+  enum class Source { Tuned, TuningCache, Bundle, Heuristic, Fixed };
   struct Candidate {
     LaunchConfig launch;
     double microseconds = -1; // < 0: failed

@@ -20,6 +20,7 @@ if(GTest_FOUND)
   enable_testing()
   add_subdirectory(test/Unit/Runtime)
   add_subdirectory(test/Runtime)
+  add_subdirectory(test/GPU)
   # The point of this build: nothing of LLVM or MLIR in the library.
   add_test(NAME NoLLVMInLibnormjit
            COMMAND sh -c "! ldd \"$<TARGET_FILE:normjit>\" | grep -Ei 'llvm|mlir'")

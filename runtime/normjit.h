@@ -201,6 +201,47 @@ normjit_status normjit_kernel_get_config(const normjit_kernel *kernel,
                                          int64_t rows,
                                          normjit_launch_config *config);
 
+/* Like normjit_kernel_create, but launches of every row count run `config`
+ * instead of a planned configuration: for benchmarks that time each tuning
+ * candidate at their own row counts. INVALID_ARGUMENT when the configuration
+ * does not fit the operation's rows. */
+normjit_status normjit_kernel_create_with_config(
+    normjit_context *context, const normjit_op_desc *desc,
+    const normjit_launch_config *config, uint32_t flags,
+    normjit_kernel **kernel);
+
+/* normjit_tuning_info.source: where a row bucket's configuration came from. */
+typedef enum normjit_plan_source {
+  NORMJIT_PLAN_TUNED = 0,        /* timed in this process */
+  NORMJIT_PLAN_TUNING_CACHE = 1, /* a tuning result on disk */
+  NORMJIT_PLAN_BUNDLE = 2,
+  NORMJIT_PLAN_HEURISTIC = 3,
+  NORMJIT_PLAN_FIXED = 4         /* normjit_kernel_create_with_config */
+} normjit_plan_source;
+
+typedef struct normjit_tuning_info {
+  uint32_t struct_size;  /* sizeof(normjit_tuning_info) */
+  int32_t source;        /* normjit_plan_source */
+  int64_t tuned_rows;    /* rows the bucket was tuned at (0: not tuned) */
+  size_t num_candidates; /* candidates timed in this process */
+  normjit_launch_config config; /* the winner: what launches run */
+} normjit_tuning_info;
+
+typedef struct normjit_candidate {
+  normjit_launch_config config;
+  double microseconds; /* the tuner's time per launch; < 0: it failed */
+} normjit_candidate;
+
+/* How launches of `rows` rows were planned, and the tuning candidates of
+ * their row bucket timed in this process (none when the plan came from a
+ * cache, a bundle, the heuristic or a fixed configuration). Writes at most
+ * `capacity` candidates (candidates may be NULL when capacity is 0). */
+normjit_status normjit_kernel_get_tuning(const normjit_kernel *kernel,
+                                         int64_t rows,
+                                         normjit_tuning_info *info,
+                                         normjit_candidate *candidates,
+                                         size_t capacity);
+
 /* Writes a kernel bundle for the operations (tuning them first). */
 normjit_status normjit_context_write_bundle(normjit_context *context,
                                             const normjit_op_desc *descs,

@@ -206,6 +206,61 @@ static void testLaunch(normjit_context *context) {
          NORMJIT_ERROR_INVALID_ARGUMENT);
 }
 
+/* A fixed configuration, and what get_tuning says about each kind of plan. */
+static void testFixedConfig(normjit_context *context) {
+  normjit_op_desc desc;
+  normjit_op_desc_init(&desc);
+  desc.hidden = kHidden;
+  desc.flags = NORMJIT_OP_WEIGHT;
+  normjit_kernel *planned = NULL, *fixed = NULL;
+  if (normjit_kernel_create(context, &desc, 0, &planned) != NORMJIT_SUCCESS)
+    return;
+  normjit_tuning_info info;
+  memset(&info, 0, sizeof(info));
+  expect("tuning info size", normjit_kernel_get_tuning(planned, 1, &info, NULL, 0),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  info.struct_size = sizeof(info);
+  expect("tuning info", normjit_kernel_get_tuning(planned, kRows, &info, NULL, 0),
+         NORMJIT_SUCCESS);
+  CHECK(info.source == NORMJIT_PLAN_BUNDLE && info.num_candidates == 0);
+  normjit_candidate candidate;
+  expect("tuning null candidates",
+         normjit_kernel_get_tuning(planned, kRows, &info, NULL, 1),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  expect("tuning rows 0",
+         normjit_kernel_get_tuning(planned, 0, &info, &candidate, 1),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+
+  /* The bundle's configuration of the largest bucket, now for every row. */
+  normjit_launch_config config, got;
+  normjit_kernel_get_config(planned, 100000, &config);
+  expect("fixed null config",
+         normjit_kernel_create_with_config(context, &desc, NULL, 0, &fixed),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  expect("fixed config", normjit_kernel_create_with_config(
+                             context, &desc, &config,
+                             NORMJIT_KERNEL_REFUSE_MISALIGNED, &fixed),
+         NORMJIT_SUCCESS);
+  if (fixed) {
+    normjit_kernel_get_config(fixed, 1, &got);
+    CHECK(memcmp(&got, &config, sizeof(got)) == 0);
+    CHECK(normjit_kernel_get_tuning(fixed, 1, &info, NULL, 0) ==
+              NORMJIT_SUCCESS &&
+          info.source == NORMJIT_PLAN_FIXED &&
+          memcmp(&info.config, &config, sizeof(config)) == 0);
+    normjit_kernel_destroy(fixed);
+  }
+  fixed = NULL;
+  config.threads_per_row = 1024; /* 1023 of its threads would have no work */
+  config.warps = 32;
+  config.rows_per_cta = 1;
+  expect("fixed config too wide",
+         normjit_kernel_create_with_config(context, &desc, &config, 0, &fixed),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(fixed == NULL);
+  normjit_kernel_destroy(planned);
+}
+
 int main(int argc, char **argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: %s <fake libcuda> <bundle>\n", argv[0]);
@@ -228,6 +283,7 @@ int main(int argc, char **argv) {
   if (context) {
     testKernelErrors(context);
     testLaunch(context);
+    testFixedConfig(context);
     normjit_context_destroy(context);
   }
   CHECK(fakecuda_live_modules() == 0);

@@ -2,11 +2,18 @@
 //
 // normjit-gpu-check: on a real device, runs operations through the C++ API
 // (tuned, and with the heuristic), every output poisoned with NaN first, and
-// compares with a float64 reference of the norm.fused_row and
-// norm.qk_norm_prologue semantics at a tolerance per output type. Also
-// misaligned buffers (the scalar variant), strided rows and a launch
-// captured into a CUDA graph. Prints one line per case; exit status 1 if any
-// fails.
+// compares with a float64 reference of the norm.fused_row,
+// norm.qk_norm_prologue and norm.column_stats semantics at a tolerance per
+// output type. Every buffer sits between guard bytes that must survive, and
+// inputs must come back unchanged. Also zero rows, misaligned buffers (the
+// scalar variant), strided rows and a launch captured into a CUDA graph.
+// Prints one line per case; exit status 1 if any fails.
+//
+//   normjit-gpu-check [--quick] [--no-tune] [--filter TEXT] [--driver LIB]
+//
+// --quick runs one small case per kernel kind, for compute-sanitizer;
+// --driver loads another driver library (tests of this checker use the fake
+// driver, whose kernels write nothing: every computing case must fail).
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,11 +65,19 @@ struct HostTensor {
   }
 };
 
-/// `value` rounded to `type` as a store would.
+/// `value` rounded to `type` as a store would (no allocation: this runs for
+/// every element of every check).
 double roundTo(ElementType type, double value) {
-  HostTensor t(type, 1);
-  t.set(0, value);
-  return t.get(0);
+  float f = static_cast<float>(value);
+  switch (type) {
+  case ElementType::bf16:
+    return bf16ToFloat(floatToBf16(f));
+  case ElementType::f16:
+    return f16ToFloat(floatToF16(f));
+  case ElementType::f32:
+    break;
+  }
+  return f;
 }
 
 double tolerance(ElementType type) {
@@ -146,6 +161,10 @@ Expected referenceFusedRow(const OpSpec &s, Buffers &b, int64_t rows) {
         case OpSpec::Kind::L2Norm:
           n = stat[c] / std::sqrt(squares + s.eps);
           break;
+        case OpSpec::Kind::BatchNormInference:
+          n = (stat[c] - b.at(BufferSlot::Mean, 0, c)) /
+              std::sqrt(b.at(BufferSlot::Variance, 0, c) + s.eps);
+          break;
         default:
           n = stat[c] / std::sqrt(squares / group + s.eps);
           break;
@@ -162,6 +181,28 @@ Expected referenceFusedRow(const OpSpec &s, Buffers &b, int64_t rows) {
   }
   return [out, h](BufferSlot slot, int64_t r, int64_t c) {
     return (*out)[slot == BufferSlot::Output ? 0 : 1][r * h + c];
+  };
+}
+
+/// norm.column_stats: per-column mean and biased variance over the rows.
+Expected referenceColumnStats(const OpSpec &s, Buffers &b, int64_t rows) {
+  int64_t h = s.hidden;
+  auto out = std::make_shared<std::vector<std::vector<double>>>(
+      2, std::vector<double>(h, NAN));
+  for (int64_t c = 0; c < h && rows > 0; ++c) {
+    double sum = 0, squares = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      sum += b.at(BufferSlot::Input, r, c);
+    double mean = sum / rows;
+    for (int64_t r = 0; r < rows; ++r) {
+      double d = b.at(BufferSlot::Input, r, c) - mean;
+      squares += d * d;
+    }
+    (*out)[0][c] = mean;
+    (*out)[1][c] = squares / rows;
+  }
+  return [out](BufferSlot slot, int64_t, int64_t c) {
+    return (*out)[slot == BufferSlot::Mean ? 0 : 1][c];
   };
 }
 
@@ -206,6 +247,19 @@ struct Case {
   int64_t extraStride = 0;   // elements added to every 2-D row stride
   int64_t misalignBytes = 0; // offset of the input pointer
   bool graph = false;        // launch inside a CUDA graph capture
+};
+
+/// Bytes around every device buffer that no kernel may write.
+constexpr size_t kGuardBytes = 256;
+constexpr uint8_t kGuardByte = 0xa5;
+
+/// A device allocation: guard, data (at `offset`), guard; `image` is what
+/// was copied in.
+struct GuardedBuffer {
+  BufferSlot slot = BufferSlot::Input;
+  void *base = nullptr;
+  size_t offset = 0;
+  std::vector<uint8_t> image;
 };
 
 /// The CUDA graph entry points this check uses (not in libnormjit's table:
@@ -280,42 +334,51 @@ private:
       host[buffer.slot] = std::move(tensor);
       host.strides[static_cast<int>(buffer.slot)] = stride;
     }
-    // Device buffers (the input offset by misalignBytes).
+    // Device buffers between guard bytes (the input offset by misalignBytes
+    // into its front guard).
     LaunchArgs args;
-    std::vector<void *> allocations;
+    std::vector<GuardedBuffer> device;
     auto cleanup = [&] {
-      for (void *p : allocations)
-        (void)context.release(p);
+      for (GuardedBuffer &buffer : device)
+        (void)context.release(buffer.base);
     };
     for (const BufferSpec &buffer : specs) {
       HostTensor &tensor = host[buffer.slot];
-      int64_t offset =
-          (buffer.slot == BufferSlot::Input || buffer.slot == BufferSlot::Qkv)
-              ? c.misalignBytes
-              : 0;
-      void *base = nullptr;
-      if (Status status =
-              context.allocate(tensor.bytes.size() + offset + 16, base);
+      GuardedBuffer guarded;
+      guarded.slot = buffer.slot;
+      guarded.offset =
+          kGuardBytes +
+          ((buffer.slot == BufferSlot::Input || buffer.slot == BufferSlot::Qkv)
+               ? c.misalignBytes
+               : 0);
+      guarded.image.assign(guarded.offset + tensor.bytes.size() + kGuardBytes,
+                           kGuardByte);
+      std::memcpy(guarded.image.data() + guarded.offset, tensor.bytes.data(),
+                  tensor.bytes.size());
+      if (Status status = context.allocate(guarded.image.size(), guarded.base);
           !status) {
         error = status.message();
         cleanup();
         return false;
       }
-      allocations.push_back(base);
-      char *data = static_cast<char *>(base) + offset;
-      if (Status status = context.copyToDevice(data, tensor.bytes.data(),
-                                               tensor.bytes.size());
+      device.push_back(guarded);
+      if (Status status = context.copyToDevice(
+              guarded.base, guarded.image.data(), guarded.image.size());
           !status) {
         error = status.message();
         cleanup();
         return false;
       }
-      args.set(buffer.slot, data, buffer.type, buffer.cols,
+      args.set(buffer.slot, static_cast<char *>(guarded.base) + guarded.offset,
+               buffer.type, buffer.cols,
                buffer.rows2D ? host.strides[static_cast<int>(buffer.slot)] : 0);
     }
-    Expected expected = c.spec.kind == OpSpec::Kind::QKNormPrologue
-                            ? referenceQKNorm(c.spec, host, c.rows)
-                            : referenceFusedRow(c.spec, host, c.rows);
+    Expected expected =
+        c.spec.kind == OpSpec::Kind::QKNormPrologue
+            ? referenceQKNorm(c.spec, host, c.rows)
+        : c.spec.kind == OpSpec::Kind::BatchNormStats
+            ? referenceColumnStats(c.spec, host, c.rows)
+            : referenceFusedRow(c.spec, host, c.rows);
 
     Status launched = c.graph ? launchInGraph(*kernel, args, c.rows, error)
                               : kernel->launch(args, c.rows, nullptr);
@@ -328,62 +391,94 @@ private:
       return false;
     }
 
-    // Compare every written element (and that padding stayed poisoned).
+    // Compare every written element (and that padding stayed poisoned),
+    // every input byte and every guard byte.
     double worst = 0;
     int64_t bad = 0;
-    for (const BufferSpec &buffer : specs) {
-      if (!buffer.written)
-        continue;
-      HostTensor result(buffer.type, host[buffer.slot].size());
-      const TensorArg &arg = args[buffer.slot];
-      if (Status status = context.copyToHost(result.bytes.data(), arg.data,
-                                             result.bytes.size());
+    // Counts a bad element; describes only the first (the message costs
+    // more than the check, and a broken kernel makes millions).
+    auto report = [&](auto &&describe) {
+      if (bad++ == 0 && error.empty())
+        error = describe();
+    };
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const BufferSpec &buffer = specs[i];
+      GuardedBuffer &guarded = device[i];
+      std::string name(getBufferSlotName(buffer.slot));
+      std::vector<uint8_t> image(guarded.image.size());
+      if (Status status = context.copyToHost(image.data(), guarded.base,
+                                             image.size());
           !status) {
         error = status.message();
         cleanup();
         return false;
       }
+      size_t dataEnd = image.size() - kGuardBytes;
+      for (size_t at = 0; at < image.size(); ++at)
+        if ((at < guarded.offset || at >= dataEnd) && image[at] != kGuardByte) {
+          report([&] {
+            return "guard byte " + std::to_string(at) + " of '" + name +
+                   "' overwritten";
+          });
+          break;
+        }
+      if (!buffer.written) {
+        if (std::memcmp(image.data(), guarded.image.data(), image.size()))
+          report([&] { return "input '" + name + "' changed"; });
+        continue;
+      }
+      HostTensor result(buffer.type, host[buffer.slot].size());
+      std::memcpy(result.bytes.data(), image.data() + guarded.offset,
+                  result.bytes.size());
       int64_t stride = host.strides[static_cast<int>(buffer.slot)];
+      int64_t rows = buffer.rows2D ? c.rows : 1;
+      int64_t width = buffer.rows2D ? stride : buffer.cols;
       // The residual stream is exact: the same f32 sum rounded the same way.
       bool exact =
           buffer.slot == BufferSlot::ResidualOut && c.spec.alpha == 1.0;
-      for (int64_t r = 0; r < c.rows; ++r)
-        for (int64_t col = 0; col < stride; ++col) {
-          double got = result.get(r * stride + col);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t col = 0; col < width; ++col) {
+          double got = result.get(r * width + col);
           if (col >= buffer.cols) {
-            bad += !std::isnan(got); // padding must be untouched
+            if (!std::isnan(got)) // padding must be untouched
+              report([&] { return "padding of '" + name + "' written"; });
             continue;
           }
           double want = roundTo(buffer.type, expected(buffer.slot, r, col));
+          if (std::isnan(want)) { // nothing to compute (zero rows)
+            if (!std::isnan(got))
+              report([&] { return "'" + name + "' written without rows"; });
+            continue;
+          }
           double err = std::fabs(got - want);
           double limit =
               exact ? 0 : tolerance(buffer.type) * (1 + std::fabs(want));
-          if (!(err <= limit)) {
-            if (bad++ == 0 && error.empty()) {
+          if (!(err <= limit))
+            report([&] {
               char text[160];
               std::snprintf(text, sizeof(text),
-                            "%s[%lld][%lld] = %g, expected %g",
-                            std::string(getBufferSlotName(buffer.slot)).c_str(),
+                            "%s[%lld][%lld] = %g, expected %g", name.c_str(),
                             static_cast<long long>(r),
                             static_cast<long long>(col), got, want);
-              error = text;
-            }
-          }
+              return std::string(text);
+            });
           if (!std::isnan(err))
             worst = std::max(worst, err);
         }
     }
     cleanup();
     LaunchConfig used;
-    (void)kernel->getLaunchFor(args, c.rows, used);
+    std::string kernelName = "none (no rows)";
+    if (c.rows > 0 && kernel->getLaunchFor(args, c.rows, used).ok())
+      kernelName = used.getMangledSuffix();
     if (bad) {
       error += " (" + std::to_string(bad) + " bad elements, kernel " +
-               used.getMangledSuffix() + ")";
+               kernelName + ")";
       return false;
     }
     char text[96];
     std::snprintf(text, sizeof(text), "kernel %s, max |error| %.3g",
-                  used.getMangledSuffix().c_str(), worst);
+                  kernelName.c_str(), worst);
     error = text;
     return true;
   }
@@ -432,17 +527,13 @@ OpSpec makeSpec(OpSpec::Kind kind, int64_t hidden, ElementType type) {
   return spec;
 }
 
-} // namespace
+std::string named(const std::string &what, int64_t hidden, int64_t rows) {
+  return what + " h" + std::to_string(hidden) + " rows " + std::to_string(rows);
+}
 
-int main() {
-  ContextOptions options;
-  std::unique_ptr<Context> context;
-  if (Status status = Context::create(options, context); !status) {
-    std::fprintf(stderr, "normjit-gpu-check: %s\n", status.message().c_str());
-    return 1;
-  }
-  std::printf("device: %s\n",
-              context->getDeviceInfo().getTuningIdentity().c_str());
+/// Every kernel kind, odd and large hidden sizes, every row bucket and zero
+/// rows, dtypes, layouts.
+std::vector<Case> getFullSweep() {
   using Kind = OpSpec::Kind;
   const ElementType bf16 = ElementType::bf16, f16 = ElementType::f16,
                     f32 = ElementType::f32;
@@ -450,18 +541,36 @@ int main() {
   for (int64_t hidden : {128, 769, 1152, 2048, 4096, 7168, 8192, 16384})
     for (int64_t rows : {int64_t(1), int64_t(37), int64_t(1000),
                          hidden >= 8192 ? int64_t(1100) : int64_t(3000)})
-      cases.push_back({"rms_norm h" + std::to_string(hidden) + " rows " +
-                           std::to_string(rows),
+      cases.push_back({named("rms_norm", hidden, rows),
                        makeSpec(Kind::RMSNorm, hidden, bf16), rows});
+  for (int64_t hidden : {1152, 3001, 5120})
+    cases.push_back({named("rms_norm f16", hidden, 2000),
+                     makeSpec(Kind::RMSNorm, hidden, f16), 2000});
   OpSpec fused = makeSpec(Kind::RMSNorm, 4096, bf16);
   fused.hasAddend = fused.writeResidual = true;
   for (int64_t rows : {1, 64, 4096})
-    cases.push_back(
-        {"fused add+rms_norm h4096 rows " + std::to_string(rows), fused, rows});
+    cases.push_back({named("fused add+rms_norm", 4096, rows), fused, rows});
+  for (int64_t hidden : {769, 3001, 16384}) {
+    OpSpec odd = fused;
+    odd.hidden = hidden;
+    cases.push_back({named("fused add+rms_norm", hidden, 777), odd, 777});
+  }
+  OpSpec fusedF16 = fused;
+  fusedF16.input = fusedF16.output = fusedF16.param = fusedF16.addendType = f16;
+  fusedF16.hidden = 2048;
+  cases.push_back({named("fused add+rms_norm f16", 2048, 3000), fusedF16, 3000});
+  OpSpec postNorm = fused;
+  postNorm.writeResidual = false;
+  cases.push_back({named("post-norm (add, no residual out)", 4096, 500),
+                   postNorm, 500});
   OpSpec deep = fused;
   deep.alpha = 2.0;
   deep.hidden = 7168;
   cases.push_back({"DeepNorm alpha 2 h7168", deep, 500});
+  OpSpec deepLayer = makeSpec(Kind::LayerNorm, 1024, bf16);
+  deepLayer.hasAddend = deepLayer.writeResidual = deepLayer.hasBias = true;
+  deepLayer.alpha = 1.5;
+  cases.push_back({"DeepNorm layer_norm alpha 1.5 h1024", deepLayer, 300});
   OpSpec f32Residual = fused;
   f32Residual.f32Residual = true;
   cases.push_back({"fused add, f32 residual", f32Residual, 300});
@@ -477,17 +586,49 @@ int main() {
   cases.push_back({"layer_norm f16, f32 params, bias", layer, 777});
   cases.push_back(
       {"layer_norm f32 h1024", makeSpec(Kind::LayerNorm, 1024, f32), 50});
+  for (int64_t hidden : {769, 4096, 8192})
+    for (bool bias : {false, true}) {
+      OpSpec spec = makeSpec(Kind::LayerNorm, hidden, bf16);
+      spec.hasBias = bias;
+      for (int64_t rows : {1, 1000})
+        cases.push_back(
+            {named(bias ? "layer_norm +bias" : "layer_norm", hidden, rows),
+             spec, rows});
+    }
   cases.push_back({"l2_norm f32 h256", makeSpec(Kind::L2Norm, 256, f32), 2000});
+  cases.push_back(
+      {named("l2_norm", 4097, 33), makeSpec(Kind::L2Norm, 4097, bf16), 33});
   OpSpec cast = makeSpec(Kind::RMSNorm, 4096, bf16);
   cast.output = f32;
   cases.push_back({"rms_norm bf16 -> f32", cast, 64});
   OpSpec sandwich = fused;
   sandwich.hasSkip = true;
   cases.push_back({"Sandwich (skip)", sandwich, 128});
+  OpSpec sandwichOdd = sandwich;
+  sandwichOdd.hidden = 1001;
+  cases.push_back({named("Sandwich (skip)", 1001, 65), sandwichOdd, 65});
   OpSpec group = makeSpec(Kind::GroupNorm, 512, f32);
   group.groups = 32;
   group.hasBias = true;
   cases.push_back({"group_norm 32 groups", group, 200});
+  OpSpec groupOdd = makeSpec(Kind::GroupNorm, 1000, f16);
+  groupOdd.groups = 8;
+  cases.push_back({"group_norm f16 8 groups h1000", groupOdd, 300});
+  OpSpec batch = makeSpec(Kind::BatchNormInference, 256, f16);
+  batch.hasBias = true;
+  batch.param = f32;
+  cases.push_back({named("batch_norm_inference f16", 256, 1000), batch, 1000});
+  OpSpec batchOdd = makeSpec(Kind::BatchNormInference, 769, bf16);
+  cases.push_back({named("batch_norm_inference", 769, 33), batchOdd, 33});
+  OpSpec stats = makeSpec(Kind::BatchNormStats, 256, f32);
+  stats.hasWeight = false;
+  stats.output = f32;
+  for (int64_t rows : {1, 5000})
+    cases.push_back({named("batch_norm_stats f32", 256, rows), stats, rows});
+  OpSpec statsOdd = stats;
+  statsOdd.input = bf16;
+  statsOdd.hidden = 769;
+  cases.push_back({named("batch_norm_stats", 769, 3), statsOdd, 3});
   OpSpec qk = makeSpec(Kind::QKNormPrologue, 128, bf16);
   qk.numQHeads = 32;
   qk.numKvHeads = 8;
@@ -497,6 +638,28 @@ int main() {
   OpSpec qkL2 = qk;
   qkL2.qkL2 = true;
   cases.push_back({"qk_norm l2", qkL2, 77});
+  OpSpec qkSmall = qk;
+  qkSmall.hidden = 64;
+  qkSmall.numQHeads = qkSmall.numKvHeads = 16;
+  qkSmall.hasWeight = false;
+  qkSmall.input = qkSmall.output = f16;
+  cases.push_back({"qk_norm f16 16/16 x 64, no weights", qkSmall, 129});
+  // Rows too long for registers: staged in shared memory, or streamed (a
+  // second pass reads v back).
+  cases.push_back({named("rms_norm, staged in shared memory", 70000, 3),
+                   makeSpec(Kind::RMSNorm, 70000, bf16), 3});
+  OpSpec streamed = fused;
+  streamed.hidden = 131072;
+  cases.push_back({named("fused add+rms_norm, streamed", 131072, 2), streamed,
+                   2});
+  OpSpec streamedLayer = makeSpec(Kind::LayerNorm, 65537, f32);
+  streamedLayer.hasBias = true;
+  cases.push_back({named("layer_norm f32 +bias, streamed", 65537, 2),
+                   streamedLayer, 2});
+  // Zero rows launch nothing and write nothing.
+  for (const OpSpec &spec : {makeSpec(Kind::RMSNorm, 4096, bf16), fused, qk,
+                             stats})
+    cases.push_back({"zero rows: " + describeOpSpec(spec), spec, 0});
   // Layouts: misaligned pointers (the scalar variant), strided rows, graphs.
   Case misaligned{"misaligned input (+2 bytes)",
                   makeSpec(Kind::RMSNorm, 4096, bf16), 100};
@@ -509,17 +672,106 @@ int main() {
                  100};
   oddStride.extraStride = 3;
   cases.push_back(oddStride);
+  Case qkStrided{"qk_norm strided qkv (+128)", qk, 50};
+  qkStrided.extraStride = 128;
+  cases.push_back(qkStrided);
   Case graph{"CUDA graph capture", fused, 256};
   graph.graph = true;
   cases.push_back(graph);
+  return cases;
+}
 
+/// One small case per kernel kind and layout: quick enough to run under
+/// compute-sanitizer.
+std::vector<Case> getQuickSweep() {
+  using Kind = OpSpec::Kind;
+  const ElementType bf16 = ElementType::bf16, f16 = ElementType::f16,
+                    f32 = ElementType::f32;
+  std::vector<Case> cases;
+  cases.push_back(
+      {named("rms_norm", 769, 5), makeSpec(Kind::RMSNorm, 769, bf16), 5});
+  cases.push_back(
+      {named("rms_norm", 4096, 70), makeSpec(Kind::RMSNorm, 4096, bf16), 70});
+  OpSpec fused = makeSpec(Kind::RMSNorm, 1000, bf16);
+  fused.hasAddend = fused.writeResidual = true;
+  cases.push_back({named("fused add+rms_norm", 1000, 3), fused, 3});
+  OpSpec layer = makeSpec(Kind::LayerNorm, 333, f16);
+  layer.hasBias = true;
+  cases.push_back({named("layer_norm f16 +bias", 333, 4), layer, 4});
+  cases.push_back(
+      {named("l2_norm f32", 64, 7), makeSpec(Kind::L2Norm, 64, f32), 7});
+  OpSpec group = makeSpec(Kind::GroupNorm, 96, bf16);
+  group.groups = 3;
+  cases.push_back({named("group_norm 3 groups", 96, 5), group, 5});
+  OpSpec batch = makeSpec(Kind::BatchNormInference, 40, f32);
+  cases.push_back({named("batch_norm_inference f32", 40, 6), batch, 6});
+  OpSpec stats = makeSpec(Kind::BatchNormStats, 72, bf16);
+  stats.hasWeight = false;
+  stats.output = f32;
+  cases.push_back({named("batch_norm_stats", 72, 9), stats, 9});
+  OpSpec sandwich = fused;
+  sandwich.hasSkip = true;
+  cases.push_back({named("Sandwich (skip)", 1000, 2), sandwich, 2});
+  OpSpec qk = makeSpec(Kind::QKNormPrologue, 64, bf16);
+  qk.numQHeads = 4;
+  qk.numKvHeads = 2;
+  Case qkStrided{"qk_norm 4/2 x 64 strided qkv (+8)", qk, 3};
+  qkStrided.extraStride = 8;
+  cases.push_back(qkStrided);
+  Case misaligned{"misaligned input (+2 bytes)",
+                  makeSpec(Kind::RMSNorm, 512, bf16), 3};
+  misaligned.misalignBytes = 2;
+  cases.push_back(misaligned);
+  cases.push_back({"zero rows", makeSpec(Kind::RMSNorm, 256, bf16), 0});
+  cases.push_back({named("rms_norm, staged in shared memory", 70000, 2),
+                   makeSpec(Kind::RMSNorm, 70000, bf16), 2});
+  return cases;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  bool quick = false, tuning = true;
+  std::string filter, driver;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--quick") {
+      quick = true;
+    } else if (arg == "--no-tune") {
+      tuning = false;
+    } else if (arg == "--filter" && i + 1 < argc) {
+      filter = argv[++i];
+    } else if (arg == "--driver" && i + 1 < argc) {
+      driver = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: normjit-gpu-check [--quick] [--no-tune] "
+                           "[--filter TEXT] [--driver LIB]\n");
+      return 2;
+    }
+  }
+  ContextOptions options;
+  options.driverLibrary = driver;
+  std::unique_ptr<Context> context;
+  if (Status status = Context::create(options, context); !status) {
+    std::fprintf(stderr, "normjit-gpu-check: %s\n", status.message().c_str());
+    return 1;
+  }
+  std::printf("device: %s\n",
+              context->getDeviceInfo().getTuningIdentity().c_str());
+  // Tuning under a sanitizer would time thousands of instrumented launches.
+  std::vector<bool> modes = {false};
+  if (tuning && !quick)
+    modes = {true, false};
   Checker checker(*context);
   int failed = 0, total = 0;
-  for (const Case &c : cases)
-    for (bool tune : {true, false}) {
+  for (const Case &c : quick ? getQuickSweep() : getFullSweep()) {
+    if (!filter.empty() && c.name.find(filter) == std::string::npos)
+      continue;
+    for (bool tune : modes) {
       ++total;
       failed += !checker.run(c, tune);
     }
+  }
   std::printf("%d of %d cases passed\n", total - failed, total);
-  return failed ? 1 : 0;
+  return failed || total == 0 ? 1 : 0;
 }

@@ -119,6 +119,47 @@ TEST_F(TuningTest, ReportsWhatItDid) {
   EXPECT_TRUE(compiled);
 }
 
+// Benchmarks time every candidate the tuner tried at their own row counts
+// through kernels that run one configuration everywhere.
+TEST_F(TuningTest, FixedConfigurationsRunAtEveryRowCount) {
+  std::unique_ptr<Context> context;
+  ASSERT_TRUE(
+      Context::create(makeFakeOptions(makeCompiler(), {}, true), context).ok());
+  std::shared_ptr<const Kernel> planned, fixed;
+  ASSERT_TRUE(context->getKernel(makeRmsNorm(), {}, planned).ok());
+  const BucketReport &many = planned->getReport(RowBucket::More);
+  std::optional<LaunchConfig> loser;
+  for (const BucketReport::Candidate &c : many.candidates)
+    if (c.launch != many.launch)
+      loser = c.launch;
+  ASSERT_TRUE(loser);
+
+  KernelOptions options;
+  options.launch = loser;
+  options.refuseMisaligned = true;
+  ASSERT_TRUE(context->getKernel(makeRmsNorm(), options, fixed).ok());
+  EXPECT_NE(fixed, planned);
+  for (RowBucket bucket : kAllRowBuckets) {
+    const BucketReport &report = fixed->getReport(bucket);
+    EXPECT_EQ(report.source, BucketReport::Source::Fixed);
+    EXPECT_EQ(report.launch, *loser);
+    EXPECT_TRUE(report.candidates.empty());
+    EXPECT_FALSE(report.scalarLaunch); // refused: never loaded
+  }
+  // The planned kernel is unchanged and still served from memory.
+  std::shared_ptr<const Kernel> again;
+  ASSERT_TRUE(context->getKernel(makeRmsNorm(), {}, again).ok());
+  EXPECT_EQ(again, planned);
+
+  options.launch = LaunchConfig{8, 1024, 32, 1}; // 1023 idle threads
+  Status status = context->getKernel(makeRmsNorm(), options, fixed);
+  EXPECT_EQ(status.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(status.message().find("v8_t1024_w32_r1 does not fit the rows of "
+                                  "rms_norm h4096 bf16 (4096 elements)"),
+            std::string::npos)
+      << status.message();
+}
+
 TEST_F(TuningTest, FailedCandidatesAreSkipped) {
   auto compiler = makeCompiler();
   // Reject the configuration that would win one row.

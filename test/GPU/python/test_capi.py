@@ -1,0 +1,205 @@
+"""norm_opt's ctypes layer against libnormjit, without a GPU.
+
+Environment: NORMJIT_LIBRARY (libnormjit.so), NORMJIT_FAKE_CUDA (the fake
+driver, libnormjit-fake-cuda.so) and NORMJIT_TEST_BUNDLE (a bundle with
+RMSNorm bf16 h4096, written by normjit-write-test-bundle). The fake driver
+records launches instead of running them; its controls are called through
+ctypes on the same library instance libnormjit loaded.
+"""
+
+import ctypes
+import os
+import subprocess
+import sys
+import unittest
+
+import norm_opt
+from norm_opt import capi
+
+FAKE = os.environ.get("NORMJIT_FAKE_CUDA", "")
+BUNDLE = os.environ.get("NORMJIT_TEST_BUNDLE", "")
+HIDDEN = 4096
+RMS = capi.OpDesc(kind=capi.OP_RMS_NORM, hidden=HIDDEN, flags=capi.OP_WEIGHT)
+
+
+class FakeLaunch(ctypes.Structure):
+    _fields_ = [("kernel", ctypes.c_char * 128), ("grid", ctypes.c_uint * 3),
+                ("block", ctypes.c_uint * 3), ("shared_bytes", ctypes.c_uint),
+                ("stream", ctypes.c_void_p), ("num_params", ctypes.c_int),
+                ("params", ctypes.c_uint64 * 32)]
+
+
+class NoTorchTest(unittest.TestCase):
+    def test_import_needs_no_torch(self):
+        code = ("import sys, norm_opt; norm_opt.capi.OpDesc(hidden=8); "
+                "print('torch' in sys.modules)")
+        out = subprocess.run([sys.executable, "-c", code], check=True,
+                             capture_output=True, text=True).stdout
+        self.assertEqual(out.strip(), "False")
+
+    def test_missing_library(self):
+        with self.assertRaises(norm_opt.NormJitError) as caught:
+            capi.Library("/nonexistent/libnormjit.so")
+        self.assertIsNone(caught.exception.status)
+        self.assertIn("/nonexistent/libnormjit.so", str(caught.exception))
+
+    def test_not_libnormjit(self):
+        with self.assertRaises(norm_opt.NormJitError) as caught:
+            capi.Library(FAKE)
+        self.assertIn("lacks normjit_status_name", str(caught.exception))
+
+    def test_no_driver(self):
+        with self.assertRaises(norm_opt.NormJitError) as caught:
+            capi.Context(driver_library="/nonexistent/libcuda.so.1")
+        error = caught.exception
+        self.assertEqual(error.status, capi.ERROR_NO_DRIVER)
+        self.assertEqual(error.status_name, "no CUDA driver")
+        self.assertIn("cannot load the CUDA driver '/nonexistent/libcuda.so.1'",
+                      error.message)
+
+    def test_launch_config_suffix(self):
+        self.assertEqual(capi.LaunchConfig(8, 128, 4, 1).suffix, "v8_t128_w4_r1")
+
+
+@unittest.skipUnless(FAKE and BUNDLE, "needs NORMJIT_FAKE_CUDA and "
+                     "NORMJIT_TEST_BUNDLE")
+class FakeDriverTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.fake = ctypes.CDLL(FAKE)
+        cls.fake.fakecuda_get_launch.argtypes = [ctypes.c_int,
+                                                 ctypes.POINTER(FakeLaunch)]
+        cls.fake.fakecuda_reset()
+        cls.context = capi.Context(driver_library=FAKE, bundles=[BUNDLE],
+                                   disk_cache=False)
+        cls.kernel = cls.context.kernel(RMS)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.context.close()
+
+    def launch_args(self, x=0x10000, w=0x20000, y=0x30000, x_stride=0):
+        return capi.make_launch_args({
+            capi.INPUT: capi.Buffer(x, capi.BF16, HIDDEN, x_stride),
+            capi.WEIGHT: capi.Buffer(w, capi.BF16, HIDDEN),
+            capi.OUTPUT: capi.Buffer(y, capi.BF16, HIDDEN),
+        })
+
+    def last_launch(self) -> FakeLaunch:
+        launch = FakeLaunch()
+        count = self.fake.fakecuda_launch_count()
+        self.assertTrue(self.fake.fakecuda_get_launch(count - 1,
+                                                      ctypes.byref(launch)))
+        return launch
+
+    def test_launch_passes_buffers_rows_strides_and_stream(self):
+        stream = ctypes.c_void_p()
+        self.assertEqual(self.fake.cuStreamCreate(ctypes.byref(stream), 0), 0)
+        self.kernel.launch(self.launch_args(x_stride=HIDDEN + 64), 7,
+                           stream=stream.value)
+        launch = self.last_launch()
+        self.assertTrue(launch.kernel.startswith(b"norm_rms_norm_h4096_v8_"))
+        self.assertEqual(list(launch.params[:6]),
+                         [0x10000, 0x20000, 0x30000, 7, HIDDEN + 64, HIDDEN])
+        self.assertEqual(launch.stream, stream.value)
+        self.fake.cuStreamDestroy_v2(stream)
+        with self.assertRaises(norm_opt.NormJitError) as caught:
+            self.kernel.launch(self.launch_args(), 7, stream=stream.value)
+        self.assertEqual(caught.exception.status, capi.ERROR_DRIVER)
+        self.assertIn("CUDA_ERROR_INVALID_HANDLE", caught.exception.message)
+
+    def test_zero_rows_launch_nothing(self):
+        before = self.fake.fakecuda_launch_count()
+        self.kernel.launch(capi.make_launch_args({}), 0)
+        self.assertEqual(self.fake.fakecuda_launch_count(), before)
+
+    def test_launch_errors_carry_the_message(self):
+        args = capi.make_launch_args({
+            capi.INPUT: capi.Buffer(0x10000, capi.BF16, HIDDEN),
+            capi.OUTPUT: capi.Buffer(0x30000, capi.BF16, HIDDEN)})
+        with self.assertRaises(norm_opt.NormJitError) as caught:
+            self.kernel.launch(args, 4)
+        self.assertEqual(caught.exception.status, capi.ERROR_INVALID_ARGUMENT)
+        self.assertIn("buffer 'weight' is null", str(caught.exception))
+        with self.assertRaises(norm_opt.NormJitError) as caught:
+            self.kernel.launch(self.launch_args(x=0x10001), 4)
+        self.assertEqual(caught.exception.status, capi.ERROR_MISALIGNED)
+        self.assertIn("buffer 'input' at 0x10001 is not aligned",
+                      caught.exception.message)
+        with self.assertRaises(ValueError):
+            capi.make_launch_args({capi.NUM_BUFFERS: capi.Buffer(1, 0, 1)})
+
+    def test_misaligned_by_an_element_runs_the_scalar_variant(self):
+        self.kernel.launch(self.launch_args(x=0x10002), 3)
+        self.assertIn(b"_v1_", self.last_launch().kernel)
+
+    def test_bundle_plans(self):
+        info = self.kernel.tuning(100)
+        self.assertEqual(info.source, "bundle")
+        self.assertEqual(info.candidates, ())
+        self.assertEqual(info.config, self.kernel.config(100))
+
+    def test_fixed_configuration(self):
+        planned = self.kernel.config(1 << 20)
+        fixed = self.context.kernel(RMS, config=planned, refuse_misaligned=True)
+        self.assertEqual(fixed.config(1), planned)
+        self.assertEqual(fixed.tuning(1).source, "fixed")
+        fixed.launch(self.launch_args(), 1)
+        self.assertTrue(self.last_launch().kernel.endswith(
+            planned.suffix.encode()))
+        with self.assertRaises(norm_opt.NormJitError) as caught:
+            fixed.launch(self.launch_args(x=0x10002), 1)
+        self.assertEqual(caught.exception.status, capi.ERROR_MISALIGNED)
+        with self.assertRaises(norm_opt.NormJitError) as caught:
+            self.context.kernel(RMS, config=capi.LaunchConfig(8, 1024, 32, 1))
+        self.assertIn("does not fit the rows of rms_norm h4096 bf16",
+                      str(caught.exception))
+
+    def test_invalid_operation(self):
+        with self.assertRaises(norm_opt.NormJitError) as caught:
+            self.context.kernel(RMS._replace(hidden=0))
+        self.assertEqual(caught.exception.status, capi.ERROR_INVALID_ARGUMENT)
+        self.assertIn("hidden size must be in [1, 16777216], got 0",
+                      str(caught.exception))
+        with self.assertRaises(norm_opt.NormJitError) as caught:
+            self.context.kernel(RMS._replace(flags=1 << 20))
+        self.assertIn("unknown operation flags", str(caught.exception))
+
+    def test_kernel_not_in_bundle(self):
+        """A runtime-only library cannot build what no bundle holds; a full
+        one compiles it (and the fake driver loads the PTX)."""
+        try:
+            kernel = self.context.kernel(RMS._replace(hidden=1000),
+                                         tune=False)
+        except norm_opt.NormJitError as error:
+            self.assertEqual(error.status, capi.ERROR_NOT_FOUND)
+            self.assertIn("is in no kernel bundle", error.message)
+        else:
+            self.assertEqual(kernel.tuning(1).source, "heuristic")
+
+    def test_kernels_outlive_their_context(self):
+        context = capi.Context(driver_library=FAKE, bundles=[BUNDLE],
+                               disk_cache=False)
+        kernel = context.kernel(RMS)
+        context.close()
+        context.close()  # idempotent
+        kernel.launch(self.launch_args(), 2)
+        with self.assertRaises(norm_opt.NormJitError):
+            context.kernel(RMS)
+
+    def test_registry_caches_one_context_per_device(self):
+        norm_opt.configure(driver_library=FAKE, bundles=[BUNDLE])
+        try:
+            self.assertIs(norm_opt.get_context(0), norm_opt.get_context(0))
+            from norm_opt import _registry
+            self.assertIs(_registry.get_kernel(0, RMS),
+                          _registry.get_kernel(0, RMS))
+            with self.assertRaises(norm_opt.NormJitError) as caught:
+                norm_opt.get_context(5)
+            self.assertEqual(caught.exception.status, capi.ERROR_NO_DEVICE)
+        finally:
+            norm_opt.configure(driver_library="", bundles=[])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,344 @@
+"""norm_opt on a GPU: every torch entry point against a float64 reference and
+against torch's own functions.
+
+Outputs are poisoned (NaN) and sit between NaN guard elements that must stay
+bit-identical; inputs are fresh random values for every case; tolerances
+are per output dtype. The sweep runs heuristic kernels (tuning off, so that
+it compiles quickly); TunedKernelsTest runs tuned ones.
+
+Environment: NORMJIT_LIBRARY (libnormjit.so with its compiler);
+NORM_REQUIRE_GPU=1 fails instead of skipping without torch or a device.
+"""
+
+import os
+import unittest
+
+try:
+    import torch
+    import torch.nn.functional as F
+    HAVE_CUDA = torch.cuda.is_available()
+except ImportError:  # the suite is skipped
+    torch = None
+    HAVE_CUDA = False
+
+import norm_opt
+
+if os.environ.get("NORM_REQUIRE_GPU") == "1" and not HAVE_CUDA:
+    raise SystemExit("test_torch.py: NORM_REQUIRE_GPU=1, but torch or a CUDA "
+                     "device is missing")
+
+GUARD = 64  # elements on each side of every output
+TOLERANCE = {"torch.bfloat16": 1 / 128, "torch.float16": 1 / 1024,
+             "torch.float32": 2e-5}
+SEED = int(os.environ.get("NORM_TEST_SEED", "1234"))
+
+
+def tolerance(dtype) -> float:
+    return TOLERANCE[str(dtype)]
+
+
+def guarded(shape, dtype):
+    """(tensor of `shape` poisoned with NaN, the whole buffer with guards)."""
+    count = 1
+    for size in shape:
+        count *= size
+    buffer = torch.full((count + 2 * GUARD,), float("nan"), dtype=dtype,
+                        device="cuda")
+    return buffer[GUARD:GUARD + count].view(shape), buffer
+
+
+def bits(tensor):
+    return tensor.view(torch.int16 if tensor.element_size() == 2 else
+                       torch.int32)
+
+
+class Case(unittest.TestCase):
+    def setUp(self):
+        torch.manual_seed(SEED)
+
+    def rand(self, *shape, dtype=None, scale=2.0):
+        """Uniform in [-scale, scale), bf16 unless said otherwise."""
+        return (torch.rand(*shape, device="cuda", dtype=torch.float64) * 2 - 1
+                ).mul_(scale).to(dtype or torch.bfloat16)
+
+    def assertGuards(self, buffer, name):
+        poison = torch.full((GUARD,), float("nan"), dtype=buffer.dtype,
+                            device="cuda")
+        for side, part in (("before", buffer[:GUARD]),
+                           ("after", buffer[-GUARD:])):
+            self.assertTrue(torch.equal(bits(part), bits(poison)),
+                            f"{name}: guard {side} the output overwritten")
+
+    def assertClose(self, got, want64, name, factor=1.0):
+        """|got - round(want)| <= tol * (1 + |round(want)|) everywhere; NaN
+        (an unwritten element) never passes."""
+        want = want64.to(got.dtype).double()
+        error = (got.double() - want).abs()
+        limit = factor * tolerance(got.dtype) * (1 + want.abs())
+        bad = ~(error <= limit)
+        if bad.any():
+            index = tuple(int(i) for i in bad.nonzero()[0])
+            self.fail(f"{name}: {int(bad.sum())} of {got.numel()} elements "
+                      f"off, first at {index}: got {got[index].item()}, "
+                      f"expected {want[index].item()}")
+
+
+def rms_reference(x64, w64, eps):
+    y = x64 / torch.sqrt(x64.pow(2).mean(-1, keepdim=True) + eps)
+    return y * w64 if w64 is not None else y
+
+
+def layer_reference(x64, w64, b64, eps):
+    mean = x64.mean(-1, keepdim=True)
+    var = (x64 - mean).pow(2).mean(-1, keepdim=True)
+    y = (x64 - mean) / torch.sqrt(var + eps)
+    if w64 is not None:
+        y = y * w64
+    return y + b64 if b64 is not None else y
+
+
+class HeuristicCase(Case):
+    """Tuning off: every new operation compiles its heuristic configuration
+    only, so that a sweep over many of them stays quick."""
+
+    @classmethod
+    def setUpClass(cls):
+        norm_opt.configure(tuning=False)
+
+    @classmethod
+    def tearDownClass(cls):
+        norm_opt.configure(tuning=True)
+
+
+@unittest.skipUnless(HAVE_CUDA, "needs torch and a CUDA device")
+class SweepTest(HeuristicCase):
+    """Heuristic kernels over hidden sizes, row counts and dtypes."""
+
+    HIDDEN = (1, 33, 128, 769, 1152, 3001, 4096, 8192, 16384)
+    ROWS = (0, 1, 5, 1000)
+
+    def test_rms_norm(self):
+        for dtype in (torch.bfloat16, torch.float16, torch.float32):
+            for hidden in self.HIDDEN:
+                for rows in self.ROWS:
+                    with self.subTest(dtype=dtype, hidden=hidden, rows=rows):
+                        x = self.rand(rows, hidden, dtype=dtype)
+                        w = self.rand(hidden, dtype=dtype)
+                        y, buffer = guarded((rows, hidden), dtype)
+                        got = norm_opt.rms_norm(x, w, 1e-6, out=y)
+                        self.assertIs(got, y)
+                        self.assertGuards(buffer, "rms_norm")
+                        self.assertClose(y, rms_reference(
+                            x.double(), w.double(), 1e-6), "rms_norm")
+                        self.assertClose(y, F.rms_norm(
+                            x, (hidden,), w, 1e-6).double(), "vs F.rms_norm",
+                            factor=2)
+
+    def test_layer_norm(self):
+        for dtype in (torch.bfloat16, torch.float16):
+            for hidden in (33, 769, 4096, 8192):
+                for rows in (0, 1, 1000):
+                    for affine in ("none", "weight", "weight+bias"):
+                        with self.subTest(dtype=dtype, hidden=hidden,
+                                          rows=rows, affine=affine):
+                            x = self.rand(rows, hidden, dtype=dtype) + 0.5
+                            w = (self.rand(hidden, dtype=dtype)
+                                 if affine != "none" else None)
+                            b = (self.rand(hidden, dtype=dtype)
+                                 if affine == "weight+bias" else None)
+                            y, buffer = guarded((rows, hidden), dtype)
+                            norm_opt.layer_norm(x, w, b, 1e-5, out=y)
+                            self.assertGuards(buffer, "layer_norm")
+                            self.assertClose(y, layer_reference(
+                                x.double(), None if w is None else w.double(),
+                                None if b is None else b.double(), 1e-5),
+                                "layer_norm")
+                            self.assertClose(y, F.layer_norm(
+                                x, (hidden,), w, b, 1e-5).double(),
+                                "vs F.layer_norm", factor=2)
+
+    def test_fused_add_rms_norm(self):
+        for dtype in (torch.bfloat16, torch.float16):
+            for hidden in (128, 769, 4096, 7168, 16384):
+                for rows in (0, 1, 777):
+                    with self.subTest(dtype=dtype, hidden=hidden, rows=rows):
+                        x = self.rand(rows, hidden, dtype=dtype)
+                        r = self.rand(rows, hidden, dtype=dtype)
+                        w = self.rand(hidden, dtype=dtype)
+                        y, y_buffer = guarded((rows, hidden), dtype)
+                        h, h_buffer = guarded((rows, hidden), dtype)
+                        norm_opt.fused_add_rms_norm(x, r, w, 1e-6, out=y,
+                                                    residual_out=h)
+                        self.assertGuards(y_buffer, "y")
+                        self.assertGuards(h_buffer, "residual")
+                        # The residual is torch's own add, bit for bit.
+                        self.assertTrue(torch.equal(bits(h), bits(x + r)),
+                                        "residual differs from x + residual")
+                        self.assertClose(y, rms_reference(
+                            h.double(), w.double(), 1e-6), "y")
+                        self.assertClose(y, F.rms_norm(
+                            x + r, (hidden,), w, 1e-6).double(),
+                            "vs F.rms_norm(x + residual)", factor=2)
+
+    def test_deepnorm_alpha(self):
+        x = self.rand(300, 2048)
+        r = self.rand(300, 2048)
+        w = self.rand(2048)
+        y, h = norm_opt.fused_add_rms_norm(x, r, w, 1e-6, alpha=1.75)
+        # h = round(f32(alpha * residual) + x), as the kernel's prologue.
+        h_want = ((r.float() * 1.75) + x.float()).double()
+        self.assertClose(h, h_want, "residual")
+        self.assertClose(y, rms_reference(h.double(), w.double(), 1e-6), "y")
+
+    def test_qk_norm(self):
+        for dtype in (torch.bfloat16, torch.float16):
+            for (hq, hkv, d) in ((32, 8, 128), (16, 16, 64), (8, 1, 256)):
+                for tokens in (0, 1, 300):
+                    for weights in (True, False):
+                        with self.subTest(dtype=dtype, heads=(hq, hkv, d),
+                                          tokens=tokens, weights=weights):
+                            self.check_qk(dtype, hq, hkv, d, tokens, weights)
+
+    def check_qk(self, dtype, hq, hkv, d, tokens, weights, extra=0):
+        width = (hq + 2 * hkv) * d
+        qkv = self.rand(tokens, width + extra, dtype=dtype)[:, :width]
+        qw = self.rand(d, dtype=dtype) if weights else None
+        kw = self.rand(d, dtype=dtype) if weights else None
+        q_out, q_buffer = guarded((tokens, hq, d), dtype)
+        k_out, k_buffer = guarded((tokens, hkv, d), dtype)
+        q, k = norm_opt.qk_norm(qkv, hq, hkv, qw, kw, 1e-6, q_out=q_out,
+                                k_out=k_out)
+        self.assertGuards(q_buffer, "q")
+        self.assertGuards(k_buffer, "k")
+        heads = qkv.double().view(tokens, hq + 2 * hkv, d)
+        q_want = rms_reference(heads[:, :hq], qw.double() if weights else None,
+                               1e-6)
+        k_want = rms_reference(heads[:, hq:hq + hkv],
+                               kw.double() if weights else None, 1e-6)
+        self.assertClose(q, q_want, "q")
+        self.assertClose(k, k_want, "k")
+        q_torch = F.rms_norm(qkv[:, :hq * d].view(tokens, hq, d), (d,), qw,
+                             1e-6)
+        self.assertClose(q, q_torch.double(), "q vs F.rms_norm", factor=2)
+
+    def test_qk_norm_strided_rows(self):
+        self.check_qk(torch.bfloat16, 32, 8, 128, 100, True, extra=256)
+
+    def test_qk_norm_l2(self):
+        qkv = self.rand(50, (4 + 2 * 2) * 64)
+        q, k = norm_opt.qk_norm(qkv, 4, 2, eps=1e-6, l2=True)
+        heads = qkv.double().view(50, 8, 64)
+        want = heads / torch.sqrt(heads.pow(2).sum(-1, keepdim=True) + 1e-6)
+        self.assertClose(q, want[:, :4], "q")
+        self.assertClose(k, want[:, 4:6], "k")
+
+
+@unittest.skipUnless(HAVE_CUDA, "needs torch and a CUDA device")
+class LayoutTest(HeuristicCase):
+    """Strides, offsets, shapes, streams and graphs."""
+
+    def check_rms(self, x, w):
+        y = norm_opt.rms_norm(x, w, 1e-6)
+        self.assertEqual(y.shape, x.shape)
+        self.assertClose(y, rms_reference(x.double(), w.double(), 1e-6),
+                         "rms_norm")
+
+    def test_strided_rows(self):
+        wide = self.rand(100, 4096 + 64)
+        self.check_rms(wide[:, :4096], self.rand(4096))
+        self.check_rms(wide[:, 8:4096 + 8], self.rand(4096))  # +16 bytes
+
+    def test_misaligned_storage_runs_the_scalar_variant(self):
+        flat = self.rand(1 + 37 * 4096)
+        self.check_rms(flat[1:].view(37, 4096), self.rand(4096))
+
+    def test_leading_dimensions(self):
+        self.check_rms(self.rand(2, 3, 5, 1024), self.rand(1024))
+        self.check_rms(self.rand(1024), self.rand(1024))
+        # No single row stride: copied to contiguous rows.
+        self.check_rms(self.rand(8, 6, 512).transpose(0, 1), self.rand(512))
+        # Last dimension not contiguous: copied as well.
+        self.check_rms(self.rand(512, 64).t(), self.rand(512))
+
+    def test_side_stream(self):
+        x, w = self.rand(4096, 4096), self.rand(4096)
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            y = norm_opt.rms_norm(x, w, 1e-6)
+        torch.cuda.current_stream().wait_stream(stream)
+        self.assertClose(y, rms_reference(x.double(), w.double(), 1e-6), "y")
+
+    def test_cuda_graph_capture_and_replay(self):
+        x, r, w = self.rand(256, 4096), self.rand(256, 4096), self.rand(4096)
+        norm_opt.fused_add_rms_norm(x, r, w, 1e-6)  # build before capture
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            y, h = norm_opt.fused_add_rms_norm(x, r, w, 1e-6)
+        for _ in range(2):
+            x.copy_(self.rand(256, 4096))
+            r.copy_(self.rand(256, 4096))
+            y.fill_(float("nan"))
+            graph.replay()
+            torch.cuda.synchronize()
+            self.assertTrue(torch.equal(bits(h), bits(x + r)))
+            self.assertClose(y, rms_reference(h.double(), w.double(), 1e-6),
+                             "y after replay")
+
+    def test_errors(self):
+        w = self.rand(64)
+        with self.assertRaisesRegex(ValueError, "CUDA tensors"):
+            norm_opt.rms_norm(torch.ones(4, 64), w.cpu())
+        with self.assertRaisesRegex(ValueError, r"weight: expected shape \(64,\)"):
+            norm_opt.rms_norm(self.rand(4, 64), self.rand(65))
+        with self.assertRaisesRegex(TypeError, "float64 is not supported"):
+            norm_opt.rms_norm(self.rand(4, 64, dtype=torch.float64), None)
+        with self.assertRaisesRegex(ValueError, "does not hold"):
+            norm_opt.qk_norm(self.rand(4, 102), 2, 1)  # 102 % (2 + 2 x 1)
+        with self.assertRaisesRegex(ValueError, "both q_weight and k_weight"):
+            norm_opt.qk_norm(self.rand(4, 4 * 64), 2, 1, q_weight=w)
+        with self.assertRaisesRegex(TypeError, "one dtype"):
+            norm_opt.layer_norm(self.rand(4, 64), w, w.float())
+        # libnormjit's own checks come back as NormJitError.
+        with self.assertRaises(norm_opt.NormJitError) as caught:
+            norm_opt.rms_norm(self.rand(4, 64), w, eps=-1.0)
+        self.assertIn("eps must be a positive finite number", str(caught.exception))
+
+    def test_default_eps_is_torchs(self):
+        x, w = self.rand(8, 256), self.rand(256)
+        self.assertClose(norm_opt.rms_norm(x, w), F.rms_norm(x, (256,), w).double(),
+                         "eps None", factor=2)
+
+
+@unittest.skipUnless(HAVE_CUDA, "needs torch and a CUDA device")
+class TunedKernelsTest(Case):
+    """Tuned kernels (each row bucket's winner) at the row counts that pick
+    each bucket, and the tuner's report."""
+
+    def test_tuned_rms_norm_every_bucket(self):
+        norm_opt.configure(tuning=True)
+        for hidden in (2048, 7168):
+            w = self.rand(hidden)
+            for rows in (1, 64, 1000, 5000):
+                with self.subTest(hidden=hidden, rows=rows):
+                    x = self.rand(rows, hidden)
+                    y, buffer = guarded((rows, hidden), torch.bfloat16)
+                    norm_opt.rms_norm(x, w, 1e-6, out=y)
+                    self.assertGuards(buffer, "y")
+                    self.assertClose(y, rms_reference(x.double(), w.double(),
+                                                      1e-6), "y")
+        from norm_opt import _registry
+        kernel = _registry.get_kernel(
+            torch.cuda.current_device(),
+            norm_opt.OpDesc(hidden=7168, flags=norm_opt.capi.OP_WEIGHT))
+        info = kernel.tuning(5000)
+        self.assertIn(info.source, ("tuned", "tuning cache"))
+        if info.source == "tuned":
+            timed = [c for c in info.candidates if c.microseconds >= 0]
+            self.assertTrue(timed)
+            best = min(timed, key=lambda c: c.microseconds)
+            self.assertEqual(best.config, info.config)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,164 @@
+"""norm_opt's torch layer on the fake driver: which buffers, row counts and
+strides each function passes to libnormjit, checked by libnormjit itself
+and read back from the fake driver's record of the launch.
+
+No GPU: host tensors stand in for device memory (the fake driver runs no
+kernel, it records parameters), so the layer's CUDA-device check is
+replaced. Needs torch (any build), NORMJIT_LIBRARY (with the compiler: the
+kernels are compiled for the fake device) and NORMJIT_FAKE_CUDA.
+"""
+
+import ctypes
+import os
+import tempfile
+import unittest
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+import norm_opt
+from norm_opt import capi
+
+FAKE = os.environ.get("NORMJIT_FAKE_CUDA", "")
+
+
+class FakeLaunch(ctypes.Structure):
+    _fields_ = [("kernel", ctypes.c_char * 128), ("grid", ctypes.c_uint * 3),
+                ("block", ctypes.c_uint * 3), ("shared_bytes", ctypes.c_uint),
+                ("stream", ctypes.c_void_p), ("num_params", ctypes.c_int),
+                ("params", ctypes.c_uint64 * 32)]
+
+
+@unittest.skipUnless(torch is not None and FAKE, "needs torch and "
+                     "NORMJIT_FAKE_CUDA")
+class TorchLayerTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        from norm_opt import _torch
+        cls.layer = _torch
+        cls.saved = (_torch._device, _torch.run)
+        _torch._device = lambda *tensors: 0
+        run = _torch.run
+        _torch.run = lambda call, config=None, stream=None: run(call, config, 0)
+        cls.fake = ctypes.CDLL(FAKE)
+        cls.fake.fakecuda_get_launch.argtypes = [ctypes.c_int,
+                                                 ctypes.POINTER(FakeLaunch)]
+        cls.cache = tempfile.TemporaryDirectory()
+        norm_opt.configure(driver_library=FAKE, tuning=False,
+                           cache_dir=cls.cache.name)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.layer._device, cls.layer.run = cls.saved
+        norm_opt.configure(driver_library="", tuning=True)
+        cls.cache.cleanup()
+
+    def launch(self):
+        """(kernel name, parameters) of the last launch."""
+        launch = FakeLaunch()
+        count = self.fake.fakecuda_launch_count()
+        self.assertTrue(self.fake.fakecuda_get_launch(count - 1,
+                                                      ctypes.byref(launch)))
+        return (launch.kernel.decode(),
+                list(launch.params[:launch.num_params]))
+
+    def rand(self, *shape, dtype=None):
+        return torch.randn(*shape).to(dtype or torch.bfloat16)
+
+    def test_rms_norm(self):
+        x, w = self.rand(5, 4096), self.rand(4096)
+        y = norm_opt.rms_norm(x, w, 1e-6)
+        name, params = self.launch()
+        self.assertTrue(name.startswith("norm_rms_h4096_bf16_bf16_"), name)
+        self.assertEqual(params, [x.data_ptr(), w.data_ptr(), y.data_ptr(), 5,
+                                  4096, 4096])
+        self.assertEqual((y.shape, y.dtype), (x.shape, x.dtype))
+
+    def test_rows_strides_and_copies(self):
+        w = self.rand(4096)
+        wide = self.rand(7, 4160)
+        norm_opt.rms_norm(wide[:, :4096], w, 1e-6)
+        self.assertEqual(self.launch()[1][3:5], [7, 4160])
+        y = norm_opt.rms_norm(self.rand(2, 3, 4096), w, 1e-6)
+        self.assertEqual(self.launch()[1][3], 6)
+        self.assertEqual(y.shape, (2, 3, 4096))
+        transposed = self.rand(4096, 6).t()  # no row stride: copied
+        norm_opt.rms_norm(transposed, w, 1e-6)
+        self.assertNotEqual(self.launch()[1][0], transposed.data_ptr())
+        flat = self.rand(1 + 3 * 4096)
+        norm_opt.rms_norm(flat[1:].view(3, 4096), w, 1e-6)
+        self.assertIn("_v1_", self.launch()[0])  # 2-byte aligned: scalar
+        before = self.fake.fakecuda_launch_count()
+        self.assertEqual(norm_opt.rms_norm(self.rand(0, 4096), w).shape,
+                         (0, 4096))
+        self.assertEqual(self.fake.fakecuda_launch_count(), before)
+
+    def test_fused_add_rms_norm(self):
+        x, r, w = self.rand(5, 4096), self.rand(5, 4096, dtype=torch.float32), \
+            self.rand(4096)
+        y, h = norm_opt.fused_add_rms_norm(x, r, w, 1e-6)
+        name, params = self.launch()
+        self.assertIn("_f32_bf16_", name)  # the residual stream stays f32
+        # input = residual (scaled by alpha), addend = x.
+        self.assertEqual(params[:5], [r.data_ptr(), x.data_ptr(), w.data_ptr(),
+                                      y.data_ptr(), h.data_ptr()])
+        self.assertEqual((y.dtype, h.dtype), (torch.bfloat16, torch.float32))
+
+    def test_layer_norm(self):
+        x, w, b = self.rand(5, 1024), self.rand(1024), self.rand(1024)
+        y = norm_opt.layer_norm(x, w, b, 1e-5)
+        self.assertEqual(self.launch()[1][:4], [x.data_ptr(), w.data_ptr(),
+                                                b.data_ptr(), y.data_ptr()])
+        y = norm_opt.layer_norm(x, None, None)
+        self.assertEqual(self.launch()[1][:3], [x.data_ptr(), y.data_ptr(), 5])
+
+    def test_qk_norm(self):
+        qkv = self.rand(3, 48 * 128 + 64)[:, :48 * 128]
+        qw, kw = self.rand(128), self.rand(128)
+        q, k = norm_opt.qk_norm(qkv, 32, 8, qw, kw)
+        name, params = self.launch()
+        self.assertTrue(name.startswith("norm_qk_rms_d128_bf16_bf16_"), name)
+        self.assertEqual(params, [qkv.data_ptr(), qw.data_ptr(), kw.data_ptr(),
+                                  q.data_ptr(), k.data_ptr(), 3,
+                                  48 * 128 + 64, 4096, 1024])
+        self.assertEqual((q.shape, k.shape), ((3, 32, 128), (3, 8, 128)))
+
+    def test_fixed_configuration(self):
+        from norm_opt import _torch
+        call = _torch.prepare_row_norm(capi.OP_RMS_NORM, self.rand(5, 4096),
+                                       self.rand(4096), None, 1e-6)
+        _torch.run(call, capi.LaunchConfig(8, 128, 4, 1))
+        self.assertTrue(self.launch()[0].endswith("_v8_t128_w4_r1"))
+
+    def test_errors(self):
+        x, w = self.rand(5, 4096), self.rand(4096)
+        qkv = self.rand(3, 48 * 128)
+        cases = [
+            (lambda: norm_opt.rms_norm(x, self.rand(4095)), ValueError,
+             r"weight: expected shape \(4096,\), got \(4095,\)"),
+            (lambda: norm_opt.rms_norm(x.double(), None), TypeError,
+             "input: dtype torch.float64 is not supported"),
+            (lambda: norm_opt.rms_norm(x, w.double()), TypeError,
+             "weight: dtype torch.float64"),
+            (lambda: norm_opt.layer_norm(x, w, w.float()), TypeError,
+             "weight and bias must have one dtype"),
+            (lambda: norm_opt.fused_add_rms_norm(x, x[:4], w), ValueError,
+             r"residual and x differ in shape: \(4, 4096\) and \(5, 4096\)"),
+            (lambda: norm_opt.rms_norm(x, w, out=torch.empty(5, 4096)),
+             ValueError, "out: expected"),
+            (lambda: norm_opt.qk_norm(qkv, 32, 7), ValueError,
+             "does not hold 32 \\+ 2 x 7 heads"),
+            (lambda: norm_opt.qk_norm(qkv, 32, 8, w[:128]), ValueError,
+             "both q_weight and k_weight"),
+            (lambda: norm_opt.rms_norm(x, w, eps=-1.0), norm_opt.NormJitError,
+             "eps must be a positive finite number, got -1"),
+        ]
+        for call, error, message in cases:
+            with self.subTest(message=message):
+                self.assertRaisesRegex(error, message, call)
+
+
+if __name__ == "__main__":
+    unittest.main()

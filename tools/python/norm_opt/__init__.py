@@ -1,0 +1,66 @@
+"""norm_opt: libnormjit's fused normalization kernels for PyTorch.
+
+    import norm_opt
+    y = norm_opt.rms_norm(x, weight, eps=1e-6)            # like F.rms_norm
+    y = norm_opt.layer_norm(x, weight, bias, eps=1e-5)    # like F.layer_norm
+    y, h = norm_opt.fused_add_rms_norm(x, residual, weight, eps=1e-6)
+    q, k = norm_opt.qk_norm(qkv, 32, 8, q_weight, k_weight, eps=1e-6)
+
+Each normalizes over the last dimension with a kernel libnormjit built for
+that hidden size and autotuned on this GPU at its first call; launches go to
+torch.cuda.current_stream(). Errors of libnormjit raise NormJitError with
+its status and message. libnormjit.so is found through $NORMJIT_LIBRARY,
+beside this package, or by the dynamic loader (norm_opt.configure(library=)
+names another). `import norm_opt` needs no torch: the C API layer
+(norm_opt.capi: Context, Kernel, OpDesc) works on raw device addresses.
+"""
+
+from norm_opt import _capi as capi
+from norm_opt._capi import LaunchConfig, NormJitError, OpDesc, load_library
+
+__all__ = ["rms_norm", "layer_norm", "fused_add_rms_norm", "qk_norm",
+           "configure", "get_context", "NormJitError", "LaunchConfig", "OpDesc", "capi",
+           "load_library"]
+
+
+def _torch_layer():
+    # torch is imported at the first tensor call, not at `import norm_opt`.
+    from norm_opt import _torch
+    return _torch
+
+
+def rms_norm(input, weight=None, eps=None, *, out=None):
+    """input / sqrt(mean(input^2) + eps) * weight over the last dimension,
+    as F.rms_norm(input, (hidden,), weight, eps); eps None is
+    torch.finfo(input.dtype).eps, as there. Accumulates in float32."""
+    return _torch_layer().rms_norm(input, weight, eps, out=out)
+
+
+def layer_norm(input, weight=None, bias=None, eps=1e-5, *, out=None):
+    """(input - mean) / sqrt(var + eps) * weight + bias over the last
+    dimension, as F.layer_norm(input, (hidden,), weight, bias, eps)."""
+    return _torch_layer().layer_norm(input, weight, bias, eps, out=out)
+
+
+def fused_add_rms_norm(x, residual, weight=None, eps=None, *, alpha=1.0,
+                       out=None, residual_out=None):
+    """One kernel for h = alpha * residual + x (rounded to residual's dtype,
+    as the unfused graph rounds it) and y = rms_norm(h, weight, eps) (in x's
+    dtype). Returns (y, h): h is the new residual stream. alpha != 1 is
+    DeepNorm's scaled residual."""
+    return _torch_layer().fused_add_rms_norm(
+        x, residual, weight, eps, alpha=alpha, out=out,
+        residual_out=residual_out)
+
+
+def qk_norm(qkv, num_q_heads, num_kv_heads, q_weight=None, k_weight=None,
+            eps=1e-6, *, l2=False, q_out=None, k_out=None):
+    """The QK-Norm prologue: from a packed projection qkv[..., (Hq + 2 Hkv) *
+    D] (rows may be strided), q[..., Hq, D] and k[..., Hkv, D], each head
+    RMS-normalized (L2 with l2=True) and scaled by its weight."""
+    return _torch_layer().qk_norm(qkv, num_q_heads, num_kv_heads, q_weight,
+                                  k_weight, eps, l2=l2, q_out=q_out,
+                                  k_out=k_out)
+
+
+from norm_opt._registry import configure, get_context  # noqa: E402

@@ -1,0 +1,469 @@
+"""libnormjit's C API (runtime/normjit.h) through ctypes.
+
+Plain Python, no torch: device buffers are integer addresses and streams are
+integer CUstream handles. Every failing call raises NormJitError carrying
+the status and normjit_last_error(), read on the calling thread right after
+the call. ctypes releases the GIL during calls, so several threads can build
+kernels at once (libnormjit is thread-safe).
+"""
+
+import ctypes
+import ctypes.util
+import os
+import threading
+from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+
+# normjit_status
+SUCCESS = 0
+ERROR_INVALID_ARGUMENT = 1
+ERROR_MISALIGNED = 2
+ERROR_UNSUPPORTED = 3
+ERROR_NO_DRIVER = 4
+ERROR_NO_DEVICE = 5
+ERROR_DRIVER = 6
+ERROR_COMPILE = 7
+ERROR_NOT_FOUND = 8
+ERROR_IO = 9
+ERROR_INTERNAL = 10
+
+# normjit_dtype
+F32, F16, BF16 = 0, 1, 2
+DTYPE_NAMES = {F32: "f32", F16: "f16", BF16: "bf16"}
+DTYPE_BYTES = {F32: 4, F16: 2, BF16: 2}
+
+# normjit_op_kind
+OP_RMS_NORM = 0
+OP_LAYER_NORM = 1
+OP_L2_NORM = 2
+OP_GROUP_NORM = 3
+OP_BATCH_NORM_INFERENCE = 4
+OP_ELEMENTWISE = 5
+OP_BATCH_NORM_STATS = 6
+OP_QK_NORM = 7
+
+# normjit_op_desc.flags
+OP_WEIGHT = 1 << 0
+OP_BIAS = 1 << 1
+OP_ADDEND = 1 << 2
+OP_RESIDUAL_OUT = 1 << 3
+OP_F32_RESIDUAL = 1 << 4
+OP_SKIP = 1 << 5
+OP_QK_L2 = 1 << 6
+
+# normjit_buffer
+INPUT, ADDEND, SKIP, WEIGHT, BIAS, MEAN, VARIANCE, OUTPUT = range(8)
+RESIDUAL_OUT, QKV, Q_WEIGHT, K_WEIGHT, Q, K = range(8, 14)
+NUM_BUFFERS = 14
+
+# normjit_context_options.flags and normjit_kernel_create flags
+CONTEXT_NO_TUNING = 1 << 0
+CONTEXT_NO_DISK_CACHE = 1 << 1
+KERNEL_NO_TUNING = 1 << 0
+KERNEL_REFUSE_MISALIGNED = 1 << 1
+
+# normjit_plan_source
+PLAN_SOURCES = {0: "tuned", 1: "tuning cache", 2: "bundle", 3: "heuristic",
+                4: "fixed"}
+
+
+class NormJitError(RuntimeError):
+    """A libnormjit call failed: `status` (None when the library itself
+    could not be loaded), `status_name` and libnormjit's message."""
+
+    def __init__(self, status: Optional[int], status_name: str, message: str):
+        self.status = status
+        self.status_name = status_name
+        self.message = message
+        super().__init__(f"{status_name}: {message}" if message else status_name)
+
+
+#===------------------------------------------------------------------------===#
+# The structures of normjit.h
+#===------------------------------------------------------------------------===#
+
+
+class _OpDesc(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("kind", ctypes.c_int32),
+                ("hidden", ctypes.c_int64), ("input_type", ctypes.c_int32),
+                ("output_type", ctypes.c_int32), ("param_type", ctypes.c_int32),
+                ("addend_type", ctypes.c_int32), ("skip_type", ctypes.c_int32),
+                ("flags", ctypes.c_uint32), ("eps", ctypes.c_double),
+                ("alpha", ctypes.c_double), ("weight_offset", ctypes.c_double),
+                ("groups", ctypes.c_int64), ("num_q_heads", ctypes.c_int64),
+                ("num_kv_heads", ctypes.c_int64)]
+
+
+class _Tensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int32),
+                ("reserved", ctypes.c_int32), ("cols", ctypes.c_int64),
+                ("row_stride", ctypes.c_int64)]
+
+
+class _LaunchArgs(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("reserved", ctypes.c_uint32),
+                ("tensors", _Tensor * NUM_BUFFERS)]
+
+
+class _ContextOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("device", ctypes.c_int32),
+                ("driver_library", ctypes.c_char_p),
+                ("cache_dir", ctypes.c_char_p),
+                ("bundles", ctypes.POINTER(ctypes.c_char_p)),
+                ("num_bundles", ctypes.c_size_t), ("flags", ctypes.c_uint32),
+                ("log_level", ctypes.c_int32)]
+
+
+class _LaunchConfig(ctypes.Structure):
+    _fields_ = [("vector", ctypes.c_int64), ("threads_per_row", ctypes.c_int64),
+                ("warps", ctypes.c_int64), ("rows_per_cta", ctypes.c_int64)]
+
+
+class _TuningInfo(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("source", ctypes.c_int32),
+                ("tuned_rows", ctypes.c_int64),
+                ("num_candidates", ctypes.c_size_t),
+                ("config", _LaunchConfig)]
+
+
+class _Candidate(ctypes.Structure):
+    _fields_ = [("config", _LaunchConfig), ("microseconds", ctypes.c_double)]
+
+
+class LaunchConfig(NamedTuple):
+    """#norm.launch: elements per access, threads per row, warps per CTA,
+    rows per CTA."""
+    vector: int
+    threads_per_row: int
+    warps: int
+    rows_per_cta: int
+
+    @property
+    def suffix(self) -> str:
+        """The kernel name suffix, "v8_t128_w4_r1"."""
+        return (f"v{self.vector}_t{self.threads_per_row}_w{self.warps}"
+                f"_r{self.rows_per_cta}")
+
+    @staticmethod
+    def _from_c(config: _LaunchConfig) -> "LaunchConfig":
+        return LaunchConfig(config.vector, config.threads_per_row,
+                            config.warps, config.rows_per_cta)
+
+    def _to_c(self) -> _LaunchConfig:
+        return _LaunchConfig(*self)
+
+
+class Candidate(NamedTuple):
+    config: LaunchConfig
+    microseconds: float  # the tuner's time per launch; < 0: it failed
+
+
+class TuningInfo(NamedTuple):
+    source: str          # "tuned", "tuning cache", "bundle", ...
+    tuned_rows: int      # the rows the bucket was tuned at; 0: not tuned
+    config: LaunchConfig  # what launches of this bucket run
+    candidates: Tuple[Candidate, ...]  # timed in this process
+
+
+class OpDesc(NamedTuple):
+    """normjit_op_desc as a hashable value (the key of kernel caches)."""
+    kind: int = OP_RMS_NORM
+    hidden: int = 0
+    input_type: int = BF16
+    output_type: int = BF16
+    param_type: int = BF16
+    addend_type: int = BF16
+    skip_type: int = BF16
+    flags: int = 0
+    eps: float = 1e-6
+    alpha: float = 1.0
+    weight_offset: float = 0.0
+    groups: int = 1
+    num_q_heads: int = 0
+    num_kv_heads: int = 0
+
+    def _to_c(self) -> _OpDesc:
+        return _OpDesc(ctypes.sizeof(_OpDesc), *self)
+
+
+#===------------------------------------------------------------------------===#
+# The library
+#===------------------------------------------------------------------------===#
+
+_SIGNATURES = {
+    "normjit_status_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "normjit_last_error": (ctypes.c_char_p, []),
+    "normjit_context_options_init": (None, [ctypes.POINTER(_ContextOptions)]),
+    "normjit_context_create": (ctypes.c_int, [
+        ctypes.POINTER(_ContextOptions), ctypes.POINTER(ctypes.c_void_p)]),
+    "normjit_context_destroy": (None, [ctypes.c_void_p]),
+    "normjit_kernel_create": (ctypes.c_int, [
+        ctypes.c_void_p, ctypes.POINTER(_OpDesc), ctypes.c_uint32,
+        ctypes.POINTER(ctypes.c_void_p)]),
+    "normjit_kernel_destroy": (None, [ctypes.c_void_p]),
+    "normjit_kernel_launch": (ctypes.c_int, [
+        ctypes.c_void_p, ctypes.POINTER(_LaunchArgs), ctypes.c_int64,
+        ctypes.c_void_p]),
+    "normjit_kernel_get_config": (ctypes.c_int, [
+        ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(_LaunchConfig)]),
+    "normjit_context_write_bundle": (ctypes.c_int, [
+        ctypes.c_void_p, ctypes.POINTER(_OpDesc), ctypes.c_size_t,
+        ctypes.c_char_p]),
+}
+# Newer entry points: a library without them still serves everything else.
+_OPTIONAL_SIGNATURES = {
+    "normjit_kernel_create_with_config": (ctypes.c_int, [
+        ctypes.c_void_p, ctypes.POINTER(_OpDesc),
+        ctypes.POINTER(_LaunchConfig), ctypes.c_uint32,
+        ctypes.POINTER(ctypes.c_void_p)]),
+    "normjit_kernel_get_tuning": (ctypes.c_int, [
+        ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(_TuningInfo),
+        ctypes.POINTER(_Candidate), ctypes.c_size_t]),
+}
+
+
+class Library:
+    """A loaded libnormjit.so with its entry points declared."""
+
+    def __init__(self, path: str):
+        try:
+            self.dll = ctypes.CDLL(path)
+        except OSError as error:
+            raise NormJitError(None, "cannot load libnormjit",
+                               f"{path}: {error}") from None
+        self.path = path
+        missing = [name for name in _SIGNATURES if not hasattr(self.dll, name)]
+        if missing:
+            raise NormJitError(None, "not libnormjit",
+                               f"{path} lacks {', '.join(missing)}")
+        for table in (_SIGNATURES, _OPTIONAL_SIGNATURES):
+            for name, (restype, argtypes) in table.items():
+                if hasattr(self.dll, name):
+                    function = getattr(self.dll, name)
+                    function.restype = restype
+                    function.argtypes = argtypes
+
+    def has(self, name: str) -> bool:
+        return hasattr(self.dll, name)
+
+    def status_name(self, status: int) -> str:
+        return self.dll.normjit_status_name(status).decode()
+
+    def check(self, status: int) -> None:
+        """Raises NormJitError for a failed status, with the thread's last
+        error message."""
+        if status != SUCCESS:
+            message = self.dll.normjit_last_error().decode(errors="replace")
+            raise NormJitError(status, self.status_name(status), message)
+
+    def require(self, name: str):
+        if not self.has(name):
+            raise NormJitError(
+                ERROR_UNSUPPORTED, "unsupported",
+                f"{self.path} has no {name}: build a newer libnormjit")
+        return getattr(self.dll, name)
+
+
+def _candidate_paths() -> List[str]:
+    paths = []
+    if os.environ.get("NORMJIT_LIBRARY"):
+        paths.append(os.environ["NORMJIT_LIBRARY"])
+    here = os.path.dirname(os.path.abspath(__file__))
+    paths.append(os.path.join(here, "libnormjit.so"))
+    found = ctypes.util.find_library("normjit")
+    paths.append(found or "libnormjit.so")
+    return paths
+
+
+_library: Optional[Library] = None
+_library_lock = threading.Lock()
+
+
+def load_library(path: Optional[str] = None) -> Library:
+    """The libnormjit to use: `path`, else $NORMJIT_LIBRARY, else a
+    libnormjit.so beside this package, else the dynamic loader's. The first
+    one loaded stays loaded; a different `path` afterwards loads that too."""
+    global _library
+    with _library_lock:
+        if path is not None:
+            library = Library(path)
+            if _library is None:
+                _library = library
+            return library
+        if _library is not None:
+            return _library
+        errors = []
+        for candidate in _candidate_paths():
+            if os.path.sep in candidate and not os.path.exists(candidate):
+                errors.append(f"{candidate}: no such file")
+                continue
+            try:
+                _library = Library(candidate)
+                return _library
+            except NormJitError as error:
+                errors.append(error.message)
+        raise NormJitError(None, "cannot load libnormjit",
+                           "; ".join(errors) +
+                           " (set NORMJIT_LIBRARY to libnormjit.so)")
+
+
+#===------------------------------------------------------------------------===#
+# Contexts, kernels, launches
+#===------------------------------------------------------------------------===#
+
+
+class Buffer(NamedTuple):
+    """One buffer of a launch: a device address, an element type, elements
+    per row and elements between rows (0: contiguous; 1-D buffers: 0)."""
+    address: int
+    dtype: int
+    cols: int
+    row_stride: int = 0
+
+
+def make_launch_args(buffers: Dict[int, Buffer]) -> _LaunchArgs:
+    """normjit_launch_args for {slot: Buffer}; reusable across launches."""
+    args = _LaunchArgs()
+    args.struct_size = ctypes.sizeof(_LaunchArgs)
+    for slot, buffer in buffers.items():
+        if not 0 <= slot < NUM_BUFFERS:
+            raise ValueError(f"unknown buffer slot {slot}")
+        if buffer.dtype not in DTYPE_NAMES:
+            raise ValueError(f"unknown dtype {buffer.dtype}")
+        args.tensors[slot] = _Tensor(buffer.address or None, buffer.dtype, 0,
+                                     buffer.cols, buffer.row_stride)
+    return args
+
+
+class _Handle:
+    """Owns one libnormjit object: destroyed by close() or collection."""
+    _handle = None
+
+    def _destroy(self, handle) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        if self._handle:
+            handle, self._handle = self._handle, None
+            self._destroy(handle)
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown
+            pass
+
+
+class Kernel(_Handle):
+    """A loaded kernel of one operation (normjit_kernel)."""
+
+    def __init__(self, library: Library, handle: ctypes.c_void_p,
+                 desc: OpDesc):
+        # Valid after its context is closed: it keeps what it uses.
+        self._library = library
+        self._handle = handle
+        self._launch = library.dll.normjit_kernel_launch
+        self.desc = desc
+
+    def launch(self, args: _LaunchArgs, rows: int, stream: int = 0) -> None:
+        """Enqueues the kernel on `stream` (a CUstream handle; 0: the legacy
+        default stream). Asynchronous; capturable in CUDA graphs."""
+        status = self._launch(self._handle, ctypes.byref(args), rows,
+                              stream or None)
+        if status != SUCCESS:
+            self._library.check(status)
+
+    def config(self, rows: int) -> LaunchConfig:
+        """The configuration launches of `rows` rows run (aligned buffers)."""
+        config = _LaunchConfig()
+        self._library.check(self._library.dll.normjit_kernel_get_config(
+            self._handle, rows, ctypes.byref(config)))
+        return LaunchConfig._from_c(config)
+
+    def tuning(self, rows: int) -> TuningInfo:
+        """Where the plan of `rows` rows came from and the candidates the
+        tuner timed for its bucket in this process."""
+        get = self._library.require("normjit_kernel_get_tuning")
+        info = _TuningInfo()
+        info.struct_size = ctypes.sizeof(_TuningInfo)
+        self._library.check(get(self._handle, rows, ctypes.byref(info), None, 0))
+        count = info.num_candidates
+        buffer = (_Candidate * max(count, 1))()
+        self._library.check(get(self._handle, rows, ctypes.byref(info), buffer,
+                                count))
+        candidates = tuple(
+            Candidate(LaunchConfig._from_c(c.config), c.microseconds)
+            for c in buffer[:count])
+        return TuningInfo(PLAN_SOURCES.get(info.source, str(info.source)),
+                          info.tuned_rows, LaunchConfig._from_c(info.config),
+                          candidates)
+
+    def _destroy(self, handle) -> None:
+        self._library.dll.normjit_kernel_destroy(handle)
+
+
+class Context(_Handle):
+    """A libnormjit context on one CUDA device (normjit_context): kernels,
+    their tuning and caches. Raises NormJitError (NO_DRIVER, NO_DEVICE, ...)
+    when the device cannot be opened."""
+
+    def __init__(self, device: int = 0, *, bundles: Sequence[str] = (),
+                 cache_dir: Optional[str] = None, tuning: bool = True,
+                 disk_cache: bool = True, driver_library: Optional[str] = None,
+                 log_level: int = -1, library: Optional[Library] = None):
+        self.library = library or load_library()
+        dll = self.library.dll
+        options = _ContextOptions()
+        dll.normjit_context_options_init(ctypes.byref(options))
+        options.device = device
+        # Kept alive with the context: the C strings must outlive the call.
+        self._strings = [s.encode() for s in bundles]
+        self._bundles = (ctypes.c_char_p * max(len(bundles), 1))(*self._strings)
+        options.bundles = self._bundles if bundles else None
+        options.num_bundles = len(bundles)
+        options.cache_dir = cache_dir.encode() if cache_dir else None
+        options.driver_library = (driver_library.encode()
+                                  if driver_library else None)
+        options.flags = ((0 if tuning else CONTEXT_NO_TUNING) |
+                         (0 if disk_cache else CONTEXT_NO_DISK_CACHE))
+        options.log_level = log_level
+        handle = ctypes.c_void_p()
+        self._handle = None
+        self.library.check(dll.normjit_context_create(ctypes.byref(options),
+                                                      ctypes.byref(handle)))
+        self._handle = handle
+        self.device = device
+
+    def kernel(self, desc: OpDesc, *, tune: bool = True,
+               refuse_misaligned: bool = False,
+               config: Optional[LaunchConfig] = None) -> Kernel:
+        """Builds (compiles, tunes, loads) or finds the kernel of `desc`.
+        With `config`, launches of every row count run that configuration."""
+        if self._handle is None:
+            raise NormJitError(ERROR_INVALID_ARGUMENT, "invalid argument",
+                               "the context is closed")
+        flags = ((0 if tune else KERNEL_NO_TUNING) |
+                 (KERNEL_REFUSE_MISALIGNED if refuse_misaligned else 0))
+        c_desc = desc._to_c()
+        handle = ctypes.c_void_p()
+        dll = self.library.dll
+        if config is None:
+            status = dll.normjit_kernel_create(self._handle, ctypes.byref(c_desc),
+                                               flags, ctypes.byref(handle))
+        else:
+            create = self.library.require("normjit_kernel_create_with_config")
+            c_config = LaunchConfig(*config)._to_c()
+            status = create(self._handle, ctypes.byref(c_desc),
+                            ctypes.byref(c_config), flags, ctypes.byref(handle))
+        self.library.check(status)
+        return Kernel(self.library, handle, desc)
+
+    def write_bundle(self, descs: Iterable[OpDesc], path: str) -> None:
+        """Writes a kernel bundle of the operations (tuning them first)."""
+        descs = list(descs)
+        array = (_OpDesc * max(len(descs), 1))(*[d._to_c() for d in descs])
+        self.library.check(self.library.dll.normjit_context_write_bundle(
+            self._handle, array, len(descs), path.encode()))
+
+    def _destroy(self, handle) -> None:
+        # Kernels made from the context stay valid.
+        self.library.dll.normjit_context_destroy(handle)
