@@ -219,6 +219,7 @@ Operation *findKernelOp(ModuleOp module) {
 Status getPipelineOptions(const TargetOptions &target,
                           mlir::norm::NormLowerToPtxOptions &options) {
   options.chip = target.chip;
+  options.maxSharedBytes = target.maxSharedBytes;
   options.ptxVersion = target.ptxVersion;
   std::string message;
   if (failed(mlir::norm::verifyNormLowerToPtxOptions(
@@ -263,10 +264,13 @@ Status compileKernel(const OpSpec &spec, const LaunchConfig &launch,
   PassManager generate(&session.context);
   mlir::norm::NormGenerateKernelsOptions generateOptions;
   generateOptions.scalarFallback = false;
+  generateOptions.chip = target.chip;
+  generateOptions.maxSharedBytes = target.maxSharedBytes;
   generate.addPass(mlir::norm::createNormGenerateKernels(generateOptions));
   if (failed(generate.run(**module)))
     return session.error("kernel generation failed");
-  FailureOr<KernelSignature> signature = describeKernel(kernelOp);
+  FailureOr<KernelSignature> signature =
+      describeKernel(kernelOp, {}, target.getMaxSharedBytes());
   if (failed(signature))
     return session.error("kernel description failed");
   result.signature = std::move(*signature);
@@ -310,7 +314,7 @@ Status compileProgram(std::string_view mlir, const TargetOptions &target,
   if (failed(ptx))
     return session.error("no PTX");
   FailureOr<std::vector<KernelSignature>> kernels =
-      getBundleSignatures(*module, *ptx);
+      getBundleSignatures(*module, *ptx, target.getMaxSharedBytes());
   if (failed(kernels))
     return session.error("kernel description failed");
   result.ptx = std::move(*ptx);
@@ -324,7 +328,7 @@ Status compileProgram(std::string_view mlir, const TargetOptions &target,
 std::string_view getCompilerVersion() {
   // Bump the generation with every change to the generated code.
   static const std::string version =
-      "norm-opt-codegen-1 (LLVM " LLVM_VERSION_STRING ")";
+      "norm-opt-codegen-2 (LLVM " LLVM_VERSION_STRING ")";
   return version;
 }
 

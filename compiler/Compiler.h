@@ -28,11 +28,34 @@ struct Status {
   explicit operator bool() const { return ok; }
 };
 
+/// Shared memory one CTA may use on `chip`: the opt-in maximum of its
+/// compute capability, 163 KiB on sm_80, 99 KiB on sm_89, 227 KiB on sm_90
+/// and sm_90a; 0 for another chip.
+inline int64_t getMaxSharedBytesPerCta(std::string_view chip) {
+  if (chip == "sm_80")
+    return 163 * 1024;
+  if (chip == "sm_89")
+    return 99 * 1024;
+  if (chip == "sm_90" || chip == "sm_90a")
+    return 227 * 1024;
+  return 0;
+}
+
 struct TargetOptions {
   std::string chip = "sm_90";   // sm_80, sm_89, sm_90 (sm_90a accepted)
   int ptxVersion = 80;          // PTX ISA version x 10: 80 is PTX 8.0
   bool emitCubin = false;       // also run ptxas (needs the CUDA toolkit)
   std::string ptxasPath;        // empty: see assembleCubin
+  /// Shared memory one CTA may use, in bytes: rows too long for registers
+  /// are staged in it where they fit, else streamed. 0: the chip's
+  /// (getMaxSharedBytesPerCta). A device may allow less than its PTX chip
+  /// (sm_86 and sm_120 devices run sm_80 and sm_90 PTX with 99 KiB);
+  /// libnormjit passes its device's limit.
+  int64_t maxSharedBytes = 0;
+
+  int64_t getMaxSharedBytes() const {
+    return maxSharedBytes > 0 ? maxSharedBytes : getMaxSharedBytesPerCta(chip);
+  }
 };
 
 /// One operation, as the runtime describes it.

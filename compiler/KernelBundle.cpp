@@ -33,10 +33,12 @@ static bool definesKernel(StringRef ptx, StringRef name) {
   return ptx.contains((".entry " + name + "(").str());
 }
 
-FailureOr<std::vector<KernelSignature>> getBundleSignatures(ModuleOp module,
-                                                            StringRef ptx) {
-  FailureOr<std::vector<KernelSignature>> all =
-      describeReferencedKernels(module, /*withFallbacks=*/true);
+FailureOr<std::vector<KernelSignature>>
+getBundleSignatures(ModuleOp module, StringRef ptx, int64_t maxSharedBytes) {
+  if (auto recorded = module->getAttrOfType<IntegerAttr>(kMaxSharedBytesAttrName))
+    maxSharedBytes = recorded.getInt();
+  FailureOr<std::vector<KernelSignature>> all = describeReferencedKernels(
+      module, /*withFallbacks=*/true, maxSharedBytes);
   if (failed(all))
     return failure();
   llvm::StringSet<> fallbacks;

@@ -23,9 +23,13 @@ namespace norm {
 mlir::FailureOr<std::string> getKernelPtx(mlir::ModuleOp module);
 
 /// The signatures of the kernels that the module's kernel ops reference and
-/// that `ptx` defines, with the scalar fallbacks that it defines too.
+/// that `ptx` defines, with the scalar fallbacks that it defines too, as
+/// norm-generate-kernels generated them: for the shared memory per CTA the
+/// module records (kMaxSharedBytesAttrName), else `maxSharedBytes`
+/// (TargetOptions::getMaxSharedBytes).
 mlir::FailureOr<std::vector<KernelSignature>>
-getBundleSignatures(mlir::ModuleOp module, llvm::StringRef ptx);
+getBundleSignatures(mlir::ModuleOp module, llvm::StringRef ptx,
+                    int64_t maxSharedBytes);
 
 } // namespace norm
 

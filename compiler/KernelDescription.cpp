@@ -92,22 +92,37 @@ int64_t getStagedRowBytes(FusedRowOp op, int64_t vector) {
   return llvm::alignTo(vectors * vector * bytes, 16);
 }
 
-RowStorage getRowStorage(Operation *kernelOp, const LaunchConfig &launch) {
+/// Whether the threads of `kernelOp` keep their shares of a row in
+/// registers: always but for norm.fused_row shares beyond
+/// kMaxElementsPerThread (the verifiers of the other kernel ops enforce it).
+static bool keepsRowsInRegisters(Operation *kernelOp,
+                                 const LaunchConfig &launch) {
+  if (!isa<FusedRowOp>(kernelOp))
+    return true;
   int64_t length = getKernelRowLength(kernelOp);
   // Compared by division: huge rows must not overflow the product.
-  if (llvm::divideCeil(length, launch.threadsPerRow * launch.vector) <=
-      kMaxElementsPerThread / launch.vector)
+  return llvm::divideCeilSigned(length, launch.threadsPerRow * launch.vector) <=
+         kMaxElementsPerThread / launch.vector;
+}
+
+RowStorage getRowStorage(Operation *kernelOp, const LaunchConfig &launch,
+                         int64_t maxSharedBytes) {
+  if (keepsRowsInRegisters(kernelOp, launch))
     return RowStorage::Registers;
-  auto op = dyn_cast<FusedRowOp>(kernelOp);
-  if (!op) // the verifiers of the other kernel ops keep rows in registers
-    return RowStorage::Registers;
+  auto op = cast<FusedRowOp>(kernelOp);
   // Without a statistic, one pass over the row is all there is.
   if (op.getStatistic() == Statistic::none)
     return RowStorage::Streamed;
   if (launch.getConcurrentRows() * getStagedRowBytes(op, launch.vector) <=
-      kMaxStagedRowBytes)
+      maxSharedBytes - kReservedSharedBytes)
     return RowStorage::Shared;
   return RowStorage::Streamed;
+}
+
+RowStorage getRowStorage(Operation *kernelOp, const KernelSignature &signature) {
+  if (keepsRowsInRegisters(kernelOp, signature.launch))
+    return RowStorage::Registers;
+  return signature.sharedBytes > 0 ? RowStorage::Shared : RowStorage::Streamed;
 }
 
 int64_t getStaticRows(Operation *kernelOp) {
@@ -294,12 +309,14 @@ static StringRef getRowStorageSuffix(RowStorage storage) {
   llvm_unreachable("unknown row storage");
 }
 
-std::string getKernelName(Operation *kernelOp, LaunchAttr launch) {
+std::string getKernelName(Operation *kernelOp, LaunchAttr launch,
+                          int64_t maxSharedBytes) {
+  RowStorage storage =
+      getRowStorage(kernelOp, toLaunchConfig(launch), maxSharedBytes);
   return llvm::formatv(
              "{0}_{1}_{2}{3}", getKernelPrefix(kernelOp),
              llvm::format_hex_no_prefix(hashKey(getSemanticKey(kernelOp)), 8),
-             launch.getMangledSuffix(),
-             getRowStorageSuffix(getRowStorage(kernelOp, toLaunchConfig(launch))))
+             launch.getMangledSuffix(), getRowStorageSuffix(storage))
       .str();
 }
 
@@ -319,7 +336,8 @@ LaunchAttr getScalarFallback(LaunchAttr launch) {
 }
 
 FailureOr<KernelSignature> describeKernel(Operation *kernelOp,
-                                                LaunchAttr launch) {
+                                          LaunchAttr launch,
+                                          int64_t maxSharedBytes) {
   if (!isKernelOp(kernelOp))
     return kernelOp->emitOpError("is not a kernel op");
   if (!launch)
@@ -329,14 +347,14 @@ FailureOr<KernelSignature> describeKernel(Operation *kernelOp,
         "has no launch configuration (run norm-assign-launch-config)");
 
   KernelSignature sig;
-  sig.name = getKernelName(kernelOp, launch);
+  sig.name = getKernelName(kernelOp, launch, maxSharedBytes);
   sig.kind = kernelOp->getName().stripDialect().str();
   sig.launch = toLaunchConfig(launch);
   sig.blockThreads = launch.getThreadsPerCta();
   sig.hidden = getHiddenOf(kernelOp->getOperand(0));
   if (auto op = dyn_cast<FusedRowOp>(kernelOp)) {
     sig.rowMultiplier = op.getGroups();
-    if (getRowStorage(op, sig.launch) == RowStorage::Shared)
+    if (getRowStorage(op, sig.launch, maxSharedBytes) == RowStorage::Shared)
       sig.sharedBytes = sig.launch.getConcurrentRows() *
                         getStagedRowBytes(op, sig.launch.vector);
   } else if (auto op = dyn_cast<QKNormPrologueOp>(kernelOp)) {
@@ -375,11 +393,13 @@ FailureOr<KernelSignature> describeKernel(Operation *kernelOp,
 }
 
 FailureOr<std::vector<KernelSignature>>
-describeReferencedKernels(Operation *root, bool withFallbacks) {
+describeReferencedKernels(Operation *root, bool withFallbacks,
+                          int64_t maxSharedBytes) {
   std::vector<KernelSignature> signatures;
   llvm::StringSet<> seen;
   WalkResult walk = root->walk([&](Operation *op) {
-    if (!isKernelOp(op) || !op->getAttrOfType<SymbolRefAttr>("kernel"))
+    auto kernel = op->getAttrOfType<SymbolRefAttr>("kernel");
+    if (!isKernelOp(op) || !kernel)
       return WalkResult::advance();
     LaunchAttr launch = getLaunch(op);
     SmallVector<LaunchAttr, 2> launches = {launch};
@@ -387,11 +407,22 @@ describeReferencedKernels(Operation *root, bool withFallbacks) {
         fallback && withFallbacks)
       launches.push_back(fallback);
     for (LaunchAttr each : launches) {
-      FailureOr<KernelSignature> sig = describeKernel(op, each);
+      FailureOr<KernelSignature> sig = describeKernel(op, each, maxSharedBytes);
       if (failed(sig))
         return WalkResult::interrupt();
+      // The generator chose the row storage for its target; another target
+      // may choose differently.
+      if (each == launch && kernel.getLeafReference() != sig->name) {
+        op->emitOpError() << "references kernel '"
+                          << kernel.getLeafReference().getValue()
+                          << "', but with " << maxSharedBytes
+                          << " bytes of shared memory per CTA its kernel is '"
+                          << sig->name
+                          << "': kernels were generated for another target";
+        return WalkResult::interrupt();
+      }
       if (each == launch && launches.size() > 1)
-        sig->fallback = getKernelName(op, launches.back());
+        sig->fallback = getKernelName(op, launches.back(), maxSharedBytes);
       if (seen.insert(sig->name).second)
         signatures.push_back(std::move(*sig));
     }

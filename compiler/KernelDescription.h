@@ -56,16 +56,30 @@ enum class RowStorage {
   Streamed,
 };
 
-/// The dynamic shared memory a CTA may use for staged rows: sm_90 lets a CTA
-/// opt in to 227 KiB; 1 KiB stays for the static buffer of the row
-/// reduction (at most 32 warps x 3 sums x 4 bytes).
-constexpr int64_t kMaxStagedRowBytes = 226 * 1024;
+/// The module attribute (i64) in which norm-generate-kernels records the
+/// shared memory per CTA it generated kernels for: describing them again
+/// (kernel bundles) must make the same choices.
+constexpr llvm::StringLiteral kMaxSharedBytesAttrName = "norm.max_shared_bytes";
 
-/// How the kernel of `kernelOp` with `launch` keeps its rows: registers when
-/// a thread's share fits them, else shared memory when the rows the CTA works
-/// on at once fit kMaxStagedRowBytes, else streamed.
+/// Shared memory of a CTA that staged rows leave to the static buffer of the
+/// row reduction (at most 32 warps x 3 sums x 4 bytes).
+constexpr int64_t kReservedSharedBytes = 1024;
+
+/// How the kernel of `kernelOp` with `launch` keeps its rows on a target
+/// whose CTAs may use `maxSharedBytes` of shared memory
+/// (TargetOptions::getMaxSharedBytes): registers when a thread's share fits
+/// them, else shared memory when the rows the CTA works on at once fit in
+/// `maxSharedBytes` less kReservedSharedBytes, else streamed. So a row of
+/// 100000 bf16 values is staged on sm_90 (227 KiB) and streamed on sm_80
+/// (163 KiB) and sm_89 (99 KiB), which would refuse to launch the staged
+/// kernel.
+RowStorage getRowStorage(mlir::Operation *kernelOp, const LaunchConfig &launch,
+                         int64_t maxSharedBytes);
+
+/// The row storage of the kernel `signature` describes: the one describeKernel
+/// chose, recorded in the signature's shared bytes. The generator follows it.
 RowStorage getRowStorage(mlir::Operation *kernelOp,
-                         const LaunchConfig &launch);
+                         const KernelSignature &signature);
 
 /// Bytes one row takes when staged in shared memory: whole `vector`s of the
 /// element type of `v` (the input's, or f32 with f32_residual), rounded up
@@ -82,20 +96,23 @@ int64_t getStaticRows(mlir::Operation *kernelOp);
 
 /// The kernel's symbol: a readable prefix, a hash of every attribute and
 /// type the generated code depends on, the launch suffix and, for rows not
-/// kept in registers, `_smem` or `_stream`, e.g.
-/// `norm_rms_add_h4096_bf16_bf16_1f2e3d4c_v8_t128_w4_r1`.
+/// kept in registers, `_smem` or `_stream` (getRowStorage with
+/// `maxSharedBytes`), e.g. `norm_rms_add_h4096_bf16_bf16_1f2e3d4c_v8_t128_w4_r1`.
 std::string getKernelName(mlir::Operation *kernelOp,
-                          mlir::norm::LaunchAttr launch);
+                          mlir::norm::LaunchAttr launch,
+                          int64_t maxSharedBytes);
 
 /// Bytes a buffer of `elementType` must be aligned to for `vector`-wide
 /// accesses (16-byte accesses at most; wider vectors split in 16-byte parts).
 int64_t getBufferAlignment(ElementType elementType, int64_t vector);
 
 /// The launch ABI of the kernel generated for `kernelOp` with `launch` (the
-/// op's own launch when null). Fails with a diagnostic at the op when it has
-/// no launch configuration or the configuration does not fit it.
+/// op's own launch when null) for a target whose CTAs may use
+/// `maxSharedBytes` of shared memory. Fails with a diagnostic at the op when
+/// it has no launch configuration.
 mlir::FailureOr<KernelSignature>
-describeKernel(mlir::Operation *kernelOp, mlir::norm::LaunchAttr launch = {});
+describeKernel(mlir::Operation *kernelOp, mlir::norm::LaunchAttr launch,
+               int64_t maxSharedBytes);
 
 /// The scalar fallback of a vector kernel: the same op with vector = 1, for
 /// buffers or strides the vector kernel's alignment rules reject. Null for
@@ -104,9 +121,12 @@ mlir::norm::LaunchAttr getScalarFallback(mlir::norm::LaunchAttr launch);
 
 /// The signatures of every kernel the host-side kernel ops below `root`
 /// reference (through their `kernel` attribute), with their scalar
-/// fallbacks, each kernel once.
+/// fallbacks, each kernel once, as generated for `maxSharedBytes` of shared
+/// memory per CTA. Fails with a diagnostic at a kernel op whose referenced
+/// kernel was generated for another target.
 mlir::FailureOr<std::vector<KernelSignature>>
-describeReferencedKernels(mlir::Operation *root, bool withFallbacks);
+describeReferencedKernels(mlir::Operation *root, bool withFallbacks,
+                          int64_t maxSharedBytes);
 
 } // namespace norm
 

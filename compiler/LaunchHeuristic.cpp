@@ -12,8 +12,11 @@
 //    256 threads for 2048, 896 for 7168, 1024 for 8192 and 16384;
 //  - rows beyond 1024 threads x 64 elements (65536) get 1024 threads, one
 //    row per CTA. Their shares no longer fit in registers: the kernel
-//    stages them in shared memory, or streams rows too long for it (see
-//    norm::getRowStorage; bf16 rows up to 115712 elements are staged).
+//    stages them in shared memory, or streams rows too long for the shared
+//    memory of the target (norm::getRowStorage: bf16 rows up to 115712
+//    elements are staged on sm_90, 82944 on sm_80, 50176 on sm_89). The
+//    configuration is the same either way, so it does not depend on the
+//    chip.
 //
 // Accesses are 16 bytes wide (8 x bf16, 4 x f32) when the row length allows
 // it: a row of odd length cannot keep consecutive rows aligned, so it gets

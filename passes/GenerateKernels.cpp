@@ -34,6 +34,8 @@ private:
 
   gpu::GPUModuleOp kernelModule;
   std::optional<SymbolTable> kernels;
+  /// Shared memory a CTA may use on the target.
+  int64_t sharedBytes = 0;
 };
 
 } // namespace
@@ -44,6 +46,9 @@ gpu::GPUModuleOp GenerateKernels::getOrCreateKernelModule() {
   ModuleOp module = getOperation();
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                   UnitAttr::get(&getContext()));
+  module->setAttr(::norm::kMaxSharedBytesAttrName,
+                  IntegerAttr::get(IntegerType::get(&getContext(), 64),
+                                   sharedBytes));
   kernelModule = dyn_cast_or_null<gpu::GPUModuleOp>(
       SymbolTable::lookupSymbolIn(module, kKernelModuleName));
   if (!kernelModule) {
@@ -57,7 +62,8 @@ gpu::GPUModuleOp GenerateKernels::getOrCreateKernelModule() {
 
 FailureOr<StringRef> GenerateKernels::getOrBuildKernel(Operation *op,
                                                        LaunchAttr launch) {
-  FailureOr<::norm::KernelSignature> signature = ::norm::describeKernel(op, launch);
+  FailureOr<::norm::KernelSignature> signature =
+      ::norm::describeKernel(op, launch, sharedBytes);
   if (failed(signature))
     return failure();
   gpu::GPUModuleOp module = getOrCreateKernelModule();
@@ -74,6 +80,21 @@ FailureOr<StringRef> GenerateKernels::getOrBuildKernel(Operation *op,
 void GenerateKernels::runOnOperation() {
   kernelModule = {};
   kernels.reset();
+  ::norm::TargetOptions target;
+  target.chip = chip;
+  target.maxSharedBytes = maxSharedBytes;
+  sharedBytes = target.getMaxSharedBytes();
+  if (maxSharedBytes < 0) {
+    getOperation().emitError() << "norm-generate-kernels: max-shared-bytes ("
+                               << static_cast<int64_t>(maxSharedBytes) << ") is negative";
+    return signalPassFailure();
+  }
+  if (sharedBytes == 0) {
+    getOperation().emitError()
+        << "norm-generate-kernels: unknown chip '" << chip
+        << "' (expected sm_80, sm_89, sm_90 or sm_90a)";
+    return signalPassFailure();
+  }
 
   // Attention kernels are not generated: a QK-Norm fused into attention
   // would silently vanish.

@@ -691,7 +691,7 @@ private:
 
 void KernelBuilder::build(FusedRowOp op) {
   FusedRow fused(op, vector, threads);
-  RowStorage storage = ::norm::getRowStorage(op, sig.launch);
+  RowStorage storage = ::norm::getRowStorage(op, sig);
   if (storage != RowStorage::Registers)
     return buildLongRows(fused, storage);
   const RowLayout &row = fused.row;

@@ -41,6 +41,9 @@ LogicalResult mlir::norm::verifyNormLowerToPtxOptions(
   if (!llvm::is_contained({"sm_80", "sm_89", "sm_90", "sm_90a"}, chip))
     return emitError("unsupported chip '" + chip +
                      "' (expected sm_80, sm_89, sm_90 or sm_90a)");
+  if (options.maxSharedBytes < 0)
+    return emitError("max-shared-bytes (" + Twine(options.maxSharedBytes) +
+                     ") is negative");
   // PTX 7.8 is the first with sm_89 and sm_90; CUDA 13's ptxas reads up to
   // PTX 9.0.
   if (options.ptxVersion < 78 || options.ptxVersion > 90)
@@ -88,6 +91,8 @@ void mlir::norm::buildNormLowerToPtxPipeline(
   pm.addPass(createNormAssignLaunchConfig(launch));
   NormGenerateKernelsOptions kernels;
   kernels.scalarFallback = options.scalarFallback;
+  kernels.chip = options.chip;
+  kernels.maxSharedBytes = options.maxSharedBytes;
   pm.addPass(createNormGenerateKernels(kernels));
   buildNormKernelsToPtxPipeline(pm, options);
 }

@@ -26,6 +26,11 @@ struct NormLowerToPtxOptions : public PassPipelineOptions<NormLowerToPtxOptions>
   PassOptions::Option<std::string> chip{
       *this, "chip", llvm::cl::desc("Target GPU: sm_80, sm_89, sm_90 or sm_90a"),
       llvm::cl::init("sm_90")};
+  PassOptions::Option<int64_t> maxSharedBytes{
+      *this, "max-shared-bytes",
+      llvm::cl::desc("Shared memory a CTA may use, in bytes (0: the chip's); "
+                     "decides which long rows are staged"),
+      llvm::cl::init(0)};
   PassOptions::Option<int> ptxVersion{
       *this, "ptx-version",
       llvm::cl::desc("PTX ISA version x 10 (80: PTX 8.0, the default)"),
@@ -51,7 +56,8 @@ struct NormLowerToPtxOptions : public PassPipelineOptions<NormLowerToPtxOptions>
       llvm::cl::desc("Force rows per CTA (0: heuristic)"), llvm::cl::init(0)};
 };
 
-/// Checks options that parsing cannot: the chip and the PTX version.
+/// Checks options that parsing cannot: the chip, the shared memory and the
+/// PTX version.
 LogicalResult verifyNormLowerToPtxOptions(
     const NormLowerToPtxOptions &options,
     function_ref<LogicalResult(const Twine &)> emitError);

@@ -51,9 +51,11 @@ def NormGenerateKernels : Pass<"norm-generate-kernels", "::mlir::ModuleOp"> {
     reduced by one `norm.row_allreduce`. `norm.fused_row` shares of more than
     64 elements are looped over instead, and the row is staged in
     `gpu.dynamic_shared_memory` (kernels named `..._smem`; the signature's
-    shared bytes) or, when the rows a CTA holds exceed 226 KiB, read twice
-    (`..._stream`). Vector kernels come with their scalar fallback
-    (`vector = 1`) unless `scalar-fallback=false`.
+    shared bytes) or, when the rows a CTA holds exceed the shared memory a
+    CTA may use on the target (`max-shared-bytes`, by default the chip's:
+    163 KiB on sm_80, 99 KiB on sm_89, 227 KiB on sm_90, less 1 KiB for the
+    reduction), read twice (`..._stream`). Vector kernels come with their
+    scalar fallback (`vector = 1`) unless `scalar-fallback=false`.
 
     `norm.attention` with a QK-Norm needs an attention kernel that norm-opt
     does not generate: that is an error at the op.
@@ -61,6 +63,11 @@ def NormGenerateKernels : Pass<"norm-generate-kernels", "::mlir::ModuleOp"> {
   let options = [
     Option<"scalarFallback", "scalar-fallback", "bool", "true",
            "Also generate the vector = 1 kernel of every vector kernel">,
+    Option<"chip", "chip", "std::string", "\"sm_90\"",
+           "Target GPU (sm_80, sm_89, sm_90 or sm_90a): its shared memory "
+           "per CTA decides which long rows are staged">,
+    Option<"maxSharedBytes", "max-shared-bytes", "int64_t", "0",
+           "Shared memory a CTA may use, in bytes (0: the chip's)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

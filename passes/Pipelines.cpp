@@ -15,6 +15,7 @@ void NormToPtxOptions::getFuseOptions(NormFuseOptions &fuse) const {
 
 void NormToPtxOptions::getLowerOptions(NormLowerToPtxOptions &lower) const {
   lower.chip = chip;
+  lower.maxSharedBytes = maxSharedBytes;
   lower.ptxVersion = ptxVersion;
   lower.optLevel = optLevel;
   lower.scalarFallback = scalarFallback;

@@ -28,6 +28,11 @@ struct NormToPtxOptions : public PassPipelineOptions<NormToPtxOptions> {
   Option<std::string> chip{
       *this, "chip", llvm::cl::desc("Target GPU: sm_80, sm_89, sm_90 or sm_90a"),
       llvm::cl::init("sm_90")};
+  Option<int64_t> maxSharedBytes{
+      *this, "max-shared-bytes",
+      llvm::cl::desc("Shared memory a CTA may use, in bytes (0: the chip's); "
+                     "decides which long rows are staged"),
+      llvm::cl::init(0)};
   Option<int> ptxVersion{*this, "ptx-version",
                          llvm::cl::desc("PTX ISA version x 10 (80: PTX 8.0)"),
                          llvm::cl::init(80)};

@@ -71,13 +71,35 @@ bool norm::jit::isValidLaunch(const LaunchConfig &launch) {
          launch.rowsPerCta % launch.getConcurrentRows() == 0;
 }
 
-bool norm::jit::fitsRow(const LaunchConfig &launch, int64_t rowLength) {
-  if (launch.vector < 1 || launch.threadsPerRow < 1 || rowLength < 1)
-    return false;
-  if ((launch.threadsPerRow - 1) * launch.vector >= rowLength)
-    return false;
-  int64_t chunks = divideCeil(rowLength, launch.threadsPerRow * launch.vector);
+bool norm::jit::hasLongRowStorage(const OpSpec &spec) {
+  return spec.kind != OpSpec::Kind::QKNormPrologue &&
+         spec.kind != OpSpec::Kind::BatchNormStats;
+}
+
+bool norm::jit::keepsRowInRegisters(const LaunchConfig &launch,
+                                    const OpSpec &spec) {
+  if (!hasLongRowStorage(spec))
+    return true;
+  int64_t chunks =
+      divideCeil(getRowLength(spec), launch.threadsPerRow * launch.vector);
   return chunks * launch.vector <= kMaxElementsPerThread;
+}
+
+bool norm::jit::fitsRow(const LaunchConfig &launch, const OpSpec &spec) {
+  if (launch.vector < 1 || launch.threadsPerRow < 1)
+    return false;
+  if (spec.kind == OpSpec::Kind::BatchNormStats)
+    return true;
+  int64_t rowLength = getRowLength(spec);
+  if (rowLength < 1 || (launch.threadsPerRow - 1) * launch.vector >= rowLength)
+    return false;
+  if (spec.kind == OpSpec::Kind::QKNormPrologue ||
+      rowLength <= kMaxRegisterRowLength) {
+    int64_t chunks =
+        divideCeil(rowLength, launch.threadsPerRow * launch.vector);
+    return chunks * launch.vector <= kMaxElementsPerThread;
+  }
+  return true;
 }
 
 std::optional<LaunchConfig>
@@ -146,7 +168,7 @@ norm::jit::getTuningCandidates(const OpSpec &spec, RowBucket bucket,
   int64_t rowLength = getRowLength(spec);
   std::vector<LaunchConfig> candidates;
   auto add = [&](const LaunchConfig &launch) {
-    if (!isValidLaunch(launch) || !fitsRow(launch, rowLength))
+    if (!isValidLaunch(launch) || !fitsRow(launch, spec))
       return;
     if (std::find(candidates.begin(), candidates.end(), launch) ==
         candidates.end())
@@ -169,7 +191,16 @@ norm::jit::getTuningCandidates(const OpSpec &spec, RowBucket bucket,
   if (!small)
     vectorsPerThread.push_back(8);
 
+  // Rows beyond the registers of a CTA take as many threads as a CTA has,
+  // and half as many (more CTAs per SM where shared memory allows), one row
+  // per CTA; how the row is kept follows from the compiler's target.
+  bool longRows = rowLength > kMaxRegisterRowLength && hasLongRowStorage(spec);
   for (int64_t vector : vectors) {
+    if (longRows) {
+      for (int64_t t : {1024, 512})
+        add({vector, t, t / 32, 1});
+      continue;
+    }
     int64_t chunks = divideCeil(rowLength, vector);
     std::vector<int64_t> threads;
     for (int64_t perThread : vectorsPerThread)
@@ -187,11 +218,17 @@ norm::jit::getTuningCandidates(const OpSpec &spec, RowBucket bucket,
 }
 
 std::optional<LaunchConfig>
-norm::jit::getScalarVariant(const LaunchConfig &launch, int64_t rowLength) {
+norm::jit::getScalarVariant(const LaunchConfig &launch, const OpSpec &spec) {
   LaunchConfig scalar = launch;
   scalar.vector = 1;
+  int64_t rowLength = getRowLength(spec);
+  // Only rows kept in registers may need more threads; staged and streamed
+  // rows loop over any number of elements per thread.
+  bool inRegisters = spec.kind != OpSpec::Kind::BatchNormStats &&
+                     !(rowLength > kMaxRegisterRowLength &&
+                       hasLongRowStorage(spec));
   int64_t needed = divideCeil(rowLength, kMaxElementsPerThread);
-  if (scalar.threadsPerRow < needed) {
+  if (inRegisters && scalar.threadsPerRow < needed) {
     scalar.threadsPerRow = roundThreadsPerRow(needed, 1, rowLength);
     if (scalar.threadsPerRow < needed)
       return std::nullopt;
@@ -199,7 +236,7 @@ norm::jit::getScalarVariant(const LaunchConfig &launch, int64_t rowLength) {
   }
   int64_t concurrent = scalar.getThreadsPerCta() / scalar.threadsPerRow;
   scalar.rowsPerCta = divideCeil(scalar.rowsPerCta, concurrent) * concurrent;
-  if (!isValidLaunch(scalar) || !fitsRow(scalar, rowLength))
+  if (!isValidLaunch(scalar) || !fitsRow(scalar, spec))
     return std::nullopt;
   return scalar;
 }

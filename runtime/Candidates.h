@@ -48,14 +48,32 @@ int64_t getTuningRows(const OpSpec &spec, RowBucket bucket);
 /// Elements one thread may keep in registers (kMaxElementsPerThread of
 /// dialects/NormDialect.h, which the kernel verifier enforces).
 constexpr int64_t kMaxElementsPerThread = 64;
+/// The longest rows whose shares fit in the registers of one CTA: 1024
+/// threads x kMaxElementsPerThread elements.
+constexpr int64_t kMaxRegisterRowLength = 1024 * kMaxElementsPerThread;
+
+/// Whether the kernel of `spec` can keep longer rows than that: row kernels
+/// (norm.fused_row) stage them in shared memory or stream them
+/// (norm::getRowStorage); QK-Norm heads live in registers, and column
+/// statistics map threads onto columns.
+bool hasLongRowStorage(const OpSpec &spec);
+
+/// Whether the kernel of `spec` with `launch` keeps each thread's share of a
+/// row in registers (at most kMaxElementsPerThread elements), as the
+/// compiler decides (norm::getRowStorage). Only kernels whose rows leave
+/// registers depend on the shared memory of the target.
+bool keepsRowInRegisters(const LaunchConfig &launch, const OpSpec &spec);
 
 /// The rules of #norm.launch: vector 1/2/4/8, threads per row 1..16 (powers
 /// of two) or multiples of 32 up to 1024, 1..32 warps that the rows divide,
 /// rows per CTA a multiple of the rows a CTA works on at once.
 bool isValidLaunch(const LaunchConfig &launch);
-/// The rules a configuration must meet for rows of `rowLength` elements: no
-/// thread without work, at most kMaxElementsPerThread elements per thread.
-bool fitsRow(const LaunchConfig &launch, int64_t rowLength);
+/// The rules a configuration must meet for the rows of `spec`: no thread
+/// without work, and rows that fit in registers (up to
+/// kMaxRegisterRowLength) kept there, at most kMaxElementsPerThread elements
+/// per thread. Longer rows of row kernels fit any configuration (they are
+/// staged or streamed); column statistics fit any configuration.
+bool fitsRow(const LaunchConfig &launch, const OpSpec &spec);
 
 /// Parses LaunchConfig::getMangledSuffix ("v8_t128_w4_r1").
 std::optional<LaunchConfig> parseLaunchSuffix(std::string_view text);
@@ -72,6 +90,11 @@ int64_t getMaxVector(const OpSpec &spec);
 /// - CTA shape: one row per CTA from 128 threads per row on; below, 128-thread
 ///   CTAs holding several rows (one warp for a single row), and for the
 ///   largest bucket also four times the rows per CTA, to amortize CTAs.
+/// Rows that fit in registers get only configurations that keep them there:
+/// staging a row that registers could hold only adds traffic. Longer rows
+/// (row kernels beyond kMaxRegisterRowLength) get 1024 and 512 threads per
+/// row, one row per CTA, each vector: four candidates at most, staged in
+/// shared memory or streamed as the compiler's target allows.
 /// Every candidate passes isValidLaunch and fitsRow.
 std::vector<LaunchConfig> getTuningCandidates(const OpSpec &spec,
                                               RowBucket bucket,
@@ -79,9 +102,12 @@ std::vector<LaunchConfig> getTuningCandidates(const OpSpec &spec,
 
 /// The scalar (vector = 1) variant of `launch` served when a buffer is not
 /// aligned for it: the same mapping, with more threads where one thread would
-/// hold too many elements; nullopt when no scalar configuration fits.
+/// hold too many elements of a row that fits in registers. Longer rows of row
+/// kernels keep the mapping (the kernel stages or streams them, as the
+/// vector kernel does), and so do column statistics. nullopt when no scalar
+/// configuration fits.
 std::optional<LaunchConfig> getScalarVariant(const LaunchConfig &launch,
-                                             int64_t rowLength);
+                                             const OpSpec &spec);
 
 } // namespace norm::jit
 

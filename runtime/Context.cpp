@@ -121,6 +121,15 @@ Status ContextImpl::init() {
   storeOptions.target.chip =
       options.chip.empty() ? device->info.chip : options.chip;
   storeOptions.target.ptxVersion = options.ptxVersion;
+  // Long rows are staged in the shared memory this device lets a CTA have
+  // (an sm_86 device runs sm_80 PTX with 99 KiB, not 163), and in no more
+  // than the chip's, so that kernels for an older chip, as in bundles, stay
+  // the same on a newer device.
+  int64_t chipShared = getMaxSharedBytesPerCta(storeOptions.target.chip);
+  int64_t deviceShared = device->info.maxSharedBytesOptin;
+  storeOptions.target.maxSharedBytes =
+      deviceShared > 0 && chipShared > 0 ? std::min(deviceShared, chipShared)
+                                         : deviceShared;
   if (options.diskCache) {
     storeOptions.cacheDirectory = options.cacheDirectory.empty()
                                       ? getDefaultCacheDirectory()
@@ -399,7 +408,6 @@ Status ContextImpl::buildKernel(const OpSpec &spec,
   }
 
   // Each bucket's configuration and its scalar variant, loaded together.
-  int64_t rowLength = getRowLength(spec);
   std::vector<LaunchConfig> launches;
   auto add = [&](const LaunchConfig &launch) {
     if (std::find(launches.begin(), launches.end(), launch) == launches.end())
@@ -412,7 +420,7 @@ Status ContextImpl::buildKernel(const OpSpec &spec,
       continue;
     report.scalarLaunch = report.launch.vector == 1
                               ? std::optional<LaunchConfig>(report.launch)
-                              : getScalarVariant(report.launch, rowLength);
+                              : getScalarVariant(report.launch, spec);
     if (report.scalarLaunch)
       add(*report.scalarLaunch);
   }
@@ -428,7 +436,7 @@ Status ContextImpl::buildKernel(const OpSpec &spec,
   kernel->refuseMisaligned = kernelOptions.refuseMisaligned;
   for (const BufferSpec &buffer : getBuffers(spec))
     kernel->expected[static_cast<int>(buffer.slot)] = {
-        true, buffer.rows2D, buffer.type, buffer.cols};
+        true, buffer.rows2D, buffer.written, buffer.type, buffer.cols};
   for (BucketReport &report : reports) {
     Kernel::Plan &plan = kernel->plans[static_cast<int>(report.bucket)];
     size_t fast = find(report.launch);
@@ -525,6 +533,39 @@ static Status invalidLaunch(const OpSpec &spec, const std::string &message) {
                        "launch of " + describeOpSpec(spec) + ": " + message);
 }
 
+namespace {
+/// The bytes a buffer of a launch covers: `rows` runs of `width` bytes,
+/// `stride` bytes apart (one run for 1-D buffers).
+struct Footprint {
+  uintptr_t start = 0;
+  int64_t width = 0;
+  int64_t stride = 0;
+  int64_t rows = 1;
+
+  uintptr_t end() const { return start + (rows - 1) * stride + width; }
+};
+} // namespace
+
+static int64_t floorDiv(int64_t a, int64_t b) {
+  return a / b - (a % b != 0 && a < 0);
+}
+
+/// Whether two footprints share a byte: exactly for rows of the same stride
+/// (so that buffers interleaved in one allocation, such as the halves of a
+/// packed tensor, pass), else by their address ranges.
+static bool overlap(const Footprint &a, const Footprint &b) {
+  if (a.start >= b.end() || b.start >= a.end())
+    return false;
+  if (a.rows == 1 || a.rows != b.rows || a.stride != b.stride)
+    return true;
+  // Row i of `a` and row i + k of `b` share a byte iff
+  // -b.width < d + k * stride < a.width, with d = b.start - a.start (|d| is
+  // below the spans here, so nothing overflows). Try the smallest such k.
+  int64_t d = static_cast<int64_t>(b.start - a.start);
+  int64_t k = std::max(floorDiv(-b.width - d, a.stride) + 1, 1 - a.rows);
+  return k <= a.rows - 1 && d + k * a.stride < a.width;
+}
+
 Status Kernel::check(const LaunchArgs &args, int64_t rows,
                      const LoadedKernel *&variant) const {
   for (int slot = 0; slot < kNumBufferSlots; ++slot) {
@@ -568,12 +609,18 @@ Status Kernel::check(const LaunchArgs &args, int64_t rows,
                                      "' would span more than 2^60 bytes");
   }
   const Plan &plan = plans[static_cast<int>(getRowBucket(rows))];
-  if (plan.fast->isAligned(args, rows)) {
-    variant = plan.fast.get();
-    return Status::success();
-  }
-  if (!refuseMisaligned && plan.scalar && plan.scalar->isAligned(args, rows)) {
-    variant = plan.scalar.get();
+  const LoadedKernel *chosen = nullptr;
+  if (plan.fast->isAligned(args, rows))
+    chosen = plan.fast.get();
+  else if (!refuseMisaligned && plan.scalar &&
+           plan.scalar->isAligned(args, rows))
+    chosen = plan.scalar.get();
+  if (chosen) {
+    if (Status status = chosen->checkRows(rows); !status)
+      return status;
+    if (Status status = checkOverlap(args, rows); !status)
+      return status;
+    variant = chosen;
     return Status::success();
   }
   std::string message = "launch of " + describeOpSpec(spec) + ": " +
@@ -586,6 +633,47 @@ Status Kernel::check(const LaunchArgs &args, int64_t rows,
     message += "; the scalar variant needs: " +
                plan.scalar->describeMisalignment(args, rows);
   return Status::error(ErrorCode::Misaligned, message);
+}
+
+Status Kernel::checkOverlap(const LaunchArgs &args, int64_t rows) const {
+  // On the stack: launches allocate nothing.
+  std::array<Footprint, kNumBufferSlots> footprints;
+  for (int slot = 0; slot < kNumBufferSlots; ++slot) {
+    const TensorArg &tensor = args.tensors[slot];
+    const ExpectedBuffer &want = expected[slot];
+    if (!want.present)
+      continue;
+    int64_t bytes = getElementBytes(want.type);
+    Footprint &footprint = footprints[slot];
+    footprint.start = reinterpret_cast<uintptr_t>(tensor.data);
+    footprint.width = tensor.cols * bytes;
+    if (want.rows2D) {
+      footprint.rows = rows;
+      footprint.stride = (tensor.rowStride ? tensor.rowStride : tensor.cols) *
+                         bytes;
+    }
+  }
+  for (int a = 0; a < kNumBufferSlots; ++a) {
+    if (!expected[a].present)
+      continue;
+    for (int b = a + 1; b < kNumBufferSlots; ++b) {
+      if (!expected[b].present ||
+          !(expected[a].written || expected[b].written) ||
+          !overlap(footprints[a], footprints[b]))
+        continue;
+      // Name the output first.
+      int written = expected[a].written ? a : b, other = a + b - written;
+      return invalidLaunch(
+          spec,
+          "output '" +
+              std::string(getBufferSlotName(static_cast<BufferSlot>(written))) +
+              "' overlaps buffer '" +
+              std::string(getBufferSlotName(static_cast<BufferSlot>(other))) +
+              "': kernels assume buffers do not alias, so an in-place "
+              "update needs a separate output buffer");
+    }
+  }
+  return Status::success();
 }
 
 Status Kernel::launch(const LaunchArgs &args, int64_t rows,

@@ -70,6 +70,15 @@ std::string LoadedKernel::describeMisalignment(const LaunchArgs &args,
   return "all buffers are aligned";
 }
 
+Status LoadedKernel::checkRows(int64_t rows) const {
+  int64_t gridX = getSignature().getGridX(rows);
+  if (gridX > 0x7fffffff)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "too many rows: " + std::to_string(rows) + " need " +
+                             std::to_string(gridX) + " CTAs");
+  return Status::success();
+}
+
 Status LoadedKernel::launch(const LaunchArgs &args, int64_t rows,
                             cu::Stream stream) const {
   // Every parameter is 8 bytes: a pointer or an i64.
@@ -91,12 +100,10 @@ Status LoadedKernel::launch(const LaunchArgs &args, int64_t rows,
     }
     pointers[i] = &values[i];
   }
+  if (Status status = checkRows(rows); !status)
+    return status;
   const KernelSignature &sig = getSignature();
   int64_t gridX = sig.getGridX(rows);
-  if (gridX > 0x7fffffff)
-    return Status::error(ErrorCode::InvalidArgument,
-                         "too many rows: " + std::to_string(rows) + " need " +
-                             std::to_string(gridX) + " CTAs");
   const CudaDriver &driver = *device->driver;
   ScopedContext scope(driver, device->context);
   if (!scope.status().ok())

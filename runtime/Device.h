@@ -77,6 +77,9 @@ struct LoadedKernel {
   /// For messages: the first buffer that is not aligned, and how.
   std::string describeMisalignment(const LaunchArgs &args, int64_t rows) const;
 
+  /// Whether `rows` rows fit the grid of this variant (2^31 - 1 CTAs).
+  Status checkRows(int64_t rows) const;
+
   /// Enqueues the kernel; `args` must have been checked. No allocation.
   Status launch(const LaunchArgs &args, int64_t rows, cu::Stream stream) const;
 };

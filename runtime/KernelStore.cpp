@@ -19,8 +19,13 @@ std::string norm::jit::getKernelKey(const OpSpec &spec,
                                     std::string_view compilerVersion) {
   std::ostringstream os;
   os << "normjit kernel\nop: " << getCanonicalSpec(spec)
-     << "\nlaunch: " << launch.getMangledSuffix() << "\nchip: " << target.chip
-     << "\nptx: " << target.ptxVersion << "\ncompiler: " << compilerVersion;
+     << "\nlaunch: " << launch.getMangledSuffix() << "\nchip: " << target.chip;
+  // Rows kept out of registers are staged in shared memory where it holds
+  // them: only those kernels depend on it, so that the others stay the same
+  // on every device of a chip (bundles).
+  if (!keepsRowInRegisters(launch, spec))
+    os << "\nshared: " << target.getMaxSharedBytes();
+  os << "\nptx: " << target.ptxVersion << "\ncompiler: " << compilerVersion;
   return os.str();
 }
 
@@ -297,8 +302,7 @@ Status norm::jit::writeHeuristicBundle(const KernelStore &store,
           compiler->getHeuristicLaunch(spec, getTuningRows(spec, bucket));
       plan[static_cast<int>(bucket)] = launch;
       launches.push_back(launch);
-      if (std::optional<LaunchConfig> scalar =
-              getScalarVariant(launch, getRowLength(spec)))
+      if (std::optional<LaunchConfig> scalar = getScalarVariant(launch, spec))
         launches.push_back(*scalar);
     }
     for (const LaunchConfig &launch : launches) {

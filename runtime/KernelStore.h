@@ -9,11 +9,13 @@
 //
 // Cache keys hold the full text of what an entry depends on; file names hash
 // it (DiskCache.h):
-//   kernel: the canonical operation, the launch configuration, the PTX target
-//           (chip, PTX version) and the compiler version. A cubin inside the
-//           entry is tagged with the driver version and compute capability
-//           that linked it and used only where both match; elsewhere the PTX
-//           is linked again, so a driver update keeps the compiled PTX.
+//   kernel: the canonical operation, the launch configuration, the target
+//           (chip, PTX version and, for kernels whose rows leave registers,
+//           the shared memory of a CTA) and the compiler version. A cubin
+//           inside the entry is tagged with the driver version and compute
+//           capability that linked it and used only where both match;
+//           elsewhere the PTX is linked again, so a driver update keeps the
+//           compiled PTX.
 //   tuning: the canonical operation, the row bucket, the device (name,
 //           compute capability, SM count), the driver version, the compiler
 //           version and kTunerVersion.

@@ -146,10 +146,19 @@ public:
   ~Kernel();
 
   /// Checks `args` against the operation (presence, element types, row
-  /// lengths, strides, alignment) and enqueues the kernel for `rows` rows on
-  /// `stream` (a CUstream; null is the legacy default stream). Buffers the
-  /// fast variant cannot access go to the scalar variant unless the kernel
-  /// refuses misaligned buffers. Zero rows: nothing, success.
+  /// lengths, strides, no output overlapping another buffer, alignment) and
+  /// enqueues the kernel for `rows` rows on `stream` (a CUstream; null is
+  /// the legacy default stream). Buffers the fast variant cannot access go
+  /// to the scalar variant unless the kernel refuses misaligned buffers.
+  /// Zero rows: nothing, success.
+  ///
+  /// Kernels assume their buffers do not alias (inputs are read through the
+  /// read-only cache, long rows may be read again after outputs are
+  /// written), so an output that shares a byte with any other buffer is
+  /// refused with InvalidArgument: an in-place update (residual_out ==
+  /// input, as in a fused add + RMSNorm that updates the residual stream)
+  /// needs a separate output buffer. Buffers interleaved with the same row
+  /// stride (the halves of one packed tensor) do not overlap.
   Status launch(const LaunchArgs &args, int64_t rows, void *stream) const;
 
   /// The configuration a launch of `rows` rows with `args` would run.
@@ -171,6 +180,7 @@ private:
   struct ExpectedBuffer {
     bool present = false;
     bool rows2D = false;
+    bool written = false;
     ElementType type = ElementType::f32;
     int64_t cols = 0;
   };
@@ -178,6 +188,8 @@ private:
   Kernel() = default;
   Status check(const LaunchArgs &args, int64_t rows,
                const LoadedKernel *&variant) const;
+  /// InvalidArgument when an output shares a byte with another buffer.
+  Status checkOverlap(const LaunchArgs &args, int64_t rows) const;
 
   OpSpec spec;
   bool refuseMisaligned = false;

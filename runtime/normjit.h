@@ -191,7 +191,11 @@ normjit_status normjit_launch_args_set(normjit_launch_args *args,
 
 /* Checks the buffers against the operation and enqueues one kernel on
  * stream (a CUstream; NULL: the legacy default stream). Asynchronous, no
- * allocation, capturable in CUDA graphs. rows == 0: nothing, success. */
+ * allocation, capturable in CUDA graphs. rows == 0: nothing, success.
+ * Buffers must not alias: an output (output, residual_out, q, k, ...) that
+ * shares a byte with any other buffer is refused with
+ * NORMJIT_ERROR_INVALID_ARGUMENT, so in-place updates (residual_out ==
+ * input) need a separate output buffer. Inputs may share memory. */
 normjit_status normjit_kernel_launch(const normjit_kernel *kernel,
                                      const normjit_launch_args *args,
                                      int64_t rows, void *stream);

@@ -183,6 +183,15 @@ static void testLaunch(normjit_context *context) {
   expect("config rows 0", normjit_kernel_get_config(kernel, 0, &config),
          NORMJIT_ERROR_INVALID_ARGUMENT);
 
+  /* Normalizing in place: the output must not alias the input. */
+  normjit_launch_args_set(&args, NORMJIT_OUTPUT, input, NORMJIT_BF16, kHidden,
+                          0);
+  expect("in place", normjit_kernel_launch(kernel, &args, kRows, NULL),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(fakecuda_launch_count() == 1);
+  normjit_launch_args_set(&args, NORMJIT_OUTPUT, output, NORMJIT_BF16, kHidden,
+                          0);
+
   /* One element off: the scalar variant; one byte off: refused. */
   normjit_launch_args_set(&args, NORMJIT_INPUT, input + 2, NORMJIT_BF16,
                           kHidden, 0);

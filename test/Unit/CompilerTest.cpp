@@ -192,6 +192,87 @@ TEST(Compiler, LongRowsLeaveRegisters) {
   }
 }
 
+TEST(Compiler, SharedMemoryOfTheTargetDecidesStaging) {
+  EXPECT_EQ(getMaxSharedBytesPerCta("sm_80"), 166912);
+  EXPECT_EQ(getMaxSharedBytesPerCta("sm_89"), 101376);
+  EXPECT_EQ(getMaxSharedBytesPerCta("sm_90"), 232448);
+  EXPECT_EQ(getMaxSharedBytesPerCta("sm_90a"), 232448);
+  EXPECT_EQ(getMaxSharedBytesPerCta("sm_75"), 0);
+  TargetOptions device;
+  device.chip = "sm_80";
+  device.maxSharedBytes = 99 * 1024; // an sm_86 device
+  EXPECT_EQ(device.getMaxSharedBytes(), 101376);
+
+  // bf16 rows of 70000 (140000 bytes) and 100000 (200000 bytes) values on
+  // 1024 threads; a CTA keeps 1 KiB for the reduction. The staged kernel
+  // is refused at load where it does not fit: the others stream.
+  struct Case {
+    int64_t hidden;
+    const char *chip;
+    int64_t maxSharedBytes;
+    int64_t sharedBytes; // 0: streamed
+  };
+  for (Case c : {Case{70000, "sm_90", 0, 140000}, Case{70000, "sm_80", 0, 140000},
+                 Case{70000, "sm_89", 0, 0}, Case{100000, "sm_90", 0, 200000},
+                 Case{100000, "sm_90a", 0, 200000}, Case{100000, "sm_80", 0, 0},
+                 Case{100000, "sm_89", 0, 0},
+                 Case{100000, "sm_90", 200000 + 1024, 200000},
+                 Case{100000, "sm_90", 200000 + 1023, 0},
+                 Case{70000, "sm_80", 99 * 1024, 0}}) {
+    OpSpec spec = rmsSpec(c.hidden);
+    LaunchConfig launch = getHeuristicLaunch(spec, 1);
+    TargetOptions target;
+    target.chip = c.chip;
+    target.maxSharedBytes = c.maxSharedBytes;
+    CompiledKernel kernel;
+    Status status = compileKernel(spec, launch, target, kernel);
+    ASSERT_TRUE(status) << status.message;
+    const std::string &name = kernel.signature.name;
+    std::string suffix = c.sharedBytes ? "_smem" : "_stream";
+    EXPECT_EQ(name.substr(name.size() - suffix.size()), suffix)
+        << c.hidden << " " << c.chip << " " << c.maxSharedBytes;
+    EXPECT_EQ(kernel.signature.sharedBytes, c.sharedBytes) << name;
+    EXPECT_NE(kernel.ptx.find(std::string(".target ") + c.chip),
+              std::string::npos)
+        << name;
+  }
+
+  TargetOptions negative;
+  negative.maxSharedBytes = -1;
+  CompiledKernel kernel;
+  Status status = compileKernel(rmsSpec(4096), {8, 512, 16, 1}, negative,
+                                kernel);
+  EXPECT_FALSE(status);
+  EXPECT_NE(status.message.find("max-shared-bytes (-1) is negative"),
+            std::string::npos)
+      << status.message;
+}
+
+TEST(Compiler, ProgramsAreDescribedForTheirTarget) {
+  // compileProgram generates and describes kernels for the same shared
+  // memory: the bundle's signatures name the kernels the PTX defines.
+  const char *program = R"mlir(
+    func.func @f(%x: tensor<?x100000xbf16>, %w: tensor<100000xbf16>) -> tensor<?x100000xbf16> {
+      %y = norm.fused_row <rms> %x weight(%w : tensor<100000xbf16>) eps(1.0e-06)
+          : tensor<?x100000xbf16> -> tensor<?x100000xbf16>
+      return %y : tensor<?x100000xbf16>
+    })mlir";
+  for (const char *chip : {"sm_90", "sm_89"}) {
+    TargetOptions target;
+    target.chip = chip;
+    CompiledModule module;
+    Status status = compileProgram(program, target, module);
+    ASSERT_TRUE(status) << status.message;
+    ASSERT_EQ(module.kernels.size(), 2u);
+    bool staged = std::string(chip) == "sm_90";
+    for (const KernelSignature &sig : module.kernels) {
+      EXPECT_EQ(sig.sharedBytes, staged ? 200000 : 0) << sig.name;
+      EXPECT_NE(module.ptx.find(".entry " + sig.name + "("), std::string::npos)
+          << sig.name;
+    }
+  }
+}
+
 TEST(Compiler, SignatureFollowsTheAbi) {
   OpSpec spec = rmsSpec(4096);
   CompiledKernel kernel;

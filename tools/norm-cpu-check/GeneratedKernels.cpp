@@ -73,7 +73,8 @@ public:
     });
     if (!kernelOp)
       return Status::error("the kernel source has no kernel op");
-    FailureOr<KernelSignature> signature = ::norm::describeKernel(kernelOp);
+    FailureOr<KernelSignature> signature = ::norm::describeKernel(
+        kernelOp, {}, ::norm::getMaxSharedBytesPerCta(options.chip));
     if (failed(signature))
       return Status::error("no kernel signature: " + diagnostics);
     source.signature = std::move(*signature);

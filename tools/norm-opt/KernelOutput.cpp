@@ -85,14 +85,15 @@ LogicalResult writeKernelBundle(llvm::StringRef inputFilename,
   FailureOr<std::string> ptx = getKernelPtx(*module);
   if (failed(ptx))
     return failure();
+  // Kernels are generated for the shared memory of the chip they target.
+  TargetOptions target;
+  target.chip = getPtxTarget(*ptx);
   FailureOr<std::vector<KernelSignature>> kernels =
-      getBundleSignatures(*module, *ptx);
+      getBundleSignatures(*module, *ptx, target.getMaxSharedBytes());
   if (failed(kernels))
     return failure();
 
   if (llvm::sys::path::extension(outputFilename) == ".cubin") {
-    TargetOptions target;
-    target.chip = getPtxTarget(*ptx);
     std::vector<uint8_t> cubin;
     if (Status status = assembleCubin(*ptx, target, cubin); !status)
       return fail(status.message);

@@ -67,10 +67,35 @@ TEST(Candidates, LaunchRules) {
   EXPECT_FALSE(isValidLaunch(config(8, 2048, 64, 1))); // too many threads
   EXPECT_FALSE(isValidLaunch(config(8, 256, 4, 1)));   // row wider than CTA
   EXPECT_FALSE(isValidLaunch(config(8, 16, 4, 4)));    // 8 rows at once
-  EXPECT_TRUE(fitsRow(config(8, 512, 16, 1), 4096));
-  EXPECT_FALSE(fitsRow(config(8, 1024, 32, 1), 4096)); // idle threads
-  EXPECT_FALSE(fitsRow(config(8, 32, 4, 4), 4096));    // 128 per thread
-  EXPECT_TRUE(fitsRow(config(8, 64, 4, 2), 4096));     // exactly 64
+  OpSpec rms = rmsNorm(4096);
+  EXPECT_TRUE(fitsRow(config(8, 512, 16, 1), rms));
+  EXPECT_FALSE(fitsRow(config(8, 1024, 32, 1), rms)); // idle threads
+  EXPECT_FALSE(fitsRow(config(8, 32, 4, 4), rms));    // 128 per thread
+  EXPECT_TRUE(fitsRow(config(8, 64, 4, 2), rms));     // exactly 64
+}
+
+TEST(Candidates, LongRowsLeaveRegisters) {
+  // Row kernels stage or stream rows beyond 1024 threads x 64 elements,
+  // whatever the configuration; QK-Norm heads must fit in registers.
+  OpSpec rms = rmsNorm(kMaxRegisterRowLength + 1);
+  EXPECT_TRUE(hasLongRowStorage(rms));
+  EXPECT_TRUE(fitsRow(config(8, 1024, 32, 1), rmsNorm(100000)));
+  EXPECT_TRUE(fitsRow(config(1, 1024, 32, 1), rms));
+  EXPECT_TRUE(fitsRow(config(8, 32, 4, 4), rms));
+  EXPECT_FALSE(fitsRow(config(8, 1024, 32, 1), rmsNorm(8000)))
+      << "idle threads";
+  EXPECT_TRUE(fitsRow(config(1, 1024, 32, 1), rmsNorm(kMaxRegisterRowLength)));
+  EXPECT_FALSE(fitsRow(config(1, 512, 16, 1), rmsNorm(kMaxRegisterRowLength)))
+      << "a row that fits in registers stays there";
+  OpSpec qk = test::makeQKNorm();
+  qk.hidden = 100000;
+  EXPECT_FALSE(hasLongRowStorage(qk));
+  EXPECT_FALSE(fitsRow(config(8, 1024, 32, 1), qk));
+  OpSpec stats;
+  stats.kind = OpSpec::Kind::BatchNormStats;
+  stats.hidden = 100000;
+  EXPECT_FALSE(hasLongRowStorage(stats));
+  EXPECT_TRUE(fitsRow(config(4, 16, 4, 8), stats)); // tiles of columns
 }
 
 TEST(Candidates, ParseLaunchSuffix) {
@@ -94,7 +119,8 @@ TEST(Candidates, MaxVector) {
 
 TEST(Candidates, EveryCandidateIsValidAndFits) {
   for (int64_t hidden : {32, 64, 100, 128, 769, 1152, 2048, 4096, 5120, 7168,
-                         8192, 12288, 16384, 32768, 65536}) {
+                         8192, 12288, 16384, 32768, 65536, 65537, 100000,
+                         262144}) {
     for (ElementType type : {ElementType::bf16, ElementType::f32}) {
       OpSpec spec = rmsNorm(hidden, type);
       for (RowBucket bucket : kAllRowBuckets) {
@@ -104,7 +130,7 @@ TEST(Candidates, EveryCandidateIsValidAndFits) {
         for (const LaunchConfig &c : candidates) {
           EXPECT_TRUE(isValidLaunch(c))
               << hidden << " " << c.getMangledSuffix();
-          EXPECT_TRUE(fitsRow(c, hidden))
+          EXPECT_TRUE(fitsRow(c, spec))
               << hidden << " " << c.getMangledSuffix();
           EXPECT_EQ(std::count(candidates.begin(), candidates.end(), c), 1);
         }
@@ -172,19 +198,69 @@ TEST(Candidates, ColumnStatisticsOnlyUseTheHeuristic) {
 
 TEST(Candidates, ScalarVariant) {
   // Same mapping where one thread can hold its share of the row.
-  EXPECT_EQ(getScalarVariant(config(8, 512, 16, 1), 4096),
+  EXPECT_EQ(getScalarVariant(config(8, 512, 16, 1), rmsNorm(4096)),
             config(1, 512, 16, 1));
   // More threads where it cannot: 16384 / 64 = 256 threads at least.
-  EXPECT_EQ(getScalarVariant(config(8, 128, 4, 1), 16384),
+  EXPECT_EQ(getScalarVariant(config(8, 128, 4, 1), rmsNorm(16384)),
             config(1, 256, 8, 1));
+  EXPECT_EQ(getScalarVariant(config(8, 512, 16, 1), rmsNorm(65536)),
+            config(1, 1024, 32, 1));
   // Rows per CTA stay a multiple of the rows a CTA works on.
   std::optional<LaunchConfig> small =
-      getScalarVariant(config(8, 8, 4, 16), 769);
+      getScalarVariant(config(8, 8, 4, 16), rmsNorm(769));
   ASSERT_TRUE(small);
   EXPECT_TRUE(isValidLaunch(*small));
-  EXPECT_TRUE(fitsRow(*small, 769));
-  // Rows longer than 1024 threads x 64 elements have no scalar variant.
-  EXPECT_FALSE(getScalarVariant(config(8, 1024, 32, 1), 1 << 17));
+  EXPECT_TRUE(fitsRow(*small, rmsNorm(769)));
+  // Rows longer than 1024 threads x 64 elements keep the mapping: the scalar
+  // kernel stages or streams them as the vector kernel does.
+  EXPECT_EQ(getScalarVariant(config(8, 1024, 32, 1), rmsNorm(1 << 17)),
+            config(1, 1024, 32, 1));
+  EXPECT_EQ(getScalarVariant(config(4, 512, 16, 1),
+                             rmsNorm(262144, ElementType::f32)),
+            config(1, 512, 16, 1));
+  // ... but QK-Norm heads that long fit no configuration.
+  OpSpec qk = test::makeQKNorm();
+  qk.hidden = 1 << 17;
+  EXPECT_FALSE(getScalarVariant(config(8, 1024, 32, 1), qk));
+  // Column statistics keep their mapping, in tiles of one column.
+  OpSpec stats;
+  stats.kind = OpSpec::Kind::BatchNormStats;
+  stats.hidden = 100000;
+  EXPECT_EQ(getScalarVariant(config(4, 16, 4, 8), stats),
+            config(1, 16, 4, 8));
+}
+
+TEST(Candidates, LongRowsGetAFewWideConfigurations) {
+  // 1024 threads and half as many, one row per CTA, for each vector: a
+  // staged bf16 row, a streamed f32 one and an odd length (scalar accesses)
+  // alike. The heuristic's configuration comes first.
+  struct Case {
+    OpSpec spec;
+    RowBucket bucket;
+    std::vector<LaunchConfig> candidates;
+  };
+  for (const Case &c :
+       {Case{rmsNorm(100000), RowBucket::One,
+             {config(8, 1024, 32, 1), config(8, 512, 16, 1)}},
+        Case{rmsNorm(100000), RowBucket::More,
+             {config(8, 1024, 32, 1), config(8, 512, 16, 1),
+              config(4, 1024, 32, 1), config(4, 512, 16, 1)}},
+        Case{rmsNorm(262144, ElementType::f32), RowBucket::UpTo1K,
+             {config(4, 1024, 32, 1), config(4, 512, 16, 1),
+              config(2, 1024, 32, 1), config(2, 512, 16, 1)}},
+        Case{rmsNorm(65537, ElementType::f16), RowBucket::More,
+             {config(1, 1024, 32, 1), config(1, 512, 16, 1)}}})
+    EXPECT_EQ(getTuningCandidates(c.spec, c.bucket, c.candidates.front()),
+              c.candidates)
+        << c.spec.hidden << " " << getRowBucketName(c.bucket);
+  // The largest row a CTA holds in registers gets register configurations
+  // only.
+  for (const LaunchConfig &c :
+       candidatesFor(rmsNorm(kMaxRegisterRowLength), RowBucket::More))
+    EXPECT_LE((kMaxRegisterRowLength + c.threadsPerRow * c.vector - 1) /
+                  (c.threadsPerRow * c.vector) * c.vector,
+              kMaxElementsPerThread)
+        << c.getMangledSuffix();
 }
 
 } // namespace

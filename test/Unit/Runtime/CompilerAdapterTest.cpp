@@ -13,6 +13,7 @@
 
 #include "test/Unit/Runtime/TestSupport.h"
 
+#include <algorithm>
 #include <gtest/gtest.h>
 #include <thread>
 
@@ -80,20 +81,26 @@ protected:
     ASSERT_NE(compiler, nullptr) << "built without the compiler";
   }
 
-  /// Compiles and checks one kernel against the runtime's expectations.
-  void expectFits(const OpSpec &spec, const LaunchConfig &launch) {
+  /// Compiles and checks one kernel against the runtime's expectations;
+  /// returns its name.
+  std::string expectFits(const OpSpec &spec, const LaunchConfig &launch) {
     std::string what =
         describeOpSpec(spec) + " " + launch.getMangledSuffix();
     CompiledKernel kernel;
     norm::Status status = compiler->compile(spec, launch, target, kernel);
-    ASSERT_TRUE(status.ok) << what << ": " << status.message;
+    EXPECT_TRUE(status.ok) << what << ": " << status.message;
+    if (!status.ok)
+      return {};
     EXPECT_EQ(kernel.signature.launch, launch) << what;
     EXPECT_NE(kernel.ptx.find(".entry " + kernel.signature.name + "("),
               std::string::npos)
         << what;
+    EXPECT_LE(kernel.signature.sharedBytes + 1024, target.getMaxSharedBytes())
+        << what;
     LaunchLayout layout;
     Status fits = computeLaunchLayout(spec, kernel.signature, layout);
     EXPECT_TRUE(fits.ok()) << what << ": " << fits.message();
+    return kernel.signature.name;
   }
 
   std::shared_ptr<KernelCompiler> compiler;
@@ -108,10 +115,7 @@ TEST_F(CompilerAdapterTest, SignaturesFitTheRuntime) {
       EXPECT_TRUE(isValidLaunch(launch))
           << describeOpSpec(spec) << " " << launch.getMangledSuffix();
       expectFits(spec, launch);
-      if (spec.kind == OpSpec::Kind::BatchNormStats)
-        continue;
-      std::optional<LaunchConfig> scalar =
-          getScalarVariant(launch, getRowLength(spec));
+      std::optional<LaunchConfig> scalar = getScalarVariant(launch, spec);
       ASSERT_TRUE(scalar) << describeOpSpec(spec);
       expectFits(spec, *scalar);
     }
@@ -133,6 +137,71 @@ TEST_F(CompilerAdapterTest, EveryTuningCandidateCompiles) {
   for (const LaunchConfig &launch : getTuningCandidates(
            qk, RowBucket::More, compiler->getHeuristicLaunch(qk, 4096)))
     expectFits(qk, launch);
+}
+
+/// Whether `name` ends with `suffix`.
+bool endsWith(const std::string &name, const std::string &suffix) {
+  return name.size() >= suffix.size() &&
+         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+TEST_F(CompilerAdapterTest, EveryLongRowCandidateCompiles) {
+  // Rows beyond 1024 threads x 64 values, with their scalar variants for
+  // misaligned buffers: a bf16 row staged in shared memory on sm_90, an f32
+  // row too long for it and a bf16 row summed in f32, streamed.
+  OpSpec bf16 = makeRmsNorm(100000);
+  bf16.hasAddend = bf16.writeResidual = true;
+  OpSpec f32 = makeRmsNorm(262144);
+  f32.input = f32.output = f32.param = f32.addendType = ElementType::f32;
+  f32.hasAddend = f32.writeResidual = true;
+  OpSpec f32Residual = bf16;
+  f32Residual.f32Residual = true;
+  for (auto [spec, storage] :
+       {std::pair(bf16, "_smem"), std::pair(f32, "_stream"),
+        std::pair(f32Residual, "_stream")}) {
+    std::vector<LaunchConfig> launches;
+    for (RowBucket bucket : kAllRowBuckets)
+      for (const LaunchConfig &launch : getTuningCandidates(
+               spec, bucket,
+               compiler->getHeuristicLaunch(spec,
+                                            getTuningRows(spec, bucket)))) {
+        std::optional<LaunchConfig> scalar = getScalarVariant(launch, spec);
+        ASSERT_TRUE(scalar) << launch.getMangledSuffix();
+        for (const LaunchConfig &each : {launch, *scalar})
+          if (std::find(launches.begin(), launches.end(), each) ==
+              launches.end())
+            launches.push_back(each);
+      }
+    // 1024 and 512 threads, with two vectors and scalar.
+    EXPECT_EQ(launches.size(), 6u) << describeOpSpec(spec);
+    for (const LaunchConfig &launch : launches) {
+      std::string name = expectFits(spec, launch);
+      EXPECT_TRUE(endsWith(name, storage)) << name;
+    }
+  }
+}
+
+TEST_F(CompilerAdapterTest, LongRowsStreamWhereSharedMemoryIsScarce) {
+  // The heuristic's kernel for a 100000-value bf16 row: staged where a CTA
+  // may use 227 KiB (sm_90), streamed with 163 KiB (sm_80), 99 KiB (sm_89)
+  // or a device's smaller limit.
+  OpSpec spec = makeRmsNorm(100000);
+  LaunchConfig launch = compiler->getHeuristicLaunch(spec, 1);
+  struct Case {
+    const char *chip;
+    int64_t maxSharedBytes;
+    const char *storage;
+  };
+  for (Case c : {Case{"sm_90", 0, "_smem"}, Case{"sm_80", 0, "_stream"},
+                 Case{"sm_89", 0, "_stream"},
+                 Case{"sm_90", 99 * 1024, "_stream"},
+                 Case{"sm_80", 227 * 1024, "_smem"}}) {
+    target.chip = c.chip;
+    target.maxSharedBytes = c.maxSharedBytes;
+    std::string name = expectFits(spec, launch);
+    EXPECT_TRUE(endsWith(name, c.storage))
+        << c.chip << " " << c.maxSharedBytes << ": " << name;
+  }
 }
 
 TEST_F(CompilerAdapterTest, ConcurrentCompilesAgreeWithSerialOnes) {
@@ -194,6 +263,64 @@ TEST_F(RealKernelsOnFakeDriver, TuneAndLaunch) {
   EXPECT_EQ(fakecuda_call_count("cuLinkComplete"), compiles);
   EXPECT_EQ(kernel->getReport(RowBucket::More).source,
             BucketReport::Source::TuningCache);
+}
+
+/// Launches the heuristic's kernel of a 100000-value bf16 RMSNorm on the
+/// fake driver's device, with the input `inputOffset` bytes into its buffer.
+fakecuda_launch launchLongRow(int64_t inputOffset) {
+  fakecuda_launch recorded{};
+  std::unique_ptr<Context> context;
+  EXPECT_TRUE(Context::create(makeFakeOptions(createDefaultCompiler()), context)
+                  .ok());
+  if (!context)
+    return recorded;
+  OpSpec spec = makeRmsNorm(100000);
+  std::shared_ptr<const Kernel> kernel;
+  Status status = context->getKernel(spec, {}, kernel);
+  EXPECT_TRUE(status.ok()) << status.message();
+  if (!kernel)
+    return recorded;
+  std::vector<void *> buffers;
+  LaunchArgs args;
+  for (const BufferSpec &buffer : getBuffers(spec)) {
+    void *pointer = nullptr;
+    EXPECT_TRUE(context->allocate(2 * 100000 * 2 + 64, pointer).ok());
+    buffers.push_back(pointer);
+    char *data = static_cast<char *>(pointer);
+    if (buffer.slot == BufferSlot::Input)
+      data += inputOffset;
+    args.set(buffer.slot, data, buffer.type, buffer.cols);
+  }
+  status = kernel->launch(args, 2, nullptr);
+  EXPECT_TRUE(status.ok()) << status.message();
+  if (status.ok())
+    EXPECT_TRUE(
+        fakecuda_get_launch(fakecuda_launch_count() - 1, &recorded));
+  for (void *pointer : buffers)
+    EXPECT_TRUE(context->release(pointer).ok());
+  return recorded;
+}
+
+TEST_F(RealKernelsOnFakeDriver, LongRowsUseTheDevicesSharedMemory) {
+  // 227 KiB on a CTA (the fake default, an sm_90 device): staged.
+  fakecuda_launch staged = launchLongRow(0);
+  EXPECT_TRUE(endsWith(staged.kernel, "_v8_t1024_w32_r1_smem")) << staged.kernel;
+  EXPECT_EQ(staged.shared_bytes, 200000u);
+  // An sm_86 device runs sm_80 PTX but lets a CTA have 99 KiB: streamed.
+  fakecuda_reset();
+  fakecuda_set_compute_capability(8, 6);
+  fakecuda_set_max_shared_bytes_optin(99 * 1024);
+  fakecuda_launch streamed = launchLongRow(0);
+  EXPECT_TRUE(endsWith(streamed.kernel, "_v8_t1024_w32_r1_stream"))
+      << streamed.kernel;
+  EXPECT_EQ(streamed.shared_bytes, 0u);
+}
+
+TEST_F(RealKernelsOnFakeDriver, MisalignedLongRowsRunTheScalarKernel) {
+  // One element off: the scalar (vector = 1) kernel, staged as well.
+  fakecuda_launch scalar = launchLongRow(2);
+  EXPECT_TRUE(endsWith(scalar.kernel, "_v1_t1024_w32_r1_smem")) << scalar.kernel;
+  EXPECT_EQ(scalar.shared_bytes, 200000u);
 }
 
 } // namespace

@@ -25,7 +25,7 @@ norm::Status FakeCompiler::compile(const OpSpec &spec,
   ++compiles;
   if (delayMs)
     std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
-  if (rejects(launch) || !fitsRow(launch, getRowLength(spec)))
+  if (rejects(launch) || !fitsRow(launch, spec))
     return norm::Status::error("fake compiler rejects " +
                                launch.getMangledSuffix());
   KernelSignature &sig = result.signature;
@@ -80,7 +80,7 @@ LaunchConfig FakeCompiler::getHeuristicLaunch(const OpSpec &spec,
                          : length <= 6144  ? 64
                          : length <= 16384 ? 128
                                            : 256;
-  while (!fitsRow(launch, length) && launch.threadsPerRow < 1024) {
+  while (!fitsRow(launch, spec) && launch.threadsPerRow < 1024) {
     if ((launch.threadsPerRow - 1) * launch.vector >= length)
       break;
     launch.threadsPerRow *= 2;

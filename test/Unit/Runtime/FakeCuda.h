@@ -31,7 +31,8 @@ struct fakecuda_launch {
 };
 
 /// Forgets launches, counters and injected failures; restores one device of
-/// compute capability 9.0, driver 13000, 1024 threads per block.
+/// compute capability 9.0, driver 13000, 1024 threads and 227 KiB of shared
+/// memory (opt-in) per block.
 /// FAKECUDA_DEVICES in the environment, when set, overrides the device count at
 /// cuInit.
 void fakecuda_reset(void);
@@ -39,6 +40,9 @@ void fakecuda_set_device_count(int count);
 void fakecuda_set_compute_capability(int major, int minor);
 void fakecuda_set_driver_version(int version);
 void fakecuda_set_max_threads_per_block(int threads);
+/// CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN; launches asking
+/// for more dynamic shared memory fail.
+void fakecuda_set_max_shared_bytes_optin(int bytes);
 /// The next `count` calls of `entry` ("cuModuleLoadDataEx", ...) fail with
 /// `result`.
 void fakecuda_fail_next(const char *entry, int result, int count);

@@ -137,6 +137,7 @@ struct State {
   int failCount[NumEntries] = {};
   int devices = 1, major = 9, minor = 0, driverVersion = 13000;
   int maxThreadsPerBlock = 1024;
+  int maxSharedBytesOptin = 232448; // 227 KiB, as on sm_90
   int retains = 0;
   std::set<Module *> modules;
   std::set<Stream *> streams;
@@ -221,6 +222,7 @@ void fakecuda_reset(void) {
   s.minor = 0;
   s.driverVersion = 13000;
   s.maxThreadsPerBlock = 1024;
+  s.maxSharedBytesOptin = 232448;
   s.launchCount = 0;
 }
 
@@ -234,6 +236,9 @@ void fakecuda_set_driver_version(int version) {
 }
 void fakecuda_set_max_threads_per_block(int threads) {
   state().maxThreadsPerBlock = threads;
+}
+void fakecuda_set_max_shared_bytes_optin(int bytes) {
+  state().maxSharedBytesOptin = bytes;
 }
 
 void fakecuda_fail_next(const char *entry, int result, int count) {
@@ -371,7 +376,7 @@ Result cuDeviceGetAttribute(int *value, int attribute, int) {
     *value = 132;
     return kSuccess;
   case 97:
-    *value = 232448;
+    *value = state().maxSharedBytesOptin;
     return kSuccess;
   default:
     return kInvalidValue;
@@ -539,7 +544,8 @@ Result cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
   State &s = state();
   auto *f = static_cast<Function *>(function);
   if (!f || !hasContext() || gridX == 0 || gridY == 0 || gridZ == 0 ||
-      blockX * blockY * blockZ > static_cast<unsigned>(s.maxThreadsPerBlock))
+      blockX * blockY * blockZ > static_cast<unsigned>(s.maxThreadsPerBlock) ||
+      shared > static_cast<unsigned>(s.maxSharedBytesOptin))
     return kInvalidValue;
   std::lock_guard<std::mutex> lock(s.mutex);
   Stream *clock = getStream(stream);

@@ -49,6 +49,29 @@ TEST(CacheKeys, KernelKeysNameEverythingTheKernelDependsOn) {
   EXPECT_NE(key.find("op=rms_norm hidden=4096"), std::string::npos) << key;
 }
 
+TEST(CacheKeys, OnlyRowsOutOfRegistersDependOnSharedMemory) {
+  TargetOptions target; // sm_90: 227 KiB
+  TargetOptions explicitly = target;
+  explicitly.maxSharedBytes = 227 * 1024;
+  TargetOptions smaller = target;
+  smaller.maxSharedBytes = 99 * 1024;
+  // A row in registers is the same kernel whatever the shared memory.
+  OpSpec rms = makeRmsNorm(4096);
+  LaunchConfig inRegisters = makeLaunch(8, 128);
+  EXPECT_EQ(getKernelKey(rms, inRegisters, smaller, "v1"),
+            getKernelKey(rms, inRegisters, target, "v1"));
+  // A long row is staged or streamed, as the shared memory allows.
+  OpSpec longRow = makeRmsNorm(100000);
+  LaunchConfig staged = makeLaunch(8, 1024);
+  std::string key = getKernelKey(longRow, staged, target, "v1");
+  EXPECT_NE(key.find("\nshared: 232448\n"), std::string::npos) << key;
+  EXPECT_EQ(getKernelKey(longRow, staged, explicitly, "v1"), key);
+  EXPECT_NE(getKernelKey(longRow, staged, smaller, "v1"), key);
+  // So is a short row forced onto few threads.
+  EXPECT_NE(getKernelKey(rms, makeLaunch(8, 32), smaller, "v1"),
+            getKernelKey(rms, makeLaunch(8, 32), target, "v1"));
+}
+
 TEST(CacheKeys, TuningKeysNameTheDeviceAndDriver) {
   OpSpec spec = makeRmsNorm();
   std::string key =

@@ -286,6 +286,139 @@ TEST_F(RmsLaunchTest, DriverLaunchErrorsAreReported) {
   EXPECT_TRUE(kernel->launch(args, 8, nullptr).ok());
 }
 
+class ResidualLaunchTest : public LaunchTest {
+protected:
+  static constexpr int64_t kHidden = 4096, kRows = 3;
+  static constexpr int64_t kBlock = (kRows + 1) * 2 * kHidden; // elements
+
+  void SetUp() override {
+    LaunchTest::SetUp();
+    OpSpec spec = makeRmsNorm(kHidden);
+    spec.hasAddend = spec.writeResidual = true;
+    ASSERT_TRUE(context->getKernel(spec, {}, kernel).ok());
+    // One allocation for everything, so that buffers can be placed anywhere
+    // in it: blocks of kRows + 1 rows of twice the hidden size for input,
+    // addend, output and residual_out (kRows rows each, two hidden sizes
+    // apart), then the weight.
+    base = allocate(4 * kBlock * 2 + kHidden * 2);
+    args.set(BufferSlot::Input, at(0), ElementType::bf16, kHidden, 2 * kHidden)
+        .set(BufferSlot::Addend, at(1), ElementType::bf16, kHidden, 2 * kHidden)
+        .set(BufferSlot::Output, at(2), ElementType::bf16, kHidden, 2 * kHidden)
+        .set(BufferSlot::ResidualOut, at(3), ElementType::bf16, kHidden,
+             2 * kHidden)
+        .set(BufferSlot::Weight, at(4), ElementType::bf16, kHidden);
+  }
+
+  /// The `index`-th block of the allocation.
+  char *at(int64_t index) { return base + index * kBlock * 2; }
+
+  /// `slot` moved to `data` (bf16 rows of kHidden, `stride` elements apart).
+  LaunchArgs with(BufferSlot slot, const void *data, int64_t stride) {
+    LaunchArgs moved = args;
+    moved.set(slot, data, ElementType::bf16, kHidden, stride);
+    return moved;
+  }
+
+  void expectOverlap(const LaunchArgs &overlapping, const std::string &output,
+                     const std::string &other) {
+    Status status = kernel->launch(overlapping, kRows, nullptr);
+    EXPECT_EQ(status.code(), ErrorCode::InvalidArgument) << status.message();
+    EXPECT_NE(status.message().find("output '" + output +
+                                    "' overlaps buffer '" + other + "'"),
+              std::string::npos)
+        << status.message();
+    EXPECT_NE(status.message().find("in-place update needs a separate output "
+                                    "buffer"),
+              std::string::npos)
+        << status.message();
+    LaunchConfig launch;
+    EXPECT_EQ(kernel->getLaunchFor(overlapping, kRows, launch).code(),
+              ErrorCode::InvalidArgument);
+    EXPECT_EQ(fakecuda_launch_count(), 0);
+  }
+
+  std::shared_ptr<const Kernel> kernel;
+  char *base = nullptr;
+  LaunchArgs args;
+};
+
+TEST_F(ResidualLaunchTest, SeparateBuffersLaunch) {
+  ASSERT_TRUE(kernel->launch(args, kRows, nullptr).ok());
+  EXPECT_EQ(fakecuda_launch_count(), 1);
+}
+
+TEST_F(ResidualLaunchTest, InPlaceUpdatesAreRefused) {
+  // vLLM's fused_add_rms_norm updates the residual stream in place.
+  expectOverlap(with(BufferSlot::ResidualOut, at(0), 2 * kHidden),
+                "residual_out", "input");
+  expectOverlap(with(BufferSlot::ResidualOut, at(1), 2 * kHidden),
+                "residual_out", "addend");
+  expectOverlap(with(BufferSlot::Output, at(0), 2 * kHidden), "output",
+                "input");
+  // Two outputs in one place.
+  expectOverlap(with(BufferSlot::Output, at(3), 2 * kHidden), "output",
+                "residual_out");
+  // Zero rows still launch nothing, successfully.
+  EXPECT_TRUE(kernel
+                  ->launch(with(BufferSlot::ResidualOut, at(0), 2 * kHidden),
+                           0, nullptr)
+                  .ok());
+}
+
+TEST_F(ResidualLaunchTest, PartialOverlapsAreRefused) {
+  // The last element of the (contiguous) output is the first of the weight.
+  expectOverlap(
+      with(BufferSlot::Output, at(4) - (kRows * kHidden - 1) * 2, kHidden),
+      "output", "weight");
+  // The output's first row starts in the input's last row.
+  expectOverlap(
+      with(BufferSlot::Output, at(0) + ((kRows - 1) * 2 * kHidden + 10) * 2,
+           kHidden),
+      "output", "input");
+  // A 1-D buffer inside a row.
+  LaunchArgs weightInRow = args;
+  weightInRow.set(BufferSlot::Weight, at(2) + kHidden, ElementType::bf16,
+                  kHidden);
+  expectOverlap(weightInRow, "output", "weight");
+}
+
+TEST_F(ResidualLaunchTest, DisjointPlacementsLaunch) {
+  // The output starts in the input's third row: fine for two rows, not for
+  // kRows.
+  LaunchArgs third = with(BufferSlot::Output, at(0) + 2 * 2 * kHidden * 2,
+                          2 * kHidden);
+  expectOverlap(third, "output", "input");
+  // Right after the input's last row, up to the addend.
+  char *afterInput = at(0) + ((kRows - 1) * 2 * kHidden + kHidden) * 2;
+  ASSERT_TRUE(kernel
+                  ->launch(with(BufferSlot::Output, afterInput, kHidden),
+                           kRows, nullptr)
+                  .ok());
+  // Interleaved with the input: the other half of each of its rows.
+  ASSERT_TRUE(kernel
+                  ->launch(with(BufferSlot::Output, at(0) + kHidden * 2,
+                                2 * kHidden),
+                           kRows, nullptr)
+                  .ok());
+  // Inputs may share memory: they are only read.
+  LaunchArgs sameInputs = with(BufferSlot::Addend, at(0), 2 * kHidden);
+  ASSERT_TRUE(kernel->launch(sameInputs, kRows, nullptr).ok());
+  ASSERT_TRUE(kernel->launch(third, 2, nullptr).ok());
+  EXPECT_EQ(fakecuda_launch_count(), 4);
+}
+
+TEST_F(ResidualLaunchTest, InterleavedRowsOverlapByOneElement) {
+  // One element short of the other half of the input's rows.
+  expectOverlap(
+      with(BufferSlot::Output, at(0) + (kHidden - 1) * 2, 2 * kHidden),
+      "output", "input");
+  // One element past the other half: each row of the residual covers the
+  // first element of the input's next row.
+  expectOverlap(with(BufferSlot::ResidualOut, at(0) + (kHidden + 1) * 2,
+                     2 * kHidden),
+                "residual_out", "input");
+}
+
 TEST_F(LaunchTest, QKNormRowsAreTokens) {
   OpSpec qk = test::makeQKNorm();
   std::shared_ptr<const Kernel> kernel;
