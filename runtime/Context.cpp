@@ -388,7 +388,7 @@ Status ContextImpl::buildKernel(const OpSpec &spec,
   Reports reports;
   if (kernelOptions.launch) {
     const LaunchConfig &fixed = *kernelOptions.launch;
-    if (!isValidLaunch(fixed) || !fitsRow(fixed, getRowLength(spec)))
+    if (!isValidLaunch(fixed) || !fitsRow(fixed, spec))
       return Status::error(ErrorCode::InvalidArgument,
                            "launch configuration " + fixed.getMangledSuffix() +
                                " does not fit the rows of " +
