@@ -20,6 +20,7 @@
 #include "runtime/ElementTypes.h"
 #include "runtime/Runtime.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -353,8 +354,8 @@ private:
                : 0);
       guarded.image.assign(guarded.offset + tensor.bytes.size() + kGuardBytes,
                            kGuardByte);
-      std::memcpy(guarded.image.data() + guarded.offset, tensor.bytes.data(),
-                  tensor.bytes.size());
+      std::copy(tensor.bytes.begin(), tensor.bytes.end(),
+                guarded.image.begin() + guarded.offset);
       if (Status status = context.allocate(guarded.image.size(), guarded.base);
           !status) {
         error = status.message();
@@ -428,8 +429,8 @@ private:
         continue;
       }
       HostTensor result(buffer.type, host[buffer.slot].size());
-      std::memcpy(result.bytes.data(), image.data() + guarded.offset,
-                  result.bytes.size());
+      std::copy_n(image.begin() + guarded.offset, result.bytes.size(),
+                  result.bytes.begin());
       int64_t stride = host.strides[static_cast<int>(buffer.slot)];
       int64_t rows = buffer.rows2D ? c.rows : 1;
       int64_t width = buffer.rows2D ? stride : buffer.cols;
