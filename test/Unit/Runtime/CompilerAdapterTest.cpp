@@ -293,9 +293,10 @@ fakecuda_launch launchLongRow(int64_t inputOffset) {
   }
   status = kernel->launch(args, 2, nullptr);
   EXPECT_TRUE(status.ok()) << status.message();
-  if (status.ok())
+  if (status.ok()) {
     EXPECT_TRUE(
         fakecuda_get_launch(fakecuda_launch_count() - 1, &recorded));
+  }
   for (void *pointer : buffers)
     EXPECT_TRUE(context->release(pointer).ok());
   return recorded;
