@@ -67,6 +67,7 @@ bundle_ops=(
   "add_rms:--op rms --addend --residual-out --hidden $bench_hidden"
   "layer:--op layer --bias --hidden $bench_hidden"
   "qk:--op qk --hidden ${qk_head_dim% *} --heads ${qk_head_dim#* }"
+  "add_layer:--op layer --bias --addend --residual-out --hidden $bench_hidden"
 )
 
 

@@ -2,10 +2,11 @@
 """norm-bench: libnormjit's kernels beside what a user would pick instead.
 
 On one GPU, for each operation (RMSNorm, LayerNorm, fused add + RMSNorm, the
-QK-Norm prologue), dtype, hidden size and row count, the median time of
+QK-Norm prologue, fused add + LayerNorm), dtype, hidden size and row count,
+the median time of
   copy     a device-to-device copy of one input-sized tensor (the roofline)
   ours     libnormjit's kernel through norm_opt (ctypes, the C API)
-  eager    torch: F.rms_norm / F.layer_norm / x + r then F.rms_norm
+  eager    torch: F.rms_norm / F.layer_norm / x + r then either
   compile  torch.compile of the same functions (static shapes)
   triton   a single-pass Triton kernel, one program per row
 and, for ours, every configuration the autotuner tried, re-timed at the
@@ -38,7 +39,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 
 import report  # noqa: E402
 
-OPS = ("add_rms", "rms", "layer", "qk")
+OPS = ("add_rms", "rms", "layer", "qk", "add_layer")
+ADD_OPS = ("add_rms", "add_layer")      # write y and the new residual
+LAYER_OPS = ("layer", "add_layer")      # weight and bias
 HIDDEN = (4096, 8192, 7168, 128, 2048, 16384, 1024, 5120, 769, 3001)
 ANCHOR_HIDDEN = (4096, 8192, 7168, 128, 2048, 16384)  # those of ANCHORS.md
 ROWS = (1, 128, 4096, 16384)
@@ -50,7 +53,8 @@ EPS = 1e-6
 QUICK = dict(hidden=(4096, 128, 769), rows=(1, 4096), dtypes=("bf16",))
 # The tensors of a buffer set the eager and compiled functions take.
 EAGER_ARGS = {"rms": ("x", "w"), "layer": ("x", "w", "b"),
-              "add_rms": ("x", "r", "w"), "qk": ("qkv", "qw", "kw")}
+              "add_rms": ("x", "r", "w"), "add_layer": ("x", "r", "w", "b"),
+              "qk": ("qkv", "qw", "kw")}
 
 
 class Point(NamedTuple):
@@ -71,8 +75,8 @@ class Point(NamedTuple):
             normed = self.rows * sum(QK_HEADS) * self.hidden * 2
             return {"copy": normed, "ours": 2 * normed + 4 * self.hidden}
         tensor = self.kernel_rows * self.hidden * 2
-        params = {"rms": 1, "add_rms": 1, "layer": 2}[self.op] * self.hidden * 2
-        tensors = 4 if self.op == "add_rms" else 2
+        params = (2 if self.op in LAYER_OPS else 1) * self.hidden * 2
+        tensors = 4 if self.op in ADD_OPS else 2
         return {"copy": tensor, "ours": tensors * tensor + params}
 
 
@@ -255,9 +259,9 @@ class Bench:
             n = point.kernel_rows
             s = {"x": rand(n, h), "w": rand(h), "y": torch.empty(
                 n, h, dtype=dtype, device="cuda")}
-            if point.op == "layer":
+            if point.op in LAYER_OPS:
                 s["b"] = rand(h)
-            if point.op == "add_rms":
+            if point.op in ADD_OPS:
                 s["r"] = rand(n, h)
                 s["h"] = torch.empty(n, h, dtype=dtype, device="cuda")
             s["copy_src"] = s["x"]
@@ -277,6 +281,11 @@ class Bench:
                 h = x + r
                 return F.rms_norm(h, (h.shape[-1],), w, EPS), h
             return add_rms
+        if op == "add_layer":
+            def add_layer(x, r, w, b):
+                h = x + r
+                return F.layer_norm(h, (h.shape[-1],), w, b, EPS), h
+            return add_layer
         hq, hkv = QK_HEADS
 
         def qk(qkv, qw, kw):
@@ -310,9 +319,10 @@ class Bench:
             if op == "layer":
                 return [lambda s=s: t.layer_norm(s["x"], s["w"], s["b"], EPS,
                                                  s["y"]) for s in sets]
-            if op == "add_rms":
-                return [lambda s=s: t.add_rms_norm(s["x"], s["r"], s["w"], EPS,
-                                                   s["y"], s["h"]) for s in sets]
+            if op in ADD_OPS:
+                return [lambda s=s: t.add_norm(s["x"], s["r"], s["w"],
+                                               s.get("b"), EPS, s["y"], s["h"])
+                        for s in sets]
             return [lambda s=s: t.qk_norm(s["qkv"], s["qw"], s["kw"],
                                           QK_HEADS[0], QK_HEADS[1], EPS,
                                           s["q"], s["k"]) for s in sets]
@@ -324,11 +334,12 @@ class Bench:
                 s["qkv"], QK_HEADS[0], QK_HEADS[1], s["qw"], s["kw"], EPS,
                 q_out=s["q"], k_out=s["k"])
         from norm_opt import capi
-        kind = capi.OP_LAYER_NORM if point.op == "layer" else capi.OP_RMS_NORM
-        if point.op == "add_rms":
+        kind = (capi.OP_LAYER_NORM if point.op in LAYER_OPS
+                else capi.OP_RMS_NORM)
+        if point.op in ADD_OPS:
             return self.ours.prepare_row_norm(
-                kind, s["r"], s["w"], None, EPS, addend=s["x"], out=s["y"],
-                residual_out=s["h"])
+                kind, s["r"], s["w"], s.get("b"), EPS, addend=s["x"],
+                out=s["y"], residual_out=s["h"])
         return self.ours.prepare_row_norm(kind, s["x"], s["w"], s.get("b"),
                                           EPS, out=s["y"])
 

@@ -28,6 +28,8 @@ OP_TITLES = {
     "rms": "RMSNorm",
     "layer": "LayerNorm (weight and bias)",
     "add_rms": "fused add + RMSNorm (writes y and the new residual)",
+    "add_layer": "fused add + LayerNorm (weight and bias; writes y and the "
+                 "new residual)",
     "qk": "QK-Norm prologue (packed qkv, 32 query / 8 key-value heads; "
           "rows are tokens)",
 }
@@ -159,7 +161,7 @@ SHORT_HIDDEN = (128, 4096, 8192, 16384)
 
 def is_short(point: dict) -> bool:
     return point["dtype"] == "bf16" and point["hidden"] in SHORT_HIDDEN and (
-        point["op"] != "layer" or point["hidden"] == 4096)
+        point["op"] not in ("layer", "add_layer") or point["hidden"] == 4096)
 
 
 def format_console(results: dict, short: bool = False) -> str:

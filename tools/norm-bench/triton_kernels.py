@@ -35,7 +35,8 @@ def _layer_norm(X, W, B, Y, x_stride, y_stride, n, eps, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _add_rms_norm(X, R, W, Y, H, stride, n, eps, BLOCK: tl.constexpr):
+def _add_norm(X, R, W, B, Y, H, stride, n, eps, BLOCK: tl.constexpr,
+              LAYER: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     mask = cols < n
@@ -45,9 +46,17 @@ def _add_rms_norm(X, R, W, Y, H, stride, n, eps, BLOCK: tl.constexpr):
     h = (x + r).to(H.dtype.element_ty)  # rounded as torch's add rounds it
     tl.store(H + offsets, h, mask=mask)
     v = h.to(tl.float32)
-    rstd = 1.0 / tl.sqrt(tl.sum(v * v, axis=0) / n + eps)
     w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
-    tl.store(Y + offsets, (v * rstd * w).to(Y.dtype.element_ty), mask=mask)
+    if LAYER:
+        mean = tl.sum(v, axis=0) / n
+        d = tl.where(mask, v - mean, 0.0)
+        rstd = 1.0 / tl.sqrt(tl.sum(d * d, axis=0) / n + eps)
+        b = tl.load(B + cols, mask=mask, other=0.0).to(tl.float32)
+        y = d * rstd * w + b
+    else:
+        rstd = 1.0 / tl.sqrt(tl.sum(v * v, axis=0) / n + eps)
+        y = v * rstd * w
+    tl.store(Y + offsets, y.to(Y.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -104,11 +113,21 @@ def layer_norm(x, w, b, eps, out, warm=False):
 
 
 def add_rms_norm(x, r, w, eps, out, residual_out, warm=False):
+    return add_norm(x, r, w, None, eps, out, residual_out, warm)
+
+
+def add_layer_norm(x, r, w, b, eps, out, residual_out, warm=False):
+    return add_norm(x, r, w, b, eps, out, residual_out, warm)
+
+
+def add_norm(x, r, w, b, eps, out, residual_out, warm=False):
+    """h = x + r, then RMSNorm (b None) or LayerNorm of h."""
     n = x.shape[-1]
     block = triton.next_power_of_2(n)
-    _launch(_add_rms_norm, (x.shape[0],), (x, r, w, out, residual_out,
-                                          x.stride(0), n, eps), warm,
-            BLOCK=block, num_warps=_warps(block))
+    layer = b is not None
+    _launch(_add_norm, (x.shape[0],), (x, r, w, b if layer else w, out,
+                                      residual_out, x.stride(0), n, eps),
+            warm, BLOCK=block, LAYER=layer, num_warps=_warps(block))
     return out, residual_out
 
 
@@ -144,9 +163,10 @@ def warm(spec: str, eps: float) -> None:
         rms_norm(empty(1, h), empty(h), eps, empty(1, h), warm=True)
     elif op == "layer":
         layer_norm(empty(1, h), empty(h), empty(h), eps, empty(1, h), warm=True)
-    elif op == "add_rms":
-        add_rms_norm(empty(1, h), empty(1, h), empty(h), eps, empty(1, h),
-                     empty(1, h), warm=True)
+    elif op in ("add_rms", "add_layer"):
+        add_norm(empty(1, h), empty(1, h), empty(h),
+                 empty(h) if op == "add_layer" else None, eps, empty(1, h),
+                 empty(1, h), warm=True)
     else:
         raise ValueError(f"unknown operation '{op}'")
 

@@ -180,6 +180,29 @@ class SweepTest(HeuristicCase):
                             x + r, (hidden,), w, 1e-6).double(),
                             "vs F.rms_norm(x + residual)", factor=2)
 
+    def test_fused_add_layer_norm(self):
+        for dtype in (torch.bfloat16, torch.float16):
+            for hidden in (769, 4096, 16384):
+                for rows in (0, 1, 777):
+                    with self.subTest(dtype=dtype, hidden=hidden, rows=rows):
+                        x = self.rand(rows, hidden, dtype=dtype)
+                        r = self.rand(rows, hidden, dtype=dtype) + 0.5
+                        w = self.rand(hidden, dtype=dtype)
+                        b = self.rand(hidden, dtype=dtype)
+                        y, y_buffer = guarded((rows, hidden), dtype)
+                        h, h_buffer = guarded((rows, hidden), dtype)
+                        norm_opt.fused_add_layer_norm(x, r, w, b, 1e-5, out=y,
+                                                      residual_out=h)
+                        self.assertGuards(y_buffer, "y")
+                        self.assertGuards(h_buffer, "residual")
+                        self.assertTrue(torch.equal(bits(h), bits(x + r)),
+                                        "residual differs from x + residual")
+                        self.assertClose(y, layer_reference(
+                            h.double(), w.double(), b.double(), 1e-5), "y")
+                        self.assertClose(y, F.layer_norm(
+                            x + r, (hidden,), w, b, 1e-5).double(),
+                            "vs F.layer_norm(x + residual)", factor=2)
+
     def test_deepnorm_alpha(self):
         x = self.rand(300, 2048)
         r = self.rand(300, 2048)

@@ -106,6 +106,18 @@ class TorchLayerTest(unittest.TestCase):
                                       y.data_ptr(), h.data_ptr()])
         self.assertEqual((y.dtype, h.dtype), (torch.bfloat16, torch.float32))
 
+    def test_fused_add_layer_norm(self):
+        x, r = self.rand(5, 1024), self.rand(5, 1024)
+        w, b = self.rand(1024), self.rand(1024)
+        y, h = norm_opt.fused_add_layer_norm(x, r, w, b, 1e-5, alpha=2.0)
+        name, params = self.launch()
+        self.assertIn("layer", name)
+        # input = residual, addend = x, then weight, bias, y, h.
+        self.assertEqual(params[:6], [r.data_ptr(), x.data_ptr(), w.data_ptr(),
+                                      b.data_ptr(), y.data_ptr(),
+                                      h.data_ptr()])
+        self.assertEqual((y.shape, h.shape), ((5, 1024), (5, 1024)))
+
     def test_layer_norm(self):
         x, w, b = self.rand(5, 1024), self.rand(1024), self.rand(1024)
         y = norm_opt.layer_norm(x, w, b, 1e-5)

@@ -18,7 +18,8 @@ names another). `import norm_opt` needs no torch: the C API layer
 from norm_opt import _capi as capi
 from norm_opt._capi import LaunchConfig, NormJitError, OpDesc, load_library
 
-__all__ = ["rms_norm", "layer_norm", "fused_add_rms_norm", "qk_norm",
+__all__ = ["rms_norm", "layer_norm", "fused_add_rms_norm",
+           "fused_add_layer_norm", "qk_norm",
            "configure", "get_context", "NormJitError", "LaunchConfig", "OpDesc", "capi",
            "load_library"]
 
@@ -50,6 +51,15 @@ def fused_add_rms_norm(x, residual, weight=None, eps=None, *, alpha=1.0,
     DeepNorm's scaled residual."""
     return _torch_layer().fused_add_rms_norm(
         x, residual, weight, eps, alpha=alpha, out=out,
+        residual_out=residual_out)
+
+
+def fused_add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5, *,
+                         alpha=1.0, out=None, residual_out=None):
+    """fused_add_rms_norm with a LayerNorm: h = alpha * residual + x and
+    y = layer_norm(h, weight, bias, eps), one kernel. Returns (y, h)."""
+    return _torch_layer().fused_add_layer_norm(
+        x, residual, weight, bias, eps, alpha=alpha, out=out,
         residual_out=residual_out)
 
 

@@ -265,10 +265,24 @@ def layer_norm(input, weight=None, bias=None, eps=1e-5, *, out=None):
 
 def fused_add_rms_norm(x, residual, weight=None, eps=None, *, alpha=1.0,
                        out=None, residual_out=None):
-    return run(prepare_row_norm(_capi.OP_RMS_NORM, residual, weight, None,
-                                _default_eps(x, eps), addend=x, alpha=alpha,
-                                out=out, residual_out=residual_out,
-                                out_dtype=x.dtype, names=("residual", "x")))
+    return run(_prepare_add_norm(_capi.OP_RMS_NORM, x, residual, weight, None,
+                                 _default_eps(x, eps), alpha, out,
+                                 residual_out))
+
+
+def fused_add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5, *,
+                         alpha=1.0, out=None, residual_out=None):
+    return run(_prepare_add_norm(_capi.OP_LAYER_NORM, x, residual, weight,
+                                 bias, eps, alpha, out, residual_out))
+
+
+def _prepare_add_norm(kind, x, residual, weight, bias, eps, alpha, out,
+                      residual_out) -> Call:
+    # The residual stream is the input (scaled by alpha), x the addend: the
+    # sum keeps the residual's dtype, y takes x's.
+    return prepare_row_norm(kind, residual, weight, bias, eps, addend=x,
+                            alpha=alpha, out=out, residual_out=residual_out,
+                            out_dtype=x.dtype, names=("residual", "x"))
 
 
 def qk_norm(qkv, num_q_heads, num_kv_heads, q_weight=None, k_weight=None,
