@@ -76,6 +76,12 @@ bool norm::jit::hasLongRowStorage(const OpSpec &spec) {
          spec.kind != OpSpec::Kind::BatchNormStats;
 }
 
+/// Rows of `spec` too long for the registers of a CTA: staged or streamed
+/// whatever the configuration.
+static bool hasLongRows(const OpSpec &spec) {
+  return hasLongRowStorage(spec) && getRowLength(spec) > kMaxRegisterRowLength;
+}
+
 bool norm::jit::keepsRowInRegisters(const LaunchConfig &launch,
                                     const OpSpec &spec) {
   if (!hasLongRowStorage(spec))
@@ -93,13 +99,10 @@ bool norm::jit::fitsRow(const LaunchConfig &launch, const OpSpec &spec) {
   int64_t rowLength = getRowLength(spec);
   if (rowLength < 1 || (launch.threadsPerRow - 1) * launch.vector >= rowLength)
     return false;
-  if (spec.kind == OpSpec::Kind::QKNormPrologue ||
-      rowLength <= kMaxRegisterRowLength) {
-    int64_t chunks =
-        divideCeil(rowLength, launch.threadsPerRow * launch.vector);
-    return chunks * launch.vector <= kMaxElementsPerThread;
-  }
-  return true;
+  if (hasLongRows(spec))
+    return true;
+  int64_t chunks = divideCeil(rowLength, launch.threadsPerRow * launch.vector);
+  return chunks * launch.vector <= kMaxElementsPerThread;
 }
 
 std::optional<LaunchConfig>
@@ -194,7 +197,7 @@ norm::jit::getTuningCandidates(const OpSpec &spec, RowBucket bucket,
   // Rows beyond the registers of a CTA take as many threads as a CTA has,
   // and half as many (more CTAs per SM where shared memory allows), one row
   // per CTA; how the row is kept follows from the compiler's target.
-  bool longRows = rowLength > kMaxRegisterRowLength && hasLongRowStorage(spec);
+  bool longRows = hasLongRows(spec);
   for (int64_t vector : vectors) {
     if (longRows) {
       for (int64_t t : {1024, 512})
@@ -224,9 +227,8 @@ norm::jit::getScalarVariant(const LaunchConfig &launch, const OpSpec &spec) {
   int64_t rowLength = getRowLength(spec);
   // Only rows kept in registers may need more threads; staged and streamed
   // rows loop over any number of elements per thread.
-  bool inRegisters = spec.kind != OpSpec::Kind::BatchNormStats &&
-                     !(rowLength > kMaxRegisterRowLength &&
-                       hasLongRowStorage(spec));
+  bool inRegisters =
+      spec.kind != OpSpec::Kind::BatchNormStats && !hasLongRows(spec);
   int64_t needed = divideCeil(rowLength, kMaxElementsPerThread);
   if (inRegisters && scalar.threadsPerRow < needed) {
     scalar.threadsPerRow = roundThreadsPerRow(needed, 1, rowLength);
