@@ -157,51 +157,45 @@ class SweepTest(HeuristicCase):
                                 x, (hidden,), w, b, 1e-5).double(),
                                 "vs F.layer_norm", factor=2)
 
-    def test_fused_add_rms_norm(self):
+    def check_fused_add(self, layer: bool, hidden_sizes):
+        """fused_add_rms_norm / fused_add_layer_norm against float64 and
+        torch's add then norm, guards around both outputs."""
+        eps = 1e-5 if layer else 1e-6
         for dtype in (torch.bfloat16, torch.float16):
-            for hidden in (128, 769, 4096, 7168, 16384):
-                for rows in (0, 1, 777):
-                    with self.subTest(dtype=dtype, hidden=hidden, rows=rows):
-                        x = self.rand(rows, hidden, dtype=dtype)
-                        r = self.rand(rows, hidden, dtype=dtype)
-                        w = self.rand(hidden, dtype=dtype)
-                        y, y_buffer = guarded((rows, hidden), dtype)
-                        h, h_buffer = guarded((rows, hidden), dtype)
-                        norm_opt.fused_add_rms_norm(x, r, w, 1e-6, out=y,
-                                                    residual_out=h)
-                        self.assertGuards(y_buffer, "y")
-                        self.assertGuards(h_buffer, "residual")
-                        # The residual is torch's own add, bit for bit.
-                        self.assertTrue(torch.equal(bits(h), bits(x + r)),
-                                        "residual differs from x + residual")
-                        self.assertClose(y, rms_reference(
-                            h.double(), w.double(), 1e-6), "y")
-                        self.assertClose(y, F.rms_norm(
-                            x + r, (hidden,), w, 1e-6).double(),
-                            "vs F.rms_norm(x + residual)", factor=2)
-
-    def test_fused_add_layer_norm(self):
-        for dtype in (torch.bfloat16, torch.float16):
-            for hidden in (769, 4096, 16384):
+            for hidden in hidden_sizes:
                 for rows in (0, 1, 777):
                     with self.subTest(dtype=dtype, hidden=hidden, rows=rows):
                         x = self.rand(rows, hidden, dtype=dtype)
                         r = self.rand(rows, hidden, dtype=dtype) + 0.5
                         w = self.rand(hidden, dtype=dtype)
-                        b = self.rand(hidden, dtype=dtype)
+                        b = self.rand(hidden, dtype=dtype) if layer else None
                         y, y_buffer = guarded((rows, hidden), dtype)
                         h, h_buffer = guarded((rows, hidden), dtype)
-                        norm_opt.fused_add_layer_norm(x, r, w, b, 1e-5, out=y,
-                                                      residual_out=h)
+                        if layer:
+                            norm_opt.fused_add_layer_norm(
+                                x, r, w, b, eps, out=y, residual_out=h)
+                            want = layer_reference(h.double(), w.double(),
+                                                   b.double(), eps)
+                            torch_y = F.layer_norm(x + r, (hidden,), w, b, eps)
+                        else:
+                            norm_opt.fused_add_rms_norm(x, r, w, eps, out=y,
+                                                        residual_out=h)
+                            want = rms_reference(h.double(), w.double(), eps)
+                            torch_y = F.rms_norm(x + r, (hidden,), w, eps)
                         self.assertGuards(y_buffer, "y")
                         self.assertGuards(h_buffer, "residual")
+                        # The residual is torch's own add, bit for bit.
                         self.assertTrue(torch.equal(bits(h), bits(x + r)),
                                         "residual differs from x + residual")
-                        self.assertClose(y, layer_reference(
-                            h.double(), w.double(), b.double(), 1e-5), "y")
-                        self.assertClose(y, F.layer_norm(
-                            x + r, (hidden,), w, b, 1e-5).double(),
-                            "vs F.layer_norm(x + residual)", factor=2)
+                        self.assertClose(y, want, "y")
+                        self.assertClose(y, torch_y.double(),
+                                         "vs torch's add then norm", factor=2)
+
+    def test_fused_add_rms_norm(self):
+        self.check_fused_add(False, (128, 769, 4096, 7168, 16384))
+
+    def test_fused_add_layer_norm(self):
+        self.check_fused_add(True, (769, 4096, 16384))
 
     def test_deepnorm_alpha(self):
         x = self.rand(300, 2048)
