@@ -80,21 +80,22 @@ FailureOr<StringRef> GenerateKernels::getOrBuildKernel(Operation *op,
 void GenerateKernels::runOnOperation() {
   kernelModule = {};
   kernels.reset();
-  ::norm::TargetOptions target;
-  target.chip = chip;
-  target.maxSharedBytes = maxSharedBytes;
-  sharedBytes = target.getMaxSharedBytes();
-  if (maxSharedBytes < 0) {
-    getOperation().emitError() << "norm-generate-kernels: max-shared-bytes ("
-                               << static_cast<int64_t>(maxSharedBytes) << ") is negative";
-    return signalPassFailure();
-  }
-  if (sharedBytes == 0) {
+  if (::norm::getMaxSharedBytesPerCta(chip) == 0) {
     getOperation().emitError()
         << "norm-generate-kernels: unknown chip '" << chip
         << "' (expected sm_80, sm_89, sm_90 or sm_90a)";
     return signalPassFailure();
   }
+  if (maxSharedBytes < 0) {
+    getOperation().emitError()
+        << "norm-generate-kernels: max-shared-bytes ("
+        << static_cast<int64_t>(maxSharedBytes) << ") is negative";
+    return signalPassFailure();
+  }
+  ::norm::TargetOptions target;
+  target.chip = chip;
+  target.maxSharedBytes = maxSharedBytes;
+  sharedBytes = target.getMaxSharedBytes();
 
   // Attention kernels are not generated: a QK-Norm fused into attention
   // would silently vanish.

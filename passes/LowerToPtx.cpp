@@ -2,6 +2,8 @@
 
 #include "passes/LoweringPasses.h"
 
+#include "compiler/Compiler.h"
+
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
@@ -38,7 +40,7 @@ LogicalResult mlir::norm::verifyNormLowerToPtxOptions(
     const NormLowerToPtxOptions &options,
     function_ref<LogicalResult(const Twine &)> emitError) {
   StringRef chip = options.chip;
-  if (!llvm::is_contained({"sm_80", "sm_89", "sm_90", "sm_90a"}, chip))
+  if (::norm::getMaxSharedBytesPerCta(chip) == 0) // the chips norm-opt knows
     return emitError("unsupported chip '" + chip +
                      "' (expected sm_80, sm_89, sm_90 or sm_90a)");
   if (options.maxSharedBytes < 0)

@@ -3,6 +3,7 @@
 // RUN: norm-opt %s --norm-generate-kernels="scalar-fallback=false chip=sm_89" | FileCheck %s --check-prefix=SM89
 // RUN: norm-opt %s --norm-generate-kernels="scalar-fallback=false chip=sm_90 max-shared-bytes=33792" | FileCheck %s --check-prefix=LIMIT
 // RUN: not norm-opt %s --norm-generate-kernels="chip=sm_75" 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not norm-opt %s --norm-generate-kernels="chip=sm_75 max-shared-bytes=50000" 2>&1 | FileCheck %s --check-prefix=CHIP
 // RUN: not norm-opt %s --norm-generate-kernels="max-shared-bytes=-1" 2>&1 | FileCheck %s --check-prefix=NEGATIVE
 
 // The shared memory of a CTA, less 1 KiB for the reduction, decides: 8 rows

@@ -30,6 +30,16 @@ OpSpec rmsSpec(int64_t hidden) {
   return spec;
 }
 
+/// A program of one bf16 RMSNorm kernel op of `hidden` elements a row.
+std::string getRmsKernelProgram(int64_t hidden) {
+  std::string rows = "tensor<?x" + std::to_string(hidden) + "xbf16>";
+  std::string weight = "tensor<" + std::to_string(hidden) + "xbf16>";
+  return "func.func @f(%x: " + rows + ", %w: " + weight + ") -> " + rows +
+         " {\n  %y = norm.fused_row <rms> %x weight(%w : " + weight +
+         ") eps(1.0e-06) : " + rows + " -> " + rows + "\n  return %y : " +
+         rows + "\n}";
+}
+
 /// Every kind of operation, with mixed types and options.
 std::vector<OpSpec> allKinds() {
   std::vector<OpSpec> specs;
@@ -251,12 +261,7 @@ TEST(Compiler, SharedMemoryOfTheTargetDecidesStaging) {
 TEST(Compiler, ProgramsAreDescribedForTheirTarget) {
   // compileProgram generates and describes kernels for the same shared
   // memory: the bundle's signatures name the kernels the PTX defines.
-  const char *program = R"mlir(
-    func.func @f(%x: tensor<?x100000xbf16>, %w: tensor<100000xbf16>) -> tensor<?x100000xbf16> {
-      %y = norm.fused_row <rms> %x weight(%w : tensor<100000xbf16>) eps(1.0e-06)
-          : tensor<?x100000xbf16> -> tensor<?x100000xbf16>
-      return %y : tensor<?x100000xbf16>
-    })mlir";
+  std::string program = getRmsKernelProgram(100000);
   for (const char *chip : {"sm_90", "sm_89"}) {
     TargetOptions target;
     target.chip = chip;
@@ -374,12 +379,7 @@ TEST(Compiler, HeuristicConfigurationsAreValid) {
 }
 
 TEST(Compiler, CompilesPrograms) {
-  const char *program = R"mlir(
-    func.func @f(%x: tensor<?x1024xbf16>, %w: tensor<1024xbf16>) -> tensor<?x1024xbf16> {
-      %y = norm.fused_row <rms> %x weight(%w : tensor<1024xbf16>) eps(1.0e-06)
-          : tensor<?x1024xbf16> -> tensor<?x1024xbf16>
-      return %y : tensor<?x1024xbf16>
-    })mlir";
+  std::string program = getRmsKernelProgram(1024);
   CompiledModule module;
   Status status = compileProgram(program, TargetOptions(), module);
   ASSERT_TRUE(status) << status.message;
