@@ -2,6 +2,7 @@
 
 #include "compiler/Compiler.h"
 #include "compiler/KernelDescription.h"
+#include "test/Unit/OpSpecs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -91,12 +92,7 @@ std::vector<OpSpec> allKinds() {
   stats.hidden = 300;
   stats.output = stats.param = ElementType::f32;
   specs.push_back(stats);
-  OpSpec qk;
-  qk.kind = OpSpec::Kind::QKNormPrologue;
-  qk.hidden = 128;
-  qk.numQHeads = 32;
-  qk.numKvHeads = 8;
-  qk.hasWeight = true;
+  OpSpec qk = test::makeQKNorm();
   specs.push_back(qk);
   OpSpec qkL2 = qk;
   qkL2.qkL2 = true;

@@ -112,14 +112,6 @@ def layer_norm(x, w, b, eps, out, warm=False):
     return out
 
 
-def add_rms_norm(x, r, w, eps, out, residual_out, warm=False):
-    return add_norm(x, r, w, None, eps, out, residual_out, warm)
-
-
-def add_layer_norm(x, r, w, b, eps, out, residual_out, warm=False):
-    return add_norm(x, r, w, b, eps, out, residual_out, warm)
-
-
 def add_norm(x, r, w, b, eps, out, residual_out, warm=False):
     """h = x + r, then RMSNorm (b None) or LayerNorm of h."""
     n = x.shape[-1]

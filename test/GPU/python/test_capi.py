@@ -15,18 +15,12 @@ import unittest
 
 import norm_opt
 from norm_opt import capi
+from fake_driver import FakeLaunch, load_fake
 
 FAKE = os.environ.get("NORMJIT_FAKE_CUDA", "")
 BUNDLE = os.environ.get("NORMJIT_TEST_BUNDLE", "")
 HIDDEN = 4096
 RMS = capi.OpDesc(kind=capi.OP_RMS_NORM, hidden=HIDDEN, flags=capi.OP_WEIGHT)
-
-
-class FakeLaunch(ctypes.Structure):
-    _fields_ = [("kernel", ctypes.c_char * 128), ("grid", ctypes.c_uint * 3),
-                ("block", ctypes.c_uint * 3), ("shared_bytes", ctypes.c_uint),
-                ("stream", ctypes.c_void_p), ("num_params", ctypes.c_int),
-                ("params", ctypes.c_uint64 * 32)]
 
 
 class NoTorchTest(unittest.TestCase):
@@ -66,9 +60,7 @@ class NoTorchTest(unittest.TestCase):
 class FakeDriverTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.fake = ctypes.CDLL(FAKE)
-        cls.fake.fakecuda_get_launch.argtypes = [ctypes.c_int,
-                                                 ctypes.POINTER(FakeLaunch)]
+        cls.fake = load_fake(FAKE)
         cls.fake.fakecuda_reset()
         cls.context = capi.Context(driver_library=FAKE, bundles=[BUNDLE],
                                    disk_cache=False)

@@ -20,15 +20,9 @@ except ImportError:
 
 import norm_opt
 from norm_opt import capi
+from fake_driver import FakeLaunch, load_fake
 
 FAKE = os.environ.get("NORMJIT_FAKE_CUDA", "")
-
-
-class FakeLaunch(ctypes.Structure):
-    _fields_ = [("kernel", ctypes.c_char * 128), ("grid", ctypes.c_uint * 3),
-                ("block", ctypes.c_uint * 3), ("shared_bytes", ctypes.c_uint),
-                ("stream", ctypes.c_void_p), ("num_params", ctypes.c_int),
-                ("params", ctypes.c_uint64 * 32)]
 
 
 @unittest.skipUnless(torch is not None and FAKE, "needs torch and "
@@ -42,9 +36,7 @@ class TorchLayerTest(unittest.TestCase):
         _torch._device = lambda *tensors: 0
         run = _torch.run
         _torch.run = lambda call, config=None, stream=None: run(call, config, 0)
-        cls.fake = ctypes.CDLL(FAKE)
-        cls.fake.fakecuda_get_launch.argtypes = [ctypes.c_int,
-                                                 ctypes.POINTER(FakeLaunch)]
+        cls.fake = load_fake(FAKE)
         cls.cache = tempfile.TemporaryDirectory()
         norm_opt.configure(driver_library=FAKE, tuning=False,
                            cache_dir=cls.cache.name)

@@ -4,6 +4,7 @@
 #define NORM_TEST_RUNTIME_TESTSUPPORT_H
 
 #include "runtime/Runtime.h"
+#include "test/Unit/OpSpecs.h"
 #include "test/Unit/Runtime/FakeCompiler.h"
 #include "test/Unit/Runtime/FakeCuda.h"
 
@@ -83,24 +84,8 @@ private:
   std::string path;
 };
 
-inline OpSpec makeRmsNorm(int64_t hidden = 4096) {
-  OpSpec spec;
-  spec.kind = OpSpec::Kind::RMSNorm;
-  spec.hidden = hidden;
-  spec.hasWeight = true;
-  return spec;
-}
-
-/// QK-Norm of 32 query and 8 key/value heads of 128, with weights.
-inline OpSpec makeQKNorm() {
-  OpSpec spec;
-  spec.kind = OpSpec::Kind::QKNormPrologue;
-  spec.hidden = 128;
-  spec.numQHeads = 32;
-  spec.numKvHeads = 8;
-  spec.hasWeight = true;
-  return spec;
-}
+using norm::test::makeQKNorm;
+using norm::test::makeRmsNorm;
 
 /// Context options on the fake driver with `compiler`, tuning off unless
 /// asked, the disk cache in `cache` (empty: off), warnings only.
