@@ -12,6 +12,7 @@
 #include "compiler/KernelBundle.h"
 #include "compiler/KernelDescription.h"
 #include "dialects/NormOps.h"
+#include "dialects/RealFormat.h"
 #include "passes/LoweringPasses.h"
 #include "passes/Passes.h"
 
@@ -92,11 +93,6 @@ std::string typeName(ElementType type) {
   return std::string(::norm::getElementTypeName(type));
 }
 
-/// A real in a form the norm dialect's parser reads back exactly.
-std::string real(double value) {
-  return llvm::formatv("{0:e16}", value).str();
-}
-
 std::string rowType(int64_t hidden, ElementType type) {
   return llvm::formatv("tensor<?x{0}x{1}>", hidden, typeName(type)).str();
 }
@@ -136,7 +132,8 @@ std::string writeKernelSource(const OpSpec &spec, const LaunchConfig &launch) {
     resultsOs << stat << ", " << stat;
   } else if (spec.kind == OpSpec::Kind::QKNormPrologue) {
     int64_t d = spec.hidden;
-    std::string qkv = rowType((spec.numQHeads + 2 * spec.numKvHeads) * d, spec.input);
+    std::string qkv =
+        rowType((spec.numQHeads + 2 * spec.numKvHeads) * d, spec.input);
     std::string q = rowType(spec.numQHeads * d, spec.output);
     std::string k = rowType(spec.numKvHeads * d, spec.output);
     std::string w = paramType(d, spec.param);
@@ -144,11 +141,13 @@ std::string writeKernelSource(const OpSpec &spec, const LaunchConfig &launch) {
     bodyOs << "  %q, %k = norm.qk_norm_prologue <" << (spec.qkL2 ? "l2" : "rms")
            << "> " << qkvName << optional(spec.hasWeight, "q_weight", w)
            << optional(spec.hasWeight, "k_weight", w) << " eps("
-           << real(spec.eps) << ") {num_q_heads = " << spec.numQHeads
+           << mlir::norm::formatReal(spec.eps)
+           << ") {num_q_heads = " << spec.numQHeads
            << " : i64, num_kv_heads = " << spec.numKvHeads
-           << " : i64, head_dim = " << d << " : i64, launch = "
-           << launchAttr(launch) << "} : " << qkv << " -> " << q << ", " << k
-           << "\n  return %q, %k : " << q << ", " << k << "\n";
+           << " : i64, head_dim = " << d
+           << " : i64, launch = " << launchAttr(launch) << "} : " << qkv
+           << " -> " << q << ", " << k << "\n  return %q, %k : " << q << ", "
+           << k << "\n";
     resultsOs << q << ", " << k;
   } else {
     const char *statistic = "none";
@@ -173,15 +172,19 @@ std::string writeKernelSource(const OpSpec &spec, const LaunchConfig &launch) {
     std::string inputName = arg("input", in);
     bodyOs << "  %out" << (spec.writeResidual ? ":2" : "")
            << " = norm.fused_row <" << statistic << "> " << inputName
-           << optional(spec.hasAddend, "addend", rowType(spec.hidden, spec.addendType))
-           << optional(spec.hasSkip, "skip", rowType(spec.hidden, spec.skipType))
+           << optional(spec.hasAddend, "addend",
+                       rowType(spec.hidden, spec.addendType))
+           << optional(spec.hasSkip, "skip",
+                       rowType(spec.hidden, spec.skipType))
            << optional(spec.hasWeight, "weight", p)
            << optional(spec.hasBias, "bias", p)
            << optional(perChannel, "mean", p)
-           << optional(perChannel, "variance", p) << " eps(" << real(spec.eps)
-           << ") alpha(" << real(spec.alpha) << ") offset("
-           << real(spec.weightOffset) << ") {groups = " << spec.groups
-           << " : i64" << (spec.f32Residual ? ", f32_residual" : "")
+           << optional(perChannel, "variance", p) << " eps("
+           << mlir::norm::formatReal(spec.eps) << ") alpha("
+           << mlir::norm::formatReal(spec.alpha) << ") offset("
+           << mlir::norm::formatReal(spec.weightOffset)
+           << ") {groups = " << spec.groups << " : i64"
+           << (spec.f32Residual ? ", f32_residual" : "")
            << ", launch = " << launchAttr(launch) << "} : " << in << " -> "
            << out << (spec.writeResidual ? ", " + in : "") << "\n";
     resultsOs << out << (spec.writeResidual ? ", " + in : "");
@@ -236,7 +239,7 @@ Status getPipelineOptions(const TargetOptions &target,
 namespace norm {
 
 Status buildKernelSource(const OpSpec &spec, const LaunchConfig &launch,
-                               std::string &mlir) {
+                         std::string &mlir) {
   Session session;
   FailureOr<OwningOpRef<ModuleOp>> module =
       buildKernelModule(session, spec, launch);
@@ -248,8 +251,7 @@ Status buildKernelSource(const OpSpec &spec, const LaunchConfig &launch,
 }
 
 Status compileKernel(const OpSpec &spec, const LaunchConfig &launch,
-                           const TargetOptions &target,
-                           CompiledKernel &result) {
+                     const TargetOptions &target, CompiledKernel &result) {
   mlir::norm::NormLowerToPtxOptions options;
   if (Status status = getPipelineOptions(target, options); !status)
     return status;
@@ -295,7 +297,7 @@ Status compileKernel(const OpSpec &spec, const LaunchConfig &launch,
 }
 
 Status compileProgram(std::string_view mlir, const TargetOptions &target,
-                            CompiledModule &result) {
+                      CompiledModule &result) {
   mlir::norm::NormLowerToPtxOptions options;
   if (Status status = getPipelineOptions(target, options); !status)
     return status;
@@ -354,7 +356,7 @@ static std::string findPtxas(const TargetOptions &target) {
 }
 
 Status assembleCubin(std::string_view ptx, const TargetOptions &target,
-                           std::vector<uint8_t> &cubin) {
+                     std::vector<uint8_t> &cubin) {
   std::string ptxas = findPtxas(target);
   if (ptxas.empty())
     return Status::error("ptxas not found: set TargetOptions::ptxasPath or "
@@ -383,15 +385,16 @@ Status assembleCubin(std::string_view ptx, const TargetOptions &target,
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath.str(),
                                                 logPath.str()};
   std::string error;
-  int code = llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, redirects,
-                                       /*SecondsToWait=*/0, /*MemoryLimit=*/0,
-                                       &error);
+  int code =
+      llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, redirects,
+                                /*SecondsToWait=*/0, /*MemoryLimit=*/0, &error);
   if (code != 0) {
     std::string log;
     if (auto buffer = llvm::MemoryBuffer::getFile(logPath))
       log = (*buffer)->getBuffer().str();
     return Status::error(ptxas + " failed" +
-                         (error.empty() ? "" : " (" + error + ")") + ": " + log);
+                         (error.empty() ? "" : " (" + error + ")") + ": " +
+                         log);
   }
   auto buffer = llvm::MemoryBuffer::getFile(cubinPath, /*IsText=*/false);
   if (!buffer)

@@ -193,7 +193,8 @@ Status HostKernels::compile(std::string_view mlir,
                 llvm::toString(engine.takeError()));
   impl->engine = std::move(*engine);
   for (auto &[name, function] : impl->functions) {
-    auto entry = impl->engine->lookupPacked(name + "_host");
+    auto entry = impl->engine->lookupPacked(
+        name + mlir::norm::kHostFunctionSuffix.str());
     if (!entry)
       return Status::error("JIT lookup of " + name +
                            " failed: " + llvm::toString(entry.takeError()));

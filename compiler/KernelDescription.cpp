@@ -99,10 +99,8 @@ static bool keepsRowsInRegisters(Operation *kernelOp,
                                  const LaunchConfig &launch) {
   if (!isa<FusedRowOp>(kernelOp))
     return true;
-  int64_t length = getKernelRowLength(kernelOp);
-  // Compared by division: huge rows must not overflow the product.
-  return llvm::divideCeilSigned(length, launch.threadsPerRow * launch.vector) <=
-         kMaxElementsPerThread / launch.vector;
+  return fitsInRegisters(getKernelRowLength(kernelOp), launch.threadsPerRow,
+                         launch.vector);
 }
 
 RowStorage getRowStorage(Operation *kernelOp, const LaunchConfig &launch,
@@ -119,7 +117,8 @@ RowStorage getRowStorage(Operation *kernelOp, const LaunchConfig &launch,
   return RowStorage::Streamed;
 }
 
-RowStorage getRowStorage(Operation *kernelOp, const KernelSignature &signature) {
+RowStorage getRowStorage(Operation *kernelOp,
+                         const KernelSignature &signature) {
   if (keepsRowsInRegisters(kernelOp, signature.launch))
     return RowStorage::Registers;
   return signature.sharedBytes > 0 ? RowStorage::Shared : RowStorage::Streamed;
@@ -159,8 +158,8 @@ FailureOr<OpSpec> getOpSpec(Operation *kernelOp) {
     spec.hidden = op.getHidden();
     spec.input = toElementType(op.getInput().getType());
     spec.output = toElementType(op.getOutput().getType());
-    spec.param = paramType({op.getWeight(), op.getBias(), op.getMean(),
-                            op.getVariance()});
+    spec.param = paramType(
+        {op.getWeight(), op.getBias(), op.getMean(), op.getVariance()});
     spec.hasWeight = static_cast<bool>(op.getWeight());
     spec.hasBias = static_cast<bool>(op.getBias());
     spec.hasAddend = static_cast<bool>(op.getAddend());
@@ -278,9 +277,8 @@ static std::string getKernelPrefix(Operation *kernelOp) {
       })
       .Case([&](QKNormPrologueOp op) {
         return llvm::formatv("norm_qk_{0}_d{1}_{2}_{3}",
-                             stringifyQKNormKind(op.getKind()),
-                             op.getHeadDim(), typeName(op.getQkv()),
-                             typeName(op.getQ()))
+                             stringifyQKNormKind(op.getKind()), op.getHeadDim(),
+                             typeName(op.getQkv()), typeName(op.getQ()))
             .str();
       })
       .Case([&](ColumnStatsOp op) {
@@ -335,9 +333,8 @@ LaunchAttr getScalarFallback(LaunchAttr launch) {
                          launch.getWarps(), launch.getRowsPerCta());
 }
 
-FailureOr<KernelSignature> describeKernel(Operation *kernelOp,
-                                          LaunchAttr launch,
-                                          int64_t maxSharedBytes) {
+FailureOr<KernelSignature>
+describeKernel(Operation *kernelOp, LaunchAttr launch, int64_t maxSharedBytes) {
   if (!isKernelOp(kernelOp))
     return kernelOp->emitOpError("is not a kernel op");
   if (!launch)
@@ -372,7 +369,8 @@ FailureOr<KernelSignature> describeKernel(Operation *kernelOp,
     param.kind = KernelParam::Kind::Buffer;
     param.name = buffer.name.str();
     param.elementType = toElementType(buffer.value.getType());
-    param.rowMajor2D = cast<RankedTensorType>(buffer.value.getType()).getRank() == 2;
+    param.rowMajor2D =
+        cast<RankedTensorType>(buffer.value.getType()).getRank() == 2;
     param.readOnly = !buffer.isResult;
     param.alignment = getBufferAlignment(param.elementType, launch.getVector());
     sig.params.push_back(std::move(param));

@@ -1,8 +1,8 @@
 //===- LaunchHeuristic.cpp - the analytical launch configuration ----------===//
 //
 // The configuration a kernel gets when nobody tuned it. Row kernels keep each
-// thread's share of a row in registers, so the choice is how many threads
-// share a row:
+// thread's share of a row in registers (up to 64 elements a thread), so the
+// choice is how many threads share a row:
 //
 //  - short rows (up to 1024 elements) follow the QuACK / FlashInfer ladder:
 //    8 threads (<= 64), 16 (<= 128), 32 (<= 1024), several rows per
@@ -27,6 +27,9 @@
 #include "compiler/Compiler.h"
 #include "dialects/NormDialect.h"
 
+#include "llvm/ADT/bit.h"
+#include "llvm/Support/MathExtras.h"
+
 #include <algorithm>
 
 using namespace norm;
@@ -40,25 +43,17 @@ constexpr int64_t kSmallCtaThreads = 128;
 constexpr int64_t kTargetCtas = 8192;
 constexpr int64_t kMaxRowsPerCtaFactor = 8;
 
-int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
-
-int64_t floorPowerOf2(int64_t x) {
-  int64_t p = 1;
-  while (p * 2 <= x)
-    p *= 2;
-  return p;
-}
-
-/// The widest access of at most 16 bytes that divides `rowLength`.
+/// The widest access of at most kMaxAccessBytes that divides `rowLength`.
 int64_t pickVector(int64_t widestBytes, int64_t rowLength) {
-  int64_t vector = 16 / widestBytes;
+  int64_t vector = mlir::norm::kMaxAccessBytes / widestBytes;
   while (vector > 1 && rowLength % vector != 0)
     vector /= 2;
   return vector;
 }
 
 int64_t getWidestRowBytes(const OpSpec &spec) {
-  int64_t bytes = std::max(getElementBytes(spec.input), getElementBytes(spec.output));
+  int64_t bytes =
+      std::max(getElementBytes(spec.input), getElementBytes(spec.output));
   if (spec.hasAddend)
     bytes = std::max(bytes, getElementBytes(spec.addendType));
   if (spec.hasSkip)
@@ -73,8 +68,9 @@ int64_t pickThreadsPerRow(int64_t length, int64_t vector) {
     threads = length <= 64 ? 8 : length <= 128 ? 16 : 32;
   } else {
     int64_t perThread = length <= 8192 ? 8 : 16;
-    threads = std::clamp<int64_t>(ceilDiv(ceilDiv(length, perThread), 32) * 32,
-                                  32, 1024);
+    threads = std::clamp<int64_t>(
+        llvm::divideCeil(llvm::divideCeil(length, perThread), 32) * 32, 32,
+        1024);
   }
   // Every thread must own at least one element...
   auto idle = [&](int64_t t) { return (t - 1) * vector >= length; };
@@ -84,8 +80,7 @@ int64_t pickThreadsPerRow(int64_t length, int64_t vector) {
     threads /= 2;
   // ... and at most kMaxElementsPerThread of them.
   while (threads < 1024 &&
-         ceilDiv(length, threads * vector) * vector >
-             mlir::norm::kMaxElementsPerThread)
+         !mlir::norm::fitsInRegisters(length, threads, vector))
     threads = threads < 32 ? threads * 2 : threads + 32;
   return threads;
 }
@@ -106,9 +101,10 @@ LaunchConfig completeLaunch(int64_t vector, int64_t threadsPerRow,
   int64_t concurrent = launch.getConcurrentRows();
   int64_t factor = 1;
   if (kernelRows > 0 && concurrent > 1)
-    factor = std::clamp<int64_t>(
-        floorPowerOf2(std::max<int64_t>(kernelRows / (concurrent * kTargetCtas), 1)),
-        1, kMaxRowsPerCtaFactor);
+    factor =
+        std::clamp<int64_t>(llvm::bit_floor<uint64_t>(std::max<int64_t>(
+                                kernelRows / (concurrent * kTargetCtas), 1)),
+                            1, kMaxRowsPerCtaFactor);
   launch.rowsPerCta = concurrent * factor;
   return launch;
 }

@@ -26,6 +26,15 @@ constexpr int64_t kMaxElementsPerThread = 64;
 constexpr int64_t kMaxFusedRowLength = int64_t(1) << 24;
 /// The widest vector access of a row kernel, in bytes.
 constexpr int64_t kMaxAccessBytes = 16;
+
+/// Whether `threadsPerRow` threads with `vector`-wide accesses keep rows of
+/// `rowLength` elements in registers (kMaxElementsPerThread each). Compared
+/// by division: huge rows must not overflow the product.
+inline bool fitsInRegisters(int64_t rowLength, int64_t threadsPerRow,
+                            int64_t vector) {
+  return (rowLength + threadsPerRow * vector - 1) / (threadsPerRow * vector) <=
+         kMaxElementsPerThread / vector;
+}
 } // namespace mlir::norm
 
 #include "dialects/NormEnums.h.inc"

@@ -240,17 +240,14 @@ static LogicalResult verifyLaunchForRow(Operation *op, LaunchAttr launch,
            << "launch configuration leaves threads without work: " << threads
            << " threads x vector " << perAccess << " for rows of " << rowLength
            << " elements";
-  if (!inRegisters)
+  if (!inRegisters || fitsInRegisters(rowLength, threads, perAccess))
     return success();
-  // Compared by division: huge rows must not overflow the product.
-  int64_t vectorsPerThread = llvm::divideCeil(rowLength, threads * perAccess);
-  if (vectorsPerThread > kMaxElementsPerThread / perAccess)
-    return op->emitOpError()
-           << "launch configuration keeps " << vectorsPerThread
-           << " vectors of " << perAccess
-           << " elements per thread in registers (at most "
-           << kMaxElementsPerThread << " elements); use more threads per row";
-  return success();
+  return op->emitOpError() << "launch configuration keeps "
+                           << llvm::divideCeil(rowLength, threads * perAccess)
+                           << " vectors of " << perAccess
+                           << " elements per thread in registers (at most "
+                           << kMaxElementsPerThread
+                           << " elements); use more threads per row";
 }
 
 //===----------------------------------------------------------------------===//
@@ -574,8 +571,7 @@ static bool isUnitScale(Value weight, double offset) {
          (offset == 1.0 && isSplatOf(weight, 0.0));
 }
 
-/// Whether every value of `narrow` is exactly representable in `wide`.
-static bool widensExactly(Type narrow, Type wide) {
+bool mlir::norm::widensExactly(Type narrow, Type wide) {
   return narrow == wide ||
          (wide.isF32() && (narrow.isF16() || narrow.isBF16()));
 }

@@ -57,16 +57,16 @@ struct FuseConversionIntoProducer : RewritePattern {
 
     spec->outputType =
         cast<RankedTensorType>(conversion->getResult(0).getType());
-    SmallVector<Operation *> users = getUsersExcept(
-        producer->getResults(), conversion);
+    SmallVector<Operation *> users =
+        getUsersExcept(producer->getResults(), conversion);
     Operation *point =
         findInsertionPoint({conversion, producer}, spec->getOperands(), users);
     if (!point)
       return rewriter.notifyMatchFailure(conversion, "no insertion point");
     rewriter.setInsertionPoint(point);
     FusedRowOp fused = spec->build(
-        rewriter, rewriter.getFusedLoc({producer->getLoc(),
-                                        conversion->getLoc()}));
+        rewriter,
+        rewriter.getFusedLoc({producer->getLoc(), conversion->getLoc()}));
     rewriter.replaceOp(conversion, fused.getOutput());
     if (Value residual = fused.getResidualOut())
       rewriter.replaceAllUsesWith(producer->getResult(1), residual);
@@ -74,11 +74,6 @@ struct FuseConversionIntoProducer : RewritePattern {
     return success();
   }
 };
-
-/// Whether every value of `narrow` converts exactly to `wide`.
-bool widensExactly(Type narrow, Type wide) {
-  return narrow == wide || (wide.isF32() && (narrow.isF16() || narrow.isBF16()));
-}
 
 /// A kernel reading an exactly widened value reads the narrow one instead.
 struct ReadBeforeWidening : RewritePattern {
@@ -116,8 +111,7 @@ struct ReadBeforeWidening : RewritePattern {
 struct FuseCastsPass : norm::impl::FuseCastsBase<FuseCastsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FuseConversionIntoProducer, ReadBeforeWidening>(
-        &getContext());
+    patterns.add<FuseConversionIntoProducer, ReadBeforeWidening>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }

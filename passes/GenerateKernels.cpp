@@ -46,15 +46,15 @@ gpu::GPUModuleOp GenerateKernels::getOrCreateKernelModule() {
   ModuleOp module = getOperation();
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                   UnitAttr::get(&getContext()));
-  module->setAttr(::norm::kMaxSharedBytesAttrName,
-                  IntegerAttr::get(IntegerType::get(&getContext(), 64),
-                                   sharedBytes));
+  module->setAttr(
+      ::norm::kMaxSharedBytesAttrName,
+      IntegerAttr::get(IntegerType::get(&getContext(), 64), sharedBytes));
   kernelModule = dyn_cast_or_null<gpu::GPUModuleOp>(
       SymbolTable::lookupSymbolIn(module, kKernelModuleName));
   if (!kernelModule) {
     OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
-    kernelModule = gpu::GPUModuleOp::create(builder, module.getLoc(),
-                                            kKernelModuleName);
+    kernelModule =
+        gpu::GPUModuleOp::create(builder, module.getLoc(), kKernelModuleName);
   }
   kernels.emplace(kernelModule);
   return kernelModule;
