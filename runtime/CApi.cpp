@@ -38,6 +38,10 @@ static_assert(NORMJIT_OP_BATCH_NORM_STATS ==
               static_cast<int>(OpSpec::Kind::BatchNormStats));
 static_assert(NORMJIT_PLAN_TUNED ==
               static_cast<int>(BucketReport::Source::Tuned));
+static_assert(NORMJIT_PLAN_TUNING_CACHE ==
+              static_cast<int>(BucketReport::Source::TuningCache));
+static_assert(NORMJIT_PLAN_BUNDLE ==
+              static_cast<int>(BucketReport::Source::Bundle));
 static_assert(NORMJIT_PLAN_HEURISTIC ==
               static_cast<int>(BucketReport::Source::Heuristic));
 static_assert(NORMJIT_PLAN_FIXED ==

@@ -81,6 +81,9 @@ Status LoadedKernel::checkRows(int64_t rows) const {
 
 Status LoadedKernel::launch(const LaunchArgs &args, int64_t rows,
                             cu::Stream stream) const {
+  // Kernel::launch checked it already; the tuner launches variants directly.
+  if (Status status = checkRows(rows); !status)
+    return status;
   // Every parameter is 8 bytes: a pointer or an i64.
   uint64_t values[kMaxParams];
   void *pointers[kMaxParams];
@@ -100,8 +103,6 @@ Status LoadedKernel::launch(const LaunchArgs &args, int64_t rows,
     }
     pointers[i] = &values[i];
   }
-  if (Status status = checkRows(rows); !status)
-    return status;
   const KernelSignature &sig = getSignature();
   int64_t gridX = sig.getGridX(rows);
   const CudaDriver &driver = *device->driver;

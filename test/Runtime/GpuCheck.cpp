@@ -257,7 +257,6 @@ constexpr uint8_t kGuardByte = 0xa5;
 /// A device allocation: guard, data (at `offset`), guard; `image` is what
 /// was copied in.
 struct GuardedBuffer {
-  BufferSlot slot = BufferSlot::Input;
   void *base = nullptr;
   size_t offset = 0;
   std::vector<uint8_t> image;
@@ -346,7 +345,6 @@ private:
     for (const BufferSpec &buffer : specs) {
       HostTensor &tensor = host[buffer.slot];
       GuardedBuffer guarded;
-      guarded.slot = buffer.slot;
       guarded.offset =
           kGuardBytes +
           ((buffer.slot == BufferSlot::Input || buffer.slot == BufferSlot::Qkv)
@@ -524,7 +522,8 @@ OpSpec makeSpec(OpSpec::Kind kind, int64_t hidden, ElementType type) {
   spec.hidden = hidden;
   spec.input = spec.output = spec.param = spec.addendType = spec.skipType =
       type;
-  spec.hasWeight = true;
+  // Column statistics have no weight (normalizeOpSpec makes them f32).
+  spec.hasWeight = kind != OpSpec::Kind::BatchNormStats;
   return spec;
 }
 
@@ -622,8 +621,6 @@ std::vector<Case> getFullSweep() {
   OpSpec batchOdd = makeSpec(Kind::BatchNormInference, 769, bf16);
   cases.push_back({named("batch_norm_inference", 769, 33), batchOdd, 33});
   OpSpec stats = makeSpec(Kind::BatchNormStats, 256, f32);
-  stats.hasWeight = false;
-  stats.output = f32;
   for (int64_t rows : {1, 5000})
     cases.push_back({named("batch_norm_stats f32", 256, rows), stats, rows});
   OpSpec statsOdd = stats;
@@ -647,7 +644,7 @@ std::vector<Case> getFullSweep() {
   cases.push_back({"qk_norm f16 16/16 x 64, no weights", qkSmall, 129});
   // Rows too long for registers: staged in shared memory, or streamed (a
   // second pass reads v back).
-  cases.push_back({named("rms_norm, staged in shared memory", 70000, 3),
+  cases.push_back({named("rms_norm, long row (staged or streamed)", 70000, 3),
                    makeSpec(Kind::RMSNorm, 70000, bf16), 3});
   OpSpec streamed = fused;
   streamed.hidden = 131072;
@@ -707,8 +704,6 @@ std::vector<Case> getQuickSweep() {
   OpSpec batch = makeSpec(Kind::BatchNormInference, 40, f32);
   cases.push_back({named("batch_norm_inference f32", 40, 6), batch, 6});
   OpSpec stats = makeSpec(Kind::BatchNormStats, 72, bf16);
-  stats.hasWeight = false;
-  stats.output = f32;
   cases.push_back({named("batch_norm_stats", 72, 9), stats, 9});
   OpSpec sandwich = fused;
   sandwich.hasSkip = true;
@@ -724,7 +719,7 @@ std::vector<Case> getQuickSweep() {
   misaligned.misalignBytes = 2;
   cases.push_back(misaligned);
   cases.push_back({"zero rows", makeSpec(Kind::RMSNorm, 256, bf16), 0});
-  cases.push_back({named("rms_norm, staged in shared memory", 70000, 2),
+  cases.push_back({named("rms_norm, long row (staged or streamed)", 70000, 2),
                    makeSpec(Kind::RMSNorm, 70000, bf16), 2});
   return cases;
 }

@@ -366,10 +366,14 @@ TEST(KernelSource, LaunchValidity) {
   EXPECT_FALSE(isValidLaunch(spec, {1, 24, 1, 1}));  // not a warp divisor
   EXPECT_FALSE(isValidLaunch(spec, {8, 32, 1, 1}));  // idle threads
   EXPECT_FALSE(isValidLaunch(spec, {8, 16, 4, 3}));  // rows per CTA
+  spec.hidden = 1024;
+  EXPECT_FALSE(isValidLaunch(spec, {1, 96, 4, 1})); // 96 threads in 128
+  EXPECT_TRUE(isValidLaunch(spec, {1, 64, 4, 2}));
+  spec.hidden = 128;
   // 128 elements per thread: a fused row stages them, a QK-Norm head cannot.
   EXPECT_TRUE(isValidLaunch(spec, {1, 1, 1, 32}));
-  EXPECT_FALSE(keepsRowInRegisters(spec, {1, 1, 1, 32}));
-  EXPECT_TRUE(keepsRowInRegisters(spec, {1, 2, 1, 16}));
+  EXPECT_FALSE(sharesFitRegisters(spec, {1, 1, 1, 32}));
+  EXPECT_TRUE(sharesFitRegisters(spec, {1, 2, 1, 16}));
   spec.kind = OpSpec::Kind::QKNormPrologue;
   EXPECT_FALSE(isValidLaunch(spec, {1, 1, 1, 32}));
 }

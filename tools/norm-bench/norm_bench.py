@@ -55,6 +55,9 @@ QUICK = dict(hidden=(4096, 128, 769), rows=(1, 4096), dtypes=("bf16",))
 EAGER_ARGS = {"rms": ("x", "w"), "layer": ("x", "w", "b"),
               "add_rms": ("x", "r", "w"), "add_layer": ("x", "r", "w", "b"),
               "qk": ("qkv", "qw", "kw")}
+# The buffers the Triton anchor writes, in the order eager returns them.
+TRITON_OUTPUTS = {"rms": ("y",), "layer": ("y",), "add_rms": ("y", "h"),
+                  "add_layer": ("y", "h"), "qk": ("q", "k")}
 
 
 class Point(NamedTuple):
@@ -360,15 +363,26 @@ class Bench:
 
     def check(self, point: Point, s: dict, prepared) -> dict:
         """Our outputs against eager's, on the first set."""
+        return self.compare(point, s, prepared.outputs,
+                            lambda: self.ours.run(prepared))
+
+    def check_triton(self, point: Point, s: dict) -> dict:
+        """The Triton anchor's outputs against eager's: a ratio to a wrong
+        kernel means nothing."""
+        return self.compare(point, s, [s[k] for k in TRITON_OUTPUTS[point.op]],
+                            self.calls("triton", point, [s])[0])
+
+    def compare(self, point: Point, s: dict, outputs, run) -> dict:
+        """`outputs`, poisoned, then written by `run`, against eager's."""
         torch = self.torch
-        for out in prepared.outputs:
+        for out in outputs:
             out.fill_(float("nan"))
-        self.ours.run(prepared)
+        run()
         want = self.eager_fn(point.op)(*(s[k] for k in EAGER_ARGS[point.op]))
         want = want if isinstance(want, tuple) else (want,)
         tol = {"bf16": 1 / 128, "f16": 1 / 1024}[point.dtype]
         worst, bad, unwritten = 0.0, 0, 0
-        for got, ref in zip(prepared.outputs, want):
+        for got, ref in zip(outputs, want):
             ref = ref.reshape(got.shape).double()
             error = (got.double() - ref).abs()
             bad += int((~(error <= 2 * tol * (1 + ref.abs()))).sum())
@@ -419,6 +433,13 @@ class Bench:
         for name in args.anchors:
             if name != "compile":  # the second pass
                 attempt(name, lambda: self.time(self.calls(name, point, sets)))
+        if "triton" in record["times_us"]:
+            try:
+                record["check_triton"] = self.check_triton(point, sets[0])
+            except Exception as error:
+                record["errors"]["check_triton"] = (
+                    f"{type(error).__name__}: {error}"[:400])
+                self.torch.cuda.synchronize()
         if kernel is not None and not args.no_tuner_check:
             self.tuner_check(point, prepared, kernel, record, deadline)
         return record

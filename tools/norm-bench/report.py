@@ -90,6 +90,8 @@ def _row(point: dict) -> List[str]:
     flags = []
     if point.get("check") and not point["check"].get("ok", True):
         flags.append("WRONG")
+    if point.get("check_triton") and not point["check_triton"].get("ok", True):
+        flags.append("TRITON WRONG")
     if point.get("errors"):
         flags.append("errors")
     cells.append(point.get("config", "-") + (" " + ",".join(flags)

@@ -89,7 +89,7 @@ bool check::isValidLaunch(const OpSpec &spec, const LaunchConfig &launch) {
   if (!narrow && (tpr % 32 != 0 || tpr > 1024))
     return false;
   if (launch.warps < 1 || launch.warps > 32 ||
-      tpr > launch.getThreadsPerCta() || launch.rowsPerCta < 1 ||
+      launch.getThreadsPerCta() % tpr != 0 || launch.rowsPerCta < 1 ||
       launch.rowsPerCta % launch.getConcurrentRows() != 0)
     return false;
   if (spec.kind == OpSpec::Kind::BatchNormStats)
@@ -100,13 +100,12 @@ bool check::isValidLaunch(const OpSpec &spec, const LaunchConfig &launch) {
   if ((tpr - 1) * v >= length)
     return false;
   if (spec.kind == OpSpec::Kind::QKNormPrologue)
-    return keepsRowInRegisters(spec, launch);
+    return sharesFitRegisters(spec, launch);
   return length <= mlir::norm::kMaxFusedRowLength;
 }
 
-bool check::keepsRowInRegisters(const OpSpec &spec,
-                                const LaunchConfig &launch) {
-  int64_t perPass = launch.threadsPerRow * launch.vector;
-  int64_t chunks = (getRowLength(spec) + perPass - 1) / perPass;
-  return chunks * launch.vector <= mlir::norm::kMaxElementsPerThread;
+bool check::sharesFitRegisters(const OpSpec &spec,
+                               const LaunchConfig &launch) {
+  return mlir::norm::fitsInRegisters(getRowLength(spec), launch.threadsPerRow,
+                                     launch.vector);
 }

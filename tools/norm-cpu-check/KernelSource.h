@@ -57,7 +57,7 @@ bool isValidLaunch(const OpSpec &spec, const LaunchConfig &launch);
 /// Whether a thread's share of a row fits in registers under `launch`
 /// (norm.fused_row kernels stage longer shares in shared memory, or stream
 /// their rows).
-bool keepsRowInRegisters(const OpSpec &spec, const LaunchConfig &launch);
+bool sharesFitRegisters(const OpSpec &spec, const LaunchConfig &launch);
 
 } // namespace norm::check
 

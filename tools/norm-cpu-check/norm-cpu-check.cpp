@@ -285,13 +285,13 @@ static std::vector<LaunchConfig> getAlternateLaunches(const OpSpec &spec,
                                                       int64_t vector) {
   std::vector<LaunchConfig> launches;
   auto add = [&](LaunchConfig launch) {
-    if (!isValidLaunch(spec, launch) || !keepsRowInRegisters(spec, launch))
+    if (!isValidLaunch(spec, launch) || !sharesFitRegisters(spec, launch))
       return false;
     launches.push_back(launch);
     return true;
   };
   LaunchConfig staged{vector, 32, 4, 8};
-  if (isValidLaunch(spec, staged) && !keepsRowInRegisters(spec, staged))
+  if (isValidLaunch(spec, staged) && !sharesFitRegisters(spec, staged))
     launches.push_back(staged);
   for (int64_t tpr = 1; tpr <= 1024; tpr *= 2) {
     int64_t warps = std::max<int64_t>(1, tpr / 32);
