@@ -576,6 +576,17 @@ bool mlir::norm::widensExactly(Type narrow, Type wide) {
          (wide.isF32() && (narrow.isF16() || narrow.isBF16()));
 }
 
+/// `1 * x + 0` is `x`; `alpha * 0 + y` is `y` when `y` already has the
+/// result type (otherwise it is a cast).
+OpFoldResult ResidualAddOp::fold(FoldAdaptor) {
+  if (getAlpha().convertToDouble() == 1.0 && isSplatOf(getSublayer(), 0.0) &&
+      getResidual().getType() == getType())
+    return getResidual();
+  if (isSplatOf(getResidual(), 0.0) && getSublayer().getType() == getType())
+    return getSublayer();
+  return {};
+}
+
 namespace {
 
 template <typename OpTy>
@@ -612,33 +623,6 @@ template <typename OpTy> struct DropIdentityParams : OpRewritePattern<OpTy> {
         if (dropBias)
           op.getBiasMutable().clear();
     });
-    return success();
-  }
-};
-
-/// `1 * x + 0` is `x`.
-struct DropZeroSublayer : OpRewritePattern<ResidualAddOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(ResidualAddOp op,
-                                PatternRewriter &rewriter) const override {
-    if (op.getAlpha().convertToDouble() != 1.0 ||
-        !isSplatOf(op.getSublayer(), 0.0))
-      return failure();
-    rewriter.replaceOp(op, op.getResidual());
-    return success();
-  }
-};
-
-/// `alpha * 0 + y` is `y` when `y` already has the result type (otherwise
-/// it is a cast).
-struct DropZeroResidual : OpRewritePattern<ResidualAddOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(ResidualAddOp op,
-                                PatternRewriter &rewriter) const override {
-    if (op.getSublayer().getType() != op.getType() ||
-        !isSplatOf(op.getResidual(), 0.0))
-      return failure();
-    rewriter.replaceOp(op, op.getSublayer());
     return success();
   }
 };
@@ -692,11 +676,6 @@ void BatchNormTrainingOp::getCanonicalizationPatterns(
 void FusedRowOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                              MLIRContext *context) {
   results.add<DropIdentityParams<FusedRowOp>>(context);
-}
-
-void ResidualAddOp::getCanonicalizationPatterns(RewritePatternSet &results,
-                                                MLIRContext *context) {
-  results.add<DropZeroSublayer, DropZeroResidual>(context);
 }
 
 void CastOp::getCanonicalizationPatterns(RewritePatternSet &results,

@@ -194,7 +194,7 @@ def Norm_ResidualAddOp : Norm_Op<"residual_add", [Pure]> {
     The operands may have different element types (a residual stream kept in
     f32 beside a bf16 sublayer output). `alpha` is positive and finite.
 
-    Canonicalization folds `1 * x + 0` to `x` and `alpha * 0 + y` to `y` when
+    The op folds `1 * x + 0` to `x` and `alpha * 0 + y` to `y` when
     `y` has the result type. `alpha * x + 0` with `alpha != 1` stays: it is a
     multiply.
 
@@ -210,7 +210,7 @@ def Norm_ResidualAddOp : Norm_Op<"residual_add", [Pure]> {
       OptReal<"alpha", "alpha">.format # " attr-dict `:` type($residual) "
       "`,` type($sublayer) `->` type($result)";
   let hasVerifier = 1;
-  let hasCanonicalizer = 1;
+  let hasFolder = 1;
 }
 
 def Norm_CastOp : Norm_Op<"cast", [Pure,
