@@ -170,6 +170,10 @@ Status HostKernels::compile(std::string_view mlir,
   if (!targetBuilder)
     return Status::error("no host target: " +
                          llvm::toString(targetBuilder.takeError()));
+  if (!options.cpu.empty()) {
+    targetBuilder->setCPU(options.cpu);
+    targetBuilder->setFeatures("");
+  }
   auto optLevel = static_cast<unsigned>(std::clamp(options.optLevel, 0, 3));
   targetBuilder->setCodeGenOptLevel(
       optLevel == 0   ? llvm::CodeGenOptLevel::None

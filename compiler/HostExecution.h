@@ -31,6 +31,11 @@ struct HostCompileOptions {
   int64_t blockSize = 0;
   /// LLVM optimization level of the JIT, 0 to 3.
   int optLevel = 2;
+  /// The CPU the JIT compiles for, with that CPU's features only (`x86-64`:
+  /// the baseline every x86-64 machine has); empty: this machine's CPU and
+  /// features. Tests use the baseline to show that results do not depend
+  /// on the CPU.
+  std::string cpu;
 };
 
 /// A parameter of a kernel as the host sees it.

@@ -28,8 +28,9 @@ constexpr llvm::StringLiteral kHostKernelAttrName = "norm.host_kernel";
 
 /// Lowers host functions (scf, arith, math, vector, memref, func) to the LLVM
 /// dialect for the CPU. Function arguments of static memref type become bare
-/// pointers, the kernel ABI; bf16 arithmetic runs in f32 and bf16
-/// conversions are expanded to integer code (exact round-to-nearest-even).
+/// pointers, the kernel ABI; f16 and bf16 arithmetic runs in f32, their
+/// conversions are integer code (exact round-to-nearest-even) and their
+/// values i16, so that the code is the same on every x86-64 CPU.
 void buildHostToLLVMPipeline(OpPassManager &pm);
 
 /// Registers the host passes and the `norm-host-to-llvm` pipeline.

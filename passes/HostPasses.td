@@ -68,4 +68,45 @@ def NormKernelsToHost : Pass<"norm-kernels-to-host", "::mlir::ModuleOp"> {
   ];
 }
 
+def NormHostExpandF16Conversions
+    : Pass<"norm-host-expand-f16-conversions"> {
+  let summary = "Expand f16 <-> f32 conversions into integer code";
+  let description = [{
+    Rewrites `arith.extf` from f16 to f32 and `arith.truncf` from f32 to f16
+    (scalars and vectors) into i32 arithmetic on the bit patterns: exact,
+    round to nearest even, subnormals, infinities and NaN included. A CPU
+    without F16C would otherwise call the compiler runtime's
+    `__extendhfsf2` / `__truncsfhf2`, which a JIT session cannot rely on.
+    (`arith-expand{include-bf16}` does the same for bf16.)
+
+    ```mlir
+    %h = arith.truncf %x : f32 to f16
+    ```
+    becomes integer code ending in
+    ```mlir
+    %h = arith.bitcast %bits : i16 to f16
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
+def NormHostNarrowFloatsToIntegers
+    : Pass<"norm-host-narrow-floats-to-integers", "::mlir::ModuleOp"> {
+  let summary = "Hold f16 and bf16 values of lowered host code as i16";
+  let description = [{
+    After the host code is in the LLVM dialect and every f16/bf16
+    arithmetic op and conversion has been expanded, f16 and bf16 values are
+    only moved: loaded, stored, selected, passed through block arguments.
+    LLVM's x86 backend still promotes such values to f32 and truncates them
+    back through `__truncsfbf2` / `__truncsfhf2` wherever they cross a phi
+    or a select, depending on the CPU's features. This pass retypes every
+    such value (and vectors of them) as i16, folds the bitcasts between the
+    two, rewrites constants to their bit patterns and element types of
+    `llvm.getelementptr` to i16, so that the host code is the same on every
+    x86-64 CPU. It fails, naming the op, on any op that would still compute
+    on f16 or bf16.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // NORM_HOST_PASSES_TD

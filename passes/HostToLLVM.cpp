@@ -19,17 +19,18 @@ namespace mlir::norm {
 } // namespace mlir::norm
 
 void norm::buildHostToLLVMPipeline(OpPassManager &pm) {
-  // bf16 arithmetic in f32 and bf16 conversions as integer code: exact
-  // round-to-nearest-even without the compiler runtime's helpers, which
-  // older libgcc versions lack. (f16 conversions are native on x86 with F16C
-  // and in libgcc otherwise.)
+  // f16 and bf16 arithmetic in f32, their conversions as integer code:
+  // exact round-to-nearest-even on every x86-64 CPU, without the CPU's
+  // conversion instructions or the compiler runtime's helpers
+  // (HostNarrowFloats.cpp).
   arith::ArithEmulateUnsupportedFloatsOptions emulate;
-  emulate.sourceTypeStrs = {"bf16"};
+  emulate.sourceTypeStrs = {"f16", "bf16"};
   emulate.targetTypeStr = "f32";
   pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
+  pm.addPass(norm::createNormHostExpandF16Conversions());
 
   // Vector transfers and prints of whole vectors become loops first.
   pm.addPass(createConvertVectorToSCFPass());
@@ -48,6 +49,8 @@ void norm::buildHostToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  // What is left of f16 and bf16 only moves: as i16, LLVM cannot promote it.
+  pm.addPass(norm::createNormHostNarrowFloatsToIntegers());
 }
 
 void norm::registerNormHostPasses() {

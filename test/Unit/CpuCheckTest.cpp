@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 using namespace norm;
@@ -338,6 +339,155 @@ gpu.module @m {
   EXPECT_NE(status.message.find("invalid kernel pipeline 'no-such-pass'"),
             std::string::npos)
       << status.message;
+}
+
+// Converts element b of `in` to `out` in CTA b: f32 -> f16 and f16 -> f32,
+// once as scalars and once as 4-element vectors (CTA b converts elements
+// 4b..4b+3), so that both forms of the host's integer expansion run. bf16
+// goes through arith-expand, f16 through norm-host-expand-f16-conversions;
+// either way no f16 or bf16 value is left for LLVM to lower.
+constexpr const char *kConversionKernels = R"mlir(
+gpu.module @norm_kernels {
+  gpu.func @to_f16(%in: memref<1099511627776xf32>, %out: memref<1099511627776xf16>)
+      kernel attributes {known_block_size = array<i32: 1, 1, 1>} {
+    %b = gpu.block_id x
+    %x = memref.load %in[%b] : memref<1099511627776xf32>
+    %h = arith.truncf %x : f32 to f16
+    memref.store %h, %out[%b] : memref<1099511627776xf16>
+    gpu.return
+  }
+  gpu.func @from_f16(%in: memref<1099511627776xf16>, %out: memref<1099511627776xf32>)
+      kernel attributes {known_block_size = array<i32: 1, 1, 1>} {
+    %b = gpu.block_id x
+    %h = memref.load %in[%b] : memref<1099511627776xf16>
+    %x = arith.extf %h : f16 to f32
+    memref.store %x, %out[%b] : memref<1099511627776xf32>
+    gpu.return
+  }
+  gpu.func @to_f16x4(%in: memref<1099511627776xf32>, %out: memref<1099511627776xf16>)
+      kernel attributes {known_block_size = array<i32: 1, 1, 1>} {
+    %b = gpu.block_id x
+    %c4 = arith.constant 4 : index
+    %i = arith.muli %b, %c4 : index
+    %x = vector.load %in[%i] : memref<1099511627776xf32>, vector<4xf32>
+    %h = arith.truncf %x : vector<4xf32> to vector<4xf16>
+    vector.store %h, %out[%i] : memref<1099511627776xf16>, vector<4xf16>
+    gpu.return
+  }
+  gpu.func @from_f16x4(%in: memref<1099511627776xf16>, %out: memref<1099511627776xf32>)
+      kernel attributes {known_block_size = array<i32: 1, 1, 1>} {
+    %b = gpu.block_id x
+    %c4 = arith.constant 4 : index
+    %i = arith.muli %b, %c4 : index
+    %h = vector.load %in[%i] : memref<1099511627776xf16>, vector<4xf16>
+    %x = arith.extf %h : vector<4xf16> to vector<4xf32>
+    vector.store %x, %out[%i] : memref<1099511627776xf32>, vector<4xf32>
+    gpu.return
+  }
+  gpu.func @to_bf16(%in: memref<1099511627776xf32>, %out: memref<1099511627776xbf16>)
+      kernel attributes {known_block_size = array<i32: 1, 1, 1>} {
+    %b = gpu.block_id x
+    %x = memref.load %in[%b] : memref<1099511627776xf32>
+    %h = arith.truncf %x : f32 to bf16
+    memref.store %h, %out[%b] : memref<1099511627776xbf16>
+    gpu.return
+  }
+}
+)mlir";
+
+/// f32 values that exercise f32 -> f16/bf16 rounding: every f16 value, the
+/// midpoints between neighbours (ties) and the f32 values on either side,
+/// the overflow and subnormal boundaries, and random bit patterns.
+std::vector<float> getRoundingInputs() {
+  std::vector<float> inputs;
+  auto bits = [](uint32_t pattern) {
+    float value;
+    std::memcpy(&value, &pattern, sizeof(value));
+    return value;
+  };
+  for (uint32_t h = 0; h < 0x7c00; ++h) {
+    for (uint32_t sign : {0u, 0x8000u}) {
+      float value = static_cast<float>(decode(ElementType::f16, h | sign));
+      float next = static_cast<float>(decode(ElementType::f16, (h + 1) | sign));
+      float tie = static_cast<float>((double(value) + double(next)) / 2);
+      inputs.insert(inputs.end(), {value, tie, std::nextafter(tie, 0.0f),
+                                   std::nextafter(tie, 1e30f * (sign ? -1 : 1))});
+    }
+  }
+  for (float value : {65504.0f, 65519.0f, 65519.996f, 65520.0f, 65536.0f,
+                      0x1p-14f, 0x1p-24f, 0x1p-25f, 0x1.8p-25f, 0x1p-26f,
+                      std::numeric_limits<float>::infinity(),
+                      std::numeric_limits<float>::quiet_NaN(), 3e38f})
+    inputs.insert(inputs.end(), {value, -value});
+  uint32_t state = 12345;
+  for (int i = 0; i < 100000; ++i) {
+    state = state * 1664525u + 1013904223u;
+    inputs.push_back(bits(state));
+  }
+  while (inputs.size() % 4)
+    inputs.push_back(0.0f);
+  return inputs;
+}
+
+/// NaN matches NaN; everything else bit for bit.
+::testing::AssertionResult sameConversion(ElementType type, uint32_t got,
+                                          uint32_t want, float input) {
+  if (std::isnan(decode(type, got)) && std::isnan(decode(type, want)))
+    return ::testing::AssertionSuccess();
+  if (got == want)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << getElementTypeName(type) << " of " << std::hexfloat << input
+         << ": got 0x" << std::hex << got << ", want 0x" << want;
+}
+
+// The host path converts exactly on every CPU: with this machine's features
+// and with those of the x86-64 baseline (no F16C, no AVX512-BF16), which
+// would otherwise need the compiler runtime's helpers.
+TEST(HostKernels, ConvertsNarrowFloatsExactlyOnAnyCpu) {
+  std::vector<float> inputs = getRoundingInputs();
+  int64_t n = static_cast<int64_t>(inputs.size());
+  std::vector<uint16_t> halves(0x10000);
+  for (uint32_t h = 0; h < 0x10000; ++h)
+    halves[h] = static_cast<uint16_t>(h);
+  for (const char *cpu : {"", "x86-64"}) {
+    SCOPED_TRACE(std::string("cpu '") + cpu + "'");
+    HostCompileOptions options;
+    options.cpu = cpu;
+    std::unique_ptr<HostKernels> kernels;
+    Status status = HostKernels::compile(kConversionKernels, options, kernels);
+    ASSERT_TRUE(status) << status.message;
+
+    for (const char *kernel : {"to_f16", "to_f16x4", "to_bf16"}) {
+      SCOPED_TRACE(kernel);
+      ElementType type = kernel == std::string("to_bf16") ? ElementType::bf16
+                                                          : ElementType::f16;
+      std::vector<uint16_t> out(n, 0xdead);
+      int64_t grid = kernel == std::string("to_f16x4") ? n / 4 : n;
+      ASSERT_TRUE(kernels->launch(kernel, {inputs.data(), out.data()}, {}, grid));
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_TRUE(sameConversion(type, out[i], encode(type, inputs[i]),
+                                   inputs[i]));
+    }
+    for (const char *kernel : {"from_f16", "from_f16x4"}) {
+      SCOPED_TRACE(kernel);
+      std::vector<float> out(halves.size(), -1.0f);
+      int64_t grid = kernel == std::string("from_f16x4") ? 0x4000 : 0x10000;
+      ASSERT_TRUE(kernels->launch(kernel, {halves.data(), out.data()}, {}, grid));
+      for (uint32_t h = 0; h < 0x10000; ++h) {
+        double want = decode(ElementType::f16, h);
+        if (std::isnan(want)) {
+          ASSERT_TRUE(std::isnan(out[h])) << std::hex << h;
+          continue;
+        }
+        uint32_t got, expected;
+        float wantFloat = static_cast<float>(want);
+        std::memcpy(&got, &out[h], 4);
+        std::memcpy(&expected, &wantFloat, 4);
+        ASSERT_EQ(got, expected) << "f16 0x" << std::hex << h;
+      }
+    }
+  }
 }
 
 //===----------------------------------------------------------------------===//

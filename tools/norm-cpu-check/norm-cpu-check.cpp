@@ -71,6 +71,12 @@ static cl::opt<int> optLevelOption("opt-level", cl::cat(checkCategory),
                                    cl::desc("LLVM optimization level of the "
                                             "JIT"),
                                    cl::init(1));
+static cl::opt<std::string> hostCpuOption(
+    "host-cpu", cl::cat(checkCategory),
+    cl::desc("CPU the JIT compiles for, with only its own features "
+             "(x86-64: the baseline of every x86-64 machine); default: this "
+             "machine's"),
+    cl::init(""));
 static cl::opt<std::string> injectOption(
     "inject", cl::cat(checkCategory),
     cl::desc("Corrupt each run after the kernel to show the checks work: "
@@ -587,6 +593,7 @@ static void runTask(const Task &task, const KernelProvider &provider,
   HostCompileOptions options;
   options.kernelPipeline = source.pipeline;
   options.optLevel = optLevelOption;
+  options.cpu = hostCpuOption;
   std::unique_ptr<HostKernels> kernels;
   if (Status status = HostKernels::compile(source.mlir, options, kernels);
       !status)
