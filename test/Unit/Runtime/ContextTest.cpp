@@ -313,7 +313,7 @@ TEST_F(ContextTest, CorruptDiskEntriesAreRebuilt) {
   ASSERT_GT(compiles, 0);
   for (const std::string &name : cache.list()) {
     std::string bytes;
-    ASSERT_TRUE(readFile(cache / name, bytes).ok());
+    ASSERT_TRUE(readFile(cache / name, kMaxCacheEntryBytes, bytes).ok());
     bytes[bytes.size() / 2] ^= 0x55;
     std::ofstream(cache / name, std::ios::binary | std::ios::trunc) << bytes;
   }
@@ -324,6 +324,44 @@ TEST_F(ContextTest, CorruptDiskEntriesAreRebuilt) {
   for (const std::string &name : cache.list())
     std::ofstream(cache / name, std::ios::trunc);
   EXPECT_EQ(buildOnce(cache.get()), compiles);
+}
+
+// Hostile cache directories: FIFOs and links to /dev/zero under the names of
+// entries are refused without blocking, deleted and rebuilt.
+TEST_F(ContextTest, SpecialFilesInTheCacheAreRebuilt) {
+  TempDir cache;
+  int compiles = buildOnce(cache.get());
+  ASSERT_GT(compiles, 0);
+  std::vector<std::string> names = cache.list();
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::string path = cache / names[i];
+    ASSERT_EQ(::unlink(path.c_str()), 0);
+    if (i % 2)
+      ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+    else
+      ASSERT_EQ(::symlink("/dev/zero", path.c_str()), 0);
+  }
+  int rebuilt = -1;
+  runWithWatchdog(60, [&] { rebuilt = buildOnce(cache.get()); });
+  EXPECT_EQ(rebuilt, compiles);
+  EXPECT_EQ(buildOnce(cache.get()), 0) << "the rebuilt entries are good";
+}
+
+TEST_F(ContextTest, BundlePathsMustBeRegularFiles) {
+  TempDir dir;
+  ASSERT_EQ(::mkfifo((dir / "fifo.njb").c_str(), 0644), 0);
+  for (const std::string &path : {dir / "fifo.njb", std::string("/dev/zero")}) {
+    ContextOptions options = makeFakeOptions(nullptr);
+    options.bundles = {path};
+    std::unique_ptr<Context> context;
+    Status status;
+    runWithWatchdog(60, [&] { status = createContext(options, context); });
+    EXPECT_EQ(status.code(), ErrorCode::IoError);
+    EXPECT_NE(status.message().find("kernel bundle: '" + path +
+                                    "' is not a regular file"),
+              std::string::npos)
+        << status.message();
+  }
 }
 
 TEST_F(ContextTest, StaleCubinsAreLinkedAgain) {
@@ -359,7 +397,7 @@ TEST_F(ContextTest, PtxTheDriverRejectsIsCompiledAgain) {
   // entries well formed: the cache cannot see it, the driver can.
   for (const std::string &name : cache.list()) {
     std::string bytes, key, why;
-    ASSERT_TRUE(readFile(cache / name, bytes).ok());
+    ASSERT_TRUE(readFile(cache / name, kMaxCacheEntryBytes, bytes).ok());
     CacheEntry entry, rewritten;
     ASSERT_TRUE(parseCacheEntry(bytes, key, entry, why)) << why;
     rewritten.add("signature", *entry.find("signature"));

@@ -8,10 +8,16 @@
 #include "test/Unit/Runtime/FakeCompiler.h"
 #include "test/Unit/Runtime/FakeCuda.h"
 
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <mutex>
 #include <string>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -83,6 +89,35 @@ private:
 
   std::string path;
 };
+
+/// Runs `body` on a thread of its own and ends the test process, failing,
+/// when it has not returned after `seconds`: for calls that block forever
+/// when broken (opening a FIFO for reading waits for a writer). The limit
+/// is minutes beyond what the call takes, so load does not decide.
+template <typename Body> void runWithWatchdog(int seconds, Body body) {
+  struct State {
+    std::mutex mutex;
+    std::condition_variable done;
+    bool finished = false;
+  };
+  auto state = std::make_shared<State>();
+  std::thread([state, &body] {
+    body();
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->finished = true;
+    state->done.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(state->mutex);
+  if (!state->done.wait_for(lock, std::chrono::seconds(seconds),
+                            [&] { return state->finished; })) {
+    std::fprintf(stderr, "%s: still blocked after %d s\n",
+                 ::testing::UnitTest::GetInstance()
+                     ->current_test_info()
+                     ->name(),
+                 seconds);
+    std::_Exit(1);
+  }
+}
 
 using norm::test::makeQKNorm;
 using norm::test::makeRmsNorm;
