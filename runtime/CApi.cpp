@@ -8,6 +8,7 @@
 
 #include "runtime/normjit.h"
 
+#include "runtime/Exceptions.h"
 #include "runtime/Runtime.h"
 
 #include <string>
@@ -23,6 +24,8 @@ struct normjit_kernel {
 };
 
 static_assert(NORMJIT_ERROR_INTERNAL == static_cast<int>(ErrorCode::Internal));
+static_assert(NORMJIT_ERROR_OUT_OF_MEMORY ==
+              static_cast<int>(ErrorCode::OutOfMemory));
 static_assert(NORMJIT_ERROR_INVALID_ARGUMENT ==
               static_cast<int>(ErrorCode::InvalidArgument));
 static_assert(NORMJIT_ERROR_NOT_FOUND == static_cast<int>(ErrorCode::NotFound));
@@ -48,10 +51,30 @@ static_assert(NORMJIT_PLAN_FIXED ==
               static_cast<int>(BucketReport::Source::Fixed));
 
 static thread_local std::string lastError;
+/// Set instead of lastError when storing the message failed.
+static thread_local const char *lastErrorFallback = nullptr;
 
-static normjit_status fail(const Status &status) {
-  lastError = status.message();
+static normjit_status fail(const Status &status) noexcept {
+  lastErrorFallback = nullptr;
+  try {
+    lastError = status.message();
+  } catch (...) {
+    lastError.clear();
+  }
+  if (lastError.empty())
+    lastErrorFallback = getErrorCodeName(status.code()).data();
   return static_cast<normjit_status>(status.code());
+}
+
+/// Runs the body of a C entry point: no exception crosses into C
+/// (Exceptions.h).
+template <typename Body>
+static normjit_status guard(const char *entry, Body &&body) noexcept {
+  try {
+    return body();
+  } catch (...) {
+    return fail(statusFromCurrentException(entry));
+  }
 }
 
 static normjit_status report(const Status &status) {
@@ -119,12 +142,14 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
 extern "C" {
 
 const char *normjit_status_name(normjit_status status) {
-  if (status < NORMJIT_SUCCESS || status > NORMJIT_ERROR_INTERNAL)
+  if (status < NORMJIT_SUCCESS || status > NORMJIT_ERROR_OUT_OF_MEMORY)
     return "unknown status";
   return getErrorCodeName(static_cast<ErrorCode>(status)).data();
 }
 
-const char *normjit_last_error(void) { return lastError.c_str(); }
+const char *normjit_last_error(void) {
+  return lastErrorFallback ? lastErrorFallback : lastError.c_str();
+}
 
 void normjit_context_options_init(normjit_context_options *options) {
   if (!options)
@@ -136,38 +161,40 @@ void normjit_context_options_init(normjit_context_options *options) {
 
 normjit_status normjit_context_create(const normjit_context_options *options,
                                       normjit_context **context) {
-  if (!context)
-    return invalid("context output pointer is null");
-  *context = nullptr;
-  if (!options)
-    return invalid("context options are null");
-  if (options->struct_size != sizeof(normjit_context_options))
-    return invalid("normjit_context_options.struct_size is " +
-                   std::to_string(options->struct_size) + ", expected " +
-                   std::to_string(sizeof(normjit_context_options)) +
-                   " (call normjit_context_options_init)");
-  if (options->num_bundles && !options->bundles)
-    return invalid("num_bundles is " + std::to_string(options->num_bundles) +
-                   " but bundles is null");
-  ContextOptions opts;
-  opts.device = options->device;
-  if (options->driver_library)
-    opts.driverLibrary = options->driver_library;
-  if (options->cache_dir)
-    opts.cacheDirectory = options->cache_dir;
-  for (size_t i = 0; i < options->num_bundles; ++i) {
-    if (!options->bundles[i])
-      return invalid("bundle path " + std::to_string(i) + " is null");
-    opts.bundles.push_back(options->bundles[i]);
-  }
-  opts.tuning = !(options->flags & NORMJIT_CONTEXT_NO_TUNING);
-  opts.diskCache = !(options->flags & NORMJIT_CONTEXT_NO_DISK_CACHE);
-  opts.logLevel = options->log_level;
-  std::unique_ptr<Context> created;
-  if (Status status = Context::create(opts, created); !status)
-    return fail(status);
-  *context = new normjit_context{std::move(created)};
-  return NORMJIT_SUCCESS;
+  return guard("normjit_context_create", [&] {
+    if (!context)
+      return invalid("context output pointer is null");
+    *context = nullptr;
+    if (!options)
+      return invalid("context options are null");
+    if (options->struct_size != sizeof(normjit_context_options))
+      return invalid("normjit_context_options.struct_size is " +
+                     std::to_string(options->struct_size) + ", expected " +
+                     std::to_string(sizeof(normjit_context_options)) +
+                     " (call normjit_context_options_init)");
+    if (options->num_bundles && !options->bundles)
+      return invalid("num_bundles is " + std::to_string(options->num_bundles) +
+                     " but bundles is null");
+    ContextOptions opts;
+    opts.device = options->device;
+    if (options->driver_library)
+      opts.driverLibrary = options->driver_library;
+    if (options->cache_dir)
+      opts.cacheDirectory = options->cache_dir;
+    for (size_t i = 0; i < options->num_bundles; ++i) {
+      if (!options->bundles[i])
+        return invalid("bundle path " + std::to_string(i) + " is null");
+      opts.bundles.push_back(options->bundles[i]);
+    }
+    opts.tuning = !(options->flags & NORMJIT_CONTEXT_NO_TUNING);
+    opts.diskCache = !(options->flags & NORMJIT_CONTEXT_NO_DISK_CACHE);
+    opts.logLevel = options->log_level;
+    std::unique_ptr<Context> created;
+    if (Status status = Context::create(opts, created); !status)
+      return fail(status);
+    *context = new normjit_context{std::move(created)};
+    return NORMJIT_SUCCESS;
+  });
 }
 
 void normjit_context_destroy(normjit_context *context) { delete context; }
@@ -190,28 +217,30 @@ static normjit_status createKernel(normjit_context *context,
                                    const normjit_op_desc *desc,
                                    const normjit_launch_config *config,
                                    uint32_t flags, normjit_kernel **kernel) {
-  if (!kernel)
-    return invalid("kernel output pointer is null");
-  *kernel = nullptr;
-  if (!context)
-    return invalid("context is null");
-  if (flags & ~(NORMJIT_KERNEL_NO_TUNING | NORMJIT_KERNEL_REFUSE_MISALIGNED))
-    return invalid("unknown kernel flags " + std::to_string(flags));
-  OpSpec spec;
-  normjit_status status;
-  if (!convertDesc(desc, spec, status))
-    return status;
-  KernelOptions options;
-  options.tune = !(flags & NORMJIT_KERNEL_NO_TUNING);
-  options.refuseMisaligned = flags & NORMJIT_KERNEL_REFUSE_MISALIGNED;
-  if (config)
-    options.launch = LaunchConfig{config->vector, config->threads_per_row,
-                                  config->warps, config->rows_per_cta};
-  std::shared_ptr<const Kernel> created;
-  if (Status s = context->context->getKernel(spec, options, created); !s)
-    return fail(s);
-  *kernel = new normjit_kernel{std::move(created)};
-  return NORMJIT_SUCCESS;
+  return guard("normjit_kernel_create", [&] {
+    if (!kernel)
+      return invalid("kernel output pointer is null");
+    *kernel = nullptr;
+    if (!context)
+      return invalid("context is null");
+    if (flags & ~(NORMJIT_KERNEL_NO_TUNING | NORMJIT_KERNEL_REFUSE_MISALIGNED))
+      return invalid("unknown kernel flags " + std::to_string(flags));
+    OpSpec spec;
+    normjit_status status;
+    if (!convertDesc(desc, spec, status))
+      return status;
+    KernelOptions options;
+    options.tune = !(flags & NORMJIT_KERNEL_NO_TUNING);
+    options.refuseMisaligned = flags & NORMJIT_KERNEL_REFUSE_MISALIGNED;
+    if (config)
+      options.launch = LaunchConfig{config->vector, config->threads_per_row,
+                                    config->warps, config->rows_per_cta};
+    std::shared_ptr<const Kernel> created;
+    if (Status s = context->context->getKernel(spec, options, created); !s)
+      return fail(s);
+    *kernel = new normjit_kernel{std::move(created)};
+    return NORMJIT_SUCCESS;
+  });
 }
 
 static normjit_launch_config convertLaunch(const LaunchConfig &launch) {
@@ -232,7 +261,8 @@ normjit_status normjit_kernel_create_with_config(
   if (!config) {
     if (kernel)
       *kernel = nullptr;
-    return invalid("launch configuration is null");
+    return guard("normjit_kernel_create_with_config",
+                 [&] { return invalid("launch configuration is null"); });
   }
   return createKernel(context, desc, config, flags, kernel);
 }
@@ -250,50 +280,56 @@ normjit_status normjit_launch_args_set(normjit_launch_args *args,
                                        int32_t buffer, const void *data,
                                        int32_t dtype, int64_t cols,
                                        int64_t row_stride) {
-  if (!args)
-    return invalid("launch arguments are null");
-  if (buffer < 0 || buffer >= NORMJIT_NUM_BUFFERS)
-    return invalid("unknown buffer " + std::to_string(buffer));
-  if (!isDtype(dtype))
-    return invalid("unknown dtype " + std::to_string(dtype));
-  args->tensors[buffer] = {data, dtype, 0, cols, row_stride};
-  return NORMJIT_SUCCESS;
+  return guard("normjit_launch_args_set", [&] {
+    if (!args)
+      return invalid("launch arguments are null");
+    if (buffer < 0 || buffer >= NORMJIT_NUM_BUFFERS)
+      return invalid("unknown buffer " + std::to_string(buffer));
+    if (!isDtype(dtype))
+      return invalid("unknown dtype " + std::to_string(dtype));
+    args->tensors[buffer] = {data, dtype, 0, cols, row_stride};
+    return NORMJIT_SUCCESS;
+  });
 }
 
 normjit_status normjit_kernel_launch(const normjit_kernel *kernel,
                                      const normjit_launch_args *args,
                                      int64_t rows, void *stream) {
-  if (!kernel)
-    return invalid("kernel is null");
-  if (!args)
-    return invalid("launch arguments are null");
-  if (args->struct_size != sizeof(normjit_launch_args))
-    return invalid("normjit_launch_args.struct_size is " +
-                   std::to_string(args->struct_size) + ", expected " +
-                   std::to_string(sizeof(normjit_launch_args)) +
-                   " (call normjit_launch_args_init)");
-  LaunchArgs converted;
-  for (int i = 0; i < NORMJIT_NUM_BUFFERS; ++i) {
-    const normjit_tensor &t = args->tensors[i];
-    if (!isDtype(t.dtype))
-      return invalid("buffer " + std::to_string(i) + " has unknown dtype " +
-                     std::to_string(t.dtype));
-    converted.tensors[i] = {t.data, static_cast<ElementType>(t.dtype), t.cols,
-                            t.row_stride};
-  }
-  return report(kernel->kernel->launch(converted, rows, stream));
+  return guard("normjit_kernel_launch", [&] {
+    if (!kernel)
+      return invalid("kernel is null");
+    if (!args)
+      return invalid("launch arguments are null");
+    if (args->struct_size != sizeof(normjit_launch_args))
+      return invalid("normjit_launch_args.struct_size is " +
+                     std::to_string(args->struct_size) + ", expected " +
+                     std::to_string(sizeof(normjit_launch_args)) +
+                     " (call normjit_launch_args_init)");
+    LaunchArgs converted;
+    for (int i = 0; i < NORMJIT_NUM_BUFFERS; ++i) {
+      const normjit_tensor &t = args->tensors[i];
+      if (!isDtype(t.dtype))
+        return invalid("buffer " + std::to_string(i) + " has unknown dtype " +
+                       std::to_string(t.dtype));
+      converted.tensors[i] = {t.data, static_cast<ElementType>(t.dtype), t.cols,
+                              t.row_stride};
+    }
+    return report(kernel->kernel->launch(converted, rows, stream));
+  });
 }
 
 normjit_status normjit_kernel_get_config(const normjit_kernel *kernel,
                                          int64_t rows,
                                          normjit_launch_config *config) {
-  if (!kernel || !config)
-    return invalid("kernel or config output is null");
-  if (rows <= 0)
-    return invalid("the row count must be positive, got " +
-                   std::to_string(rows));
-  *config = convertLaunch(kernel->kernel->getReport(getRowBucket(rows)).launch);
-  return NORMJIT_SUCCESS;
+  return guard("normjit_kernel_get_config", [&] {
+    if (!kernel || !config)
+      return invalid("kernel or config output is null");
+    if (rows <= 0)
+      return invalid("the row count must be positive, got " +
+                     std::to_string(rows));
+    *config = convertLaunch(kernel->kernel->getReport(getRowBucket(rows)).launch);
+    return NORMJIT_SUCCESS;
+  });
 }
 
 normjit_status normjit_kernel_get_tuning(const normjit_kernel *kernel,
@@ -301,43 +337,47 @@ normjit_status normjit_kernel_get_tuning(const normjit_kernel *kernel,
                                          normjit_tuning_info *info,
                                          normjit_candidate *candidates,
                                          size_t capacity) {
-  if (!kernel || !info)
-    return invalid("kernel or tuning info output is null");
-  if (info->struct_size != sizeof(normjit_tuning_info))
-    return invalid("normjit_tuning_info.struct_size is " +
-                   std::to_string(info->struct_size) + ", expected " +
-                   std::to_string(sizeof(normjit_tuning_info)));
-  if (capacity && !candidates)
-    return invalid("capacity is " + std::to_string(capacity) +
-                   " but candidates is null");
-  if (rows <= 0)
-    return invalid("the row count must be positive, got " +
-                   std::to_string(rows));
-  const BucketReport &report = kernel->kernel->getReport(getRowBucket(rows));
-  info->source = static_cast<int32_t>(report.source);
-  info->tuned_rows = report.tunedRows;
-  info->num_candidates = report.candidates.size();
-  info->config = convertLaunch(report.launch);
-  for (size_t i = 0; i < report.candidates.size() && i < capacity; ++i)
-    candidates[i] = {convertLaunch(report.candidates[i].launch),
-                     report.candidates[i].microseconds};
-  return NORMJIT_SUCCESS;
+  return guard("normjit_kernel_get_tuning", [&] {
+    if (!kernel || !info)
+      return invalid("kernel or tuning info output is null");
+    if (info->struct_size != sizeof(normjit_tuning_info))
+      return invalid("normjit_tuning_info.struct_size is " +
+                     std::to_string(info->struct_size) + ", expected " +
+                     std::to_string(sizeof(normjit_tuning_info)));
+    if (capacity && !candidates)
+      return invalid("capacity is " + std::to_string(capacity) +
+                     " but candidates is null");
+    if (rows <= 0)
+      return invalid("the row count must be positive, got " +
+                     std::to_string(rows));
+    const BucketReport &report = kernel->kernel->getReport(getRowBucket(rows));
+    info->source = static_cast<int32_t>(report.source);
+    info->tuned_rows = report.tunedRows;
+    info->num_candidates = report.candidates.size();
+    info->config = convertLaunch(report.launch);
+    for (size_t i = 0; i < report.candidates.size() && i < capacity; ++i)
+      candidates[i] = {convertLaunch(report.candidates[i].launch),
+                       report.candidates[i].microseconds};
+    return NORMJIT_SUCCESS;
+  });
 }
 
 normjit_status normjit_context_write_bundle(normjit_context *context,
                                             const normjit_op_desc *descs,
                                             size_t count, const char *path) {
-  if (!context || !path)
-    return invalid("context or path is null");
-  if (count && !descs)
-    return invalid("descs is null");
-  std::vector<OpSpec> specs(count);
-  for (size_t i = 0; i < count; ++i) {
-    normjit_status status;
-    if (!convertDesc(&descs[i], specs[i], status))
-      return status;
-  }
-  return report(context->context->writeBundle(specs, path));
+  return guard("normjit_context_write_bundle", [&] {
+    if (!context || !path)
+      return invalid("context or path is null");
+    if (count && !descs)
+      return invalid("descs is null");
+    std::vector<OpSpec> specs(count);
+    for (size_t i = 0; i < count; ++i) {
+      normjit_status status;
+      if (!convertDesc(&descs[i], specs[i], status))
+        return status;
+    }
+    return report(context->context->writeBundle(specs, path));
+  });
 }
 
 } // extern "C"

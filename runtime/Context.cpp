@@ -8,6 +8,8 @@
 
 #include "runtime/ContextImpl.h"
 
+#include "runtime/Exceptions.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <thread>
@@ -89,8 +91,9 @@ Status ContextImpl::init() {
 Context::Context(std::shared_ptr<ContextImpl> impl) : impl(std::move(impl)) {}
 Context::~Context() = default;
 
-Status Context::create(const ContextOptions &options,
-                       std::unique_ptr<Context> &context) {
+/// Loads the driver, opens the device and sets up the kernel store.
+static Status createImpl(const ContextOptions &options,
+                         std::shared_ptr<ContextImpl> &result) {
   LogLevel level = options.logLevel >= 0
                        ? static_cast<LogLevel>(std::min(options.logLevel, 3))
                        : Logger::getLevelFromEnvironment(LogLevel::Warning);
@@ -157,18 +160,34 @@ Status Context::create(const ContextOptions &options,
   auto impl = std::make_shared<ContextImpl>(options, std::move(device), level);
   if (Status status = impl->init(); !status)
     return status;
-  context.reset(new Context(std::move(impl)));
+  result = std::move(impl);
   return Status::success();
+}
+
+// The public entry points: no exception crosses them (Exceptions.h).
+
+Status Context::create(const ContextOptions &options,
+                       std::unique_ptr<Context> &context) {
+  return catchExceptions("Context::create", [&] {
+    std::shared_ptr<ContextImpl> impl;
+    if (Status status = createImpl(options, impl); !status)
+      return status;
+    context.reset(new Context(std::move(impl)));
+    return Status::success();
+  });
 }
 
 Status Context::getKernel(const OpSpec &spec, const KernelOptions &options,
                           std::shared_ptr<const Kernel> &kernel) {
-  return impl->getKernel(spec, options, kernel);
+  return catchExceptions("Context::getKernel", [&] {
+    return impl->getKernel(spec, options, kernel);
+  });
 }
 
 Status Context::writeBundle(const std::vector<OpSpec> &specs,
                             const std::string &path) {
-  return impl->writeBundle(specs, path);
+  return catchExceptions("Context::writeBundle",
+                         [&] { return impl->writeBundle(specs, path); });
 }
 
 const DeviceInfo &Context::getDeviceInfo() const { return impl->device->info; }
@@ -179,10 +198,12 @@ bool Context::isTuning() const { return impl->tuning; }
 template <typename Call>
 static Status callOnDevice(const DeviceState &device, const char *name,
                            Call &&call) {
-  ScopedContext scope(*device.driver, device.context);
-  if (!scope.status().ok())
-    return scope.status();
-  return device.driver->check(call(*device.driver), name);
+  return catchExceptions(name, [&] {
+    ScopedContext scope(*device.driver, device.context);
+    if (!scope.status().ok())
+      return scope.status();
+    return device.driver->check(call(*device.driver), name);
+  });
 }
 
 Status Context::allocate(size_t bytes, void *&pointer) {

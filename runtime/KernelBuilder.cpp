@@ -8,6 +8,9 @@
 
 #include "runtime/ContextImpl.h"
 
+#include "runtime/Exceptions.h"
+#include "runtime/Threads.h"
+
 #include <algorithm>
 #include <atomic>
 #include <thread>
@@ -63,17 +66,29 @@ std::vector<Status> ContextImpl::getVariants(
   std::vector<Status> statuses(launches.size());
   kernels.assign(launches.size(), nullptr);
   std::atomic<size_t> next{0};
-  auto work = [&] {
+  // An exception must not leave a thread (std::terminate).
+  auto work = [&]() noexcept {
     for (size_t i; (i = next++) < launches.size();)
-      statuses[i] = getVariant(spec, launches[i], kernels[i]);
+      statuses[i] = catchExceptions("loading a kernel variant", [&] {
+        return getVariant(spec, launches[i], kernels[i]);
+      });
   };
   size_t threads = std::min<size_t>(options.compileThreads, launches.size());
+  // Nothing may throw while threads run: they use this frame.
   std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t)
-    pool.emplace_back(work);
+  pool.reserve(threads);
+  bool refused = false;
+  for (size_t t = 1; t < threads && !refused; ++t)
+    refused = !tryStartThread(pool, work);
+  // The calling thread works too: fewer threads only take longer.
   work();
   for (std::thread &thread : pool)
     thread.join();
+  if (refused)
+    log.log(LogLevel::Warning, "the system refused a compile thread: "
+                               "compiled on " +
+                                   std::to_string(pool.size() + 1) + " of " +
+                                   std::to_string(threads) + " threads");
   return statuses;
 }
 

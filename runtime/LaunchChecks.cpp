@@ -9,6 +9,8 @@
 
 #include "runtime/ContextImpl.h"
 
+#include "runtime/Exceptions.h"
+
 #include <algorithm>
 
 using namespace norm::jit;
@@ -167,6 +169,14 @@ Status Kernel::checkOverlap(const LaunchArgs &args, int64_t rows) const {
 
 Status Kernel::launch(const LaunchArgs &args, int64_t rows,
                       void *stream) const {
+  // Messages of failed launches allocate; successful ones allocate nothing.
+  return catchExceptions("Kernel::launch", [&] {
+    return launchChecked(args, rows, stream);
+  });
+}
+
+Status Kernel::launchChecked(const LaunchArgs &args, int64_t rows,
+                             void *stream) const {
   if (rows < 0)
     return invalidLaunch(spec, "negative row count " + std::to_string(rows));
   // Empty tensors often have null data: zero rows launch nothing, checked
@@ -181,12 +191,14 @@ Status Kernel::launch(const LaunchArgs &args, int64_t rows,
 
 Status Kernel::getLaunchFor(const LaunchArgs &args, int64_t rows,
                             LaunchConfig &launch) const {
-  if (rows <= 0)
-    return invalidLaunch(spec, "the row count must be positive, got " +
-                                   std::to_string(rows));
-  const LoadedKernel *variant = nullptr;
-  if (Status status = check(args, rows, variant); !status)
-    return status;
-  launch = variant->getSignature().launch;
-  return Status::success();
+  return catchExceptions("Kernel::getLaunchFor", [&] {
+    if (rows <= 0)
+      return invalidLaunch(spec, "the row count must be positive, got " +
+                                     std::to_string(rows));
+    const LoadedKernel *variant = nullptr;
+    if (Status status = check(args, rows, variant); !status)
+      return status;
+    launch = variant->getSignature().launch;
+    return Status::success();
+  });
 }

@@ -142,7 +142,7 @@ Status ContextImpl::tune(const OpSpec &spec, Reports &reports) {
     table << "tuning " << what << " at " << report.tunedRows << " rows (bucket "
           << getRowBucketName(bucket) << ") on " << deviceId << ":";
     const BucketReport::Candidate *best = nullptr;
-    std::string firstFailure;
+    Status firstFailure;
     for (const LaunchConfig &launch : candidates[b]) {
       BucketReport::Candidate candidate{launch, -1, {}};
       size_t i = indexOf(launch);
@@ -153,8 +153,8 @@ Status ContextImpl::tune(const OpSpec &spec, Reports &reports) {
       if (!status.ok()) {
         candidate.microseconds = -1;
         candidate.failure = status.message();
-        if (firstFailure.empty())
-          firstFailure = status.message();
+        if (firstFailure.ok())
+          firstFailure = status;
       }
       table << "\n  " << launch.getMangledSuffix() << "  "
             << (status.ok() ? formatMicroseconds(candidate.microseconds)
@@ -170,11 +170,15 @@ Status ContextImpl::tune(const OpSpec &spec, Reports &reports) {
       if (candidate.microseconds >= 0 &&
           (!best || candidate.microseconds < best->microseconds))
         best = &candidate;
-    if (!best)
-      return Status::error(ErrorCode::CompileError,
-                           "no tuning candidate of " + what + " for rows " +
-                               std::string(getRowBucketName(bucket)) +
-                               " ran: " + firstFailure);
+    // With the code of the first failure: the compiler's, the driver's or
+    // memory's.
+    if (!best) {
+      std::string context = "no tuning candidate of " + what + " for rows " +
+                            std::string(getRowBucketName(bucket)) + " ran";
+      if (firstFailure.ok())
+        return Status::error(ErrorCode::Internal, context + ": none to run");
+      return firstFailure.withContext(context);
+    }
     report.launch = best->launch;
     table << "\n  winner " << best->launch.getMangledSuffix() << " "
           << formatMicroseconds(best->microseconds);

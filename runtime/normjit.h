@@ -48,7 +48,8 @@ typedef enum normjit_status {
   NORMJIT_ERROR_COMPILE = 7,          /* the kernel compiler failed */
   NORMJIT_ERROR_NOT_FOUND = 8,        /* not in any bundle, no compiler */
   NORMJIT_ERROR_IO = 9,               /* cache or bundle files */
-  NORMJIT_ERROR_INTERNAL = 10
+  NORMJIT_ERROR_INTERNAL = 10,
+  NORMJIT_ERROR_OUT_OF_MEMORY = 11    /* host memory exhausted (API 2) */
 } normjit_status;
 
 typedef enum normjit_dtype {

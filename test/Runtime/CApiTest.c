@@ -213,6 +213,11 @@ static void testLaunch(normjit_context *context) {
   expect("bundle without path",
          normjit_context_write_bundle(context, &desc, 1, NULL),
          NORMJIT_ERROR_INVALID_ARGUMENT);
+  /* More descriptions than a vector can hold: an exception inside (C++
+   * std::length_error), a status here. */
+  expect("bundle of SIZE_MAX descs",
+         normjit_context_write_bundle(context, &desc, SIZE_MAX, "/dev/null"),
+         NORMJIT_ERROR_INTERNAL);
 }
 
 /* A fixed configuration, and what get_tuning says about each kind of plan. */

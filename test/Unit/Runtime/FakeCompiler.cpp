@@ -23,6 +23,8 @@ norm::Status FakeCompiler::compile(const OpSpec &spec,
                                    const TargetOptions &target,
                                    CompiledKernel &result) {
   ++compiles;
+  if (onCompile)
+    onCompile(launch);
   if (delayMs)
     std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
   if (rejects(launch) || !fitsRow(launch, spec))
