@@ -11,6 +11,7 @@
 #include "runtime/Exceptions.h"
 #include "runtime/Runtime.h"
 
+#include <cstdio>
 #include <string>
 
 using namespace norm::jit;
@@ -87,6 +88,21 @@ static normjit_status invalid(const std::string &message) {
 
 static bool isDtype(int32_t dtype) { return dtype >= 0 && dtype <= 2; }
 
+/// Unknown flag bits and non-zero reserved fields are refused, not
+/// ignored, so that later versions can give them a meaning.
+static std::string describeUnknownBits(const char *field, uint32_t value,
+                                       uint32_t known) {
+  char bits[16];
+  std::snprintf(bits, sizeof(bits), "0x%x", value & ~known);
+  return std::string(field) + ": unknown bits " + bits;
+}
+
+constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_QK_L2 << 1) - 1;
+constexpr uint32_t kKnownContextFlags =
+    NORMJIT_CONTEXT_NO_TUNING | NORMJIT_CONTEXT_NO_DISK_CACHE;
+constexpr uint32_t kKnownKernelFlags =
+    NORMJIT_KERNEL_NO_TUNING | NORMJIT_KERNEL_REFUSE_MISALIGNED;
+
 /// Converts a C description; false (with the status set) when malformed.
 static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
                         normjit_status &status) {
@@ -111,9 +127,9 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
       status = invalid("unknown dtype " + std::to_string(dtype));
       return false;
     }
-  constexpr uint32_t kKnownFlags = (NORMJIT_OP_QK_L2 << 1) - 1;
-  if (desc->flags & ~kKnownFlags) {
-    status = invalid("unknown operation flags " + std::to_string(desc->flags));
+  if (desc->flags & ~kKnownOpFlags) {
+    status = invalid(describeUnknownBits("normjit_op_desc.flags", desc->flags,
+                                         kKnownOpFlags));
     return false;
   }
   spec.kind = static_cast<OpSpec::Kind>(desc->kind);
@@ -172,6 +188,9 @@ normjit_status normjit_context_create(const normjit_context_options *options,
                      std::to_string(options->struct_size) + ", expected " +
                      std::to_string(sizeof(normjit_context_options)) +
                      " (call normjit_context_options_init)");
+    if (options->flags & ~kKnownContextFlags)
+      return invalid(describeUnknownBits("normjit_context_options.flags",
+                                         options->flags, kKnownContextFlags));
     if (options->num_bundles && !options->bundles)
       return invalid("num_bundles is " + std::to_string(options->num_bundles) +
                      " but bundles is null");
@@ -223,8 +242,9 @@ static normjit_status createKernel(normjit_context *context,
     *kernel = nullptr;
     if (!context)
       return invalid("context is null");
-    if (flags & ~(NORMJIT_KERNEL_NO_TUNING | NORMJIT_KERNEL_REFUSE_MISALIGNED))
-      return invalid("unknown kernel flags " + std::to_string(flags));
+    if (flags & ~kKnownKernelFlags)
+      return invalid(describeUnknownBits("normjit_kernel_create flags", flags,
+                                         kKnownKernelFlags));
     OpSpec spec;
     normjit_status status;
     if (!convertDesc(desc, spec, status))
@@ -306,8 +326,16 @@ normjit_status normjit_kernel_launch(const normjit_kernel *kernel,
                      std::to_string(sizeof(normjit_launch_args)) +
                      " (call normjit_launch_args_init)");
     LaunchArgs converted;
+    if (args->reserved != 0)
+      return invalid("normjit_launch_args.reserved is " +
+                     std::to_string(args->reserved) + ", must be 0");
     for (int i = 0; i < NORMJIT_NUM_BUFFERS; ++i) {
       const normjit_tensor &t = args->tensors[i];
+      if (t.reserved != 0)
+        return invalid("normjit_launch_args.tensors[" + std::to_string(i) +
+                       "].reserved (buffer '" +
+                       std::string(getBufferSlotName(static_cast<BufferSlot>(i))) +
+                       "') is " + std::to_string(t.reserved) + ", must be 0");
       if (!isDtype(t.dtype))
         return invalid("buffer " + std::to_string(i) + " has unknown dtype " +
                        std::to_string(t.dtype));

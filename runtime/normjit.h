@@ -69,7 +69,7 @@ typedef enum normjit_op_kind {
   NORMJIT_OP_QK_NORM = 7          /* per-head norm of q and k from packed qkv */
 } normjit_op_kind;
 
-/* normjit_op_desc.flags */
+/* normjit_op_desc.flags; other bits are refused (INVALID_ARGUMENT). */
 #define NORMJIT_OP_WEIGHT (1u << 0)       /* y *= weight (+ weight_offset) */
 #define NORMJIT_OP_BIAS (1u << 1)         /* y += bias */
 #define NORMJIT_OP_ADDEND (1u << 2)       /* v = alpha * input + addend */
@@ -121,18 +121,18 @@ typedef enum normjit_buffer {
 typedef struct normjit_tensor {
   const void *data; /* device pointer; NULL: absent */
   int32_t dtype;    /* normjit_dtype */
-  int32_t reserved; /* 0 */
+  int32_t reserved; /* 0 (anything else is refused) */
   int64_t cols;
   int64_t row_stride;
 } normjit_tensor;
 
 typedef struct normjit_launch_args {
   uint32_t struct_size; /* sizeof(normjit_launch_args) */
-  uint32_t reserved;    /* 0 */
+  uint32_t reserved;    /* 0 (anything else is refused) */
   normjit_tensor tensors[NORMJIT_NUM_BUFFERS];
 } normjit_launch_args;
 
-/* normjit_context_options.flags */
+/* normjit_context_options.flags; other bits are refused. */
 #define NORMJIT_CONTEXT_NO_TUNING (1u << 0)     /* heuristic configurations */
 #define NORMJIT_CONTEXT_NO_DISK_CACHE (1u << 1)
 
@@ -148,7 +148,7 @@ typedef struct normjit_context_options {
   int32_t log_level;           /* -1: $NORMJIT_LOG; 0 quiet .. 3 debug */
 } normjit_context_options;
 
-/* normjit_kernel_create flags */
+/* normjit_kernel_create flags; other bits are refused. */
 #define NORMJIT_KERNEL_NO_TUNING (1u << 0)
 #define NORMJIT_KERNEL_REFUSE_MISALIGNED (1u << 1) /* no scalar fallback */
 

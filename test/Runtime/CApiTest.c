@@ -62,6 +62,10 @@ static void testContextErrors(const char *fake) {
   expect("struct size", normjit_context_create(&options, &context),
          NORMJIT_ERROR_INVALID_ARGUMENT);
   normjit_context_options_init(&options);
+  options.flags = NORMJIT_CONTEXT_NO_DISK_CACHE | (1u << 9);
+  expect("unknown context flag", normjit_context_create(&options, &context),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  normjit_context_options_init(&options);
   options.num_bundles = 2;
   expect("bundles", normjit_context_create(&options, &context),
          NORMJIT_ERROR_INVALID_ARGUMENT);
@@ -203,6 +207,16 @@ static void testLaunch(normjit_context *context) {
                           kHidden, 0);
   expect("odd input", normjit_kernel_launch(kernel, &args, kRows, NULL),
          NORMJIT_ERROR_MISALIGNED);
+  normjit_launch_args_set(&args, NORMJIT_INPUT, input, NORMJIT_BF16, kHidden,
+                          0);
+  args.reserved = 1;
+  expect("args reserved", normjit_kernel_launch(kernel, &args, kRows, NULL),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  args.reserved = 0;
+  args.tensors[NORMJIT_WEIGHT].reserved = -1;
+  expect("tensor reserved", normjit_kernel_launch(kernel, &args, kRows, NULL),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  args.tensors[NORMJIT_WEIGHT].reserved = 0;
   args.struct_size = 0;
   expect("args struct size", normjit_kernel_launch(kernel, &args, kRows, NULL),
          NORMJIT_ERROR_INVALID_ARGUMENT);
