@@ -28,6 +28,8 @@
 
 namespace norm::jit {
 
+class Tuner;
+
 class ContextImpl {
 public:
   ContextImpl(const ContextOptions &options,
@@ -57,6 +59,20 @@ private:
               std::vector<std::shared_ptr<const LoadedKernel>> &kernels);
   Status plan(const OpSpec &spec, bool tune, Reports &reports);
   Status tune(const OpSpec &spec, Reports &reports);
+  /// Fills the buckets the tuning cache knows; the others, to tune.
+  std::vector<RowBucket> loadCachedTunings(const OpSpec &spec,
+                                           Reports &reports);
+  /// Plans `report`'s bucket with the heuristic, logging why.
+  void useHeuristic(const OpSpec &spec, BucketReport &report,
+                    const std::string &why);
+  /// Tunes `pending` at rows whose scratch fits options.tuningScratchBytes:
+  /// fewer rows, or the heuristic for buckets not even the smallest fits.
+  void fitScratchBudget(const OpSpec &spec, std::vector<RowBucket> &pending,
+                        Reports &reports);
+  /// Allocates the tuner's scratch, halving the rows of the largest buckets
+  /// (then the heuristic for them) while the device refuses.
+  Status allocateScratch(const OpSpec &spec, Tuner &tuner,
+                         std::vector<RowBucket> &pending, Reports &reports);
   Status buildKernel(const OpSpec &spec, const KernelOptions &options,
                      std::shared_ptr<const Kernel> &kernel);
 

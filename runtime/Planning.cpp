@@ -82,31 +82,122 @@ Status ContextImpl::plan(const OpSpec &spec, bool tune, Reports &reports) {
   return Status::success();
 }
 
+std::vector<RowBucket> ContextImpl::loadCachedTunings(const OpSpec &spec,
+                                                      Reports &reports) {
+  const DeviceInfo &info = device->info;
+  std::vector<RowBucket> pending;
+  for (RowBucket bucket : kAllRowBuckets) {
+    BucketReport &report = reports[static_cast<int>(bucket)];
+    report.bucket = bucket;
+    report.tunedRows = getTuningRows(spec, bucket);
+    std::optional<KernelStore::TuningRecord> record = store->loadTuning(
+        spec, bucket, info.getTuningIdentity(), info.driverVersion);
+    if (!record) {
+      pending.push_back(bucket);
+      continue;
+    }
+    report.source = BucketReport::Source::TuningCache;
+    report.launch = record->winner;
+    report.tuningReport = record->report;
+    log.log(LogLevel::Debug, "tuning of " + describeOpSpec(spec) + " rows " +
+                                 std::string(getRowBucketName(bucket)) +
+                                 ": cached, " +
+                                 record->winner.getMangledSuffix());
+  }
+  return pending;
+}
+
+void ContextImpl::useHeuristic(const OpSpec &spec, BucketReport &report,
+                               const std::string &why) {
+  report.source = BucketReport::Source::Heuristic;
+  report.launch = store->getCompiler()->getHeuristicLaunch(
+      spec, getTuningRows(spec, report.bucket));
+  report.tunedRows = 0;
+  report.candidates.clear();
+  report.tuningReport.clear();
+  log.log(LogLevel::Warning,
+          "not tuning " + describeOpSpec(spec) + " for rows " +
+              std::string(getRowBucketName(report.bucket)) + ": " + why +
+              "; it runs the heuristic's " + report.launch.getMangledSuffix());
+}
+
+void ContextImpl::fitScratchBudget(const OpSpec &spec,
+                                   std::vector<RowBucket> &pending,
+                                   Reports &reports) {
+  int64_t budget = options.tuningScratchBytes > 0
+                       ? options.tuningScratchBytes
+                       : kDefaultTuningScratchBytes;
+  std::vector<RowBucket> fitting;
+  for (RowBucket bucket : pending) {
+    BucketReport &report = reports[static_cast<int>(bucket)];
+    int64_t rows = fitTuningRows(spec, bucket, report.tunedRows, budget);
+    if (rows == 0) {
+      useHeuristic(spec, report,
+                   "its scratch for " +
+                       std::to_string(getRowBucketMinRows(bucket)) +
+                       " rows takes " +
+                       std::to_string(getTuningScratchBytes(
+                           spec, getRowBucketMinRows(bucket))) +
+                       " bytes, more than the budget of " +
+                       std::to_string(budget));
+      continue;
+    }
+    if (rows < report.tunedRows)
+      log.log(LogLevel::Info,
+              "tuning " + describeOpSpec(spec) + " for rows " +
+                  std::string(getRowBucketName(bucket)) + " at " +
+                  std::to_string(rows) + " rows, not " +
+                  std::to_string(report.tunedRows) +
+                  ": the scratch budget is " + std::to_string(budget) +
+                  " bytes");
+    report.tunedRows = rows;
+    fitting.push_back(bucket);
+  }
+  pending = std::move(fitting);
+}
+
+Status ContextImpl::allocateScratch(const OpSpec &spec, Tuner &tuner,
+                                    std::vector<RowBucket> &pending,
+                                    Reports &reports) {
+  while (!pending.empty()) {
+    int64_t rows = 0;
+    for (RowBucket bucket : pending)
+      rows = std::max(rows, reports[static_cast<int>(bucket)].tunedRows);
+    Status status = tuner.allocateScratch(rows);
+    if (status.ok())
+      return status;
+    // The device has less memory than the budget: the buckets that need the
+    // most rows tune at half as many, or not at all.
+    std::vector<RowBucket> remaining;
+    for (RowBucket bucket : pending) {
+      BucketReport &report = reports[static_cast<int>(bucket)];
+      if (report.tunedRows == rows && rows <= getRowBucketMinRows(bucket)) {
+        useHeuristic(spec, report, status.message());
+        continue;
+      }
+      if (report.tunedRows == rows) {
+        report.tunedRows = std::max(rows / 2, getRowBucketMinRows(bucket));
+        log.log(LogLevel::Info, "tuning " + describeOpSpec(spec) +
+                                    " for rows " +
+                                    std::string(getRowBucketName(bucket)) +
+                                    " at " + std::to_string(report.tunedRows) +
+                                    " rows: " + status.message());
+      }
+      remaining.push_back(bucket);
+    }
+    pending = std::move(remaining);
+  }
+  return Status::success();
+}
+
 Status ContextImpl::tune(const OpSpec &spec, Reports &reports) {
   KernelCompiler &compiler = *store->getCompiler();
   const DeviceInfo &info = device->info;
   std::string deviceId = info.getTuningIdentity();
   std::string what = describeOpSpec(spec);
 
-  // Buckets the tuning cache already knows.
-  std::vector<RowBucket> pending;
-  for (RowBucket bucket : kAllRowBuckets) {
-    BucketReport &report = reports[static_cast<int>(bucket)];
-    report.bucket = bucket;
-    report.tunedRows = getTuningRows(spec, bucket);
-    if (std::optional<KernelStore::TuningRecord> record =
-            store->loadTuning(spec, bucket, deviceId, info.driverVersion)) {
-      report.source = BucketReport::Source::TuningCache;
-      report.launch = record->winner;
-      report.tuningReport = record->report;
-      log.log(LogLevel::Debug, "tuning of " + what + " rows " +
-                                   std::string(getRowBucketName(bucket)) +
-                                   ": cached, " +
-                                   record->winner.getMangledSuffix());
-      continue;
-    }
-    pending.push_back(bucket);
-  }
+  std::vector<RowBucket> pending = loadCachedTunings(spec, reports);
+  fitScratchBudget(spec, pending, reports);
   if (pending.empty())
     return Status::success();
 
@@ -114,15 +205,14 @@ Status ContextImpl::tune(const OpSpec &spec, Reports &reports) {
   std::vector<LaunchConfig> all;
   std::array<std::vector<LaunchConfig>, kNumRowBuckets> candidates;
   std::array<LaunchConfig, kNumRowBuckets> heuristics;
-  int64_t maxRows = 1;
   for (RowBucket bucket : pending) {
     int b = static_cast<int>(bucket);
-    heuristics[b] = compiler.getHeuristicLaunch(spec, reports[b].tunedRows);
+    heuristics[b] =
+        compiler.getHeuristicLaunch(spec, getTuningRows(spec, bucket));
     candidates[b] = getTuningCandidates(spec, bucket, heuristics[b]);
     for (const LaunchConfig &launch : candidates[b])
       if (std::find(all.begin(), all.end(), launch) == all.end())
         all.push_back(launch);
-    maxRows = std::max(maxRows, reports[b].tunedRows);
   }
   std::vector<std::shared_ptr<const LoadedKernel>> loaded;
   std::vector<Status> loadStatus = getVariants(spec, all, loaded);
@@ -132,7 +222,9 @@ Status ContextImpl::tune(const OpSpec &spec, Reports &reports) {
 
   std::lock_guard<std::mutex> lock(timingMutex);
   std::unique_ptr<Tuner> tuner;
-  if (Status status = Tuner::create(device, spec, maxRows, tuner); !status)
+  if (Status status = Tuner::create(device, spec, tuner); !status)
+    return status.withContext("tuning " + what);
+  if (Status status = allocateScratch(spec, *tuner, pending, reports); !status)
     return status.withContext("tuning " + what);
   for (RowBucket bucket : pending) {
     int b = static_cast<int>(bucket);

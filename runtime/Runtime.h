@@ -102,6 +102,11 @@ struct ContextOptions {
   /// -1: NORMJIT_LOG (default warnings); else a LogLevel.
   int logLevel = -1;
   Logger::Sink logSink;
+  /// Device memory a tuning run may take for scratch buffers; <= 0:
+  /// kDefaultTuningScratchBytes (512 MiB). Buckets whose scratch would take
+  /// more, or that the device cannot allocate, tune at fewer rows (halved
+  /// down to the bucket's smallest row count) or run the heuristic.
+  int64_t tuningScratchBytes = kDefaultTuningScratchBytes;
   /// Threads compiling tuning candidates; 0: the hardware's, at most 8.
   /// Fewer where the system refuses to start one.
   int compileThreads = 0;
