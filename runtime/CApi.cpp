@@ -11,8 +11,13 @@
 #include "runtime/Exceptions.h"
 #include "runtime/Runtime.h"
 
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
+#include <type_traits>
 
 using namespace norm::jit;
 
@@ -50,6 +55,14 @@ static_assert(NORMJIT_PLAN_HEURISTIC ==
               static_cast<int>(BucketReport::Source::Heuristic));
 static_assert(NORMJIT_PLAN_FIXED ==
               static_cast<int>(BucketReport::Source::Fixed));
+
+// The first published layouts (normjit.h); API 2 added one trailing field.
+static_assert(sizeof(void *) == 8, "the C ABI is defined for 64-bit hosts");
+static_assert(sizeof(normjit_op_desc) == NORMJIT_OP_DESC_SIZE_V1);
+static_assert(sizeof(normjit_launch_args) == NORMJIT_LAUNCH_ARGS_SIZE_V1);
+static_assert(sizeof(normjit_tuning_info) == NORMJIT_TUNING_INFO_SIZE_V1);
+static_assert(offsetof(normjit_context_options, tuning_scratch_bytes) ==
+              NORMJIT_CONTEXT_OPTIONS_SIZE_V1);
 
 static thread_local std::string lastError;
 /// Set instead of lastError when storing the message failed.
@@ -97,6 +110,32 @@ static std::string describeUnknownBits(const char *field, uint32_t value,
   return std::string(field) + ": unknown bits " + bits;
 }
 
+/// The struct_size rule of normjit.h: any size from the struct's first
+/// published layout (`oldest`) up to this library's sizeof; "" or why not.
+static std::string checkStructSize(const char *type, uint32_t size,
+                                   size_t oldest, size_t newest,
+                                   const char *init) {
+  if (size >= oldest && size <= newest)
+    return {};
+  std::string expected = std::to_string(oldest);
+  if (newest != oldest)
+    expected += " to " + std::to_string(newest);
+  std::string message = std::string(type) + ".struct_size is " +
+                        std::to_string(size) + ", expected " + expected;
+  if (size > newest)
+    message += " (a newer header than this libnormjit)";
+  else if (init)
+    message += std::string(" (call ") + init + ")";
+  return message;
+}
+
+/// Whether `field` lies within the caller's struct_size: fields past it
+/// (a caller built against an older header) keep their defaults.
+#define NORMJIT_HAS_FIELD(object, field)                                       \
+  ((object)->struct_size >=                                                    \
+   offsetof(std::remove_reference_t<decltype(*(object))>, field) +             \
+       sizeof((object)->field))
+
 constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_QK_L2 << 1) - 1;
 constexpr uint32_t kKnownContextFlags =
     NORMJIT_CONTEXT_NO_TUNING | NORMJIT_CONTEXT_NO_DISK_CACHE;
@@ -110,11 +149,11 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
     status = invalid("operation description is null");
     return false;
   }
-  if (desc->struct_size != sizeof(normjit_op_desc)) {
-    status = invalid("normjit_op_desc.struct_size is " +
-                     std::to_string(desc->struct_size) + ", expected " +
-                     std::to_string(sizeof(normjit_op_desc)) +
-                     " (call normjit_op_desc_init)");
+  if (std::string why = checkStructSize(
+          "normjit_op_desc", desc->struct_size, NORMJIT_OP_DESC_SIZE_V1,
+          sizeof(normjit_op_desc), "normjit_op_desc_init");
+      !why.empty()) {
+    status = invalid(why);
     return false;
   }
   if (desc->kind < NORMJIT_OP_RMS_NORM || desc->kind > NORMJIT_OP_QK_NORM) {
@@ -167,12 +206,35 @@ const char *normjit_last_error(void) {
   return lastErrorFallback ? lastErrorFallback : lastError.c_str();
 }
 
-void normjit_context_options_init(normjit_context_options *options) {
-  if (!options)
+void normjit_get_version(uint32_t *major, uint32_t *minor, uint32_t *patch,
+                         uint32_t *api_version) {
+  if (major)
+    *major = NORMJIT_VERSION_MAJOR;
+  if (minor)
+    *minor = NORMJIT_VERSION_MINOR;
+  if (patch)
+    *patch = NORMJIT_VERSION_PATCH;
+  if (api_version)
+    *api_version = NORMJIT_API_VERSION;
+}
+
+void normjit_context_options_init_sized(normjit_context_options *options,
+                                        size_t size) {
+  if (!options || size < sizeof(options->struct_size))
     return;
-  *options = normjit_context_options{};
-  options->struct_size = sizeof(normjit_context_options);
-  options->log_level = -1;
+  normjit_context_options defaults{};
+  defaults.log_level = -1;
+  // The caller's size, even a larger one (a newer header): create then
+  // refuses it with a message, rather than ignoring fields it was given.
+  std::memset(options, 0, size);
+  std::memcpy(options, &defaults, std::min(size, sizeof(defaults)));
+  options->struct_size =
+      static_cast<uint32_t>(std::min<size_t>(size, UINT32_MAX));
+}
+
+// The API 1 entry point (normjit.h maps the name to the sized one).
+void(normjit_context_options_init)(normjit_context_options *options) {
+  normjit_context_options_init_sized(options, NORMJIT_CONTEXT_OPTIONS_SIZE_V1);
 }
 
 normjit_status normjit_context_create(const normjit_context_options *options,
@@ -183,11 +245,12 @@ normjit_status normjit_context_create(const normjit_context_options *options,
     *context = nullptr;
     if (!options)
       return invalid("context options are null");
-    if (options->struct_size != sizeof(normjit_context_options))
-      return invalid("normjit_context_options.struct_size is " +
-                     std::to_string(options->struct_size) + ", expected " +
-                     std::to_string(sizeof(normjit_context_options)) +
-                     " (call normjit_context_options_init)");
+    if (std::string why = checkStructSize(
+            "normjit_context_options", options->struct_size,
+            NORMJIT_CONTEXT_OPTIONS_SIZE_V1, sizeof(normjit_context_options),
+            "normjit_context_options_init");
+        !why.empty())
+      return invalid(why);
     if (options->flags & ~kKnownContextFlags)
       return invalid(describeUnknownBits("normjit_context_options.flags",
                                          options->flags, kKnownContextFlags));
@@ -208,6 +271,15 @@ normjit_status normjit_context_create(const normjit_context_options *options,
     opts.tuning = !(options->flags & NORMJIT_CONTEXT_NO_TUNING);
     opts.diskCache = !(options->flags & NORMJIT_CONTEXT_NO_DISK_CACHE);
     opts.logLevel = options->log_level;
+    if (NORMJIT_HAS_FIELD(options, tuning_scratch_bytes) &&
+        options->tuning_scratch_bytes) {
+      if (options->tuning_scratch_bytes > uint64_t(INT64_MAX))
+        return invalid("normjit_context_options.tuning_scratch_bytes is " +
+                       std::to_string(options->tuning_scratch_bytes) +
+                       ", more than INT64_MAX");
+      opts.tuningScratchBytes =
+          static_cast<int64_t>(options->tuning_scratch_bytes);
+    }
     std::unique_ptr<Context> created;
     if (Status status = Context::create(opts, created); !status)
       return fail(status);
@@ -320,11 +392,12 @@ normjit_status normjit_kernel_launch(const normjit_kernel *kernel,
       return invalid("kernel is null");
     if (!args)
       return invalid("launch arguments are null");
-    if (args->struct_size != sizeof(normjit_launch_args))
-      return invalid("normjit_launch_args.struct_size is " +
-                     std::to_string(args->struct_size) + ", expected " +
-                     std::to_string(sizeof(normjit_launch_args)) +
-                     " (call normjit_launch_args_init)");
+    if (std::string why = checkStructSize(
+            "normjit_launch_args", args->struct_size,
+            NORMJIT_LAUNCH_ARGS_SIZE_V1, sizeof(normjit_launch_args),
+            "normjit_launch_args_init");
+        !why.empty())
+      return invalid(why);
     LaunchArgs converted;
     if (args->reserved != 0)
       return invalid("normjit_launch_args.reserved is " +
@@ -368,10 +441,11 @@ normjit_status normjit_kernel_get_tuning(const normjit_kernel *kernel,
   return guard("normjit_kernel_get_tuning", [&] {
     if (!kernel || !info)
       return invalid("kernel or tuning info output is null");
-    if (info->struct_size != sizeof(normjit_tuning_info))
-      return invalid("normjit_tuning_info.struct_size is " +
-                     std::to_string(info->struct_size) + ", expected " +
-                     std::to_string(sizeof(normjit_tuning_info)));
+    if (std::string why = checkStructSize(
+            "normjit_tuning_info", info->struct_size,
+            NORMJIT_TUNING_INFO_SIZE_V1, sizeof(normjit_tuning_info), nullptr);
+        !why.empty())
+      return invalid(why);
     if (capacity && !candidates)
       return invalid("capacity is " + std::to_string(capacity) +
                      " but candidates is null");
