@@ -41,7 +41,10 @@ static std::string formatMicroseconds(double us) {
 Status ContextImpl::plan(const OpSpec &spec, bool tune, Reports &reports) {
   for (RowBucket bucket : kAllRowBuckets)
     reports[static_cast<int>(bucket)].bucket = bucket;
-  if (std::optional<LaunchPlan> planned = store->findPlan(spec)) {
+  std::optional<LaunchPlan> planned;
+  if (Status status = store->findPlan(spec, planned); !status)
+    return status;
+  if (planned) {
     for (RowBucket bucket : kAllRowBuckets) {
       BucketReport &report = reports[static_cast<int>(bucket)];
       report.source = BucketReport::Source::Bundle;

@@ -6,6 +6,7 @@
 
 #include "runtime/Runtime.h"
 
+#include "runtime/Bundle.h"
 #include "runtime/DiskCache.h"
 #include "runtime/KernelStore.h"
 #include "test/Unit/Runtime/TestSupport.h"
@@ -362,6 +363,85 @@ TEST_F(ContextTest, BundlePathsMustBeRegularFiles) {
               std::string::npos)
         << status.message();
   }
+}
+
+// A valid checksum proves an entry intact, not right: a signature that is not
+// the kernel of its key (here rows_per_cta doubled, which would skip every
+// other row) is deleted and compiled again.
+TEST_F(ContextTest, EntriesWhoseSignatureIsNotTheirKernelAreRebuilt) {
+  TempDir cache;
+  int compiles = buildOnce(cache.get());
+  ASSERT_GT(compiles, 0);
+  EXPECT_EQ(rewriteCacheEntries(cache, "kernel",
+                                [](CacheEntry &entry) {
+                                  editSignature(entry, [](KernelSignature &s) {
+                                    s.launch.rowsPerCta *= 2;
+                                  });
+                                }),
+            compiles);
+  EXPECT_EQ(buildOnce(cache.get()), compiles);
+  EXPECT_EQ(buildOnce(cache.get()), 0) << "the rebuilt entries are good";
+}
+
+TEST_F(ContextTest, BundleEntriesWhoseSignatureIsNotTheirKernelAreRefused) {
+  TempDir dir;
+  {
+    std::unique_ptr<Context> context;
+    ASSERT_TRUE(createContext(makeFakeOptions(std::make_shared<FakeCompiler>()),
+                              context)
+                    .ok());
+    ASSERT_TRUE(context->writeBundle({makeRmsNorm()}, dir / "b.njb").ok());
+  }
+  std::shared_ptr<const Bundle> bundle;
+  ASSERT_TRUE(Bundle::read(dir / "b.njb", bundle).ok());
+  // Rewrites the bundle with `edit` applied to its entries.
+  auto rewrite = [&](const std::function<void(const std::string &,
+                                              CacheEntry &)> &edit) {
+    BundleWriter writer(bundle->getInfo());
+    for (const auto &[key, entry] : bundle->getEntries()) {
+      CacheEntry copy = entry;
+      edit(key, copy);
+      writer.add(key, copy);
+    }
+    ASSERT_TRUE(writer.write(dir / "forged.njb").ok());
+  };
+  auto serve = [&]() {
+    ContextOptions options = makeFakeOptions(nullptr);
+    options.bundles = {dir / "forged.njb"};
+    std::unique_ptr<Context> context;
+    EXPECT_TRUE(createContext(options, context).ok());
+    std::shared_ptr<const Kernel> kernel;
+    return context ? context->getKernel(makeRmsNorm(), {}, kernel)
+                   : Status::error(ErrorCode::Internal, "no context");
+  };
+  rewrite([](const std::string &key, CacheEntry &entry) {
+    if (key.rfind("normjit kernel", 0) == 0)
+      editSignature(entry,
+                    [](KernelSignature &s) { s.launch.rowsPerCta *= 2; });
+  });
+  Status status = serve();
+  EXPECT_EQ(status.code(), ErrorCode::IoError);
+  EXPECT_NE(status.message().find("kernel bundle '" + dir / "forged.njb" +
+                                  "' is refused: the signature of kernel"),
+            std::string::npos)
+      << status.message();
+  EXPECT_NE(status.message().find(": launch v8_t64_w4_r4, expected v8_t64_w4_r2"), std::string::npos)
+      << status.message();
+
+  // A plan whose configuration does not fit the rows.
+  rewrite([](const std::string &key, CacheEntry &entry) {
+    if (key.rfind("normjit plan", 0) == 0)
+      setSection(entry, ">1K", "v8_t1024_w32_r1");
+  });
+  status = serve();
+  EXPECT_EQ(status.code(), ErrorCode::IoError);
+  EXPECT_NE(status.message().find("is refused: its plan for rms_norm h4096 "
+                                  "bf16 runs v8_t1024_w32_r1 for rows >1K, "
+                                  "which does not fit its rows"),
+            std::string::npos)
+      << status.message();
+  rewrite([](const std::string &, CacheEntry &) {});
+  EXPECT_TRUE(serve().ok()) << "the unedited bundle serves";
 }
 
 TEST_F(ContextTest, StaleCubinsAreLinkedAgain) {

@@ -269,6 +269,34 @@ TEST_F(TuningTest, TuningResultsAreCached) {
             BucketReport::Source::Tuned);
 }
 
+// A cached winner that cannot run the operation's rows (1023 of 1024 threads
+// idle on 4096 values) would fail every later process: it is discarded and
+// the bucket tuned again.
+TEST_F(TuningTest, CachedWinnersThatDoNotFitAreDiscarded) {
+  TempDir cache;
+  std::shared_ptr<const Kernel> kernel;
+  ASSERT_TRUE(tuned(makeCompiler(), cache.get(), kernel).ok());
+  EXPECT_EQ(rewriteCacheEntries(cache, "tuning",
+                                [](CacheEntry &entry) {
+                                  setSection(entry, "winner",
+                                             "v8_t1024_w32_r1");
+                                }),
+            kNumRowBuckets);
+  int launches = fakecuda_launch_count();
+  Status status = tuned(makeCompiler(), cache.get(), kernel);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_GT(fakecuda_launch_count(), launches) << "not tuned again";
+  for (RowBucket bucket : kAllRowBuckets) {
+    EXPECT_EQ(kernel->getReport(bucket).source, BucketReport::Source::Tuned);
+    EXPECT_NE(kernel->getReport(bucket).launch,
+              (LaunchConfig{8, 1024, 32, 1}));
+  }
+  ASSERT_TRUE(tuned(makeCompiler(), cache.get(), kernel).ok());
+  EXPECT_EQ(kernel->getReport(RowBucket::One).source,
+            BucketReport::Source::TuningCache)
+      << "the new result is cached";
+}
+
 TEST_F(TuningTest, ConcurrentRequestsTuneOnce) {
   std::shared_ptr<const Kernel> reference;
   ASSERT_TRUE(tuned(makeCompiler(), {}, reference).ok());
