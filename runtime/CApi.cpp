@@ -304,19 +304,19 @@ void normjit_op_desc_init(normjit_op_desc *desc) {
 }
 
 /// normjit_kernel_create with an optional fixed configuration.
-static normjit_status createKernel(normjit_context *context,
+static normjit_status createKernel(const char *entry, normjit_context *context,
                                    const normjit_op_desc *desc,
                                    const normjit_launch_config *config,
                                    uint32_t flags, normjit_kernel **kernel) {
-  return guard("normjit_kernel_create", [&] {
+  return guard(entry, [&] {
     if (!kernel)
       return invalid("kernel output pointer is null");
     *kernel = nullptr;
     if (!context)
       return invalid("context is null");
     if (flags & ~kKnownKernelFlags)
-      return invalid(describeUnknownBits("normjit_kernel_create flags", flags,
-                                         kKnownKernelFlags));
+      return invalid(describeUnknownBits(
+          (std::string(entry) + " flags").c_str(), flags, kKnownKernelFlags));
     OpSpec spec;
     normjit_status status;
     if (!convertDesc(desc, spec, status))
@@ -343,7 +343,8 @@ static normjit_launch_config convertLaunch(const LaunchConfig &launch) {
 normjit_status normjit_kernel_create(normjit_context *context,
                                      const normjit_op_desc *desc,
                                      uint32_t flags, normjit_kernel **kernel) {
-  return createKernel(context, desc, nullptr, flags, kernel);
+  return createKernel("normjit_kernel_create", context, desc, nullptr, flags,
+                      kernel);
 }
 
 normjit_status normjit_kernel_create_with_config(
@@ -356,7 +357,8 @@ normjit_status normjit_kernel_create_with_config(
     return guard("normjit_kernel_create_with_config",
                  [&] { return invalid("launch configuration is null"); });
   }
-  return createKernel(context, desc, config, flags, kernel);
+  return createKernel("normjit_kernel_create_with_config", context, desc,
+                      config, flags, kernel);
 }
 
 void normjit_kernel_destroy(normjit_kernel *kernel) { delete kernel; }

@@ -47,6 +47,23 @@ TEST_F(ContextTest, NoDriverLibrary) {
   EXPECT_EQ(context, nullptr);
 }
 
+TEST_F(ContextTest, DriverPathsMustBeRegularFiles) {
+  // dlopen of a FIFO would block forever.
+  TempDir dir;
+  ASSERT_EQ(::mkfifo((dir / "libcuda.so.1").c_str(), 0644), 0);
+  for (const std::string &path : {dir / "libcuda.so.1", dir.get()}) {
+    ContextOptions options;
+    options.driverLibrary = path;
+    std::unique_ptr<Context> context;
+    Status status;
+    runWithWatchdog(60, [&] { status = createContext(options, context); });
+    EXPECT_EQ(status.code(), ErrorCode::NoDriver);
+    EXPECT_NE(status.message().find("'" + path + "': not a regular file"),
+              std::string::npos)
+        << status.message();
+  }
+}
+
 TEST_F(ContextTest, DefaultDriverIsLoadedOrReportedMissing) {
   // libcuda.so.1 itself: missing on machines without a GPU (NoDriver), a
   // device elsewhere. Either way a status, never a crash.
