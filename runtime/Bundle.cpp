@@ -25,14 +25,21 @@ Status BundleWriter::write(const std::string &path) const {
   append(kInfoKey, header);
   for (const auto &[key, entry] : entries)
     append(key, entry);
+  if (out.size() > kMaxBundleBytes)
+    return Status::error(ErrorCode::IoError,
+                         "kernel bundle '" + path + "' would have " +
+                             std::to_string(out.size()) +
+                             " bytes, more than the " +
+                             std::to_string(kMaxBundleBytes) +
+                             " the format allows");
   return writeFileAtomically(path, out);
 }
 
 Status Bundle::read(const std::string &path,
                     std::shared_ptr<const Bundle> &result) {
   std::string bytes;
-  if (Status status = readFile(path, bytes); !status)
-    return status;
+  if (Status status = readFile(path, kMaxBundleBytes, bytes); !status)
+    return status.withContext("kernel bundle");
   auto damaged = [&](size_t offset, const std::string &what) {
     return Status::error(ErrorCode::IoError,
                          "kernel bundle '" + path + "' is damaged at offset " +

@@ -8,7 +8,8 @@
 // File layout (little endian): magic "NORMJITB", u32 format version, u32
 // entry count, then per entry a u64 length and a cache entry
 // (DiskCache.h: key, checksum, sections). The first entry, key "bundle",
-// describes the bundle: compiler version, chip, device and driver.
+// describes the bundle: compiler version, chip, device and driver. A bundle
+// is at most kMaxBundleBytes long.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +24,11 @@
 
 namespace norm::jit {
 
+/// The largest bundle file the format allows: plans and kernels (PTX and
+/// cubin, a few megabytes at most each) for a model's operations. Larger
+/// files are refused unread, as are files that are not regular files.
+constexpr size_t kMaxBundleBytes = size_t(1) << 30;
+
 struct BundleInfo {
   std::string compilerVersion; // of the compiler that built the kernels
   std::string chip;            // "sm_90": the PTX target
@@ -32,7 +38,9 @@ struct BundleInfo {
 class Bundle {
 public:
   /// Reads and checks a whole bundle; any damage fails the read (IoError
-  /// with the offset and what was wrong), so nothing of it is trusted.
+  /// with the offset and what was wrong), so nothing of it is trusted, and
+  /// so does a path that is no regular file or one larger than
+  /// kMaxBundleBytes.
   static Status read(const std::string &path,
                      std::shared_ptr<const Bundle> &bundle);
 
@@ -57,7 +65,8 @@ public:
     entries[key] = std::move(entry);
   }
   size_t size() const { return entries.size(); }
-  /// Writes the bundle atomically.
+  /// Writes the bundle atomically; IoError when it would be larger than
+  /// kMaxBundleBytes.
   Status write(const std::string &path) const;
 
 private:

@@ -8,9 +8,16 @@
 
 #include "runtime/normjit.h"
 
+#include "runtime/Exceptions.h"
 #include "runtime/Runtime.h"
 
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <string>
+#include <type_traits>
 
 using namespace norm::jit;
 
@@ -23,6 +30,8 @@ struct normjit_kernel {
 };
 
 static_assert(NORMJIT_ERROR_INTERNAL == static_cast<int>(ErrorCode::Internal));
+static_assert(NORMJIT_ERROR_OUT_OF_MEMORY ==
+              static_cast<int>(ErrorCode::OutOfMemory));
 static_assert(NORMJIT_ERROR_INVALID_ARGUMENT ==
               static_cast<int>(ErrorCode::InvalidArgument));
 static_assert(NORMJIT_ERROR_NOT_FOUND == static_cast<int>(ErrorCode::NotFound));
@@ -47,11 +56,39 @@ static_assert(NORMJIT_PLAN_HEURISTIC ==
 static_assert(NORMJIT_PLAN_FIXED ==
               static_cast<int>(BucketReport::Source::Fixed));
 
-static thread_local std::string lastError;
+// The first published layouts (normjit.h); API 2 added one trailing field.
+static_assert(sizeof(void *) == 8, "the C ABI is defined for 64-bit hosts");
+static_assert(sizeof(normjit_op_desc) == NORMJIT_OP_DESC_SIZE_V1);
+static_assert(sizeof(normjit_launch_args) == NORMJIT_LAUNCH_ARGS_SIZE_V1);
+static_assert(sizeof(normjit_tuning_info) == NORMJIT_TUNING_INFO_SIZE_V1);
+static_assert(offsetof(normjit_context_options, tuning_scratch_bytes) ==
+              NORMJIT_CONTEXT_OPTIONS_SIZE_V1);
 
-static normjit_status fail(const Status &status) {
-  lastError = status.message();
+static thread_local std::string lastError;
+/// Set instead of lastError when storing the message failed.
+static thread_local const char *lastErrorFallback = nullptr;
+
+static normjit_status fail(const Status &status) noexcept {
+  lastErrorFallback = nullptr;
+  try {
+    lastError = status.message();
+  } catch (...) {
+    lastError.clear();
+  }
+  if (lastError.empty())
+    lastErrorFallback = getErrorCodeName(status.code()).data();
   return static_cast<normjit_status>(status.code());
+}
+
+/// Runs the body of a C entry point: no exception crosses into C
+/// (Exceptions.h).
+template <typename Body>
+static normjit_status guard(const char *entry, Body &&body) noexcept {
+  try {
+    return body();
+  } catch (...) {
+    return fail(statusFromCurrentException(entry));
+  }
 }
 
 static normjit_status report(const Status &status) {
@@ -64,6 +101,47 @@ static normjit_status invalid(const std::string &message) {
 
 static bool isDtype(int32_t dtype) { return dtype >= 0 && dtype <= 2; }
 
+/// Unknown flag bits and non-zero reserved fields are refused, not
+/// ignored, so that later versions can give them a meaning.
+static std::string describeUnknownBits(const char *field, uint32_t value,
+                                       uint32_t known) {
+  char bits[16];
+  std::snprintf(bits, sizeof(bits), "0x%x", value & ~known);
+  return std::string(field) + ": unknown bits " + bits;
+}
+
+/// The struct_size rule of normjit.h: any size from the struct's first
+/// published layout (`oldest`) up to this library's sizeof; "" or why not.
+static std::string checkStructSize(const char *type, uint32_t size,
+                                   size_t oldest, size_t newest,
+                                   const char *init) {
+  if (size >= oldest && size <= newest)
+    return {};
+  std::string expected = std::to_string(oldest);
+  if (newest != oldest)
+    expected += " to " + std::to_string(newest);
+  std::string message = std::string(type) + ".struct_size is " +
+                        std::to_string(size) + ", expected " + expected;
+  if (size > newest)
+    message += " (a newer header than this libnormjit)";
+  else if (init)
+    message += std::string(" (call ") + init + ")";
+  return message;
+}
+
+/// Whether `field` lies within the caller's struct_size: fields past it
+/// (a caller built against an older header) keep their defaults.
+#define NORMJIT_HAS_FIELD(object, field)                                       \
+  ((object)->struct_size >=                                                    \
+   offsetof(std::remove_reference_t<decltype(*(object))>, field) +             \
+       sizeof((object)->field))
+
+constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_QK_L2 << 1) - 1;
+constexpr uint32_t kKnownContextFlags =
+    NORMJIT_CONTEXT_NO_TUNING | NORMJIT_CONTEXT_NO_DISK_CACHE;
+constexpr uint32_t kKnownKernelFlags =
+    NORMJIT_KERNEL_NO_TUNING | NORMJIT_KERNEL_REFUSE_MISALIGNED;
+
 /// Converts a C description; false (with the status set) when malformed.
 static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
                         normjit_status &status) {
@@ -71,11 +149,11 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
     status = invalid("operation description is null");
     return false;
   }
-  if (desc->struct_size != sizeof(normjit_op_desc)) {
-    status = invalid("normjit_op_desc.struct_size is " +
-                     std::to_string(desc->struct_size) + ", expected " +
-                     std::to_string(sizeof(normjit_op_desc)) +
-                     " (call normjit_op_desc_init)");
+  if (std::string why = checkStructSize(
+          "normjit_op_desc", desc->struct_size, NORMJIT_OP_DESC_SIZE_V1,
+          sizeof(normjit_op_desc), "normjit_op_desc_init");
+      !why.empty()) {
+    status = invalid(why);
     return false;
   }
   if (desc->kind < NORMJIT_OP_RMS_NORM || desc->kind > NORMJIT_OP_QK_NORM) {
@@ -88,9 +166,9 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
       status = invalid("unknown dtype " + std::to_string(dtype));
       return false;
     }
-  constexpr uint32_t kKnownFlags = (NORMJIT_OP_QK_L2 << 1) - 1;
-  if (desc->flags & ~kKnownFlags) {
-    status = invalid("unknown operation flags " + std::to_string(desc->flags));
+  if (desc->flags & ~kKnownOpFlags) {
+    status = invalid(describeUnknownBits("normjit_op_desc.flags", desc->flags,
+                                         kKnownOpFlags));
     return false;
   }
   spec.kind = static_cast<OpSpec::Kind>(desc->kind);
@@ -119,55 +197,95 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
 extern "C" {
 
 const char *normjit_status_name(normjit_status status) {
-  if (status < NORMJIT_SUCCESS || status > NORMJIT_ERROR_INTERNAL)
+  if (status < NORMJIT_SUCCESS || status > NORMJIT_ERROR_OUT_OF_MEMORY)
     return "unknown status";
   return getErrorCodeName(static_cast<ErrorCode>(status)).data();
 }
 
-const char *normjit_last_error(void) { return lastError.c_str(); }
+const char *normjit_last_error(void) {
+  return lastErrorFallback ? lastErrorFallback : lastError.c_str();
+}
 
-void normjit_context_options_init(normjit_context_options *options) {
-  if (!options)
+void normjit_get_version(uint32_t *major, uint32_t *minor, uint32_t *patch,
+                         uint32_t *api_version) {
+  if (major)
+    *major = NORMJIT_VERSION_MAJOR;
+  if (minor)
+    *minor = NORMJIT_VERSION_MINOR;
+  if (patch)
+    *patch = NORMJIT_VERSION_PATCH;
+  if (api_version)
+    *api_version = NORMJIT_API_VERSION;
+}
+
+void normjit_context_options_init_sized(normjit_context_options *options,
+                                        size_t size) {
+  if (!options || size < sizeof(options->struct_size))
     return;
-  *options = normjit_context_options{};
-  options->struct_size = sizeof(normjit_context_options);
-  options->log_level = -1;
+  normjit_context_options defaults{};
+  defaults.log_level = -1;
+  // The caller's size, even a larger one (a newer header): create then
+  // refuses it with a message, rather than ignoring fields it was given.
+  std::memset(options, 0, size);
+  std::memcpy(options, &defaults, std::min(size, sizeof(defaults)));
+  options->struct_size =
+      static_cast<uint32_t>(std::min<size_t>(size, UINT32_MAX));
+}
+
+// The API 1 entry point (normjit.h maps the name to the sized one).
+void(normjit_context_options_init)(normjit_context_options *options) {
+  normjit_context_options_init_sized(options, NORMJIT_CONTEXT_OPTIONS_SIZE_V1);
 }
 
 normjit_status normjit_context_create(const normjit_context_options *options,
                                       normjit_context **context) {
-  if (!context)
-    return invalid("context output pointer is null");
-  *context = nullptr;
-  if (!options)
-    return invalid("context options are null");
-  if (options->struct_size != sizeof(normjit_context_options))
-    return invalid("normjit_context_options.struct_size is " +
-                   std::to_string(options->struct_size) + ", expected " +
-                   std::to_string(sizeof(normjit_context_options)) +
-                   " (call normjit_context_options_init)");
-  if (options->num_bundles && !options->bundles)
-    return invalid("num_bundles is " + std::to_string(options->num_bundles) +
-                   " but bundles is null");
-  ContextOptions opts;
-  opts.device = options->device;
-  if (options->driver_library)
-    opts.driverLibrary = options->driver_library;
-  if (options->cache_dir)
-    opts.cacheDirectory = options->cache_dir;
-  for (size_t i = 0; i < options->num_bundles; ++i) {
-    if (!options->bundles[i])
-      return invalid("bundle path " + std::to_string(i) + " is null");
-    opts.bundles.push_back(options->bundles[i]);
-  }
-  opts.tuning = !(options->flags & NORMJIT_CONTEXT_NO_TUNING);
-  opts.diskCache = !(options->flags & NORMJIT_CONTEXT_NO_DISK_CACHE);
-  opts.logLevel = options->log_level;
-  std::unique_ptr<Context> created;
-  if (Status status = Context::create(opts, created); !status)
-    return fail(status);
-  *context = new normjit_context{std::move(created)};
-  return NORMJIT_SUCCESS;
+  return guard("normjit_context_create", [&] {
+    if (!context)
+      return invalid("context output pointer is null");
+    *context = nullptr;
+    if (!options)
+      return invalid("context options are null");
+    if (std::string why = checkStructSize(
+            "normjit_context_options", options->struct_size,
+            NORMJIT_CONTEXT_OPTIONS_SIZE_V1, sizeof(normjit_context_options),
+            "normjit_context_options_init");
+        !why.empty())
+      return invalid(why);
+    if (options->flags & ~kKnownContextFlags)
+      return invalid(describeUnknownBits("normjit_context_options.flags",
+                                         options->flags, kKnownContextFlags));
+    if (options->num_bundles && !options->bundles)
+      return invalid("num_bundles is " + std::to_string(options->num_bundles) +
+                     " but bundles is null");
+    ContextOptions opts;
+    opts.device = options->device;
+    if (options->driver_library)
+      opts.driverLibrary = options->driver_library;
+    if (options->cache_dir)
+      opts.cacheDirectory = options->cache_dir;
+    for (size_t i = 0; i < options->num_bundles; ++i) {
+      if (!options->bundles[i])
+        return invalid("bundle path " + std::to_string(i) + " is null");
+      opts.bundles.push_back(options->bundles[i]);
+    }
+    opts.tuning = !(options->flags & NORMJIT_CONTEXT_NO_TUNING);
+    opts.diskCache = !(options->flags & NORMJIT_CONTEXT_NO_DISK_CACHE);
+    opts.logLevel = options->log_level;
+    if (NORMJIT_HAS_FIELD(options, tuning_scratch_bytes) &&
+        options->tuning_scratch_bytes) {
+      if (options->tuning_scratch_bytes > uint64_t(INT64_MAX))
+        return invalid("normjit_context_options.tuning_scratch_bytes is " +
+                       std::to_string(options->tuning_scratch_bytes) +
+                       ", more than INT64_MAX");
+      opts.tuningScratchBytes =
+          static_cast<int64_t>(options->tuning_scratch_bytes);
+    }
+    std::unique_ptr<Context> created;
+    if (Status status = Context::create(opts, created); !status)
+      return fail(status);
+    *context = new normjit_context{std::move(created)};
+    return NORMJIT_SUCCESS;
+  });
 }
 
 void normjit_context_destroy(normjit_context *context) { delete context; }
@@ -186,32 +304,35 @@ void normjit_op_desc_init(normjit_op_desc *desc) {
 }
 
 /// normjit_kernel_create with an optional fixed configuration.
-static normjit_status createKernel(normjit_context *context,
+static normjit_status createKernel(const char *entry, normjit_context *context,
                                    const normjit_op_desc *desc,
                                    const normjit_launch_config *config,
                                    uint32_t flags, normjit_kernel **kernel) {
-  if (!kernel)
-    return invalid("kernel output pointer is null");
-  *kernel = nullptr;
-  if (!context)
-    return invalid("context is null");
-  if (flags & ~(NORMJIT_KERNEL_NO_TUNING | NORMJIT_KERNEL_REFUSE_MISALIGNED))
-    return invalid("unknown kernel flags " + std::to_string(flags));
-  OpSpec spec;
-  normjit_status status;
-  if (!convertDesc(desc, spec, status))
-    return status;
-  KernelOptions options;
-  options.tune = !(flags & NORMJIT_KERNEL_NO_TUNING);
-  options.refuseMisaligned = flags & NORMJIT_KERNEL_REFUSE_MISALIGNED;
-  if (config)
-    options.launch = LaunchConfig{config->vector, config->threads_per_row,
-                                  config->warps, config->rows_per_cta};
-  std::shared_ptr<const Kernel> created;
-  if (Status s = context->context->getKernel(spec, options, created); !s)
-    return fail(s);
-  *kernel = new normjit_kernel{std::move(created)};
-  return NORMJIT_SUCCESS;
+  return guard(entry, [&] {
+    if (!kernel)
+      return invalid("kernel output pointer is null");
+    *kernel = nullptr;
+    if (!context)
+      return invalid("context is null");
+    if (flags & ~kKnownKernelFlags)
+      return invalid(describeUnknownBits(
+          (std::string(entry) + " flags").c_str(), flags, kKnownKernelFlags));
+    OpSpec spec;
+    normjit_status status;
+    if (!convertDesc(desc, spec, status))
+      return status;
+    KernelOptions options;
+    options.tune = !(flags & NORMJIT_KERNEL_NO_TUNING);
+    options.refuseMisaligned = flags & NORMJIT_KERNEL_REFUSE_MISALIGNED;
+    if (config)
+      options.launch = LaunchConfig{config->vector, config->threads_per_row,
+                                    config->warps, config->rows_per_cta};
+    std::shared_ptr<const Kernel> created;
+    if (Status s = context->context->getKernel(spec, options, created); !s)
+      return fail(s);
+    *kernel = new normjit_kernel{std::move(created)};
+    return NORMJIT_SUCCESS;
+  });
 }
 
 static normjit_launch_config convertLaunch(const LaunchConfig &launch) {
@@ -222,7 +343,8 @@ static normjit_launch_config convertLaunch(const LaunchConfig &launch) {
 normjit_status normjit_kernel_create(normjit_context *context,
                                      const normjit_op_desc *desc,
                                      uint32_t flags, normjit_kernel **kernel) {
-  return createKernel(context, desc, nullptr, flags, kernel);
+  return createKernel("normjit_kernel_create", context, desc, nullptr, flags,
+                      kernel);
 }
 
 normjit_status normjit_kernel_create_with_config(
@@ -232,9 +354,11 @@ normjit_status normjit_kernel_create_with_config(
   if (!config) {
     if (kernel)
       *kernel = nullptr;
-    return invalid("launch configuration is null");
+    return guard("normjit_kernel_create_with_config",
+                 [&] { return invalid("launch configuration is null"); });
   }
-  return createKernel(context, desc, config, flags, kernel);
+  return createKernel("normjit_kernel_create_with_config", context, desc,
+                      config, flags, kernel);
 }
 
 void normjit_kernel_destroy(normjit_kernel *kernel) { delete kernel; }
@@ -250,50 +374,65 @@ normjit_status normjit_launch_args_set(normjit_launch_args *args,
                                        int32_t buffer, const void *data,
                                        int32_t dtype, int64_t cols,
                                        int64_t row_stride) {
-  if (!args)
-    return invalid("launch arguments are null");
-  if (buffer < 0 || buffer >= NORMJIT_NUM_BUFFERS)
-    return invalid("unknown buffer " + std::to_string(buffer));
-  if (!isDtype(dtype))
-    return invalid("unknown dtype " + std::to_string(dtype));
-  args->tensors[buffer] = {data, dtype, 0, cols, row_stride};
-  return NORMJIT_SUCCESS;
+  return guard("normjit_launch_args_set", [&] {
+    if (!args)
+      return invalid("launch arguments are null");
+    if (buffer < 0 || buffer >= NORMJIT_NUM_BUFFERS)
+      return invalid("unknown buffer " + std::to_string(buffer));
+    if (!isDtype(dtype))
+      return invalid("unknown dtype " + std::to_string(dtype));
+    args->tensors[buffer] = {data, dtype, 0, cols, row_stride};
+    return NORMJIT_SUCCESS;
+  });
 }
 
 normjit_status normjit_kernel_launch(const normjit_kernel *kernel,
                                      const normjit_launch_args *args,
                                      int64_t rows, void *stream) {
-  if (!kernel)
-    return invalid("kernel is null");
-  if (!args)
-    return invalid("launch arguments are null");
-  if (args->struct_size != sizeof(normjit_launch_args))
-    return invalid("normjit_launch_args.struct_size is " +
-                   std::to_string(args->struct_size) + ", expected " +
-                   std::to_string(sizeof(normjit_launch_args)) +
-                   " (call normjit_launch_args_init)");
-  LaunchArgs converted;
-  for (int i = 0; i < NORMJIT_NUM_BUFFERS; ++i) {
-    const normjit_tensor &t = args->tensors[i];
-    if (!isDtype(t.dtype))
-      return invalid("buffer " + std::to_string(i) + " has unknown dtype " +
-                     std::to_string(t.dtype));
-    converted.tensors[i] = {t.data, static_cast<ElementType>(t.dtype), t.cols,
-                            t.row_stride};
-  }
-  return report(kernel->kernel->launch(converted, rows, stream));
+  return guard("normjit_kernel_launch", [&] {
+    if (!kernel)
+      return invalid("kernel is null");
+    if (!args)
+      return invalid("launch arguments are null");
+    if (std::string why = checkStructSize(
+            "normjit_launch_args", args->struct_size,
+            NORMJIT_LAUNCH_ARGS_SIZE_V1, sizeof(normjit_launch_args),
+            "normjit_launch_args_init");
+        !why.empty())
+      return invalid(why);
+    LaunchArgs converted;
+    if (args->reserved != 0)
+      return invalid("normjit_launch_args.reserved is " +
+                     std::to_string(args->reserved) + ", must be 0");
+    for (int i = 0; i < NORMJIT_NUM_BUFFERS; ++i) {
+      const normjit_tensor &t = args->tensors[i];
+      if (t.reserved != 0)
+        return invalid("normjit_launch_args.tensors[" + std::to_string(i) +
+                       "].reserved (buffer '" +
+                       std::string(getBufferSlotName(static_cast<BufferSlot>(i))) +
+                       "') is " + std::to_string(t.reserved) + ", must be 0");
+      if (!isDtype(t.dtype))
+        return invalid("buffer " + std::to_string(i) + " has unknown dtype " +
+                       std::to_string(t.dtype));
+      converted.tensors[i] = {t.data, static_cast<ElementType>(t.dtype), t.cols,
+                              t.row_stride};
+    }
+    return report(kernel->kernel->launch(converted, rows, stream));
+  });
 }
 
 normjit_status normjit_kernel_get_config(const normjit_kernel *kernel,
                                          int64_t rows,
                                          normjit_launch_config *config) {
-  if (!kernel || !config)
-    return invalid("kernel or config output is null");
-  if (rows <= 0)
-    return invalid("the row count must be positive, got " +
-                   std::to_string(rows));
-  *config = convertLaunch(kernel->kernel->getReport(getRowBucket(rows)).launch);
-  return NORMJIT_SUCCESS;
+  return guard("normjit_kernel_get_config", [&] {
+    if (!kernel || !config)
+      return invalid("kernel or config output is null");
+    if (rows <= 0)
+      return invalid("the row count must be positive, got " +
+                     std::to_string(rows));
+    *config = convertLaunch(kernel->kernel->getReport(getRowBucket(rows)).launch);
+    return NORMJIT_SUCCESS;
+  });
 }
 
 normjit_status normjit_kernel_get_tuning(const normjit_kernel *kernel,
@@ -301,43 +440,48 @@ normjit_status normjit_kernel_get_tuning(const normjit_kernel *kernel,
                                          normjit_tuning_info *info,
                                          normjit_candidate *candidates,
                                          size_t capacity) {
-  if (!kernel || !info)
-    return invalid("kernel or tuning info output is null");
-  if (info->struct_size != sizeof(normjit_tuning_info))
-    return invalid("normjit_tuning_info.struct_size is " +
-                   std::to_string(info->struct_size) + ", expected " +
-                   std::to_string(sizeof(normjit_tuning_info)));
-  if (capacity && !candidates)
-    return invalid("capacity is " + std::to_string(capacity) +
-                   " but candidates is null");
-  if (rows <= 0)
-    return invalid("the row count must be positive, got " +
-                   std::to_string(rows));
-  const BucketReport &report = kernel->kernel->getReport(getRowBucket(rows));
-  info->source = static_cast<int32_t>(report.source);
-  info->tuned_rows = report.tunedRows;
-  info->num_candidates = report.candidates.size();
-  info->config = convertLaunch(report.launch);
-  for (size_t i = 0; i < report.candidates.size() && i < capacity; ++i)
-    candidates[i] = {convertLaunch(report.candidates[i].launch),
-                     report.candidates[i].microseconds};
-  return NORMJIT_SUCCESS;
+  return guard("normjit_kernel_get_tuning", [&] {
+    if (!kernel || !info)
+      return invalid("kernel or tuning info output is null");
+    if (std::string why = checkStructSize(
+            "normjit_tuning_info", info->struct_size,
+            NORMJIT_TUNING_INFO_SIZE_V1, sizeof(normjit_tuning_info), nullptr);
+        !why.empty())
+      return invalid(why);
+    if (capacity && !candidates)
+      return invalid("capacity is " + std::to_string(capacity) +
+                     " but candidates is null");
+    if (rows <= 0)
+      return invalid("the row count must be positive, got " +
+                     std::to_string(rows));
+    const BucketReport &report = kernel->kernel->getReport(getRowBucket(rows));
+    info->source = static_cast<int32_t>(report.source);
+    info->tuned_rows = report.tunedRows;
+    info->num_candidates = report.candidates.size();
+    info->config = convertLaunch(report.launch);
+    for (size_t i = 0; i < report.candidates.size() && i < capacity; ++i)
+      candidates[i] = {convertLaunch(report.candidates[i].launch),
+                       report.candidates[i].microseconds};
+    return NORMJIT_SUCCESS;
+  });
 }
 
 normjit_status normjit_context_write_bundle(normjit_context *context,
                                             const normjit_op_desc *descs,
                                             size_t count, const char *path) {
-  if (!context || !path)
-    return invalid("context or path is null");
-  if (count && !descs)
-    return invalid("descs is null");
-  std::vector<OpSpec> specs(count);
-  for (size_t i = 0; i < count; ++i) {
-    normjit_status status;
-    if (!convertDesc(&descs[i], specs[i], status))
-      return status;
-  }
-  return report(context->context->writeBundle(specs, path));
+  return guard("normjit_context_write_bundle", [&] {
+    if (!context || !path)
+      return invalid("context or path is null");
+    if (count && !descs)
+      return invalid("descs is null");
+    std::vector<OpSpec> specs(count);
+    for (size_t i = 0; i < count; ++i) {
+      normjit_status status;
+      if (!convertDesc(&descs[i], specs[i], status))
+        return status;
+    }
+    return report(context->context->writeBundle(specs, path));
+  });
 }
 
 } // extern "C"

@@ -46,6 +46,39 @@ int64_t norm::jit::getTuningRows(const OpSpec &spec, RowBucket bucket) {
   return std::clamp<int64_t>(kBudget / perRow, 2048, int64_t(1) << 20);
 }
 
+int64_t norm::jit::getRowBucketMinRows(RowBucket bucket) {
+  switch (bucket) {
+  case RowBucket::One:
+    return 1;
+  case RowBucket::UpTo64:
+    return 2;
+  case RowBucket::UpTo1K:
+    return 65;
+  case RowBucket::More:
+    break;
+  }
+  return 1025;
+}
+
+int64_t norm::jit::getTuningScratchBytes(const OpSpec &spec, int64_t rows) {
+  int64_t bytes = 0;
+  for (const BufferSpec &buffer : getBuffers(spec))
+    bytes += buffer.cols * getElementBytes(buffer.type) *
+             (buffer.rows2D ? rows : 1);
+  return bytes;
+}
+
+int64_t norm::jit::fitTuningRows(const OpSpec &spec, RowBucket bucket,
+                                 int64_t rows, int64_t budget) {
+  int64_t smallest = getRowBucketMinRows(bucket);
+  while (getTuningScratchBytes(spec, rows) > budget) {
+    if (rows <= smallest)
+      return 0;
+    rows = std::max(rows / 2, smallest);
+  }
+  return rows;
+}
+
 static bool isPowerOf2(int64_t value) {
   return value > 0 && (value & (value - 1)) == 0;
 }

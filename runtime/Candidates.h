@@ -45,6 +45,24 @@ std::optional<RowBucket> parseRowBucketName(std::string_view name);
 /// it is timed at DRAM bandwidth as large batches run.
 int64_t getTuningRows(const OpSpec &spec, RowBucket bucket);
 
+/// The smallest row count of a bucket: 1, 2, 65, 1025.
+int64_t getRowBucketMinRows(RowBucket bucket);
+
+/// Device memory the tuner's scratch buffers take for `rows` rows of
+/// `spec`: every 2-D buffer for `rows` rows, every 1-D buffer once.
+int64_t getTuningScratchBytes(const OpSpec &spec, int64_t rows);
+
+/// The default bound of the tuner's scratch memory: twice what the largest
+/// bucket is meant to move (getTuningRows), so that only rows beyond
+/// about 64K elements tune at fewer rows than that.
+constexpr int64_t kDefaultTuningScratchBytes = int64_t(512) << 20;
+
+/// The rows to tune `bucket` at when scratch may take `budget` bytes:
+/// `rows`, halved (down to the bucket's smallest row count) until the
+/// scratch fits; 0 when not even the smallest fits.
+int64_t fitTuningRows(const OpSpec &spec, RowBucket bucket, int64_t rows,
+                      int64_t budget);
+
 /// Elements one thread may keep in registers (kMaxElementsPerThread of
 /// dialects/NormDialect.h, which the kernel verifier enforces).
 constexpr int64_t kMaxElementsPerThread = 64;

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <initializer_list>
 #include <mutex>
+#include <sys/stat.h>
 
 using namespace norm::jit;
 
@@ -48,6 +49,15 @@ std::string CudaDriver::describe(const char *call, cu::Result result) const {
 Status CudaDriver::load(const std::string &library,
                         std::shared_ptr<const CudaDriver> &result) {
   std::string path = library.empty() ? "libcuda.so.1" : library;
+  // dlopen opens like any reader: a FIFO would block it forever. A path
+  // (not a name the loader searches) must be a regular file or a link to
+  // one.
+  struct stat info;
+  if (path.find('/') != std::string::npos &&
+      ::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
+    return Status::error(ErrorCode::NoDriver,
+                         "cannot load the CUDA driver '" + path +
+                             "': not a regular file");
   // dlerror() is process-global state: keep dlopen/dlerror pairs together.
   static std::mutex dlMutex;
   void *handle;

@@ -12,7 +12,8 @@
 //       40     K  key (the full text the file name hashes)
 //     40+K     B  sections: u32 name length, name, u64 data length, data
 //
-// The file is exactly 40 + K + B bytes long.
+// The file is exactly 40 + K + B bytes long, at most kMaxCacheEntryBytes
+// (DiskCache.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -156,28 +157,60 @@ static std::string describeErrno(const std::string &what,
   return what + " '" + path + "': " + std::strerror(errno);
 }
 
-Status norm::jit::readFile(const std::string &path, std::string &bytes) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
+namespace {
+/// Closes a descriptor at the end of its scope.
+struct FileDescriptor {
+  int fd;
+  ~FileDescriptor() { ::close(fd); }
+};
+} // namespace
+
+Status norm::jit::readFile(const std::string &path, size_t maxBytes,
+                           std::string &bytes, bool *missing) {
+  if (missing)
+    *missing = false;
+  // Non-blocking: opening a FIFO for reading would otherwise wait for a
+  // writer, forever. Regular files read the same either way.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (missing)
+      *missing = errno == ENOENT || errno == ENOTDIR;
     return Status::error(ErrorCode::IoError,
                          describeErrno("cannot open", path));
+  }
+  FileDescriptor file{fd};
+  // The opened file, not the path: a link may point anywhere.
+  struct stat info;
+  if (::fstat(fd, &info) != 0)
+    return Status::error(ErrorCode::IoError,
+                         describeErrno("cannot stat", path));
+  if (!S_ISREG(info.st_mode))
+    return Status::error(ErrorCode::IoError,
+                         "'" + path + "' is not a regular file");
+  auto tooLarge = [&](const std::string &size) {
+    return Status::error(ErrorCode::IoError,
+                         "'" + path + "' has " + size + " bytes, more than the " +
+                             std::to_string(maxBytes) + " its format allows");
+  };
+  if (static_cast<uint64_t>(info.st_size) > maxBytes)
+    return tooLarge(std::to_string(info.st_size));
   std::string data;
+  data.reserve(static_cast<size_t>(info.st_size));
   char buffer[1 << 16];
   while (true) {
     ssize_t n = ::read(fd, buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR)
       continue;
-    if (n < 0) {
-      Status status =
-          Status::error(ErrorCode::IoError, describeErrno("cannot read", path));
-      ::close(fd);
-      return status;
-    }
+    if (n < 0)
+      return Status::error(ErrorCode::IoError,
+                           describeErrno("cannot read", path));
     if (n == 0)
       break;
+    // A file growing while it is read is bounded too.
+    if (static_cast<size_t>(n) > maxBytes - data.size())
+      return tooLarge("at least " + std::to_string(data.size() + n));
     data.append(buffer, n);
   }
-  ::close(fd);
   bytes = std::move(data);
   return Status::success();
 }
@@ -267,8 +300,17 @@ DiskCache::Lookup DiskCache::load(std::string_view kind, std::string_view key,
                                   CacheEntry &entry, std::string &why) const {
   std::string path = getPath(kind, key);
   std::string bytes;
-  if (!readFile(path, bytes).ok())
-    return Lookup::Miss;
+  bool missing = false;
+  if (Status status = readFile(path, kMaxCacheEntryBytes, bytes, &missing);
+      !status) {
+    if (missing)
+      return Lookup::Miss;
+    // A FIFO, a link to a device, a huge file: not an entry of ours, and
+    // the name is. The next store replaces it.
+    ::unlink(path.c_str());
+    why = status.message();
+    return Lookup::Rejected;
+  }
   if (parseCacheEntry(bytes, key, entry, why))
     return Lookup::Hit;
   ::unlink(path.c_str());
@@ -278,10 +320,16 @@ DiskCache::Lookup DiskCache::load(std::string_view kind, std::string_view key,
 
 Status DiskCache::store(std::string_view kind, std::string_view key,
                         const CacheEntry &entry) const {
+  std::string bytes = serializeCacheEntry(key, entry);
+  if (bytes.size() > kMaxCacheEntryBytes)
+    return Status::error(ErrorCode::IoError,
+                         "a cache entry of " + std::to_string(bytes.size()) +
+                             " bytes is larger than the " +
+                             std::to_string(kMaxCacheEntryBytes) +
+                             " the format allows");
   if (Status status = createDirectories(directory); !status)
     return status;
-  return writeFileAtomically(getPath(kind, key),
-                             serializeCacheEntry(key, entry));
+  return writeFileAtomically(getPath(kind, key), bytes);
 }
 
 void DiskCache::remove(std::string_view kind, std::string_view key) const {

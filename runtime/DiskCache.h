@@ -15,6 +15,7 @@
 
 #include "runtime/Status.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -49,6 +50,12 @@ inline uint64_t readLittleEndian(std::string_view bytes, size_t offset,
 /// 16 lower-case hexadecimal digits.
 std::string toHex64(uint64_t value);
 
+/// The largest entry file the format allows (DiskCache.cpp): one kernel's
+/// signature, PTX and cubin are kilobytes to a few megabytes. Larger files
+/// are refused unread, so a file that never ends (a link to /dev/zero) or a
+/// huge one cannot exhaust the host's memory.
+constexpr size_t kMaxCacheEntryBytes = size_t(64) << 20;
+
 /// The payload of one entry: named byte strings.
 struct CacheEntry {
   std::vector<std::pair<std::string, std::string>> sections;
@@ -70,8 +77,12 @@ bool parseCacheEntry(std::string_view bytes, std::string_view key,
 bool parseCacheEntry(std::string_view bytes, std::string &key,
                      CacheEntry &entry, std::string &why);
 
-/// Reads a whole file; IoError when it cannot.
-Status readFile(const std::string &path, std::string &bytes);
+/// Reads a whole regular file of at most `maxBytes` bytes. IoError when it
+/// cannot: missing, not a regular file (a FIFO, a device, a directory:
+/// refused without blocking), larger, unreadable; `missing`, when given,
+/// tells the first case (no such file or directory) apart.
+Status readFile(const std::string &path, size_t maxBytes, std::string &bytes,
+                bool *missing = nullptr);
 /// Writes a whole file atomically: a temporary file in the same directory,
 /// renamed over `path`.
 Status writeFileAtomically(const std::string &path, std::string_view bytes);
@@ -93,12 +104,14 @@ public:
   std::string getPath(std::string_view kind, std::string_view key) const;
 
   enum class Lookup { Hit, Miss, Rejected };
-  /// Hit fills `entry`. Rejected: a file was there but corrupt, truncated,
-  /// of another format or for another key; it is deleted and `why` says what
-  /// was wrong.
+  /// Hit fills `entry`. Rejected: something was there but not a readable
+  /// entry (corrupt, truncated, of another format or for another key, not a
+  /// regular file, larger than kMaxCacheEntryBytes); it is deleted and `why`
+  /// says what was wrong.
   Lookup load(std::string_view kind, std::string_view key, CacheEntry &entry,
               std::string &why) const;
-  /// Writes the entry atomically (creating the directory).
+  /// Writes the entry atomically (creating the directory); IoError for an
+  /// entry larger than kMaxCacheEntryBytes, which could not be read back.
   Status store(std::string_view kind, std::string_view key,
                const CacheEntry &entry) const;
   void remove(std::string_view kind, std::string_view key) const;

@@ -3,6 +3,7 @@
 #include "runtime/KernelStore.h"
 
 #include "runtime/OpSpecs.h"
+#include "runtime/SignatureCheck.h"
 
 #include <chrono>
 #include <cstdio>
@@ -134,6 +135,12 @@ Status KernelStore::getKernel(const OpSpec &spec, const LaunchConfig &launch,
       return Status::error(ErrorCode::IoError, "kernel bundle '" +
                                                    bundle->getPath() +
                                                    "': " + what + ": " + why);
+    if (Status status =
+            checkSignatureFor(binary.signature, spec, launch, target);
+        !status)
+      return Status::error(ErrorCode::IoError,
+                           "kernel bundle '" + bundle->getPath() +
+                               "' is refused: " + status.message());
     binary.origin = KernelBinary::Origin::Bundle;
     log.log(LogLevel::Debug,
             "kernel " + what + ": from bundle " + bundle->getPath());
@@ -154,10 +161,15 @@ Status KernelStore::getKernel(const OpSpec &spec, const LaunchConfig &launch,
     switch (disk->load(kKernelKind, key, entry, why)) {
     case DiskCache::Lookup::Hit:
       if (readKernelEntry(entry, cubinTag, binary, why)) {
-        binary.origin = KernelBinary::Origin::DiskCache;
-        log.log(LogLevel::Debug, "kernel " + what + ": disk cache hit" +
-                                     (binary.cubin.empty() ? " (PTX)" : ""));
-        return Status::success();
+        Status status =
+            checkSignatureFor(binary.signature, spec, launch, target);
+        if (status.ok()) {
+          binary.origin = KernelBinary::Origin::DiskCache;
+          log.log(LogLevel::Debug, "kernel " + what + ": disk cache hit" +
+                                       (binary.cubin.empty() ? " (PTX)" : ""));
+          return Status::success();
+        }
+        why = status.message();
       }
       disk->remove(kKernelKind, key);
       log.log(LogLevel::Warning,
@@ -181,12 +193,14 @@ Status KernelStore::getKernel(const OpSpec &spec, const LaunchConfig &launch,
     return Status::error(ErrorCode::CompileError, "cannot compile " + what +
                                                       ": " +
                                                       compiledStatus.message);
-  if (compiled.ptx.empty() || compiled.signature.name.empty() ||
-      !(compiled.signature.launch == launch))
+  if (compiled.ptx.empty())
     return Status::error(ErrorCode::Internal,
-                         "the compiler returned no kernel or another "
-                         "configuration for " +
-                             what);
+                         "the compiler returned no PTX for " + what);
+  if (Status status =
+          checkSignatureFor(compiled.signature, spec, launch, target);
+      !status)
+    return status.withContext("the compiler returned another kernel than "
+                              "asked for");
   if (log.isEnabled(LogLevel::Info)) {
     char ms[32];
     std::snprintf(ms, sizeof(ms), "%.1f ms",
@@ -228,17 +242,34 @@ void KernelStore::discardKernel(const OpSpec &spec,
                  getKernelKey(spec, launch, target, compilerVersion));
 }
 
-std::optional<LaunchPlan> KernelStore::findPlan(const OpSpec &spec) const {
+Status KernelStore::findPlan(const OpSpec &spec,
+                             std::optional<LaunchPlan> &plan) const {
+  plan.reset();
   std::string key = getPlanKey(spec, target.chip);
-  for (const auto &bundle : bundles)
-    if (const CacheEntry *entry = bundle->find(key)) {
-      if (std::optional<LaunchPlan> plan = readPlanEntry(*entry))
-        return plan;
-      log.log(LogLevel::Warning, "kernel bundle '" + bundle->getPath() +
-                                     "' has a malformed plan for " +
-                                     describeOpSpec(spec));
+  for (const auto &bundle : bundles) {
+    const CacheEntry *entry = bundle->find(key);
+    if (!entry)
+      continue;
+    auto refuse = [&](const std::string &why) {
+      return Status::error(ErrorCode::IoError,
+                           "kernel bundle '" + bundle->getPath() +
+                               "' is refused: its plan for " +
+                               describeOpSpec(spec) + " " + why);
+    };
+    std::optional<LaunchPlan> read = readPlanEntry(*entry);
+    if (!read)
+      return refuse("is malformed");
+    for (RowBucket bucket : kAllRowBuckets) {
+      const LaunchConfig &launch = (*read)[static_cast<int>(bucket)];
+      if (!fitsRow(launch, spec))
+        return refuse("runs " + launch.getMangledSuffix() + " for rows " +
+                      std::string(getRowBucketName(bucket)) +
+                      ", which does not fit its rows");
     }
-  return std::nullopt;
+    plan = read;
+    return Status::success();
+  }
+  return Status::success();
 }
 
 std::optional<KernelStore::TuningRecord>
@@ -262,6 +293,15 @@ KernelStore::loadTuning(const OpSpec &spec, RowBucket bucket,
   if (!launch || !report) {
     disk->remove(kTuningKind, key);
     log.log(LogLevel::Warning, "discarded a malformed tuning cache entry");
+    return std::nullopt;
+  }
+  // A winner that cannot run these rows would fail every later process.
+  if (!fitsRow(*launch, spec)) {
+    disk->remove(kTuningKind, key);
+    log.log(LogLevel::Warning,
+            "discarded a tuning cache entry for " + describeOpSpec(spec) +
+                " whose winner " + launch->getMangledSuffix() +
+                " does not fit its rows");
     return std::nullopt;
   }
   return TuningRecord{*launch, *report};

@@ -85,6 +85,10 @@ public:
 
   /// The PTX, signature and (where `cubinTag` matches) cubin of one kernel
   /// variant. NotFound when no bundle has it and there is no compiler.
+  /// Every signature is checked against `spec` and `launch`
+  /// (checkSignatureFor): a bundle's that does not match is refused
+  /// (IoError), a disk entry's is deleted and compiled again, the
+  /// compiler's is an Internal error.
   Status getKernel(const OpSpec &spec, const LaunchConfig &launch,
                    std::string_view cubinTag, KernelBinary &binary) const;
   /// Adds the cubin the driver linked for this device to the disk entry.
@@ -93,13 +97,17 @@ public:
   /// Forgets a disk entry whose contents the driver rejected.
   void discardKernel(const OpSpec &spec, const LaunchConfig &launch) const;
 
-  /// The plan of the first bundle that has one for the operation.
-  std::optional<LaunchPlan> findPlan(const OpSpec &spec) const;
+  /// The plan of the first bundle that has one for the operation (none:
+  /// success, `plan` empty). IoError for a plan that is malformed or whose
+  /// configurations do not fit the operation's rows.
+  Status findPlan(const OpSpec &spec, std::optional<LaunchPlan> &plan) const;
 
   struct TuningRecord {
     LaunchConfig winner;
     std::string report;
   };
+  /// The cached tuning result of a bucket; nullopt (and the entry deleted)
+  /// when it is malformed or its winner does not fit the operation's rows.
   std::optional<TuningRecord> loadTuning(const OpSpec &spec, RowBucket bucket,
                                          std::string_view device,
                                          int driverVersion) const;

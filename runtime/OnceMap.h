@@ -11,6 +11,7 @@
 #ifndef NORM_RUNTIME_ONCEMAP_H
 #define NORM_RUNTIME_ONCEMAP_H
 
+#include "runtime/Exceptions.h"
 #include "runtime/Status.h"
 
 #include <condition_variable>
@@ -24,38 +25,42 @@ namespace norm::jit {
 template <typename Value> class OnceMap {
 public:
   /// The value of `key`, built with `build(Value &) -> Status` if missing.
+  /// An exception from `build` is its failure (Exceptions.h): the threads
+  /// waiting for it are woken with that status, never left waiting.
   template <typename Build>
   Status getOrBuild(const std::string &key, Build &&build, Value &value) {
     std::shared_ptr<Slot> slot;
-    bool builder = false;
     {
       std::unique_lock<std::mutex> lock(mutex);
-      auto [it, inserted] = slots.try_emplace(key);
-      if (inserted) {
-        it->second = std::make_shared<Slot>();
-        builder = true;
-      }
-      slot = it->second;
-      if (!builder) {
+      auto it = slots.find(key);
+      if (it != slots.end()) {
+        slot = it->second;
         done.wait(lock, [&] { return slot->finished; });
         if (slot->status.ok())
           value = slot->value;
         return slot->status;
       }
+      // Allocated before it is inserted: a throw leaves no empty slot.
+      slot = std::make_shared<Slot>();
+      slots.emplace(key, slot);
     }
     Value built{};
-    Status status = build(built);
-    std::lock_guard<std::mutex> lock(mutex);
-    slot->finished = true;
-    slot->status = status;
-    if (status.ok()) {
-      slot->value = built;
-      value = std::move(built);
-    } else {
-      slots.erase(key);
+    Status status =
+        catchExceptions("libnormjit", [&] { return build(built); });
+    {
+      // Nothing here throws, so the slot always finishes.
+      std::lock_guard<std::mutex> lock(mutex);
+      slot->finished = true;
+      slot->status = std::move(status);
+      if (slot->status.ok()) {
+        slot->value = built;
+        value = std::move(built);
+      } else {
+        slots.erase(key);
+      }
+      done.notify_all();
     }
-    done.notify_all();
-    return status;
+    return slot->status;
   }
 
   /// The value of `key` if it is built; false otherwise.

@@ -21,7 +21,9 @@
 // serves later ones, from any thread, from memory; the disk cache makes the
 // next process fast too. launch() checks every buffer, then enqueues one
 // kernel: no allocation, no synchronisation, safe inside CUDA graph capture.
-// Errors are Status values (Status.h); nothing throws.
+// Errors are Status values (Status.h); nothing throws: an exception inside
+// (std::bad_alloc, or one thrown by an injected compiler or log sink) comes
+// back as OutOfMemory or Internal.
 //
 //===----------------------------------------------------------------------===//
 
@@ -100,7 +102,13 @@ struct ContextOptions {
   /// -1: NORMJIT_LOG (default warnings); else a LogLevel.
   int logLevel = -1;
   Logger::Sink logSink;
+  /// Device memory a tuning run may take for scratch buffers; <= 0:
+  /// kDefaultTuningScratchBytes (512 MiB). Buckets whose scratch would take
+  /// more, or that the device cannot allocate, tune at fewer rows (halved
+  /// down to the bucket's smallest row count) or run the heuristic.
+  int64_t tuningScratchBytes = kDefaultTuningScratchBytes;
   /// Threads compiling tuning candidates; 0: the hardware's, at most 8.
+  /// Fewer where the system refuses to start one.
   int compileThreads = 0;
 };
 
@@ -186,6 +194,8 @@ private:
   };
 
   Kernel() = default;
+  Status launchChecked(const LaunchArgs &args, int64_t rows,
+                       void *stream) const;
   Status check(const LaunchArgs &args, int64_t rows,
                const LoadedKernel *&variant) const;
   /// InvalidArgument when an output shares a byte with another buffer.

@@ -28,6 +28,8 @@ std::string_view norm::jit::getErrorCodeName(ErrorCode code) {
     return "I/O error";
   case ErrorCode::Internal:
     return "internal error";
+  case ErrorCode::OutOfMemory:
+    return "out of memory";
   }
   return "unknown error";
 }

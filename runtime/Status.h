@@ -26,6 +26,7 @@ enum class ErrorCode : int {
   NotFound = 8,        // not in any bundle, and no compiler to build it
   IoError = 9,         // cache or bundle files
   Internal = 10,       // a broken invariant inside libnormjit
+  OutOfMemory = 11,    // host memory exhausted
 };
 
 /// "invalid argument", "no CUDA driver", ...

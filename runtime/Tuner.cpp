@@ -14,24 +14,14 @@ static constexpr double kTargetRunMs = 0.1;
 static constexpr int kTrials = 3;
 
 Status Tuner::create(std::shared_ptr<DeviceState> device, const OpSpec &spec,
-                     int64_t maxRows, std::unique_ptr<Tuner> &result) {
+                     std::unique_ptr<Tuner> &result) {
   std::unique_ptr<Tuner> tuner(new Tuner());
   tuner->device = device;
+  tuner->spec = spec;
   const CudaDriver &driver = *device->driver;
   ScopedContext scope(driver, device->context);
   if (!scope.status().ok())
     return scope.status();
-  for (const BufferSpec &buffer : getBuffers(spec)) {
-    size_t bytes = buffer.cols * getElementBytes(buffer.type) *
-                   (buffer.rows2D ? maxRows : 1);
-    DeviceBuffer scratch;
-    if (Status status =
-            DeviceBuffer::create(device, bytes, kScratchFill, scratch);
-        !status)
-      return status.withContext("tuning scratch buffer");
-    tuner->args.set(buffer.slot, scratch.get(), buffer.type, buffer.cols);
-    tuner->buffers.push_back(std::move(scratch));
-  }
   if (Status status = driver.check(
           driver.streamCreate(&tuner->stream, cu::kStreamNonBlocking),
           "cuStreamCreate");
@@ -43,6 +33,31 @@ Status Tuner::create(std::shared_ptr<DeviceState> device, const OpSpec &spec,
         !status)
       return status;
   result = std::move(tuner);
+  return Status::success();
+}
+
+Status Tuner::allocateScratch(int64_t rows) {
+  buffers.clear();
+  args = LaunchArgs();
+  scratchRows = 0;
+  std::vector<DeviceBuffer> allocated;
+  LaunchArgs scratchArgs;
+  for (const BufferSpec &buffer : getBuffers(spec)) {
+    size_t bytes = buffer.cols * getElementBytes(buffer.type) *
+                   (buffer.rows2D ? rows : 1);
+    DeviceBuffer scratch;
+    if (Status status =
+            DeviceBuffer::create(device, bytes, kScratchFill, scratch);
+        !status)
+      return status.withContext("tuning scratch buffer '" +
+                                std::string(getBufferSlotName(buffer.slot)) +
+                                "' (" + std::to_string(bytes) + " bytes)");
+    scratchArgs.set(buffer.slot, scratch.get(), buffer.type, buffer.cols);
+    allocated.push_back(std::move(scratch));
+  }
+  buffers = std::move(allocated);
+  args = scratchArgs;
+  scratchRows = rows;
   return Status::success();
 }
 
@@ -85,6 +100,11 @@ Status Tuner::run(const LoadedKernel &kernel, int64_t rows, int launches,
 
 Status Tuner::time(const LoadedKernel &kernel, int64_t rows,
                    double &microseconds) {
+  if (rows < 1 || rows > scratchRows)
+    return Status::error(ErrorCode::Internal,
+                         "timing " + std::to_string(rows) +
+                             " rows on scratch for " +
+                             std::to_string(scratchRows));
   const CudaDriver &driver = *device->driver;
   ScopedContext scope(driver, device->context);
   if (!scope.status().ok())

@@ -19,13 +19,20 @@ namespace norm::jit {
 
 class Tuner {
 public:
-  /// Allocates scratch buffers for up to `maxRows` rows of `spec`, filled
-  /// with small finite values in every element type.
+  /// A stream and events for timing kernels of `spec`; no scratch yet.
   static Status create(std::shared_ptr<DeviceState> device, const OpSpec &spec,
-                       int64_t maxRows, std::unique_ptr<Tuner> &tuner);
+                       std::unique_ptr<Tuner> &tuner);
   ~Tuner();
 
-  /// The time of one launch of `kernel` at `rows` rows, in microseconds.
+  /// Allocates scratch buffers for up to `rows` rows (getTuningScratchBytes),
+  /// filled with small finite values in every element type, after
+  /// releasing the previous ones. A failure (the device may not have the
+  /// memory) leaves no scratch: try again with fewer rows.
+  Status allocateScratch(int64_t rows);
+  int64_t getScratchRows() const { return scratchRows; }
+
+  /// The time of one launch of `kernel` at `rows` rows (at most the
+  /// scratch's), in microseconds.
   Status time(const LoadedKernel &kernel, int64_t rows, double &microseconds);
 
 private:
@@ -34,7 +41,9 @@ private:
              double &milliseconds);
 
   std::shared_ptr<DeviceState> device;
+  OpSpec spec;
   std::vector<DeviceBuffer> buffers;
+  int64_t scratchRows = 0;
   LaunchArgs args;
   cu::Stream stream = nullptr;
   cu::Event start = nullptr, stop = nullptr;

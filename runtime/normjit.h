@@ -23,6 +23,16 @@
 |*   normjit_launch_args_set(&args, NORMJIT_OUTPUT, y, NORMJIT_BF16, 4096, 0);*|
 |*   normjit_kernel_launch(kernel, &args, rows, stream);                      *|
 |*                                                                            *|
+|* Compatibility. Structs start with struct_size: their _init function (or    *|
+|* the caller) sets it to the struct's sizeof in the header a program is      *|
+|* compiled with. The library accepts any size from the struct's first        *|
+|* published layout (NORMJIT_*_SIZE_V1) up to its own sizeof, reads no byte   *|
+|* past struct_size and gives every field beyond it its default, so programs  *|
+|* built against an older header keep working; other sizes are refused.       *|
+|* Unknown flag bits and non-zero reserved fields are refused too             *|
+|* (NORMJIT_ERROR_INVALID_ARGUMENT), so that later versions can use them.     *|
+|* normjit_get_version tells the library's version at run time.               *|
+|*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
 #ifndef NORMJIT_H
@@ -35,7 +45,23 @@
 extern "C" {
 #endif
 
-#define NORMJIT_API_VERSION 1
+/* The API this header declares: 1, then 2 (normjit_get_version,
+ * normjit_context_options.tuning_scratch_bytes,
+ * normjit_context_options_init_sized, NORMJIT_ERROR_OUT_OF_MEMORY). */
+#define NORMJIT_API_VERSION 2
+
+/* The library version of this header: major (libnormjit.so.1) changes only
+ * when the ABI breaks, minor is the API version. */
+#define NORMJIT_VERSION_MAJOR 1
+#define NORMJIT_VERSION_MINOR NORMJIT_API_VERSION
+#define NORMJIT_VERSION_PATCH 0
+
+/* sizeof each struct in its first published layout (API 1, 64-bit
+ * platforms): the smallest struct_size the library accepts. */
+#define NORMJIT_OP_DESC_SIZE_V1 88
+#define NORMJIT_LAUNCH_ARGS_SIZE_V1 456
+#define NORMJIT_CONTEXT_OPTIONS_SIZE_V1 48
+#define NORMJIT_TUNING_INFO_SIZE_V1 56
 
 typedef enum normjit_status {
   NORMJIT_SUCCESS = 0,
@@ -48,7 +74,8 @@ typedef enum normjit_status {
   NORMJIT_ERROR_COMPILE = 7,          /* the kernel compiler failed */
   NORMJIT_ERROR_NOT_FOUND = 8,        /* not in any bundle, no compiler */
   NORMJIT_ERROR_IO = 9,               /* cache or bundle files */
-  NORMJIT_ERROR_INTERNAL = 10
+  NORMJIT_ERROR_INTERNAL = 10,
+  NORMJIT_ERROR_OUT_OF_MEMORY = 11    /* host memory exhausted (API 2) */
 } normjit_status;
 
 typedef enum normjit_dtype {
@@ -68,7 +95,7 @@ typedef enum normjit_op_kind {
   NORMJIT_OP_QK_NORM = 7          /* per-head norm of q and k from packed qkv */
 } normjit_op_kind;
 
-/* normjit_op_desc.flags */
+/* normjit_op_desc.flags; other bits are refused (INVALID_ARGUMENT). */
 #define NORMJIT_OP_WEIGHT (1u << 0)       /* y *= weight (+ weight_offset) */
 #define NORMJIT_OP_BIAS (1u << 1)         /* y += bias */
 #define NORMJIT_OP_ADDEND (1u << 2)       /* v = alpha * input + addend */
@@ -120,23 +147,24 @@ typedef enum normjit_buffer {
 typedef struct normjit_tensor {
   const void *data; /* device pointer; NULL: absent */
   int32_t dtype;    /* normjit_dtype */
-  int32_t reserved; /* 0 */
+  int32_t reserved; /* 0 (anything else is refused) */
   int64_t cols;
   int64_t row_stride;
 } normjit_tensor;
 
 typedef struct normjit_launch_args {
   uint32_t struct_size; /* sizeof(normjit_launch_args) */
-  uint32_t reserved;    /* 0 */
+  uint32_t reserved;    /* 0 (anything else is refused) */
   normjit_tensor tensors[NORMJIT_NUM_BUFFERS];
 } normjit_launch_args;
 
-/* normjit_context_options.flags */
+/* normjit_context_options.flags; other bits are refused. */
 #define NORMJIT_CONTEXT_NO_TUNING (1u << 0)     /* heuristic configurations */
 #define NORMJIT_CONTEXT_NO_DISK_CACHE (1u << 1)
 
 typedef struct normjit_context_options {
-  uint32_t struct_size;        /* sizeof(normjit_context_options) */
+  uint32_t struct_size;        /* NORMJIT_CONTEXT_OPTIONS_SIZE_V1 ..
+                                  sizeof(normjit_context_options) */
   int32_t device;              /* CUDA device ordinal */
   const char *driver_library;  /* NULL: libcuda.so.1 */
   const char *cache_dir;       /* NULL: $NORMJIT_CACHE_DIR, $XDG_CACHE_HOME/
@@ -145,9 +173,14 @@ typedef struct normjit_context_options {
   size_t num_bundles;
   uint32_t flags;              /* NORMJIT_CONTEXT_* */
   int32_t log_level;           /* -1: $NORMJIT_LOG; 0 quiet .. 3 debug */
+  /* API 2. Device memory a tuning run may take for scratch buffers; 0:
+   * 512 MiB; at most INT64_MAX. A row bucket whose scratch would take more,
+   * or that the device cannot allocate, is tuned at fewer rows, else runs
+   * the heuristic's configuration (NORMJIT_PLAN_HEURISTIC). */
+  uint64_t tuning_scratch_bytes;
 } normjit_context_options;
 
-/* normjit_kernel_create flags */
+/* normjit_kernel_create flags; other bits are refused. */
 #define NORMJIT_KERNEL_NO_TUNING (1u << 0)
 #define NORMJIT_KERNEL_REFUSE_MISALIGNED (1u << 1) /* no scalar fallback */
 
@@ -166,7 +199,24 @@ const char *normjit_status_name(normjit_status status);
 /* The message of the last failure on this thread; "" if none. */
 const char *normjit_last_error(void);
 
+/* The library's version and the API version it implements, to compare with
+ * the NORMJIT_VERSION_* and NORMJIT_API_VERSION of the header a program was
+ * compiled with. Any pointer may be NULL. */
+void normjit_get_version(uint32_t *major, uint32_t *minor, uint32_t *patch,
+                         uint32_t *api_version);
+
+/* Defaults (device 0, tuning, disk cache, log level -1) for the first `size`
+ * bytes of *options, struct_size = size: a program passes the sizeof of its
+ * header's struct, so the library never writes past it. */
+void normjit_context_options_init_sized(normjit_context_options *options,
+                                        size_t size);
+/* The API 1 entry point, for programs built against the API 1 header: it
+ * fills the API 1 layout only (NORMJIT_CONTEXT_OPTIONS_SIZE_V1 bytes). From
+ * API 2 on, the macro below calls normjit_context_options_init_sized with
+ * this header's size; FFI bindings call that function themselves. */
 void normjit_context_options_init(normjit_context_options *options);
+#define normjit_context_options_init(options)                                 \
+  normjit_context_options_init_sized((options), sizeof(normjit_context_options))
 /* Loads the driver and opens the device: NO_DRIVER or NO_DEVICE without. */
 normjit_status normjit_context_create(const normjit_context_options *options,
                                       normjit_context **context);

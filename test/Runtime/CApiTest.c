@@ -62,6 +62,10 @@ static void testContextErrors(const char *fake) {
   expect("struct size", normjit_context_create(&options, &context),
          NORMJIT_ERROR_INVALID_ARGUMENT);
   normjit_context_options_init(&options);
+  options.flags = NORMJIT_CONTEXT_NO_DISK_CACHE | (1u << 9);
+  expect("unknown context flag", normjit_context_create(&options, &context),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  normjit_context_options_init(&options);
   options.num_bundles = 2;
   expect("bundles", normjit_context_create(&options, &context),
          NORMJIT_ERROR_INVALID_ARGUMENT);
@@ -79,6 +83,78 @@ static void testContextErrors(const char *fake) {
          NORMJIT_ERROR_NO_DEVICE);
   CHECK(context == NULL);
   normjit_context_destroy(NULL);
+}
+
+static void testVersion(void) {
+  uint32_t major = 0, minor = 0, patch = 99, api = 0;
+  normjit_get_version(&major, &minor, &patch, &api);
+  CHECK(major == NORMJIT_VERSION_MAJOR && minor == NORMJIT_VERSION_MINOR &&
+        patch == NORMJIT_VERSION_PATCH && api == NORMJIT_API_VERSION);
+  CHECK(api == 2);
+  normjit_get_version(NULL, NULL, NULL, NULL);
+  normjit_get_version(NULL, NULL, NULL, &api);
+  printf("version: %u.%u.%u api %u\n", major, minor, patch, api);
+}
+
+/* Programs built against an older header pass their smaller struct: the
+ * library reads nothing past struct_size. */
+static void testOlderCallers(const char *fake, const char *bundle) {
+  union {
+    normjit_context_options options;
+    unsigned char bytes[sizeof(normjit_context_options) + 8];
+  } old;
+  /* Garbage past the API 1 layout: refused if it were read (a scratch
+   * budget beyond INT64_MAX). */
+  memset(&old, 0xff, sizeof(old));
+  normjit_context_options_init_sized(&old.options,
+                                     NORMJIT_CONTEXT_OPTIONS_SIZE_V1);
+  CHECK(old.options.struct_size == NORMJIT_CONTEXT_OPTIONS_SIZE_V1);
+  for (size_t i = NORMJIT_CONTEXT_OPTIONS_SIZE_V1; i < sizeof(old.bytes); ++i)
+    CHECK(old.bytes[i] == 0xff); /* not written either */
+  const char *bundles[] = {bundle};
+  old.options.driver_library = fake;
+  old.options.bundles = bundles;
+  old.options.num_bundles = 1;
+  old.options.flags = NORMJIT_CONTEXT_NO_DISK_CACHE;
+  normjit_context *context = NULL;
+  expect("API 1 options", normjit_context_create(&old.options, &context),
+         NORMJIT_SUCCESS);
+  normjit_context_destroy(context);
+  /* The same bytes within struct_size are read, and refused. */
+  old.options.struct_size = sizeof(normjit_context_options);
+  expect("garbage scratch budget",
+         normjit_context_create(&old.options, &context),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  old.options.struct_size = NORMJIT_CONTEXT_OPTIONS_SIZE_V1 - 4;
+  expect("options too small", normjit_context_create(&old.options, &context),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(context == NULL);
+
+  /* The API 1 entry point (the name without the macro) fills the API 1
+   * layout only. */
+  memset(&old, 0xff, sizeof(old));
+  (normjit_context_options_init)(&old.options);
+  CHECK(old.options.struct_size == NORMJIT_CONTEXT_OPTIONS_SIZE_V1);
+  CHECK(old.options.log_level == -1 && old.options.flags == 0 &&
+        old.options.bundles == NULL);
+  for (size_t i = NORMJIT_CONTEXT_OPTIONS_SIZE_V1; i < sizeof(old.bytes); ++i)
+    CHECK(old.bytes[i] == 0xff);
+
+  /* This header's size: every field, the budget's default 0. */
+  normjit_context_options_init(&old.options);
+  CHECK(old.options.struct_size == sizeof(normjit_context_options));
+  CHECK(old.options.tuning_scratch_bytes == 0);
+  old.options.driver_library = fake;
+  old.options.tuning_scratch_bytes = 1u << 20;
+  expect("scratch budget", normjit_context_create(&old.options, &context),
+         NORMJIT_SUCCESS);
+  normjit_context_destroy(context);
+  /* A newer header's larger struct: refused, not partly ignored. */
+  normjit_context_options_init_sized(&old.options, sizeof(old.bytes));
+  CHECK(old.options.struct_size == sizeof(old.bytes));
+  old.options.driver_library = fake;
+  expect("options too large", normjit_context_create(&old.options, &context),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
 }
 
 static void testKernelErrors(normjit_context *context) {
@@ -203,6 +279,16 @@ static void testLaunch(normjit_context *context) {
                           kHidden, 0);
   expect("odd input", normjit_kernel_launch(kernel, &args, kRows, NULL),
          NORMJIT_ERROR_MISALIGNED);
+  normjit_launch_args_set(&args, NORMJIT_INPUT, input, NORMJIT_BF16, kHidden,
+                          0);
+  args.reserved = 1;
+  expect("args reserved", normjit_kernel_launch(kernel, &args, kRows, NULL),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  args.reserved = 0;
+  args.tensors[NORMJIT_WEIGHT].reserved = -1;
+  expect("tensor reserved", normjit_kernel_launch(kernel, &args, kRows, NULL),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  args.tensors[NORMJIT_WEIGHT].reserved = 0;
   args.struct_size = 0;
   expect("args struct size", normjit_kernel_launch(kernel, &args, kRows, NULL),
          NORMJIT_ERROR_INVALID_ARGUMENT);
@@ -213,6 +299,11 @@ static void testLaunch(normjit_context *context) {
   expect("bundle without path",
          normjit_context_write_bundle(context, &desc, 1, NULL),
          NORMJIT_ERROR_INVALID_ARGUMENT);
+  /* More descriptions than a vector can hold: an exception inside (C++
+   * std::length_error), a status here. */
+  expect("bundle of SIZE_MAX descs",
+         normjit_context_write_bundle(context, &desc, SIZE_MAX, "/dev/null"),
+         NORMJIT_ERROR_INTERNAL);
 }
 
 /* A fixed configuration, and what get_tuning says about each kind of plan. */
@@ -277,7 +368,9 @@ int main(int argc, char **argv) {
   }
   fakecuda_reset();
   testStatusNames();
+  testVersion();
   testContextErrors(argv[1]);
+  testOlderCallers(argv[1], argv[2]);
 
   normjit_context_options options;
   normjit_context_options_init(&options);

@@ -155,7 +155,7 @@ class FakeDriverTest(unittest.TestCase):
                       str(caught.exception))
         with self.assertRaises(norm_opt.NormJitError) as caught:
             self.context.kernel(RMS._replace(flags=1 << 20))
-        self.assertIn("unknown operation flags", str(caught.exception))
+        self.assertIn("normjit_op_desc.flags: unknown bits", str(caught.exception))
 
     def test_kernel_not_in_bundle(self):
         """A runtime-only library cannot build what no bundle holds; a full

@@ -4,10 +4,14 @@
 
 #include "test/Unit/Runtime/TestSupport.h"
 
+#include <fcntl.h>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace norm::jit;
+using norm::jit::test::runWithWatchdog;
 using norm::jit::test::TempDir;
 
 namespace {
@@ -41,7 +45,7 @@ TEST(Bundle, AnyDamageFailsTheRead) {
   TempDir dir;
   ASSERT_TRUE(makeWriter().write(dir / "b.njb").ok());
   std::string bytes;
-  ASSERT_TRUE(readFile(dir / "b.njb", bytes).ok());
+  ASSERT_TRUE(readFile(dir / "b.njb", kMaxBundleBytes, bytes).ok());
   auto readBack = [&](const std::string &data) {
     std::ofstream(dir / "d.njb", std::ios::binary | std::ios::trunc) << data;
     std::shared_ptr<const Bundle> bundle;
@@ -63,6 +67,36 @@ TEST(Bundle, AnyDamageFailsTheRead) {
   Status missing = Bundle::read(dir / "missing.njb", bundle);
   EXPECT_EQ(missing.code(), ErrorCode::IoError);
   EXPECT_NE(missing.message().find("missing.njb"), std::string::npos);
+}
+
+TEST(Bundle, OnlyRegularFilesOfBoundedSizeAreRead) {
+  TempDir dir;
+  auto refused = [&](const std::string &path) {
+    std::shared_ptr<const Bundle> bundle;
+    Status status;
+    runWithWatchdog(60, [&] { status = Bundle::read(path, bundle); });
+    EXPECT_EQ(status.code(), ErrorCode::IoError) << path;
+    EXPECT_EQ(bundle, nullptr);
+    return status.message();
+  };
+  ASSERT_EQ(::mkfifo((dir / "fifo.njb").c_str(), 0644), 0);
+  EXPECT_NE(refused(dir / "fifo.njb").find("is not a regular file"),
+            std::string::npos);
+  EXPECT_NE(refused("/dev/zero").find("'/dev/zero' is not a regular file"),
+            std::string::npos);
+  ASSERT_EQ(::symlink("/dev/zero", (dir / "zero.njb").c_str()), 0);
+  EXPECT_NE(refused(dir / "zero.njb").find("is not a regular file"),
+            std::string::npos);
+  EXPECT_NE(refused(dir.get()).find("is not a regular file"),
+            std::string::npos);
+  // Sparse: no disk space, and refused unread.
+  int fd = ::open((dir / "huge.njb").c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, kMaxBundleBytes + 1), 0);
+  ::close(fd);
+  EXPECT_NE(refused(dir / "huge.njb")
+                .find("more than the " + std::to_string(kMaxBundleBytes)),
+            std::string::npos);
 }
 
 } // namespace

@@ -263,4 +263,44 @@ TEST(Candidates, LongRowsGetAFewWideConfigurations) {
         << c.getMangledSuffix();
 }
 
+TEST(TuningScratch, BucketsStartWhereTheSmallerEnds) {
+  for (RowBucket bucket : kAllRowBuckets) {
+    int64_t smallest = getRowBucketMinRows(bucket);
+    EXPECT_EQ(getRowBucket(smallest), bucket);
+    if (smallest > 1) {
+      EXPECT_NE(getRowBucket(smallest - 1), bucket);
+    }
+  }
+}
+
+TEST(TuningScratch, RowsHalveUntilTheScratchFits) {
+  OpSpec spec = rmsNorm(4096); // 16 KiB of rows, 8 KiB of weight
+  EXPECT_EQ(getTuningScratchBytes(spec, 1), 24576);
+  EXPECT_EQ(getTuningScratchBytes(spec, 1024), 1024 * 16384 + 8192);
+  int64_t mib = int64_t(1) << 20;
+  // The default budget leaves ordinary rows alone.
+  for (RowBucket bucket : kAllRowBuckets)
+    EXPECT_EQ(fitTuningRows(spec, bucket, getTuningRows(spec, bucket),
+                            kDefaultTuningScratchBytes),
+              getTuningRows(spec, bucket));
+  EXPECT_EQ(fitTuningRows(spec, RowBucket::UpTo1K, 1024, 4 * mib), 128);
+  EXPECT_EQ(fitTuningRows(spec, RowBucket::UpTo1K, 1024, 2 * mib), 65)
+      << "not below the bucket";
+  EXPECT_EQ(fitTuningRows(spec, RowBucket::UpTo1K, 1024, mib), 0);
+  EXPECT_EQ(fitTuningRows(spec, RowBucket::More, 16384, 24 * mib), 1025);
+  EXPECT_EQ(fitTuningRows(spec, RowBucket::More, 16384, 4 * mib), 0);
+  EXPECT_EQ(fitTuningRows(spec, RowBucket::One, 1, 24576), 1);
+  EXPECT_EQ(fitTuningRows(spec, RowBucket::One, 1, 24575), 0);
+  // 4M bf16 elements: the largest bucket would take 32 GiB at 2048 rows.
+  OpSpec huge = rmsNorm(int64_t(1) << 22);
+  EXPECT_EQ(getTuningRows(huge, RowBucket::More), 2048);
+  EXPECT_EQ(getTuningScratchBytes(huge, 2048), (int64_t(32) << 30) + 8 * mib);
+  EXPECT_EQ(fitTuningRows(huge, RowBucket::More, 2048,
+                          kDefaultTuningScratchBytes),
+            0);
+  EXPECT_EQ(fitTuningRows(huge, RowBucket::UpTo64, 64,
+                          kDefaultTuningScratchBytes),
+            16);
+}
+
 } // namespace

@@ -10,6 +10,7 @@
 
 #include "runtime/Device.h"
 #include "runtime/KernelCompiler.h"
+#include "runtime/SignatureCheck.h"
 
 #include "test/Unit/Runtime/TestSupport.h"
 
@@ -100,6 +101,9 @@ protected:
     LaunchLayout layout;
     Status fits = computeLaunchLayout(spec, kernel.signature, layout);
     EXPECT_TRUE(fits.ok()) << what << ": " << fits.message();
+    // What the runtime checks of every stored signature.
+    Status matches = checkSignatureFor(kernel.signature, spec, launch, target);
+    EXPECT_TRUE(matches.ok()) << what << ": " << matches.message();
     return kernel.signature.name;
   }
 

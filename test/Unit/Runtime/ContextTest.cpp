@@ -6,6 +6,7 @@
 
 #include "runtime/Runtime.h"
 
+#include "runtime/Bundle.h"
 #include "runtime/DiskCache.h"
 #include "runtime/KernelStore.h"
 #include "test/Unit/Runtime/TestSupport.h"
@@ -44,6 +45,23 @@ TEST_F(ContextTest, NoDriverLibrary) {
             std::string::npos)
       << status.message();
   EXPECT_EQ(context, nullptr);
+}
+
+TEST_F(ContextTest, DriverPathsMustBeRegularFiles) {
+  // dlopen of a FIFO would block forever.
+  TempDir dir;
+  ASSERT_EQ(::mkfifo((dir / "libcuda.so.1").c_str(), 0644), 0);
+  for (const std::string &path : {dir / "libcuda.so.1", dir.get()}) {
+    ContextOptions options;
+    options.driverLibrary = path;
+    std::unique_ptr<Context> context;
+    Status status;
+    runWithWatchdog(60, [&] { status = createContext(options, context); });
+    EXPECT_EQ(status.code(), ErrorCode::NoDriver);
+    EXPECT_NE(status.message().find("'" + path + "': not a regular file"),
+              std::string::npos)
+        << status.message();
+  }
 }
 
 TEST_F(ContextTest, DefaultDriverIsLoadedOrReportedMissing) {
@@ -313,7 +331,7 @@ TEST_F(ContextTest, CorruptDiskEntriesAreRebuilt) {
   ASSERT_GT(compiles, 0);
   for (const std::string &name : cache.list()) {
     std::string bytes;
-    ASSERT_TRUE(readFile(cache / name, bytes).ok());
+    ASSERT_TRUE(readFile(cache / name, kMaxCacheEntryBytes, bytes).ok());
     bytes[bytes.size() / 2] ^= 0x55;
     std::ofstream(cache / name, std::ios::binary | std::ios::trunc) << bytes;
   }
@@ -324,6 +342,123 @@ TEST_F(ContextTest, CorruptDiskEntriesAreRebuilt) {
   for (const std::string &name : cache.list())
     std::ofstream(cache / name, std::ios::trunc);
   EXPECT_EQ(buildOnce(cache.get()), compiles);
+}
+
+// Hostile cache directories: FIFOs and links to /dev/zero under the names of
+// entries are refused without blocking, deleted and rebuilt.
+TEST_F(ContextTest, SpecialFilesInTheCacheAreRebuilt) {
+  TempDir cache;
+  int compiles = buildOnce(cache.get());
+  ASSERT_GT(compiles, 0);
+  std::vector<std::string> names = cache.list();
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::string path = cache / names[i];
+    ASSERT_EQ(::unlink(path.c_str()), 0);
+    if (i % 2)
+      ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+    else
+      ASSERT_EQ(::symlink("/dev/zero", path.c_str()), 0);
+  }
+  int rebuilt = -1;
+  runWithWatchdog(60, [&] { rebuilt = buildOnce(cache.get()); });
+  EXPECT_EQ(rebuilt, compiles);
+  EXPECT_EQ(buildOnce(cache.get()), 0) << "the rebuilt entries are good";
+}
+
+TEST_F(ContextTest, BundlePathsMustBeRegularFiles) {
+  TempDir dir;
+  ASSERT_EQ(::mkfifo((dir / "fifo.njb").c_str(), 0644), 0);
+  for (const std::string &path : {dir / "fifo.njb", std::string("/dev/zero")}) {
+    ContextOptions options = makeFakeOptions(nullptr);
+    options.bundles = {path};
+    std::unique_ptr<Context> context;
+    Status status;
+    runWithWatchdog(60, [&] { status = createContext(options, context); });
+    EXPECT_EQ(status.code(), ErrorCode::IoError);
+    EXPECT_NE(status.message().find("kernel bundle: '" + path +
+                                    "' is not a regular file"),
+              std::string::npos)
+        << status.message();
+  }
+}
+
+// A valid checksum proves an entry intact, not right: a signature that is not
+// the kernel of its key (here rows_per_cta doubled, which would skip every
+// other row) is deleted and compiled again.
+TEST_F(ContextTest, EntriesWhoseSignatureIsNotTheirKernelAreRebuilt) {
+  TempDir cache;
+  int compiles = buildOnce(cache.get());
+  ASSERT_GT(compiles, 0);
+  EXPECT_EQ(rewriteCacheEntries(cache, "kernel",
+                                [](CacheEntry &entry) {
+                                  editSignature(entry, [](KernelSignature &s) {
+                                    s.launch.rowsPerCta *= 2;
+                                  });
+                                }),
+            compiles);
+  EXPECT_EQ(buildOnce(cache.get()), compiles);
+  EXPECT_EQ(buildOnce(cache.get()), 0) << "the rebuilt entries are good";
+}
+
+TEST_F(ContextTest, BundleEntriesWhoseSignatureIsNotTheirKernelAreRefused) {
+  TempDir dir;
+  {
+    std::unique_ptr<Context> context;
+    ASSERT_TRUE(createContext(makeFakeOptions(std::make_shared<FakeCompiler>()),
+                              context)
+                    .ok());
+    ASSERT_TRUE(context->writeBundle({makeRmsNorm()}, dir / "b.njb").ok());
+  }
+  std::shared_ptr<const Bundle> bundle;
+  ASSERT_TRUE(Bundle::read(dir / "b.njb", bundle).ok());
+  // Rewrites the bundle with `edit` applied to its entries.
+  auto rewrite = [&](const std::function<void(const std::string &,
+                                              CacheEntry &)> &edit) {
+    BundleWriter writer(bundle->getInfo());
+    for (const auto &[key, entry] : bundle->getEntries()) {
+      CacheEntry copy = entry;
+      edit(key, copy);
+      writer.add(key, copy);
+    }
+    ASSERT_TRUE(writer.write(dir / "forged.njb").ok());
+  };
+  auto serve = [&]() {
+    ContextOptions options = makeFakeOptions(nullptr);
+    options.bundles = {dir / "forged.njb"};
+    std::unique_ptr<Context> context;
+    EXPECT_TRUE(createContext(options, context).ok());
+    std::shared_ptr<const Kernel> kernel;
+    return context ? context->getKernel(makeRmsNorm(), {}, kernel)
+                   : Status::error(ErrorCode::Internal, "no context");
+  };
+  rewrite([](const std::string &key, CacheEntry &entry) {
+    if (key.rfind("normjit kernel", 0) == 0)
+      editSignature(entry,
+                    [](KernelSignature &s) { s.launch.rowsPerCta *= 2; });
+  });
+  Status status = serve();
+  EXPECT_EQ(status.code(), ErrorCode::IoError);
+  EXPECT_NE(status.message().find("kernel bundle '" + dir / "forged.njb" +
+                                  "' is refused: the signature of kernel"),
+            std::string::npos)
+      << status.message();
+  EXPECT_NE(status.message().find(": launch v8_t64_w4_r4, expected v8_t64_w4_r2"), std::string::npos)
+      << status.message();
+
+  // A plan whose configuration does not fit the rows.
+  rewrite([](const std::string &key, CacheEntry &entry) {
+    if (key.rfind("normjit plan", 0) == 0)
+      setSection(entry, ">1K", "v8_t1024_w32_r1");
+  });
+  status = serve();
+  EXPECT_EQ(status.code(), ErrorCode::IoError);
+  EXPECT_NE(status.message().find("is refused: its plan for rms_norm h4096 "
+                                  "bf16 runs v8_t1024_w32_r1 for rows >1K, "
+                                  "which does not fit its rows"),
+            std::string::npos)
+      << status.message();
+  rewrite([](const std::string &, CacheEntry &) {});
+  EXPECT_TRUE(serve().ok()) << "the unedited bundle serves";
 }
 
 TEST_F(ContextTest, StaleCubinsAreLinkedAgain) {
@@ -359,7 +494,7 @@ TEST_F(ContextTest, PtxTheDriverRejectsIsCompiledAgain) {
   // entries well formed: the cache cannot see it, the driver can.
   for (const std::string &name : cache.list()) {
     std::string bytes, key, why;
-    ASSERT_TRUE(readFile(cache / name, bytes).ok());
+    ASSERT_TRUE(readFile(cache / name, kMaxCacheEntryBytes, bytes).ok());
     CacheEntry entry, rewritten;
     ASSERT_TRUE(parseCacheEntry(bytes, key, entry, why)) << why;
     rewritten.add("signature", *entry.find("signature"));

@@ -5,11 +5,15 @@
 #include "test/Unit/Runtime/TestSupport.h"
 
 #include <cstdlib>
+#include <fcntl.h>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <thread>
+#include <unistd.h>
 
 using namespace norm::jit;
+using norm::jit::test::runWithWatchdog;
 using norm::jit::test::TempDir;
 
 namespace {
@@ -26,7 +30,7 @@ CacheEntry makeEntry() {
 
 std::string readAll(const std::string &path) {
   std::string bytes;
-  EXPECT_TRUE(readFile(path, bytes).ok());
+  EXPECT_TRUE(readFile(path, kMaxCacheEntryBytes, bytes).ok());
   return bytes;
 }
 
@@ -155,6 +159,90 @@ TEST(DiskCache, CorruptEntriesAreDeletedNotTrusted) {
   // Rebuilt: a new store is trusted again.
   ASSERT_TRUE(cache.store("kernel", "k", makeEntry()).ok());
   EXPECT_EQ(cache.load("kernel", "k", entry, why), DiskCache::Lookup::Hit);
+}
+
+// What a hostile or broken cache directory may hold under an entry's name:
+// each is refused without blocking or reading it, deleted and rebuilt.
+TEST(DiskCache, OnlyRegularFilesOfBoundedSizeAreRead) {
+  TempDir dir;
+  DiskCache cache(dir.get());
+  std::string path = cache.getPath("kernel", "k");
+  auto expectRejected = [&](const std::string &what) -> std::string {
+    CacheEntry entry;
+    std::string why;
+    DiskCache::Lookup lookup = DiskCache::Lookup::Hit;
+    runWithWatchdog(60, [&] { lookup = cache.load("kernel", "k", entry, why); });
+    EXPECT_EQ(lookup, DiskCache::Lookup::Rejected) << what;
+    EXPECT_NE(why.find(path), std::string::npos) << why;
+    struct stat info;
+    EXPECT_NE(::lstat(path.c_str(), &info), 0) << what << " was not deleted";
+    std::string rejection = why;
+    EXPECT_TRUE(cache.store("kernel", "k", makeEntry()).ok());
+    EXPECT_EQ(cache.load("kernel", "k", entry, why), DiskCache::Lookup::Hit);
+    ::unlink(path.c_str());
+    return rejection;
+  };
+
+  // A FIFO without a writer: a blocking open would wait forever.
+  ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+  EXPECT_NE(expectRejected("a FIFO").find("is not a regular file"),
+            std::string::npos);
+  // A link to a device that never ends.
+  ASSERT_EQ(::symlink("/dev/zero", path.c_str()), 0);
+  EXPECT_NE(expectRejected("a link to /dev/zero").find("is not a regular file"),
+            std::string::npos);
+  // A sparse file one byte beyond the bound: refused without reading it.
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, kMaxCacheEntryBytes + 1), 0);
+  ::close(fd);
+  EXPECT_NE(expectRejected("a huge file")
+                .find(std::to_string(kMaxCacheEntryBytes + 1) +
+                      " bytes, more than the " +
+                      std::to_string(kMaxCacheEntryBytes)),
+            std::string::npos);
+  // A link to a regular file is read as that file.
+  ASSERT_TRUE(cache.store("kernel", "k", makeEntry()).ok());
+  ASSERT_EQ(::rename(path.c_str(), (dir / "real").c_str()), 0);
+  ASSERT_EQ(::symlink((dir / "real").c_str(), path.c_str()), 0);
+  CacheEntry entry;
+  std::string why;
+  EXPECT_EQ(cache.load("kernel", "k", entry, why), DiskCache::Lookup::Hit)
+      << why;
+}
+
+TEST(DiskCache, ReadFileTellsMissingFromRefused) {
+  TempDir dir;
+  std::string bytes;
+  bool missing = false;
+  EXPECT_EQ(readFile(dir / "none", 10, bytes, &missing).code(),
+            ErrorCode::IoError);
+  EXPECT_TRUE(missing);
+  Status status = readFile(dir.get(), 10, bytes, &missing);
+  EXPECT_EQ(status.code(), ErrorCode::IoError);
+  EXPECT_FALSE(missing);
+  EXPECT_NE(status.message().find("is not a regular file"), std::string::npos)
+      << status.message();
+  writeAll(dir / "ten", "0123456789");
+  ASSERT_TRUE(readFile(dir / "ten", 10, bytes).ok());
+  EXPECT_EQ(bytes, "0123456789");
+  status = readFile(dir / "ten", 9, bytes, &missing);
+  EXPECT_FALSE(missing);
+  EXPECT_NE(status.message().find("has 10 bytes, more than the 9"),
+            std::string::npos)
+      << status.message();
+}
+
+TEST(DiskCache, EntriesTooLargeToReadBackAreNotWritten) {
+  TempDir dir;
+  DiskCache cache(dir.get());
+  CacheEntry huge;
+  huge.add("ptx", std::string(kMaxCacheEntryBytes, 'x'));
+  Status status = cache.store("kernel", "k", huge);
+  EXPECT_EQ(status.code(), ErrorCode::IoError);
+  EXPECT_NE(status.message().find("larger than"), std::string::npos)
+      << status.message();
+  EXPECT_TRUE(dir.list().empty());
 }
 
 TEST(DiskCache, ConcurrentWritersLeaveAWholeEntry) {

@@ -5,6 +5,7 @@
 #include "runtime/Candidates.h"
 #include "runtime/OpSpecs.h"
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 #include <thread>
@@ -15,7 +16,8 @@ using namespace norm::jit::test;
 std::string norm::jit::test::getFakeKernelName(const OpSpec &spec,
                                                const LaunchConfig &launch) {
   return "norm_" + std::string(getOpKindName(spec.kind)) + "_h" +
-         std::to_string(spec.hidden) + "_" + launch.getMangledSuffix();
+         std::to_string(spec.hidden) + "_" + launch.getMangledSuffix() +
+         (keepsRowInRegisters(launch, spec) ? "" : "_stream");
 }
 
 norm::Status FakeCompiler::compile(const OpSpec &spec,
@@ -23,20 +25,31 @@ norm::Status FakeCompiler::compile(const OpSpec &spec,
                                    const TargetOptions &target,
                                    CompiledKernel &result) {
   ++compiles;
+  if (onCompile)
+    onCompile(launch);
   if (delayMs)
     std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
   if (rejects(launch) || !fitsRow(launch, spec))
     return norm::Status::error("fake compiler rejects " +
                                launch.getMangledSuffix());
+  // The signature the kernel generator writes (describeKernel), long rows
+  // streamed.
   KernelSignature &sig = result.signature;
   sig.name = getFakeKernelName(spec, launch);
-  sig.kind = spec.kind == OpSpec::Kind::QKNormPrologue ? "qk_norm_prologue"
-                                                       : "fused_row";
   sig.hidden = spec.hidden;
   sig.launch = launch;
   sig.blockThreads = launch.getThreadsPerCta();
-  if (spec.kind == OpSpec::Kind::QKNormPrologue)
+  if (spec.kind == OpSpec::Kind::QKNormPrologue) {
+    sig.kind = "qk_norm_prologue";
     sig.rowMultiplier = spec.numQHeads + spec.numKvHeads;
+  } else if (spec.kind == OpSpec::Kind::BatchNormStats) {
+    sig.kind = "column_stats";
+    int64_t tiles = (spec.hidden + launch.vector - 1) / launch.vector;
+    sig.fixedGridX = (tiles + launch.rowsPerCta - 1) / launch.rowsPerCta;
+  } else {
+    sig.kind = "fused_row";
+    sig.rowMultiplier = spec.groups;
+  }
   std::vector<BufferSpec> buffers = getBuffers(spec);
   for (const BufferSpec &buffer : buffers) {
     KernelParam param;
@@ -45,7 +58,8 @@ norm::Status FakeCompiler::compile(const OpSpec &spec,
     param.elementType = buffer.type;
     param.rowMajor2D = buffer.rows2D;
     param.readOnly = !buffer.written;
-    param.alignment = launch.vector * getElementBytes(buffer.type);
+    param.alignment =
+        std::min<int64_t>(launch.vector * getElementBytes(buffer.type), 16);
     sig.params.push_back(param);
   }
   sig.params.push_back({KernelParam::Kind::Rows, "rows"});

@@ -34,6 +34,8 @@ public:
   std::function<bool(const LaunchConfig &)> rejects = [](const LaunchConfig &) {
     return false;
   };
+  /// Called first by every compile, on the compiling thread (it may throw).
+  std::function<void(const LaunchConfig &)> onCompile;
   std::string version = "fake-compiler-1";
   int delayMs = 0;
   std::atomic<int> compiles{0};

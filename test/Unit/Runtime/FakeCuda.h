@@ -14,6 +14,7 @@
 #ifndef NORM_TEST_FAKECUDA_H
 #define NORM_TEST_FAKECUDA_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -52,6 +53,11 @@ int fakecuda_launch_count(void);
 /// Launch `index` (0 = first since reset); 0 when there is no such launch
 /// or it is older than the last 4096.
 int fakecuda_get_launch(int index, struct fakecuda_launch *launch);
+/// Device memory: cuMemAlloc fails with CUDA_ERROR_OUT_OF_MEMORY beyond
+/// `bytes` live at once (0, after reset: unlimited).
+void fakecuda_set_device_memory(size_t bytes);
+/// The most bytes allocated at once since the last reset.
+size_t fakecuda_peak_allocated_bytes(void);
 int fakecuda_live_allocations(void);
 int fakecuda_live_modules(void);
 int fakecuda_live_streams(void);

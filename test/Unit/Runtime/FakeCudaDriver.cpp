@@ -7,9 +7,11 @@
 
 #include "test/Unit/Runtime/FakeCuda.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -141,7 +143,9 @@ struct State {
   int retains = 0;
   std::set<Module *> modules;
   std::set<Stream *> streams;
-  std::set<void *> allocations;
+  std::map<void *, size_t> allocations; // bytes of each
+  size_t liveBytes = 0, peakBytes = 0;
+  size_t deviceMemory = 0; // 0: unlimited
   Stream defaultStream;
   PrimaryContext primary;
   fakecuda_launch launches[kMaxLaunches];
@@ -224,6 +228,8 @@ void fakecuda_reset(void) {
   s.maxThreadsPerBlock = 1024;
   s.maxSharedBytesOptin = 232448;
   s.launchCount = 0;
+  s.peakBytes = s.liveBytes;
+  s.deviceMemory = 0;
 }
 
 void fakecuda_set_device_count(int count) { state().devices = count; }
@@ -268,6 +274,16 @@ int fakecuda_get_launch(int index, fakecuda_launch *launch) {
     return 0;
   *launch = s.launches[index % kMaxLaunches];
   return 1;
+}
+
+void fakecuda_set_device_memory(size_t bytes) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().deviceMemory = bytes;
+}
+
+size_t fakecuda_peak_allocated_bytes(void) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().peakBytes;
 }
 
 int fakecuda_live_allocations(void) {
@@ -576,11 +592,16 @@ Result cuMemAlloc_v2(unsigned long long *pointer, size_t bytes) {
     return r;
   if (!hasContext())
     return kInvalidContext;
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.deviceMemory && bytes > s.deviceMemory - s.liveBytes)
+    return 2; // CUDA_ERROR_OUT_OF_MEMORY
   void *memory = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (!memory)
     return 2;
-  std::lock_guard<std::mutex> lock(state().mutex);
-  state().allocations.insert(memory);
+  s.allocations.emplace(memory, bytes);
+  s.liveBytes += bytes;
+  s.peakBytes = std::max(s.peakBytes, s.liveBytes);
   *pointer = reinterpret_cast<uintptr_t>(memory);
   return kSuccess;
 }
@@ -589,9 +610,13 @@ Result cuMemFree_v2(unsigned long long pointer) {
   if (Result r = enter(MemFree))
     return r;
   void *memory = reinterpret_cast<void *>(pointer);
-  std::lock_guard<std::mutex> lock(state().mutex);
-  if (!state().allocations.erase(memory))
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.allocations.find(memory);
+  if (it == s.allocations.end())
     return kInvalidValue;
+  s.liveBytes -= it->second;
+  s.allocations.erase(it);
   std::free(memory);
   return kSuccess;
 }

@@ -195,7 +195,14 @@ TEST_F(KernelStoreTest, CompilerResultsAreChecked) {
   Status status =
       store.getKernel(makeRmsNorm(), makeLaunch(8, 128), {}, binary);
   EXPECT_EQ(status.code(), ErrorCode::Internal);
-  EXPECT_NE(status.message().find("another configuration"), std::string::npos);
+  EXPECT_NE(status.message().find("the compiler returned another kernel than "
+                                  "asked for: "),
+            std::string::npos)
+      << status.message();
+  EXPECT_NE(status.message().find("launch v8_t128_w4_r2, expected "
+                                  "v8_t128_w4_r1"),
+            std::string::npos)
+      << status.message();
 }
 
 } // namespace

@@ -3,15 +3,25 @@
 #ifndef NORM_TEST_RUNTIME_TESTSUPPORT_H
 #define NORM_TEST_RUNTIME_TESTSUPPORT_H
 
+#include "runtime/DiskCache.h"
+#include "runtime/OpSpecs.h"
 #include "runtime/Runtime.h"
 #include "test/Unit/OpSpecs.h"
 #include "test/Unit/Runtime/FakeCompiler.h"
 #include "test/Unit/Runtime/FakeCuda.h"
 
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <dirent.h>
+#include <functional>
+#include <optional>
 #include <gtest/gtest.h>
+#include <mutex>
 #include <string>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -83,6 +93,77 @@ private:
 
   std::string path;
 };
+
+/// Runs `body` on a thread of its own and ends the test process, failing,
+/// when it has not returned after `seconds`: for calls that block forever
+/// when broken (opening a FIFO for reading waits for a writer). The limit
+/// is minutes beyond what the call takes, so load does not decide.
+template <typename Body> void runWithWatchdog(int seconds, Body body) {
+  struct State {
+    std::mutex mutex;
+    std::condition_variable done;
+    bool finished = false;
+  };
+  auto state = std::make_shared<State>();
+  std::thread([state, &body] {
+    body();
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->finished = true;
+    state->done.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(state->mutex);
+  if (!state->done.wait_for(lock, std::chrono::seconds(seconds),
+                            [&] { return state->finished; })) {
+    std::fprintf(stderr, "%s: still blocked after %d s\n",
+                 ::testing::UnitTest::GetInstance()
+                     ->current_test_info()
+                     ->name(),
+                 seconds);
+    std::_Exit(1);
+  }
+}
+
+/// Rewrites every entry file of `kind` ("kernel", "tuning") in the cache
+/// directory with `edit`, keeping it well formed (its key, a valid
+/// checksum): damage only a check of the contents can see. The entries
+/// rewritten.
+inline int rewriteCacheEntries(const TempDir &cache, const std::string &kind,
+                               const std::function<void(CacheEntry &)> &edit) {
+  int rewritten = 0;
+  for (const std::string &name : cache.list()) {
+    if (name.rfind(kind + "-", 0) != 0)
+      continue;
+    std::string bytes, key, why;
+    CacheEntry entry;
+    EXPECT_TRUE(readFile(cache / name, kMaxCacheEntryBytes, bytes).ok());
+    EXPECT_TRUE(parseCacheEntry(bytes, key, entry, why)) << why;
+    edit(entry);
+    EXPECT_TRUE(
+        writeFileAtomically(cache / name, serializeCacheEntry(key, entry))
+            .ok());
+    ++rewritten;
+  }
+  return rewritten;
+}
+
+/// Sets the section `name` of `entry` to `data`.
+inline void setSection(CacheEntry &entry, const std::string &name,
+                       const std::string &data) {
+  for (auto &[section, value] : entry.sections)
+    if (section == name)
+      value = data;
+}
+
+/// A kernel entry's signature with `edit` applied.
+inline void editSignature(CacheEntry &entry,
+                          const std::function<void(KernelSignature &)> &edit) {
+  std::string why;
+  std::optional<KernelSignature> sig =
+      KernelSignature::fromJson(*entry.find("signature"), why);
+  ASSERT_TRUE(sig) << why;
+  edit(*sig);
+  setSection(entry, "signature", sig->toJson());
+}
 
 using norm::test::makeQKNorm;
 using norm::test::makeRmsNorm;

@@ -269,6 +269,34 @@ TEST_F(TuningTest, TuningResultsAreCached) {
             BucketReport::Source::Tuned);
 }
 
+// A cached winner that cannot run the operation's rows (1023 of 1024 threads
+// idle on 4096 values) would fail every later process: it is discarded and
+// the bucket tuned again.
+TEST_F(TuningTest, CachedWinnersThatDoNotFitAreDiscarded) {
+  TempDir cache;
+  std::shared_ptr<const Kernel> kernel;
+  ASSERT_TRUE(tuned(makeCompiler(), cache.get(), kernel).ok());
+  EXPECT_EQ(rewriteCacheEntries(cache, "tuning",
+                                [](CacheEntry &entry) {
+                                  setSection(entry, "winner",
+                                             "v8_t1024_w32_r1");
+                                }),
+            kNumRowBuckets);
+  int launches = fakecuda_launch_count();
+  Status status = tuned(makeCompiler(), cache.get(), kernel);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_GT(fakecuda_launch_count(), launches) << "not tuned again";
+  for (RowBucket bucket : kAllRowBuckets) {
+    EXPECT_EQ(kernel->getReport(bucket).source, BucketReport::Source::Tuned);
+    EXPECT_NE(kernel->getReport(bucket).launch,
+              (LaunchConfig{8, 1024, 32, 1}));
+  }
+  ASSERT_TRUE(tuned(makeCompiler(), cache.get(), kernel).ok());
+  EXPECT_EQ(kernel->getReport(RowBucket::One).source,
+            BucketReport::Source::TuningCache)
+      << "the new result is cached";
+}
+
 TEST_F(TuningTest, ConcurrentRequestsTuneOnce) {
   std::shared_ptr<const Kernel> reference;
   ASSERT_TRUE(tuned(makeCompiler(), {}, reference).ok());
@@ -300,6 +328,90 @@ TEST_F(TuningTest, ConcurrentRequestsTuneOnce) {
   for (RowBucket bucket : kAllRowBuckets)
     EXPECT_EQ(kernels[0]->getReport(bucket).launch,
               kernels[1]->getReport(bucket).launch);
+}
+
+//===----------------------------------------------------------------------===//
+// Scratch memory: bounded, and fewer rows rather than failures
+//===----------------------------------------------------------------------===//
+
+constexpr int64_t kMiB = int64_t(1) << 20;
+
+TEST_F(TuningTest, ScratchStaysWithinTheBudget) {
+  ContextOptions options = makeFakeOptions(makeCompiler(), {}, true);
+  options.tuningScratchBytes = 4 * kMiB;
+  std::unique_ptr<Context> context;
+  ASSERT_TRUE(Context::create(options, context).ok());
+  std::shared_ptr<const Kernel> kernel;
+  Status status = context->getKernel(makeRmsNorm(), {}, kernel);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_LE(fakecuda_peak_allocated_bytes(), size_t(4 * kMiB));
+  // 16 KiB rows: 64 rows fit, 1024 do not (128 do), 1025 neither.
+  EXPECT_EQ(kernel->getReport(RowBucket::One).tunedRows, 1);
+  EXPECT_EQ(kernel->getReport(RowBucket::UpTo64).tunedRows, 64);
+  const BucketReport &medium = kernel->getReport(RowBucket::UpTo1K);
+  EXPECT_EQ(medium.source, BucketReport::Source::Tuned);
+  EXPECT_EQ(medium.tunedRows, 128);
+  EXPECT_NE(medium.tuningReport.find(" at 128 rows (bucket <=1K)"),
+            std::string::npos)
+      << medium.tuningReport;
+  const BucketReport &many = kernel->getReport(RowBucket::More);
+  EXPECT_EQ(many.source, BucketReport::Source::Heuristic);
+  EXPECT_EQ(many.tunedRows, 0);
+  EXPECT_TRUE(many.candidates.empty());
+  EXPECT_EQ(many.launch,
+            makeCompiler()->getHeuristicLaunch(
+                kernel->getSpec(), getTuningRows(kernel->getSpec(),
+                                                 RowBucket::More)));
+}
+
+TEST_F(TuningTest, LongRowsTuneWithinTheDefaultBudget) {
+  // 1M bf16 elements: 4 MiB of rows, 2 MiB of weight. The largest bucket
+  // would take 8 GiB at its 2048 rows, 4 GiB at 1025.
+  OpSpec spec = makeRmsNorm(int64_t(1) << 20);
+  std::shared_ptr<const Kernel> kernel;
+  Status status = tuned(makeCompiler(), {}, kernel, spec);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_LE(fakecuda_peak_allocated_bytes(),
+            size_t(kDefaultTuningScratchBytes));
+  EXPECT_EQ(kernel->getReport(RowBucket::UpTo64).tunedRows, 64);
+  EXPECT_EQ(kernel->getReport(RowBucket::UpTo1K).tunedRows, 65);
+  EXPECT_EQ(kernel->getReport(RowBucket::More).source,
+            BucketReport::Source::Heuristic);
+}
+
+TEST_F(TuningTest, ADeviceShortOfMemoryTunesAtFewerRows) {
+  // 24 MiB: 16384, 8192, 4096 and 2048 rows of 16 KiB fail, 1025 fit.
+  fakecuda_set_device_memory(24 * kMiB);
+  std::shared_ptr<const Kernel> kernel;
+  Status status = tuned(makeCompiler(), {}, kernel);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(fakecuda_live_allocations(), 0);
+  const BucketReport &many = kernel->getReport(RowBucket::More);
+  EXPECT_EQ(many.source, BucketReport::Source::Tuned);
+  EXPECT_EQ(many.tunedRows, 1025);
+  EXPECT_EQ(kernel->getReport(RowBucket::UpTo1K).tunedRows, 1024);
+  EXPECT_EQ(kernel->getReport(RowBucket::One).tunedRows, 1);
+}
+
+TEST_F(TuningTest, NoMemoryForScratchMeansTheHeuristic) {
+  TempDir cache;
+  fakecuda_set_device_memory(1);
+  std::shared_ptr<const Kernel> kernel;
+  Status status = tuned(makeCompiler(), cache.get(), kernel);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(fakecuda_launch_count(), 0);
+  for (RowBucket bucket : kAllRowBuckets) {
+    EXPECT_EQ(kernel->getReport(bucket).source,
+              BucketReport::Source::Heuristic);
+    EXPECT_EQ(kernel->getReport(bucket).tunedRows, 0);
+  }
+  // Not a tuning result: a device with memory tunes.
+  for (const std::string &name : cache.list())
+    EXPECT_NE(name.rfind("tuning-", 0), 0u) << name;
+  fakecuda_set_device_memory(0);
+  ASSERT_TRUE(tuned(makeCompiler(), cache.get(), kernel).ok());
+  EXPECT_EQ(kernel->getReport(RowBucket::More).source,
+            BucketReport::Source::Tuned);
 }
 
 } // namespace

@@ -1,0 +1,88 @@
+//===- ContextImpl.h - the state behind a Context ---------------*- C++ -*-===//
+//
+// Internal to libnormjit. getKernel(spec) for a new operation:
+//   1. plan: the launch configuration per row bucket, from a bundle, the
+//      tuning cache, a tuning run or the heuristic (Planning.cpp);
+//   2. load: every configuration the plan uses, and its scalar variant for
+//      misaligned buffers, from bundles, the disk cache or the compiler
+//      (several at once on compileThreads threads) (KernelBuilder.cpp);
+//   3. a Kernel: the loaded variants plus what launch() checks buffers
+//      against (KernelBuilder.cpp; the checks are LaunchChecks.cpp).
+// Each step is memoized in a OnceMap, so concurrent requests share work.
+// Context.cpp creates contexts and owns their device memory calls.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_RUNTIME_CONTEXTIMPL_H
+#define NORM_RUNTIME_CONTEXTIMPL_H
+
+#include "runtime/Runtime.h"
+
+#include "runtime/Device.h"
+#include "runtime/OnceMap.h"
+
+#include <array>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace norm::jit {
+
+class Tuner;
+
+class ContextImpl {
+public:
+  ContextImpl(const ContextOptions &options,
+              std::shared_ptr<DeviceState> device, LogLevel level);
+
+  Status init();
+  Status getKernel(const OpSpec &spec, const KernelOptions &options,
+                   std::shared_ptr<const Kernel> &kernel);
+  Status writeBundle(const std::vector<OpSpec> &specs, const std::string &path);
+
+  ContextOptions options;
+  Logger log;
+  std::shared_ptr<DeviceState> device;
+  std::unique_ptr<KernelStore> store;
+  bool tuning = false;
+
+private:
+  using Reports = std::array<BucketReport, kNumRowBuckets>;
+
+  Status getVariant(const OpSpec &spec, const LaunchConfig &launch,
+                    std::shared_ptr<const LoadedKernel> &kernel);
+  Status loadVariant(const OpSpec &spec, const LaunchConfig &launch,
+                     std::shared_ptr<const LoadedKernel> &kernel);
+  /// Loads `launches` concurrently; one status per launch.
+  std::vector<Status>
+  getVariants(const OpSpec &spec, const std::vector<LaunchConfig> &launches,
+              std::vector<std::shared_ptr<const LoadedKernel>> &kernels);
+  Status plan(const OpSpec &spec, bool tune, Reports &reports);
+  Status tune(const OpSpec &spec, Reports &reports);
+  /// Fills the buckets the tuning cache knows; the others, to tune.
+  std::vector<RowBucket> loadCachedTunings(const OpSpec &spec,
+                                           Reports &reports);
+  /// Plans `report`'s bucket with the heuristic, logging why.
+  void useHeuristic(const OpSpec &spec, BucketReport &report,
+                    const std::string &why);
+  /// Tunes `pending` at rows whose scratch fits options.tuningScratchBytes:
+  /// fewer rows, or the heuristic for buckets not even the smallest fits.
+  void fitScratchBudget(const OpSpec &spec, std::vector<RowBucket> &pending,
+                        Reports &reports);
+  /// Allocates the tuner's scratch, halving the rows of the largest buckets
+  /// (then the heuristic for them) while the device refuses.
+  Status allocateScratch(const OpSpec &spec, Tuner &tuner,
+                         std::vector<RowBucket> &pending, Reports &reports);
+  Status buildKernel(const OpSpec &spec, const KernelOptions &options,
+                     std::shared_ptr<const Kernel> &kernel);
+
+  OnceMap<std::shared_ptr<const LoadedKernel>> variants;
+  OnceMap<std::shared_ptr<const Reports>> tunings;
+  OnceMap<std::shared_ptr<const Kernel>> kernels;
+  /// Tuning runs time one at a time, or they would disturb each other.
+  std::mutex timingMutex;
+};
+
+} // namespace norm::jit
+
+#endif // NORM_RUNTIME_CONTEXTIMPL_H

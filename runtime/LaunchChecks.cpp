@@ -1,0 +1,204 @@
+//===- LaunchChecks.cpp - checking the buffers of a launch ----------------===//
+//
+// Kernel::launch checks every buffer against the operation (presence,
+// element type, row length, row stride), that no output shares a byte with
+// another buffer, and the alignment the chosen variant needs, then
+// launches. Nothing here allocates: launches are capturable in CUDA graphs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/ContextImpl.h"
+
+#include "runtime/Exceptions.h"
+
+#include <algorithm>
+
+using namespace norm::jit;
+
+//===----------------------------------------------------------------------===//
+// Kernel
+//===----------------------------------------------------------------------===//
+
+static Status invalidLaunch(const OpSpec &spec, const std::string &message) {
+  return Status::error(ErrorCode::InvalidArgument,
+                       "launch of " + describeOpSpec(spec) + ": " + message);
+}
+
+namespace {
+/// The bytes a buffer of a launch covers: `rows` runs of `width` bytes,
+/// `stride` bytes apart (one run for 1-D buffers).
+struct Footprint {
+  uintptr_t start = 0;
+  int64_t width = 0;
+  int64_t stride = 0;
+  int64_t rows = 1;
+
+  uintptr_t end() const { return start + (rows - 1) * stride + width; }
+};
+} // namespace
+
+static int64_t floorDiv(int64_t a, int64_t b) {
+  return a / b - (a % b != 0 && a < 0);
+}
+
+/// Whether two footprints share a byte: exactly for rows of the same stride
+/// (so that buffers interleaved in one allocation, such as the halves of a
+/// packed tensor, pass), else by their address ranges.
+static bool overlap(const Footprint &a, const Footprint &b) {
+  if (a.start >= b.end() || b.start >= a.end())
+    return false;
+  if (a.rows == 1 || a.rows != b.rows || a.stride != b.stride)
+    return true;
+  // Row i of `a` and row i + k of `b` share a byte iff
+  // -b.width < d + k * stride < a.width, with d = b.start - a.start (|d| is
+  // below the spans here, so nothing overflows). Try the smallest such k.
+  int64_t d = static_cast<int64_t>(b.start - a.start);
+  int64_t k = std::max(floorDiv(-b.width - d, a.stride) + 1, 1 - a.rows);
+  return k <= a.rows - 1 && d + k * a.stride < a.width;
+}
+
+Status Kernel::check(const LaunchArgs &args, int64_t rows,
+                     const LoadedKernel *&variant) const {
+  for (int slot = 0; slot < kNumBufferSlots; ++slot) {
+    const TensorArg &tensor = args.tensors[slot];
+    const ExpectedBuffer &want = expected[slot];
+    std::string_view name = getBufferSlotName(static_cast<BufferSlot>(slot));
+    if (!want.present) {
+      if (tensor.data)
+        return invalidLaunch(spec, "the operation has no '" +
+                                       std::string(name) + "' buffer");
+      continue;
+    }
+    if (!tensor.data)
+      return invalidLaunch(spec, "buffer '" + std::string(name) + "' is null");
+    if (tensor.type != want.type)
+      return invalidLaunch(spec,
+                           "buffer '" + std::string(name) + "' is " +
+                               std::string(getElementTypeName(tensor.type)) +
+                               ", the operation expects " +
+                               std::string(getElementTypeName(want.type)));
+    if (tensor.cols != want.cols)
+      return invalidLaunch(spec, "buffer '" + std::string(name) + "' has " +
+                                     std::to_string(tensor.cols) +
+                                     " elements per row, the operation "
+                                     "expects " +
+                                     std::to_string(want.cols));
+    if (!want.rows2D) {
+      if (tensor.rowStride != 0)
+        return invalidLaunch(spec, "1-D buffer '" + std::string(name) +
+                                       "' takes no row stride");
+      continue;
+    }
+    int64_t stride = tensor.rowStride ? tensor.rowStride : tensor.cols;
+    if (stride < tensor.cols)
+      return invalidLaunch(spec, "row stride of '" + std::string(name) + "' (" +
+                                     std::to_string(tensor.rowStride) +
+                                     ") is shorter than its rows");
+    // The last element must be addressable: (rows - 1) * stride + cols.
+    if ((rows - 1) > (INT64_MAX / 8 - tensor.cols) / stride)
+      return invalidLaunch(spec, "buffer '" + std::string(name) +
+                                     "' would span more than 2^60 bytes");
+  }
+  const Plan &plan = plans[static_cast<int>(getRowBucket(rows))];
+  const LoadedKernel *chosen = nullptr;
+  if (plan.fast->isAligned(args, rows))
+    chosen = plan.fast.get();
+  else if (!refuseMisaligned && plan.scalar &&
+           plan.scalar->isAligned(args, rows))
+    chosen = plan.scalar.get();
+  if (chosen) {
+    if (Status status = chosen->checkRows(rows); !status)
+      return status;
+    if (Status status = checkOverlap(args, rows); !status)
+      return status;
+    variant = chosen;
+    return Status::success();
+  }
+  std::string message = "launch of " + describeOpSpec(spec) + ": " +
+                        plan.fast->describeMisalignment(args, rows);
+  if (refuseMisaligned)
+    message += " (the kernel refuses misaligned buffers)";
+  else if (!plan.scalar)
+    message += ", and there is no scalar variant";
+  else
+    message += "; the scalar variant needs: " +
+               plan.scalar->describeMisalignment(args, rows);
+  return Status::error(ErrorCode::Misaligned, message);
+}
+
+Status Kernel::checkOverlap(const LaunchArgs &args, int64_t rows) const {
+  // On the stack: launches allocate nothing.
+  std::array<Footprint, kNumBufferSlots> footprints;
+  for (int slot = 0; slot < kNumBufferSlots; ++slot) {
+    const TensorArg &tensor = args.tensors[slot];
+    const ExpectedBuffer &want = expected[slot];
+    if (!want.present)
+      continue;
+    int64_t bytes = getElementBytes(want.type);
+    Footprint &footprint = footprints[slot];
+    footprint.start = reinterpret_cast<uintptr_t>(tensor.data);
+    footprint.width = tensor.cols * bytes;
+    if (want.rows2D) {
+      footprint.rows = rows;
+      footprint.stride = (tensor.rowStride ? tensor.rowStride : tensor.cols) *
+                         bytes;
+    }
+  }
+  for (int a = 0; a < kNumBufferSlots; ++a) {
+    if (!expected[a].present)
+      continue;
+    for (int b = a + 1; b < kNumBufferSlots; ++b) {
+      if (!expected[b].present ||
+          !(expected[a].written || expected[b].written) ||
+          !overlap(footprints[a], footprints[b]))
+        continue;
+      // Name the output first.
+      int written = expected[a].written ? a : b, other = a + b - written;
+      return invalidLaunch(
+          spec,
+          "output '" +
+              std::string(getBufferSlotName(static_cast<BufferSlot>(written))) +
+              "' overlaps buffer '" +
+              std::string(getBufferSlotName(static_cast<BufferSlot>(other))) +
+              "': kernels assume buffers do not alias, so an in-place "
+              "update needs a separate output buffer");
+    }
+  }
+  return Status::success();
+}
+
+Status Kernel::launch(const LaunchArgs &args, int64_t rows,
+                      void *stream) const {
+  // Messages of failed launches allocate; successful ones allocate nothing.
+  return catchExceptions("Kernel::launch", [&] {
+    return launchChecked(args, rows, stream);
+  });
+}
+
+Status Kernel::launchChecked(const LaunchArgs &args, int64_t rows,
+                             void *stream) const {
+  if (rows < 0)
+    return invalidLaunch(spec, "negative row count " + std::to_string(rows));
+  // Empty tensors often have null data: zero rows launch nothing, checked
+  // or not.
+  if (rows == 0)
+    return Status::success();
+  const LoadedKernel *variant = nullptr;
+  if (Status status = check(args, rows, variant); !status)
+    return status;
+  return variant->launch(args, rows, static_cast<cu::Stream>(stream));
+}
+
+Status Kernel::getLaunchFor(const LaunchArgs &args, int64_t rows,
+                            LaunchConfig &launch) const {
+  return catchExceptions("Kernel::getLaunchFor", [&] {
+    if (rows <= 0)
+      return invalidLaunch(spec, "the row count must be positive, got " +
+                                     std::to_string(rows));
+    const LoadedKernel *variant = nullptr;
+    if (Status status = check(args, rows, variant); !status)
+      return status;
+    launch = variant->getSignature().launch;
+    return Status::success();
+  });
+}

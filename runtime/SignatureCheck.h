@@ -1,0 +1,36 @@
+//===- SignatureCheck.h - is a stored kernel the one asked for? -*- C++ -*-===//
+//
+// A cache entry or bundle entry with a valid checksum is intact, not
+// necessarily right: its signature (launch configuration, block, grid,
+// parameters, shared memory, name) decides how the kernel is launched, and
+// one that does not describe the kernel of its key (a forged rows_per_cta
+// silently skips rows) must not be launched. Every signature the runtime
+// gets, from the disk cache, a bundle or the compiler, is checked here
+// against the operation and launch configuration it was asked for.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_RUNTIME_SIGNATURECHECK_H
+#define NORM_RUNTIME_SIGNATURECHECK_H
+
+#include "runtime/OpSpecs.h"
+#include "runtime/Status.h"
+
+namespace norm::jit {
+
+/// Success when `signature` describes the kernel of `spec` with `launch` for
+/// `target`, as the kernel generator builds it: kind, hidden size, launch
+/// configuration, block threads, grid (row multiplier or fixed grid), every
+/// parameter in ABI order (each buffer's name, element type, rank,
+/// read-only flag and alignment, then the row count, then one row stride per
+/// 2-D buffer), no fallback, shared memory (none for rows in registers, else
+/// none or the staged rows, within the target's limit) and a name ending in
+/// the launch suffix and the row storage. Internal error naming the first
+/// field that differs otherwise; callers decide what a mismatch means.
+Status checkSignatureFor(const KernelSignature &signature, const OpSpec &spec,
+                         const LaunchConfig &launch,
+                         const TargetOptions &target);
+
+} // namespace norm::jit
+
+#endif // NORM_RUNTIME_SIGNATURECHECK_H
