@@ -5,7 +5,9 @@
 #
 #   .carry/normjit-static.tar.xz   normjit-static/
 #       lib/libnormjit.so          libnormjit with the compiler, MLIR and LLVM
-#                                  linked in (libstdc++ and glibc dynamic)
+#                                  linked in (libstdc++ and glibc dynamic;
+#                                  exports the C API: for the Python layer)
+#       lib/libnormjit-runtime.so  the same with its C++ API, for the tools
 #       bin/norm-tune normjit-bench normjit-example normjit-gpu-check
 #       bundles/*.njb              heuristic bundles of every benchmark
 #                                  kernel (PTX), for a runtime-only fallback
@@ -93,7 +95,7 @@ check_portable() {
     echo "error: $file needs GLIBCXX_$glibcxx, the device has $max_glibcxx" >&2; status=1
   fi
   deps=$(objdump -p "$file" | awk '/NEEDED/ {print $2}' |
-         grep -Ev '^(libc|libm|libstdc\+\+|libgcc_s|libdl|libpthread|librt|libnormjit)\.so|^ld-linux-x86-64\.so' || true)
+         grep -Ev '^(libc|libm|libstdc\+\+|libgcc_s|libdl|libpthread|librt|libnormjit-runtime)\.so|^ld-linux-x86-64\.so' || true)
   if [ -n "$deps" ]; then
     echo "error: $file needs libraries the device lacks: $deps" >&2; status=1
   fi
@@ -148,7 +150,7 @@ run ninja -C "$build" -j "$jobs" $targets
 stage=$carry/stage/normjit-static
 run rm -rf "$carry/stage" "$carry/normjit-static.tar.xz"
 run mkdir -p "$stage/bin" "$stage/lib" "$stage/bundles"
-run cp "$build/runtime/libnormjit.so" "$stage/lib/"
+run cp "$build/runtime/libnormjit.so" "$build/runtime/libnormjit-runtime.so" "$stage/lib/"
 for tool in norm-tune normjit-bench normjit-example; do
   run cp "$build/bin/$tool" "$stage/bin/"
 done

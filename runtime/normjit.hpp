@@ -1,0 +1,205 @@
+//===- normjit.hpp - libnormjit, a header-only C++ wrapper ------*- C++ -*-===//
+//
+// Owners and exceptions over the C API (normjit.h), compiled into the caller:
+// libnormjit's ABI stays the C API, so this header works with any
+// libnormjit.so of the same major version. C++17.
+//
+//   normjit::Context context;                    // libcuda.so.1, device 0
+//   normjit_op_desc desc = normjit::opDesc();    // RMSNorm, bf16, eps 1e-6
+//   desc.hidden = 4096;
+//   desc.flags = NORMJIT_OP_WEIGHT;
+//   normjit::Kernel kernel = context.kernel(desc);
+//   normjit::LaunchArgs args;
+//   args.set(NORMJIT_INPUT, x, NORMJIT_BF16, 4096)
+//       .set(NORMJIT_WEIGHT, w, NORMJIT_BF16, 4096)
+//       .set(NORMJIT_OUTPUT, y, NORMJIT_BF16, 4096);
+//   kernel.launch(args, rows, stream);
+//
+// A failing call throws normjit::Error: its status and normjit_last_error().
+// Context and Kernel own their handle (move-only); a kernel stays valid after
+// its context is gone. get() gives the C handle for the rest of the C API.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORMJIT_HPP
+#define NORMJIT_HPP
+
+#include "normjit.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace normjit {
+
+/// A failed libnormjit call. what() is "<status name>: <message>".
+class Error : public std::runtime_error {
+public:
+  Error(normjit_status status, const std::string &message)
+      : std::runtime_error(std::string(normjit_status_name(status)) + ": " +
+                           message),
+        status_(status), message_(message) {}
+
+  normjit_status status() const noexcept { return status_; }
+  /// normjit_last_error() at the failure.
+  const std::string &message() const noexcept { return message_; }
+
+private:
+  normjit_status status_;
+  std::string message_;
+};
+
+/// Throws Error for anything but NORMJIT_SUCCESS.
+inline void check(normjit_status status) {
+  if (status != NORMJIT_SUCCESS)
+    throw Error(status, normjit_last_error());
+}
+
+/// Default context options (normjit_context_options_init).
+inline normjit_context_options contextOptions() {
+  normjit_context_options options;
+  normjit_context_options_init(&options);
+  return options;
+}
+
+/// RMSNorm, bf16 everywhere, eps 1e-6 (normjit_op_desc_init).
+inline normjit_op_desc opDesc() {
+  normjit_op_desc desc;
+  normjit_op_desc_init(&desc);
+  return desc;
+}
+
+/// The buffers of one launch.
+class LaunchArgs {
+public:
+  LaunchArgs() noexcept { normjit_launch_args_init(&args_); }
+
+  /// Sets one buffer (normjit_buffer, normjit_dtype; row_stride 0: cols).
+  LaunchArgs &set(int32_t buffer, const void *data, int32_t dtype,
+                  int64_t cols, int64_t rowStride = 0) {
+    check(normjit_launch_args_set(&args_, buffer, data, dtype, cols,
+                                  rowStride));
+    return *this;
+  }
+
+  const normjit_launch_args *get() const noexcept { return &args_; }
+
+private:
+  normjit_launch_args args_;
+};
+
+/// A kernel for one operation: launch it on a stream.
+class Kernel {
+public:
+  Kernel() noexcept = default;
+  /// Takes ownership of a kernel from the C API.
+  explicit Kernel(normjit_kernel *kernel) noexcept : kernel_(kernel) {}
+  Kernel(Kernel &&other) noexcept
+      : kernel_(std::exchange(other.kernel_, nullptr)) {}
+  Kernel &operator=(Kernel &&other) noexcept {
+    if (this != &other) {
+      normjit_kernel_destroy(kernel_);
+      kernel_ = std::exchange(other.kernel_, nullptr);
+    }
+    return *this;
+  }
+  Kernel(const Kernel &) = delete;
+  Kernel &operator=(const Kernel &) = delete;
+  ~Kernel() { normjit_kernel_destroy(kernel_); }
+
+  /// Enqueues the kernel for `rows` rows on `stream` (a CUstream; nullptr:
+  /// the legacy default stream). Asynchronous; see normjit_kernel_launch.
+  void launch(const LaunchArgs &args, int64_t rows,
+              void *stream = nullptr) const {
+    check(normjit_kernel_launch(kernel_, args.get(), rows, stream));
+  }
+
+  /// The configuration launches of `rows` rows run.
+  normjit_launch_config config(int64_t rows) const {
+    normjit_launch_config config{};
+    check(normjit_kernel_get_config(kernel_, rows, &config));
+    return config;
+  }
+
+  /// How launches of `rows` rows were planned; with `candidates`, also the
+  /// tuning candidates of their bucket timed in this process.
+  normjit_tuning_info
+  tuning(int64_t rows, std::vector<normjit_candidate> *candidates = nullptr)
+      const {
+    normjit_tuning_info info{};
+    info.struct_size = sizeof(info);
+    check(normjit_kernel_get_tuning(kernel_, rows, &info, nullptr, 0));
+    if (candidates) {
+      candidates->resize(info.num_candidates);
+      check(normjit_kernel_get_tuning(kernel_, rows, &info,
+                                      candidates->data(), candidates->size()));
+      candidates->resize(std::min(candidates->size(), info.num_candidates));
+    }
+    return info;
+  }
+
+  const normjit_kernel *get() const noexcept { return kernel_; }
+  explicit operator bool() const noexcept { return kernel_ != nullptr; }
+
+private:
+  normjit_kernel *kernel_ = nullptr;
+};
+
+/// A driver, a device and the caches of kernels built for it.
+class Context {
+public:
+  /// Default options: libcuda.so.1, device 0, tuning and disk cache on.
+  Context() : Context(contextOptions()) {}
+  explicit Context(const normjit_context_options &options) {
+    check(normjit_context_create(&options, &context_));
+  }
+  Context(Context &&other) noexcept
+      : context_(std::exchange(other.context_, nullptr)) {}
+  Context &operator=(Context &&other) noexcept {
+    if (this != &other) {
+      normjit_context_destroy(context_);
+      context_ = std::exchange(other.context_, nullptr);
+    }
+    return *this;
+  }
+  Context(const Context &) = delete;
+  Context &operator=(const Context &) = delete;
+  ~Context() { normjit_context_destroy(context_); }
+
+  /// Builds, tunes and loads the kernel of `desc` (NORMJIT_KERNEL_* flags).
+  Kernel kernel(const normjit_op_desc &desc, uint32_t flags = 0) const {
+    normjit_kernel *kernel = nullptr;
+    check(normjit_kernel_create(context_, &desc, flags, &kernel));
+    return Kernel(kernel);
+  }
+
+  /// A kernel that runs `config` at every row count (benchmarks).
+  Kernel kernel(const normjit_op_desc &desc,
+                const normjit_launch_config &config,
+                uint32_t flags = 0) const {
+    normjit_kernel *kernel = nullptr;
+    check(normjit_kernel_create_with_config(context_, &desc, &config, flags,
+                                            &kernel));
+    return Kernel(kernel);
+  }
+
+  /// Writes a kernel bundle for the operations (tuning them first).
+  void writeBundle(const std::vector<normjit_op_desc> &descs,
+                   const std::string &path) const {
+    check(normjit_context_write_bundle(context_, descs.data(), descs.size(),
+                                       path.c_str()));
+  }
+
+  normjit_context *get() const noexcept { return context_; }
+
+private:
+  normjit_context *context_ = nullptr;
+};
+
+} // namespace normjit
+
+#endif // NORMJIT_HPP
