@@ -10,15 +10,14 @@
 #include "compiler/Compiler.h"
 
 #include "compiler/KernelBundle.h"
-#include "compiler/KernelDescription.h"
 #include "dialects/NormOps.h"
-#include "dialects/RealFormat.h"
 #include "passes/LoweringPasses.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
@@ -35,9 +34,11 @@
 #include <cstdlib>
 
 using namespace mlir;
+using ::norm::BufferSpec;
 using ::norm::CompiledKernel;
 using ::norm::CompiledModule;
-using ::norm::ElementType;
+using ::norm::ErrorCode;
+using ::norm::KernelSignature;
 using ::norm::LaunchConfig;
 using ::norm::OpSpec;
 using ::norm::Status;
@@ -75,11 +76,12 @@ public:
           return success();
         }) {}
 
+  /// A CompileError: `what`, and the diagnostics the session collected.
   Status error(const llvm::Twine &what) const {
     std::string message = what.str();
     if (!messages.empty())
       message += ":\n" + messages;
-    return Status::error(std::move(message));
+    return Status::error(ErrorCode::CompileError, std::move(message));
   }
 
   MLIRContext context;
@@ -89,162 +91,82 @@ private:
   ScopedDiagnosticHandler handler;
 };
 
-std::string typeName(ElementType type) {
-  return std::string(::norm::getElementTypeName(type));
-}
+/// A module for `target` with one function `@kernel` whose body is the
+/// kernel op of `spec` with `launch`: the kernel's inputs are the function's
+/// arguments and its outputs its results, in the kernel's buffer order.
+FailureOr<OwningOpRef<ModuleOp>>
+buildKernelModule(Session &session, const OpSpec &spec,
+                  const LaunchConfig &launch, const TargetOptions &target) {
+  MLIRContext *context = &session.context;
+  context->loadDialect<mlir::norm::NormDialect, func::FuncDialect>();
+  Location loc = FileLineColLoc::get(context, "kernel-source", 1, 1);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  mlir::norm::setTargetOptions(*module, target);
 
-std::string rowType(int64_t hidden, ElementType type) {
-  return llvm::formatv("tensor<?x{0}x{1}>", hidden, typeName(type)).str();
-}
-std::string paramType(int64_t length, ElementType type) {
-  return llvm::formatv("tensor<{0}x{1}>", length, typeName(type)).str();
-}
-std::string launchAttr(const LaunchConfig &launch) {
-  return llvm::formatv("#norm.launch<vector = {0}, threads_per_row = {1}, "
-                       "warps = {2}, rows_per_cta = {3}>",
-                       launch.vector, launch.threadsPerRow, launch.warps,
-                       launch.rowsPerCta)
-      .str();
-}
-
-/// The function `@kernel` holding the one kernel op of `spec`, as text.
-std::string writeKernelSource(const OpSpec &spec, const LaunchConfig &launch) {
-  std::string args, results, body;
-  llvm::raw_string_ostream argsOs(args), resultsOs(results), bodyOs(body);
-  auto arg = [&](StringRef name, const std::string &type) {
-    argsOs << (args.empty() ? "" : ", ") << "%" << name << ": " << type;
-    return llvm::formatv("%{0}", name).str();
-  };
-  // ` name(%name : type)` for an optional operand.
-  auto optional = [&](bool present, StringRef name, const std::string &type) {
-    if (!present)
-      return std::string();
-    return llvm::formatv(" {0}({1} : {2})", name, arg(name, type), type).str();
-  };
-
-  if (spec.kind == OpSpec::Kind::BatchNormStats) {
-    std::string in = rowType(spec.hidden, spec.input);
-    std::string stat = paramType(spec.hidden, ElementType::f32);
-    bodyOs << "  %mean, %var = norm.column_stats " << arg("input", in)
-           << " {launch = " << launchAttr(launch) << "} : " << in << " -> "
-           << stat << ", " << stat << "\n  return %mean, %var : " << stat
-           << ", " << stat << "\n";
-    resultsOs << stat << ", " << stat;
-  } else if (spec.kind == OpSpec::Kind::QKNormPrologue) {
-    int64_t d = spec.hidden;
-    std::string qkv =
-        rowType((spec.numQHeads + 2 * spec.numKvHeads) * d, spec.input);
-    std::string q = rowType(spec.numQHeads * d, spec.output);
-    std::string k = rowType(spec.numKvHeads * d, spec.output);
-    std::string w = paramType(d, spec.param);
-    std::string qkvName = arg("qkv", qkv);
-    bodyOs << "  %q, %k = norm.qk_norm_prologue <" << (spec.qkL2 ? "l2" : "rms")
-           << "> " << qkvName << optional(spec.hasWeight, "q_weight", w)
-           << optional(spec.hasWeight, "k_weight", w) << " eps("
-           << mlir::norm::formatReal(spec.eps)
-           << ") {num_q_heads = " << spec.numQHeads
-           << " : i64, num_kv_heads = " << spec.numKvHeads
-           << " : i64, head_dim = " << d
-           << " : i64, launch = " << launchAttr(launch) << "} : " << qkv
-           << " -> " << q << ", " << k << "\n  return %q, %k : " << q << ", "
-           << k << "\n";
-    resultsOs << q << ", " << k;
-  } else {
-    const char *statistic = "none";
-    switch (spec.kind) {
-    case OpSpec::Kind::RMSNorm:
-      statistic = "rms";
-      break;
-    case OpSpec::Kind::LayerNorm:
-    case OpSpec::Kind::GroupNorm:
-      statistic = "mean_var";
-      break;
-    case OpSpec::Kind::L2Norm:
-      statistic = "l2";
-      break;
-    default:
-      break;
-    }
-    bool perChannel = spec.kind == OpSpec::Kind::BatchNormInference;
-    std::string in = rowType(spec.hidden, spec.input);
-    std::string out = rowType(spec.hidden, spec.output);
-    std::string p = paramType(spec.hidden, spec.param);
-    std::string inputName = arg("input", in);
-    bodyOs << "  %out" << (spec.writeResidual ? ":2" : "")
-           << " = norm.fused_row <" << statistic << "> " << inputName
-           << optional(spec.hasAddend, "addend",
-                       rowType(spec.hidden, spec.addendType))
-           << optional(spec.hasSkip, "skip",
-                       rowType(spec.hidden, spec.skipType))
-           << optional(spec.hasWeight, "weight", p)
-           << optional(spec.hasBias, "bias", p)
-           << optional(perChannel, "mean", p)
-           << optional(perChannel, "variance", p) << " eps("
-           << mlir::norm::formatReal(spec.eps) << ") alpha("
-           << mlir::norm::formatReal(spec.alpha) << ") offset("
-           << mlir::norm::formatReal(spec.weightOffset)
-           << ") {groups = " << spec.groups << " : i64"
-           << (spec.f32Residual ? ", f32_residual" : "")
-           << ", launch = " << launchAttr(launch) << "} : " << in << " -> "
-           << out << (spec.writeResidual ? ", " + in : "") << "\n";
-    resultsOs << out << (spec.writeResidual ? ", " + in : "");
-    bodyOs << "  return " << (spec.writeResidual ? "%out#0, %out#1" : "%out")
-           << " : " << results << "\n";
-  }
-  return llvm::formatv("func.func @kernel({0}) -> ({1}) {{\n{2}}\n", args,
-                       results, body)
-      .str();
-}
-
-/// The kernel source of `spec`, parsed and verified in `session`.
-FailureOr<OwningOpRef<ModuleOp>> buildKernelModule(Session &session,
-                                                   const OpSpec &spec,
-                                                   const LaunchConfig &launch) {
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
-      writeKernelSource(spec, launch), &session.context, "kernel-source");
-  if (!module)
+  std::vector<BufferSpec> buffers = ::norm::getBuffers(spec);
+  SmallVector<Type> inputs, results;
+  for (const BufferSpec &buffer : buffers)
+    (buffer.written ? results : inputs)
+        .push_back(mlir::norm::getBufferType(context, buffer, /*rows=*/-1));
+  OpBuilder builder = OpBuilder::atBlockEnd(module->getBody());
+  auto func = func::FuncOp::create(builder, loc, "kernel",
+                                   builder.getFunctionType(inputs, results));
+  Block *body = func.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+  llvm::SmallDenseMap<int, Value> arguments;
+  unsigned next = 0;
+  for (const BufferSpec &buffer : buffers)
+    if (!buffer.written)
+      arguments[static_cast<int>(buffer.slot)] = body->getArgument(next++);
+  FailureOr<mlir::norm::KernelOpInterface> op = mlir::norm::createKernelOp(
+      builder, loc, spec, /*rows=*/-1, [&](::norm::BufferSlot slot) {
+        return arguments.lookup(static_cast<int>(slot));
+      });
+  if (failed(op))
+    return failure();
+  op->setLaunchAttr(mlir::norm::getLaunchAttr(context, launch));
+  SmallVector<Value> returned;
+  for (const BufferSpec &buffer : buffers)
+    if (buffer.written)
+      returned.push_back(op->getBuffer(buffer.slot));
+  func::ReturnOp::create(builder, loc, returned);
+  if (failed(verify(*module)))
     return failure();
   return module;
 }
 
 Operation *findKernelOp(ModuleOp module) {
   Operation *found = nullptr;
-  module.walk([&](Operation *op) {
-    if (::norm::isKernelOp(op)) {
-      found = op;
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
+  module.walk([&](mlir::norm::KernelOpInterface op) {
+    found = op;
+    return WalkResult::interrupt();
   });
   return found;
-}
-
-Status getPipelineOptions(const TargetOptions &target,
-                          mlir::norm::NormLowerToPtxOptions &options) {
-  options.chip = target.chip;
-  options.maxSharedBytes = target.maxSharedBytes;
-  options.ptxVersion = target.ptxVersion;
-  std::string message;
-  if (failed(mlir::norm::verifyNormLowerToPtxOptions(
-          options, [&](const llvm::Twine &what) {
-            message = what.str();
-            return failure();
-          })))
-    return Status::error(message);
-  return Status::success();
 }
 
 } // namespace
 
 namespace norm {
 
+/// InvalidArgument when `spec`, `launch` or `target` breaks a rule of the
+/// kernel model: the caller's mistake, not the compiler's.
+static Status checkRequest(const OpSpec &spec, const LaunchConfig &launch,
+                           const TargetOptions &target) {
+  if (Status status = target.verify(); !status)
+    return status;
+  KernelSignature signature;
+  return describeKernel(spec, launch, target, signature);
+}
+
 Status buildKernelSource(const OpSpec &spec, const LaunchConfig &launch,
-                         std::string &mlir) {
+                         const TargetOptions &target, std::string &mlir) {
+  if (Status status = checkRequest(spec, launch, target); !status)
+    return status;
   Session session;
   FailureOr<OwningOpRef<ModuleOp>> module =
-      buildKernelModule(session, spec, launch);
+      buildKernelModule(session, spec, launch, target);
   if (failed(module))
-    return session.error("invalid operation or launch configuration");
+    return session.error("cannot build the kernel op");
   llvm::raw_string_ostream os(mlir);
   (*module)->print(os);
   return Status::success();
@@ -252,27 +174,24 @@ Status buildKernelSource(const OpSpec &spec, const LaunchConfig &launch,
 
 Status compileKernel(const OpSpec &spec, const LaunchConfig &launch,
                      const TargetOptions &target, CompiledKernel &result) {
-  mlir::norm::NormLowerToPtxOptions options;
-  if (Status status = getPipelineOptions(target, options); !status)
+  if (Status status = checkRequest(spec, launch, target); !status)
     return status;
   Session session;
   FailureOr<OwningOpRef<ModuleOp>> module =
-      buildKernelModule(session, spec, launch);
+      buildKernelModule(session, spec, launch, target);
   if (failed(module))
-    return session.error("invalid operation or launch configuration");
-  Operation *kernelOp = findKernelOp(**module);
+    return session.error("cannot build the kernel op");
+  auto kernelOp = cast<mlir::norm::KernelOpInterface>(findKernelOp(**module));
 
   // The kernel alone: the runtime asks for a scalar fallback by itself.
   PassManager generate(&session.context);
   mlir::norm::NormGenerateKernelsOptions generateOptions;
   generateOptions.scalarFallback = false;
-  generateOptions.chip = target.chip;
-  generateOptions.maxSharedBytes = target.maxSharedBytes;
   generate.addPass(mlir::norm::createNormGenerateKernels(generateOptions));
   if (failed(generate.run(**module)))
     return session.error("kernel generation failed");
   FailureOr<KernelSignature> signature =
-      describeKernel(kernelOp, {}, target.getMaxSharedBytes());
+      mlir::norm::describeKernel(kernelOp, launch, target);
   if (failed(signature))
     return session.error("kernel description failed");
   result.signature = std::move(*signature);
@@ -283,54 +202,48 @@ Status compileKernel(const OpSpec &spec, const LaunchConfig &launch,
   }
 
   PassManager lower(&session.context);
-  mlir::norm::buildNormKernelsToPtxPipeline(lower, options);
+  mlir::norm::buildNormKernelsToPtxPipeline(lower, /*optLevel=*/3);
   if (failed(lower.run(**module)))
     return session.error("lowering to PTX failed");
   FailureOr<std::string> ptx = getKernelPtx(**module);
   if (failed(ptx))
     return session.error("no PTX");
   result.ptx = std::move(*ptx);
-  result.cubin.clear();
-  if (target.emitCubin)
-    return assembleCubin(result.ptx, target, result.cubin);
   return Status::success();
 }
 
 Status compileProgram(std::string_view mlir, const TargetOptions &target,
                       CompiledModule &result) {
-  mlir::norm::NormLowerToPtxOptions options;
-  if (Status status = getPipelineOptions(target, options); !status)
+  if (Status status = target.verify(); !status)
     return status;
   Session session;
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
       llvm::StringRef(mlir.data(), mlir.size()), &session.context, "program");
   if (!module)
     return session.error("invalid program");
+  mlir::norm::setTargetOptions(*module, target);
 
   PassManager pm(&session.context);
   mlir::norm::buildNormFusePipeline(pm, mlir::norm::NormFuseOptions());
-  mlir::norm::buildNormLowerToPtxPipeline(pm, options);
+  mlir::norm::buildNormLowerToPtxPipeline(pm, mlir::norm::LowerToPtxConfig());
   if (failed(pm.run(*module)))
     return session.error("compilation failed");
   FailureOr<std::string> ptx = getKernelPtx(*module);
   if (failed(ptx))
     return session.error("no PTX");
   FailureOr<std::vector<KernelSignature>> kernels =
-      getBundleSignatures(*module, *ptx, target.getMaxSharedBytes());
+      getBundleSignatures(*module, *ptx);
   if (failed(kernels))
     return session.error("kernel description failed");
   result.ptx = std::move(*ptx);
   result.kernels = std::move(*kernels);
-  result.cubin.clear();
-  if (target.emitCubin)
-    return assembleCubin(result.ptx, target, result.cubin);
   return Status::success();
 }
 
 std::string_view getCompilerVersion() {
   // Bump the generation with every change to the generated code.
   static const std::string version =
-      "norm-opt-codegen-2 (LLVM " LLVM_VERSION_STRING ")";
+      "norm-opt-codegen-3 (LLVM " LLVM_VERSION_STRING ")";
   return version;
 }
 
@@ -338,9 +251,9 @@ std::string_view getCompilerVersion() {
 // ptxas
 //===----------------------------------------------------------------------===//
 
-static std::string findPtxas(const TargetOptions &target) {
-  if (!target.ptxasPath.empty())
-    return target.ptxasPath;
+static std::string findPtxas(const std::string &ptxasPath) {
+  if (!ptxasPath.empty())
+    return ptxasPath;
   if (const char *cudaHome = std::getenv("CUDA_HOME")) {
     llvm::SmallString<256> path(cudaHome);
     llvm::sys::path::append(path, "bin", "ptxas");
@@ -355,17 +268,20 @@ static std::string findPtxas(const TargetOptions &target) {
   return {};
 }
 
-Status assembleCubin(std::string_view ptx, const TargetOptions &target,
+Status assembleCubin(std::string_view ptx, std::string_view chip,
+                     const std::string &ptxasPath,
                      std::vector<uint8_t> &cubin) {
-  std::string ptxas = findPtxas(target);
+  auto fail = [](std::string message) {
+    return Status::error(ErrorCode::CompileError, std::move(message));
+  };
+  std::string ptxas = findPtxas(ptxasPath);
   if (ptxas.empty())
-    return Status::error("ptxas not found: set TargetOptions::ptxasPath or "
-                         "CUDA_HOME, or put ptxas on PATH (the CUDA toolkit "
-                         "provides it)");
+    return fail("ptxas not found: pass its path, set CUDA_HOME, or put "
+                "ptxas on PATH (the CUDA toolkit provides it)");
   llvm::SmallString<128> ptxPath, cubinPath, logPath;
   int fd;
   if (llvm::sys::fs::createTemporaryFile("norm-kernel", "ptx", fd, ptxPath))
-    return Status::error("cannot create a temporary file for ptxas");
+    return fail("cannot create a temporary file for ptxas");
   {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
     os << ptx;
@@ -377,9 +293,9 @@ Status assembleCubin(std::string_view ptx, const TargetOptions &target,
   });
   if (llvm::sys::fs::createTemporaryFile("norm-kernel", "cubin", cubinPath) ||
       llvm::sys::fs::createTemporaryFile("norm-ptxas", "log", logPath))
-    return Status::error("cannot create a temporary file for ptxas");
+    return fail("cannot create a temporary file for ptxas");
 
-  std::string arch = "-arch=" + target.chip;
+  std::string arch = "-arch=" + std::string(chip);
   llvm::SmallVector<llvm::StringRef> args = {ptxas, arch, ptxPath, "-o",
                                              cubinPath};
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath.str(),
@@ -392,13 +308,12 @@ Status assembleCubin(std::string_view ptx, const TargetOptions &target,
     std::string log;
     if (auto buffer = llvm::MemoryBuffer::getFile(logPath))
       log = (*buffer)->getBuffer().str();
-    return Status::error(ptxas + " failed" +
-                         (error.empty() ? "" : " (" + error + ")") + ": " +
-                         log);
+    return fail(ptxas + " failed" + (error.empty() ? "" : " (" + error + ")") +
+                ": " + log);
   }
   auto buffer = llvm::MemoryBuffer::getFile(cubinPath, /*IsText=*/false);
   if (!buffer)
-    return Status::error("cannot read the cubin that ptxas wrote");
+    return fail("cannot read the cubin that ptxas wrote");
   llvm::StringRef bytes = (*buffer)->getBuffer();
   cubin.assign(bytes.begin(), bytes.end());
   return Status::success();

@@ -84,7 +84,7 @@ static Status checkHostSignature(func::FuncOp host) {
     if (memref ? memref.hasStaticShape() && memref.getLayout().isIdentity()
                : arg.isInteger(64))
       continue;
-    return Status::error("kernel " + host.getName().str() +
+    return Status::error(ErrorCode::CompileError, "kernel " + host.getName().str() +
                          " has a parameter of type " + printType(arg) +
                          "; host kernels take static memrefs (bare "
                          "pointers) and i64 values");
@@ -119,7 +119,7 @@ Status HostKernels::compile(std::string_view mlir,
     return success();
   });
   auto fail = [&](std::string what) {
-    return Status::error(what + (diagnostics.empty() ? "" : ":\n") +
+    return Status::error(ErrorCode::CompileError, what + (diagnostics.empty() ? "" : ":\n") +
                          diagnostics);
   };
 
@@ -133,7 +133,7 @@ Status HostKernels::compile(std::string_view mlir,
     std::string errors;
     llvm::raw_string_ostream errorStream(errors);
     if (failed(parsePassPipeline(options.kernelPipeline, kernels, errorStream)))
-      return Status::error("invalid kernel pipeline '" +
+      return Status::error(ErrorCode::CompileError, "invalid kernel pipeline '" +
                            options.kernelPipeline + "': " + errors);
   }
   mlir::norm::NormKernelsToHostOptions toHost;
@@ -159,7 +159,7 @@ Status HostKernels::compile(std::string_view mlir,
     impl->functions[name].params = ::getParams(host);
   }
   if (impl->names.empty())
-    return Status::error("the module has no gpu.func kernels");
+    return Status::error(ErrorCode::CompileError, "the module has no gpu.func kernels");
 
   PassManager lowering(&context);
   mlir::norm::buildHostToLLVMPipeline(lowering);
@@ -168,7 +168,7 @@ Status HostKernels::compile(std::string_view mlir,
 
   auto targetBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!targetBuilder)
-    return Status::error("no host target: " +
+    return Status::error(ErrorCode::CompileError, "no host target: " +
                          llvm::toString(targetBuilder.takeError()));
   if (!options.cpu.empty()) {
     targetBuilder->setCPU(options.cpu);
@@ -182,7 +182,7 @@ Status HostKernels::compile(std::string_view mlir,
                       : llvm::CodeGenOptLevel::Aggressive);
   auto targetMachine = targetBuilder->createTargetMachine();
   if (!targetMachine)
-    return Status::error("no host target machine: " +
+    return Status::error(ErrorCode::CompileError, "no host target machine: " +
                          llvm::toString(targetMachine.takeError()));
   auto transformer = makeOptimizingTransformer(optLevel, /*sizeLevel=*/0,
                                                targetMachine->get());
@@ -200,7 +200,7 @@ Status HostKernels::compile(std::string_view mlir,
     auto entry = impl->engine->lookupPacked(
         name + mlir::norm::kHostFunctionSuffix.str());
     if (!entry)
-      return Status::error("JIT lookup of " + name +
+      return Status::error(ErrorCode::CompileError, "JIT lookup of " + name +
                            " failed: " + llvm::toString(entry.takeError()));
     function.entry = *entry;
   }
@@ -225,19 +225,19 @@ Status HostKernels::launch(std::string_view kernel,
                            int64_t gridX) const {
   auto it = impl->functions.find(kernel);
   if (it == impl->functions.end())
-    return Status::error("no kernel named '" + std::string(kernel) + "'");
+    return Status::invalid("no kernel named '" + std::string(kernel) + "'");
   const HostFunction &function = it->second;
   size_t numBuffers = llvm::count_if(
       function.params, [](const HostKernelParam &p) { return p.isBuffer; });
   size_t numIntegers = function.params.size() - numBuffers;
   if (buffers.size() != numBuffers || integers.size() != numIntegers)
-    return Status::error("kernel " + std::string(kernel) + " takes " +
+    return Status::invalid("kernel " + std::string(kernel) + " takes " +
                          std::to_string(numBuffers) + " buffers and " +
                          std::to_string(numIntegers) + " integers, got " +
                          std::to_string(buffers.size()) + " and " +
                          std::to_string(integers.size()));
   if (gridX < 0)
-    return Status::error("negative grid size");
+    return Status::invalid("negative grid size");
 
   // The packed calling convention: one pointer per argument, to its value.
   std::vector<void *> pointers = buffers;

@@ -2,7 +2,7 @@
 
 #include "compiler/KernelBundle.h"
 
-#include "compiler/KernelDescription.h"
+#include "dialects/NormOps.h"
 #include "passes/LoweringPasses.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -34,12 +34,53 @@ static bool definesKernel(StringRef ptx, StringRef name) {
 }
 
 FailureOr<std::vector<KernelSignature>>
-getBundleSignatures(ModuleOp module, StringRef ptx, int64_t maxSharedBytes) {
-  if (auto recorded =
-          module->getAttrOfType<IntegerAttr>(kMaxSharedBytesAttrName))
-    maxSharedBytes = recorded.getInt();
-  FailureOr<std::vector<KernelSignature>> all =
-      describeReferencedKernels(module, /*withFallbacks=*/true, maxSharedBytes);
+describeReferencedKernels(Operation *root, bool withFallbacks,
+                          const TargetOptions &target) {
+  std::vector<KernelSignature> signatures;
+  llvm::StringSet<> seen;
+  WalkResult walk = root->walk([&](mlir::norm::KernelOpInterface op) {
+    SymbolRefAttr kernel = op.getKernelAttr();
+    if (!kernel || !op.getLaunchAttr())
+      return WalkResult::advance();
+    OpSpec spec = op.getOpSpec();
+    LaunchConfig launch = mlir::norm::getLaunchConfig(op.getLaunchAttr());
+    SmallVector<LaunchConfig, 2> launches = {launch};
+    if (std::optional<LaunchConfig> fallback = getScalarFallback(spec, launch);
+        fallback && withFallbacks)
+      launches.push_back(*fallback);
+    for (const LaunchConfig &each : launches) {
+      FailureOr<KernelSignature> sig =
+          mlir::norm::describeKernel(op, each, target);
+      if (failed(sig))
+        return WalkResult::interrupt();
+      // The generator chose the row storage for its target; another target
+      // may choose differently.
+      if (each == launch && kernel.getLeafReference() != sig->name) {
+        op->emitOpError() << "references kernel '"
+                          << kernel.getLeafReference().getValue()
+                          << "', but for the target " << target.chip
+                          << " with " << target.getMaxSharedBytes()
+                          << " bytes of shared memory per CTA its kernel is '"
+                          << sig->name
+                          << "': kernels were generated for another target";
+        return WalkResult::interrupt();
+      }
+      if (each == launch && launches.size() > 1)
+        sig->fallback = getKernelName(spec, launches.back(), target);
+      if (seen.insert(sig->name).second)
+        signatures.push_back(std::move(*sig));
+    }
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  return signatures;
+}
+
+FailureOr<std::vector<KernelSignature>>
+getBundleSignatures(ModuleOp module, StringRef ptx) {
+  FailureOr<std::vector<KernelSignature>> all = describeReferencedKernels(
+      module, /*withFallbacks=*/true, mlir::norm::getTargetOptions(module));
   if (failed(all))
     return failure();
   llvm::StringSet<> fallbacks;

@@ -9,7 +9,7 @@
 #ifndef NORM_COMPILER_KERNELBUNDLE_H
 #define NORM_COMPILER_KERNELBUNDLE_H
 
-#include "compiler/KernelSignature.h"
+#include "compiler/model/KernelSignature.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -22,14 +22,21 @@ namespace norm {
 /// module holds no such binary or its object is not PTX.
 mlir::FailureOr<std::string> getKernelPtx(mlir::ModuleOp module);
 
+/// The signatures of every kernel the kernel ops below `root` reference
+/// (through their `kernel` attribute), with their scalar fallbacks when
+/// `withFallbacks`, each kernel once, as generated for `target`. Fails with
+/// a diagnostic at a kernel op whose referenced kernel was generated for
+/// another target.
+mlir::FailureOr<std::vector<KernelSignature>>
+describeReferencedKernels(mlir::Operation *root, bool withFallbacks,
+                          const TargetOptions &target);
+
 /// The signatures of the kernels that the module's kernel ops reference and
 /// that `ptx` defines, with the scalar fallbacks that it defines too, as
-/// norm-generate-kernels generated them: for the shared memory per CTA the
-/// module records (kMaxSharedBytesAttrName), else `maxSharedBytes`
-/// (TargetOptions::getMaxSharedBytes).
+/// norm-generate-kernels generated them for the module's target
+/// (norm.target).
 mlir::FailureOr<std::vector<KernelSignature>>
-getBundleSignatures(mlir::ModuleOp module, llvm::StringRef ptx,
-                    int64_t maxSharedBytes);
+getBundleSignatures(mlir::ModuleOp module, llvm::StringRef ptx);
 
 } // namespace norm
 

@@ -40,6 +40,11 @@ def Norm_Dialect : Dialect {
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 0;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// The module attribute holding the target (a #norm.target).
+    static constexpr ::llvm::StringLiteral kTargetAttrName = "norm.target";
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -75,10 +80,11 @@ def Norm_StatisticAttr : EnumAttr<Norm_Dialect, Norm_Statistic, "statistic"> {
 
 def Norm_QKNormRms : I32EnumAttrCase<"rms", 0>;
 def Norm_QKNormL2 : I32EnumAttrCase<"l2", 1>;
+def Norm_QKNormMeanVar : I32EnumAttrCase<"mean_var", 2>;
 
 def Norm_QKNormKind : I32EnumAttr<"QKNormKind",
     "the per-head normalization applied to queries and keys",
-    [Norm_QKNormRms, Norm_QKNormL2]> {
+    [Norm_QKNormRms, Norm_QKNormL2, Norm_QKNormMeanVar]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::norm";
 }
@@ -86,8 +92,9 @@ def Norm_QKNormKind : I32EnumAttr<"QKNormKind",
 def Norm_QKNormKindAttr : EnumAttr<Norm_Dialect, Norm_QKNormKind, "qk_norm"> {
   let summary = "the per-head normalization of QK-Norm";
   let description = [{
-    `rms` (RMSNorm per head, as in Qwen3 and OLMo 2) or `l2` (L2 norm per
-    head).
+    `rms` (RMSNorm per head, as in Qwen3, OLMo 2 and, with Gemma's `1 + w`
+    weights, Gemma 3), `l2` (L2 norm per head) or `mean_var` (LayerNorm per
+    head without bias, as in ViT-22B).
 
     ```mlir
     #norm.qk_norm<rms>
@@ -137,6 +144,43 @@ def Norm_LaunchAttr : AttrDef<Norm_Dialect, "Launch"> {
     }
     /// A suffix for kernel names, e.g. `v8_t128_w4_r1`.
     std::string getMangledSuffix() const;
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Target
+//===----------------------------------------------------------------------===//
+
+def Norm_TargetAttr : AttrDef<Norm_Dialect, "Target"> {
+  let mnemonic = "target";
+  let summary = "the GPU a module's kernels are generated for";
+  let description = [{
+    The target of kernel generation, as IR data: `norm-set-target` (and the
+    pipelines, from their options) records it on the module as `norm.target`,
+    and every pass that depends on the target reads it from there:
+    `norm-generate-kernels` (the shared memory a CTA may use decides which
+    long rows are staged), the NVVM lowering (chip and PTX version) and the
+    kernel bundle writer. A module without one is generated for the default,
+    sm_90 with PTX 8.0.
+
+    - `chip`: sm_80, sm_89, sm_90 or sm_90a.
+    - `ptx_version`: PTX ISA version x 10, 78 to 90.
+    - `max_shared_bytes`: shared memory one CTA may use, at most the chip's
+      (0: the chip's: 163 KiB on sm_80, 99 KiB on sm_89, 227 KiB on sm_90).
+
+    ```mlir
+    module attributes {norm.target = #norm.target<chip = "sm_80", ptx_version = 80, max_shared_bytes = 0>} {}
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"the PTX chip">:$chip,
+                        "int64_t":$ptx_version, "int64_t":$max_shared_bytes);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The target as the kernel model describes it.
+    ::norm::TargetOptions getOptions() const;
+    static TargetAttr get(::mlir::MLIRContext *context,
+                          const ::norm::TargetOptions &options);
   }];
 }
 

@@ -3,6 +3,8 @@
 #include "dialects/NormDialect.h"
 #include "dialects/NormOps.h"
 
+#include "mlir/IR/BuiltinOps.h"
+
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -35,30 +37,94 @@ void NormDialect::initialize() {
 LogicalResult LaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t vector, int64_t threadsPerRow,
                                  int64_t warps, int64_t rowsPerCta) {
-  if (vector != 1 && vector != 2 && vector != 4 && vector != 8)
-    return emitError() << "vector width must be 1, 2, 4 or 8, got " << vector;
-  if (threadsPerRow < 1 || threadsPerRow > 1024 ||
-      (threadsPerRow < 32 && !llvm::isPowerOf2_64(threadsPerRow)) ||
-      (threadsPerRow >= 32 && threadsPerRow % 32 != 0))
-    return emitError() << "threads_per_row must be 1, 2, 4, 8, 16 or a "
-                          "multiple of 32 up to 1024, got "
-                       << threadsPerRow;
-  if (warps < 1 || warps > 32)
-    return emitError() << "warps must be in [1, 32], got " << warps;
-  if ((warps * 32) % threadsPerRow != 0)
-    return emitError() << "threads_per_row (" << threadsPerRow
-                       << ") must divide the " << warps * 32
-                       << " threads of a CTA of " << warps << " warps";
-  int64_t concurrentRows = warps * 32 / threadsPerRow;
-  if (rowsPerCta < 1 || rowsPerCta % concurrentRows != 0)
-    return emitError() << "rows_per_cta (" << rowsPerCta
-                       << ") must be a positive multiple of the "
-                       << concurrentRows << " rows a CTA works on at once";
+  ::norm::Status status =
+      ::norm::verifyLaunch({vector, threadsPerRow, warps, rowsPerCta});
+  if (!status)
+    return emitError() << status.message();
   return success();
 }
 
 std::string LaunchAttr::getMangledSuffix() const {
-  return llvm::formatv("v{0}_t{1}_w{2}_r{3}", getVector(), getThreadsPerRow(),
-                       getWarps(), getRowsPerCta())
-      .str();
+  return getLaunchConfig(*this).getMangledSuffix();
+}
+
+//===----------------------------------------------------------------------===//
+// TargetAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 StringRef chip, int64_t ptxVersion,
+                                 int64_t maxSharedBytes) {
+  ::norm::TargetOptions target;
+  target.chip = chip.str();
+  target.ptxVersion = static_cast<int>(ptxVersion);
+  target.maxSharedBytes = maxSharedBytes;
+  if (ptxVersion != target.ptxVersion)
+    return emitError() << "ptx_version " << ptxVersion << " is out of range";
+  if (::norm::Status status = target.verify(); !status)
+    return emitError() << status.message();
+  return success();
+}
+
+::norm::TargetOptions TargetAttr::getOptions() const {
+  ::norm::TargetOptions target;
+  target.chip = getChip().str();
+  target.ptxVersion = static_cast<int>(getPtxVersion());
+  target.maxSharedBytes = getMaxSharedBytes();
+  return target;
+}
+
+TargetAttr TargetAttr::get(MLIRContext *context,
+                           const ::norm::TargetOptions &options) {
+  return get(context, options.chip, options.ptxVersion, options.maxSharedBytes);
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes of other ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult NormDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attribute) {
+  StringRef name = attribute.getName().getValue();
+  if (name == kTargetAttrName) {
+    if (!isa<TargetAttr>(attribute.getValue()))
+      return op->emitError() << "'" << name << "' must be a #norm.target, got "
+                             << attribute.getValue();
+    if (!isa<ModuleOp>(op))
+      return op->emitError() << "'" << name << "' belongs on a module";
+    return success();
+  }
+  // Set by norm-kernels-to-host on the host functions it creates.
+  if (name == "norm.host_kernel")
+    return success();
+  return op->emitError() << "unknown norm dialect attribute '" << name << "'";
+}
+
+LogicalResult mlir::norm::verifyNoUnknownAttributes(Operation *op) {
+  ArrayRef<StringAttr> known = op->getName().getAttributeNames();
+  for (NamedAttribute attribute : op->getDiscardableAttrs()) {
+    StringRef name = attribute.getName().getValue();
+    if (name.contains('.'))
+      continue;
+    InFlightDiagnostic diag = op->emitOpError()
+                              << "has no attribute '" << name << "'";
+    // The closest attribute the op defines, for a misspelling.
+    StringRef closest;
+    unsigned distance = 3;
+    for (StringAttr candidate : known) {
+      unsigned d = name.edit_distance(candidate.getValue(),
+                                      /*AllowReplacements=*/true, distance);
+      if (d < distance) {
+        distance = d;
+        closest = candidate.getValue();
+      }
+    }
+    if (!closest.empty())
+      diag << "; did you mean '" << closest << "'?";
+    else
+      diag << " (attributes of other dialects need their prefix, e.g. "
+              "'mydialect.note')";
+    return diag;
+  }
+  return success();
 }

@@ -13,28 +13,26 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "compiler/model/KernelModel.h"
+
 #include "dialects/NormDialect.h.inc"
 
 namespace mlir::norm {
-/// Elements of a row one thread may keep in registers. norm.fused_row stages
-/// longer shares of its rows in shared memory or streams them; the other
-/// kernel ops reject launch configurations that need more.
-constexpr int64_t kMaxElementsPerThread = 64;
-/// The longest row of a norm.fused_row (2^24 elements, far beyond any hidden
-/// size of a model): index arithmetic and f32 sums stay well inside their
-/// range.
-constexpr int64_t kMaxFusedRowLength = int64_t(1) << 24;
-/// The widest vector access of a row kernel, in bytes.
-constexpr int64_t kMaxAccessBytes = 16;
 
-/// Whether `threadsPerRow` threads with `vector`-wide accesses keep rows of
-/// `rowLength` elements in registers (kMaxElementsPerThread each). Compared
-/// by division: huge rows must not overflow the product.
-inline bool fitsInRegisters(int64_t rowLength, int64_t threadsPerRow,
-                            int64_t vector) {
-  return (rowLength + threadsPerRow * vector - 1) / (threadsPerRow * vector) <=
-         kMaxElementsPerThread / vector;
-}
+/// Refuses attributes an op does not define unless they carry a dialect
+/// prefix (`norm.` for the dialect's own discardable attributes): a misspelt
+/// attribute must be an error, not a silently different kernel.
+LogicalResult verifyNoUnknownAttributes(Operation *op);
+
+template <typename ConcreteType>
+class RejectUnknownAttributes
+    : public OpTrait::TraitBase<ConcreteType, RejectUnknownAttributes> {
+public:
+  static LogicalResult verifyTrait(Operation *op) {
+    return verifyNoUnknownAttributes(op);
+  }
+};
+
 } // namespace mlir::norm
 
 #include "dialects/NormEnums.h.inc"

@@ -1,7 +1,6 @@
 //===- NormOps.cpp - norm dialect operations ------------------------------===//
 
 #include "dialects/NormOps.h"
-#include "dialects/RealFormat.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
@@ -30,7 +29,7 @@ static ParseResult parseReal(OpAsmParser &parser, FloatAttr &attr) {
 }
 
 static void printReal(OpAsmPrinter &printer, Operation *, FloatAttr attr) {
-  printer << formatReal(attr.getValueAsDouble());
+  printer << ::norm::formatReal(attr.getValueAsDouble());
 }
 
 //===----------------------------------------------------------------------===//
@@ -104,47 +103,29 @@ private:
 
 } // namespace
 
-/// A real as diagnostics show it: as printed, but NaN and the infinities by
-/// name rather than by bit pattern.
-static std::string describeReal(double value) {
-  if (std::isnan(value))
-    return "NaN";
-  if (std::isinf(value))
-    return value > 0 ? "+inf" : "-inf";
-  return formatReal(value);
+/// A rule of the kernel model, checked at `op`.
+static LogicalResult check(Operation *op, const ::norm::Status &status) {
+  if (status)
+    return success();
+  return op->emitOpError() << status.message();
 }
 
 /// eps, alpha and scale: NaN, infinities, zero and negatives are all
-/// rejected (`!(value > 0)` is true for NaN).
+/// rejected.
 static LogicalResult verifyPositiveFinite(Operation *op, double value,
                                           StringRef name) {
-  if (!(value > 0.0) || std::isinf(value))
-    return op->emitOpError()
-           << name << " must be a positive finite number, got "
-           << describeReal(value);
-  return success();
-}
-
-static LogicalResult verifyFinite(Operation *op, double value, StringRef name) {
-  if (!std::isfinite(value))
-    return op->emitOpError()
-           << name << " must be a finite number, got " << describeReal(value);
-  return success();
+  return check(op, ::norm::verifyPositiveFinite(value, name));
 }
 
 static LogicalResult verifyEps(Operation *op, FloatAttr eps,
                                StringRef name = "eps") {
-  return verifyPositiveFinite(op, eps.getValueAsDouble(), name);
+  return check(op, ::norm::verifyEps(eps.getValueAsDouble(), name));
 }
 
 /// `weight_offset` shifts the weight (Gemma's `1 + w`): a weight must exist.
 static LogicalResult verifyWeightOffset(Operation *op, double offset,
                                         Value weight) {
-  if (failed(verifyFinite(op, offset, "weight_offset")))
-    return failure();
-  if (offset != 0.0 && !weight)
-    return op->emitOpError("weight_offset needs a weight");
-  return success();
+  return check(op, ::norm::verifyWeightOffset(offset, bool(weight)));
 }
 
 /// Layer ops keep the input's type.
@@ -193,62 +174,54 @@ verifyRequiredSegments(OpTy op, ArrayRef<unsigned> requiredSegments) {
   return success();
 }
 
+/// The element type all of `params` share (the model has one type for
+/// weight and bias and one for per-channel statistics); bf16 when there are
+/// none.
+static FailureOr<::norm::ElementType>
+getSharedParamType(Operation *op, ArrayRef<std::pair<Value, StringRef>> params) {
+  std::optional<std::pair<Type, StringRef>> first;
+  for (auto [value, name] : params) {
+    if (!value)
+      continue;
+    Type element = getElementTypeOrSelf(value.getType());
+    if (!first) {
+      first = {element, name};
+      continue;
+    }
+    if (element != first->first)
+      return op->emitOpError()
+             << "parameters of one kernel share an element type: '" << name
+             << "' is " << element << ", '" << first->second << "' is "
+             << first->first;
+  }
+  return first ? getElementType(first->first) : ::norm::ElementType::bf16;
+}
+
+/// Weight and bias, and per-channel mean and variance, each share one
+/// element type (the kernel model's rule, checked at the layer op).
+static LogicalResult verifyParamTypes(Operation *op, Value weight, Value bias,
+                                      Value mean = {}, Value variance = {}) {
+  if (failed(getSharedParamType(op, {{weight, "weight"}, {bias, "bias"}})))
+    return failure();
+  return getSharedParamType(op, {{mean, "mean"}, {variance, "variance"}});
+}
+
 //===----------------------------------------------------------------------===//
-// Launch configurations of kernel ops
+// Kernel ops
 //===----------------------------------------------------------------------===//
 
-/// One vector access moves at most 16 bytes of the widest row tensor.
-static LogicalResult verifyLaunchAccessWidth(Operation *op, LaunchAttr launch,
-                                             TypeRange rowTypes) {
-  if (!launch)
-    return success();
-  for (Type type : rowTypes) {
-    Type element = getElementTypeOrSelf(type);
-    int64_t bytes = launch.getVector() * element.getIntOrFloatBitWidth() / 8;
-    if (bytes > kMaxAccessBytes)
-      return op->emitOpError()
-             << "launch vector width " << launch.getVector() << " of "
-             << element << " moves " << bytes << " bytes per access (at most "
-             << kMaxAccessBytes << ")";
-  }
+/// The rules of the kernel model for a kernel op: the operation
+/// (norm::verifyOpSpec) and, once it has one, its launch configuration
+/// (norm::verifyLaunchFor).
+static LogicalResult verifyKernelModel(KernelOpInterface op) {
+  ::norm::OpSpec spec = op.getOpSpec();
+  if (failed(check(op, ::norm::verifyOpSpec(spec))))
+    return failure();
+  if (LaunchAttr launch = op.getLaunchAttr())
+    return check(op, ::norm::verifyLaunchFor(spec, getLaunchConfig(launch)));
   return success();
 }
 
-/// A launch configuration must fit the rows it serves.
-///
-/// `segments`: the rows are consecutive pieces of wider rows (groups, heads),
-/// so a piece starts aligned for vector accesses only if the vector divides
-/// its length. `inRegisters`: the kernel keeps each thread's share of a row
-/// in registers (norm.fused_row stages longer shares in shared memory or
-/// streams them instead).
-static LogicalResult verifyLaunchForRow(Operation *op, LaunchAttr launch,
-                                        int64_t rowLength, TypeRange rowTypes,
-                                        bool segments, bool inRegisters) {
-  if (!launch)
-    return success();
-  if (failed(verifyLaunchAccessWidth(op, launch, rowTypes)))
-    return failure();
-  int64_t perAccess = launch.getVector();
-  int64_t threads = launch.getThreadsPerRow();
-  if (segments && rowLength % perAccess != 0)
-    return op->emitOpError()
-           << "launch configuration's vector (" << perAccess
-           << ") must divide the " << rowLength
-           << " elements of a group or head, which start one after another";
-  if ((threads - 1) * perAccess >= rowLength)
-    return op->emitOpError()
-           << "launch configuration leaves threads without work: " << threads
-           << " threads x vector " << perAccess << " for rows of " << rowLength
-           << " elements";
-  if (!inRegisters || fitsInRegisters(rowLength, threads, perAccess))
-    return success();
-  return op->emitOpError() << "launch configuration keeps "
-                           << llvm::divideCeil(rowLength, threads * perAccess)
-                           << " vectors of " << perAccess
-                           << " elements per thread in registers (at most "
-                           << kMaxElementsPerThread
-                           << " elements); use more threads per row";
-}
 
 //===----------------------------------------------------------------------===//
 // Layer ops
@@ -272,6 +245,8 @@ LogicalResult LayerNormOp::verify() {
       failed(shapes.param(getWeight(), "weight")) ||
       failed(shapes.param(getBias(), "bias")) ||
       failed(verifyEps(*this, getEpsAttr())))
+    return failure();
+  if (failed(verifyParamTypes(*this, getWeight(), getBias())))
     return failure();
   return verifySameResultType(*this, getInput().getType(), getType());
 }
@@ -297,6 +272,8 @@ LogicalResult GroupNormOp::verify() {
     return emitOpError() << "groups (" << getGroups()
                          << ") must divide the hidden size ("
                          << shapes.getHidden() << ")";
+  if (failed(verifyParamTypes(*this, getWeight(), getBias())))
+    return failure();
   return verifySameResultType(*this, getInput().getType(), getType());
 }
 
@@ -309,6 +286,9 @@ LogicalResult BatchNormInferenceOp::verify() {
       failed(shapes.param(getWeight(), "weight")) ||
       failed(shapes.param(getBias(), "bias")) ||
       failed(verifyEps(*this, getEpsAttr())))
+    return failure();
+  if (failed(verifyParamTypes(*this, getWeight(), getBias(), getMean(),
+                              getVariance())))
     return failure();
   return verifySameResultType(*this, getInput().getType(), getType());
 }
@@ -334,6 +314,8 @@ LogicalResult BatchNormTrainingOp::verify() {
       failed(verifyEps(*this, getEpsAttr())) ||
       failed(verifyF32Statistics(*this, {getBatchMean(), getBatchVariance()},
                                  "batch")))
+    return failure();
+  if (failed(verifyParamTypes(*this, getWeight(), getBias())))
     return failure();
   return verifySameResultType(*this, getInput().getType(),
                               getResult().getType());
@@ -401,8 +383,10 @@ LogicalResult AttentionOp::verify() {
           verifyPositiveFinite(*this, getScale().convertToDouble(), "scale")))
     return failure();
   if (!getQkNorm()) {
-    if (getQNormWeight() || getKNormWeight() || getQkNormEpsAttr())
-      return emitOpError("QK-Norm weights and eps need a 'qk_norm' kind");
+    if (getQNormWeight() || getKNormWeight() || getQkNormEpsAttr() ||
+        getQkNormOffset().convertToDouble() != 0.0)
+      return emitOpError(
+          "QK-Norm weights, eps and offset need a 'qk_norm' kind");
   } else {
     if (!getQkNormEpsAttr())
       return emitOpError("'qk_norm' needs 'qk_norm_eps'");
@@ -411,6 +395,15 @@ LogicalResult AttentionOp::verify() {
         failed(shapes.param(getQNormWeight(), "q_norm_weight", headDim)) ||
         failed(shapes.param(getKNormWeight(), "k_norm_weight", headDim)))
       return failure();
+    if (failed(getSharedParamType(*this, {{getQNormWeight(), "q_norm_weight"},
+                                          {getKNormWeight(), "k_norm_weight"}})))
+      return failure();
+    double offset = getQkNormOffset().convertToDouble();
+    if (!std::isfinite(offset))
+      return emitOpError() << "qk_norm_offset must be a finite number, got "
+                           << ::norm::describeReal(offset);
+    if (offset != 0.0 && !(getQNormWeight() && getKNormWeight()))
+      return emitOpError("qk_norm_offset needs both QK-Norm weights");
   }
   return verifySameResultType(*this, getQ().getType(), getType());
 }
@@ -440,22 +433,8 @@ LogicalResult FusedRowOp::verify() {
       failed(shapes.param(getWeight(), "weight")) ||
       failed(shapes.param(getBias(), "bias")) ||
       failed(shapes.param(getMean(), "mean")) ||
-      failed(shapes.param(getVariance(), "variance")) ||
-      failed(verifyEps(*this, getEpsAttr())) ||
-      failed(
-          verifyPositiveFinite(*this, getAlpha().convertToDouble(), "alpha")) ||
-      failed(verifyWeightOffset(*this, getWeightOffset().convertToDouble(),
-                                getWeight())) ||
-      failed(verifyPositive(*this, getGroups(), "groups")))
+      failed(shapes.param(getVariance(), "variance")))
     return failure();
-  if (!getAddend()) {
-    if (getAlpha().convertToDouble() != 1.0)
-      return emitOpError("alpha needs an addend");
-    if (getResidualOut())
-      return emitOpError("residual_out needs an addend");
-    if (getF32Residual())
-      return emitOpError("f32_residual needs an addend");
-  }
   Type inputElement = getElementTypeOrSelf(getInput().getType());
   if (getResidualOut() &&
       getElementTypeOrSelf(getResidualOut().getType()) != inputElement)
@@ -463,31 +442,26 @@ LogicalResult FusedRowOp::verify() {
                             "'input' ("
                          << inputElement << "), got "
                          << getResidualOut().getType();
-  int64_t hidden = shapes.getHidden();
-  if (hidden % getGroups() != 0)
-    return emitOpError() << "groups (" << getGroups()
-                         << ") must divide the hidden size (" << hidden << ")";
-  if (getGroups() > 1 && getStatistic() == Statistic::none)
-    return emitOpError("groups > 1 needs a statistic to group (rms, mean_var "
-                       "or l2), got 'none'");
   bool perChannelStats = getMean() || getVariance();
   if (perChannelStats && !(getMean() && getVariance()))
     return emitOpError("'mean' and 'variance' go together");
   if (perChannelStats && getStatistic() != Statistic::none)
     return emitOpError("per-channel 'mean'/'variance' need statistic 'none'");
-  SmallVector<Type> rowTypes;
-  for (Value v :
-       {getInput(), getAddend(), getSkip(), getOutput(), getResidualOut()})
-    if (v)
-      rowTypes.push_back(v.getType());
-  if (getLaunchAttr() && hidden / getGroups() > kMaxFusedRowLength)
-    return emitOpError() << "rows of " << hidden / getGroups()
-                         << " elements are longer than a kernel supports (at "
-                            "most "
-                         << kMaxFusedRowLength << ")";
-  return verifyLaunchForRow(*this, getLaunchAttr(), hidden / getGroups(),
-                            rowTypes, /*segments=*/getGroups() > 1,
-                            /*inRegisters=*/false);
+  if (failed(verifyParamTypes(*this, getWeight(), getBias(), getMean(),
+                              getVariance())))
+    return failure();
+  // eps is there exactly when something reads it.
+  bool readsEps = ::norm::usesEps(getOpSpec());
+  if (readsEps && !getEpsAttr())
+    return emitOpError() << "needs an eps: statistic '"
+                         << stringifyStatistic(getStatistic()) << "'"
+                         << (perChannelStats ? " with per-channel variance"
+                                             : "")
+                         << " reads it";
+  if (!readsEps && getEpsAttr())
+    return emitOpError("takes no eps: without a statistic or per-channel "
+                       "variance nothing reads it");
+  return verifyKernelModel(*this);
 }
 
 LogicalResult QKNormPrologueOp::verify() {
@@ -496,8 +470,7 @@ LogicalResult QKNormPrologueOp::verify() {
   if (failed(verifyRequiredSegments(*this, {0})) ||
       failed(verifyPositive(*this, qHeads, "num_q_heads")) ||
       failed(verifyPositive(*this, kvHeads, "num_kv_heads")) ||
-      failed(verifyPositive(*this, headDim, "head_dim")) ||
-      failed(verifyEps(*this, getEpsAttr())))
+      failed(verifyPositive(*this, headDim, "head_dim")))
     return failure();
   if (failed(verifyHeadsWidth(*this, getQ().getType(), "q", qHeads,
                               "num_q_heads", headDim)) ||
@@ -528,14 +501,20 @@ LogicalResult QKNormPrologueOp::verify() {
                            << ") does not match row count of 'qkv' ("
                            << qkv.getDimSize(0) << ")";
   }
+  if (getElementTypeOrSelf(getQ().getType()) !=
+      getElementTypeOrSelf(getK().getType()))
+    return emitOpError() << "'q' and 'k' share an element type, got "
+                         << getQ().getType() << " and " << getK().getType();
   ShapeChecker shapes(*this);
   if (failed(shapes.param(getQWeight(), "q_weight", headDim)) ||
       failed(shapes.param(getKWeight(), "k_weight", headDim)))
     return failure();
-  return verifyLaunchForRow(
-      *this, getLaunchAttr(), headDim,
-      {getQkv().getType(), getQ().getType(), getK().getType()},
-      /*segments=*/true, /*inRegisters=*/true);
+  if (bool(getQWeight()) != bool(getKWeight()))
+    return emitOpError("'q_weight' and 'k_weight' go together");
+  if (failed(getSharedParamType(
+          *this, {{getQWeight(), "q_weight"}, {getKWeight(), "k_weight"}})))
+    return failure();
+  return verifyKernelModel(*this);
 }
 
 LogicalResult ColumnStatsOp::verify() {
@@ -545,7 +524,157 @@ LogicalResult ColumnStatsOp::verify() {
       failed(shapes.param(getVariance(), "variance")) ||
       failed(verifyF32Statistics(*this, {getMean(), getVariance()}, "column")))
     return failure();
-  return verifyLaunchAccessWidth(*this, getLaunchAttr(), getInput().getType());
+  return verifyKernelModel(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel ops as the kernel model describes them
+//===----------------------------------------------------------------------===//
+
+using ::norm::BufferSlot;
+using ::norm::OpKind;
+
+static ::norm::ElementType getElementTypeOf(Value value) {
+  return getElementType(getElementTypeOrSelf(value.getType()));
+}
+
+/// The first of `values` present, as the model's parameter type.
+static ::norm::ElementType getParamType(std::initializer_list<Value> values) {
+  for (Value value : values)
+    if (value)
+      return getElementTypeOf(value);
+  return ::norm::ElementType::bf16;
+}
+
+::norm::OpSpec FusedRowOp::getOpSpec() {
+  ::norm::OpSpec spec;
+  switch (getStatistic()) {
+  case Statistic::rms:
+    spec.kind = OpKind::RMSNorm;
+    break;
+  case Statistic::mean_var:
+    spec.kind = getGroups() > 1 ? OpKind::GroupNorm : OpKind::LayerNorm;
+    break;
+  case Statistic::l2:
+    spec.kind = OpKind::L2Norm;
+    break;
+  case Statistic::none:
+    spec.kind = getMean() ? OpKind::BatchNormInference : OpKind::Elementwise;
+    break;
+  }
+  spec.hidden = getHidden();
+  spec.input = getElementTypeOf(getInput());
+  spec.output = getElementTypeOf(getOutput());
+  spec.param = getParamType({getWeight(), getBias()});
+  spec.statsType = getParamType({getMean(), getVariance()});
+  spec.hasWeight = bool(getWeight());
+  spec.hasBias = bool(getBias());
+  spec.hasAddend = bool(getAddend());
+  if (spec.hasAddend)
+    spec.addendType = getElementTypeOf(getAddend());
+  spec.writeResidual = bool(getResidualOut());
+  spec.f32Residual = getF32Residual();
+  spec.hasSkip = bool(getSkip());
+  if (spec.hasSkip)
+    spec.skipType = getElementTypeOf(getSkip());
+  spec.eps = getEpsAttr() ? getEpsAttr().getValueAsDouble() : 0.0;
+  spec.alpha = getAlpha().convertToDouble();
+  spec.weightOffset = getWeightOffset().convertToDouble();
+  spec.groups = getGroups();
+  return spec;
+}
+
+Value FusedRowOp::getBuffer(BufferSlot slot) {
+  switch (slot) {
+  case BufferSlot::Input:
+    return getInput();
+  case BufferSlot::Addend:
+    return getAddend();
+  case BufferSlot::Skip:
+    return getSkip();
+  case BufferSlot::Weight:
+    return getWeight();
+  case BufferSlot::Bias:
+    return getBias();
+  case BufferSlot::Mean:
+    return getMean();
+  case BufferSlot::Variance:
+    return getVariance();
+  case BufferSlot::Output:
+    return getOutput();
+  case BufferSlot::ResidualOut:
+    return getResidualOut();
+  default:
+    return {};
+  }
+}
+
+static ::norm::Statistic getModelStatistic(QKNormKind kind) {
+  switch (kind) {
+  case QKNormKind::rms:
+    return ::norm::Statistic::RMS;
+  case QKNormKind::l2:
+    return ::norm::Statistic::L2;
+  case QKNormKind::mean_var:
+    return ::norm::Statistic::MeanVar;
+  }
+  llvm_unreachable("unknown QK-Norm kind");
+}
+
+::norm::OpSpec QKNormPrologueOp::getOpSpec() {
+  ::norm::OpSpec spec;
+  spec.kind = OpKind::QKNormPrologue;
+  spec.hidden = getHeadDim();
+  spec.input = getElementTypeOf(getQkv());
+  spec.output = getElementTypeOf(getQ());
+  spec.param = getParamType({getQWeight(), getKWeight()});
+  spec.hasWeight = bool(getQWeight());
+  spec.eps = getEps().convertToDouble();
+  spec.weightOffset = getWeightOffset().convertToDouble();
+  spec.numQHeads = getNumQHeads();
+  spec.numKvHeads = getNumKvHeads();
+  spec.qkStatistic = getModelStatistic(getKind());
+  return spec;
+}
+
+Value QKNormPrologueOp::getBuffer(BufferSlot slot) {
+  switch (slot) {
+  case BufferSlot::Qkv:
+    return getQkv();
+  case BufferSlot::QWeight:
+    return getQWeight();
+  case BufferSlot::KWeight:
+    return getKWeight();
+  case BufferSlot::Q:
+    return getQ();
+  case BufferSlot::K:
+    return getK();
+  default:
+    return {};
+  }
+}
+
+::norm::OpSpec ColumnStatsOp::getOpSpec() {
+  ::norm::OpSpec spec;
+  spec.kind = OpKind::BatchNormStats;
+  spec.hidden = cast<RankedTensorType>(getInput().getType()).getDimSize(1);
+  spec.input = getElementTypeOf(getInput());
+  spec.output = ::norm::ElementType::f32;
+  spec.param = ::norm::ElementType::f32;
+  return spec;
+}
+
+Value ColumnStatsOp::getBuffer(BufferSlot slot) {
+  switch (slot) {
+  case BufferSlot::Input:
+    return getInput();
+  case BufferSlot::Mean:
+    return getMean();
+  case BufferSlot::Variance:
+    return getVariance();
+  default:
+    return {};
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -709,3 +838,5 @@ LogicalResult RowAllReduceOp::verify() {
 
 #define GET_OP_CLASSES
 #include "dialects/NormOps.cpp.inc"
+
+#include "dialects/NormInterfaces.cpp.inc"

@@ -4,6 +4,7 @@
 #define NORM_OPS_TD
 
 include "dialects/NormBase.td"
+include "dialects/NormInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/CastInterfaces.td"
@@ -18,8 +19,18 @@ include "mlir/IR/SymbolInterfaces.td"
 def Norm_RowTensor : TensorRankOf<[F32, F16, BF16], [2]>;
 def Norm_ParamTensor : TensorRankOf<[F32, F16, BF16], [1]>;
 
+// Attributes an op does not define are refused unless a dialect prefix
+// says whose they are: a misspelt `weight_ofset` must not compile to a
+// kernel without the offset.
+def Norm_RejectUnknownAttributes : NativeOpTrait<"RejectUnknownAttributes"> {
+  let cppNamespace = "::mlir::norm";
+}
+
 class Norm_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Norm_Dialect, mnemonic, traits>;
+    : Op<Norm_Dialect, mnemonic, !listconcat(traits, [Norm_RejectUnknownAttributes])>;
+
+// A kernel op: one future GPU kernel, described by the kernel model.
+defvar Norm_KernelOp = DeclareOpInterfaceMethods<Norm_KernelOpInterface>;
 
 // Printed form of an optional 1-D parameter operand: `name(%v : type)`.
 class OptParam<string name> {
@@ -245,10 +256,11 @@ def Norm_AttentionOp : Norm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     `v` are `tokens x (num_kv_heads * head_dim)` (grouped-query attention
     when `num_kv_heads < num_heads`). With `qk_norm` set, each head's query
     and key rows are normalized first (RMSNorm or L2) with the optional
-    `head_dim`-long weights: the fusion pass
-    `norm-fuse-qk-norm-into-attention` moves separate norms here so that an
-    attention kernel applies them in its prologue. QK-Norm weights and
-    `qk_norm_eps` need `qk_norm`; `qk_norm` needs `qk_norm_eps`.
+    `head_dim`-long weights, plus `qk_norm_offset` (Gemma 3's `1 + w`): the
+    fusion pass `norm-fuse-qk-norm-into-attention` moves separate norms here
+    so that an attention kernel applies them in its prologue. QK-Norm
+    weights, `qk_norm_eps` and `qk_norm_offset` need `qk_norm`; `qk_norm`
+    needs `qk_norm_eps`; an offset needs weights.
     `num_kv_heads` divides `num_heads`; `k` and `v` have the same shape; the
     result has the type of `q`; `scale` is positive and finite.
 
@@ -267,11 +279,13 @@ def Norm_AttentionOp : Norm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
                        I64Attr:$num_heads, I64Attr:$num_kv_heads,
                        I64Attr:$head_dim, UnitAttr:$causal, F64Attr:$scale,
                        OptionalAttr<Norm_QKNormKindAttr>:$qk_norm,
-                       OptionalAttr<F64Attr>:$qk_norm_eps);
+                       OptionalAttr<F64Attr>:$qk_norm_eps,
+                       DefaultValuedAttr<F64Attr, "0.0">:$qk_norm_offset);
   let results = (outs Norm_RowTensor:$result);
   let assemblyFormat = "$q `,` $k `,` $v " # OptParam<"q_norm_weight">.format #
       " " # OptParam<"k_norm_weight">.format # " " # Real<"scale", "scale">.format #
-      " " # OptReal<"qk_norm_eps", "qk_norm_eps">.format # " attr-dict `:` type($q) `,` "
+      " " # OptReal<"qk_norm_eps", "qk_norm_eps">.format # " " #
+      OptReal<"qk_norm_offset", "qk_norm_offset">.format # " attr-dict `:` type($q) `,` "
       "type($k) `,` type($v) `->` type($result)";
   let hasVerifier = 1;
 }
@@ -280,7 +294,8 @@ def Norm_AttentionOp : Norm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
 // Kernel ops: one op, one future GPU kernel
 //===----------------------------------------------------------------------===//
 
-def Norm_FusedRowOp : Norm_Op<"fused_row", [Pure, AttrSizedOperandSegments]> {
+def Norm_FusedRowOp : Norm_Op<"fused_row", [Pure, AttrSizedOperandSegments,
+                                            Norm_KernelOp]> {
   let summary = "one row kernel: prologue, statistic, epilogue";
   let description = [{
     The core abstraction of norm-opt: every row-wise normalization is
@@ -306,14 +321,18 @@ def Norm_FusedRowOp : Norm_Op<"fused_row", [Pure, AttrSizedOperandSegments]> {
       the normalized value is rounded to the output type before the add, as
       in the unfused graph.
     - `output` may have another element type than `input` (a fused cast).
+    - `eps` is there exactly when something reads it: a statistic, or the
+      per-channel `variance`. Weight, bias, mean and variance share one
+      element type.
 
     `launch` is the launch configuration; `kernel` names the `gpu.func` that
     implements the op once kernels are generated. A launch configuration
     must fit the row (`hidden / groups` elements, at most 2^24): no thread of
     a row without work, and vector accesses of at most 16 bytes of every row
-    tensor. A thread keeps up to 64 elements of a row in registers; the
-    kernel stages longer shares in shared memory, or reads rows too long for
-    it twice.
+    tensor. A thread keeps its share of a row in registers where the
+    registers of its CTA hold it (at most 64 elements, fewer in CTAs of more
+    than 512 threads: `norm::fitsInRegisters`); the kernel stages longer
+    shares in shared memory, or reads rows too long for it twice.
 
     Canonicalization drops a weight that scales by exactly 1 (splat 1.0 with
     offset 0 or splat 0.0 with offset 1) and a splat 0.0 bias.
@@ -333,7 +352,7 @@ def Norm_FusedRowOp : Norm_Op<"fused_row", [Pure, AttrSizedOperandSegments]> {
       Optional<Norm_ParamTensor>:$mean,
       Optional<Norm_ParamTensor>:$variance,
       Norm_StatisticAttr:$statistic,
-      F64Attr:$eps,
+      OptionalAttr<F64Attr>:$eps,
       DefaultValuedAttr<F64Attr, "1.0">:$alpha,
       DefaultValuedAttr<F64Attr, "0.0">:$weight_offset,
       DefaultValuedAttr<I64Attr, "1">:$groups,
@@ -347,7 +366,7 @@ def Norm_FusedRowOp : Norm_Op<"fused_row", [Pure, AttrSizedOperandSegments]> {
     (`addend` `(` $addend^ `:` type($addend) `)`)?
     (`skip` `(` $skip^ `:` type($skip) `)`)? }] #
     OptParam<"weight">.format # " " # OptParam<"bias">.format # " " #
-    OptParam<"mean">.format # " " # OptParam<"variance">.format # " " # Real<"eps", "eps">.format #
+    OptParam<"mean">.format # " " # OptParam<"variance">.format # " " # OptReal<"eps", "eps">.format #
     " " # OptReal<"alpha", "alpha">.format # " " #
     OptReal<"offset", "weight_offset">.format # [{
     attr-dict `:` type($input) `->` type($output) (`,` type($residual_out)^)?
@@ -363,17 +382,19 @@ def Norm_FusedRowOp : Norm_Op<"fused_row", [Pure, AttrSizedOperandSegments]> {
 }
 
 def Norm_QKNormPrologueOp : Norm_Op<"qk_norm_prologue", [Pure,
-    AttrSizedOperandSegments]> {
+    AttrSizedOperandSegments, Norm_KernelOp]> {
   let summary = "normalize q and k per head, straight from a packed qkv tensor";
   let description = [{
     Reads the packed projection output `qkv` of shape
     `tokens x ((num_q_heads + 2 * num_kv_heads) * head_dim)` (q heads, then k
     heads, then v heads) and writes `q` (`tokens x num_q_heads * head_dim`)
     and `k` (`tokens x num_kv_heads * head_dim`), each head row normalized by
-    RMSNorm or L2 norm and scaled by `q_weight`/`k_weight` (length
-    `head_dim`). One launch; `v` is not touched. The row stride of `qkv` is a
-    runtime argument of the kernel. A launch configuration serves rows of
-    `head_dim` elements, at most 64 of them per thread (held in registers).
+    RMSNorm, L2 norm or LayerNorm without bias (`mean_var`) and scaled by
+    `q_weight`/`k_weight` (length `head_dim`) plus `weight_offset` (Gemma 3's
+    `1 + w`: `offset(1.0)`). One launch; `v` is not touched; one key/value
+    head (multi-query attention) is as good as many. The row stride of
+    `qkv` is a runtime argument of the kernel. A launch configuration serves
+    rows of `head_dim` elements, held in registers (`norm::fitsInRegisters`).
 
     ```mlir
     %q, %k = norm.qk_norm_prologue <rms> %qkv q_weight(%wq : tensor<128xbf16>)
@@ -387,16 +408,18 @@ def Norm_QKNormPrologueOp : Norm_Op<"qk_norm_prologue", [Pure,
                        Optional<Norm_ParamTensor>:$k_weight,
                        Norm_QKNormKindAttr:$kind, I64Attr:$num_q_heads,
                        I64Attr:$num_kv_heads, I64Attr:$head_dim, F64Attr:$eps,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_offset,
                        OptionalAttr<Norm_LaunchAttr>:$launch,
                        OptionalAttr<SymbolRefAttr>:$kernel);
   let results = (outs Norm_RowTensor:$q, Norm_RowTensor:$k);
   let assemblyFormat = "$kind $qkv " # OptParam<"q_weight">.format # " " #
-      OptParam<"k_weight">.format # " " # Real<"eps", "eps">.format # " attr-dict `:` type($qkv) `->` "
+      OptParam<"k_weight">.format # " " # Real<"eps", "eps">.format # " " #
+      OptReal<"offset", "weight_offset">.format # " attr-dict `:` type($qkv) `->` "
       "type($q) `,` type($k)";
   let hasVerifier = 1;
 }
 
-def Norm_ColumnStatsOp : Norm_Op<"column_stats", [Pure]> {
+def Norm_ColumnStatsOp : Norm_Op<"column_stats", [Pure, Norm_KernelOp]> {
   let summary = "per-channel mean and biased variance over all rows";
   let description = [{
     The statistics kernel of training-mode batch normalization: for each

@@ -2,10 +2,7 @@
 
 #include "passes/LoweringPasses.h"
 
-#include "compiler/KernelDescription.h"
 #include "dialects/NormOps.h"
-
-#include "mlir/IR/Verifier.h"
 
 namespace mlir::norm {
 #define GEN_PASS_DEF_NORMASSIGNLAUNCHCONFIG
@@ -25,15 +22,14 @@ struct AssignLaunchConfig
 
 private:
   /// The heuristic's configuration for `op` with the forced fields applied.
-  ::norm::LaunchConfig pickLaunch(Operation *op, const ::norm::OpSpec &spec);
+  ::norm::LaunchConfig pickLaunch(KernelOpInterface op);
 };
 
 } // namespace
 
-::norm::LaunchConfig
-AssignLaunchConfig::pickLaunch(Operation *op, const ::norm::OpSpec &spec) {
+::norm::LaunchConfig AssignLaunchConfig::pickLaunch(KernelOpInterface op) {
   ::norm::LaunchConfig launch =
-      ::norm::getHeuristicLaunch(spec, ::norm::getStaticRows(op));
+      ::norm::getHeuristicLaunch(op.getOpSpec(), op.getStaticRows());
   int64_t rowGroups = launch.rowsPerCta / launch.getConcurrentRows();
   if (vector)
     launch.vector = vector;
@@ -55,46 +51,23 @@ AssignLaunchConfig::pickLaunch(Operation *op, const ::norm::OpSpec &spec) {
 }
 
 void AssignLaunchConfig::runOnOperation() {
-  SmallVector<Operation *> ops;
-  getOperation()->walk([&](Operation *op) {
-    if (::norm::isKernelOp(op) && !::norm::getLaunch(op))
+  SmallVector<KernelOpInterface> ops;
+  getOperation()->walk([&](KernelOpInterface op) {
+    if (!op.getLaunchAttr())
       ops.push_back(op);
   });
-  for (Operation *op : ops) {
-    FailureOr<::norm::OpSpec> spec = ::norm::getOpSpec(op);
-    if (failed(spec))
-      return signalPassFailure();
-    // QK-Norm heads live in registers: 1024 threads hold at most this many
-    // elements. Fused rows beyond them are staged or streamed.
-    int64_t length = ::norm::getKernelRowLength(op);
-    if (isa<QKNormPrologueOp>(op) && length > 1024 * kMaxElementsPerThread) {
-      op->emitOpError() << "heads of " << length
-                        << " elements do not fit in the registers of one CTA "
-                           "(at most "
-                        << 1024 * kMaxElementsPerThread
-                        << "); such heads are not supported";
+  for (KernelOpInterface op : ops) {
+    ::norm::LaunchConfig launch = pickLaunch(op);
+    // The kernel model decides whether the configuration fits the op
+    // (elements per thread and the CTA's registers, idle threads, the
+    // alignment of row segments).
+    ::norm::Status status = ::norm::verifyLaunchFor(op.getOpSpec(), launch);
+    if (!status) {
+      op->emitOpError() << "cannot use the launch configuration "
+                        << launch.getMangledSuffix() << ": "
+                        << status.message();
       return signalPassFailure();
     }
-    if (isa<FusedRowOp>(op) && length > kMaxFusedRowLength) {
-      op->emitOpError() << "rows of " << length
-                        << " elements are longer than a kernel supports (at "
-                           "most "
-                        << kMaxFusedRowLength << ")";
-      return signalPassFailure();
-    }
-    ::norm::LaunchConfig launch = pickLaunch(op, *spec);
-    auto emitError = [&] {
-      return op->emitOpError("cannot use the launch configuration: ");
-    };
-    LaunchAttr attr = LaunchAttr::getChecked(
-        emitError, op->getContext(), launch.vector, launch.threadsPerRow,
-        launch.warps, launch.rowsPerCta);
-    if (!attr)
-      return signalPassFailure();
-    op->setAttr("launch", attr);
-    // The op's own rules (elements per thread, idle threads, alignment of
-    // row segments) decide whether the configuration fits it.
-    if (failed(verify(op)))
-      return signalPassFailure();
+    op.setLaunchAttr(getLaunchAttr(&getContext(), launch));
   }
 }

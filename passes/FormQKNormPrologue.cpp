@@ -45,7 +45,10 @@ struct FormPrologueFromQSlice : OpRewritePattern<tensor::ExtractSliceOp> {
                                 PatternRewriter &rewriter) const override {
     if (!isColumnBlock(qSlice, 0))
       return failure();
+    // One query head (then one key/value head too): the slice is the head.
     std::optional<PerHeadNorm> q = PerHeadNorm::findFrom(qSlice);
+    if (!q)
+      q = PerHeadNorm::findFrom(qSlice, qSlice.getType().getDimSize(1));
     if (!q)
       return rewriter.notifyMatchFailure(qSlice, "no per-head norm of q");
     Value qkv = qSlice.getSource();
@@ -58,8 +61,10 @@ struct FormPrologueFromQSlice : OpRewritePattern<tensor::ExtractSliceOp> {
           !isEqualConstantIntOrValue(kSlice.getMixedOffsets()[0], rowOffset) ||
           !isEqualConstantIntOrValue(kSlice.getMixedSizes()[0], rowSize))
         continue;
-      std::optional<PerHeadNorm> k = PerHeadNorm::findFrom(kSlice);
-      if (!k || !q->isCompatibleWith(*k))
+      // Multi-query attention's one key/value head is the norm alone.
+      std::optional<PerHeadNorm> k = PerHeadNorm::findFrom(kSlice, q->headDim);
+      // The prologue scales both heads or neither.
+      if (!k || !q->isCompatibleWith(*k) || bool(q->weight) != bool(k->weight))
         continue;
       if (succeeded(rewrite(rewriter, *q, *k, qkv, rowOffset, rowSize)))
         return success();
@@ -107,7 +112,8 @@ private:
         rewriter.getI64IntegerAttr(q.heads),
         rewriter.getI64IntegerAttr(k.heads),
         rewriter.getI64IntegerAttr(q.headDim), rewriter.getF64FloatAttr(q.eps),
-        /*launch=*/nullptr, /*kernel=*/nullptr);
+        rewriter.getF64FloatAttr(q.weightOffset), /*launch=*/nullptr,
+        /*kernel=*/nullptr);
     rewriter.replaceOp(qJoin, prologue.getQ());
     rewriter.replaceOp(kJoin, prologue.getK());
     return success();
@@ -115,7 +121,7 @@ private:
 };
 
 struct FormQKNormProloguePass
-    : norm::impl::FormQKNormPrologueBase<FormQKNormProloguePass> {
+    : mlir::norm::impl::FormQKNormPrologueBase<FormQKNormProloguePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<FormPrologueFromQSlice>(&getContext());

@@ -60,7 +60,7 @@ struct FormBatchNormTrainingKernels
   }
 };
 
-struct FormRowKernelsPass : norm::impl::FormRowKernelsBase<FormRowKernelsPass> {
+struct FormRowKernelsPass : mlir::norm::impl::FormRowKernelsBase<FormRowKernelsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<FormRowKernel, FormBatchNormTrainingKernels>(&getContext());

@@ -108,7 +108,7 @@ struct ReadBeforeWidening : RewritePattern {
   }
 };
 
-struct FuseCastsPass : norm::impl::FuseCastsBase<FuseCastsPass> {
+struct FuseCastsPass : mlir::norm::impl::FuseCastsBase<FuseCastsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<FuseConversionIntoProducer, ReadBeforeWidening>(&getContext());

@@ -24,11 +24,14 @@ struct FuseQKNormIntoAttentionOp : OpRewritePattern<AttentionOp> {
       return rewriter.notifyMatchFailure(attention, "has QK-Norm already");
     if (!attention.getQ().hasOneUse() || !attention.getK().hasOneUse())
       return rewriter.notifyMatchFailure(attention, "q or k has other users");
-    std::optional<PerHeadNorm> q = PerHeadNorm::match(attention.getQ());
-    std::optional<PerHeadNorm> k = PerHeadNorm::match(attention.getK());
+    int64_t headDim = attention.getHeadDim();
+    std::optional<PerHeadNorm> q = PerHeadNorm::match(attention.getQ(), headDim);
+    std::optional<PerHeadNorm> k = PerHeadNorm::match(attention.getK(), headDim);
     if (!q || !k)
       return rewriter.notifyMatchFailure(attention, "q or k not normed");
-    if (!q->isCompatibleWith(*k) ||
+    // One offset serves both weights; the op needs both for it.
+    bool offsetFits = q->weightOffset == 0.0 || (q->weight && k->weight);
+    if (!q->isCompatibleWith(*k) || !offsetFits ||
         q->headDim != static_cast<int64_t>(attention.getHeadDim()) ||
         q->heads != static_cast<int64_t>(attention.getNumHeads()) ||
         k->heads != static_cast<int64_t>(attention.getNumKvHeads()))
@@ -42,7 +45,8 @@ struct FuseQKNormIntoAttentionOp : OpRewritePattern<AttentionOp> {
         attention.getHeadDimAttr(), attention.getCausalAttr(),
         attention.getScaleAttr(),
         QKNormKindAttr::get(getContext(), q->kind),
-        rewriter.getF64FloatAttr(q->eps));
+        rewriter.getF64FloatAttr(q->eps),
+        rewriter.getF64FloatAttr(q->weightOffset));
     fused->setDiscardableAttrs(attention->getDiscardableAttrDictionary());
     rewriter.replaceOp(attention, fused);
     return success();
@@ -50,7 +54,7 @@ struct FuseQKNormIntoAttentionOp : OpRewritePattern<AttentionOp> {
 };
 
 struct FuseQKNormIntoAttentionPass
-    : norm::impl::FuseQKNormIntoAttentionBase<FuseQKNormIntoAttentionPass> {
+    : mlir::norm::impl::FuseQKNormIntoAttentionBase<FuseQKNormIntoAttentionPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<FuseQKNormIntoAttentionOp>(&getContext());

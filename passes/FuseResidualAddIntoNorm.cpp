@@ -87,7 +87,7 @@ private:
 };
 
 struct FuseResidualAddIntoNormPass
-    : norm::impl::FuseResidualAddIntoNormBase<FuseResidualAddIntoNormPass> {
+    : mlir::norm::impl::FuseResidualAddIntoNormBase<FuseResidualAddIntoNormPass> {
   using Base::Base;
 
   void runOnOperation() override {

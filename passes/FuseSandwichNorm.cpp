@@ -62,7 +62,7 @@ struct FuseAddIntoProducer : OpRewritePattern<ResidualAddOp> {
 };
 
 struct FuseSandwichNormPass
-    : norm::impl::FuseSandwichNormBase<FuseSandwichNormPass> {
+    : mlir::norm::impl::FuseSandwichNormBase<FuseSandwichNormPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<FuseAddIntoProducer>(&getContext());

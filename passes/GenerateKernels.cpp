@@ -2,7 +2,6 @@
 
 #include "passes/LoweringPasses.h"
 
-#include "compiler/KernelDescription.h"
 #include "dialects/NormOps.h"
 #include "passes/KernelBuilder.h"
 
@@ -30,12 +29,12 @@ private:
   /// The kernel module, created on first use.
   gpu::GPUModuleOp getOrCreateKernelModule();
   /// The kernel of `op` for `launch`, generated unless it exists.
-  FailureOr<StringRef> getOrBuildKernel(Operation *op, LaunchAttr launch);
+  FailureOr<StringRef> getOrBuildKernel(KernelOpInterface op,
+                                        const ::norm::LaunchConfig &launch);
 
   gpu::GPUModuleOp kernelModule;
   std::optional<SymbolTable> kernels;
-  /// Shared memory a CTA may use on the target.
-  int64_t sharedBytes = 0;
+  ::norm::TargetOptions target;
 };
 
 } // namespace
@@ -46,9 +45,6 @@ gpu::GPUModuleOp GenerateKernels::getOrCreateKernelModule() {
   ModuleOp module = getOperation();
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                   UnitAttr::get(&getContext()));
-  module->setAttr(
-      ::norm::kMaxSharedBytesAttrName,
-      IntegerAttr::get(IntegerType::get(&getContext(), 64), sharedBytes));
   kernelModule = dyn_cast_or_null<gpu::GPUModuleOp>(
       SymbolTable::lookupSymbolIn(module, kKernelModuleName));
   if (!kernelModule) {
@@ -60,42 +56,29 @@ gpu::GPUModuleOp GenerateKernels::getOrCreateKernelModule() {
   return kernelModule;
 }
 
-FailureOr<StringRef> GenerateKernels::getOrBuildKernel(Operation *op,
-                                                       LaunchAttr launch) {
+FailureOr<StringRef>
+GenerateKernels::getOrBuildKernel(KernelOpInterface op,
+                                  const ::norm::LaunchConfig &launch) {
   FailureOr<::norm::KernelSignature> signature =
-      ::norm::describeKernel(op, launch, sharedBytes);
+      describeKernel(op, launch, target);
   if (failed(signature))
     return failure();
   gpu::GPUModuleOp module = getOrCreateKernelModule();
   if (Operation *existing = kernels->lookup(signature->name))
     return SymbolTable::getSymbolName(existing).getValue();
   OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
-  FailureOr<gpu::GPUFuncOp> kernel = buildKernel(builder, op, *signature);
-  if (failed(kernel))
-    return failure();
-  kernels->insert(*kernel);
-  return kernel->getName();
+  gpu::GPUFuncOp kernel =
+      buildKernel(builder, op->getLoc(), op.getOpSpec(), *signature);
+  kernels->insert(kernel);
+  return kernel.getName();
 }
 
 void GenerateKernels::runOnOperation() {
   kernelModule = {};
   kernels.reset();
-  if (::norm::getMaxSharedBytesPerCta(chip) == 0) {
-    getOperation().emitError()
-        << "norm-generate-kernels: unknown chip '" << chip
-        << "' (expected sm_80, sm_89, sm_90 or sm_90a)";
-    return signalPassFailure();
-  }
-  if (maxSharedBytes < 0) {
-    getOperation().emitError()
-        << "norm-generate-kernels: max-shared-bytes ("
-        << static_cast<int64_t>(maxSharedBytes) << ") is negative";
-    return signalPassFailure();
-  }
-  ::norm::TargetOptions target;
-  target.chip = chip;
-  target.maxSharedBytes = maxSharedBytes;
-  sharedBytes = target.getMaxSharedBytes();
+  // The target is IR data (norm-set-target); kernels of a module without
+  // one are for the default target.
+  target = getTargetOptions(getOperation());
 
   // Attention kernels are not generated: a QK-Norm fused into attention
   // would silently vanish.
@@ -103,31 +86,34 @@ void GenerateKernels::runOnOperation() {
     if (!op.getQkNorm())
       return WalkResult::advance();
     op.emitOpError("with a fused QK-Norm needs an attention kernel, which "
-                   "norm-opt does not generate; use "
-                   "--norm-fuse=\"qk-norm=prologue\"");
+                   "norm-opt does not generate yet; fuse with "
+                   "qk-norm=prologue instead (an option of norm-fuse and "
+                   "norm-to-ptx, and their default)");
     return WalkResult::interrupt();
   });
   if (attention.wasInterrupted())
     return signalPassFailure();
 
-  SmallVector<Operation *> kernelOps;
-  getOperation().walk([&](Operation *op) {
-    if (::norm::isKernelOp(op) && ::norm::getLaunch(op))
+  SmallVector<KernelOpInterface> kernelOps;
+  getOperation().walk([&](KernelOpInterface op) {
+    if (op.getLaunchAttr())
       kernelOps.push_back(op);
   });
 
   MLIRContext *context = &getContext();
-  for (Operation *op : kernelOps) {
-    LaunchAttr launch = ::norm::getLaunch(op);
+  for (KernelOpInterface op : kernelOps) {
+    ::norm::LaunchConfig launch = getLaunchConfig(op.getLaunchAttr());
     FailureOr<StringRef> name = getOrBuildKernel(op, launch);
     if (failed(name))
       return signalPassFailure();
-    op->setAttr("kernel",
-                SymbolRefAttr::get(context, kKernelModuleName,
-                                   {FlatSymbolRefAttr::get(context, *name)}));
-    if (LaunchAttr fallback = ::norm::getScalarFallback(launch);
-        fallback && scalarFallback && failed(getOrBuildKernel(op, fallback)))
-      return signalPassFailure();
+    op.setKernelAttr(SymbolRefAttr::get(context, kKernelModuleName,
+                                    {FlatSymbolRefAttr::get(context, *name)}));
+    if (!scalarFallback)
+      continue;
+    if (std::optional<::norm::LaunchConfig> fallback =
+            ::norm::getScalarFallback(op.getOpSpec(), launch))
+      if (failed(getOrBuildKernel(op, *fallback)))
+        return signalPassFailure();
   }
 
   // The builders repeat address arithmetic freely; CSE keeps the kernels

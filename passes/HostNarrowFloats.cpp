@@ -165,7 +165,7 @@ struct ExpandTruncF16 : OpRewritePattern<arith::TruncFOp> {
 };
 
 struct NormHostExpandF16Conversions
-    : norm::impl::NormHostExpandF16ConversionsBase<
+    : mlir::norm::impl::NormHostExpandF16ConversionsBase<
           NormHostExpandF16Conversions> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
@@ -252,7 +252,7 @@ bool onlyMoves(Operation *op) {
 }
 
 struct NormHostNarrowFloatsToIntegers
-    : norm::impl::NormHostNarrowFloatsToIntegersBase<
+    : mlir::norm::impl::NormHostNarrowFloatsToIntegersBase<
           NormHostNarrowFloatsToIntegers> {
   void runOnOperation() override {
     WalkResult walk = getOperation()->walk([&](Operation *op) {

@@ -1,26 +1,40 @@
-//===- KernelBuilder.h - the gpu.func of a kernel op ------------*- C++ -*-===//
+//===- KernelBuilder.h - the gpu.func of a kernel ---------------*- C++ -*-===//
 //
-// Builds the kernel program of one kernel op for one launch configuration:
-// a gpu.func that uses only gpu thread/block ids, arith, math, vector, scf,
-// memref and norm.row_allreduce, so that both the GPU lowering and the host
-// execution path can run it.
+// Builds the kernel program of one operation for one signature: a gpu.func
+// that uses only gpu thread/block ids, arith, math, vector, scf, memref and
+// norm.row_allreduce, so that both the GPU lowering and the host execution
+// path can run it. The operation and its signature (norm::describeKernel)
+// say everything the kernel needs: the emitters read no kernel op.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef NORM_PASSES_KERNELBUILDER_H
 #define NORM_PASSES_KERNELBUILDER_H
 
-#include "compiler/KernelSignature.h"
+#include "compiler/model/KernelModel.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
 
 namespace mlir::norm {
 
-/// Builds the kernel of `kernelOp` with the ABI and launch configuration of
+/// Builds the kernel of `spec` with the ABI and launch configuration of
 /// `signature` at the builder's insertion point, inside a gpu.module.
-FailureOr<gpu::GPUFuncOp> buildKernel(OpBuilder &builder, Operation *kernelOp,
-                                      const ::norm::KernelSignature &signature);
+gpu::GPUFuncOp buildKernel(OpBuilder &builder, Location loc,
+                           const ::norm::OpSpec &spec,
+                           const ::norm::KernelSignature &signature);
+
+/// The bodies of the kernels of each kind, emitted into `func`.
+void emitFusedRowKernel(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
+                        const ::norm::KernelSignature &signature,
+                        const ::norm::OpSpec &spec);
+void emitQKNormPrologueKernel(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
+                              const ::norm::KernelSignature &signature,
+                              const ::norm::OpSpec &spec);
+void emitColumnStatsKernel(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
+                           const ::norm::KernelSignature &signature,
+                           const ::norm::OpSpec &spec);
 
 } // namespace mlir::norm
 

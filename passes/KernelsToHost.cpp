@@ -661,7 +661,7 @@ Value HostKernelEmitter::materialize(OpBuilder &b, Location loc, Value value,
 
 namespace {
 struct NormKernelsToHostPass
-    : norm::impl::NormKernelsToHostBase<NormKernelsToHostPass> {
+    : mlir::norm::impl::NormKernelsToHostBase<NormKernelsToHostPass> {
   using Base::Base;
 
   void runOnOperation() override {

@@ -2,7 +2,6 @@
 
 #include "passes/LoweringPasses.h"
 
-#include "compiler/Compiler.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -36,26 +35,8 @@ namespace mlir::norm {
 #include "passes/LoweringPasses.h.inc"
 } // namespace mlir::norm
 
-LogicalResult mlir::norm::verifyNormLowerToPtxOptions(
-    const NormLowerToPtxOptions &options,
-    function_ref<LogicalResult(const Twine &)> emitError) {
-  StringRef chip = options.chip;
-  if (::norm::getMaxSharedBytesPerCta(chip) == 0) // the chips norm-opt knows
-    return emitError("unsupported chip '" + chip +
-                     "' (expected sm_80, sm_89, sm_90 or sm_90a)");
-  if (options.maxSharedBytes < 0)
-    return emitError("max-shared-bytes (" + Twine(options.maxSharedBytes) +
-                     ") is negative");
-  // PTX 7.8 is the first with sm_89 and sm_90; CUDA 13's ptxas reads up to
-  // PTX 9.0.
-  if (options.ptxVersion < 78 || options.ptxVersion > 90)
-    return emitError("unsupported ptx-version " + Twine(options.ptxVersion) +
-                     " (expected 78 to 90, i.e. PTX 7.8 to 9.0)");
-  return success();
-}
-
-void mlir::norm::buildNormKernelsToPtxPipeline(
-    OpPassManager &pm, const NormLowerToPtxOptions &options) {
+void mlir::norm::buildNormKernelsToPtxPipeline(OpPassManager &pm,
+                                               int optLevel) {
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addPass(createNormLowerRowAllReduce());
   kernels.addPass(createNormLowerRsqrtToNVVM());
@@ -72,31 +53,27 @@ void mlir::norm::buildNormKernelsToPtxPipeline(
   kernels.addPass(createCSEPass());
   kernels.addPass(createReconcileUnrealizedCastsPass());
 
-  GpuNVVMAttachTargetOptions target;
-  target.moduleMatcher = ("^" + kKernelModuleName + "$").str();
-  target.chip = options.chip;
-  target.features = "+ptx" + std::to_string(options.ptxVersion);
-  target.optLevel = options.optLevel;
-  pm.addPass(createGpuNVVMAttachTarget(target));
+  NormAttachNVVMTargetOptions target;
+  target.optLevel = optLevel;
+  pm.addPass(createNormAttachNVVMTarget(target));
   GpuModuleToBinaryPassOptions binary;
   binary.compilationTarget = "isa";
   pm.addPass(createGpuModuleToBinaryPass(binary));
 }
 
-void mlir::norm::buildNormLowerToPtxPipeline(
-    OpPassManager &pm, const NormLowerToPtxOptions &options) {
+void mlir::norm::buildNormLowerToPtxPipeline(OpPassManager &pm,
+                                             const LowerToPtxConfig &config) {
+  addSetTargetPass(pm, config);
   NormAssignLaunchConfigOptions launch;
-  launch.vector = options.vector;
-  launch.threadsPerRow = options.threadsPerRow;
-  launch.warps = options.warps;
-  launch.rowsPerCta = options.rowsPerCta;
+  launch.vector = config.vector;
+  launch.threadsPerRow = config.threadsPerRow;
+  launch.warps = config.warps;
+  launch.rowsPerCta = config.rowsPerCta;
   pm.addPass(createNormAssignLaunchConfig(launch));
   NormGenerateKernelsOptions kernels;
-  kernels.scalarFallback = options.scalarFallback;
-  kernels.chip = options.chip;
-  kernels.maxSharedBytes = options.maxSharedBytes;
+  kernels.scalarFallback = config.scalarFallback;
   pm.addPass(createNormGenerateKernels(kernels));
-  buildNormKernelsToPtxPipeline(pm, options);
+  buildNormKernelsToPtxPipeline(pm, config.optLevel);
 }
 
 void mlir::norm::registerNormLoweringPasses() {
@@ -108,13 +85,15 @@ void mlir::norm::registerNormLoweringPasses() {
       [](OpPassManager &pm, StringRef text,
          function_ref<LogicalResult(const Twine &)> emitError) {
         NormLowerToPtxOptions options;
-        if (failed(options.parseFromString(text)) ||
-            failed(verifyNormLowerToPtxOptions(options, emitError)))
+        if (failed(options.parseFromString(text)))
           return failure();
-        buildNormLowerToPtxPipeline(pm, options);
+        LowerToPtxConfig config = options.getConfig();
+        if (failed(verifyLowerToPtxConfig(config, emitError)))
+          return failure();
+        buildNormLowerToPtxPipeline(pm, config);
         return success();
       },
-      [](function_ref<void(const detail::PassOptions &)> printOptions) {
+      [](function_ref<void(const mlir::detail::PassOptions &)> printOptions) {
         printOptions(NormLowerToPtxOptions());
       });
 }

@@ -11,6 +11,41 @@
 
 include "mlir/Pass/PassBase.td"
 
+def NormSetTarget : Pass<"norm-set-target", "::mlir::ModuleOp"> {
+  let summary = "Record the GPU the module's kernels are for";
+  let description = [{
+    Sets the module's `norm.target` (#norm.target), the one place the later
+    passes read the target from: `norm-generate-kernels` (shared memory per
+    CTA), `norm-attach-nvvm-target` (chip, PTX version) and the kernel
+    bundle writer. Options left at their defaults keep the module's value
+    (or the default target: sm_90, PTX 8.0, the chip's shared memory). An
+    unknown chip, a PTX version outside 7.8 to 9.0 or more shared memory
+    than the chip has is an error at the module.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", "\"\"",
+           "Target GPU: sm_80, sm_89, sm_90 or sm_90a (empty: keep)">,
+    Option<"ptxVersion", "ptx-version", "int", "0",
+           "PTX ISA version x 10, 78 to 90 (0: keep)">,
+    Option<"maxSharedBytes", "max-shared-bytes", "int64_t", "-1",
+           "Shared memory a CTA may use, in bytes (0: the chip's; -1: keep)">,
+  ];
+}
+
+def NormAttachNVVMTarget
+    : Pass<"norm-attach-nvvm-target", "::mlir::ModuleOp"> {
+  let summary = "Attach the module's target to the kernel module for NVVM";
+  let description = [{
+    Gives `gpu.module @norm_kernels` the `#nvvm.target` of the module's
+    `norm.target` (chip, `+ptxNN` features), which `gpu-module-to-binary`
+    compiles for, so that the target is stated once.
+  }];
+  let options = [
+    Option<"optLevel", "opt-level", "int", "3", "LLVM optimization level">,
+  ];
+  let dependentDialects = ["::mlir::NVVM::NVVMDialect"];
+}
+
 def NormAssignLaunchConfig : Pass<"norm-assign-launch-config"> {
   let summary = "Give every kernel op without a launch configuration one";
   let description = [{
@@ -48,14 +83,15 @@ def NormGenerateKernels : Pass<"norm-generate-kernels", "::mlir::ModuleOp"> {
     Each thread keeps its share of a row in registers (chunks of `vector`
     elements: thread t owns elements [(c * T + t) * V, + V)), rows ragged at
     the end are handled exactly, the statistic accumulates in f32 and is
-    reduced by one `norm.row_allreduce`. `norm.fused_row` shares of more than
-    64 elements are looped over instead, and the row is staged in
-    `gpu.dynamic_shared_memory` (kernels named `..._smem`; the signature's
-    shared bytes) or, when the rows a CTA holds exceed the shared memory a
-    CTA may use on the target (`max-shared-bytes`, by default the chip's:
-    163 KiB on sm_80, 99 KiB on sm_89, 227 KiB on sm_90, less 1 KiB for the
-    reduction), read twice (`..._stream`). Vector kernels come with their
-    scalar fallback (`vector = 1`) unless `scalar-fallback=false`.
+    reduced by one `norm.row_allreduce`. `norm.fused_row` shares that the
+    registers of the CTA do not hold (`norm::fitsInRegisters`) are looped
+    over instead, and the row is staged in `gpu.dynamic_shared_memory`
+    (kernels named `..._smem`; the signature's shared bytes) or, when the
+    rows a CTA holds exceed the shared memory a CTA may use on the module's
+    target (`norm.target`, by default the chip's: 163 KiB on sm_80, 99 KiB
+    on sm_89, 227 KiB on sm_90, less 1 KiB for the reduction), read twice
+    (`..._stream`). Vector kernels come with their scalar fallback
+    (`norm::getScalarFallback`) unless `scalar-fallback=false`.
 
     `norm.attention` with a QK-Norm needs an attention kernel that norm-opt
     does not generate: that is an error at the op.
@@ -63,11 +99,6 @@ def NormGenerateKernels : Pass<"norm-generate-kernels", "::mlir::ModuleOp"> {
   let options = [
     Option<"scalarFallback", "scalar-fallback", "bool", "true",
            "Also generate the vector = 1 kernel of every vector kernel">,
-    Option<"chip", "chip", "std::string", "\"sm_90\"",
-           "Target GPU (sm_80, sm_89, sm_90 or sm_90a): its shared memory "
-           "per CTA decides which long rows are staged">,
-    Option<"maxSharedBytes", "max-shared-bytes", "int64_t", "0",
-           "Shared memory a CTA may use, in bytes (0: the chip's)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

@@ -23,13 +23,61 @@ getHeadShape(RankedTensorType type) {
   return std::make_pair(type.getDimSize(1), type.getDimSize(2));
 }
 
-std::optional<PerHeadNorm> PerHeadNorm::match(Value result) {
+/// Fills the norm's part of `match` from `norm` (a per-head norm QK-Norm
+/// kernels implement) and returns its input; null for any other op.
+static Value matchNorm(Operation *norm, PerHeadNorm &match) {
+  if (auto rms = dyn_cast<RMSNormOp>(norm)) {
+    match.kind = QKNormKind::rms;
+    match.eps = rms.getEps().convertToDouble();
+    match.weight = rms.getWeight();
+    match.weightOffset = rms.getWeightOffset().convertToDouble();
+    return rms.getInput();
+  }
+  if (auto l2 = dyn_cast<L2NormOp>(norm)) {
+    match.kind = QKNormKind::l2;
+    match.eps = l2.getEps().convertToDouble();
+    return l2.getInput();
+  }
+  if (auto layer = dyn_cast<LayerNormOp>(norm); layer && !layer.getBias()) {
+    match.kind = QKNormKind::mean_var;
+    match.eps = layer.getEps().convertToDouble();
+    match.weight = layer.getWeight();
+    return layer.getInput();
+  }
+  return {};
+}
+
+/// The one-head form: the norm alone on `[T, D]` with D = `headDim`.
+static std::optional<PerHeadNorm> matchOneHead(Value result, int64_t headDim) {
+  Operation *norm = result.getDefiningOp();
+  if (!norm)
+    return std::nullopt;
+  PerHeadNorm match;
+  Value input = matchNorm(norm, match);
+  auto type = cast<RankedTensorType>(result.getType());
+  if (!input || input.getType() != result.getType() ||
+      type.getDimSize(1) != headDim)
+    return std::nullopt;
+  match.source = input;
+  match.result = result;
+  match.heads = 1;
+  match.headDim = headDim;
+  return match;
+}
+
+std::optional<PerHeadNorm> PerHeadNorm::match(Value result,
+                                              std::optional<int64_t> headDim) {
   const ReassociationIndices token = {0}, head = {1, 2}, tokenHead = {0, 1},
                              dim = {2};
+  auto oneHead = [&]() -> std::optional<PerHeadNorm> {
+    if (!headDim)
+      return std::nullopt;
+    return matchOneHead(result, *headDim);
+  };
   // Back from the result: [T, H * D] <- [T, H, D] <- [T * H, D].
   auto join = result.getDefiningOp<tensor::CollapseShapeOp>();
   if (!hasReassociation(join, {token, head}))
-    return std::nullopt;
+    return oneHead();
   auto split = join.getSrc().getDefiningOp<tensor::ExpandShapeOp>();
   if (!hasReassociation(split, {tokenHead, dim}) || !split->hasOneUse())
     return std::nullopt;
@@ -39,21 +87,9 @@ std::optional<PerHeadNorm> PerHeadNorm::match(Value result) {
 
   PerHeadNorm match;
   match.result = result;
-  Value normInput;
-  if (auto rms = dyn_cast<RMSNormOp>(norm)) {
-    if (rms.getWeightOffset().convertToDouble() != 0.0)
-      return std::nullopt;
-    match.kind = QKNormKind::rms;
-    match.eps = rms.getEps().convertToDouble();
-    match.weight = rms.getWeight();
-    normInput = rms.getInput();
-  } else if (auto l2 = dyn_cast<L2NormOp>(norm)) {
-    match.kind = QKNormKind::l2;
-    match.eps = l2.getEps().convertToDouble();
-    normInput = l2.getInput();
-  } else {
+  Value normInput = matchNorm(norm, match);
+  if (!normInput)
     return std::nullopt;
-  }
 
   // Forward to the norm: [T, H * D] -> [T, H, D] -> [T * H, D].
   auto rows = normInput.getDefiningOp<tensor::CollapseShapeOp>();
@@ -70,10 +106,13 @@ std::optional<PerHeadNorm> PerHeadNorm::match(Value result) {
       match.source.getType() != result.getType())
     return std::nullopt;
   std::tie(match.heads, match.headDim) = *shape;
+  if (headDim && match.headDim != *headDim)
+    return std::nullopt;
   return match;
 }
 
-std::optional<PerHeadNorm> PerHeadNorm::findFrom(Value source) {
+std::optional<PerHeadNorm>
+PerHeadNorm::findFrom(Value source, std::optional<int64_t> headDim) {
   // source -> expand -> collapse -> norm -> expand -> collapse.
   for (Operation *heads : source.getUsers()) {
     if (!isa<tensor::ExpandShapeOp>(heads))
@@ -87,11 +126,22 @@ std::optional<PerHeadNorm> PerHeadNorm::findFrom(Value source) {
         Operation *join = *norm->user_begin()->user_begin();
         if (join->getNumResults() != 1)
           continue;
-        std::optional<PerHeadNorm> match = PerHeadNorm::match(join->getResult(0));
+        std::optional<PerHeadNorm> match =
+            PerHeadNorm::match(join->getResult(0), headDim);
         if (match && match->source == source)
           return match;
       }
     }
+  }
+  // One head: source -> norm.
+  if (!headDim)
+    return std::nullopt;
+  for (Operation *norm : source.getUsers()) {
+    if (norm->getNumResults() != 1)
+      continue;
+    std::optional<PerHeadNorm> match = matchOneHead(norm->getResult(0), *headDim);
+    if (match && match->source == source)
+      return match;
   }
   return std::nullopt;
 }

@@ -3,11 +3,13 @@
 // Models write per-head QK-Norm on a token-major tensor `[T, H * D]` as
 //
 //   expand [[0], [1, 2]] -> [T, H, D] -> collapse [[0, 1], [2]] -> [T * H, D]
-//   -> rms_norm | l2_norm -> expand [[0, 1], [2]] -> [T, H, D]
+//   -> rms_norm | l2_norm | layer_norm -> expand [[0, 1], [2]] -> [T, H, D]
 //   -> collapse [[0], [1, 2]] -> [T, H * D]
 //
-// Both QK-Norm fusions (into norm.attention, into norm.qk_norm_prologue)
-// match this chain.
+// With one head (multi-query attention's single key/value head) the
+// reshapes are identities that canonicalization folds away: the chain is
+// then the norm alone on `[T, D]`. Both QK-Norm fusions (into
+// norm.attention, into norm.qk_norm_prologue) match either form.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,22 +31,29 @@ struct PerHeadNorm {
   double eps;
   /// The norm's `D`-long weight; null for none.
   Value weight;
+  /// Gemma's `1 + w` (RMSNorm only).
+  double weightOffset = 0.0;
   int64_t heads;
   int64_t headDim;
 
   /// Matches the chain ending in `result`. The norm and the reshapes after it
   /// must have no users outside the chain (else the fused norm would still be
-  /// needed), and an RMSNorm no weight offset (QK-Norm kernels have none).
-  static std::optional<PerHeadNorm> match(Value result);
+  /// needed); a LayerNorm must have no bias (QK-Norm kernels have none).
+  /// `headDim`: the head dim the caller expects, which a one-head chain
+  /// (the norm alone) must have.
+  static std::optional<PerHeadNorm>
+  match(Value result, std::optional<int64_t> headDim = std::nullopt);
 
-  /// The first chain that starts at `source`.
-  static std::optional<PerHeadNorm> findFrom(Value source);
+  /// The first chain that starts at `source`; one-head chains only with
+  /// `headDim` given.
+  static std::optional<PerHeadNorm>
+  findFrom(Value source, std::optional<int64_t> headDim = std::nullopt);
 
-  /// Whether `other` normalizes the same way (kind and eps; the weights and
-  /// head counts may differ).
+  /// Whether `other` normalizes the same way (kind, eps and the weight
+  /// offset; the weights and head counts may differ).
   bool isCompatibleWith(const PerHeadNorm &other) const {
     return kind == other.kind && eps == other.eps &&
-           headDim == other.headDim;
+           headDim == other.headDim && weightOffset == other.weightOffset;
   }
 };
 

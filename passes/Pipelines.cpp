@@ -13,26 +13,12 @@ void NormToPtxOptions::getFuseOptions(NormFuseOptions &fuse) const {
   fuse.f32Residual = f32Residual;
 }
 
-void NormToPtxOptions::getLowerOptions(NormLowerToPtxOptions &lower) const {
-  lower.chip = chip;
-  lower.maxSharedBytes = maxSharedBytes;
-  lower.ptxVersion = ptxVersion;
-  lower.optLevel = optLevel;
-  lower.scalarFallback = scalarFallback;
-  lower.vector = vector;
-  lower.threadsPerRow = threadsPerRow;
-  lower.warps = warps;
-  lower.rowsPerCta = rowsPerCta;
-}
-
 void mlir::norm::buildNormToPtxPipeline(OpPassManager &pm,
                                         const NormToPtxOptions &options) {
   NormFuseOptions fuse;
   options.getFuseOptions(fuse);
   buildNormFusePipeline(pm, fuse);
-  NormLowerToPtxOptions lower;
-  options.getLowerOptions(lower);
-  buildNormLowerToPtxPipeline(pm, lower);
+  buildNormLowerToPtxPipeline(pm, options.getConfig());
 }
 
 void mlir::norm::registerNormToPtxPipeline() {
@@ -44,14 +30,12 @@ void mlir::norm::registerNormToPtxPipeline() {
         NormToPtxOptions options;
         if (failed(options.parseFromString(text)))
           return failure();
-        NormLowerToPtxOptions lower;
-        options.getLowerOptions(lower);
-        if (failed(verifyNormLowerToPtxOptions(lower, emitError)))
+        if (failed(verifyLowerToPtxConfig(options.getConfig(), emitError)))
           return failure();
         buildNormToPtxPipeline(pm, options);
         return success();
       },
-      [](function_ref<void(const detail::PassOptions &)> printOptions) {
+      [](function_ref<void(const mlir::detail::PassOptions &)> printOptions) {
         printOptions(NormToPtxOptions());
       });
 }

@@ -69,7 +69,8 @@ std::optional<RowKernelSpec> RowKernelSpec::get(Operation *op) {
             spec.bias = row.getBias();
             spec.mean = row.getMean();
             spec.variance = row.getVariance();
-            spec.eps = row.getEps().convertToDouble();
+            if (FloatAttr eps = row.getEpsAttr())
+              spec.eps = eps.getValueAsDouble();
             spec.alpha = row.getAlpha().convertToDouble();
             spec.weightOffset = row.getWeightOffset().convertToDouble();
             spec.groups = row.getGroups();
@@ -107,8 +108,12 @@ SmallVector<Value> RowKernelSpec::getOperands() const {
 FusedRowOp RowKernelSpec::build(OpBuilder &builder, Location loc) const {
   return FusedRowOp::create(
       builder, loc, outputType, residualType, input, addend, skip, weight,
-      bias, mean, variance, statistic, APFloat(eps), APFloat(alpha),
-      APFloat(weightOffset), groups, f32Residual, /*launch=*/nullptr,
+      bias, mean, variance,
+      StatisticAttr::get(builder.getContext(), statistic),
+      readsEps() ? builder.getF64FloatAttr(eps) : FloatAttr(),
+      builder.getF64FloatAttr(alpha), builder.getF64FloatAttr(weightOffset),
+      builder.getI64IntegerAttr(groups),
+      f32Residual ? builder.getUnitAttr() : UnitAttr(), /*launch=*/nullptr,
       /*kernel=*/nullptr);
 }
 

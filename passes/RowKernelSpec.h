@@ -19,15 +19,12 @@
 
 namespace mlir::norm {
 
-/// The eps of a kernel whose statistic is `none` and that has no per-channel
-/// statistics: no arithmetic reads it, but the op wants a valid one.
-constexpr double kUnusedEps = 1.0e-05;
-
 /// The operands and attributes of one norm.fused_row.
 struct RowKernelSpec {
   Statistic statistic = Statistic::none;
   Value input, addend, skip, weight, bias, mean, variance;
-  double eps = kUnusedEps;
+  /// Read by a statistic or per-channel variances only (readsEps).
+  double eps = 0.0;
   double alpha = 1.0;
   double weightOffset = 0.0;
   int64_t groups = 1;
@@ -47,6 +44,9 @@ struct RowKernelSpec {
   /// Whether the output is `v` itself, before rounding to the output type:
   /// no statistic, no per-channel statistics, scale, shift or skip.
   bool isElementwiseCopy() const;
+  /// Whether the kernel reads `eps`: it has a statistic or per-channel
+  /// variances.
+  bool readsEps() const { return statistic != Statistic::none || variance; }
   /// Whether the kernel only converts `input` to the output type.
   bool isConversion() const { return isElementwiseCopy() && !addend; }
 

@@ -2,6 +2,7 @@
 
 #include "runtime/Bundle.h"
 
+using namespace norm;
 using namespace norm::jit;
 
 static constexpr char kBundleMagic[8] = {'N', 'O', 'R', 'M',

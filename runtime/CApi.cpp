@@ -19,6 +19,7 @@
 #include <string>
 #include <type_traits>
 
+using namespace norm;
 using namespace norm::jit;
 
 struct normjit_context {
@@ -136,7 +137,7 @@ static std::string checkStructSize(const char *type, uint32_t size,
    offsetof(std::remove_reference_t<decltype(*(object))>, field) +             \
        sizeof((object)->field))
 
-constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_QK_L2 << 1) - 1;
+constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_QK_MEAN_VAR << 1) - 1;
 constexpr uint32_t kKnownContextFlags =
     NORMJIT_CONTEXT_NO_TUNING | NORMJIT_CONTEXT_NO_DISK_CACHE;
 constexpr uint32_t kKnownKernelFlags =
@@ -171,11 +172,17 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
                                          kKnownOpFlags));
     return false;
   }
+  if ((desc->flags & NORMJIT_OP_QK_L2) && (desc->flags & NORMJIT_OP_QK_MEAN_VAR)) {
+    status = invalid("NORMJIT_OP_QK_L2 and NORMJIT_OP_QK_MEAN_VAR exclude each "
+                     "other");
+    return false;
+  }
   spec.kind = static_cast<OpSpec::Kind>(desc->kind);
   spec.hidden = desc->hidden;
   spec.input = static_cast<ElementType>(desc->input_type);
   spec.output = static_cast<ElementType>(desc->output_type);
   spec.param = static_cast<ElementType>(desc->param_type);
+  spec.statsType = spec.param; // one parameter type in the C API
   spec.addendType = static_cast<ElementType>(desc->addend_type);
   spec.skipType = static_cast<ElementType>(desc->skip_type);
   spec.hasWeight = desc->flags & NORMJIT_OP_WEIGHT;
@@ -184,7 +191,10 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
   spec.writeResidual = desc->flags & NORMJIT_OP_RESIDUAL_OUT;
   spec.f32Residual = desc->flags & NORMJIT_OP_F32_RESIDUAL;
   spec.hasSkip = desc->flags & NORMJIT_OP_SKIP;
-  spec.qkL2 = desc->flags & NORMJIT_OP_QK_L2;
+  if (desc->flags & NORMJIT_OP_QK_L2)
+    spec.qkStatistic = Statistic::L2;
+  if (desc->flags & NORMJIT_OP_QK_MEAN_VAR)
+    spec.qkStatistic = Statistic::MeanVar;
   spec.eps = desc->eps;
   spec.alpha = desc->alpha;
   spec.weightOffset = desc->weight_offset;

@@ -2,11 +2,10 @@
 
 #include "runtime/Candidates.h"
 
-#include "runtime/OpSpecs.h"
-
 #include <algorithm>
 #include <cstdio>
 
+using namespace norm;
 using namespace norm::jit;
 
 std::string_view norm::jit::getRowBucketName(RowBucket bucket) {
@@ -79,93 +78,13 @@ int64_t norm::jit::fitTuningRows(const OpSpec &spec, RowBucket bucket,
   return rows;
 }
 
-static bool isPowerOf2(int64_t value) {
-  return value > 0 && (value & (value - 1)) == 0;
-}
-
 static int64_t divideCeil(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-static bool isValidThreadsPerRow(int64_t threads) {
-  if (threads < 32)
-    return isPowerOf2(threads);
-  return threads <= 1024 && threads % 32 == 0;
-}
-
-bool norm::jit::isValidLaunch(const LaunchConfig &launch) {
-  if (launch.vector != 1 && launch.vector != 2 && launch.vector != 4 &&
-      launch.vector != 8)
-    return false;
-  if (!isValidThreadsPerRow(launch.threadsPerRow))
-    return false;
-  if (launch.warps < 1 || launch.warps > 32 ||
-      launch.getThreadsPerCta() % launch.threadsPerRow != 0)
-    return false;
-  return launch.rowsPerCta >= 1 &&
-         launch.rowsPerCta % launch.getConcurrentRows() == 0;
-}
-
-bool norm::jit::hasLongRowStorage(const OpSpec &spec) {
-  return spec.kind != OpSpec::Kind::QKNormPrologue &&
-         spec.kind != OpSpec::Kind::BatchNormStats;
-}
-
-/// Rows of `spec` too long for the registers of a CTA: staged or streamed
-/// whatever the configuration.
+/// Rows of a row kernel whose shares leave registers whatever the
+/// configuration (the most threads hold the least each): staged or streamed.
 static bool hasLongRows(const OpSpec &spec) {
-  return hasLongRowStorage(spec) && getRowLength(spec) > kMaxRegisterRowLength;
-}
-
-bool norm::jit::keepsRowInRegisters(const LaunchConfig &launch,
-                                    const OpSpec &spec) {
-  if (!hasLongRowStorage(spec))
-    return true;
-  int64_t chunks =
-      divideCeil(getRowLength(spec), launch.threadsPerRow * launch.vector);
-  return chunks * launch.vector <= kMaxElementsPerThread;
-}
-
-bool norm::jit::fitsRow(const LaunchConfig &launch, const OpSpec &spec) {
-  if (launch.vector < 1 || launch.threadsPerRow < 1)
-    return false;
-  if (spec.kind == OpSpec::Kind::BatchNormStats)
-    return true;
-  int64_t rowLength = getRowLength(spec);
-  if (rowLength < 1 || (launch.threadsPerRow - 1) * launch.vector >= rowLength)
-    return false;
-  if (hasLongRows(spec))
-    return true;
-  int64_t chunks = divideCeil(rowLength, launch.threadsPerRow * launch.vector);
-  return chunks * launch.vector <= kMaxElementsPerThread;
-}
-
-std::optional<LaunchConfig>
-norm::jit::parseLaunchSuffix(std::string_view text) {
-  LaunchConfig launch;
-  long long v, t, w, r;
-  char tail;
-  std::string copy(text);
-  if (std::sscanf(copy.c_str(), "v%lld_t%lld_w%lld_r%lld%c", &v, &t, &w, &r,
-                  &tail) != 4)
-    return std::nullopt;
-  launch.vector = v;
-  launch.threadsPerRow = t;
-  launch.warps = w;
-  launch.rowsPerCta = r;
-  if (!isValidLaunch(launch) || launch.getMangledSuffix() != text)
-    return std::nullopt;
-  return launch;
-}
-
-int64_t norm::jit::getMaxVector(const OpSpec &spec) {
-  int64_t widest = 1;
-  for (const BufferSpec &buffer : getBuffers(spec))
-    if (buffer.rows2D)
-      widest = std::max(widest, getElementBytes(buffer.type));
-  int64_t vector = 16 / widest;
-  int64_t rowLength = getRowLength(spec);
-  while (vector > 1 && rowLength % vector != 0)
-    vector /= 2;
-  return vector;
+  return isFusedRow(spec) &&
+         !fitsInRegisters(spec, {getMaxVector(spec), 1024, 32, 1});
 }
 
 /// The smallest valid threads-per-row value from `threads` up, stepped down
@@ -203,8 +122,11 @@ norm::jit::getTuningCandidates(const OpSpec &spec, RowBucket bucket,
                                const LaunchConfig &heuristic) {
   int64_t rowLength = getRowLength(spec);
   std::vector<LaunchConfig> candidates;
+  // Staging a row that registers could hold only adds traffic.
+  bool longRows = hasLongRows(spec);
   auto add = [&](const LaunchConfig &launch) {
-    if (!isValidLaunch(launch) || !fitsRow(launch, spec))
+    if (!verifyLaunchFor(spec, launch) ||
+        (!longRows && !fitsInRegisters(spec, launch)))
       return;
     if (std::find(candidates.begin(), candidates.end(), launch) ==
         candidates.end())
@@ -212,10 +134,10 @@ norm::jit::getTuningCandidates(const OpSpec &spec, RowBucket bucket,
   };
   // The heuristic always competes (even where the rules above would not
   // produce it), so tuning never ends slower than not tuning.
-  if (isValidLaunch(heuristic))
+  if (verifyLaunch(heuristic))
     candidates.push_back(heuristic);
   // Column statistics map threads onto columns, not rows: nothing to vary.
-  if (spec.kind == OpSpec::Kind::BatchNormStats)
+  if (spec.kind == OpKind::BatchNormStats)
     return candidates;
 
   bool small = bucket == RowBucket::One || bucket == RowBucket::UpTo64;
@@ -230,7 +152,6 @@ norm::jit::getTuningCandidates(const OpSpec &spec, RowBucket bucket,
   // Rows beyond the registers of a CTA take as many threads as a CTA has,
   // and half as many (more CTAs per SM where shared memory allows), one row
   // per CTA; how the row is kept follows from the compiler's target.
-  bool longRows = hasLongRows(spec);
   for (int64_t vector : vectors) {
     if (longRows) {
       for (int64_t t : {1024, 512})
@@ -251,27 +172,4 @@ norm::jit::getTuningCandidates(const OpSpec &spec, RowBucket bucket,
         add({vector, t, warps, rows});
   }
   return candidates;
-}
-
-std::optional<LaunchConfig>
-norm::jit::getScalarVariant(const LaunchConfig &launch, const OpSpec &spec) {
-  LaunchConfig scalar = launch;
-  scalar.vector = 1;
-  int64_t rowLength = getRowLength(spec);
-  // Only rows kept in registers may need more threads; staged and streamed
-  // rows loop over any number of elements per thread.
-  bool inRegisters =
-      spec.kind != OpSpec::Kind::BatchNormStats && !hasLongRows(spec);
-  int64_t needed = divideCeil(rowLength, kMaxElementsPerThread);
-  if (inRegisters && scalar.threadsPerRow < needed) {
-    scalar.threadsPerRow = roundThreadsPerRow(needed, 1, rowLength);
-    if (scalar.threadsPerRow < needed)
-      return std::nullopt;
-    scalar.warps = std::max(scalar.warps, scalar.threadsPerRow / 32);
-  }
-  int64_t concurrent = scalar.getThreadsPerCta() / scalar.threadsPerRow;
-  scalar.rowsPerCta = divideCeil(scalar.rowsPerCta, concurrent) * concurrent;
-  if (!isValidLaunch(scalar) || !fitsRow(scalar, spec))
-    return std::nullopt;
-  return scalar;
 }

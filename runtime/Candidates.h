@@ -9,7 +9,7 @@
 #ifndef NORM_RUNTIME_CANDIDATES_H
 #define NORM_RUNTIME_CANDIDATES_H
 
-#include "compiler/Compiler.h"
+#include "compiler/model/KernelModel.h"
 
 #include <optional>
 #include <string>
@@ -63,43 +63,6 @@ constexpr int64_t kDefaultTuningScratchBytes = int64_t(512) << 20;
 int64_t fitTuningRows(const OpSpec &spec, RowBucket bucket, int64_t rows,
                       int64_t budget);
 
-/// Elements one thread may keep in registers (kMaxElementsPerThread of
-/// dialects/NormDialect.h, which the kernel verifier enforces).
-constexpr int64_t kMaxElementsPerThread = 64;
-/// The longest rows whose shares fit in the registers of one CTA: 1024
-/// threads x kMaxElementsPerThread elements.
-constexpr int64_t kMaxRegisterRowLength = 1024 * kMaxElementsPerThread;
-
-/// Whether the kernel of `spec` can keep longer rows than that: row kernels
-/// (norm.fused_row) stage them in shared memory or stream them
-/// (norm::getRowStorage); QK-Norm heads live in registers, and column
-/// statistics map threads onto columns.
-bool hasLongRowStorage(const OpSpec &spec);
-
-/// Whether the kernel of `spec` with `launch` keeps each thread's share of a
-/// row in registers (at most kMaxElementsPerThread elements), as the
-/// compiler decides (norm::getRowStorage). Only kernels whose rows leave
-/// registers depend on the shared memory of the target.
-bool keepsRowInRegisters(const LaunchConfig &launch, const OpSpec &spec);
-
-/// The rules of #norm.launch: vector 1/2/4/8, threads per row 1..16 (powers
-/// of two) or multiples of 32 up to 1024, 1..32 warps that the rows divide,
-/// rows per CTA a multiple of the rows a CTA works on at once.
-bool isValidLaunch(const LaunchConfig &launch);
-/// The rules a configuration must meet for the rows of `spec`: no thread
-/// without work, and rows that fit in registers (up to
-/// kMaxRegisterRowLength) kept there, at most kMaxElementsPerThread elements
-/// per thread. Longer rows of row kernels fit any configuration (they are
-/// staged or streamed); column statistics fit any configuration.
-bool fitsRow(const LaunchConfig &launch, const OpSpec &spec);
-
-/// Parses LaunchConfig::getMangledSuffix ("v8_t128_w4_r1").
-std::optional<LaunchConfig> parseLaunchSuffix(std::string_view text);
-
-/// The widest vector (elements per 16-byte access) that every row buffer
-/// allows and that divides the row length, so contiguous rows stay aligned.
-int64_t getMaxVector(const OpSpec &spec);
-
 /// The configurations the tuner times for `bucket`, the heuristic's first (a
 /// tie keeps it). Built from the shape of the row, not from a search:
 /// - vector: the widest aligned width, and half of it for larger buckets;
@@ -108,24 +71,15 @@ int64_t getMaxVector(const OpSpec &spec);
 /// - CTA shape: one row per CTA from 128 threads per row on; below, 128-thread
 ///   CTAs holding several rows (one warp for a single row), and for the
 ///   largest bucket also four times the rows per CTA, to amortize CTAs.
-/// Rows that fit in registers get only configurations that keep them there:
-/// staging a row that registers could hold only adds traffic. Longer rows
-/// (row kernels beyond kMaxRegisterRowLength) get 1024 and 512 threads per
-/// row, one row per CTA, each vector: four candidates at most, staged in
-/// shared memory or streamed as the compiler's target allows.
-/// Every candidate passes isValidLaunch and fitsRow.
+/// Rows that fit in the registers of some CTA get only configurations that
+/// keep them there: staging a row that registers could hold only adds
+/// traffic. Longer rows (row kernels whose shares leave the registers even
+/// of 1024 threads) get 1024 and 512 threads per row, one row per CTA, each
+/// vector: four candidates at most, staged in shared memory or streamed as
+/// the compiler's target allows. Every candidate meets norm::verifyLaunchFor.
 std::vector<LaunchConfig> getTuningCandidates(const OpSpec &spec,
                                               RowBucket bucket,
                                               const LaunchConfig &heuristic);
-
-/// The scalar (vector = 1) variant of `launch` served when a buffer is not
-/// aligned for it: the same mapping, with more threads where one thread would
-/// hold too many elements of a row that fits in registers. Longer rows of row
-/// kernels keep the mapping (the kernel stages or streams them, as the
-/// vector kernel does), and so do column statistics. nullopt when no scalar
-/// configuration fits.
-std::optional<LaunchConfig> getScalarVariant(const LaunchConfig &launch,
-                                             const OpSpec &spec);
 
 } // namespace norm::jit
 

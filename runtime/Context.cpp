@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <thread>
 
+using namespace norm;
 using namespace norm::jit;
 
 std::string DeviceInfo::getTuningIdentity() const {
@@ -48,7 +49,8 @@ Status ContextImpl::init() {
   // (an sm_86 device runs sm_80 PTX with 99 KiB, not 163), and in no more
   // than the chip's, so that kernels for an older chip, as in bundles, stay
   // the same on a newer device.
-  int64_t chipShared = getMaxSharedBytesPerCta(storeOptions.target.chip);
+  const ChipInfo *chip = findChip(storeOptions.target.chip);
+  int64_t chipShared = chip ? chip->maxSharedBytesPerCta : 0;
   int64_t deviceShared = device->info.maxSharedBytesOptin;
   storeOptions.target.maxSharedBytes =
       deviceShared > 0 && chipShared > 0 ? std::min(deviceShared, chipShared)

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <sys/stat.h>
 
+using namespace norm;
 using namespace norm::jit;
 
 namespace {

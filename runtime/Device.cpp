@@ -5,6 +5,7 @@
 #include <cstring>
 #include <sstream>
 
+using namespace norm;
 using namespace norm::jit;
 
 DeviceState::~DeviceState() {

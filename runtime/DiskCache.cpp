@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+using namespace norm;
 using namespace norm::jit;
 
 static constexpr char kMagic[8] = {'N', 'O', 'R', 'M', 'J', 'I', 'T', 'C'};

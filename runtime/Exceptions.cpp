@@ -6,6 +6,7 @@
 #include <new>
 #include <string>
 
+using namespace norm;
 using namespace norm::jit;
 
 Status norm::jit::statusFromCurrentException(std::string_view where) noexcept {

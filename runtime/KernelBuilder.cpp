@@ -15,6 +15,7 @@
 #include <atomic>
 #include <thread>
 
+using namespace norm;
 using namespace norm::jit;
 
 //===----------------------------------------------------------------------===//
@@ -104,13 +105,10 @@ Status ContextImpl::buildKernel(const OpSpec &spec,
   Reports reports;
   if (kernelOptions.launch) {
     const LaunchConfig &fixed = *kernelOptions.launch;
-    if (!isValidLaunch(fixed) || !fitsRow(fixed, spec))
-      return Status::error(ErrorCode::InvalidArgument,
-                           "launch configuration " + fixed.getMangledSuffix() +
-                               " does not fit the rows of " +
-                               describeOpSpec(spec) + " (" +
-                               std::to_string(getRowLength(spec)) +
-                               " elements)");
+    if (Status fits = verifyLaunchFor(spec, fixed); !fits)
+      return fits.withContext("launch configuration " +
+                              fixed.getMangledSuffix() + " for " +
+                              describeOpSpec(spec));
     for (RowBucket bucket : kAllRowBuckets) {
       BucketReport &report = reports[static_cast<int>(bucket)];
       report.bucket = bucket;
@@ -136,7 +134,7 @@ Status ContextImpl::buildKernel(const OpSpec &spec,
       continue;
     report.scalarLaunch = report.launch.vector == 1
                               ? std::optional<LaunchConfig>(report.launch)
-                              : getScalarVariant(report.launch, spec);
+                              : getScalarFallback(spec, report.launch);
     if (report.scalarLaunch)
       add(*report.scalarLaunch);
   }
@@ -187,7 +185,9 @@ Status ContextImpl::buildKernel(const OpSpec &spec,
 
 Status ContextImpl::getKernel(const OpSpec &spec, const KernelOptions &options,
                               std::shared_ptr<const Kernel> &kernel) {
-  if (Status status = validateOpSpec(spec); !status)
+  if (Status status =
+          verifyOpSpec(spec).withContext(getOpKindName(spec.kind));
+      !status)
     return status;
   OpSpec normalized = normalizeOpSpec(spec);
   std::string key = getCanonicalSpec(normalized) +

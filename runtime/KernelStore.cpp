@@ -2,13 +2,14 @@
 
 #include "runtime/KernelStore.h"
 
-#include "runtime/OpSpecs.h"
+#include "compiler/model/KernelModel.h"
 #include "runtime/SignatureCheck.h"
 
 #include <chrono>
 #include <cstdio>
 #include <sstream>
 
+using namespace norm;
 using namespace norm::jit;
 
 static constexpr const char *kKernelKind = "kernel";
@@ -24,7 +25,7 @@ std::string norm::jit::getKernelKey(const OpSpec &spec,
   // Rows kept out of registers are staged in shared memory where it holds
   // them: only those kernels depend on it, so that the others stay the same
   // on every device of a chip (bundles).
-  if (!keepsRowInRegisters(launch, spec))
+  if (!isFusedRow(spec) || !fitsInRegisters(spec, launch))
     os << "\nshared: " << target.getMaxSharedBytes();
   os << "\nptx: " << target.ptxVersion << "\ncompiler: " << compilerVersion;
   return os.str();
@@ -187,12 +188,9 @@ Status KernelStore::getKernel(const OpSpec &spec, const LaunchConfig &launch,
 
   auto start = std::chrono::steady_clock::now();
   CompiledKernel compiled;
-  norm::Status compiledStatus =
-      compiler->compile(spec, launch, target, compiled);
-  if (!compiledStatus.ok)
-    return Status::error(ErrorCode::CompileError, "cannot compile " + what +
-                                                      ": " +
-                                                      compiledStatus.message);
+  if (Status compiledStatus = compiler->compile(spec, launch, target, compiled);
+      !compiledStatus)
+    return compiledStatus.withContext("cannot compile " + what);
   if (compiled.ptx.empty())
     return Status::error(ErrorCode::Internal,
                          "the compiler returned no PTX for " + what);
@@ -261,7 +259,7 @@ Status KernelStore::findPlan(const OpSpec &spec,
       return refuse("is malformed");
     for (RowBucket bucket : kAllRowBuckets) {
       const LaunchConfig &launch = (*read)[static_cast<int>(bucket)];
-      if (!fitsRow(launch, spec))
+      if (!verifyLaunchFor(spec, launch))
         return refuse("runs " + launch.getMangledSuffix() + " for rows " +
                       std::string(getRowBucketName(bucket)) +
                       ", which does not fit its rows");
@@ -296,7 +294,7 @@ KernelStore::loadTuning(const OpSpec &spec, RowBucket bucket,
     return std::nullopt;
   }
   // A winner that cannot run these rows would fail every later process.
-  if (!fitsRow(*launch, spec)) {
+  if (!verifyLaunchFor(spec, *launch)) {
     disk->remove(kTuningKind, key);
     log.log(LogLevel::Warning,
             "discarded a tuning cache entry for " + describeOpSpec(spec) +
@@ -332,7 +330,9 @@ Status norm::jit::writeHeuristicBundle(const KernelStore &store,
   const TargetOptions &target = store.getTarget();
   BundleWriter writer({store.getCompilerVersion(), target.chip, ""});
   for (const OpSpec &original : specs) {
-    if (Status status = validateOpSpec(original); !status)
+    if (Status status =
+            verifyOpSpec(original).withContext(getOpKindName(original.kind));
+        !status)
       return status;
     OpSpec spec = normalizeOpSpec(original);
     LaunchPlan plan;
@@ -342,7 +342,7 @@ Status norm::jit::writeHeuristicBundle(const KernelStore &store,
           compiler->getHeuristicLaunch(spec, getTuningRows(spec, bucket));
       plan[static_cast<int>(bucket)] = launch;
       launches.push_back(launch);
-      if (std::optional<LaunchConfig> scalar = getScalarVariant(launch, spec))
+      if (std::optional<LaunchConfig> scalar = getScalarFallback(spec, launch))
         launches.push_back(*scalar);
     }
     for (const LaunchConfig &launch : launches) {

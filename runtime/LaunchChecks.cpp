@@ -13,6 +13,7 @@
 
 #include <algorithm>
 
+using namespace norm;
 using namespace norm::jit;
 
 //===----------------------------------------------------------------------===//

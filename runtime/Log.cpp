@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+using namespace norm;
 using namespace norm::jit;
 
 LogLevel Logger::getLevelFromEnvironment(LogLevel fallback) {

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <sstream>
 
+using namespace norm;
 using namespace norm::jit;
 
 std::string_view BucketReport::getSourceName(Source source) {

@@ -30,11 +30,11 @@
 #ifndef NORM_RUNTIME_RUNTIME_H
 #define NORM_RUNTIME_RUNTIME_H
 
-#include "compiler/Compiler.h"
+#include "compiler/model/KernelModel.h"
 #include "runtime/Candidates.h"
 #include "runtime/KernelCompiler.h"
 #include "runtime/Log.h"
-#include "runtime/OpSpecs.h"
+#include "compiler/model/KernelModel.h"
 #include "runtime/Status.h"
 
 #include <array>

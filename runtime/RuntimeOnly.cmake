@@ -8,9 +8,8 @@ add_compile_options(-Wall -Wextra)
 find_path(NORM_CUDA_INCLUDE cuda.h HINTS /usr/local/cuda/include ENV CUDA_HOME
           PATH_SUFFIXES include)
 
-# The kernel ABI is plain C++ (compiler/CMakeLists.txt builds it the same
-# way; the rest of compiler/ needs MLIR).
-add_library(NormKernelABI STATIC compiler/KernelSignature.cpp)
+# The kernel model is plain C++ (the rest of compiler/ needs MLIR).
+add_subdirectory(compiler/model)
 
 add_subdirectory(runtime)
 add_subdirectory(tools/normjit-example)

@@ -13,20 +13,15 @@
 #ifndef NORM_RUNTIME_SIGNATURECHECK_H
 #define NORM_RUNTIME_SIGNATURECHECK_H
 
-#include "runtime/OpSpecs.h"
+#include "compiler/model/KernelModel.h"
 #include "runtime/Status.h"
 
 namespace norm::jit {
 
-/// Success when `signature` describes the kernel of `spec` with `launch` for
-/// `target`, as the kernel generator builds it: kind, hidden size, launch
-/// configuration, block threads, grid (row multiplier or fixed grid), every
-/// parameter in ABI order (each buffer's name, element type, rank,
-/// read-only flag and alignment, then the row count, then one row stride per
-/// 2-D buffer), no fallback, shared memory (none for rows in registers, else
-/// none or the staged rows, within the target's limit) and a name ending in
-/// the launch suffix and the row storage. Internal error naming the first
-/// field that differs otherwise; callers decide what a mismatch means.
+/// Success when `signature` is the kernel model's signature of `spec` with
+/// `launch` for `target` (norm::describeKernel, what the kernel generator
+/// builds) and names no fallback. Internal error naming the first field
+/// that differs otherwise; callers decide what a mismatch means.
 Status checkSignatureFor(const KernelSignature &signature, const OpSpec &spec,
                          const LaunchConfig &launch,
                          const TargetOptions &target);

@@ -1,65 +1,21 @@
 //===- Status.h - libnormjit error codes and status values ------*- C++ -*-===//
 //
-// Every libnormjit call reports failure as a Status: a code a program can
-// branch on and a message a person can act on. Nothing throws, nothing
-// aborts. The codes are the values of the C API's normjit_status.
+// Every libnormjit call reports failure as a Status (compiler/model/Status.h,
+// shared with the compiler): a code a program can branch on and a message a
+// person can act on. Nothing throws, nothing aborts. The codes are the
+// values of the C API's normjit_status.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef NORM_RUNTIME_STATUS_H
 #define NORM_RUNTIME_STATUS_H
 
-#include <string>
-#include <string_view>
+#include "compiler/model/Status.h"
 
 namespace norm::jit {
-
-enum class ErrorCode : int {
-  Success = 0,
-  InvalidArgument = 1, // null pointers, bad sizes, mismatched buffers
-  Misaligned = 2,      // a buffer no kernel variant can access
-  Unsupported = 3,     // a valid request this runtime or device cannot serve
-  NoDriver = 4,        // libcuda.so.1 missing or too old
-  NoDevice = 5,        // a driver, but no (such) CUDA device
-  DriverError = 6,     // a CUDA driver call failed
-  CompileError = 7,    // the kernel compiler rejected the operation
-  NotFound = 8,        // not in any bundle, and no compiler to build it
-  IoError = 9,         // cache or bundle files
-  Internal = 10,       // a broken invariant inside libnormjit
-  OutOfMemory = 11,    // host memory exhausted
-};
-
-/// "invalid argument", "no CUDA driver", ...
-std::string_view getErrorCodeName(ErrorCode code);
-
-class [[nodiscard]] Status {
-public:
-  Status() = default;
-  static Status success() { return {}; }
-  static Status error(ErrorCode code, std::string message) {
-    Status status;
-    status.errorCode = code;
-    status.text = std::move(message);
-    return status;
-  }
-
-  bool ok() const { return errorCode == ErrorCode::Success; }
-  explicit operator bool() const { return ok(); }
-  ErrorCode code() const { return errorCode; }
-  const std::string &message() const { return text; }
-
-  /// The same error with `context` prepended: "context: message".
-  Status withContext(std::string_view context) const {
-    if (ok())
-      return *this;
-    return error(errorCode, std::string(context) + ": " + text);
-  }
-
-private:
-  ErrorCode errorCode = ErrorCode::Success;
-  std::string text;
-};
-
+using norm::ErrorCode;
+using norm::getErrorCodeName;
+using norm::Status;
 } // namespace norm::jit
 
 #endif // NORM_RUNTIME_STATUS_H

@@ -4,6 +4,7 @@
 
 #include <atomic>
 
+using namespace norm;
 using namespace norm::jit;
 
 static std::atomic<bool> failThreadStarts{false};

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+using namespace norm;
 using namespace norm::jit;
 
 /// 0x3c in every byte: about 0.0115 as f32, bf16 and f16 alike (finite and

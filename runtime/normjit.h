@@ -103,6 +103,7 @@ typedef enum normjit_op_kind {
 #define NORMJIT_OP_F32_RESIDUAL (1u << 4) /* normalize the unrounded sum */
 #define NORMJIT_OP_SKIP (1u << 5)         /* y = skip + norm(v) (Sandwich) */
 #define NORMJIT_OP_QK_L2 (1u << 6)        /* QK-Norm with L2 instead of RMS */
+#define NORMJIT_OP_QK_MEAN_VAR (1u << 7)  /* QK-Norm with LayerNorm (no bias) */
 
 /* One operation. Initialize with normjit_op_desc_init, then set fields. */
 typedef struct normjit_op_desc {
@@ -117,7 +118,7 @@ typedef struct normjit_op_desc {
   uint32_t flags;       /* NORMJIT_OP_* */
   double eps;
   double alpha;         /* scales input when there is an addend (DeepNorm) */
-  double weight_offset; /* 1.0: Gemma's (1 + weight) */
+  double weight_offset; /* 1.0: Gemma's (1 + weight), also for QK-Norm */
   int64_t groups;       /* GroupNorm */
   int64_t num_q_heads;  /* QK-Norm */
   int64_t num_kv_heads; /* QK-Norm */

@@ -241,7 +241,8 @@ func.func @fused_row_identity_params(%x: tensor<?x8xbf16>, %f: tensor<?x8xbf16>)
   %0:2 = norm.fused_row <rms> %x addend(%f : tensor<?x8xbf16>) weight(%zeros : tensor<8xf32>) eps(1.0e-6) alpha(2.0) offset(1.0)
       {launch = #norm.launch<vector = 8, threads_per_row = 1, warps = 1, rows_per_cta = 32>}
       : tensor<?x8xbf16> -> tensor<?x8xbf16>, tensor<?x8xbf16>
-  %1 = norm.fused_row <mean_var> %x weight(%ones : tensor<8xbf16>) bias(%zeros : tensor<8xf32>) eps(1.0e-5)
+  %zeros16 = arith.constant dense<0.0> : tensor<8xbf16>
+  %1 = norm.fused_row <mean_var> %x weight(%ones : tensor<8xbf16>) bias(%zeros16 : tensor<8xbf16>) eps(1.0e-5)
       : tensor<?x8xbf16> -> tensor<?x8xf32>
   return %0#0, %0#1, %1 : tensor<?x8xbf16>, tensor<?x8xbf16>, tensor<?x8xf32>
 }

@@ -509,7 +509,7 @@ func.func @attn_scale(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>) {
 // -----
 
 func.func @attn_weight_without_kind(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>, %w: tensor<64xf16>) {
-  // expected-error @+1 {{QK-Norm weights and eps need a 'qk_norm' kind}}
+  // expected-error @+1 {{QK-Norm weights, eps and offset need a 'qk_norm' kind}}
   %0 = norm.attention %q, %k, %k q_norm_weight(%w : tensor<64xf16>) scale(0.125) {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64} : tensor<?x64xf16>, tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x64xf16>
   return
 }
@@ -517,7 +517,7 @@ func.func @attn_weight_without_kind(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>, 
 // -----
 
 func.func @attn_eps_without_kind(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>) {
-  // expected-error @+1 {{QK-Norm weights and eps need a 'qk_norm' kind}}
+  // expected-error @+1 {{QK-Norm weights, eps and offset need a 'qk_norm' kind}}
   %0 = norm.attention %q, %k, %k scale(0.125) qk_norm_eps(1.0e-06) {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64} : tensor<?x64xf16>, tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x64xf16>
   return
 }
@@ -738,8 +738,8 @@ func.func @fr_groups_not_dividing(%x: tensor<?x8xbf16>) {
 // -----
 
 func.func @fr_groups_without_statistic(%x: tensor<?x8xbf16>) {
-  // expected-error @+1 {{groups > 1 needs a statistic to group (rms, mean_var or l2), got 'none'}}
-  %0 = norm.fused_row <none> %x eps(1.0e-05) {groups = 2 : i64} : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  // expected-error @+1 {{groups > 1 needs a statistic to group (rms, mean_var or l2)}}
+  %0 = norm.fused_row <none> %x {groups = 2 : i64} : tensor<?x8xbf16> -> tensor<?x8xbf16>
   return
 }
 
@@ -747,7 +747,7 @@ func.func @fr_groups_without_statistic(%x: tensor<?x8xbf16>) {
 
 func.func @fr_mean_without_variance(%x: tensor<?x8xbf16>, %m: tensor<8xf32>) {
   // expected-error @+1 {{'mean' and 'variance' go together}}
-  %0 = norm.fused_row <none> %x mean(%m : tensor<8xf32>) eps(1.0e-05) : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  %0 = norm.fused_row <none> %x mean(%m : tensor<8xf32>) : tensor<?x8xbf16> -> tensor<?x8xbf16>
   return
 }
 
@@ -797,7 +797,7 @@ func.func @fr_launch_staged(%x: tensor<?x16384xbf16>) {
 // -----
 
 func.func @fr_launch_too_long(%x: tensor<?x16777217xbf16>) {
-  // expected-error @+1 {{rows of 16777217 elements are longer than a kernel supports (at most 16777216)}}
+  // expected-error @+1 {{hidden size must be in [1, 16777216], got 16777217}}
   %0 = norm.fused_row <rms> %x eps(1.0e-06) {launch = #norm.launch<vector = 1, threads_per_row = 1024, warps = 32, rows_per_cta = 1>} : tensor<?x16777217xbf16> -> tensor<?x16777217xbf16>
   return
 }
@@ -806,7 +806,7 @@ func.func @fr_launch_too_long(%x: tensor<?x16777217xbf16>) {
 
 // The largest hidden size a type can state must not overflow the check.
 func.func @fr_launch_huge(%x: tensor<?x9223372036854775807xbf16>) {
-  // expected-error @+1 {{rows of 9223372036854775807 elements are longer than a kernel supports (at most 16777216)}}
+  // expected-error @+1 {{hidden size must be in [1, 16777216], got 9223372036854775807}}
   %0 = norm.fused_row <rms> %x eps(1.0e-06) {launch = #norm.launch<vector = 8, threads_per_row = 1, warps = 1, rows_per_cta = 32>} : tensor<?x9223372036854775807xbf16> -> tensor<?x9223372036854775807xbf16>
   return
 }
@@ -815,7 +815,7 @@ func.func @fr_launch_huge(%x: tensor<?x9223372036854775807xbf16>) {
 
 // QK-Norm heads stay in registers.
 func.func @qk_launch_registers(%qkv: tensor<?x12288xbf16>) {
-  // expected-error @+1 {{launch configuration keeps 16 vectors of 8 elements per thread in registers (at most 64 elements); use more threads per row}}
+  // expected-error @+1 {{launch configuration keeps 128 elements of a row per thread in registers, more than the 64 a thread of a CTA of 32 threads holds without spilling; use more threads per row}}
   %0:2 = norm.qk_norm_prologue <rms> %qkv eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 4096 : i64, launch = #norm.launch<vector = 8, threads_per_row = 32, warps = 1, rows_per_cta = 1>} : tensor<?x12288xbf16> -> tensor<?x4096xbf16>, tensor<?x4096xbf16>
   return
 }
@@ -823,7 +823,7 @@ func.func @qk_launch_registers(%qkv: tensor<?x12288xbf16>) {
 // -----
 
 func.func @fr_launch_access_bytes(%x: tensor<?x4096xf32>) {
-  // expected-error @+1 {{launch vector width 8 of 'f32' moves 32 bytes per access (at most 16)}}
+  // expected-error @+1 {{launch vector width 8 of f32 moves 32 bytes per access (at most 16)}}
   %0 = norm.fused_row <rms> %x eps(1.0e-06) {launch = #norm.launch<vector = 8, threads_per_row = 128, warps = 4, rows_per_cta = 1>} : tensor<?x4096xf32> -> tensor<?x4096xf32>
   return
 }
@@ -832,7 +832,7 @@ func.func @fr_launch_access_bytes(%x: tensor<?x4096xf32>) {
 
 // The widest row tensor counts, here the f32 output of a fused cast.
 func.func @fr_launch_access_bytes_output(%x: tensor<?x4096xbf16>) {
-  // expected-error @+1 {{launch vector width 8 of 'f32' moves 32 bytes per access (at most 16)}}
+  // expected-error @+1 {{launch vector width 8 of f32 moves 32 bytes per access (at most 16)}}
   %0 = norm.fused_row <rms> %x eps(1.0e-06) {launch = #norm.launch<vector = 8, threads_per_row = 128, warps = 4, rows_per_cta = 1>} : tensor<?x4096xbf16> -> tensor<?x4096xf32>
   return
 }
@@ -942,7 +942,7 @@ func.func @qk_launch(%qkv: tensor<?x384xbf16>) {
 // -----
 
 func.func @qk_launch_access_bytes(%qkv: tensor<?x384xf32>) {
-  // expected-error @+1 {{launch vector width 8 of 'f32' moves 32 bytes per access (at most 16)}}
+  // expected-error @+1 {{launch vector width 8 of f32 moves 32 bytes per access (at most 16)}}
   %0:2 = norm.qk_norm_prologue <rms> %qkv eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64, launch = #norm.launch<vector = 8, threads_per_row = 16, warps = 1, rows_per_cta = 2>} : tensor<?x384xf32> -> tensor<?x128xf32>, tensor<?x128xf32>
   return
 }
@@ -970,7 +970,7 @@ func.func @cs_length(%x: tensor<?x256xbf16>) {
 // -----
 
 func.func @cs_launch_access_bytes(%x: tensor<?x256xf32>) {
-  // expected-error @+1 {{launch vector width 8 of 'f32' moves 32 bytes per access (at most 16)}}
+  // expected-error @+1 {{launch vector width 8 of f32 moves 32 bytes per access (at most 16)}}
   %0:2 = norm.column_stats %x {launch = #norm.launch<vector = 8, threads_per_row = 1, warps = 8, rows_per_cta = 256>} : tensor<?x256xf32> -> tensor<256xf32>, tensor<256xf32>
   return
 }
@@ -1139,5 +1139,159 @@ func.func @truncated_op(%x: tensor<?x8xf32>) {
 func.func @truncated_type(%x: tensor<?x8xf32>) {
   // expected-error @+1 {{expected '->'}}
   %0 = norm.rms_norm %x eps(1.0e-06) : tensor<?x8xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Attributes an op does not define
+//===----------------------------------------------------------------------===//
+
+// A misspelt attribute would silently drop what the user meant.
+func.func @unknown_attribute(%x: tensor<?x8xbf16>, %w: tensor<8xbf16>) {
+  // expected-error @+1 {{'norm.rms_norm' op has no attribute 'weight_ofset'; did you mean 'weight_offset'?}}
+  %0 = norm.rms_norm %x weight(%w : tensor<8xbf16>) eps(1.0e-06) {weight_ofset = 1.0 : f64} : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @unknown_attribute_far(%x: tensor<?x8xbf16>) {
+  // expected-error @+1 {{'norm.l2_norm' op has no attribute 'note' (attributes of other dialects need their prefix, e.g. 'mydialect.note')}}
+  %0 = norm.l2_norm %x eps(1.0e-06) {note = "x"} : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+// With a dialect prefix, an attribute is its dialect's business.
+func.func @prefixed_attribute(%x: tensor<?x8xbf16>) -> tensor<?x8xbf16> {
+  %0 = norm.l2_norm %x eps(1.0e-06) {test.note = "kept"} : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return %0 : tensor<?x8xbf16>
+}
+
+// -----
+
+// ... but the norm dialect's own discardable attributes are only these.
+// expected-error @+1 {{unknown norm dialect attribute 'norm.max_shared_bytes'}}
+module attributes {norm.max_shared_bytes = 1024 : i64} {}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Targets
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{unsupported chip 'sm_75' (expected sm_80, sm_89, sm_90 or sm_90a)}}
+module attributes {norm.target = #norm.target<chip = "sm_75", ptx_version = 80, max_shared_bytes = 0>} {}
+
+// -----
+
+// expected-error @+1 {{max-shared-bytes (200000) exceeds what a CTA may use on sm_89 (101376)}}
+module attributes {norm.target = #norm.target<chip = "sm_89", ptx_version = 80, max_shared_bytes = 200000>} {}
+
+// -----
+
+// expected-error @+1 {{unsupported ptx-version 70 (expected 78 to 90, i.e. PTX 7.8 to 9.0)}}
+module attributes {norm.target = #norm.target<chip = "sm_90", ptx_version = 70, max_shared_bytes = 0>} {}
+
+// -----
+
+func.func @target_on_a_function() attributes {norm.target = #norm.target<chip = "sm_90", ptx_version = 80, max_shared_bytes = 0>} {
+  // expected-error @-1 {{'norm.target' belongs on a module}}
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'norm.target' must be a #norm.target, got "sm_90"}}
+module attributes {norm.target = "sm_90"} {}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// eps exactly where something reads it
+//===----------------------------------------------------------------------===//
+
+// An add-only kernel has no statistic: an eps would mean nothing.
+func.func @fr_eps_unread(%x: tensor<?x8xbf16>, %a: tensor<?x8xbf16>) {
+  // expected-error @+1 {{'norm.fused_row' op takes no eps: without a statistic or per-channel variance nothing reads it}}
+  %0 = norm.fused_row <none> %x addend(%a : tensor<?x8xbf16>) eps(1.0e-05) : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_eps_missing(%x: tensor<?x8xbf16>) {
+  // expected-error @+1 {{'norm.fused_row' op needs an eps: statistic 'rms' reads it}}
+  %0 = norm.fused_row <rms> %x : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fr_eps_missing_variance(%x: tensor<?x8xbf16>, %m: tensor<8xf32>, %v: tensor<8xf32>) {
+  // expected-error @+1 {{'norm.fused_row' op needs an eps: statistic 'none' with per-channel variance reads it}}
+  %0 = norm.fused_row <none> %x mean(%m : tensor<8xf32>) variance(%v : tensor<8xf32>) : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+// The kernel model has one type for weight and bias, one for per-channel
+// statistics.
+func.func @fr_mixed_params(%x: tensor<?x8xbf16>, %w: tensor<8xbf16>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{parameters of one kernel share an element type: 'bias' is 'f32', 'weight' is 'bf16'}}
+  %0 = norm.fused_row <mean_var> %x weight(%w : tensor<8xbf16>) bias(%b : tensor<8xf32>) eps(1.0e-05) : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @qk_one_weight(%qkv: tensor<?x384xbf16>, %w: tensor<128xbf16>) {
+  // expected-error @+1 {{'q_weight' and 'k_weight' go together}}
+  %0:2 = norm.qk_norm_prologue <rms> %qkv q_weight(%w : tensor<128xbf16>) eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64} : tensor<?x384xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @qk_offset_without_weight(%qkv: tensor<?x384xbf16>) {
+  // expected-error @+1 {{weight_offset needs a weight}}
+  %0:2 = norm.qk_norm_prologue <rms> %qkv eps(1.0e-06) offset(1.0) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64} : tensor<?x384xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @qk_mixed_outputs(%qkv: tensor<?x384xbf16>) {
+  // expected-error @+1 {{'q' and 'k' share an element type}}
+  %0:2 = norm.qk_norm_prologue <rms> %qkv eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64} : tensor<?x384xbf16> -> tensor<?x128xbf16>, tensor<?x128xf32>
+  return
+}
+
+// -----
+
+// Heads of 131072 fit no CTA's registers, where the prologue keeps them.
+func.func @qk_heads_beyond_registers(%qkv: tensor<?x393216xbf16>) {
+  // expected-error @+1 {{rows of 131072 elements do not fit in the registers of one CTA (at most 65536), where this kernel keeps them; such rows are not supported}}
+  %0:2 = norm.qk_norm_prologue <rms> %qkv eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 131072 : i64, launch = #norm.launch<vector = 8, threads_per_row = 1024, warps = 32, rows_per_cta = 1>} : tensor<?x393216xbf16> -> tensor<?x131072xbf16>, tensor<?x131072xbf16>
+  return
+}
+
+// -----
+
+func.func @attention_offset_without_weights(%q: tensor<?x128xbf16>, %k: tensor<?x128xbf16>, %v: tensor<?x128xbf16>) {
+  // expected-error @+1 {{qk_norm_offset needs both QK-Norm weights}}
+  %0 = norm.attention %q, %k, %v scale(0.088) qk_norm_eps(1.0e-06) qk_norm_offset(1.0) {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64, qk_norm = #norm.qk_norm<rms>} : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @layer_norm_mixed_params(%x: tensor<?x8xf16>, %w: tensor<8xf16>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'norm.layer_norm' op parameters of one kernel share an element type: 'bias' is 'f32', 'weight' is 'f16'}}
+  %0 = norm.layer_norm %x weight(%w : tensor<8xf16>) bias(%b : tensor<8xf32>) eps(1.0e-05) : tensor<?x8xf16> -> tensor<?x8xf16>
   return
 }

@@ -49,16 +49,16 @@ func.func @reals(%x: tensor<?x128xf32>, %y: tensor<?x128xf32>) {
 }
 
 // CHECK-LABEL: func @layer_norm
-// CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<?x1024xf16>, %[[W:[a-z0-9]+]]: tensor<1024xf16>, %[[B:[a-z0-9]+]]: tensor<1024xf32>)
-func.func @layer_norm(%x: tensor<?x1024xf16>, %w: tensor<1024xf16>, %b: tensor<1024xf32>) {
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<?x1024xf16>, %[[W:[a-z0-9]+]]: tensor<1024xf16>, %[[B:[a-z0-9]+]]: tensor<1024xf16>)
+func.func @layer_norm(%x: tensor<?x1024xf16>, %w: tensor<1024xf16>, %b: tensor<1024xf16>) {
   // CHECK: norm.layer_norm %[[X]] eps(1.0e-05) : tensor<?x1024xf16> -> tensor<?x1024xf16>
   %0 = norm.layer_norm %x eps(1.0e-5) : tensor<?x1024xf16> -> tensor<?x1024xf16>
   // CHECK: norm.layer_norm %[[X]] weight(%[[W]] : tensor<1024xf16>) eps(1.0e-05) : tensor<?x1024xf16> -> tensor<?x1024xf16>
   %1 = norm.layer_norm %x weight(%w : tensor<1024xf16>) eps(1.0e-5) : tensor<?x1024xf16> -> tensor<?x1024xf16>
-  // CHECK: norm.layer_norm %[[X]] bias(%[[B]] : tensor<1024xf32>) eps(1.0e-05) : tensor<?x1024xf16> -> tensor<?x1024xf16>
-  %2 = norm.layer_norm %x bias(%b : tensor<1024xf32>) eps(1.0e-5) : tensor<?x1024xf16> -> tensor<?x1024xf16>
-  // CHECK: norm.layer_norm %[[X]] weight(%[[W]] : tensor<1024xf16>) bias(%[[B]] : tensor<1024xf32>) eps(1.0e-05) : tensor<?x1024xf16> -> tensor<?x1024xf16>
-  %3 = norm.layer_norm %x weight(%w : tensor<1024xf16>) bias(%b : tensor<1024xf32>) eps(1.0e-5) : tensor<?x1024xf16> -> tensor<?x1024xf16>
+  // CHECK: norm.layer_norm %[[X]] bias(%[[B]] : tensor<1024xf16>) eps(1.0e-05) : tensor<?x1024xf16> -> tensor<?x1024xf16>
+  %2 = norm.layer_norm %x bias(%b : tensor<1024xf16>) eps(1.0e-5) : tensor<?x1024xf16> -> tensor<?x1024xf16>
+  // CHECK: norm.layer_norm %[[X]] weight(%[[W]] : tensor<1024xf16>) bias(%[[B]] : tensor<1024xf16>) eps(1.0e-05) : tensor<?x1024xf16> -> tensor<?x1024xf16>
+  %3 = norm.layer_norm %x weight(%w : tensor<1024xf16>) bias(%b : tensor<1024xf16>) eps(1.0e-5) : tensor<?x1024xf16> -> tensor<?x1024xf16>
   return
 }
 
@@ -147,9 +147,9 @@ func.func @attention(%q: tensor<?x4096xbf16>, %k: tensor<?x1024xbf16>, %v: tenso
 }
 
 // CHECK-LABEL: func @fused_row
-// CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<?x4096xbf16>, %[[F:[a-z0-9]+]]: tensor<?x4096xbf16>, %[[W:[a-z0-9]+]]: tensor<4096xbf16>, %[[B:[a-z0-9]+]]: tensor<4096xf32>, %[[M:[a-z0-9]+]]: tensor<4096xf32>, %[[V:[a-z0-9]+]]: tensor<4096xf32>)
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<?x4096xbf16>, %[[F:[a-z0-9]+]]: tensor<?x4096xbf16>, %[[W:[a-z0-9]+]]: tensor<4096xbf16>, %[[B:[a-z0-9]+]]: tensor<4096xbf16>, %[[M:[a-z0-9]+]]: tensor<4096xf32>, %[[V:[a-z0-9]+]]: tensor<4096xf32>)
 func.func @fused_row(%x: tensor<?x4096xbf16>, %f: tensor<?x4096xbf16>, %w: tensor<4096xbf16>,
-                     %b: tensor<4096xf32>, %m: tensor<4096xf32>, %v: tensor<4096xf32>) {
+                     %b: tensor<4096xbf16>, %m: tensor<4096xf32>, %v: tensor<4096xf32>) {
   // A plain RMSNorm kernel.
   // CHECK: norm.fused_row <rms> %[[X]] eps(1.0e-06) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
   %0 = norm.fused_row <rms> %x eps(1.0e-6) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
@@ -160,17 +160,17 @@ func.func @fused_row(%x: tensor<?x4096xbf16>, %f: tensor<?x4096xbf16>, %w: tenso
       : tensor<?x4096xbf16> -> tensor<?x4096xbf16>, tensor<?x4096xbf16>
   // DeepNorm post-norm: LayerNorm(alpha * x + f) with an f32 residual stream,
   // Gemma-style offset, a bias, a cast to f32 and a kernel reference.
-  // CHECK: norm.fused_row <mean_var> %[[X]] addend(%[[F]] : tensor<?x4096xbf16>) weight(%[[W]] : tensor<4096xbf16>) bias(%[[B]] : tensor<4096xf32>) eps(1.0e-05) alpha(2.0) offset(1.0) {f32_residual, kernel = @norm_kernels::@k0} : tensor<?x4096xbf16> -> tensor<?x4096xf32>
+  // CHECK: norm.fused_row <mean_var> %[[X]] addend(%[[F]] : tensor<?x4096xbf16>) weight(%[[W]] : tensor<4096xbf16>) bias(%[[B]] : tensor<4096xbf16>) eps(1.0e-05) alpha(2.0) offset(1.0) {f32_residual, kernel = @norm_kernels::@k0} : tensor<?x4096xbf16> -> tensor<?x4096xf32>
   %2 = norm.fused_row <mean_var> %x addend(%f : tensor<?x4096xbf16>) weight(%w : tensor<4096xbf16>)
-      bias(%b : tensor<4096xf32>) eps(1.0e-5) alpha(2.0) offset(1.0) {f32_residual, kernel = @norm_kernels::@k0}
+      bias(%b : tensor<4096xbf16>) eps(1.0e-5) alpha(2.0) offset(1.0) {f32_residual, kernel = @norm_kernels::@k0}
       : tensor<?x4096xbf16> -> tensor<?x4096xf32>
   // Sandwich-Norm: x + norm(f).
   // CHECK: norm.fused_row <rms> %[[F]] skip(%[[X]] : tensor<?x4096xbf16>) weight(%[[W]] : tensor<4096xbf16>) eps(1.0e-06) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
   %3 = norm.fused_row <rms> %f skip(%x : tensor<?x4096xbf16>) weight(%w : tensor<4096xbf16>) eps(1.0e-6)
       : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
   // Inference BatchNorm: per-channel statistics.
-  // CHECK: norm.fused_row <none> %[[X]] weight(%[[W]] : tensor<4096xbf16>) bias(%[[B]] : tensor<4096xf32>) mean(%[[M]] : tensor<4096xf32>) variance(%[[V]] : tensor<4096xf32>) eps(1.0e-05) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
-  %4 = norm.fused_row <none> %x weight(%w : tensor<4096xbf16>) bias(%b : tensor<4096xf32>)
+  // CHECK: norm.fused_row <none> %[[X]] weight(%[[W]] : tensor<4096xbf16>) bias(%[[B]] : tensor<4096xbf16>) mean(%[[M]] : tensor<4096xf32>) variance(%[[V]] : tensor<4096xf32>) eps(1.0e-05) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+  %4 = norm.fused_row <none> %x weight(%w : tensor<4096xbf16>) bias(%b : tensor<4096xbf16>)
       mean(%m : tensor<4096xf32>) variance(%v : tensor<4096xf32>) eps(1.0e-5)
       : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
   // GroupNorm and L2 norm.
@@ -181,28 +181,36 @@ func.func @fused_row(%x: tensor<?x4096xbf16>, %f: tensor<?x4096xbf16>, %w: tenso
   // CHECK: norm.fused_row <l2> %[[X]] eps(1.0e-12) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
   %6 = norm.fused_row <l2> %x eps(1.0e-12) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
   // Everything at once.
-  // CHECK: norm.fused_row <rms> %[[X]] addend(%[[F]] : tensor<?x4096xbf16>) skip(%[[F]] : tensor<?x4096xbf16>) weight(%[[W]] : tensor<4096xbf16>) bias(%[[B]] : tensor<4096xf32>) eps(1.0e-06) alpha(1.5) offset(1.0) {f32_residual, groups = 2 : i64} : tensor<?x4096xbf16> -> tensor<?x4096xf16>, tensor<?x4096xbf16>
+  // CHECK: norm.fused_row <rms> %[[X]] addend(%[[F]] : tensor<?x4096xbf16>) skip(%[[F]] : tensor<?x4096xbf16>) weight(%[[W]] : tensor<4096xbf16>) bias(%[[B]] : tensor<4096xbf16>) eps(1.0e-06) alpha(1.5) offset(1.0) {f32_residual, groups = 2 : i64} : tensor<?x4096xbf16> -> tensor<?x4096xf16>, tensor<?x4096xbf16>
   %7:2 = norm.fused_row <rms> %x addend(%f : tensor<?x4096xbf16>) skip(%f : tensor<?x4096xbf16>)
-      weight(%w : tensor<4096xbf16>) bias(%b : tensor<4096xf32>) eps(1.0e-6) alpha(1.5) offset(1.0)
+      weight(%w : tensor<4096xbf16>) bias(%b : tensor<4096xbf16>) eps(1.0e-6) alpha(1.5) offset(1.0)
       {f32_residual, groups = 2 : i64}
       : tensor<?x4096xbf16> -> tensor<?x4096xf16>, tensor<?x4096xbf16>
   return
 }
 
 // CHECK-LABEL: func @qk_norm_prologue
-// CHECK-SAME: (%[[QKV:[a-z0-9]+]]: tensor<?x6144xbf16>, %[[WQ:[a-z0-9]+]]: tensor<128xbf16>, %[[WK:[a-z0-9]+]]: tensor<128xf32>)
-func.func @qk_norm_prologue(%qkv: tensor<?x6144xbf16>, %wq: tensor<128xbf16>, %wk: tensor<128xf32>) {
-  // CHECK: norm.qk_norm_prologue <rms> %[[QKV]] q_weight(%[[WQ]] : tensor<128xbf16>) k_weight(%[[WK]] : tensor<128xf32>) eps(1.0e-06) {head_dim = 128 : i64, launch = #norm.launch<vector = 8, threads_per_row = 16, warps = 4, rows_per_cta = 8>, num_kv_heads = 8 : i64, num_q_heads = 32 : i64} : tensor<?x6144xbf16> -> tensor<?x4096xbf16>, tensor<?x1024xbf16>
-  %0:2 = norm.qk_norm_prologue <rms> %qkv q_weight(%wq : tensor<128xbf16>) k_weight(%wk : tensor<128xf32>)
+// CHECK-SAME: (%[[QKV:[a-z0-9]+]]: tensor<?x6144xbf16>, %[[WQ:[a-z0-9]+]]: tensor<128xbf16>, %[[WK:[a-z0-9]+]]: tensor<128xbf16>)
+func.func @qk_norm_prologue(%qkv: tensor<?x6144xbf16>, %wq: tensor<128xbf16>, %wk: tensor<128xbf16>) {
+  // CHECK: norm.qk_norm_prologue <rms> %[[QKV]] q_weight(%[[WQ]] : tensor<128xbf16>) k_weight(%[[WK]] : tensor<128xbf16>) eps(1.0e-06) {head_dim = 128 : i64, launch = #norm.launch<vector = 8, threads_per_row = 16, warps = 4, rows_per_cta = 8>, num_kv_heads = 8 : i64, num_q_heads = 32 : i64} : tensor<?x6144xbf16> -> tensor<?x4096xbf16>, tensor<?x1024xbf16>
+  %0:2 = norm.qk_norm_prologue <rms> %qkv q_weight(%wq : tensor<128xbf16>) k_weight(%wk : tensor<128xbf16>)
       eps(1.0e-6) {num_q_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64,
                    launch = #norm.launch<vector = 8, threads_per_row = 16, warps = 4, rows_per_cta = 8>}
       : tensor<?x6144xbf16> -> tensor<?x4096xbf16>, tensor<?x1024xbf16>
   // CHECK: norm.qk_norm_prologue <l2> %[[QKV]] eps(1.0e-12) {head_dim = 128 : i64, kernel = @k1, num_kv_heads = 8 : i64, num_q_heads = 32 : i64} : tensor<?x6144xbf16> -> tensor<?x4096xbf16>, tensor<?x1024xbf16>
   %1:2 = norm.qk_norm_prologue <l2> %qkv eps(1.0e-12) {num_q_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64, kernel = @k1}
       : tensor<?x6144xbf16> -> tensor<?x4096xbf16>, tensor<?x1024xbf16>
-  // CHECK: norm.qk_norm_prologue <rms> %[[QKV]] k_weight(%[[WK]] : tensor<128xf32>) eps(1.0e-06)
-  %2:2 = norm.qk_norm_prologue <rms> %qkv k_weight(%wk : tensor<128xf32>) eps(1.0e-6)
-      {num_q_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64}
+  // Gemma 3 (1 + w) weights with one key/value head, and a per-head
+  // LayerNorm.
+  // CHECK: norm.qk_norm_prologue <rms> %{{.*}} q_weight(%[[WQ]] : tensor<128xbf16>) k_weight(%[[WK]] : tensor<128xbf16>) eps(1.0e-06) offset(1.0) {head_dim = 128 : i64, num_kv_heads = 1 : i64, num_q_heads = 4 : i64} : tensor<?x768xbf16> -> tensor<?x512xbf16>, tensor<?x128xbf16>
+  %slice = tensor.extract_slice %qkv[0, 0] [1, 768] [1, 1] : tensor<?x6144xbf16> to tensor<1x768xbf16>
+  %cast = tensor.cast %slice : tensor<1x768xbf16> to tensor<?x768xbf16>
+  %2:2 = norm.qk_norm_prologue <rms> %cast q_weight(%wq : tensor<128xbf16>) k_weight(%wk : tensor<128xbf16>)
+      eps(1.0e-6) offset(1.0) {num_q_heads = 4 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64}
+      : tensor<?x768xbf16> -> tensor<?x512xbf16>, tensor<?x128xbf16>
+  // CHECK: norm.qk_norm_prologue <mean_var> %[[QKV]] q_weight(%[[WQ]] : tensor<128xbf16>) k_weight(%[[WK]] : tensor<128xbf16>) eps(1.0e-05) {head_dim = 128 : i64, num_kv_heads = 8 : i64, num_q_heads = 32 : i64}
+  %3:2 = norm.qk_norm_prologue <mean_var> %qkv q_weight(%wq : tensor<128xbf16>) k_weight(%wk : tensor<128xbf16>)
+      eps(1.0e-5) {num_q_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64}
       : tensor<?x6144xbf16> -> tensor<?x4096xbf16>, tensor<?x1024xbf16>
   return
 }
@@ -242,6 +250,6 @@ func.func @attributes() attributes {
 // The generic form keeps the properties other tools see.
 // GENERIC: "norm.rms_norm"(%{{.*}}, %{{.*}}) <{eps = 9.9999999999999995E-7 : f64, weight_offset = 1.000000e+00 : f64}>
 // GENERIC: "norm.layer_norm"(%{{.*}}, %{{.*}}) <{eps = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 1>}>
-// GENERIC: "norm.attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{head_dim = 128 : i64, num_heads = 32 : i64, num_kv_heads = 8 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>, qk_norm = #norm.qk_norm<rms>, qk_norm_eps = 9.9999999999999995E-7 : f64, scale = 0.088388347648318447 : f64}>
+// GENERIC: "norm.attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{head_dim = 128 : i64, num_heads = 32 : i64, num_kv_heads = 8 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>, qk_norm = #norm.qk_norm<rms>, qk_norm_eps = 9.9999999999999995E-7 : f64, qk_norm_offset = 0.000000e+00 : f64, scale = 0.088388347648318447 : f64}>
 // GENERIC: "norm.fused_row"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, eps = 9.9999999999999995E-7 : f64, groups = 1 : i64, launch = #norm.launch<vector = 8, threads_per_row = 128, warps = 4, rows_per_cta = 1>, operandSegmentSizes = array<i32: 1, 1, 0, 1, 0, 0, 0>, statistic = #norm.statistic<rms>, weight_offset = 0.000000e+00 : f64}> : (tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<4096xbf16>) -> (tensor<?x4096xbf16>, tensor<?x4096xbf16>)
 // GENERIC: "norm.row_allreduce"(%{{.*}}, %{{.*}}) <{group_size = 256 : i64}> : (f32, f32) -> (f32, f32)

@@ -48,8 +48,8 @@ func.func @batch_norm_training(%x: tensor<?x256xbf16>, %w: tensor<256xbf16>, %b:
 // a lone cast one with another output type.
 // CHECK-LABEL: func.func @add_and_cast
 //  CHECK-SAME: (%[[X:.*]]: tensor<?x4096xf32>, %[[F:.*]]: tensor<?x4096xbf16>)
-//       CHECK: %[[H:.*]] = norm.fused_row <none> %[[X]] addend(%[[F]] : tensor<?x4096xbf16>) eps(1.0e-05) alpha(1.5) : tensor<?x4096xf32> -> tensor<?x4096xf32>{{$}}
-//       CHECK: %[[C:.*]] = norm.fused_row <none> %[[H]] eps(1.0e-05) : tensor<?x4096xf32> -> tensor<?x4096xbf16>{{$}}
+//       CHECK: %[[H:.*]] = norm.fused_row <none> %[[X]] addend(%[[F]] : tensor<?x4096xbf16>) alpha(1.5) : tensor<?x4096xf32> -> tensor<?x4096xf32>{{$}}
+//       CHECK: %[[C:.*]] = norm.fused_row <none> %[[H]] : tensor<?x4096xf32> -> tensor<?x4096xbf16>{{$}}
 //   CHECK-NOT: norm.residual_add
 //   CHECK-NOT: norm.cast
 //       CHECK: return %[[C]]

@@ -24,14 +24,14 @@ func.func @kernel_then_conversion_kernel(%x: tensor<?x4096xf32>, %f: tensor<?x40
     -> (tensor<?x4096xf16>, tensor<?x4096xf32>) {
   %y, %h = norm.fused_row <rms> %x addend(%f : tensor<?x4096xbf16>) eps(1.0e-6)
       : tensor<?x4096xf32> -> tensor<?x4096xf32>, tensor<?x4096xf32>
-  %c = norm.fused_row <none> %y eps(1.0e-5) : tensor<?x4096xf32> -> tensor<?x4096xf16>
+  %c = norm.fused_row <none> %y : tensor<?x4096xf32> -> tensor<?x4096xf16>
   return %c, %h : tensor<?x4096xf16>, tensor<?x4096xf32>
 }
 
 // A lone bf16 residual add whose sum is widened: the kernel's output is its
 // bf16 residual stream, so it can store that stream as f32 directly.
 // CHECK-LABEL: func.func @add_then_widening_cast
-//       CHECK: norm.fused_row <none> %{{.*}} addend(%{{.*}} : tensor<8x1024xbf16>) eps(1.0e-05) : tensor<8x1024xbf16> -> tensor<8x1024xf32>{{$}}
+//       CHECK: norm.fused_row <none> %{{.*}} addend(%{{.*}} : tensor<8x1024xbf16>) : tensor<8x1024xbf16> -> tensor<8x1024xf32>{{$}}
 //   CHECK-NOT: norm.cast
 func.func @add_then_widening_cast(%x: tensor<8x1024xbf16>, %f: tensor<8x1024xbf16>) -> tensor<8x1024xf32> {
   %h = norm.residual_add %x, %f : tensor<8x1024xbf16>, tensor<8x1024xbf16> -> tensor<8x1024xbf16>
@@ -44,7 +44,7 @@ func.func @add_then_widening_cast(%x: tensor<8x1024xbf16>, %f: tensor<8x1024xbf1
 // CHECK-LABEL: func.func @read_before_widening
 //  CHECK-SAME: (%[[X:.*]]: tensor<?x4096xbf16>, %[[S:.*]]: tensor<?x4096xf32>, %[[F:.*]]: tensor<?x4096xf16>)
 //       CHECK: %[[N:.*]] = norm.fused_row <rms> %[[X]] eps(1.0e-06) : tensor<?x4096xbf16> -> tensor<?x4096xf32>{{$}}
-//       CHECK: %[[H:.*]] = norm.fused_row <none> %[[S]] addend(%[[F]] : tensor<?x4096xf16>) eps(1.0e-05) : tensor<?x4096xf32> -> tensor<?x4096xf32>{{$}}
+//       CHECK: %[[H:.*]] = norm.fused_row <none> %[[S]] addend(%[[F]] : tensor<?x4096xf16>) : tensor<?x4096xf32> -> tensor<?x4096xf32>{{$}}
 //   CHECK-NOT: norm.cast
 //       CHECK: return %[[N]], %[[H]]
 func.func @read_before_widening(%x: tensor<?x4096xbf16>, %s: tensor<?x4096xf32>, %f: tensor<?x4096xf16>)

@@ -57,7 +57,7 @@ func.func @sandwich_layer(%x: tensor<?x1024xbf16>, %f: tensor<?x1024xbf16>, %wpo
 // the first add alone, the second add fused with the norm.
 // CHECK-LABEL: func.func @two_adds_then_norm
 //  CHECK-SAME: (%[[X:.*]]: tensor<8x4096xbf16>, %[[A:.*]]: tensor<8x4096xbf16>, %[[B:.*]]: tensor<8x4096xbf16>)
-//       CHECK: %[[H1:.*]] = norm.fused_row <none> %[[X]] addend(%[[A]] : tensor<8x4096xbf16>) eps(1.0e-05) alpha(2.0) : tensor<8x4096xbf16> -> tensor<8x4096xbf16>{{$}}
+//       CHECK: %[[H1:.*]] = norm.fused_row <none> %[[X]] addend(%[[A]] : tensor<8x4096xbf16>) alpha(2.0) : tensor<8x4096xbf16> -> tensor<8x4096xbf16>{{$}}
 //       CHECK: %[[Y:.*]] = norm.fused_row <mean_var> %[[H1]] addend(%[[B]] : tensor<8x4096xbf16>) eps(1.0e-05) alpha(2.0) : tensor<8x4096xbf16> -> tensor<8x4096xbf16>{{$}}
 //       CHECK: return %[[Y]]
 func.func @two_adds_then_norm(%x: tensor<8x4096xbf16>, %a: tensor<8x4096xbf16>, %b: tensor<8x4096xbf16>) -> tensor<8x4096xbf16> {

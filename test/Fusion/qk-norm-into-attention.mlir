@@ -1,4 +1,6 @@
 // RUN: norm-opt %s --norm-fuse-qk-norm-into-attention | FileCheck %s
+// RUN: norm-opt %s --canonicalize --norm-fuse-qk-norm-into-attention \
+// RUN:   | FileCheck %s --check-prefix=CANON
 
 // GQA with RMSNorm on 128-wide heads: the attention reads q and k and
 // normalizes them itself, with both weights.
@@ -202,9 +204,11 @@ func.func @rows_are_not_heads(%q: tensor<?x4096xbf16>, %k: tensor<?x1024xbf16>, 
   return %o : tensor<?x4096xbf16>
 }
 
-// Left alone: Gemma's (1 + w) form; the attention prologue has no offset.
+// Gemma 3's (1 + w) form: the offset moves into the attention op.
 // CHECK-LABEL: func.func @weight_offset
-//   CHECK-NOT: qk_norm
+//       CHECK: norm.attention %arg0, %arg1, %arg2 q_norm_weight(%arg3 : tensor<128xbf16>) k_norm_weight(%arg4 : tensor<128xbf16>) scale(0.125) qk_norm_eps(1.0e-06) qk_norm_offset(1.0)
+//  CHECK-SAME: qk_norm = #norm.qk_norm<rms>
+//   CHECK-NOT: norm.rms_norm
 //       CHECK: return
 func.func @weight_offset(%q: tensor<?x4096xbf16>, %k: tensor<?x1024xbf16>, %v: tensor<?x1024xbf16>,
     %wq: tensor<128xbf16>, %wk: tensor<128xbf16>)
@@ -316,4 +320,34 @@ func.func @has_qk_norm(%q: tensor<?x4096xbf16>, %k: tensor<?x1024xbf16>, %v: ten
       {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64, causal, qk_norm = #norm.qk_norm<rms>}
       : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16> -> tensor<?x4096xbf16>
   return %o : tensor<?x4096xbf16>
+}
+
+// Multi-query attention (Gemma 3 1B): one key/value head, whose reshapes
+// canonicalization folds away; a per-head LayerNorm on q and k.
+// CANON-LABEL: func.func @mqa_layer_norm
+//       CANON: norm.attention %{{.*}}, %{{.*}}, %{{.*}} q_norm_weight(%{{.*}} : tensor<256xbf16>) k_norm_weight(%{{.*}} : tensor<256xbf16>) scale(0.0625) qk_norm_eps(1.0e-05)
+//  CANON-SAME: num_heads = 4 : i64, num_kv_heads = 1 : i64, qk_norm = #norm.qk_norm<mean_var>
+//   CANON-NOT: norm.layer_norm
+func.func @mqa_layer_norm(%q: tensor<?x1024xbf16>, %k: tensor<?x256xbf16>, %v: tensor<?x256xbf16>,
+    %wq: tensor<256xbf16>, %wk: tensor<256xbf16>) -> tensor<?x1024xbf16> {
+  %c0 = arith.constant 0 : index
+  %t = tensor.dim %q, %c0 : tensor<?x1024xbf16>
+  %q_heads = tensor.expand_shape %q [[0], [1, 2]] output_shape [%t, 4, 256]
+      : tensor<?x1024xbf16> into tensor<?x4x256xbf16>
+  %q_rows = tensor.collapse_shape %q_heads [[0, 1], [2]] : tensor<?x4x256xbf16> into tensor<?x256xbf16>
+  %q_normed = norm.layer_norm %q_rows weight(%wq : tensor<256xbf16>) eps(1.0e-05) : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %q_nheads = tensor.expand_shape %q_normed [[0, 1], [2]] output_shape [%t, 4, 256]
+      : tensor<?x256xbf16> into tensor<?x4x256xbf16>
+  %qn = tensor.collapse_shape %q_nheads [[0], [1, 2]] : tensor<?x4x256xbf16> into tensor<?x1024xbf16>
+  %k_heads = tensor.expand_shape %k [[0], [1, 2]] output_shape [%t, 1, 256]
+      : tensor<?x256xbf16> into tensor<?x1x256xbf16>
+  %k_rows = tensor.collapse_shape %k_heads [[0, 1], [2]] : tensor<?x1x256xbf16> into tensor<?x256xbf16>
+  %k_normed = norm.layer_norm %k_rows weight(%wk : tensor<256xbf16>) eps(1.0e-05) : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %k_nheads = tensor.expand_shape %k_normed [[0, 1], [2]] output_shape [%t, 1, 256]
+      : tensor<?x256xbf16> into tensor<?x1x256xbf16>
+  %kn = tensor.collapse_shape %k_nheads [[0], [1, 2]] : tensor<?x1x256xbf16> into tensor<?x256xbf16>
+  %o = norm.attention %qn, %kn, %v scale(0.0625)
+      {num_heads = 4 : i64, num_kv_heads = 1 : i64, head_dim = 256 : i64, causal}
+      : tensor<?x1024xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x1024xbf16>
+  return %o : tensor<?x1024xbf16>
 }

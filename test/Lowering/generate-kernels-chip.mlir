@@ -1,10 +1,12 @@
 // RUN: norm-opt %s --norm-generate-kernels="scalar-fallback=false" | FileCheck %s --check-prefix=SM90
-// RUN: norm-opt %s --norm-generate-kernels="scalar-fallback=false chip=sm_80" | FileCheck %s --check-prefix=SM80
-// RUN: norm-opt %s --norm-generate-kernels="scalar-fallback=false chip=sm_89" | FileCheck %s --check-prefix=SM89
-// RUN: norm-opt %s --norm-generate-kernels="scalar-fallback=false chip=sm_90 max-shared-bytes=33792" | FileCheck %s --check-prefix=LIMIT
-// RUN: not norm-opt %s --norm-generate-kernels="chip=sm_75" 2>&1 | FileCheck %s --check-prefix=CHIP
-// RUN: not norm-opt %s --norm-generate-kernels="chip=sm_75 max-shared-bytes=50000" 2>&1 | FileCheck %s --check-prefix=CHIP
-// RUN: not norm-opt %s --norm-generate-kernels="max-shared-bytes=-1" 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// RUN: norm-opt %s --norm-set-target="chip=sm_80" --norm-generate-kernels="scalar-fallback=false" | FileCheck %s --check-prefix=SM80
+// RUN: norm-opt %s --norm-set-target="chip=sm_89" --norm-generate-kernels="scalar-fallback=false" | FileCheck %s --check-prefix=SM89
+// RUN: norm-opt %s --norm-set-target="chip=sm_90 max-shared-bytes=33792" --norm-generate-kernels="scalar-fallback=false" | FileCheck %s --check-prefix=LIMIT
+// RUN: not norm-opt %s --norm-set-target="chip=sm_75" 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not norm-opt %s --norm-set-target="chip=sm_75 max-shared-bytes=50000" 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not norm-opt %s --norm-set-target="max-shared-bytes=-2" 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// RUN: not norm-opt %s --norm-set-target="chip=sm_89 max-shared-bytes=200000" 2>&1 | FileCheck %s --check-prefix=TOOMUCH
+// RUN: norm-opt %s --norm-set-target="chip=sm_80" --norm-set-target="ptx-version=78" | FileCheck %s --check-prefix=KEEP
 
 // The shared memory of a CTA, less 1 KiB for the reduction, decides: 8 rows
 // of 4100 bf16 values at a time (8208 bytes each, 65664 in all) fit every
@@ -17,6 +19,7 @@
 // SM90: gpu.func @norm_rms_h65600_bf16_bf16_{{[0-9a-f]+}}_v8_t256_w8_r1_smem(
 // SM90: gpu.dynamic_shared_memory
 
+// SM80: module attributes {gpu.container_module, norm.target = #norm.target<chip = "sm_80", ptx_version = 80, max_shared_bytes = 0>}
 // SM80: gpu.func @norm_rms_add_h4100_bf16_bf16_{{[0-9a-f]+}}_v8_t32_w8_r8_smem(
 // SM80: gpu.func @norm_rms_h65600_bf16_bf16_{{[0-9a-f]+}}_v8_t256_w8_r1_smem(
 
@@ -30,8 +33,12 @@
 // LIMIT: gpu.func @norm_rms_h65600_bf16_bf16_{{[0-9a-f]+}}_v8_t256_w8_r1_stream(
 // LIMIT-NOT: gpu.dynamic_shared_memory
 
-// CHIP: error: norm-generate-kernels: unknown chip 'sm_75' (expected sm_80, sm_89, sm_90 or sm_90a)
-// NEGATIVE: error: norm-generate-kernels: max-shared-bytes (-1) is negative
+// The target is IR data: later runs keep what they do not set.
+// KEEP: module attributes {norm.target = #norm.target<chip = "sm_80", ptx_version = 78, max_shared_bytes = 0>}
+
+// CHIP: error: norm-set-target: unsupported chip 'sm_75' (expected sm_80, sm_89, sm_90 or sm_90a)
+// NEGATIVE: error: norm-set-target: max-shared-bytes (-2) is negative
+// TOOMUCH: error: norm-set-target: max-shared-bytes (200000) exceeds what a CTA may use on sm_89 (101376)
 
 func.func @rows(%x: tensor<?x4100xbf16>, %a: tensor<?x4100xbf16>,
                 %w: tensor<4100xbf16>, %x2: tensor<?x65600xbf16>)

@@ -129,6 +129,6 @@ func.func @recomputed(%x: tensor<?x65600xbf16>, %a: tensor<?x65600xbf16>) -> (te
 // CHECK-NOT: norm.row_allreduce
 // CHECK: gpu.return
 func.func @one_pass(%x: tensor<?x4096xbf16>, %a: tensor<?x4096xbf16>) -> (tensor<?x4096xf16>, tensor<?x4096xbf16>) {
-  %y, %h = norm.fused_row <none> %x addend(%a : tensor<?x4096xbf16>) eps(1.0e-06) {launch = #norm.launch<vector = 8, threads_per_row = 8, warps = 1, rows_per_cta = 4>} : tensor<?x4096xbf16> -> tensor<?x4096xf16>, tensor<?x4096xbf16>
+  %y, %h = norm.fused_row <none> %x addend(%a : tensor<?x4096xbf16>) {launch = #norm.launch<vector = 8, threads_per_row = 8, warps = 1, rows_per_cta = 4>} : tensor<?x4096xbf16> -> tensor<?x4096xf16>, tensor<?x4096xbf16>
   return %y, %h : tensor<?x4096xf16>, tensor<?x4096xbf16>
 }

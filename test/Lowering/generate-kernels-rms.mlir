@@ -6,7 +6,7 @@
 // 16-byte vector of the row, the weight is loaded once before the row, the
 // sum of squares of the rounded residual is reduced across the row once.
 
-// CHECK: module attributes {gpu.container_module, norm.max_shared_bytes = 232448 : i64}
+// CHECK: module attributes {gpu.container_module} {
 // CHECK-LABEL: func.func @fused_add_rms
 // CHECK: norm.fused_row <rms> {{.*}}kernel = @norm_kernels::@[[KERNEL:norm_rms_add_h4096_bf16_bf16_[0-9a-f]{8}_v8_t512_w16_r1]]
 // Identical ops share one kernel.

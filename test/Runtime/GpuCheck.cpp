@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/model/Reference.h"
 #include "runtime/ElementTypes.h"
 #include "runtime/Runtime.h"
 
@@ -26,9 +27,11 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
+using namespace norm;
 using namespace norm::jit;
 
 namespace {
@@ -66,33 +69,6 @@ struct HostTensor {
   }
 };
 
-/// `value` rounded to `type` as a store would (no allocation: this runs for
-/// every element of every check).
-double roundTo(ElementType type, double value) {
-  float f = static_cast<float>(value);
-  switch (type) {
-  case ElementType::bf16:
-    return bf16ToFloat(floatToBf16(f));
-  case ElementType::f16:
-    return f16ToFloat(floatToF16(f));
-  case ElementType::f32:
-    break;
-  }
-  return f;
-}
-
-double tolerance(ElementType type) {
-  switch (type) {
-  case ElementType::bf16:
-    return 1.0 / 128;
-  case ElementType::f16:
-    return 1.0 / 1024;
-  case ElementType::f32:
-    return 2e-5;
-  }
-  return 0;
-}
-
 uint64_t seed = 12345;
 double nextRandom() { // in [-2, 2)
   seed = seed * 6364136223846793005ull + 1442695040888963407ull;
@@ -119,122 +95,66 @@ struct Buffers {
   }
 };
 
-/// The expected outputs: slot -> values at (row, col), or NaN where the
-/// output is not written.
-using Expected = std::function<double(BufferSlot, int64_t, int64_t)>;
+/// The expected outputs by slot, from the float64 references the CPU sweep
+/// uses too (compiler/model/Reference.h): each element's value and the error
+/// bound a correct kernel stays within.
+using ExpectedOutputs = std::map<BufferSlot, check::ExpectedRows>;
 
-Expected referenceFusedRow(const OpSpec &s, Buffers &b, int64_t rows) {
-  auto out = std::make_shared<std::vector<std::vector<double>>>(2);
-  auto &y = (*out)[0];
-  auto &residual = (*out)[1];
-  int64_t h = s.hidden;
-  y.assign(rows * h, NAN);
-  residual.assign(rows * h, NAN);
-  int64_t group = h / s.groups;
-  for (int64_t r = 0; r < rows; ++r) {
-    std::vector<double> v(h), stat(h);
-    for (int64_t c = 0; c < h; ++c) {
-      double x = b.at(BufferSlot::Input, r, c);
-      double sum = s.hasAddend
-                       ? static_cast<float>(static_cast<float>(s.alpha) * x) +
-                             b.at(BufferSlot::Addend, r, c)
-                       : x;
-      v[c] = roundTo(s.input, static_cast<float>(sum));
-      stat[c] = s.f32Residual ? static_cast<float>(sum) : v[c];
-      residual[r * h + c] = v[c];
-    }
-    for (int64_t g = 0; g < s.groups; ++g) {
-      double sum = 0, squares = 0;
-      for (int64_t c = g * group; c < (g + 1) * group; ++c) {
-        sum += stat[c];
-        squares += stat[c] * stat[c];
-      }
-      double mean = sum / group;
-      for (int64_t c = g * group; c < (g + 1) * group; ++c) {
-        double n;
-        switch (s.kind) {
-        case OpSpec::Kind::LayerNorm:
-        case OpSpec::Kind::GroupNorm: {
-          double var = squares / group - mean * mean;
-          n = (stat[c] - mean) / std::sqrt(var + s.eps);
-          break;
-        }
-        case OpSpec::Kind::L2Norm:
-          n = stat[c] / std::sqrt(squares + s.eps);
-          break;
-        case OpSpec::Kind::BatchNormInference:
-          n = (stat[c] - b.at(BufferSlot::Mean, 0, c)) /
-              std::sqrt(b.at(BufferSlot::Variance, 0, c) + s.eps);
-          break;
-        default:
-          n = stat[c] / std::sqrt(squares / group + s.eps);
-          break;
-        }
-        if (s.hasWeight)
-          n *= b.at(BufferSlot::Weight, 0, c) + s.weightOffset;
-        if (s.hasBias)
-          n += b.at(BufferSlot::Bias, 0, c);
-        if (s.hasSkip)
-          n = roundTo(s.output, n) + b.at(BufferSlot::Skip, r, c);
-        y[r * h + c] = n;
-      }
-    }
-  }
-  return [out, h](BufferSlot slot, int64_t r, int64_t c) {
-    return (*out)[slot == BufferSlot::Output ? 0 : 1][r * h + c];
-  };
+check::RowsView getRows(Buffers &b, BufferSlot slot, int64_t rows) {
+  HostTensor &tensor = b[slot];
+  int64_t stride = b.strides[static_cast<int>(slot)];
+  return {tensor.type, tensor.bytes.data(), rows, stride, stride};
 }
 
-/// norm.column_stats: per-column mean and biased variance over the rows.
-Expected referenceColumnStats(const OpSpec &s, Buffers &b, int64_t rows) {
-  int64_t h = s.hidden;
-  auto out = std::make_shared<std::vector<std::vector<double>>>(
-      2, std::vector<double>(h, NAN));
-  for (int64_t c = 0; c < h && rows > 0; ++c) {
-    double sum = 0, squares = 0;
-    for (int64_t r = 0; r < rows; ++r)
-      sum += b.at(BufferSlot::Input, r, c);
-    double mean = sum / rows;
-    for (int64_t r = 0; r < rows; ++r) {
-      double d = b.at(BufferSlot::Input, r, c) - mean;
-      squares += d * d;
-    }
-    (*out)[0][c] = mean;
-    (*out)[1][c] = squares / rows;
-  }
-  return [out](BufferSlot slot, int64_t, int64_t c) {
-    return (*out)[slot == BufferSlot::Mean ? 0 : 1][c];
-  };
+check::ParamView getParam(Buffers &b, BufferSlot slot) {
+  HostTensor &tensor = b[slot];
+  if (tensor.bytes.empty())
+    return {};
+  return {tensor.type, tensor.bytes.data()};
 }
 
-Expected referenceQKNorm(const OpSpec &s, Buffers &b, int64_t tokens) {
-  int64_t d = s.hidden, q = s.numQHeads, kv = s.numKvHeads;
-  auto out = std::make_shared<std::vector<std::vector<double>>>(2);
-  (*out)[0].assign(tokens * q * d, NAN);
-  (*out)[1].assign(tokens * kv * d, NAN);
-  for (int64_t t = 0; t < tokens; ++t)
-    for (int64_t head = 0; head < q + kv; ++head) {
-      double squares = 0;
-      for (int64_t c = 0; c < d; ++c) {
-        double x = b.at(BufferSlot::Qkv, t, head * d + c);
-        squares += x * x;
-      }
-      double scale = s.qkL2 ? 1 / std::sqrt(squares + s.eps)
-                            : 1 / std::sqrt(squares / d + s.eps);
-      bool isQ = head < q;
-      for (int64_t c = 0; c < d; ++c) {
-        double value = b.at(BufferSlot::Qkv, t, head * d + c) * scale;
-        if (s.hasWeight)
-          value *= b.at(isQ ? BufferSlot::QWeight : BufferSlot::KWeight, 0, c);
-        int64_t width = isQ ? q * d : kv * d;
-        int64_t col = (isQ ? head : head - q) * d + c;
-        (*out)[isQ ? 0 : 1][t * width + col] = value;
-      }
+ExpectedOutputs reference(const OpSpec &s, Buffers &b, int64_t rows) {
+  ExpectedOutputs expected;
+  if (s.kind == OpSpec::Kind::QKNormPrologue) {
+    check::QKNormExpected qk = check::referenceQKNorm(
+        s, getRows(b, BufferSlot::Qkv, rows), getParam(b, BufferSlot::QWeight),
+        getParam(b, BufferSlot::KWeight));
+    expected[BufferSlot::Q] = std::move(qk.q);
+    expected[BufferSlot::K] = std::move(qk.k);
+    return expected;
+  }
+  if (s.kind == OpSpec::Kind::BatchNormStats) {
+    check::RowsView input = getRows(b, BufferSlot::Input, rows);
+    input.cols = s.hidden;
+    check::ColumnStatsExpected stats = check::referenceColumnStats(input);
+    for (auto [slot, values] :
+         {std::pair{BufferSlot::Mean, &stats.mean},
+          std::pair{BufferSlot::Variance, &stats.variance}}) {
+      check::ExpectedRows &out = expected[slot] = check::ExpectedRows(1, s.hidden);
+      out.values = *values;
     }
-  return [out, q, kv, d](BufferSlot slot, int64_t t, int64_t c) {
-    bool isQ = slot == BufferSlot::Q;
-    return (*out)[isQ ? 0 : 1][t * (isQ ? q : kv) * d + c];
+    return expected;
+  }
+  check::FusedRowOperands operands;
+  auto rowsOf = [&](BufferSlot slot) {
+    check::RowsView view = getRows(b, slot, rows);
+    view.cols = s.hidden;
+    return view;
   };
+  operands.input = rowsOf(BufferSlot::Input);
+  if (s.hasAddend)
+    operands.addend = rowsOf(BufferSlot::Addend);
+  if (s.hasSkip)
+    operands.skip = rowsOf(BufferSlot::Skip);
+  operands.weight = getParam(b, BufferSlot::Weight);
+  operands.bias = getParam(b, BufferSlot::Bias);
+  operands.mean = getParam(b, BufferSlot::Mean);
+  operands.variance = getParam(b, BufferSlot::Variance);
+  check::FusedRowExpected fused = check::referenceFusedRow(s, operands);
+  expected[BufferSlot::Output] = std::move(fused.output);
+  if (s.writeResidual)
+    expected[BufferSlot::ResidualOut] = std::move(fused.residual);
+  return expected;
 }
 
 //===----------------------------------------------------------------------===//
@@ -372,12 +292,7 @@ private:
                buffer.type, buffer.cols,
                buffer.rows2D ? host.strides[static_cast<int>(buffer.slot)] : 0);
     }
-    Expected expected =
-        c.spec.kind == OpSpec::Kind::QKNormPrologue
-            ? referenceQKNorm(c.spec, host, c.rows)
-        : c.spec.kind == OpSpec::Kind::BatchNormStats
-            ? referenceColumnStats(c.spec, host, c.rows)
-            : referenceFusedRow(c.spec, host, c.rows);
+    ExpectedOutputs expected = reference(c.spec, host, c.rows);
 
     Status launched = c.graph ? launchInGraph(*kernel, args, c.rows, error)
                               : kernel->launch(args, c.rows, nullptr);
@@ -432,9 +347,7 @@ private:
       int64_t stride = host.strides[static_cast<int>(buffer.slot)];
       int64_t rows = buffer.rows2D ? c.rows : 1;
       int64_t width = buffer.rows2D ? stride : buffer.cols;
-      // The residual stream is exact: the same f32 sum rounded the same way.
-      bool exact =
-          buffer.slot == BufferSlot::ResidualOut && c.spec.alpha == 1.0;
+      const check::ExpectedRows &want = expected[buffer.slot];
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t col = 0; col < width; ++col) {
           double got = result.get(r * width + col);
@@ -443,24 +356,23 @@ private:
               report([&] { return "padding of '" + name + "' written"; });
             continue;
           }
-          double want = roundTo(buffer.type, expected(buffer.slot, r, col));
-          if (std::isnan(want)) { // nothing to compute (zero rows)
+          const check::Expected &e = want.at(r, col);
+          if (std::isnan(e.value)) { // nothing to compute (zero rows)
             if (!std::isnan(got))
               report([&] { return "'" + name + "' written without rows"; });
             continue;
           }
-          double err = std::fabs(got - want);
-          double limit =
-              exact ? 0 : tolerance(buffer.type) * (1 + std::fabs(want));
-          if (!(err <= limit))
+          if (!e.accepts(got))
             report([&] {
-              char text[160];
+              char text[192];
               std::snprintf(text, sizeof(text),
-                            "%s[%lld][%lld] = %g, expected %g", name.c_str(),
-                            static_cast<long long>(r),
-                            static_cast<long long>(col), got, want);
+                            "%s[%lld][%lld] = %g, expected %g +- %.3g",
+                            name.c_str(), static_cast<long long>(r),
+                            static_cast<long long>(col), got, e.value,
+                            e.tolerance);
               return std::string(text);
             });
+          double err = std::fabs(got - e.value);
           if (!std::isnan(err))
             worst = std::max(worst, err);
         }
@@ -634,8 +546,22 @@ std::vector<Case> getFullSweep() {
     cases.push_back(
         {"qk_norm 32/8 x 128 tokens " + std::to_string(tokens), qk, tokens});
   OpSpec qkL2 = qk;
-  qkL2.qkL2 = true;
+  qkL2.qkStatistic = Statistic::L2;
   cases.push_back({"qk_norm l2", qkL2, 77});
+  // Gemma 3 1B: (1 + w) weights, 4 query heads and one key/value head of 256.
+  OpSpec qkGemma = qk;
+  qkGemma.hidden = 256;
+  qkGemma.numQHeads = 4;
+  qkGemma.numKvHeads = 1;
+  qkGemma.weightOffset = 1.0;
+  cases.push_back({"qk_norm gemma 4/1 x 256", qkGemma, 333});
+  // ViT-22B: LayerNorm per head.
+  OpSpec qkLayer = qk;
+  qkLayer.hidden = 64;
+  qkLayer.numQHeads = qkLayer.numKvHeads = 12;
+  qkLayer.qkStatistic = Statistic::MeanVar;
+  qkLayer.eps = 1e-5;
+  cases.push_back({"qk_norm layer 12/12 x 64", qkLayer, 197});
   OpSpec qkSmall = qk;
   qkSmall.hidden = 64;
   qkSmall.numQHeads = qkSmall.numKvHeads = 16;

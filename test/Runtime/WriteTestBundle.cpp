@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+using namespace norm;
 using namespace norm::jit;
 
 int main(int argc, char **argv) {

@@ -17,7 +17,7 @@
 // RUN: norm-opt %s --norm-to-ptx="chip=sm_90 max-shared-bytes=101376" | FileCheck %s --check-prefix=LIMIT
 //
 // A kernel bundle describes kernels for the shared memory they were
-// generated for (the module records it), not the chip's.
+// generated for (the module records its target), not the chip's.
 // RUN: norm-opt %s --norm-to-ptx="chip=sm_90 max-shared-bytes=101376" -o %t.limit.ptx
 // RUN: FileCheck %s --check-prefix=LIMIT-JSON --input-file=%t.limit.json
 
@@ -57,7 +57,7 @@
 // SM89-JSON: "name": "norm_rms_add_h100000_bf16_bf16_{{[0-9a-f]+}}_v8_t1024_w32_r1_stream", {{.*}}, "shared_bytes": 0,
 // SM89-JSON-NOT: "shared_bytes": {{[1-9]}}
 
-// LIMIT: module attributes {gpu.container_module, norm.max_shared_bytes = 101376 : i64}
+// LIMIT: module attributes {gpu.container_module, norm.target = #norm.target<chip = "sm_90", ptx_version = 80, max_shared_bytes = 101376>}
 // LIMIT: norm.fused_row <rms> {{.*}}kernel = @norm_kernels::@norm_rms_add_h100000_bf16_bf16_{{[0-9a-f]+}}_v8_t1024_w32_r1_stream
 // LIMIT: norm.fused_row <rms> {{.*}}kernel = @norm_kernels::@norm_rms_h70000_bf16_bf16_{{[0-9a-f]+}}_v8_t1024_w32_r1_stream
 

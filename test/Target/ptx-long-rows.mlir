@@ -138,7 +138,7 @@ func.func @long_rows(%x100k_bf16: tensor<?x100000xbf16>,
   %r3:1 = norm.fused_row <mean_var> %x65537_f16 weight(%w65537_f16 : tensor<65537xf16>) bias(%w65537_f16 : tensor<65537xf16>) eps(1.0e-05) : tensor<?x65537xf16> -> tensor<?x65537xf16>
   %r4:1 = norm.fused_row <mean_var> %x262k_bf16 skip(%x262k_bf16 : tensor<?x262144xbf16>) weight(%w262k_bf16 : tensor<262144xbf16>) bias(%w262k_bf16 : tensor<262144xbf16>) eps(1.0e-05) : tensor<?x262144xbf16> -> tensor<?x262144xbf16>
   %r5:1 = norm.fused_row <mean_var> %x262k_bf16 weight(%w262k_bf16 : tensor<262144xbf16>) bias(%w262k_bf16 : tensor<262144xbf16>) eps(1.0e-05) {groups = 2 : i64} : tensor<?x262144xbf16> -> tensor<?x262144xbf16>
-  %r6:2 = norm.fused_row <none> %x100k_bf16 addend(%x100k_bf16 : tensor<?x100000xbf16>) eps(1.0e-06) : tensor<?x100000xbf16> -> tensor<?x100000xbf16>, tensor<?x100000xbf16>
+  %r6:2 = norm.fused_row <none> %x100k_bf16 addend(%x100k_bf16 : tensor<?x100000xbf16>) : tensor<?x100000xbf16> -> tensor<?x100000xbf16>, tensor<?x100000xbf16>
   %r7:2 = norm.fused_row <rms> %x4096_bf16 addend(%x4096_bf16 : tensor<?x4096xbf16>) weight(%w4096_bf16 : tensor<4096xbf16>) eps(1.0e-06) {launch = #norm.launch<vector = 8, threads_per_row = 32, warps = 4, rows_per_cta = 8>} : tensor<?x4096xbf16> -> tensor<?x4096xbf16>, tensor<?x4096xbf16>
   return
 }

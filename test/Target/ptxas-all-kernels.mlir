@@ -11,11 +11,11 @@
 // RUN: FileCheck %s --input-file=%t.sm80.ptx
 // RUN: %ptxas -arch=sm_80 -v %t.sm80.ptx -o %t.sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
-// CHECK-NOT: .extern
+// CHECK-NOT: .extern .func
 // CHECK-NOT: .local
 // CHECK-COUNT-124: .visible .entry
 // CHECK-NOT: .visible .entry
-// CHECK-NOT: .extern
+// CHECK-NOT: .extern .func
 // CHECK-NOT: .local
 
 // PTXAS-NOT: error
@@ -102,8 +102,8 @@ func.func @all_kernels(%x1_bf16: tensor<?x1xbf16>,
   %r14:1 = norm.fused_row <mean_var> %x2880_bf16 weight(%w2880_bf16 : tensor<2880xbf16>) bias(%w2880_bf16 : tensor<2880xbf16>) eps(1.0e-05) {groups = 32 : i64} : tensor<?x2880xbf16> -> tensor<?x2880xbf16>
   %r15:1 = norm.fused_row <mean_var> %x16384_bf16 weight(%w16384_bf16 : tensor<16384xbf16>) bias(%w16384_bf16 : tensor<16384xbf16>) eps(1.0e-05) {groups = 32 : i64} : tensor<?x16384xbf16> -> tensor<?x16384xbf16>
   %r16:1 = norm.fused_row <none> %x769_bf16 weight(%s769 : tensor<769xf32>) mean(%s769 : tensor<769xf32>) variance(%s769 : tensor<769xf32>) eps(1.0e-05) : tensor<?x769xbf16> -> tensor<?x769xbf16>
-  %r17:2 = norm.fused_row <none> %x3_bf16 addend(%x3_bf16 : tensor<?x3xbf16>) eps(1.0e-06) : tensor<?x3xbf16> -> tensor<?x3xbf16>, tensor<?x3xbf16>
-  %r18:2 = norm.fused_row <none> %x16384_bf16 addend(%x16384_bf16 : tensor<?x16384xbf16>) eps(1.0e-06) : tensor<?x16384xbf16> -> tensor<?x16384xbf16>, tensor<?x16384xbf16>
+  %r17:2 = norm.fused_row <none> %x3_bf16 addend(%x3_bf16 : tensor<?x3xbf16>) : tensor<?x3xbf16> -> tensor<?x3xbf16>, tensor<?x3xbf16>
+  %r18:2 = norm.fused_row <none> %x16384_bf16 addend(%x16384_bf16 : tensor<?x16384xbf16>) : tensor<?x16384xbf16> -> tensor<?x16384xbf16>, tensor<?x16384xbf16>
   %r19:1 = norm.fused_row <rms> %x769_bf16 skip(%x769_bf16 : tensor<?x769xbf16>) weight(%w769_bf16 : tensor<769xbf16>) eps(1.0e-06) offset(1.0) : tensor<?x769xbf16> -> tensor<?x769xbf16>
   %r20:1 = norm.fused_row <rms> %x16384_bf16 skip(%x16384_bf16 : tensor<?x16384xbf16>) weight(%w16384_bf16 : tensor<16384xbf16>) eps(1.0e-06) offset(1.0) : tensor<?x16384xbf16> -> tensor<?x16384xbf16>
   %r21:2 = norm.fused_row <rms> %x2880_bf16 addend(%x2880_bf16 : tensor<?x2880xbf16>) weight(%w2880_bf16 : tensor<2880xbf16>) eps(1.0e-06) alpha(2.0) {f32_residual} : tensor<?x2880xbf16> -> tensor<?x2880xbf16>, tensor<?x2880xbf16>
@@ -131,8 +131,8 @@ func.func @all_kernels(%x1_bf16: tensor<?x1xbf16>,
   %r43:1 = norm.fused_row <mean_var> %x2880_f16 weight(%w2880_f16 : tensor<2880xf16>) bias(%w2880_f16 : tensor<2880xf16>) eps(1.0e-05) {groups = 32 : i64} : tensor<?x2880xf16> -> tensor<?x2880xf16>
   %r44:1 = norm.fused_row <mean_var> %x16384_f16 weight(%w16384_f16 : tensor<16384xf16>) bias(%w16384_f16 : tensor<16384xf16>) eps(1.0e-05) {groups = 32 : i64} : tensor<?x16384xf16> -> tensor<?x16384xf16>
   %r45:1 = norm.fused_row <none> %x769_f16 weight(%s769 : tensor<769xf32>) mean(%s769 : tensor<769xf32>) variance(%s769 : tensor<769xf32>) eps(1.0e-05) : tensor<?x769xf16> -> tensor<?x769xf16>
-  %r46:2 = norm.fused_row <none> %x3_f16 addend(%x3_bf16 : tensor<?x3xbf16>) eps(1.0e-06) : tensor<?x3xf16> -> tensor<?x3xbf16>, tensor<?x3xf16>
-  %r47:2 = norm.fused_row <none> %x16384_f16 addend(%x16384_bf16 : tensor<?x16384xbf16>) eps(1.0e-06) : tensor<?x16384xf16> -> tensor<?x16384xbf16>, tensor<?x16384xf16>
+  %r46:2 = norm.fused_row <none> %x3_f16 addend(%x3_bf16 : tensor<?x3xbf16>) : tensor<?x3xf16> -> tensor<?x3xbf16>, tensor<?x3xf16>
+  %r47:2 = norm.fused_row <none> %x16384_f16 addend(%x16384_bf16 : tensor<?x16384xbf16>) : tensor<?x16384xf16> -> tensor<?x16384xbf16>, tensor<?x16384xf16>
   %r48:1 = norm.fused_row <rms> %x769_f16 skip(%x769_bf16 : tensor<?x769xbf16>) weight(%w769_f16 : tensor<769xf16>) eps(1.0e-06) offset(1.0) : tensor<?x769xf16> -> tensor<?x769xf16>
   %r49:1 = norm.fused_row <rms> %x16384_f16 skip(%x16384_bf16 : tensor<?x16384xbf16>) weight(%w16384_f16 : tensor<16384xf16>) eps(1.0e-06) offset(1.0) : tensor<?x16384xf16> -> tensor<?x16384xf16>
   %r50:2 = norm.fused_row <rms> %x2880_f16 addend(%x2880_f16 : tensor<?x2880xf16>) weight(%w2880_f16 : tensor<2880xf16>) eps(1.0e-06) alpha(2.0) {f32_residual} : tensor<?x2880xf16> -> tensor<?x2880xf16>, tensor<?x2880xf16>
@@ -160,8 +160,8 @@ func.func @all_kernels(%x1_bf16: tensor<?x1xbf16>,
   %r72:1 = norm.fused_row <mean_var> %x2880_f32 weight(%w2880_f32 : tensor<2880xf32>) bias(%w2880_f32 : tensor<2880xf32>) eps(1.0e-05) {groups = 32 : i64} : tensor<?x2880xf32> -> tensor<?x2880xf32>
   %r73:1 = norm.fused_row <mean_var> %x16384_f32 weight(%w16384_f32 : tensor<16384xf32>) bias(%w16384_f32 : tensor<16384xf32>) eps(1.0e-05) {groups = 32 : i64} : tensor<?x16384xf32> -> tensor<?x16384xf32>
   %r74:1 = norm.fused_row <none> %x769_f32 weight(%s769 : tensor<769xf32>) mean(%s769 : tensor<769xf32>) variance(%s769 : tensor<769xf32>) eps(1.0e-05) : tensor<?x769xf32> -> tensor<?x769xf32>
-  %r75:2 = norm.fused_row <none> %x3_f32 addend(%x3_bf16 : tensor<?x3xbf16>) eps(1.0e-06) : tensor<?x3xf32> -> tensor<?x3xbf16>, tensor<?x3xf32>
-  %r76:2 = norm.fused_row <none> %x16384_f32 addend(%x16384_bf16 : tensor<?x16384xbf16>) eps(1.0e-06) : tensor<?x16384xf32> -> tensor<?x16384xbf16>, tensor<?x16384xf32>
+  %r75:2 = norm.fused_row <none> %x3_f32 addend(%x3_bf16 : tensor<?x3xbf16>) : tensor<?x3xf32> -> tensor<?x3xbf16>, tensor<?x3xf32>
+  %r76:2 = norm.fused_row <none> %x16384_f32 addend(%x16384_bf16 : tensor<?x16384xbf16>) : tensor<?x16384xf32> -> tensor<?x16384xbf16>, tensor<?x16384xf32>
   %r77:1 = norm.fused_row <rms> %x769_f32 skip(%x769_bf16 : tensor<?x769xbf16>) weight(%w769_f32 : tensor<769xf32>) eps(1.0e-06) offset(1.0) : tensor<?x769xf32> -> tensor<?x769xf32>
   %r78:1 = norm.fused_row <rms> %x16384_f32 skip(%x16384_bf16 : tensor<?x16384xbf16>) weight(%w16384_f32 : tensor<16384xf32>) eps(1.0e-06) offset(1.0) : tensor<?x16384xf32> -> tensor<?x16384xf32>
   %r79:2 = norm.qk_norm_prologue <rms> %qkv128_32_8_f32 q_weight(%wq128_f32 : tensor<128xf32>) k_weight(%wq128_f32 : tensor<128xf32>) eps(1.0e-06) {num_q_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64} : tensor<?x6144xf32> -> tensor<?x4096xf32>, tensor<?x1024xf32>

@@ -1,7 +1,7 @@
 //===- CompilerTest.cpp - the in-process compiler library -----------------===//
 
 #include "compiler/Compiler.h"
-#include "compiler/KernelDescription.h"
+#include "dialects/NormOps.h"
 #include "test/Unit/OpSpecs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -92,26 +92,27 @@ std::vector<OpSpec> allKinds() {
   stats.hidden = 300;
   stats.output = stats.param = ElementType::f32;
   specs.push_back(stats);
-  OpSpec qk = test::makeQKNorm();
+  OpSpec qk = examples::makeQKNorm();
   specs.push_back(qk);
   OpSpec qkL2 = qk;
-  qkL2.qkL2 = true;
+  qkL2.qkStatistic = Statistic::L2;
   qkL2.hasWeight = false;
   specs.push_back(qkL2);
+  OpSpec gemma = qk; // Gemma 3: one key/value head, (1 + w) weights
+  gemma.hidden = 256;
+  gemma.numKvHeads = 1;
+  gemma.weightOffset = 1.0;
+  specs.push_back(gemma);
+  OpSpec layerQK = qk; // ViT-22B: LayerNorm per head
+  layerQK.qkStatistic = Statistic::MeanVar;
+  specs.push_back(layerQK);
   return specs;
 }
 
+/// The same operation: the same canonical text (fields it does not use
+/// aside).
 bool sameSpec(const OpSpec &a, const OpSpec &b) {
-  return a.kind == b.kind && a.hidden == b.hidden && a.input == b.input &&
-         a.output == b.output && a.hasWeight == b.hasWeight &&
-         a.hasBias == b.hasBias && a.hasAddend == b.hasAddend &&
-         a.writeResidual == b.writeResidual && a.f32Residual == b.f32Residual &&
-         a.hasSkip == b.hasSkip && a.eps == b.eps && a.alpha == b.alpha &&
-         a.weightOffset == b.weightOffset && a.groups == b.groups &&
-         a.numQHeads == b.numQHeads && a.numKvHeads == b.numKvHeads &&
-         a.qkL2 == b.qkL2 && (!a.hasWeight || a.param == b.param) &&
-         (!a.hasAddend || a.addendType == b.addendType) &&
-         (!a.hasSkip || a.skipType == b.skipType);
+  return getCanonicalSpec(a) == getCanonicalSpec(b);
 }
 
 TEST(Compiler, SourceDescribesTheOperation) {
@@ -120,24 +121,21 @@ TEST(Compiler, SourceDescribesTheOperation) {
   for (const OpSpec &spec : allKinds()) {
     LaunchConfig launch = getHeuristicLaunch(spec, 1000);
     std::string source;
-    Status status = buildKernelSource(spec, launch, source);
-    ASSERT_TRUE(status) << status.message;
+    Status status = buildKernelSource(spec, launch, TargetOptions(), source);
+    ASSERT_TRUE(status) << status.message();
     mlir::OwningOpRef<mlir::ModuleOp> module =
         mlir::parseSourceString<mlir::ModuleOp>(source, &context);
     ASSERT_TRUE(module) << source;
-    mlir::Operation *op = nullptr;
-    module->walk([&](mlir::Operation *each) {
-      if (isKernelOp(each))
-        op = each;
-    });
-    ASSERT_NE(op, nullptr) << source;
-    mlir::FailureOr<OpSpec> back = getOpSpec(op);
-    ASSERT_TRUE(mlir::succeeded(back));
-    EXPECT_TRUE(sameSpec(spec, *back)) << source;
-    mlir::norm::LaunchAttr attr = getLaunch(op);
-    EXPECT_EQ(attr.getVector(), launch.vector) << source;
-    EXPECT_EQ(attr.getThreadsPerRow(), launch.threadsPerRow) << source;
-    EXPECT_EQ(attr.getRowsPerCta(), launch.rowsPerCta) << source;
+    mlir::norm::KernelOpInterface op;
+    module->walk([&](mlir::norm::KernelOpInterface each) { op = each; });
+    ASSERT_TRUE(op) << source;
+    EXPECT_TRUE(sameSpec(spec, op.getOpSpec())) << source;
+    EXPECT_EQ(mlir::norm::getLaunchConfig(op.getLaunchAttr()), launch)
+        << source;
+    // The module says which target its kernels are for.
+    EXPECT_NE(source.find("norm.target = #norm.target<chip = \"sm_90\""),
+              std::string::npos)
+        << source;
   }
 }
 
@@ -147,7 +145,7 @@ TEST(Compiler, CompilesEveryKind) {
     LaunchConfig launch = getHeuristicLaunch(spec, -1);
     CompiledKernel kernel;
     Status status = compileKernel(spec, launch, target, kernel);
-    ASSERT_TRUE(status) << status.message;
+    ASSERT_TRUE(status) << status.message();
     EXPECT_NE(kernel.ptx.find(".entry " + kernel.signature.name + "("),
               std::string::npos);
     EXPECT_NE(kernel.ptx.find(".target sm_90"), std::string::npos);
@@ -156,7 +154,6 @@ TEST(Compiler, CompilesEveryKind) {
     EXPECT_EQ(kernel.signature.blockThreads, launch.getThreadsPerCta());
     EXPECT_NE(kernel.kernelIR.find("gpu.func @" + kernel.signature.name),
               std::string::npos);
-    EXPECT_TRUE(kernel.cubin.empty());
     // Only the requested kernel: the runtime asks for fallbacks itself.
     EXPECT_EQ(kernel.ptx.find(".entry", kernel.ptx.find(".entry") + 1),
               std::string::npos);
@@ -164,16 +161,18 @@ TEST(Compiler, CompilesEveryKind) {
 }
 
 TEST(Compiler, LongRowsLeaveRegisters) {
-  // The heuristic's configuration for rows beyond 1024 threads x 64 values:
-  // staged in shared memory while it fits, then streamed; the signature
-  // asks for exactly the shared memory the kernel uses.
+  // The heuristic's configuration for rows beyond what the registers of
+  // 1024 threads hold (32 bf16 elements each with a weight): staged in
+  // shared memory while it fits, then streamed; the signature asks for
+  // exactly the shared memory the kernel uses.
   struct Case {
     int64_t hidden;
     ElementType type;
     const char *suffix;
     int64_t sharedBytes;
   };
-  for (Case c : {Case{65536, ElementType::bf16, "_r1", 0},
+  for (Case c : {Case{32768, ElementType::bf16, "_r1", 0},
+                 Case{65536, ElementType::bf16, "_r1_smem", 131072},
                  Case{100000, ElementType::bf16, "_r1_smem", 200000},
                  Case{115712, ElementType::f16, "_r1_smem", 231424},
                  Case{115720, ElementType::f16, "_r1_stream", 0},
@@ -184,7 +183,7 @@ TEST(Compiler, LongRowsLeaveRegisters) {
     EXPECT_EQ(launch.threadsPerRow, 1024) << c.hidden;
     CompiledKernel kernel;
     Status status = compileKernel(spec, launch, TargetOptions(), kernel);
-    ASSERT_TRUE(status) << status.message;
+    ASSERT_TRUE(status) << status.message();
     const std::string &name = kernel.signature.name;
     EXPECT_EQ(name.substr(name.size() - std::strlen(c.suffix)), c.suffix)
         << name;
@@ -199,11 +198,6 @@ TEST(Compiler, LongRowsLeaveRegisters) {
 }
 
 TEST(Compiler, SharedMemoryOfTheTargetDecidesStaging) {
-  EXPECT_EQ(getMaxSharedBytesPerCta("sm_80"), 166912);
-  EXPECT_EQ(getMaxSharedBytesPerCta("sm_89"), 101376);
-  EXPECT_EQ(getMaxSharedBytesPerCta("sm_90"), 232448);
-  EXPECT_EQ(getMaxSharedBytesPerCta("sm_90a"), 232448);
-  EXPECT_EQ(getMaxSharedBytesPerCta("sm_75"), 0);
   TargetOptions device;
   device.chip = "sm_80";
   device.maxSharedBytes = 99 * 1024; // an sm_86 device
@@ -232,7 +226,7 @@ TEST(Compiler, SharedMemoryOfTheTargetDecidesStaging) {
     target.maxSharedBytes = c.maxSharedBytes;
     CompiledKernel kernel;
     Status status = compileKernel(spec, launch, target, kernel);
-    ASSERT_TRUE(status) << status.message;
+    ASSERT_TRUE(status) << status.message();
     const std::string &name = kernel.signature.name;
     std::string suffix = c.sharedBytes ? "_smem" : "_stream";
     EXPECT_EQ(name.substr(name.size() - suffix.size()), suffix)
@@ -249,9 +243,9 @@ TEST(Compiler, SharedMemoryOfTheTargetDecidesStaging) {
   Status status = compileKernel(rmsSpec(4096), {8, 512, 16, 1}, negative,
                                 kernel);
   EXPECT_FALSE(status);
-  EXPECT_NE(status.message.find("max-shared-bytes (-1) is negative"),
+  EXPECT_NE(status.message().find("max-shared-bytes (-1) is negative"),
             std::string::npos)
-      << status.message;
+      << status.message();
 }
 
 TEST(Compiler, ProgramsAreDescribedForTheirTarget) {
@@ -263,7 +257,7 @@ TEST(Compiler, ProgramsAreDescribedForTheirTarget) {
     target.chip = chip;
     CompiledModule module;
     Status status = compileProgram(program, target, module);
-    ASSERT_TRUE(status) << status.message;
+    ASSERT_TRUE(status) << status.message();
     ASSERT_EQ(module.kernels.size(), 2u);
     bool staged = std::string(chip) == "sm_90";
     for (const KernelSignature &sig : module.kernels) {
@@ -326,15 +320,15 @@ TEST(Compiler, ReportsErrors) {
   Status idle = compileKernel(rmsSpec(4096), {8, 1024, 32, 1}, TargetOptions(),
                               kernel);
   EXPECT_FALSE(idle);
-  EXPECT_NE(idle.message.find("leaves threads without work"), std::string::npos)
-      << idle.message;
+  EXPECT_NE(idle.message().find("leaves threads without work"), std::string::npos)
+      << idle.message();
 
   Status vector = compileKernel(rmsSpec(4096), {3, 512, 16, 1}, TargetOptions(),
                                 kernel);
   EXPECT_FALSE(vector);
-  EXPECT_NE(vector.message.find("vector width must be 1, 2, 4 or 8"),
+  EXPECT_NE(vector.message().find("vector width must be 1, 2, 4 or 8"),
             std::string::npos)
-      << vector.message;
+      << vector.message();
 
   OpSpec empty = rmsSpec(0);
   EXPECT_FALSE(compileKernel(empty, {1, 1, 1, 32}, TargetOptions(), kernel));
@@ -343,15 +337,17 @@ TEST(Compiler, ReportsErrors) {
   oldChip.chip = "sm_75";
   Status chip = compileKernel(rmsSpec(4096), {8, 512, 16, 1}, oldChip, kernel);
   EXPECT_FALSE(chip);
-  EXPECT_NE(chip.message.find("unsupported chip 'sm_75'"), std::string::npos);
+  EXPECT_NE(chip.message().find("unsupported chip 'sm_75'"), std::string::npos);
 
-  TargetOptions noPtxas;
-  noPtxas.emitCubin = true;
-  noPtxas.ptxasPath = "/nonexistent/ptxas";
-  Status cubin = compileKernel(rmsSpec(4096), {8, 512, 16, 1}, noPtxas, kernel);
+  EXPECT_EQ(chip.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(idle.code(), ErrorCode::InvalidArgument);
+
+  std::vector<uint8_t> bytes;
+  Status cubin = assembleCubin(".version 8.0", "sm_90", "/nonexistent/ptxas",
+                               bytes);
   EXPECT_FALSE(cubin);
-  EXPECT_NE(cubin.message.find("/nonexistent/ptxas"), std::string::npos)
-      << cubin.message;
+  EXPECT_NE(cubin.message().find("/nonexistent/ptxas"), std::string::npos)
+      << cubin.message();
 }
 
 TEST(Compiler, HeuristicConfigurationsAreValid) {
@@ -361,14 +357,19 @@ TEST(Compiler, HeuristicConfigurationsAreValid) {
                          16384, 32768, 65536}) {
     for (int64_t rows : {-1, 0, 1, 4096, 1 << 20}) {
       for (OpSpec spec : allKinds()) {
+        // QK-Norm keeps heads in registers: heads of 16K and more do not fit
+        // a CTA (verifyLaunchFor says so; no model has such heads).
+        if (spec.kind == OpSpec::Kind::QKNormPrologue && hidden > 8192)
+          continue;
         if (spec.kind == OpSpec::Kind::GroupNorm)
           spec.groups = hidden % 4 == 0 ? 4 : 1;
         spec.hidden = hidden;
         LaunchConfig launch = getHeuristicLaunch(spec, rows);
         std::string source;
-        Status status = buildKernelSource(spec, launch, source);
+        Status status =
+            buildKernelSource(spec, launch, TargetOptions(), source);
         EXPECT_TRUE(status) << "hidden " << hidden << " rows " << rows << ": "
-                            << status.message;
+                            << status.message();
       }
     }
   }
@@ -378,7 +379,7 @@ TEST(Compiler, CompilesPrograms) {
   std::string program = getRmsKernelProgram(1024);
   CompiledModule module;
   Status status = compileProgram(program, TargetOptions(), module);
-  ASSERT_TRUE(status) << status.message;
+  ASSERT_TRUE(status) << status.message();
   ASSERT_EQ(module.kernels.size(), 2u); // the kernel and its fallback
   EXPECT_EQ(module.kernels[0].fallback, module.kernels[1].name);
   EXPECT_EQ(module.kernels[1].launch.vector, 1);
@@ -393,7 +394,7 @@ TEST(Compiler, CompilesPrograms) {
       return %y, %h : tensor<?x1024xbf16>, tensor<?x1024xbf16>
     })mlir";
   status = compileProgram(layers, TargetOptions(), module);
-  ASSERT_TRUE(status) << status.message;
+  ASSERT_TRUE(status) << status.message();
   ASSERT_EQ(module.kernels.size(), 2u);
   std::vector<std::string> buffers;
   for (const KernelParam &param : module.kernels[0].params)
@@ -415,12 +416,12 @@ TEST(Compiler, CompilesPrograms) {
     })mlir";
   status = compileProgram(attention, TargetOptions(), module);
   EXPECT_FALSE(status);
-  EXPECT_NE(status.message.find("attention kernel"), std::string::npos)
-      << status.message;
+  EXPECT_NE(status.message().find("attention kernel"), std::string::npos)
+      << status.message();
 
   status = compileProgram("func.func @f(", TargetOptions(), module);
   EXPECT_FALSE(status);
-  EXPECT_NE(status.message.find("invalid program"), std::string::npos);
+  EXPECT_NE(status.message().find("invalid program"), std::string::npos);
 }
 
 TEST(Compiler, ConcurrentCallsAgree) {
@@ -439,7 +440,7 @@ TEST(Compiler, ConcurrentCallsAgree) {
   for (std::thread &thread : threads)
     thread.join();
   for (size_t i = 0; i < specs.size(); ++i) {
-    ASSERT_TRUE(statuses[i]) << statuses[i].message;
+    ASSERT_TRUE(statuses[i]) << statuses[i].message();
     EXPECT_EQ(parallel[i].ptx, sequential[i].ptx);
   }
 }

@@ -1,6 +1,6 @@
 //===- KernelSignatureTest.cpp - kernel ABI metadata ----------------------===//
 
-#include "compiler/KernelSignature.h"
+#include "compiler/model/KernelSignature.h"
 
 #include <gtest/gtest.h>
 

@@ -3,9 +3,9 @@
 #ifndef NORM_TEST_UNIT_OPSPECS_H
 #define NORM_TEST_UNIT_OPSPECS_H
 
-#include "compiler/Compiler.h"
+#include "compiler/model/KernelModel.h"
 
-namespace norm::test {
+namespace norm::examples {
 
 /// bf16 RMSNorm with a weight.
 inline OpSpec makeRmsNorm(int64_t hidden = 4096) {
@@ -27,6 +27,6 @@ inline OpSpec makeQKNorm() {
   return spec;
 }
 
-} // namespace norm::test
+} // namespace norm::examples
 
 #endif // NORM_TEST_UNIT_OPSPECS_H

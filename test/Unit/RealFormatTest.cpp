@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dialects/RealFormat.h"
+#include "compiler/model/RealFormat.h"
 #include "dialects/NormOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -29,6 +29,7 @@
 
 using namespace mlir;
 using namespace mlir::norm;
+using ::norm::formatReal;
 
 namespace {
 

@@ -2,7 +2,7 @@
 
 #include "tools/norm-cpu-check/Buffers.h"
 
-#include "tools/norm-cpu-check/FloatFormats.h"
+#include "compiler/model/FloatFormats.h"
 
 #include <algorithm>
 #include <cstdlib>

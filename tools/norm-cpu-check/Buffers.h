@@ -11,7 +11,7 @@
 #ifndef NORM_TOOLS_NORMCPUCHECK_BUFFERS_H
 #define NORM_TOOLS_NORMCPUCHECK_BUFFERS_H
 
-#include "tools/norm-cpu-check/Reference.h"
+#include "compiler/model/Reference.h"
 
 #include <cstdint>
 #include <memory>

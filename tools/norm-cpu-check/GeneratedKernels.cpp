@@ -1,16 +1,17 @@
 //===- GeneratedKernels.cpp - the compiler's kernels for the CPU check ----===//
 //
 // The kernels the compiler generates for the GPU: norm::buildKernelSource
-// writes the kernel op of a spec and launch configuration, the kernel
+// builds the kernel op of a spec and launch configuration, the kernel
 // generator (norm-generate-kernels, without scalar fallbacks) turns it into
-// its gpu.func, and describeKernel gives the signature the runtime launches
-// it with. The CPU check then runs exactly that gpu.func.
+// its gpu.func, and the kernel model's describeKernel gives the signature
+// the runtime launches it with. The CPU check then runs exactly that
+// gpu.func.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tools/norm-cpu-check/KernelSource.h"
 
-#include "compiler/KernelDescription.h"
+#include "compiler/Compiler.h"
 #include "dialects/NormDialect.h"
 #include "passes/LoweringPasses.h"
 
@@ -41,8 +42,14 @@ public:
 
   Status build(const OpSpec &spec, const LaunchConfig &launch,
                KernelSource &source) const override {
+    // The signature the runtime would launch the kernel with.
+    ::norm::TargetOptions target;
+    if (Status status =
+            ::norm::describeKernel(spec, launch, target, source.signature);
+        !status)
+      return status;
     std::string text;
-    if (Status status = ::norm::buildKernelSource(spec, launch, text);
+    if (Status status = ::norm::buildKernelSource(spec, launch, target, text);
         !status)
       return status;
 
@@ -56,28 +63,20 @@ public:
       llvm::raw_string_ostream(diagnostics) << diag << "\n";
       return success();
     });
+    auto fail = [&](std::string what) {
+      return Status::error(::norm::ErrorCode::CompileError,
+                           what + ": " + diagnostics);
+    };
     OwningOpRef<ModuleOp> module =
         parseSourceString<ModuleOp>(text, &context, "kernel source");
     if (!module)
-      return Status::error("cannot parse the kernel source: " + diagnostics);
+      return fail("cannot parse the kernel source");
     PassManager generate(&context);
     mlir::norm::NormGenerateKernelsOptions options;
     options.scalarFallback = false;
     generate.addPass(mlir::norm::createNormGenerateKernels(options));
     if (failed(generate.run(*module)))
-      return Status::error("kernel generation failed: " + diagnostics);
-    Operation *kernelOp = nullptr;
-    module->walk([&](Operation *op) {
-      if (::norm::isKernelOp(op))
-        kernelOp = op;
-    });
-    if (!kernelOp)
-      return Status::error("the kernel source has no kernel op");
-    FailureOr<KernelSignature> signature = ::norm::describeKernel(
-        kernelOp, {}, ::norm::getMaxSharedBytesPerCta(options.chip));
-    if (failed(signature))
-      return Status::error("no kernel signature: " + diagnostics);
-    source.signature = std::move(*signature);
+      return fail("kernel generation failed");
     source.mlir.clear();
     llvm::raw_string_ostream os(source.mlir);
     module->print(os);

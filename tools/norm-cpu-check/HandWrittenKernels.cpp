@@ -359,7 +359,7 @@ static void emitQKNorm(Body &body, const OpSpec &spec,
                                            body.indexOp("addi", source, j));
                         });
         std::string statistic =
-            spec.qkL2
+            spec.qkStatistic == ::norm::Statistic::L2
                 ? squares
                 : body.floatOp("divf", squares,
                                body.f32(static_cast<double>(spec.hidden)));
@@ -433,31 +433,26 @@ static void emitColumnStats(Body &body, const OpSpec &spec,
               });
 }
 
-static std::string getKindName(const OpSpec &spec) {
-  switch (spec.kind) {
-  case OpSpec::Kind::QKNormPrologue:
-    return "qk_norm_prologue";
-  case OpSpec::Kind::BatchNormStats:
-    return "column_stats";
-  default:
-    return "fused_row";
-  }
-}
 
 namespace {
 class HandWrittenKernels : public KernelProvider {
 public:
   std::string_view getName() const override { return "hand-written"; }
 
+  // The QK-Norm kernels are the simplest ones: RMS and L2, plain weights.
+  bool supports(const OpSpec &spec) const override {
+    return spec.kind != OpSpec::Kind::QKNormPrologue ||
+           (spec.qkStatistic != ::norm::Statistic::MeanVar &&
+            spec.weightOffset == 0.0);
+  }
+
   LaunchConfig getDefaultLaunch(const OpSpec &spec,
                                 int64_t rows) const override {
     // A small ladder: the fewest threads per row that keep at most 16
     // elements per thread, at least 4 warps per CTA.
     LaunchConfig launch;
-    launch.vector = 16 / getElementBytes(spec.input);
+    launch.vector = ::norm::getMaxVector(spec);
     int64_t length = getRowLength(spec);
-    while (launch.vector > 1 && length % launch.vector != 0)
-      launch.vector /= 2;
     for (launch.threadsPerRow = 1; launch.threadsPerRow < 1024;
          launch.threadsPerRow *= 2)
       if (length <= 16 * launch.threadsPerRow)
@@ -469,24 +464,25 @@ public:
 
   Status build(const OpSpec &spec, const LaunchConfig &launch,
                KernelSource &source) const override {
-    if (!isValidLaunch(spec, launch))
-      return Status::error("invalid launch configuration " +
-                           launch.getMangledSuffix());
+    if (!supports(spec))
+      return Status::error(::norm::ErrorCode::Unsupported,
+                           "hand-written QK-Norm kernels are RMS and L2 "
+                           "without a weight offset");
+    // The ABI of the generated kernel (names aside): the check compares the
+    // two providers with the same harness.
     KernelSignature &signature = source.signature;
-    signature.kind = getKindName(spec);
-    signature.name =
-        "hand_written_" + signature.kind + "_" + launch.getMangledSuffix();
-    signature.hidden = spec.hidden;
-    signature.launch = launch;
-    signature.params = getAbiParams(spec);
-    signature.blockThreads = launch.getThreadsPerCta();
-    if (spec.kind == OpSpec::Kind::QKNormPrologue)
-      signature.rowMultiplier = spec.numQHeads + spec.numKvHeads;
-    else if (spec.kind == OpSpec::Kind::BatchNormStats)
+    if (Status status = ::norm::describeKernel(spec, launch,
+                                               ::norm::TargetOptions(),
+                                               signature);
+        !status)
+      return status;
+    signature.name = "hand_written_" + signature.kind + "_" +
+                     launch.getMangledSuffix();
+    signature.sharedBytes = 0; // hand-written kernels keep rows in registers
+    // Their column statistics take one column per kernel row.
+    if (spec.kind == OpSpec::Kind::BatchNormStats)
       signature.fixedGridX =
           (spec.hidden + launch.rowsPerCta - 1) / launch.rowsPerCta;
-    else
-      signature.rowMultiplier = spec.groups;
 
     Params params(signature.params);
     Body body;

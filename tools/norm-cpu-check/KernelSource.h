@@ -10,7 +10,7 @@
 #ifndef NORM_TOOLS_NORMCPUCHECK_KERNELSOURCE_H
 #define NORM_TOOLS_NORMCPUCHECK_KERNELSOURCE_H
 
-#include "compiler/Compiler.h"
+#include "compiler/model/KernelModel.h"
 
 #include <memory>
 #include <string>
@@ -30,6 +30,8 @@ class KernelProvider {
 public:
   virtual ~KernelProvider() = default;
   virtual std::string_view getName() const = 0;
+  /// Whether the provider has kernels for operations like `spec`.
+  virtual bool supports(const OpSpec &spec) const { return true; }
   /// The configuration the compiler picks without tuning for `rows`.
   virtual LaunchConfig getDefaultLaunch(const OpSpec &spec,
                                         int64_t rows) const = 0;
@@ -41,23 +43,6 @@ public:
 
 std::unique_ptr<KernelProvider> createGeneratedKernels();
 std::unique_ptr<KernelProvider> createHandWrittenKernels();
-
-/// The buffer parameters of `spec`'s kernel in ABI order (see
-/// compiler/KernelSignature.h), followed by `rows` and the row strides.
-std::vector<KernelParam> getAbiParams(const OpSpec &spec);
-
-/// The length of the rows a launch configuration spreads over threads: the
-/// hidden size, a group's width, or the head dimension.
-int64_t getRowLength(const OpSpec &spec);
-
-/// Whether `launch` is a configuration the kernel op accepts for `spec`
-/// (the rules of #norm.launch and of the kernel op verifiers).
-bool isValidLaunch(const OpSpec &spec, const LaunchConfig &launch);
-
-/// Whether a thread's share of a row fits in registers under `launch`
-/// (norm.fused_row kernels stage longer shares in shared memory, or stream
-/// their rows).
-bool sharesFitRegisters(const OpSpec &spec, const LaunchConfig &launch);
 
 } // namespace norm::check
 

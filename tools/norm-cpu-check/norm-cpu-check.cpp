@@ -13,9 +13,9 @@
 
 #include "compiler/HostExecution.h"
 #include "tools/norm-cpu-check/Buffers.h"
-#include "tools/norm-cpu-check/FloatFormats.h"
+#include "compiler/model/FloatFormats.h"
 #include "tools/norm-cpu-check/KernelSource.h"
-#include "tools/norm-cpu-check/Reference.h"
+#include "compiler/model/Reference.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -150,6 +150,11 @@ static ElementType getCastType(ElementType type) {
   return type == ElementType::f32 ? ElementType::bf16 : ElementType::f32;
 }
 
+/// Heads longer than this are no model's (the longest are 256): the QK-Norm
+/// variants skip larger "hidden" sizes, whose heads would not fit in the
+/// registers the prologue keeps them in.
+constexpr int64_t kMaxHeadDim = 1024;
+
 static const std::vector<Variant> &getVariants() {
   using Kind = OpSpec::Kind;
   static const std::vector<Variant> variants = {
@@ -238,7 +243,7 @@ static const std::vector<Variant> &getVariants() {
        [](OpSpec &s) {
          s.kind = Kind::BatchNormInference;
          s.hasWeight = s.hasBias = true;
-         s.param = ElementType::f32;
+         s.param = s.statsType = ElementType::f32;
          s.eps = 1e-5;
          return true;
        }},
@@ -259,16 +264,41 @@ static const std::vector<Variant> &getVariants() {
          s.hasWeight = true;
          s.numQHeads = 4;
          s.numKvHeads = 2;
-         return true;
+         return s.hidden <= kMaxHeadDim;
+       }},
+      {"qk_gemma",
+       "QK-Norm prologue, Gemma 3: RMS with (1 + w) weights, 4 q / 1 kv head "
+       "(multi-query)",
+       false,
+       [](OpSpec &s) {
+         s.kind = Kind::QKNormPrologue;
+         s.hasWeight = true;
+         s.weightOffset = 1.0;
+         s.numQHeads = 4;
+         s.numKvHeads = 1;
+         return s.hidden <= kMaxHeadDim;
+       }},
+      {"qk_layer",
+       "QK-Norm prologue, LayerNorm per head with weights (ViT-22B), 2 q / 2 "
+       "kv heads",
+       false,
+       [](OpSpec &s) {
+         s.kind = Kind::QKNormPrologue;
+         s.qkStatistic = ::norm::Statistic::MeanVar;
+         s.hasWeight = true;
+         s.eps = 1e-5;
+         s.numQHeads = 2;
+         s.numKvHeads = 2;
+         return s.hidden <= kMaxHeadDim;
        }},
       {"qk_l2", "QK-Norm prologue, L2 without weights, 3 q / 1 kv heads", false,
        [](OpSpec &s) {
          s.kind = Kind::QKNormPrologue;
-         s.qkL2 = true;
+         s.qkStatistic = ::norm::Statistic::L2;
          s.eps = 1e-12;
          s.numQHeads = 3;
          s.numKvHeads = 1;
-         return true;
+         return s.hidden <= kMaxHeadDim;
        }},
       {"column_stats", "per-column mean and variance (BatchNorm training)",
        true,
@@ -285,20 +315,24 @@ static const std::vector<Variant> &getVariants() {
 /// several rows per CTA (narrow groups for short rows), and rows spread over
 /// several warps (or, for short rows, the most threads below a warp), all
 /// with rows in registers; and for rows longer than 32 threads hold in
-/// registers, 32 threads per row at the default `vector`, four rows at a
-/// time and two row groups per CTA, staged in shared memory or streamed.
+/// registers, 32 threads per row at every vector width up to the default
+/// one, four rows at a time and two row groups per CTA, staged in shared
+/// memory or streamed (staged vectors narrower than 16 bytes included).
 static std::vector<LaunchConfig> getAlternateLaunches(const OpSpec &spec,
                                                       int64_t vector) {
   std::vector<LaunchConfig> launches;
   auto add = [&](LaunchConfig launch) {
-    if (!isValidLaunch(spec, launch) || !sharesFitRegisters(spec, launch))
+    if (!verifyLaunchFor(spec, launch) || !fitsInRegisters(spec, launch))
       return false;
     launches.push_back(launch);
     return true;
   };
-  LaunchConfig staged{vector, 32, 4, 8};
-  if (isValidLaunch(spec, staged) && !sharesFitRegisters(spec, staged))
-    launches.push_back(staged);
+  for (int64_t v = vector; v >= 1; v /= 2) {
+    LaunchConfig staged{v, 32, 4, 8};
+    if (isFusedRow(spec) && verifyLaunchFor(spec, staged) &&
+        !fitsInRegisters(spec, staged))
+      launches.push_back(staged);
+  }
   for (int64_t tpr = 1; tpr <= 1024; tpr *= 2) {
     int64_t warps = std::max<int64_t>(1, tpr / 32);
     LaunchConfig launch{1, tpr, warps, 0};
@@ -480,7 +514,7 @@ static void runCase(const Task &task, const KernelSignature &signature,
   if (Status status = kernels.launch(signature.name, pointers, integers,
                                      signature.getGridX(rows));
       !status) {
-    check.fail("launch failed: " + status.message);
+    check.fail("launch failed: " + status.message());
     return;
   }
 
@@ -574,8 +608,9 @@ static Status checkParams(const KernelSignature &signature,
     actual += param.isBuffer ? param.elementType + "* " : std::string("i64 ");
   if (expected == actual)
     return Status::success();
-  return Status::error("kernel parameters (" + actual +
-                       ") differ from the ABI (" + expected + ")");
+  return Status::error(ErrorCode::Internal, "kernel parameters (" + actual +
+                                                ") differ from the ABI (" +
+                                                expected + ")");
 }
 
 static void runTask(const Task &task, const KernelProvider &provider,
@@ -587,7 +622,7 @@ static void runTask(const Task &task, const KernelProvider &provider,
   };
   KernelSource source;
   if (Status status = provider.build(task.spec, task.launch, source); !status)
-    return failAll("no kernel: " + status.message);
+    return failAll("no kernel: " + status.message());
   if (printKernel)
     summary.report("// " + task.label + "\n" + source.mlir);
   HostCompileOptions options;
@@ -597,11 +632,11 @@ static void runTask(const Task &task, const KernelProvider &provider,
   std::unique_ptr<HostKernels> kernels;
   if (Status status = HostKernels::compile(source.mlir, options, kernels);
       !status)
-    return failAll("CPU compilation failed: " + status.message);
+    return failAll("CPU compilation failed: " + status.message());
   if (Status status = checkParams(source.signature,
                                   kernels->getParams(source.signature.name));
       !status)
-    return failAll(status.message);
+    return failAll(status.message());
   {
     std::lock_guard<std::mutex> lock(summary.mutex);
     ++summary.compiled;
@@ -645,9 +680,9 @@ static std::vector<Task> planTasks(const KernelProvider &provider,
           continue;
         OpSpec spec;
         spec.hidden = hidden;
-        spec.input = spec.output = spec.param = spec.addendType =
+        spec.input = spec.output = spec.param = spec.statsType = spec.addendType =
             spec.skipType = type;
-        if (!variant->configure(spec))
+        if (!variant->configure(spec) || !provider.supports(spec))
           continue;
         std::map<std::string, Task> byLaunch;
         auto add = [&](const LaunchConfig &launch, int64_t rows,
@@ -690,7 +725,7 @@ planLongRowTasks(const KernelProvider &provider,
       continue;
     OpSpec spec;
     spec.hidden = longRow.hidden;
-    spec.input = spec.output = spec.param = spec.addendType = spec.skipType =
+    spec.input = spec.output = spec.param = spec.statsType = spec.addendType = spec.skipType =
         longRow.type;
     if (!(*variant)->configure(spec))
       continue;

@@ -4,6 +4,7 @@
 
 #include "compiler/Compiler.h"
 #include "compiler/KernelBundle.h"
+#include "dialects/NormOps.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -41,16 +42,6 @@ static LogicalResult writeFile(llvm::StringRef path, llvm::StringRef bytes) {
   return success();
 }
 
-/// The chip a PTX file targets (`.target sm_90a`).
-static std::string getPtxTarget(llvm::StringRef ptx) {
-  size_t at = ptx.find(".target ");
-  if (at == llvm::StringRef::npos)
-    return {};
-  return ptx.substr(at + 8).take_until([](char c) {
-    return c == '\n' || c == ',' || c == ' ';
-  }).str();
-}
-
 LogicalResult writeKernelBundle(llvm::StringRef inputFilename,
                                 llvm::StringRef outputFilename,
                                 DialectRegistry &registry) {
@@ -85,18 +76,18 @@ LogicalResult writeKernelBundle(llvm::StringRef inputFilename,
   FailureOr<std::string> ptx = getKernelPtx(*module);
   if (failed(ptx))
     return failure();
-  // Kernels are generated for the shared memory of the chip they target.
-  TargetOptions target;
-  target.chip = getPtxTarget(*ptx);
+  // Kernels were generated for the module's target (norm.target).
   FailureOr<std::vector<KernelSignature>> kernels =
-      getBundleSignatures(*module, *ptx, target.getMaxSharedBytes());
+      getBundleSignatures(*module, *ptx);
   if (failed(kernels))
     return failure();
 
   if (llvm::sys::path::extension(outputFilename) == ".cubin") {
     std::vector<uint8_t> cubin;
-    if (Status status = assembleCubin(*ptx, target, cubin); !status)
-      return fail(status.message);
+    std::string chip = mlir::norm::getTargetOptions(*module).chip;
+    if (Status status = assembleCubin(*ptx, chip, /*ptxasPath=*/"", cubin);
+        !status)
+      return fail(status.message());
     if (failed(writeFile(outputFilename,
                          llvm::StringRef(reinterpret_cast<const char *>(cubin.data()),
                                          cubin.size()))))

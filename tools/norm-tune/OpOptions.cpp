@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 
+using namespace norm;
 using namespace norm::jit;
 
 const char *OpOptions::getHelp() {
@@ -134,7 +135,9 @@ Status OpOptions::getSpecs(std::vector<OpSpec> &specs) const {
   for (int64_t size : hidden) {
     OpSpec spec = base;
     spec.hidden = size;
-    if (Status status = validateOpSpec(spec); !status)
+    if (Status status =
+            verifyOpSpec(spec).withContext(getOpKindName(spec.kind));
+        !status)
       return status;
     specs.push_back(spec);
   }

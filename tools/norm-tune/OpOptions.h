@@ -12,7 +12,7 @@
 #ifndef NORM_TOOLS_NORMTUNE_OPOPTIONS_H
 #define NORM_TOOLS_NORMTUNE_OPOPTIONS_H
 
-#include "runtime/OpSpecs.h"
+#include "compiler/model/KernelModel.h"
 
 #include <string>
 #include <vector>
@@ -31,7 +31,7 @@ struct OpOptions {
   Parse parse(const std::vector<std::string> &args, size_t &i,
               std::string &error);
 
-  /// One operation per hidden size, each checked (validateOpSpec).
+  /// One operation per hidden size, each checked (norm::verifyOpSpec).
   Status getSpecs(std::vector<OpSpec> &specs) const;
 
   static const char *getHelp();

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+using namespace norm;
 using namespace norm::jit;
 
 static void printUsage() {

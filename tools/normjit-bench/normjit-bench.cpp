@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+using namespace norm;
 using namespace norm::jit;
 
 namespace {

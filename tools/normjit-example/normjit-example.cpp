@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+using namespace norm;
 using namespace norm::jit;
 
 namespace {

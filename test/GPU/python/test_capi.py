@@ -90,7 +90,8 @@ class FakeDriverTest(unittest.TestCase):
         self.kernel.launch(self.launch_args(x_stride=HIDDEN + 64), 7,
                            stream=stream.value)
         launch = self.last_launch()
-        self.assertTrue(launch.kernel.startswith(b"norm_rms_norm_h4096_v8_"))
+        self.assertTrue(launch.kernel.startswith(b"norm_rms_h4096_bf16_bf16_"))
+        self.assertIn(b"_v8_", launch.kernel)
         self.assertEqual(list(launch.params[:6]),
                          [0x10000, 0x20000, 0x30000, 7, HIDDEN + 64, HIDDEN])
         self.assertEqual(launch.stream, stream.value)
@@ -144,7 +145,8 @@ class FakeDriverTest(unittest.TestCase):
         self.assertEqual(caught.exception.status, capi.ERROR_MISALIGNED)
         with self.assertRaises(norm_opt.NormJitError) as caught:
             self.context.kernel(RMS, config=capi.LaunchConfig(8, 1024, 32, 1))
-        self.assertIn("does not fit the rows of rms_norm h4096 bf16",
+        self.assertIn("v8_t1024_w32_r1 for rms_norm h4096 bf16: launch "
+                      "configuration leaves threads without work",
                       str(caught.exception))
 
     def test_invalid_operation(self):

@@ -241,6 +241,26 @@ class SweepTest(HeuristicCase):
     def test_qk_norm_strided_rows(self):
         self.check_qk(torch.bfloat16, 32, 8, 128, 100, True, extra=256)
 
+    def test_qk_norm_gemma3_and_layer_norm(self):
+        # Gemma 3 1B: 4 query heads and one key/value head of 256, (1 + w)
+        # weights; ViT-22B-style LayerNorm per head.
+        qkv = self.rand(37, (4 + 2 * 1) * 256)
+        qw, kw = self.rand(256), self.rand(256)
+        q, k = norm_opt.qk_norm(qkv, 4, 1, qw, kw, 1e-6, weight_offset=1.0)
+        heads = qkv.double().view(37, 6, 256)
+        self.assertClose(q, rms_reference(heads[:, :4], qw.double() + 1, 1e-6),
+                         "q gemma")
+        self.assertClose(k, rms_reference(heads[:, 4:5], kw.double() + 1,
+                                          1e-6), "k gemma")
+        qkv = self.rand(41, (12 + 2 * 12) * 64)
+        qw, kw = self.rand(64), self.rand(64)
+        q, k = norm_opt.qk_norm(qkv, 12, 12, qw, kw, 1e-5, layer_norm=True)
+        heads = qkv.double().view(41, 36, 64)
+        self.assertClose(q, F.layer_norm(heads[:, :12], (64,), qw.double(),
+                                         None, 1e-5), "q layer")
+        self.assertClose(k, F.layer_norm(heads[:, 12:24], (64,), kw.double(),
+                                         None, 1e-5), "k layer")
+
     def test_qk_norm_l2(self):
         qkv = self.rand(50, (4 + 2 * 2) * 64)
         q, k = norm_opt.qk_norm(qkv, 4, 2, eps=1e-6, l2=True)

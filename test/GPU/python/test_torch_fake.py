@@ -128,6 +128,14 @@ class TorchLayerTest(unittest.TestCase):
                                   q.data_ptr(), k.data_ptr(), 3,
                                   48 * 128 + 64, 4096, 1024])
         self.assertEqual((q.shape, k.shape), ((3, 32, 128), (3, 8, 128)))
+        # Gemma 3 (one key/value head, 1 + w) and LayerNorm heads: their own
+        # kernels.
+        qkv = self.rand(3, 6 * 256)
+        qw, kw = self.rand(256), self.rand(256)
+        norm_opt.qk_norm(qkv, 4, 1, qw, kw, weight_offset=1.0)
+        self.assertTrue(self.launch()[0].startswith("norm_qk_rms_d256_"))
+        norm_opt.qk_norm(qkv, 2, 2, qw, kw, layer_norm=True)
+        self.assertTrue(self.launch()[0].startswith("norm_qk_mean_var_d256_"))
 
     def test_fixed_configuration(self):
         from norm_opt import _torch

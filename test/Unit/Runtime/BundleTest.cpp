@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+using namespace norm;
 using namespace norm::jit;
 using norm::jit::test::runWithWatchdog;
 using norm::jit::test::TempDir;

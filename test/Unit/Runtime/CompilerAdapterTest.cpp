@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <thread>
 
+using namespace norm;
 using namespace norm::jit;
 using namespace norm::jit::test;
 
@@ -70,8 +71,17 @@ std::vector<OpSpec> getOperations() {
   specs.push_back(makeQKNorm());
   OpSpec qk = makeQKNorm();
   qk.hasWeight = false;
-  qk.qkL2 = true;
+  qk.qkStatistic = Statistic::L2;
   specs.push_back(qk);
+  // Gemma 3 (one key/value head, 1 + w) and a per-head LayerNorm.
+  OpSpec gemma = makeQKNorm();
+  gemma.hidden = 256;
+  gemma.numKvHeads = 1;
+  gemma.weightOffset = 1.0;
+  specs.push_back(gemma);
+  OpSpec layer = makeQKNorm();
+  layer.qkStatistic = Statistic::MeanVar;
+  specs.push_back(layer);
   return specs;
 }
 
@@ -88,9 +98,9 @@ protected:
     std::string what =
         describeOpSpec(spec) + " " + launch.getMangledSuffix();
     CompiledKernel kernel;
-    norm::Status status = compiler->compile(spec, launch, target, kernel);
-    EXPECT_TRUE(status.ok) << what << ": " << status.message;
-    if (!status.ok)
+    Status status = compiler->compile(spec, launch, target, kernel);
+    EXPECT_TRUE(status.ok()) << what << ": " << status.message();
+    if (!status.ok())
       return {};
     EXPECT_EQ(kernel.signature.launch, launch) << what;
     EXPECT_NE(kernel.ptx.find(".entry " + kernel.signature.name + "("),
@@ -113,17 +123,38 @@ protected:
 
 TEST_F(CompilerAdapterTest, SignaturesFitTheRuntime) {
   for (const OpSpec &spec : getOperations()) {
-    ASSERT_TRUE(validateOpSpec(spec).ok()) << describeOpSpec(spec);
+    ASSERT_TRUE(verifyOpSpec(spec).ok()) << describeOpSpec(spec);
     for (int64_t rows : {1, 100000}) {
       LaunchConfig launch = compiler->getHeuristicLaunch(spec, rows);
-      EXPECT_TRUE(isValidLaunch(launch))
+      EXPECT_TRUE(verifyLaunchFor(spec, launch).ok())
           << describeOpSpec(spec) << " " << launch.getMangledSuffix();
       expectFits(spec, launch);
-      std::optional<LaunchConfig> scalar = getScalarVariant(launch, spec);
+      if (launch.vector == 1)
+        continue;
+      std::optional<LaunchConfig> scalar = getScalarFallback(spec, launch);
       ASSERT_TRUE(scalar) << describeOpSpec(spec);
       expectFits(spec, *scalar);
     }
   }
+}
+
+// The runtime compiles operations as it identifies them: normalized, the
+// fields they do not use reset (an elementwise kernel's eps is 0). Every
+// kind must compile that way too (NORMJIT_OP_ELEMENTWISE once failed here:
+// its kernel op refused eps 0).
+TEST_F(CompilerAdapterTest, NormalizedOperationsCompile) {
+  for (const OpSpec &spec : getOperations()) {
+    OpSpec normal = normalizeOpSpec(spec);
+    expectFits(normal, compiler->getHeuristicLaunch(normal, 4096));
+  }
+  OpSpec add = makeRmsNorm(4096);
+  add.kind = OpKind::Elementwise;
+  add.hasWeight = false;
+  add.hasAddend = add.writeResidual = true;
+  add.output = ElementType::f32;
+  OpSpec normal = normalizeOpSpec(add);
+  EXPECT_EQ(normal.eps, 0.0);
+  expectFits(normal, compiler->getHeuristicLaunch(normal, 1));
 }
 
 TEST_F(CompilerAdapterTest, EveryTuningCandidateCompiles) {
@@ -150,7 +181,7 @@ bool endsWith(const std::string &name, const std::string &suffix) {
 }
 
 TEST_F(CompilerAdapterTest, EveryLongRowCandidateCompiles) {
-  // Rows beyond 1024 threads x 64 values, with their scalar variants for
+  // Rows beyond what 1024 threads hold in registers, with their scalar variants for
   // misaligned buffers: a bf16 row staged in shared memory on sm_90, an f32
   // row too long for it and a bf16 row summed in f32, streamed.
   OpSpec bf16 = makeRmsNorm(100000);
@@ -169,9 +200,9 @@ TEST_F(CompilerAdapterTest, EveryLongRowCandidateCompiles) {
                spec, bucket,
                compiler->getHeuristicLaunch(spec,
                                             getTuningRows(spec, bucket)))) {
-        std::optional<LaunchConfig> scalar = getScalarVariant(launch, spec);
-        ASSERT_TRUE(scalar) << launch.getMangledSuffix();
-        for (const LaunchConfig &each : {launch, *scalar})
+        std::optional<LaunchConfig> scalar = getScalarFallback(spec, launch);
+        ASSERT_TRUE(scalar || launch.vector == 1) << launch.getMangledSuffix();
+        for (const LaunchConfig &each : {launch, scalar.value_or(launch)})
           if (std::find(launches.begin(), launches.end(), each) ==
               launches.end())
             launches.push_back(each);
@@ -198,14 +229,23 @@ TEST_F(CompilerAdapterTest, LongRowsStreamWhereSharedMemoryIsScarce) {
   };
   for (Case c : {Case{"sm_90", 0, "_smem"}, Case{"sm_80", 0, "_stream"},
                  Case{"sm_89", 0, "_stream"},
-                 Case{"sm_90", 99 * 1024, "_stream"},
-                 Case{"sm_80", 227 * 1024, "_smem"}}) {
+                 Case{"sm_90", 99 * 1024, "_stream"}}) {
     target.chip = c.chip;
     target.maxSharedBytes = c.maxSharedBytes;
     std::string name = expectFits(spec, launch);
     EXPECT_TRUE(endsWith(name, c.storage))
         << c.chip << " " << c.maxSharedBytes << ": " << name;
   }
+  // More than the chip has is no target (contexts cap the device's limit at
+  // the chip's).
+  target.chip = "sm_80";
+  target.maxSharedBytes = 227 * 1024;
+  CompiledKernel kernel;
+  Status status = compiler->compile(spec, launch, target, kernel);
+  EXPECT_EQ(status.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(status.message().find("exceeds what a CTA may use on sm_80"),
+            std::string::npos)
+      << status.message();
 }
 
 TEST_F(CompilerAdapterTest, ConcurrentCompilesAgreeWithSerialOnes) {
@@ -215,14 +255,14 @@ TEST_F(CompilerAdapterTest, ConcurrentCompilesAgreeWithSerialOnes) {
   std::vector<std::string> serial, parallel(launches.size());
   for (const LaunchConfig &launch : launches) {
     CompiledKernel kernel;
-    ASSERT_TRUE(compiler->compile(spec, launch, target, kernel).ok);
+    ASSERT_TRUE(compiler->compile(spec, launch, target, kernel).ok());
     serial.push_back(kernel.ptx);
   }
   std::vector<std::thread> threads;
   for (size_t i = 0; i < launches.size(); ++i)
     threads.emplace_back([&, i] {
       CompiledKernel kernel;
-      if (compiler->compile(spec, launches[i], target, kernel).ok)
+      if (compiler->compile(spec, launches[i], target, kernel).ok())
         parallel[i] = kernel.ptx;
     });
   for (std::thread &thread : threads)

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <thread>
 
+using namespace norm;
 using namespace norm::jit;
 using namespace norm::jit::test;
 

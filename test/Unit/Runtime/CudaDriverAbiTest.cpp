@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <type_traits>
 
+using namespace norm;
 using namespace norm::jit;
 
 // Constants.

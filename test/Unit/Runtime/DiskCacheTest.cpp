@@ -12,6 +12,7 @@
 #include <thread>
 #include <unistd.h>
 
+using namespace norm;
 using namespace norm::jit;
 using norm::jit::test::runWithWatchdog;
 using norm::jit::test::TempDir;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+using namespace norm;
 using namespace norm::jit;
 
 namespace {

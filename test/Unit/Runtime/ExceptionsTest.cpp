@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <thread>
 
+using namespace norm;
 using namespace norm::jit;
 using namespace norm::jit::test;
 

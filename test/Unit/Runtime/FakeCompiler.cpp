@@ -3,21 +3,21 @@
 #include "test/Unit/Runtime/FakeCompiler.h"
 
 #include "runtime/Candidates.h"
-#include "runtime/OpSpecs.h"
+#include "compiler/model/KernelModel.h"
 
 #include <algorithm>
 #include <chrono>
 #include <sstream>
 #include <thread>
 
+using namespace norm;
 using namespace norm::jit;
 using namespace norm::jit::test;
 
 std::string norm::jit::test::getFakeKernelName(const OpSpec &spec,
-                                               const LaunchConfig &launch) {
-  return "norm_" + std::string(getOpKindName(spec.kind)) + "_h" +
-         std::to_string(spec.hidden) + "_" + launch.getMangledSuffix() +
-         (keepsRowInRegisters(launch, spec) ? "" : "_stream");
+                                               const LaunchConfig &launch,
+                                               const TargetOptions &target) {
+  return getKernelName(spec, launch, target);
 }
 
 norm::Status FakeCompiler::compile(const OpSpec &spec,
@@ -29,45 +29,15 @@ norm::Status FakeCompiler::compile(const OpSpec &spec,
     onCompile(launch);
   if (delayMs)
     std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
-  if (rejects(launch) || !fitsRow(launch, spec))
-    return norm::Status::error("fake compiler rejects " +
-                               launch.getMangledSuffix());
-  // The signature the kernel generator writes (describeKernel), long rows
-  // streamed.
-  KernelSignature &sig = result.signature;
-  sig.name = getFakeKernelName(spec, launch);
-  sig.hidden = spec.hidden;
-  sig.launch = launch;
-  sig.blockThreads = launch.getThreadsPerCta();
-  if (spec.kind == OpSpec::Kind::QKNormPrologue) {
-    sig.kind = "qk_norm_prologue";
-    sig.rowMultiplier = spec.numQHeads + spec.numKvHeads;
-  } else if (spec.kind == OpSpec::Kind::BatchNormStats) {
-    sig.kind = "column_stats";
-    int64_t tiles = (spec.hidden + launch.vector - 1) / launch.vector;
-    sig.fixedGridX = (tiles + launch.rowsPerCta - 1) / launch.rowsPerCta;
-  } else {
-    sig.kind = "fused_row";
-    sig.rowMultiplier = spec.groups;
-  }
-  std::vector<BufferSpec> buffers = getBuffers(spec);
-  for (const BufferSpec &buffer : buffers) {
-    KernelParam param;
-    param.kind = KernelParam::Kind::Buffer;
-    param.name = std::string(getBufferSlotName(buffer.slot));
-    param.elementType = buffer.type;
-    param.rowMajor2D = buffer.rows2D;
-    param.readOnly = !buffer.written;
-    param.alignment =
-        std::min<int64_t>(launch.vector * getElementBytes(buffer.type), 16);
-    sig.params.push_back(param);
-  }
-  sig.params.push_back({KernelParam::Kind::Rows, "rows"});
-  for (const BufferSpec &buffer : buffers)
-    if (buffer.rows2D)
-      sig.params.push_back(
-          {KernelParam::Kind::RowStride,
-           std::string(getBufferSlotName(buffer.slot)) + "_stride"});
+  if (rejects(launch))
+    return norm::Status::error(ErrorCode::CompileError,
+                               "fake compiler rejects " +
+                                   launch.getMangledSuffix());
+  // The signature the kernel generator builds the kernel from.
+  if (Status status = describeKernel(spec, launch, target, result.signature);
+      !status)
+    return status;
+  const KernelSignature &sig = result.signature;
 
   auto [fixedNs, perCtaNs] = cost(launch);
   std::ostringstream ptx;
@@ -94,15 +64,21 @@ LaunchConfig FakeCompiler::getHeuristicLaunch(const OpSpec &spec,
                          : length <= 6144  ? 64
                          : length <= 16384 ? 128
                                            : 256;
-  while (!fitsRow(launch, spec) && launch.threadsPerRow < 1024) {
-    if ((launch.threadsPerRow - 1) * launch.vector >= length)
-      break;
+  auto complete = [&] {
+    launch.warps = launch.threadsPerRow >= 128 ? launch.threadsPerRow / 32 : 4;
+    launch.rowsPerCta = launch.getConcurrentRows();
+  };
+  complete();
+  // Wider until the share fits in registers, as long as no thread idles.
+  while (!fitsInRegisters(spec, launch) && launch.threadsPerRow < 1024 &&
+         (2 * launch.threadsPerRow - 1) * launch.vector < length) {
     launch.threadsPerRow *= 2;
+    complete();
   }
   while (launch.threadsPerRow > 1 &&
-         (launch.threadsPerRow - 1) * launch.vector >= length)
+         (launch.threadsPerRow - 1) * launch.vector >= length) {
     launch.threadsPerRow /= 2;
-  launch.warps = launch.threadsPerRow >= 128 ? launch.threadsPerRow / 32 : 4;
-  launch.rowsPerCta = launch.getConcurrentRows();
+    complete();
+  }
   return launch;
 }

@@ -43,7 +43,8 @@ public:
 };
 
 /// The kernel name FakeCompiler gives a configuration.
-std::string getFakeKernelName(const OpSpec &spec, const LaunchConfig &launch);
+std::string getFakeKernelName(const OpSpec &spec, const LaunchConfig &launch,
+                              const TargetOptions &target = TargetOptions());
 
 } // namespace norm::jit::test
 

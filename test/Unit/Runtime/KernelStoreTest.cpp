@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+using namespace norm;
 using namespace norm::jit;
 using namespace norm::jit::test;
 

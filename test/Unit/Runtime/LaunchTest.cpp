@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <new>
 
+using namespace norm;
 using namespace norm::jit;
 using namespace norm::jit::test;
 
@@ -420,7 +421,7 @@ TEST_F(ResidualLaunchTest, InterleavedRowsOverlapByOneElement) {
 }
 
 TEST_F(LaunchTest, QKNormRowsAreTokens) {
-  OpSpec qk = test::makeQKNorm();
+  OpSpec qk = examples::makeQKNorm();
   std::shared_ptr<const Kernel> kernel;
   ASSERT_TRUE(context->getKernel(qk, {}, kernel).ok());
   const int64_t tokens = 10, packed = 48 * 128;

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+using namespace norm;
 using namespace norm::jit;
 using namespace norm::jit::test;
 
@@ -22,7 +23,7 @@ KernelSignature compileSignature(const OpSpec &spec) {
   CompiledKernel kernel;
   EXPECT_TRUE(
       compiler.compile(spec, compiler.getHeuristicLaunch(spec, 1), {}, kernel)
-          .ok);
+          .ok());
   return kernel.signature;
 }
 

@@ -4,7 +4,7 @@
 #define NORM_TEST_RUNTIME_TESTSUPPORT_H
 
 #include "runtime/DiskCache.h"
-#include "runtime/OpSpecs.h"
+#include "compiler/model/KernelModel.h"
 #include "runtime/Runtime.h"
 #include "test/Unit/OpSpecs.h"
 #include "test/Unit/Runtime/FakeCompiler.h"
@@ -26,10 +26,7 @@
 #include <vector>
 
 namespace norm {
-// For gtest: comparisons and readable failures of launch configurations.
-inline bool operator!=(const LaunchConfig &a, const LaunchConfig &b) {
-  return !(a == b);
-}
+// For gtest: readable failures of launch configurations.
 inline void PrintTo(const LaunchConfig &launch, std::ostream *os) {
   *os << launch.getMangledSuffix();
 }
@@ -165,8 +162,8 @@ inline void editSignature(CacheEntry &entry,
   setSection(entry, "signature", sig->toJson());
 }
 
-using norm::test::makeQKNorm;
-using norm::test::makeRmsNorm;
+using norm::examples::makeQKNorm;
+using norm::examples::makeRmsNorm;
 
 /// Context options on the fake driver with `compiler`, tuning off unless
 /// asked, the disk cache in `cache` (empty: off), warnings only.

@@ -64,12 +64,16 @@ def fused_add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5, *,
 
 
 def qk_norm(qkv, num_q_heads, num_kv_heads, q_weight=None, k_weight=None,
-            eps=1e-6, *, l2=False, q_out=None, k_out=None):
+            eps=1e-6, *, l2=False, layer_norm=False, weight_offset=0.0,
+            q_out=None, k_out=None):
     """The QK-Norm prologue: from a packed projection qkv[..., (Hq + 2 Hkv) *
     D] (rows may be strided), q[..., Hq, D] and k[..., Hkv, D], each head
-    RMS-normalized (L2 with l2=True) and scaled by its weight."""
+    RMS-normalized (L2 with l2=True, LayerNorm without bias with
+    layer_norm=True) and scaled by its weight plus weight_offset (1.0:
+    Gemma 3's 1 + w)."""
     return _torch_layer().qk_norm(qkv, num_q_heads, num_kv_heads, q_weight,
-                                  k_weight, eps, l2=l2, q_out=q_out,
+                                  k_weight, eps, l2=l2, layer_norm=layer_norm,
+                                  weight_offset=weight_offset, q_out=q_out,
                                   k_out=k_out)
 
 

@@ -50,6 +50,7 @@ OP_RESIDUAL_OUT = 1 << 3
 OP_F32_RESIDUAL = 1 << 4
 OP_SKIP = 1 << 5
 OP_QK_L2 = 1 << 6
+OP_QK_MEAN_VAR = 1 << 7
 
 # normjit_buffer
 INPUT, ADDEND, SKIP, WEIGHT, BIAS, MEAN, VARIANCE, OUTPUT = range(8)

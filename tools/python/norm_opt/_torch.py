@@ -188,11 +188,17 @@ def prepare_row_norm(kind: int, input: torch.Tensor,
 def prepare_qk_norm(qkv: torch.Tensor, num_q_heads: int, num_kv_heads: int,
                     q_weight: Optional[torch.Tensor] = None,
                     k_weight: Optional[torch.Tensor] = None, eps: float = 1e-6,
-                    *, l2: bool = False, out_dtype: Optional[torch.dtype] = None,
+                    *, l2: bool = False, layer_norm: bool = False,
+                    weight_offset: float = 0.0,
+                    out_dtype: Optional[torch.dtype] = None,
                     q_out: Optional[torch.Tensor] = None,
                     k_out: Optional[torch.Tensor] = None) -> Call:
     """The QK-Norm prologue: per-head norms of q and k read from a packed
-    [..., (Hq + 2 Hkv) * D] projection (rows may be strided)."""
+    [..., (Hq + 2 Hkv) * D] projection (rows may be strided): RMSNorm, L2
+    (l2=True) or LayerNorm without bias (layer_norm=True), the weights
+    shifted by weight_offset (1.0: Gemma 3's 1 + w)."""
+    if l2 and layer_norm:
+        raise ValueError("l2 and layer_norm exclude each other")
     heads = num_q_heads + 2 * num_kv_heads
     if num_q_heads <= 0 or num_kv_heads <= 0 or qkv.dim() == 0 or (
             qkv.size(-1) % heads):
@@ -221,7 +227,8 @@ def prepare_qk_norm(qkv: torch.Tensor, num_q_heads: int, num_kv_heads: int,
         _capi.K: _buffer(k, num_kv_heads * head_dim, num_kv_heads * head_dim),
     }
     keep = [x]
-    flags = _capi.OP_QK_L2 if l2 else 0
+    flags = (_capi.OP_QK_L2 if l2 else 0) | (
+        _capi.OP_QK_MEAN_VAR if layer_norm else 0)
     if q_weight is not None:
         buffers[_capi.Q_WEIGHT] = _buffer(q_weight, head_dim)
         buffers[_capi.K_WEIGHT] = _buffer(k_weight, head_dim)
@@ -230,8 +237,8 @@ def prepare_qk_norm(qkv: torch.Tensor, num_q_heads: int, num_kv_heads: int,
     desc = OpDesc(kind=_capi.OP_QK_NORM, hidden=head_dim,
                   input_type=input_type, output_type=_dtype(q, "q"),
                   param_type=param_type, flags=flags,
-                  eps=float(eps), num_q_heads=num_q_heads,
-                  num_kv_heads=num_kv_heads)
+                  eps=float(eps), weight_offset=float(weight_offset),
+                  num_q_heads=num_q_heads, num_kv_heads=num_kv_heads)
     return Call(device, desc, _capi.make_launch_args(buffers), tokens, (q, k),
                 tuple(keep))
 
@@ -286,6 +293,9 @@ def _prepare_add_norm(kind, x, residual, weight, bias, eps, alpha, out,
 
 
 def qk_norm(qkv, num_q_heads, num_kv_heads, q_weight=None, k_weight=None,
-            eps=1e-6, *, l2=False, q_out=None, k_out=None):
+            eps=1e-6, *, l2=False, layer_norm=False, weight_offset=0.0,
+            q_out=None, k_out=None):
     return run(prepare_qk_norm(qkv, num_q_heads, num_kv_heads, q_weight,
-                               k_weight, eps, l2=l2, q_out=q_out, k_out=k_out))
+                               k_weight, eps, l2=l2, layer_norm=layer_norm,
+                               weight_offset=weight_offset, q_out=q_out,
+                               k_out=k_out))

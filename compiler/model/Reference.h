@@ -24,10 +24,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef NORM_TOOLS_NORMCPUCHECK_REFERENCE_H
-#define NORM_TOOLS_NORMCPUCHECK_REFERENCE_H
+#ifndef NORM_COMPILER_MODEL_REFERENCE_H
+#define NORM_COMPILER_MODEL_REFERENCE_H
 
-#include "compiler/Compiler.h"
+#include "compiler/model/KernelModel.h"
 
 #include <cstdint>
 #include <optional>
@@ -105,4 +105,4 @@ ColumnStatsExpected referenceColumnStats(const RowsView &input);
 
 } // namespace norm::check
 
-#endif // NORM_TOOLS_NORMCPUCHECK_REFERENCE_H
+#endif // NORM_COMPILER_MODEL_REFERENCE_H

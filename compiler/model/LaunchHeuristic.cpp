@@ -1,8 +1,9 @@
 //===- LaunchHeuristic.cpp - the analytical launch configuration ----------===//
 //
 // The configuration a kernel gets when nobody tuned it. Row kernels keep each
-// thread's share of a row in registers (up to 64 elements a thread), so the
-// choice is how many threads share a row:
+// thread's share of a row in registers where the CTA's registers hold it
+// (fitsInRegisters: at most 64 elements a thread, fewer in CTAs of more than
+// 512 threads), so the choice is how many threads share a row:
 //
 //  - short rows (up to 1024 elements) follow the QuACK / FlashInfer ladder:
 //    8 threads (<= 64), 16 (<= 128), 32 (<= 1024), several rows per
@@ -10,10 +11,10 @@
 //  - longer rows get about 8 elements per thread (16 above 8192), the
 //    configurations the MLIR feasibility probe on an H200 found fastest:
 //    256 threads for 2048, 896 for 7168, 1024 for 8192 and 16384;
-//  - rows beyond 1024 threads x 64 elements (65536) get 1024 threads, one
-//    row per CTA. Their shares no longer fit in registers: the kernel
-//    stages them in shared memory, or streams rows too long for the shared
-//    memory of the target (norm::getRowStorage: bf16 rows up to 115712
+//  - rows whose shares do not fit the registers of a 1024-thread CTA (bf16
+//    RMSNorm beyond about 32K elements) get 1024 threads, one row per CTA:
+//    the kernel stages them in shared memory, or streams rows too long for
+//    the shared memory of the target (getRowStorage: bf16 rows up to 115712
 //    elements are staged on sm_90, 82944 on sm_80, 50176 on sm_89). The
 //    configuration is the same either way, so it does not depend on the
 //    chip.
@@ -24,11 +25,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Compiler.h"
-#include "dialects/NormDialect.h"
-
-#include "llvm/ADT/bit.h"
-#include "llvm/Support/MathExtras.h"
+#include "compiler/model/Launch.h"
 
 #include <algorithm>
 
@@ -43,46 +40,13 @@ constexpr int64_t kSmallCtaThreads = 128;
 constexpr int64_t kTargetCtas = 8192;
 constexpr int64_t kMaxRowsPerCtaFactor = 8;
 
-/// The widest access of at most kMaxAccessBytes that divides `rowLength`.
-int64_t pickVector(int64_t widestBytes, int64_t rowLength) {
-  int64_t vector = mlir::norm::kMaxAccessBytes / widestBytes;
-  while (vector > 1 && rowLength % vector != 0)
-    vector /= 2;
-  return vector;
-}
+int64_t divideCeil(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-int64_t getWidestRowBytes(const OpSpec &spec) {
-  int64_t bytes =
-      std::max(getElementBytes(spec.input), getElementBytes(spec.output));
-  if (spec.hasAddend)
-    bytes = std::max(bytes, getElementBytes(spec.addendType));
-  if (spec.hasSkip)
-    bytes = std::max(bytes, getElementBytes(spec.skipType));
-  return bytes;
-}
-
-/// Threads per row for rows of `length` elements read `vector` at a time.
-int64_t pickThreadsPerRow(int64_t length, int64_t vector) {
-  int64_t threads;
-  if (length <= 1024) {
-    threads = length <= 64 ? 8 : length <= 128 ? 16 : 32;
-  } else {
-    int64_t perThread = length <= 8192 ? 8 : 16;
-    threads = std::clamp<int64_t>(
-        llvm::divideCeil(llvm::divideCeil(length, perThread), 32) * 32, 32,
-        1024);
-  }
-  // Every thread must own at least one element...
-  auto idle = [&](int64_t t) { return (t - 1) * vector >= length; };
-  while (threads > 32 && idle(threads))
-    threads -= 32;
-  while (threads > 1 && idle(threads))
-    threads /= 2;
-  // ... and at most kMaxElementsPerThread of them.
-  while (threads < 1024 &&
-         !mlir::norm::fitsInRegisters(length, threads, vector))
-    threads = threads < 32 ? threads * 2 : threads + 32;
-  return threads;
+int64_t floorPowerOf2(int64_t value) {
+  int64_t power = 1;
+  while (power * 2 <= value)
+    power *= 2;
+  return power;
 }
 
 /// Completes a configuration from its vector and threads per row: CTAs of
@@ -101,22 +65,46 @@ LaunchConfig completeLaunch(int64_t vector, int64_t threadsPerRow,
   int64_t concurrent = launch.getConcurrentRows();
   int64_t factor = 1;
   if (kernelRows > 0 && concurrent > 1)
-    factor =
-        std::clamp<int64_t>(llvm::bit_floor<uint64_t>(std::max<int64_t>(
-                                kernelRows / (concurrent * kTargetCtas), 1)),
-                            1, kMaxRowsPerCtaFactor);
+    factor = std::clamp<int64_t>(
+        floorPowerOf2(std::max<int64_t>(kernelRows / (concurrent * kTargetCtas),
+                                        1)),
+        1, kMaxRowsPerCtaFactor);
   launch.rowsPerCta = concurrent * factor;
   return launch;
+}
+
+/// Threads per row for the rows of `spec` read `vector` at a time.
+int64_t pickThreadsPerRow(const OpSpec &spec, int64_t vector) {
+  int64_t length = getRowLength(spec);
+  int64_t threads;
+  if (length <= 1024) {
+    threads = length <= 64 ? 8 : length <= 128 ? 16 : 32;
+  } else {
+    int64_t perThread = length <= 8192 ? 8 : 16;
+    threads = std::clamp<int64_t>(
+        divideCeil(divideCeil(length, perThread), 32) * 32, 32, 1024);
+  }
+  // Every thread must own at least one element...
+  auto idle = [&](int64_t t) { return (t - 1) * vector >= length; };
+  while (threads > 32 && idle(threads))
+    threads -= 32;
+  while (threads > 1 && idle(threads))
+    threads /= 2;
+  // ... and its share must fit in the registers of the CTA it runs in.
+  while (threads < 1024 &&
+         !fitsInRegisters(spec, completeLaunch(vector, threads, -1)))
+    threads = threads < 32 ? threads * 2 : threads + 32;
+  return threads;
 }
 
 } // namespace
 
 LaunchConfig norm::getHeuristicLaunch(const OpSpec &spec, int64_t rows) {
-  if (spec.kind == OpSpec::Kind::BatchNormStats) {
+  int64_t vector = getMaxVector(spec);
+  if (spec.kind == OpKind::BatchNormStats) {
     // Tiles of `vector` columns; the threads sharing a tile split the rows.
     // 16 threads per tile make each warp read two 16-byte pieces of a row,
     // one full 32-byte sector; many rows want more threads per tile.
-    int64_t vector = pickVector(getElementBytes(spec.input), spec.hidden);
     int64_t threads = rows > 4096 ? 128 : 16;
     LaunchConfig launch;
     launch.vector = vector;
@@ -125,17 +113,9 @@ LaunchConfig norm::getHeuristicLaunch(const OpSpec &spec, int64_t rows) {
     launch.rowsPerCta = launch.getConcurrentRows();
     return launch;
   }
-
-  int64_t length = spec.hidden, multiplier = 1;
-  if (spec.kind == OpSpec::Kind::GroupNorm && spec.groups > 0) {
-    length = spec.hidden / spec.groups;
-    multiplier = spec.groups;
-  } else if (spec.kind == OpSpec::Kind::QKNormPrologue) {
-    multiplier = spec.numQHeads + spec.numKvHeads;
-  }
-  if (length <= 0)
+  if (getRowLength(spec) <= 0)
     return LaunchConfig{};
-  int64_t vector = pickVector(getWidestRowBytes(spec), length);
-  int64_t threads = pickThreadsPerRow(length, vector);
-  return completeLaunch(vector, threads, rows > 0 ? rows * multiplier : -1);
+  int64_t threads = pickThreadsPerRow(spec, vector);
+  return completeLaunch(vector, threads,
+                        rows > 0 ? rows * getRowsPerToken(spec) : -1);
 }

@@ -1,23 +1,22 @@
-//===- RealFormat.cpp - how the norm dialect spells reals -----------------===//
+//===- RealFormat.cpp - how norm-opt spells reals -------------------------===//
 
-#include "dialects/RealFormat.h"
-
-#include "llvm/ADT/bit.h"
-#include "llvm/Support/Format.h"
-#include "llvm/Support/raw_ostream.h"
+#include "compiler/model/RealFormat.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 
-std::string mlir::norm::formatReal(double value) {
+std::string norm::formatReal(double value) {
   if (!std::isfinite(value)) {
-    std::string text;
-    llvm::raw_string_ostream(text)
-        << llvm::format_hex(llvm::bit_cast<uint64_t>(value), 18,
-                            /*Upper=*/true);
-    return text;
+    uint64_t bits;
+    std::memcpy(&bits, &value, sizeof(bits));
+    char buffer[24];
+    std::snprintf(buffer, sizeof(buffer), "0x%016llX",
+                  static_cast<unsigned long long>(bits));
+    return buffer;
   }
   // Without a precision, to_chars gives the fewest digits that parse back to
   // the same double, here in the style of %g (1e-06, 0.5, 123456).
@@ -29,4 +28,12 @@ std::string mlir::norm::formatReal(double value) {
   if (text.find('.') == std::string::npos)
     text.insert(std::min(text.find('e'), text.size()), ".0");
   return text;
+}
+
+std::string norm::describeReal(double value) {
+  if (std::isnan(value))
+    return "NaN";
+  if (std::isinf(value))
+    return value > 0 ? "+inf" : "-inf";
+  return formatReal(value);
 }

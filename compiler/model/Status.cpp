@@ -1,10 +1,8 @@
-//===- Status.cpp - libnormjit error codes --------------------------------===//
+//===- Status.cpp - error codes -------------------------------------------===//
 
-#include "runtime/Status.h"
+#include "compiler/model/Status.h"
 
-using namespace norm::jit;
-
-std::string_view norm::jit::getErrorCodeName(ErrorCode code) {
+std::string_view norm::getErrorCodeName(ErrorCode code) {
   switch (code) {
   case ErrorCode::Success:
     return "success";

@@ -1,6 +1,6 @@
 //===- FloatFormats.cpp - exact f32/f16/bf16 storage for the checks -------===//
 
-#include "tools/norm-cpu-check/FloatFormats.h"
+#include "compiler/model/FloatFormats.h"
 
 #include <algorithm>
 #include <cmath>

@@ -5,44 +5,17 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/KernelSignature.h"
+#include "compiler/model/KernelSignature.h"
+
+#include "compiler/model/Buffers.h"
 
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <sstream>
 
 using namespace norm;
-
-int64_t norm::getElementBytes(ElementType type) {
-  return type == ElementType::f32 ? 4 : 2;
-}
-
-std::string_view norm::getElementTypeName(ElementType type) {
-  switch (type) {
-  case ElementType::f32:
-    return "f32";
-  case ElementType::f16:
-    return "f16";
-  case ElementType::bf16:
-    return "bf16";
-  }
-  return "?";
-}
-
-std::optional<ElementType> norm::parseElementType(std::string_view name) {
-  for (ElementType type : {ElementType::f32, ElementType::f16, ElementType::bf16})
-    if (getElementTypeName(type) == name)
-      return type;
-  return std::nullopt;
-}
-
-std::string LaunchConfig::getMangledSuffix() const {
-  std::ostringstream os;
-  os << 'v' << vector << "_t" << threadsPerRow << "_w" << warps << "_r"
-     << rowsPerCta;
-  return os.str();
-}
 
 int64_t KernelSignature::getGridX(int64_t rows) const {
   if (fixedGridX)
@@ -62,6 +35,122 @@ std::string KernelSignature::getGridFormula() const {
     os << " * " << rowMultiplier;
   os << " / " << launch.rowsPerCta << ")";
   return os.str();
+}
+
+//===----------------------------------------------------------------------===//
+// Describing a kernel
+//===----------------------------------------------------------------------===//
+
+/// 32-bit FNV-1a: stable across runs, platforms and compilers.
+static uint32_t hashText(std::string_view text) {
+  uint32_t hash = 2166136261u;
+  for (char c : text) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 16777619u;
+  }
+  return hash;
+}
+
+/// `norm_rms_add_h4096_bf16_bf16`: what the kernel computes, for people.
+static std::string getKernelPrefix(const OpSpec &spec) {
+  std::ostringstream os;
+  auto type = [](ElementType t) { return getElementTypeName(t); };
+  switch (spec.kind) {
+  case OpKind::QKNormPrologue:
+    os << "norm_qk_" << getStatisticName(spec.qkStatistic) << "_d"
+       << spec.hidden << "_" << type(spec.input) << "_" << type(spec.output);
+    return os.str();
+  case OpKind::BatchNormStats:
+    os << "norm_colstats_h" << spec.hidden << "_" << type(spec.input)
+       << "_f32";
+    return os.str();
+  case OpKind::RMSNorm:
+    os << "norm_rms";
+    break;
+  case OpKind::LayerNorm:
+    os << "norm_layer";
+    break;
+  case OpKind::GroupNorm:
+    os << "norm_group";
+    break;
+  case OpKind::L2Norm:
+    os << "norm_l2";
+    break;
+  case OpKind::BatchNormInference:
+    os << "norm_bn";
+    break;
+  case OpKind::Elementwise:
+    os << "norm_ew";
+    break;
+  }
+  if (spec.hasAddend)
+    os << "_add";
+  if (spec.hasSkip)
+    os << "_skip";
+  os << "_h" << spec.hidden << "_" << type(spec.input) << "_"
+     << type(spec.output);
+  return os.str();
+}
+
+std::string norm::getKernelName(const OpSpec &spec, const LaunchConfig &launch,
+                                const TargetOptions &target) {
+  OpSpec normal = normalizeOpSpec(spec);
+  char hash[16];
+  std::snprintf(hash, sizeof(hash), "%08x",
+                hashText(getCanonicalSpec(normal)));
+  RowStorage storage =
+      getRowStorage(normal, launch, target.getMaxSharedBytes());
+  return getKernelPrefix(normal) + "_" + hash + "_" +
+         launch.getMangledSuffix() + std::string(getRowStorageSuffix(storage));
+}
+
+Status norm::describeKernel(const OpSpec &spec, const LaunchConfig &launch,
+                            const TargetOptions &target,
+                            KernelSignature &sig) {
+  if (Status status = verifyOpSpec(spec); !status)
+    return status;
+  if (Status status = verifyLaunchFor(spec, launch); !status)
+    return status;
+  OpSpec normal = normalizeOpSpec(spec);
+  int64_t maxShared = target.getMaxSharedBytes();
+  sig = KernelSignature();
+  sig.name = getKernelName(normal, launch, target);
+  sig.kind = std::string(getKernelOpName(normal.kind));
+  sig.hidden = normal.hidden;
+  sig.launch = launch;
+  sig.blockThreads = launch.getThreadsPerCta();
+  sig.sharedBytes = getSharedBytes(normal, launch, maxShared);
+  if (normal.kind == OpKind::BatchNormStats) {
+    // One "row" of work per `vector` columns.
+    int64_t tiles = (normal.hidden + launch.vector - 1) / launch.vector;
+    sig.fixedGridX = (tiles + launch.rowsPerCta - 1) / launch.rowsPerCta;
+  } else {
+    sig.rowMultiplier = getRowsPerToken(normal);
+  }
+  std::vector<BufferSpec> buffers = getBuffers(normal);
+  for (const BufferSpec &buffer : buffers) {
+    KernelParam param;
+    param.kind = KernelParam::Kind::Buffer;
+    param.name = std::string(getBufferSlotName(buffer.slot));
+    param.elementType = buffer.type;
+    param.rowMajor2D = buffer.rows2D;
+    param.readOnly = !buffer.written;
+    param.alignment = getBufferAlignment(buffer.type, launch.vector);
+    sig.params.push_back(std::move(param));
+  }
+  KernelParam rows;
+  rows.kind = KernelParam::Kind::Rows;
+  rows.name = "rows";
+  sig.params.push_back(rows);
+  for (const BufferSpec &buffer : buffers) {
+    if (!buffer.rows2D)
+      continue;
+    KernelParam stride;
+    stride.kind = KernelParam::Kind::RowStride;
+    stride.name = std::string(getBufferSlotName(buffer.slot)) + "_stride";
+    sig.params.push_back(std::move(stride));
+  }
+  return Status::success();
 }
 
 //===----------------------------------------------------------------------===//

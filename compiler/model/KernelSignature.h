@@ -1,8 +1,10 @@
 //===- KernelSignature.h - the ABI of a generated kernel --------*- C++ -*-===//
 //
 // What a host needs to launch one generated kernel: its name, its parameter
-// list, the grid and block formula and its shared memory. Plain C++ (no MLIR,
-// no LLVM) so that a runtime-only build can read kernel bundles.
+// list, the grid and block formula and its shared memory, all derived from
+// the operation and launch configuration by describeKernel. Plain C++ (no
+// MLIR, no LLVM) so that a runtime-only build can read kernel bundles and
+// check every signature it loads.
 //
 // Parameter order of every kernel (only the buffers an op has are present):
 //   1. one pointer per buffer, in the order of the kernel op's operands, then
@@ -14,8 +16,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef NORM_COMPILER_KERNELSIGNATURE_H
-#define NORM_COMPILER_KERNELSIGNATURE_H
+#ifndef NORM_COMPILER_MODEL_KERNELSIGNATURE_H
+#define NORM_COMPILER_MODEL_KERNELSIGNATURE_H
+
+#include "compiler/model/Launch.h"
+#include "compiler/model/Target.h"
 
 #include <cstdint>
 #include <optional>
@@ -24,30 +29,6 @@
 #include <vector>
 
 namespace norm {
-
-enum class ElementType { f32, f16, bf16 };
-
-/// Bytes per element.
-int64_t getElementBytes(ElementType type);
-std::string_view getElementTypeName(ElementType type);
-std::optional<ElementType> parseElementType(std::string_view name);
-
-/// The launch configuration of a row kernel (see #norm.launch).
-struct LaunchConfig {
-  int64_t vector = 1;        // elements per access
-  int64_t threadsPerRow = 32;
-  int64_t warps = 1;         // warps per CTA
-  int64_t rowsPerCta = 1;    // rows one CTA handles in all
-
-  int64_t getThreadsPerCta() const { return warps * 32; }
-  int64_t getConcurrentRows() const { return warps * 32 / threadsPerRow; }
-  /// `v8_t128_w4_r1`: the suffix of kernel names.
-  std::string getMangledSuffix() const;
-  bool operator==(const LaunchConfig &other) const {
-    return vector == other.vector && threadsPerRow == other.threadsPerRow &&
-           warps == other.warps && rowsPerCta == other.rowsPerCta;
-  }
-};
 
 struct KernelParam {
   enum class Kind { Buffer, Rows, RowStride };
@@ -61,6 +42,12 @@ struct KernelParam {
   bool readOnly = false;     // an input (loaded with ld.global.nc)
   int64_t alignment = 1;     // bytes the vector kernel needs of the pointer
                              // and of (stride * element bytes)
+
+  bool operator==(const KernelParam &other) const {
+    return kind == other.kind && name == other.name &&
+           elementType == other.elementType && rowMajor2D == other.rowMajor2D &&
+           readOnly == other.readOnly && alignment == other.alignment;
+  }
 };
 
 struct KernelSignature {
@@ -83,12 +70,39 @@ struct KernelSignature {
   /// A one-line formula for people, e.g. "ceil(rows * 40 / 4)".
   std::string getGridFormula() const;
 
+  /// Every field but `fallback` (which names another kernel of a bundle).
+  bool describesSameKernel(const KernelSignature &other) const {
+    return name == other.name && kind == other.kind && hidden == other.hidden &&
+           launch == other.launch && params == other.params &&
+           rowMultiplier == other.rowMultiplier &&
+           fixedGridX == other.fixedGridX &&
+           blockThreads == other.blockThreads &&
+           sharedBytes == other.sharedBytes;
+  }
+
   /// A JSON object (stable field names; see KernelSignature.cpp).
   std::string toJson() const;
   /// Parses what toJson wrote; nullopt and `error` set on malformed input.
   static std::optional<KernelSignature> fromJson(std::string_view json,
                                                  std::string &error);
 };
+
+/// The kernel's symbol: a readable prefix, a hash of the operation's
+/// canonical text (every field the generated code depends on), the launch
+/// suffix and, for rows not kept in registers, `_smem` or `_stream`
+/// (getRowStorage on `target`), e.g.
+/// `norm_rms_add_h4096_bf16_bf16_1f2e3d4c_v8_t128_w4_r1`.
+std::string getKernelName(const OpSpec &spec, const LaunchConfig &launch,
+                          const TargetOptions &target);
+
+/// The launch ABI of the kernel of `spec` with `launch` on `target`: what
+/// the kernel generator builds and the runtime launches, and what a kernel
+/// loaded from a cache or bundle must equal. InvalidArgument when `spec` or
+/// `launch` breaks a rule (verifyOpSpec, verifyLaunchFor). The scalar
+/// fallback's name is left empty: whether one exists is the bundle's
+/// business.
+Status describeKernel(const OpSpec &spec, const LaunchConfig &launch,
+                      const TargetOptions &target, KernelSignature &signature);
 
 /// A JSON array of signatures, and its inverse.
 std::string signaturesToJson(const std::vector<KernelSignature> &signatures);
@@ -97,4 +111,4 @@ signaturesFromJson(std::string_view json, std::string &error);
 
 } // namespace norm
 
-#endif // NORM_COMPILER_KERNELSIGNATURE_H
+#endif // NORM_COMPILER_MODEL_KERNELSIGNATURE_H

@@ -1,8 +1,8 @@
 //===- Reference.cpp - float64 references of the kernels ------------------===//
 
-#include "tools/norm-cpu-check/Reference.h"
+#include "compiler/model/Reference.h"
 
-#include "tools/norm-cpu-check/FloatFormats.h"
+#include "compiler/model/FloatFormats.h"
 
 #include <cmath>
 
@@ -29,7 +29,6 @@ static double getStatisticError(int64_t n) {
 }
 
 namespace {
-enum class Statistic { rms, meanVar, l2, none };
 
 /// A row (or group) statistic: the center subtracted from each element, the
 /// scale it is multiplied by, and the errors of both.
@@ -64,21 +63,6 @@ struct Epilogue {
 };
 } // namespace
 
-static Statistic getStatistic(const OpSpec &spec) {
-  switch (spec.kind) {
-  case OpSpec::Kind::RMSNorm:
-    return Statistic::rms;
-  case OpSpec::Kind::LayerNorm:
-  case OpSpec::Kind::GroupNorm:
-    return Statistic::meanVar;
-  case OpSpec::Kind::L2Norm:
-    return Statistic::l2;
-  case OpSpec::Kind::QKNormPrologue:
-    return spec.qkL2 ? Statistic::l2 : Statistic::rms;
-  default:
-    return Statistic::none;
-  }
-}
 
 /// The statistic of values `v` (errors `dv`) as the kernel computes it.
 static RowStatistic computeStatistic(Statistic statistic, double eps,
@@ -86,7 +70,7 @@ static RowStatistic computeStatistic(Statistic statistic, double eps,
                                      const std::vector<double> &dv) {
   RowStatistic result;
   auto n = static_cast<double>(v.size());
-  if (statistic == Statistic::meanVar) {
+  if (statistic == Statistic::MeanVar) {
     double sum = 0.0, sumAbs = 0.0, sumError = 0.0;
     for (size_t i = 0; i < v.size(); ++i) {
       sum += v[i];
@@ -105,7 +89,7 @@ static RowStatistic computeStatistic(Statistic statistic, double eps,
     sensitivity += 2 * std::fabs(d) * dv[i];
   }
   // scale = rsqrt(statistic + eps) = rsqrt(denominator / divisor).
-  double divisor = statistic == Statistic::l2 ? 1.0 : n;
+  double divisor = statistic == Statistic::L2 ? 1.0 : n;
   double denominator = centered + divisor * eps;
   result.scale = 1.0 / std::sqrt(denominator / divisor);
   if (denominator > 0.0)
@@ -151,7 +135,7 @@ FusedRowExpected check::referenceFusedRow(const OpSpec &spec,
       std::vector<double> groupDv(dv.begin() + first,
                                   dv.begin() + first + width);
       RowStatistic stat;
-      if (statistic != Statistic::none)
+      if (statistic != Statistic::None)
         stat = computeStatistic(statistic, spec.eps, groupV, groupDv);
       for (int64_t col = first; col < first + width; ++col) {
         RowStatistic own = stat;
@@ -195,12 +179,13 @@ QKNormExpected check::referenceQKNorm(const OpSpec &spec, const RowsView &qkv,
         v[d] = qkv.at(token, head * headDim + d);
       RowStatistic stat = computeStatistic(getStatistic(spec), spec.eps, v, dv);
       for (int64_t d = 0; d < headDim; ++d) {
-        double normalized = v[d] * stat.scale;
+        double normalized = (v[d] - stat.center) * stat.scale;
+        double error = stat.centerError * stat.scale +
+                       std::fabs(normalized) * stat.scaleRelError;
         Epilogue epilogue{spec.output};
         if (weight)
-          epilogue.weight = weight.at(d);
-        out.at(token, outHead * headDim + d) = epilogue.apply(
-            normalized, std::fabs(normalized) * stat.scaleRelError);
+          epilogue.weight = weight.at(d) + spec.weightOffset;
+        out.at(token, outHead * headDim + d) = epilogue.apply(normalized, error);
       }
     }
   }

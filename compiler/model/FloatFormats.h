@@ -7,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef NORM_TOOLS_NORMCPUCHECK_FLOATFORMATS_H
-#define NORM_TOOLS_NORMCPUCHECK_FLOATFORMATS_H
+#ifndef NORM_COMPILER_MODEL_FLOATFORMATS_H
+#define NORM_COMPILER_MODEL_FLOATFORMATS_H
 
-#include "compiler/KernelSignature.h"
+#include "compiler/model/KernelModel.h"
 
 #include <cstdint>
 
@@ -43,4 +43,4 @@ uint32_t getInputGuard(ElementType type);
 
 } // namespace norm::check
 
-#endif // NORM_TOOLS_NORMCPUCHECK_FLOATFORMATS_H
+#endif // NORM_COMPILER_MODEL_FLOATFORMATS_H

@@ -1,0 +1,112 @@
+//===- Buffers.cpp - the buffers of a kernel, in ABI order ----------------===//
+
+#include "compiler/model/Buffers.h"
+
+using namespace norm;
+
+static constexpr BufferSlot kAllSlots[] = {
+    BufferSlot::Input,    BufferSlot::Addend,  BufferSlot::Skip,
+    BufferSlot::Weight,   BufferSlot::Bias,    BufferSlot::Mean,
+    BufferSlot::Variance, BufferSlot::Output,  BufferSlot::ResidualOut,
+    BufferSlot::Qkv,      BufferSlot::QWeight, BufferSlot::KWeight,
+    BufferSlot::Q,        BufferSlot::K};
+static_assert(sizeof(kAllSlots) / sizeof(kAllSlots[0]) == kNumBufferSlots);
+
+std::string_view norm::getBufferSlotName(BufferSlot slot) {
+  switch (slot) {
+  case BufferSlot::Input:
+    return "input";
+  case BufferSlot::Addend:
+    return "addend";
+  case BufferSlot::Skip:
+    return "skip";
+  case BufferSlot::Weight:
+    return "weight";
+  case BufferSlot::Bias:
+    return "bias";
+  case BufferSlot::Mean:
+    return "mean";
+  case BufferSlot::Variance:
+    return "variance";
+  case BufferSlot::Output:
+    return "output";
+  case BufferSlot::ResidualOut:
+    return "residual_out";
+  case BufferSlot::Qkv:
+    return "qkv";
+  case BufferSlot::QWeight:
+    return "q_weight";
+  case BufferSlot::KWeight:
+    return "k_weight";
+  case BufferSlot::Q:
+    return "q";
+  case BufferSlot::K:
+    return "k";
+  }
+  return "?";
+}
+
+std::optional<BufferSlot> norm::parseBufferSlot(std::string_view name) {
+  for (BufferSlot slot : kAllSlots)
+    if (getBufferSlotName(slot) == name)
+      return slot;
+  return std::nullopt;
+}
+
+std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
+  std::vector<BufferSpec> buffers;
+  auto rows = [&](BufferSlot slot, ElementType type, int64_t cols,
+                  bool written) {
+    buffers.push_back({slot, type, cols, /*rows2D=*/true, written});
+  };
+  auto vector = [&](BufferSlot slot, ElementType type, int64_t cols,
+                    bool written) {
+    buffers.push_back({slot, type, cols, /*rows2D=*/false, written});
+  };
+  int64_t h = spec.hidden;
+  switch (spec.kind) {
+  case OpKind::BatchNormStats:
+    rows(BufferSlot::Input, spec.input, h, false);
+    vector(BufferSlot::Mean, ElementType::f32, h, true);
+    vector(BufferSlot::Variance, ElementType::f32, h, true);
+    return buffers;
+  case OpKind::QKNormPrologue: {
+    int64_t q = spec.numQHeads, kv = spec.numKvHeads;
+    rows(BufferSlot::Qkv, spec.input, (q + 2 * kv) * h, false);
+    if (spec.hasWeight) {
+      vector(BufferSlot::QWeight, spec.param, h, false);
+      vector(BufferSlot::KWeight, spec.param, h, false);
+    }
+    rows(BufferSlot::Q, spec.output, q * h, true);
+    rows(BufferSlot::K, spec.output, kv * h, true);
+    return buffers;
+  }
+  default:
+    break;
+  }
+  rows(BufferSlot::Input, spec.input, h, false);
+  if (spec.hasAddend)
+    rows(BufferSlot::Addend, spec.addendType, h, false);
+  if (spec.hasSkip)
+    rows(BufferSlot::Skip, spec.skipType, h, false);
+  if (spec.hasWeight)
+    vector(BufferSlot::Weight, spec.param, h, false);
+  if (spec.hasBias)
+    vector(BufferSlot::Bias, spec.param, h, false);
+  if (spec.kind == OpKind::BatchNormInference) {
+    vector(BufferSlot::Mean, spec.statsType, h, false);
+    vector(BufferSlot::Variance, spec.statsType, h, false);
+  }
+  rows(BufferSlot::Output, spec.output, h, true);
+  if (spec.writeResidual)
+    rows(BufferSlot::ResidualOut, spec.input, h, true);
+  return buffers;
+}
+
+int64_t norm::getBytesPerRow(const OpSpec &spec) {
+  int64_t bytes = 0;
+  for (const BufferSpec &buffer : getBuffers(spec))
+    if (buffer.rows2D)
+      bytes += buffer.cols * getElementBytes(buffer.type);
+  return bytes;
+}

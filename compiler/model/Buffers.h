@@ -1,0 +1,65 @@
+//===- Buffers.h - the buffers of a kernel, in ABI order --------*- C++ -*-===//
+//
+// One list of the buffers an operation's kernel takes: the kernel signature
+// (its parameters), the dialect's kernel ops (their operands and results),
+// the runtime's launch checks and the checkers all read it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_COMPILER_MODEL_BUFFERS_H
+#define NORM_COMPILER_MODEL_BUFFERS_H
+
+#include "compiler/model/Operation.h"
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace norm {
+
+/// Every buffer a kernel may take. The values are those of the C API's
+/// normjit_buffer.
+enum class BufferSlot : int {
+  Input,
+  Addend,
+  Skip,
+  Weight,
+  Bias,
+  Mean,
+  Variance,
+  Output,
+  ResidualOut,
+  Qkv,
+  QWeight,
+  KWeight,
+  Q,
+  K,
+};
+constexpr int kNumBufferSlots = 14;
+
+/// "input", "residual_out", "q_weight", ...: the names of the kernel ops'
+/// operands and results and of kernel parameters.
+std::string_view getBufferSlotName(BufferSlot slot);
+std::optional<BufferSlot> parseBufferSlot(std::string_view name);
+
+/// One buffer of an operation's kernel.
+struct BufferSpec {
+  BufferSlot slot;
+  ElementType type;
+  int64_t cols; // row length (2-D) or element count (1-D)
+  bool rows2D;  // rows x cols, with a row stride
+  bool written; // an output
+};
+
+/// The buffers of the kernel of `spec` in parameter order: the inputs
+/// (norm.fused_row: input, addend, skip, weight, bias, mean, variance;
+/// norm.qk_norm_prologue: qkv, q_weight, k_weight; norm.column_stats:
+/// input), then the outputs (output, residual_out; q, k; mean, variance).
+std::vector<BufferSpec> getBuffers(const OpSpec &spec);
+
+/// Bytes all 2-D buffers move per logical row (per token for QK-Norm).
+int64_t getBytesPerRow(const OpSpec &spec);
+
+} // namespace norm
+
+#endif // NORM_COMPILER_MODEL_BUFFERS_H

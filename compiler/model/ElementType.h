@@ -1,0 +1,24 @@
+//===- ElementType.h - the storage types of kernel buffers ------*- C++ -*-===//
+
+#ifndef NORM_COMPILER_MODEL_ELEMENTTYPE_H
+#define NORM_COMPILER_MODEL_ELEMENTTYPE_H
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace norm {
+
+enum class ElementType { f32, f16, bf16 };
+
+/// Bytes per element.
+int64_t getElementBytes(ElementType type);
+/// "f32", "f16", "bf16" (MLIR's spelling); "?" for a value outside the enum.
+std::string_view getElementTypeName(ElementType type);
+std::optional<ElementType> parseElementType(std::string_view name);
+/// Whether `type` is one of the enumerators (C callers pass integers).
+bool isKnownElementType(ElementType type);
+
+} // namespace norm
+
+#endif // NORM_COMPILER_MODEL_ELEMENTTYPE_H

@@ -1,0 +1,265 @@
+//===- Launch.cpp - launch configurations and their rules -----------------===//
+
+#include "compiler/model/Launch.h"
+
+#include "compiler/model/Buffers.h"
+#include "compiler/model/Target.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+using namespace norm;
+
+static int64_t divideCeil(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static bool isPowerOf2(int64_t value) {
+  return value > 0 && (value & (value - 1)) == 0;
+}
+
+std::string LaunchConfig::getMangledSuffix() const {
+  std::ostringstream os;
+  os << 'v' << vector << "_t" << threadsPerRow << "_w" << warps << "_r"
+     << rowsPerCta;
+  return os.str();
+}
+
+std::optional<LaunchConfig> norm::parseLaunchSuffix(std::string_view text) {
+  long long v, t, w, r;
+  char tail;
+  std::string copy(text);
+  if (std::sscanf(copy.c_str(), "v%lld_t%lld_w%lld_r%lld%c", &v, &t, &w, &r,
+                  &tail) != 4)
+    return std::nullopt;
+  LaunchConfig launch{v, t, w, r};
+  if (!verifyLaunch(launch) || launch.getMangledSuffix() != text)
+    return std::nullopt;
+  return launch;
+}
+
+//===----------------------------------------------------------------------===//
+// Rules
+//===----------------------------------------------------------------------===//
+
+Status norm::verifyLaunch(const LaunchConfig &launch) {
+  int64_t vector = launch.vector, threads = launch.threadsPerRow;
+  if (vector != 1 && vector != 2 && vector != 4 && vector != 8)
+    return Status::invalid("vector width must be 1, 2, 4 or 8, got " +
+                           std::to_string(vector));
+  if (threads < 1 || threads > 1024 || (threads < 32 && !isPowerOf2(threads)) ||
+      (threads >= 32 && threads % 32 != 0))
+    return Status::invalid("threads_per_row must be 1, 2, 4, 8, 16 or a "
+                           "multiple of 32 up to 1024, got " +
+                           std::to_string(threads));
+  if (launch.warps < 1 || launch.warps > 32)
+    return Status::invalid("warps must be in [1, 32], got " +
+                           std::to_string(launch.warps));
+  if (launch.getThreadsPerCta() % threads != 0)
+    return Status::invalid("threads_per_row (" + std::to_string(threads) +
+                           ") must divide the " +
+                           std::to_string(launch.getThreadsPerCta()) +
+                           " threads of a CTA of " +
+                           std::to_string(launch.warps) + " warps");
+  int64_t concurrent = launch.getConcurrentRows();
+  if (launch.rowsPerCta < 1 || launch.rowsPerCta % concurrent != 0)
+    return Status::invalid("rows_per_cta (" + std::to_string(launch.rowsPerCta) +
+                           ") must be a positive multiple of the " +
+                           std::to_string(concurrent) +
+                           " rows a CTA works on at once");
+  return Status::success();
+}
+
+Status norm::verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch) {
+  if (Status status = verifyLaunch(launch); !status)
+    return status;
+  for (const BufferSpec &buffer : getBuffers(spec)) {
+    if (!buffer.rows2D)
+      continue;
+    int64_t bytes = launch.vector * getElementBytes(buffer.type);
+    if (bytes > kMaxAccessBytes)
+      return Status::invalid(
+          "launch vector width " + std::to_string(launch.vector) + " of " +
+          std::string(getElementTypeName(buffer.type)) + " moves " +
+          std::to_string(bytes) + " bytes per access (at most " +
+          std::to_string(kMaxAccessBytes) + ")");
+  }
+  if (spec.kind == OpKind::BatchNormStats)
+    return Status::success();
+
+  int64_t length = getRowLength(spec);
+  int64_t vector = launch.vector, threads = launch.threadsPerRow;
+  if (getRowsPerToken(spec) > 1 && length % vector != 0)
+    return Status::invalid(
+        "launch configuration's vector (" + std::to_string(vector) +
+        ") must divide the " + std::to_string(length) +
+        " elements of a group or head, which start one after another");
+  if ((threads - 1) * vector >= length)
+    return Status::invalid(
+        "launch configuration leaves threads without work: " +
+        std::to_string(threads) + " threads x vector " +
+        std::to_string(vector) + " for rows of " + std::to_string(length) +
+        " elements");
+  if (isFusedRow(spec) || fitsInRegisters(spec, launch))
+    return Status::success();
+  // Rows that only registers may hold: a CTA of 1024 threads holds the most.
+  int64_t most = 1024 * getMaxElementsPerThread(spec, 1024);
+  if (length > most)
+    return Status::invalid("rows of " + std::to_string(length) +
+                           " elements do not fit in the registers of one CTA "
+                           "(at most " + std::to_string(most) +
+                           "), where this kernel keeps them; such rows are "
+                           "not supported");
+  return Status::invalid(
+      "launch configuration keeps " +
+      std::to_string(getElementsPerThread(spec, launch)) +
+      " elements of a row per thread in registers, more than the " +
+      std::to_string(getMaxElementsPerThread(spec, launch.getThreadsPerCta())) +
+      " a thread of a CTA of " + std::to_string(launch.getThreadsPerCta()) +
+      " threads holds without spilling; use more threads per row");
+}
+
+int64_t norm::getRegistersPerThread(int64_t threadsPerCta) {
+  int64_t share = kRegistersPerCta / std::max<int64_t>(threadsPerCta, 1);
+  return std::min<int64_t>(share / 8 * 8, kMaxRegistersPerThread);
+}
+
+ElementType norm::getStreamType(const OpSpec &spec) {
+  return spec.f32Residual ? ElementType::f32 : spec.input;
+}
+
+int64_t norm::getRegisterBytesPerElement(const OpSpec &spec) {
+  int64_t param = getElementBytes(spec.param);
+  if (spec.kind == OpKind::QKNormPrologue)
+    return getElementBytes(spec.input) + (spec.hasWeight ? 2 * param : 0);
+  int64_t bytes = getElementBytes(getStreamType(spec));
+  if (spec.hasWeight)
+    bytes += param;
+  if (spec.hasBias)
+    bytes += param;
+  if (spec.kind == OpKind::BatchNormInference)
+    bytes += getElementBytes(spec.statsType) + 4; // the mean, 1 / std in f32
+  if (spec.hasSkip)
+    bytes += getElementBytes(spec.skipType);
+  return bytes;
+}
+
+int64_t norm::getElementsPerThread(const OpSpec &spec,
+                                   const LaunchConfig &launch) {
+  int64_t perChunk = launch.threadsPerRow * launch.vector;
+  return divideCeil(getRowLength(spec), perChunk) * launch.vector;
+}
+
+int64_t norm::getMaxElementsPerThread(const OpSpec &spec,
+                                      int64_t threadsPerCta) {
+  int64_t rowRegisters =
+      getRegistersPerThread(threadsPerCta) - kRegisterOverhead;
+  // 4 bytes a register, kRegisterBytesPerResidentByte / 2 of them a byte.
+  int64_t elements = rowRegisters * 4 * 2 /
+                     (kRegisterBytesPerResidentByte *
+                      getRegisterBytesPerElement(spec));
+  return std::clamp<int64_t>(elements, 0, kMaxElementsPerThread);
+}
+
+bool norm::fitsInRegisters(const OpSpec &spec, const LaunchConfig &launch) {
+  if (launch.vector < 1 || launch.threadsPerRow < 1)
+    return false;
+  // Whole vectors per thread, compared by division: huge rows must not
+  // overflow the product.
+  int64_t vectors = divideCeil(getRowLength(spec),
+                               launch.threadsPerRow * launch.vector);
+  return vectors <= getMaxElementsPerThread(spec, launch.getThreadsPerCta()) /
+                        launch.vector;
+}
+
+std::string_view norm::getRowStorageSuffix(RowStorage storage) {
+  switch (storage) {
+  case RowStorage::Registers:
+    return "";
+  case RowStorage::Shared:
+    return "_smem";
+  case RowStorage::Streamed:
+    return "_stream";
+  }
+  return "";
+}
+
+int64_t norm::getStagedRowBytes(const OpSpec &spec, int64_t vector) {
+  int64_t vectors = divideCeil(getRowLength(spec), vector);
+  int64_t bytes = vectors * vector * getElementBytes(getStreamType(spec));
+  return divideCeil(bytes, 16) * 16;
+}
+
+RowStorage norm::getRowStorage(const OpSpec &spec, const LaunchConfig &launch,
+                               int64_t maxSharedBytes) {
+  if (!isFusedRow(spec) || fitsInRegisters(spec, launch))
+    return RowStorage::Registers;
+  // Without a statistic, one pass over the row is all there is.
+  if (getStatistic(spec) == Statistic::None)
+    return RowStorage::Streamed;
+  if (launch.getConcurrentRows() * getStagedRowBytes(spec, launch.vector) <=
+      maxSharedBytes - kReservedSharedBytes)
+    return RowStorage::Shared;
+  return RowStorage::Streamed;
+}
+
+int64_t norm::getSharedBytes(const OpSpec &spec, const LaunchConfig &launch,
+                             int64_t maxSharedBytes) {
+  if (getRowStorage(spec, launch, maxSharedBytes) != RowStorage::Shared)
+    return 0;
+  return launch.getConcurrentRows() * getStagedRowBytes(spec, launch.vector);
+}
+
+int64_t norm::getBufferAlignment(ElementType type, int64_t vector) {
+  return std::min<int64_t>(vector * getElementBytes(type), kMaxAccessBytes);
+}
+
+int64_t norm::getMaxVector(const OpSpec &spec) {
+  int64_t widest = 1;
+  for (const BufferSpec &buffer : getBuffers(spec))
+    if (buffer.rows2D)
+      widest = std::max(widest, getElementBytes(buffer.type));
+  int64_t vector = kMaxAccessBytes / widest;
+  int64_t length = getRowLength(spec);
+  while (vector > 1 && length % vector != 0)
+    vector /= 2;
+  return vector;
+}
+
+/// The next valid threads-per-row value above `threads`.
+static int64_t nextThreadsPerRow(int64_t threads) {
+  return threads < 32 ? threads * 2 : threads + 32;
+}
+
+std::optional<LaunchConfig> norm::getScalarFallback(const OpSpec &spec,
+                                                    const LaunchConfig &launch) {
+  if (launch.vector == 1)
+    return std::nullopt;
+  LaunchConfig scalar = launch;
+  scalar.vector = 1;
+  // A share that registers held at `vector` may need more threads at one
+  // element per access; staged, streamed and column rows loop over any
+  // number of elements per thread.
+  bool inRegisters = spec.kind != OpKind::BatchNormStats &&
+                     fitsInRegisters(spec, launch);
+  auto widen = [&] {
+    int64_t threads = nextThreadsPerRow(scalar.threadsPerRow);
+    scalar.threadsPerRow = threads;
+    if (threads < 32)
+      return;
+    // The CTA holds whole rows: a multiple of the row's warps, or one row.
+    int64_t rowWarps = threads / 32;
+    scalar.warps = divideCeil(scalar.warps, rowWarps) * rowWarps;
+    if (scalar.warps > 32)
+      scalar.warps = rowWarps;
+  };
+  while (inRegisters && !fitsInRegisters(spec, scalar) &&
+         scalar.threadsPerRow < 1024 &&
+         nextThreadsPerRow(scalar.threadsPerRow) <= getRowLength(spec))
+    widen();
+  // Rows per CTA stay a multiple of the rows the CTA works on at once.
+  int64_t concurrent = scalar.getConcurrentRows();
+  scalar.rowsPerCta = divideCeil(scalar.rowsPerCta, concurrent) * concurrent;
+  if (!verifyLaunchFor(spec, scalar))
+    return std::nullopt;
+  return scalar;
+}

@@ -1,0 +1,177 @@
+//===- Launch.h - launch configurations and their rules ---------*- C++ -*-===//
+//
+// How a kernel maps rows onto a CTA (#norm.launch), the rules a
+// configuration must meet for an operation, where threads keep their share
+// of a row (registers, shared memory, or nowhere), and the configuration a
+// kernel gets when nobody tuned it. The dialect's verifiers, the kernel
+// generator, the tuner and the checkers all ask these functions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_COMPILER_MODEL_LAUNCH_H
+#define NORM_COMPILER_MODEL_LAUNCH_H
+
+#include "compiler/model/Operation.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace norm {
+
+/// The launch configuration of a row kernel (see #norm.launch).
+struct LaunchConfig {
+  int64_t vector = 1;        // elements per access
+  int64_t threadsPerRow = 32;
+  int64_t warps = 1;         // warps per CTA
+  int64_t rowsPerCta = 1;    // rows one CTA handles in all
+
+  int64_t getThreadsPerCta() const { return warps * 32; }
+  /// Rows a CTA works on at the same time.
+  int64_t getConcurrentRows() const { return warps * 32 / threadsPerRow; }
+  /// `v8_t128_w4_r1`: the suffix of kernel names.
+  std::string getMangledSuffix() const;
+  bool operator==(const LaunchConfig &other) const {
+    return vector == other.vector && threadsPerRow == other.threadsPerRow &&
+           warps == other.warps && rowsPerCta == other.rowsPerCta;
+  }
+  bool operator!=(const LaunchConfig &other) const { return !(*this == other); }
+};
+
+/// Parses LaunchConfig::getMangledSuffix ("v8_t128_w4_r1") of a valid
+/// configuration.
+std::optional<LaunchConfig> parseLaunchSuffix(std::string_view text);
+
+//===----------------------------------------------------------------------===//
+// Limits
+//===----------------------------------------------------------------------===//
+
+/// The widest vector access of a kernel, in bytes.
+constexpr int64_t kMaxAccessBytes = 16;
+/// Elements of a row one thread keeps in registers at most (its chunks are
+/// unrolled); fewer where the registers of the CTA do not hold them.
+constexpr int64_t kMaxElementsPerThread = 64;
+/// What a thread's share of a row costs in registers, measured with
+/// `ptxas -v` (sm_90, CUDA 13) on every kernel kind, f32 and bf16 rows, 256
+/// to 1024 threads per CTA and 8 to 64 elements per thread: the unrolled
+/// kernels keep about 1.5 times the resident bytes live (register bytes =
+/// elements x bytes x kRegisterBytesPerResidentByte / 2), plus
+/// kRegisterOverhead registers for indices, pointers, sums and the row
+/// scale. This rule predicted no configuration that spilled (464 measured;
+/// 94 that would have fit are staged instead), and
+/// test/Target/ptxas-all-kernels.mlir checks it on every storage regime.
+constexpr int64_t kRegisterBytesPerResidentByte = 3;
+constexpr int64_t kRegisterOverhead = 16;
+/// Shared memory of a CTA that staged rows leave to the static buffer of
+/// the row reduction (at most 32 warps x 3 sums x 4 bytes).
+constexpr int64_t kReservedSharedBytes = 1024;
+
+//===----------------------------------------------------------------------===//
+// Rules
+//===----------------------------------------------------------------------===//
+
+/// The rules of #norm.launch: vector 1, 2, 4 or 8; threads per row 1, 2,
+/// 4, 8, 16 or a multiple of 32 up to 1024; 1 to 32 warps, whose threads
+/// the rows divide; rows per CTA a positive multiple of the rows a CTA works
+/// on at once.
+Status verifyLaunch(const LaunchConfig &launch);
+
+/// verifyLaunch, and the rules for the rows of `spec`: accesses of at most
+/// kMaxAccessBytes of every row buffer, a vector that divides rows that
+/// start one after another (groups, heads), no thread of a row without
+/// work, and, for kernels that keep rows in registers only (the QK-Norm
+/// prologue), a share that fits them (fitsInRegisters). Row kernels keep
+/// longer shares elsewhere (getRowStorage); column statistics map threads
+/// onto columns and need only the access width.
+Status verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch);
+
+/// 32-bit registers one thread of a CTA of `threadsPerCta` threads may use:
+/// the CTA's share of the register file, in the allocation granule of 8,
+/// at most kMaxRegistersPerThread (64 at 1024 threads, 128 at 512).
+int64_t getRegistersPerThread(int64_t threadsPerCta);
+
+/// Bytes of one element of a row that a thread keeping its share in
+/// registers holds: v, and what the epilogue combines it with (weight,
+/// bias, per-channel statistics, skip; both QK-Norm weights).
+int64_t getRegisterBytesPerElement(const OpSpec &spec);
+
+/// Elements of a row each thread of `launch` holds: whole vectors.
+int64_t getElementsPerThread(const OpSpec &spec, const LaunchConfig &launch);
+
+/// Elements of a row of `spec` one thread of a CTA of `threadsPerCta`
+/// threads holds in registers without spilling: what its registers hold
+/// besides kRegisterOverhead at the measured cost per byte, at most
+/// kMaxElementsPerThread (bf16 RMSNorm with a weight: 64 at 512 threads, 32
+/// at 1024).
+int64_t getMaxElementsPerThread(const OpSpec &spec, int64_t threadsPerCta);
+
+/// Whether the threads of `launch` keep their shares of the rows of `spec`
+/// (whole vectors) in registers: at most getMaxElementsPerThread each.
+bool fitsInRegisters(const OpSpec &spec, const LaunchConfig &launch);
+
+/// Where the threads of a kernel keep their share of a row between the
+/// statistic and the epilogue.
+enum class RowStorage {
+  /// Registers (fitsInRegisters).
+  Registers,
+  /// Dynamic shared memory (row kernels only): the row is read from global
+  /// memory once, staged while its statistic accumulates, and read back.
+  Shared,
+  /// Nowhere (row kernels only): rows too long for shared memory are read
+  /// twice, once for the statistic and once to normalize them; rows without
+  /// a statistic once.
+  Streamed,
+};
+
+/// "" (registers), "_smem" or "_stream": the suffix of kernel names.
+std::string_view getRowStorageSuffix(RowStorage storage);
+
+/// How the kernel of `spec` with `launch` keeps its rows on a target whose
+/// CTAs may use `maxSharedBytes` of shared memory: registers when a
+/// thread's share fits them, else shared memory when the rows the CTA works
+/// on at once fit in `maxSharedBytes` less kReservedSharedBytes, else
+/// streamed. So a row of 100000 bf16 values is staged on sm_90 (227 KiB)
+/// and streamed on sm_80 (163 KiB) and sm_89 (99 KiB), which would refuse
+/// to launch the staged kernel.
+RowStorage getRowStorage(const OpSpec &spec, const LaunchConfig &launch,
+                         int64_t maxSharedBytes);
+
+/// The element type a row kernel holds `v` in between prologue and
+/// statistic: f32 with an f32 residual, else the input's.
+ElementType getStreamType(const OpSpec &spec);
+
+/// Bytes one row takes when staged in shared memory: whole `vector`s of the
+/// stream type, rounded up to 16.
+int64_t getStagedRowBytes(const OpSpec &spec, int64_t vector);
+
+/// Dynamic shared memory per CTA of the kernel: the staged rows the CTA
+/// works on at once, or 0.
+int64_t getSharedBytes(const OpSpec &spec, const LaunchConfig &launch,
+                       int64_t maxSharedBytes);
+
+/// Bytes a buffer of `type` must be aligned to for `vector`-wide accesses
+/// (16-byte accesses at most; wider vectors split in 16-byte parts).
+int64_t getBufferAlignment(ElementType type, int64_t vector);
+
+/// The widest vector (elements per 16-byte access) that every row buffer
+/// allows and that divides the row length, so that consecutive rows stay
+/// aligned.
+int64_t getMaxVector(const OpSpec &spec);
+
+/// The scalar variant of a vector configuration, launched instead when a
+/// buffer or row stride misses the alignment the vector kernel needs: the
+/// same mapping with vector 1, and more threads per row where a share that
+/// registers held no longer fits them at one element per access. nullopt
+/// for a scalar `launch`, or when no scalar configuration fits.
+std::optional<LaunchConfig> getScalarFallback(const OpSpec &spec,
+                                              const LaunchConfig &launch);
+
+/// The configuration the kernel of `spec` gets when nobody tuned it, for
+/// `rows` logical rows (tokens for the QK-Norm prologue; -1 when unknown):
+/// see LaunchHeuristic.cpp.
+LaunchConfig getHeuristicLaunch(const OpSpec &spec, int64_t rows);
+
+} // namespace norm
+
+#endif // NORM_COMPILER_MODEL_LAUNCH_H

@@ -1,0 +1,434 @@
+//===- Operation.cpp - one kernel's operation, and its rules --------------===//
+
+#include "compiler/model/Operation.h"
+
+#include "compiler/model/RealFormat.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
+using namespace norm;
+
+static constexpr OpKind kAllKinds[] = {
+    OpKind::RMSNorm,        OpKind::LayerNorm,          OpKind::L2Norm,
+    OpKind::GroupNorm,      OpKind::BatchNormInference, OpKind::Elementwise,
+    OpKind::BatchNormStats, OpKind::QKNormPrologue};
+
+static constexpr Statistic kAllStatistics[] = {
+    Statistic::RMS, Statistic::MeanVar, Statistic::L2, Statistic::None};
+
+std::string_view norm::getStatisticName(Statistic statistic) {
+  switch (statistic) {
+  case Statistic::RMS:
+    return "rms";
+  case Statistic::MeanVar:
+    return "mean_var";
+  case Statistic::L2:
+    return "l2";
+  case Statistic::None:
+    return "none";
+  }
+  return "?";
+}
+
+std::optional<Statistic> norm::parseStatisticName(std::string_view name) {
+  for (Statistic statistic : kAllStatistics)
+    if (getStatisticName(statistic) == name)
+      return statistic;
+  return std::nullopt;
+}
+
+std::string_view norm::getOpKindName(OpKind kind) {
+  switch (kind) {
+  case OpKind::RMSNorm:
+    return "rms_norm";
+  case OpKind::LayerNorm:
+    return "layer_norm";
+  case OpKind::L2Norm:
+    return "l2_norm";
+  case OpKind::GroupNorm:
+    return "group_norm";
+  case OpKind::BatchNormInference:
+    return "batch_norm_inference";
+  case OpKind::Elementwise:
+    return "elementwise";
+  case OpKind::BatchNormStats:
+    return "batch_norm_stats";
+  case OpKind::QKNormPrologue:
+    return "qk_norm";
+  }
+  return "?";
+}
+
+std::optional<OpKind> norm::parseOpKindName(std::string_view name) {
+  for (OpKind kind : kAllKinds)
+    if (getOpKindName(kind) == name)
+      return kind;
+  return std::nullopt;
+}
+
+std::string_view norm::getKernelOpName(OpKind kind) {
+  switch (kind) {
+  case OpKind::BatchNormStats:
+    return "column_stats";
+  case OpKind::QKNormPrologue:
+    return "qk_norm_prologue";
+  default:
+    return "fused_row";
+  }
+}
+
+Statistic norm::getStatistic(const OpSpec &spec) {
+  switch (spec.kind) {
+  case OpKind::RMSNorm:
+    return Statistic::RMS;
+  case OpKind::LayerNorm:
+  case OpKind::GroupNorm:
+    return Statistic::MeanVar;
+  case OpKind::L2Norm:
+    return Statistic::L2;
+  case OpKind::QKNormPrologue:
+    return spec.qkStatistic;
+  default:
+    return Statistic::None;
+  }
+}
+
+bool norm::usesEps(const OpSpec &spec) {
+  return getStatistic(spec) != Statistic::None ||
+         spec.kind == OpKind::BatchNormInference;
+}
+
+bool norm::isFusedRow(const OpSpec &spec) {
+  return spec.kind != OpKind::BatchNormStats &&
+         spec.kind != OpKind::QKNormPrologue;
+}
+
+int64_t norm::getRowLength(const OpSpec &spec) {
+  if (isFusedRow(spec) && spec.groups > 0)
+    return spec.hidden / spec.groups;
+  return spec.hidden;
+}
+
+int64_t norm::getRowsPerToken(const OpSpec &spec) {
+  if (spec.kind == OpKind::QKNormPrologue)
+    return spec.numQHeads + spec.numKvHeads;
+  if (isFusedRow(spec))
+    return spec.groups;
+  return 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Rules
+//===----------------------------------------------------------------------===//
+
+Status norm::verifyPositiveFinite(double value, std::string_view name) {
+  // `!(value > 0)` is true for NaN too.
+  if (!(value > 0.0) || std::isinf(value))
+    return Status::invalid(std::string(name) +
+                           " must be a positive finite number, got " +
+                           describeReal(value));
+  return Status::success();
+}
+
+Status norm::verifyEps(double eps, std::string_view name) {
+  return verifyPositiveFinite(eps, name);
+}
+
+Status norm::verifyWeightOffset(double offset, bool hasWeight) {
+  if (!std::isfinite(offset))
+    return Status::invalid("weight_offset must be a finite number, got " +
+                           describeReal(offset));
+  if (offset != 0.0 && !hasWeight)
+    return Status::invalid("weight_offset needs a weight");
+  return Status::success();
+}
+
+Status norm::verifyGroups(int64_t groups, int64_t hidden) {
+  if (groups <= 0)
+    return Status::invalid("groups must be positive, got " +
+                           std::to_string(groups));
+  if (hidden % groups != 0)
+    return Status::invalid("groups (" + std::to_string(groups) +
+                           ") must divide the hidden size (" +
+                           std::to_string(hidden) + ")");
+  return Status::success();
+}
+
+static bool isKnownKind(OpKind kind) {
+  for (OpKind known : kAllKinds)
+    if (known == kind)
+      return true;
+  return false;
+}
+
+/// The QK-Norm prologue: heads of q and k in one packed row.
+static Status verifyQKNorm(const OpSpec &spec) {
+  if (spec.numQHeads <= 0 || spec.numKvHeads <= 0 ||
+      spec.numQHeads > kMaxRowLength || spec.numKvHeads > kMaxRowLength)
+    return Status::invalid("QK-Norm needs positive head counts, got " +
+                           std::to_string(spec.numQHeads) + " query and " +
+                           std::to_string(spec.numKvHeads) +
+                           " key/value heads");
+  if ((spec.numQHeads + 2 * spec.numKvHeads) * spec.hidden > kMaxRowLength)
+    return Status::invalid("the packed qkv row of (" +
+                           std::to_string(spec.numQHeads) + " + 2 * " +
+                           std::to_string(spec.numKvHeads) + ") heads of " +
+                           std::to_string(spec.hidden) +
+                           " is longer than a kernel supports (at most " +
+                           std::to_string(kMaxRowLength) + " elements)");
+  if (spec.qkStatistic == Statistic::None)
+    return Status::invalid("QK-Norm needs a statistic (rms, mean_var or l2)");
+  if (spec.hasBias || spec.hasAddend || spec.hasSkip || spec.writeResidual ||
+      spec.f32Residual || spec.groups != 1)
+    return Status::invalid("the QK-Norm prologue takes only qkv and optional "
+                           "q/k weights");
+  return verifyWeightOffset(spec.weightOffset, spec.hasWeight);
+}
+
+/// norm.fused_row: prologue, statistic, epilogue.
+static Status verifyFusedRow(const OpSpec &spec) {
+  if (Status status = verifyPositiveFinite(spec.alpha, "alpha"); !status)
+    return status;
+  if (!spec.hasAddend) {
+    if (spec.alpha != 1.0)
+      return Status::invalid("alpha needs an addend");
+    if (spec.writeResidual)
+      return Status::invalid("residual_out needs an addend");
+    if (spec.f32Residual)
+      return Status::invalid("f32_residual needs an addend");
+  }
+  if (Status status = verifyWeightOffset(spec.weightOffset, spec.hasWeight);
+      !status)
+    return status;
+  if (Status status = verifyGroups(spec.groups, spec.hidden); !status)
+    return status;
+  if (spec.groups > 1 && getStatistic(spec) == Statistic::None)
+    return Status::invalid("groups > 1 needs a statistic to group (rms, "
+                           "mean_var or l2)");
+  if (spec.numQHeads != 0 || spec.numKvHeads != 0)
+    return Status::invalid("head counts apply to qk_norm only");
+  return Status::success();
+}
+
+Status norm::verifyOpSpec(const OpSpec &spec) {
+  if (!isKnownKind(spec.kind))
+    return Status::invalid("unknown operation kind " +
+                           std::to_string(static_cast<int>(spec.kind)));
+  for (ElementType type : {spec.input, spec.output, spec.param, spec.statsType,
+                           spec.addendType, spec.skipType})
+    if (!isKnownElementType(type))
+      return Status::invalid("unknown element type " +
+                             std::to_string(static_cast<int>(type)));
+  if (!parseStatisticName(getStatisticName(spec.qkStatistic)))
+    return Status::invalid("unknown QK-Norm statistic " +
+                           std::to_string(static_cast<int>(spec.qkStatistic)));
+  const char *size =
+      spec.kind == OpKind::QKNormPrologue ? "head dim" : "hidden size";
+  if (spec.hidden <= 0 || spec.hidden > kMaxRowLength)
+    return Status::invalid(std::string(size) + " must be in [1, " +
+                           std::to_string(kMaxRowLength) + "], got " +
+                           std::to_string(spec.hidden));
+  if (usesEps(spec))
+    if (Status status = verifyEps(spec.eps); !status)
+      return status;
+
+  switch (spec.kind) {
+  case OpKind::BatchNormStats:
+    if (spec.hasWeight || spec.hasBias || spec.hasAddend || spec.hasSkip ||
+        spec.writeResidual || spec.f32Residual || spec.groups != 1)
+      return Status::invalid("column statistics take only an input");
+    return Status::success();
+  case OpKind::QKNormPrologue:
+    return verifyQKNorm(spec);
+  default:
+    return verifyFusedRow(spec);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Identity
+//===----------------------------------------------------------------------===//
+
+OpSpec norm::normalizeOpSpec(const OpSpec &spec) {
+  OpSpec n = spec;
+  OpSpec defaults;
+  // GroupNorm is LayerNorm over groups: one name for one kernel.
+  if (n.kind == OpKind::LayerNorm && n.groups > 1)
+    n.kind = OpKind::GroupNorm;
+  if (n.kind == OpKind::GroupNorm && n.groups == 1)
+    n.kind = OpKind::LayerNorm;
+  if (!n.hasAddend) {
+    n.addendType = defaults.addendType;
+    n.alpha = defaults.alpha;
+  }
+  if (!n.hasSkip)
+    n.skipType = defaults.skipType;
+  if (!n.hasWeight && !n.hasBias)
+    n.param = defaults.param;
+  if (n.kind != OpKind::BatchNormInference)
+    n.statsType = defaults.statsType;
+  if (!usesEps(n))
+    n.eps = 0.0;
+  if (n.kind != OpKind::QKNormPrologue) {
+    n.numQHeads = n.numKvHeads = 0;
+    n.qkStatistic = defaults.qkStatistic;
+  }
+  if (n.kind == OpKind::BatchNormStats)
+    n.output = ElementType::f32;
+  return n;
+}
+
+static std::string hexDouble(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%a", value);
+  return buffer;
+}
+
+std::string norm::getCanonicalSpec(const OpSpec &original) {
+  OpSpec s = normalizeOpSpec(original);
+  auto type = [](ElementType t) { return std::string(getElementTypeName(t)); };
+  std::ostringstream os;
+  os << "op=" << getOpKindName(s.kind) << " hidden=" << s.hidden
+     << " input=" << type(s.input) << " output=" << type(s.output)
+     << " param=" << type(s.param) << " stats=" << type(s.statsType)
+     << " weight=" << s.hasWeight
+     << " bias=" << s.hasBias << " addend=" << s.hasAddend
+     << " addend_type=" << type(s.addendType)
+     << " residual_out=" << s.writeResidual << " f32_residual=" << s.f32Residual
+     << " skip=" << s.hasSkip << " skip_type=" << type(s.skipType)
+     << " eps=" << hexDouble(s.eps) << " alpha=" << hexDouble(s.alpha)
+     << " offset=" << hexDouble(s.weightOffset) << " groups=" << s.groups
+     << " q_heads=" << s.numQHeads << " kv_heads=" << s.numKvHeads
+     << " qk_statistic=" << getStatisticName(s.qkStatistic);
+  return os.str();
+}
+
+std::optional<OpSpec> norm::parseCanonicalSpec(std::string_view text,
+                                               std::string &error) {
+  std::map<std::string, std::string, std::less<>> fields;
+  std::istringstream is{std::string(text)};
+  std::string token;
+  while (is >> token) {
+    size_t eq = token.find('=');
+    if (eq == std::string::npos ||
+        !fields.emplace(token.substr(0, eq), token.substr(eq + 1)).second) {
+      error = "malformed operation field '" + token + "'";
+      return std::nullopt;
+    }
+  }
+  auto take = [&](const char *key) -> std::optional<std::string> {
+    auto it = fields.find(key);
+    if (it == fields.end()) {
+      if (error.empty())
+        error = std::string("operation lacks field '") + key + "'";
+      return std::nullopt;
+    }
+    std::string value = it->second;
+    fields.erase(it);
+    return value;
+  };
+  auto integer = [&](const char *key, int64_t &out) {
+    std::optional<std::string> v = take(key);
+    if (!v)
+      return;
+    char *end = nullptr;
+    out = std::strtoll(v->c_str(), &end, 10);
+    if (v->empty() || *end)
+      error = std::string("field '") + key + "' is not an integer";
+  };
+  auto flag = [&](const char *key, bool &out) {
+    int64_t value = 0;
+    integer(key, value);
+    out = value != 0;
+  };
+  auto real = [&](const char *key, double &out) {
+    std::optional<std::string> v = take(key);
+    if (!v)
+      return;
+    char *end = nullptr;
+    out = std::strtod(v->c_str(), &end);
+    if (v->empty() || *end)
+      error = std::string("field '") + key + "' is not a number";
+  };
+  auto type = [&](const char *key, ElementType &out) {
+    std::optional<std::string> v = take(key);
+    if (!v)
+      return;
+    if (std::optional<ElementType> t = parseElementType(*v))
+      out = *t;
+    else
+      error = std::string("field '") + key + "' is not an element type";
+  };
+
+  OpSpec spec;
+  if (std::optional<std::string> op = take("op")) {
+    if (std::optional<OpKind> kind = parseOpKindName(*op))
+      spec.kind = *kind;
+    else
+      error = "unknown operation kind '" + *op + "'";
+  }
+  integer("hidden", spec.hidden);
+  type("input", spec.input);
+  type("output", spec.output);
+  type("param", spec.param);
+  type("stats", spec.statsType);
+  flag("weight", spec.hasWeight);
+  flag("bias", spec.hasBias);
+  flag("addend", spec.hasAddend);
+  type("addend_type", spec.addendType);
+  flag("residual_out", spec.writeResidual);
+  flag("f32_residual", spec.f32Residual);
+  flag("skip", spec.hasSkip);
+  type("skip_type", spec.skipType);
+  real("eps", spec.eps);
+  real("alpha", spec.alpha);
+  real("offset", spec.weightOffset);
+  integer("groups", spec.groups);
+  integer("q_heads", spec.numQHeads);
+  integer("kv_heads", spec.numKvHeads);
+  if (std::optional<std::string> statistic = take("qk_statistic")) {
+    if (std::optional<Statistic> parsed = parseStatisticName(*statistic))
+      spec.qkStatistic = *parsed;
+    else
+      error = "field 'qk_statistic' is not a statistic";
+  }
+  if (error.empty() && !fields.empty())
+    error = "unknown operation field '" + fields.begin()->first + "'";
+  if (!error.empty())
+    return std::nullopt;
+  return spec;
+}
+
+std::string norm::describeOpSpec(const OpSpec &spec) {
+  std::ostringstream os;
+  os << getOpKindName(spec.kind) << " h" << spec.hidden << " "
+     << getElementTypeName(spec.input);
+  if (spec.output != spec.input && spec.kind != OpKind::BatchNormStats)
+    os << "->" << getElementTypeName(spec.output);
+  if (spec.kind == OpKind::QKNormPrologue) {
+    os << " heads " << spec.numQHeads << "/" << spec.numKvHeads;
+    if (spec.qkStatistic != Statistic::RMS)
+      os << " " << getStatisticName(spec.qkStatistic);
+  }
+  if (spec.groups != 1)
+    os << " groups " << spec.groups;
+  if (spec.hasAddend)
+    os << " +addend";
+  if (spec.writeResidual)
+    os << " +residual_out";
+  if (spec.f32Residual)
+    os << " +f32_residual";
+  if (spec.hasSkip)
+    os << " +skip";
+  if (!spec.hasWeight && spec.kind != OpKind::BatchNormStats)
+    os << " no-weight";
+  if (spec.hasBias)
+    os << " +bias";
+  if (spec.weightOffset != 0.0)
+    os << " offset " << formatReal(spec.weightOffset);
+  return os.str();
+}

@@ -1,0 +1,145 @@
+//===- Operation.h - one kernel's operation, and its rules ------*- C++ -*-===//
+//
+// The kernel model: plain C++ (no MLIR, no LLVM) that the dialect's
+// verifiers, the passes, libnormjit and the checkers all call, so that every
+// rule about an operation is stated once. An OpSpec describes what one
+// kernel computes; each kernel op of the norm dialect describes itself as
+// one (NormKernelOpInterface::getOpSpec).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_COMPILER_MODEL_OPERATION_H
+#define NORM_COMPILER_MODEL_OPERATION_H
+
+#include "compiler/model/ElementType.h"
+#include "compiler/model/Status.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace norm {
+
+/// What a kernel reduces each row to: `rms` (root mean square), `mean_var`
+/// (mean and biased variance), `l2` (Euclidean norm) or `none`.
+enum class Statistic { RMS, MeanVar, L2, None };
+
+/// "rms", "mean_var", "l2", "none" (the dialect's spelling).
+std::string_view getStatisticName(Statistic statistic);
+std::optional<Statistic> parseStatisticName(std::string_view name);
+
+/// One operation: what one kernel computes.
+struct OpSpec {
+  enum class Kind {
+    RMSNorm,            // norm.fused_row <rms>
+    LayerNorm,          // norm.fused_row <mean_var>
+    L2Norm,             // norm.fused_row <l2>
+    GroupNorm,          // norm.fused_row <mean_var>, groups > 1
+    BatchNormInference, // norm.fused_row <none> with mean/variance
+    Elementwise,        // norm.fused_row <none>: residual add and/or cast
+    BatchNormStats,     // norm.column_stats
+    QKNormPrologue,     // norm.qk_norm_prologue
+  };
+  Kind kind = Kind::RMSNorm;
+  int64_t hidden = 0;               // row length (head_dim for QK-Norm)
+  ElementType input = ElementType::bf16;
+  ElementType output = ElementType::bf16;
+  ElementType param = ElementType::bf16;     // weight and bias
+  ElementType statsType = ElementType::bf16; // mean and variance (BatchNorm)
+  ElementType addendType = ElementType::bf16;
+  bool hasWeight = false;
+  bool hasBias = false;
+  bool hasAddend = false;          // v = alpha * input + addend
+  bool writeResidual = false;      // store v (residual_out)
+  bool f32Residual = false;        // normalize the unrounded f32 sum
+  bool hasSkip = false;            // y = skip + norm(v) (Sandwich)
+  ElementType skipType = ElementType::bf16;
+  double eps = 1e-6;
+  double alpha = 1.0;
+  double weightOffset = 0.0;       // 1.0: Gemma's (1 + w)
+  int64_t groups = 1;
+  // QK-Norm prologue only:
+  int64_t numQHeads = 0, numKvHeads = 0;
+  Statistic qkStatistic = Statistic::RMS; // rms, l2 or mean_var per head
+};
+
+using OpKind = OpSpec::Kind;
+
+/// "rms_norm", "layer_norm", ..., "qk_norm".
+std::string_view getOpKindName(OpKind kind);
+std::optional<OpKind> parseOpKindName(std::string_view name);
+
+/// The kernel op that implements `kind`: "fused_row", "qk_norm_prologue" or
+/// "column_stats" (the signature's kind).
+std::string_view getKernelOpName(OpKind kind);
+
+/// The per-row statistic of the kernel of `spec` (none for column
+/// statistics, whose reduction runs over columns).
+Statistic getStatistic(const OpSpec &spec);
+
+/// Whether the kernel of `spec` reads `eps`: it has a statistic, or
+/// per-channel variances (BatchNorm inference).
+bool usesEps(const OpSpec &spec);
+
+/// Whether the kernel of `spec` is a norm.fused_row (every kind but column
+/// statistics and the QK-Norm prologue): rows too long for registers are
+/// staged in shared memory or streamed.
+bool isFusedRow(const OpSpec &spec);
+
+/// The length of the rows threads are mapped onto: the hidden size, a
+/// group's width (GroupNorm, or any statistic over groups) or the head dim
+/// (QK-Norm).
+int64_t getRowLength(const OpSpec &spec);
+
+/// Kernel rows per logical row (token): the groups of a row kernel, query
+/// plus key/value heads for QK-Norm, else 1 (column statistics have no
+/// rows).
+int64_t getRowsPerToken(const OpSpec &spec);
+
+//===----------------------------------------------------------------------===//
+// Rules
+//===----------------------------------------------------------------------===//
+
+/// The longest row of any kernel (2^24 elements, far beyond any hidden size
+/// of a model): index arithmetic and f32 sums stay well inside their range,
+/// and larger values are a caller's bug (bytes passed as elements, say).
+constexpr int64_t kMaxRowLength = int64_t(1) << 24;
+
+/// `eps` (and `qk_norm_eps`, with `name`): positive and finite.
+Status verifyEps(double eps, std::string_view name = "eps");
+/// DeepNorm's alpha, attention's scale: positive and finite.
+Status verifyPositiveFinite(double value, std::string_view name);
+/// Gemma's `1 + w`: finite, and only with a weight to shift.
+Status verifyWeightOffset(double offset, bool hasWeight);
+/// GroupNorm: positive and dividing the hidden size.
+Status verifyGroups(int64_t groups, int64_t hidden);
+
+/// Every rule an operation must meet for a kernel to implement it: known
+/// kinds and types, sizes within kMaxRowLength, eps, alpha, the weight
+/// offset, groups, head counts, and flags only where the kind uses them
+/// (InvalidArgument, with a message naming the field).
+Status verifyOpSpec(const OpSpec &spec);
+
+//===----------------------------------------------------------------------===//
+// Identity
+//===----------------------------------------------------------------------===//
+
+/// The same operation with the fields it does not use reset to defaults, so
+/// that equal operations have equal identities.
+OpSpec normalizeOpSpec(const OpSpec &spec);
+
+/// Every field of the normalized operation on one line (doubles exact, in
+/// hexadecimal): the identity of the operation in kernel names, cache keys
+/// and bundles.
+std::string getCanonicalSpec(const OpSpec &spec);
+/// Inverse of getCanonicalSpec (bundles list their operations this way).
+std::optional<OpSpec> parseCanonicalSpec(std::string_view text,
+                                         std::string &error);
+
+/// A short form for logs: "rms_norm h4096 bf16 +addend +residual_out".
+std::string describeOpSpec(const OpSpec &spec);
+
+} // namespace norm
+
+#endif // NORM_COMPILER_MODEL_OPERATION_H

@@ -1,0 +1,174 @@
+//===- KernelOps.cpp - kernel ops and the kernel model --------------------===//
+//
+// The seam between the dialect and the plain-C++ kernel model: element
+// types, launch configurations and targets both ways, a kernel op's buffers
+// in ABI order, its signature, and kernel ops built from an OpSpec.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/NormOps.h"
+
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+using namespace mlir::norm;
+using ::norm::BufferSlot;
+using ::norm::OpKind;
+
+::norm::ElementType mlir::norm::getElementType(Type type) {
+  Type element = getElementTypeOrSelf(type);
+  if (element.isF32())
+    return ::norm::ElementType::f32;
+  if (element.isF16())
+    return ::norm::ElementType::f16;
+  assert(element.isBF16() && "the dialect admits f32, f16 and bf16 only");
+  return ::norm::ElementType::bf16;
+}
+
+Type mlir::norm::getMlirType(MLIRContext *context, ::norm::ElementType type) {
+  switch (type) {
+  case ::norm::ElementType::f32:
+    return Float32Type::get(context);
+  case ::norm::ElementType::f16:
+    return Float16Type::get(context);
+  case ::norm::ElementType::bf16:
+    return BFloat16Type::get(context);
+  }
+  llvm_unreachable("unknown element type");
+}
+
+::norm::LaunchConfig mlir::norm::getLaunchConfig(LaunchAttr launch) {
+  return {launch.getVector(), launch.getThreadsPerRow(), launch.getWarps(),
+          launch.getRowsPerCta()};
+}
+
+LaunchAttr mlir::norm::getLaunchAttr(MLIRContext *context,
+                                     const ::norm::LaunchConfig &launch) {
+  return LaunchAttr::get(context, launch.vector, launch.threadsPerRow,
+                         launch.warps, launch.rowsPerCta);
+}
+
+SmallVector<KernelBuffer> mlir::norm::getKernelBuffers(KernelOpInterface op) {
+  SmallVector<KernelBuffer> buffers;
+  for (const ::norm::BufferSpec &buffer : ::norm::getBuffers(op.getOpSpec()))
+    buffers.push_back({buffer.slot, op.getBuffer(buffer.slot)});
+  return buffers;
+}
+
+FailureOr<::norm::KernelSignature>
+mlir::norm::describeKernel(KernelOpInterface op,
+                           const ::norm::LaunchConfig &launch,
+                           const ::norm::TargetOptions &target) {
+  ::norm::KernelSignature signature;
+  if (::norm::Status status =
+          ::norm::describeKernel(op.getOpSpec(), launch, target, signature);
+      !status)
+    return op->emitOpError() << status.message();
+  return signature;
+}
+
+RankedTensorType mlir::norm::getBufferType(MLIRContext *context,
+                                           const ::norm::BufferSpec &buffer,
+                                           int64_t rows) {
+  Type element = getMlirType(context, buffer.type);
+  if (!buffer.rows2D)
+    return RankedTensorType::get({buffer.cols}, element);
+  return RankedTensorType::get(
+      {rows < 0 ? ShapedType::kDynamic : rows, buffer.cols}, element);
+}
+
+static QKNormKind getQKNormKind(::norm::Statistic statistic) {
+  switch (statistic) {
+  case ::norm::Statistic::L2:
+    return QKNormKind::l2;
+  case ::norm::Statistic::MeanVar:
+    return QKNormKind::mean_var;
+  default:
+    return QKNormKind::rms;
+  }
+}
+
+static Statistic getDialectStatistic(::norm::Statistic statistic) {
+  switch (statistic) {
+  case ::norm::Statistic::RMS:
+    return Statistic::rms;
+  case ::norm::Statistic::MeanVar:
+    return Statistic::mean_var;
+  case ::norm::Statistic::L2:
+    return Statistic::l2;
+  case ::norm::Statistic::None:
+    return Statistic::none;
+  }
+  llvm_unreachable("unknown statistic");
+}
+
+FailureOr<KernelOpInterface>
+mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
+                           const ::norm::OpSpec &spec, int64_t rows,
+                           function_ref<Value(BufferSlot)> getInput) {
+  if (::norm::Status status = ::norm::verifyOpSpec(spec); !status)
+    return emitError(loc) << status.message();
+  MLIRContext *context = builder.getContext();
+  // Inputs from the caller, result types from the model.
+  llvm::SmallDenseMap<int, Value> inputs;
+  llvm::SmallDenseMap<int, Type> results;
+  for (const ::norm::BufferSpec &buffer : ::norm::getBuffers(spec)) {
+    int slot = static_cast<int>(buffer.slot);
+    if (buffer.written)
+      results[slot] = getBufferType(context, buffer, rows);
+    else
+      inputs[slot] = getInput(buffer.slot);
+  }
+  auto input = [&](BufferSlot slot) { return inputs.lookup(int(slot)); };
+  auto result = [&](BufferSlot slot) { return results.lookup(int(slot)); };
+  auto real = [&](double value) { return builder.getF64FloatAttr(value); };
+
+  switch (spec.kind) {
+  case OpKind::BatchNormStats:
+    return KernelOpInterface(ColumnStatsOp::create(
+        builder, loc, result(BufferSlot::Mean), result(BufferSlot::Variance),
+        input(BufferSlot::Input), /*launch=*/nullptr, /*kernel=*/nullptr)
+                                 .getOperation());
+  case OpKind::QKNormPrologue:
+    return KernelOpInterface(
+        QKNormPrologueOp::create(
+            builder, loc, result(BufferSlot::Q), result(BufferSlot::K),
+            input(BufferSlot::Qkv), input(BufferSlot::QWeight),
+            input(BufferSlot::KWeight),
+            QKNormKindAttr::get(context, getQKNormKind(spec.qkStatistic)),
+            builder.getI64IntegerAttr(spec.numQHeads),
+            builder.getI64IntegerAttr(spec.numKvHeads),
+            builder.getI64IntegerAttr(spec.hidden), real(spec.eps),
+            real(spec.weightOffset), /*launch=*/nullptr, /*kernel=*/nullptr)
+            .getOperation());
+  default:
+    break;
+  }
+  auto op = FusedRowOp::create(
+      builder, loc, result(BufferSlot::Output), result(BufferSlot::ResidualOut),
+      input(BufferSlot::Input), input(BufferSlot::Addend),
+      input(BufferSlot::Skip), input(BufferSlot::Weight),
+      input(BufferSlot::Bias), input(BufferSlot::Mean),
+      input(BufferSlot::Variance),
+      StatisticAttr::get(context,
+                         getDialectStatistic(::norm::getStatistic(spec))),
+      ::norm::usesEps(spec) ? real(spec.eps) : FloatAttr(), real(spec.alpha),
+      real(spec.weightOffset), builder.getI64IntegerAttr(spec.groups),
+      spec.f32Residual ? builder.getUnitAttr() : UnitAttr(),
+      /*launch=*/nullptr, /*kernel=*/nullptr);
+  return KernelOpInterface(op.getOperation());
+}
+
+::norm::TargetOptions mlir::norm::getTargetOptions(Operation *op) {
+  for (Operation *scope = op; scope; scope = scope->getParentOp())
+    if (auto target =
+            scope->getAttrOfType<TargetAttr>(NormDialect::kTargetAttrName))
+      return target.getOptions();
+  return ::norm::TargetOptions();
+}
+
+void mlir::norm::setTargetOptions(ModuleOp module,
+                                  const ::norm::TargetOptions &target) {
+  module->setAttr(NormDialect::kTargetAttrName,
+                  TargetAttr::get(module.getContext(), target));
+}

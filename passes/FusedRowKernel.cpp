@@ -1,0 +1,286 @@
+//===- FusedRowKernel.cpp - norm.fused_row, rows in registers -------------===//
+
+#include "passes/FusedRowKernel.h"
+
+#include "dialects/NormOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::norm;
+
+FusedRow::FusedRow(MLIRContext *context, const ::norm::OpSpec &spec,
+                   int64_t vector, int64_t threads)
+    : spec(spec), groups(spec.groups),
+      row(::norm::getRowLength(spec), vector, threads),
+      statistic(::norm::getStatistic(spec)),
+      streamType(getMlirType(context, ::norm::getStreamType(spec))),
+      outputType(getMlirType(context, spec.output)), alpha(spec.alpha),
+      eps(spec.eps), offset(spec.weightOffset) {}
+
+void FusedRowEmitter::emit() {
+  if (::norm::fitsInRegisters(fused.spec, sig.launch))
+    return emitRegisterRows();
+  // Rows leave registers; the signature says whether the target had the
+  // shared memory to stage them (norm::getRowStorage).
+  emitLongRows(sig.sharedBytes > 0 ? ::norm::RowStorage::Shared
+                                   : ::norm::RowStorage::Streamed);
+}
+
+void FusedRowEmitter::emitRegisterRows() {
+  const RowLayout &row = fused.row;
+  Value input = arg("input"), addend = arg("addend"), skip = arg("skip");
+
+  // Parameters of the whole row are the same for every row of the CTA: load
+  // them once. GroupNorm rows are groups of channels, each with its own
+  // parameters, loaded per row (any row's channels exist, valid or not).
+  // Either way before the reduction, so that the loads overlap it.
+  ParamChunks ctaParams;
+  if (fused.groups == 1)
+    ctaParams = loadParams(index(0));
+
+  forEachFusedRow([&](const RowPosition &position) {
+    ParamChunks params =
+        fused.groups > 1 ? loadParams(position.colBase) : ctaParams;
+
+    // 1. The row into registers, and its partial sums.
+    SmallVector<Value> loaded = ifElseZeros(position.valid, [&] {
+      Value inputBase = rowBase(position, "input");
+      Value addendBase = addend ? rowBase(position, "addend") : Value();
+      SmallVector<Value> values;
+      for (int64_t c = 0; c < row.chunks; ++c)
+        values.push_back(
+            prologue(loadChunk(row, input, inputBase, c),
+                     addend ? loadChunk(row, addend, addendBase, c) : Value()));
+      // The residual stream is complete before the reduction: storing it now
+      // overlaps the writes with the exchange.
+      if (Value residual = arg("residual_out"))
+        storeRow(row, values, residual, rowBase(position, "residual_out"));
+      SmallVector<Value> out = values;
+      if (skip)
+        llvm::append_range(out, loadRow(row, skip, rowBase(position, "skip")));
+      Value pivot = loadPivot(inputBase, addendBase);
+      SmallVector<Value> sums = initialSums();
+      for (auto [c, v] : llvm::enumerate(values))
+        accumulate({chunkStart(c), row.isFull(c)}, v, pivot, sums);
+      if (pivot)
+        out.push_back(pivot);
+      for (Value sum : sums)
+        out.push_back(reduce(sum));
+      return out;
+    });
+
+    ArrayRef<Value> cursor = loaded;
+    auto take = [&](size_t n) {
+      ArrayRef<Value> part = cursor.take_front(n);
+      cursor = cursor.drop_front(n);
+      return part;
+    };
+    ArrayRef<Value> values = take(row.chunks);
+    ArrayRef<Value> skipChunks = take(skip ? row.chunks : 0);
+    Value pivot =
+        fused.statistic == ::norm::Statistic::MeanVar ? take(1).front() : Value();
+
+    // 2. One exchange for all sums of the row.
+    SmallVector<Value> sums = allReduce(cursor);
+
+    // 3. Normalize, scale, store.
+    ifThen(position.valid, [&] {
+      RowScale scale = getRowScale(sums, pivot);
+      auto at = [](ArrayRef<Value> chunks, int64_t c) {
+        return chunks.empty() ? Value() : chunks[c];
+      };
+      SmallVector<Value> outputs;
+      for (int64_t c = 0; c < row.chunks; ++c)
+        outputs.push_back(normalize(
+            scale, values[c],
+            {at(params.weight, c), at(params.bias, c), at(params.mean, c),
+             at(params.invStd, c), at(skipChunks, c)}));
+      storeRow(row, outputs, arg("output"), rowBase(position, "output"));
+    });
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Rows
+//===----------------------------------------------------------------------===//
+
+void FusedRowEmitter::forEachFusedRow(
+    function_ref<void(const RowPosition &)> body) {
+  int64_t groups = fused.groups;
+  Value kernelRows = mul(indexArg("rows"), index(groups));
+  forEachCtaRow([&](Value rowIndex) {
+    RowPosition position;
+    position.valid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                           rowIndex, kernelRows);
+    position.token = rowIndex;
+    position.colBase = index(0);
+    if (groups > 1) {
+      position.token = arith::DivUIOp::create(b, rowIndex, index(groups));
+      position.colBase =
+          mul(arith::RemUIOp::create(b, rowIndex, index(groups)),
+              index(fused.row.length));
+    }
+    body(position);
+  });
+}
+
+Value FusedRowEmitter::rowBase(const RowPosition &position, StringRef buffer) {
+  return add(mul(position.token, stride(buffer)), position.colBase);
+}
+
+//===----------------------------------------------------------------------===//
+// Prologue and statistic
+//===----------------------------------------------------------------------===//
+
+Value FusedRowEmitter::prologue(Value x, Value a) {
+  if (!a) // without an addend, v is the input as it is stored
+    return x;
+  Value v = toF32(x);
+  if (fused.alpha != 1.0)
+    v = mulf(v, isa<VectorType>(v.getType()) ? splatF32(fused.alpha)
+                                             : constantF32(fused.alpha));
+  return convert(addf(v, toF32(a)), fused.streamType);
+}
+
+Value FusedRowEmitter::loadPrologue(Chunk chunk, Value inputBase,
+                                    Value addendBase) {
+  Value addend = arg("addend");
+  auto load = [&](Value buffer, Value base) {
+    return loadVector(buffer, base, chunk.start, fused.row.length,
+                      chunk.inside);
+  };
+  return prologue(load(arg("input"), inputBase),
+                  addend ? load(addend, addendBase) : Value());
+}
+
+Value FusedRowEmitter::loadPivot(Value inputBase, Value addendBase) {
+  if (fused.statistic != ::norm::Statistic::MeanVar)
+    return {};
+  Value addend = arg("addend");
+  Value first = memref::LoadOp::create(b, arg("input"), inputBase);
+  return toF32(prologue(
+      first, addend ? memref::LoadOp::create(b, addend, addendBase).getResult()
+                    : Value()));
+}
+
+SmallVector<Value> FusedRowEmitter::initialSums() {
+  int64_t count = fused.statistic == ::norm::Statistic::MeanVar ? 2
+                  : fused.statistic == ::norm::Statistic::None  ? 0
+                                                        : 1;
+  return SmallVector<Value>(count, zero(VectorType::get({vector}, f32)));
+}
+
+void FusedRowEmitter::accumulate(Chunk chunk, Value v, Value pivot,
+                                 MutableArrayRef<Value> sums) {
+  Value vf = toF32(v);
+  switch (fused.statistic) {
+  case ::norm::Statistic::RMS:
+  case ::norm::Statistic::L2:
+    sums[0] = addf(sums[0], mulf(vf, vf));
+    break;
+  case ::norm::Statistic::MeanVar: {
+    Value d = maskOutside(fused.row, chunk, subf(vf, splat(pivot)));
+    sums[0] = addf(sums[0], d);
+    sums[1] = addf(sums[1], mulf(d, d));
+    break;
+  }
+  case ::norm::Statistic::None:
+    break;
+  }
+}
+
+RowScale FusedRowEmitter::getRowScale(ArrayRef<Value> sums, Value pivot) {
+  RowScale result;
+  result.pivot = pivot;
+  double invLength = 1.0 / static_cast<double>(fused.row.length);
+  switch (fused.statistic) {
+  case ::norm::Statistic::RMS:
+    result.scale = rsqrt(addf(mulf(sums[0], constantF32(invLength)),
+                              constantF32(fused.eps)));
+    break;
+  case ::norm::Statistic::L2:
+    result.scale = rsqrt(addf(sums[0], constantF32(fused.eps)));
+    break;
+  case ::norm::Statistic::MeanVar: {
+    // mean = pivot + centre; var = E[(v - pivot)^2] - centre^2.
+    result.centre = mulf(sums[0], constantF32(invLength));
+    Value variance = subf(mulf(sums[1], constantF32(invLength)),
+                          mulf(result.centre, result.centre));
+    variance = arith::MaximumFOp::create(b, variance, constantF32(0.0));
+    result.scale = rsqrt(addf(variance, constantF32(fused.eps)));
+    break;
+  }
+  case ::norm::Statistic::None:
+    break;
+  }
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Epilogue
+//===----------------------------------------------------------------------===//
+
+Value FusedRowEmitter::normalize(const RowScale &scale, Value v,
+                                 const ChunkParams &params) {
+  Value y = toF32(v);
+  if (scale.centre)
+    y = subf(subf(y, splat(scale.pivot)), splat(scale.centre));
+  else if (params.mean)
+    y = subf(y, toF32(params.mean));
+  if (scale.scale)
+    y = mulf(y, splat(scale.scale));
+  else if (params.invStd)
+    y = mulf(y, params.invStd);
+  if (params.weight) {
+    Value w = toF32(params.weight);
+    if (fused.offset != 0.0)
+      w = addf(w, splatF32(fused.offset));
+    y = mulf(y, w);
+  }
+  if (params.bias)
+    y = addf(y, toF32(params.bias));
+  // Sandwich: the normalized value is rounded before the add.
+  if (params.skip)
+    y = addf(toF32(convert(y, fused.outputType)), toF32(params.skip));
+  return y;
+}
+
+ParamChunks FusedRowEmitter::loadParams(Value colBase) {
+  const RowLayout &row = fused.row;
+  ParamChunks params;
+  auto load = [&](StringRef name, SmallVector<Value> &into) {
+    if (Value buffer = arg(name))
+      into = loadRow(row, buffer, colBase);
+  };
+  load("weight", params.weight);
+  load("bias", params.bias);
+  load("mean", params.mean);
+  if (Value variance = arg("variance")) {
+    Value eps = splatF32(fused.eps);
+    for (Value chunk : loadRow(row, variance, colBase))
+      params.invStd.push_back(rsqrt(addf(toF32(chunk), eps)));
+  }
+  return params;
+}
+
+ChunkParams FusedRowEmitter::loadChunkParams(Chunk chunk, Value colBase,
+                                             Value skipBase) {
+  ChunkParams params;
+  auto load = [&](StringRef name, Value base) -> Value {
+    Value buffer = arg(name);
+    if (!buffer)
+      return {};
+    return loadVector(buffer, base, chunk.start, fused.row.length,
+                      chunk.inside);
+  };
+  params.weight = load("weight", colBase);
+  params.bias = load("bias", colBase);
+  params.mean = load("mean", colBase);
+  if (Value variance = load("variance", colBase))
+    params.invStd = rsqrt(addf(toF32(variance), splatF32(fused.eps)));
+  params.skip = load("skip", skipBase);
+  return params;
+}

@@ -1,0 +1,141 @@
+//===- FusedRowKernel.h - the kernel of norm.fused_row ----------*- C++ -*-===//
+//
+// Every row kernel has the same frame:
+//
+//   thread geometry   lane = tid % T (thread in the row), slot = tid / T (row
+//                     of the CTA), CTA rows bid * rows_per_cta + it * CR + slot
+//   per-CTA loads     parameters shared by all rows, before the row loop
+//   for each row      1. if the row exists: load the row, prologue, partial
+//                        sums
+//                     2. norm.row_allreduce of all sums at once (every thread)
+//                     3. if the row exists: epilogue and stores
+//
+// Threads keep their share of a row in registers where the CTA's registers
+// hold it (norm::fitsInRegisters), the chunks unrolled (FusedRowKernel.cpp).
+// Otherwise they loop over their chunks (kChunksPerIteration at a time) and
+// keep the row elsewhere (norm::getRowStorage; LongRowKernel.cpp):
+//   shared    step 1 stores v in dynamic shared memory as it accumulates the
+//             sums, step 3 reads it back: global memory is read once;
+//   streamed  step 3 reads the row again (v from residual_out when that holds
+//             it exactly, else input and addend once more).
+// Either way a thread reads back only the elements it wrote itself, in
+// program order: no barrier or fence is needed between the steps.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_PASSES_FUSEDROWKERNEL_H
+#define NORM_PASSES_FUSEDROWKERNEL_H
+
+#include "passes/KernelIR.h"
+
+namespace mlir::norm {
+
+/// What the kernel code of a norm.fused_row reads of its operation.
+struct FusedRow {
+  FusedRow(MLIRContext *context, const ::norm::OpSpec &spec, int64_t vector,
+           int64_t threads);
+
+  ::norm::OpSpec spec;
+  int64_t groups;
+  RowLayout row;
+  ::norm::Statistic statistic;
+  /// The element type of v (norm::getStreamType) and of the output.
+  Type streamType, outputType;
+  double alpha, eps, offset;
+};
+
+/// Where one row of a norm.fused_row kernel lies.
+struct RowPosition {
+  Value valid;   // whether the row exists
+  Value token;   // its row in the 2-D buffers
+  Value colBase; // its first channel (GroupNorm rows are groups)
+};
+
+/// What normalizes a row: `scale` (null without a statistic) and, for
+/// mean_var, `pivot` and `centre` (mean = pivot + centre).
+struct RowScale {
+  Value scale, pivot, centre;
+};
+
+/// Per-channel parameters of a row, `vector`-wide chunks in storage type
+/// (register-lean), except `invStd` (f32).
+struct ParamChunks {
+  SmallVector<Value> weight, bias, mean, invStd;
+};
+
+/// The operands of the epilogue for one chunk; null where absent.
+struct ChunkParams {
+  Value weight, bias, mean, invStd, skip;
+};
+
+class FusedRowEmitter : public KernelBuilder {
+public:
+  FusedRowEmitter(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
+                  const ::norm::KernelSignature &sig,
+                  const ::norm::OpSpec &spec)
+      : KernelBuilder(b, func, sig),
+        fused(b.getContext(), spec, sig.launch.vector,
+              sig.launch.threadsPerRow) {}
+
+  /// The kernel, with its rows kept where the signature's target put them.
+  void emit();
+
+private:
+  /// Rows in registers.
+  void emitRegisterRows();
+  /// Rows in shared memory or streamed (LongRowKernel.cpp).
+  void emitLongRows(::norm::RowStorage storage);
+
+  /// This thread group's row in shared memory, as whole vectors of `vector`
+  /// elements of v. Accessed with memref.load/store of vectors, which the
+  /// NVVM conversion lowers: vector.load on workgroup memory would meet
+  /// convert-vector-to-llvm first, which cannot map that address space.
+  struct StagedRow {
+    Value buffer; // memref<concurrent rows x row vectors x vector<V x T>>
+    Value base;   // the first vector of this thread group's row
+  };
+  StagedRow createStagedRow();
+  /// Where chunk `chunk` lies in `staged`, and whether it starts inside the
+  /// row (a partial chunk is staged whole: its lanes outside the row are
+  /// zeros and the region holds whole vectors).
+  std::pair<Value, Value> locateStaged(const StagedRow &staged, Chunk chunk);
+  void stage(const StagedRow &staged, Chunk chunk, Value v);
+  Value unstage(const StagedRow &staged, Chunk chunk);
+
+  /// Runs `body` for each row of the CTA's thread group.
+  void forEachFusedRow(function_ref<void(const RowPosition &)> body);
+  /// Where the row at `position` begins in the 2-D buffer `buffer`.
+  Value rowBase(const RowPosition &position, StringRef buffer);
+
+  /// v = alpha * x + a, rounded to the stream type; x itself without `a`.
+  Value prologue(Value x, Value a);
+  /// v of one chunk, from input (and addend) at their row bases.
+  Value loadPrologue(Chunk chunk, Value inputBase, Value addendBase);
+  /// The pivot of mean_var sums: the row's first v (null otherwise). Every
+  /// thread loads it: the sums of v - pivot then need no difference of
+  /// large numbers.
+  Value loadPivot(Value inputBase, Value addendBase);
+  /// Zeros for the per-thread sums of the statistic: sum(v^2) for rms and
+  /// l2, sum(v - pivot) and sum((v - pivot)^2) for mean_var.
+  SmallVector<Value> initialSums();
+  /// Adds chunk `v` to `sums` (see initialSums).
+  void accumulate(Chunk chunk, Value v, Value pivot,
+                  MutableArrayRef<Value> sums);
+  /// The scale of the row from the row sums of its statistic.
+  RowScale getRowScale(ArrayRef<Value> sums, Value pivot);
+  /// The f32 output of one chunk of v.
+  Value normalize(const RowScale &scale, Value v, const ChunkParams &params);
+
+  /// Weight, bias and per-channel statistics of the channels at `colBase`,
+  /// for rows in registers.
+  ParamChunks loadParams(Value colBase);
+  /// The epilogue operands of one chunk, loaded from global memory (rows too
+  /// long to keep them in registers).
+  ChunkParams loadChunkParams(Chunk chunk, Value colBase, Value skipBase);
+
+  FusedRow fused;
+};
+
+} // namespace mlir::norm
+
+#endif // NORM_PASSES_FUSEDROWKERNEL_H

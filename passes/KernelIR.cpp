@@ -1,0 +1,293 @@
+//===- KernelIR.cpp - the vocabulary of kernel programs -------------------===//
+
+#include "passes/KernelIR.h"
+
+#include "dialects/NormOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+using namespace mlir::norm;
+
+KernelBuilder::KernelBuilder(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
+                             const ::norm::KernelSignature &sig)
+    : b(b), sig(sig), f32(b.getF32Type()), vector(sig.launch.vector),
+      threads(sig.launch.threadsPerRow) {
+  for (auto [param, arg] : llvm::zip(sig.params, func.getArguments())) {
+    args[param.name] = arg;
+    alignments[arg] = param.alignment;
+  }
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  bid = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  lane = arith::RemUIOp::create(b, tid, index(threads));
+  slot = arith::DivUIOp::create(b, tid, index(threads));
+}
+
+//===----------------------------------------------------------------------===//
+// Values
+//===----------------------------------------------------------------------===//
+
+Value KernelBuilder::index(int64_t value) {
+  return arith::ConstantIndexOp::create(b, value);
+}
+
+Value KernelBuilder::constantF32(double value) {
+  return arith::ConstantOp::create(b, b.getF32FloatAttr(value));
+}
+
+Value KernelBuilder::zero(Type type) {
+  return arith::ConstantOp::create(b, type, b.getZeroAttr(type));
+}
+
+Value KernelBuilder::add(Value x, Value y) {
+  return b.createOrFold<arith::AddIOp>(x, y);
+}
+
+Value KernelBuilder::mul(Value x, Value y) {
+  return b.createOrFold<arith::MulIOp>(x, y);
+}
+
+Value KernelBuilder::addf(Value x, Value y) {
+  return arith::AddFOp::create(b, x, y);
+}
+
+Value KernelBuilder::subf(Value x, Value y) {
+  return arith::SubFOp::create(b, x, y);
+}
+
+Value KernelBuilder::mulf(Value x, Value y) {
+  return arith::MulFOp::create(b, x, y);
+}
+
+Value KernelBuilder::rsqrt(Value x) {
+  return math::RsqrtOp::create(b, x, arith::FastMathFlags::afn);
+}
+
+Value KernelBuilder::splat(Value scalar) {
+  return vector::BroadcastOp::create(b, VectorType::get({vector}, f32), scalar);
+}
+
+Value KernelBuilder::splatF32(double value) {
+  return splat(constantF32(value));
+}
+
+Value KernelBuilder::reduce(Value v) {
+  return vector::ReductionOp::create(b, vector::CombiningKind::ADD, v);
+}
+
+Value KernelBuilder::convert(Value v, Type element) {
+  Type from = getElementTypeOrSelf(v.getType());
+  if (from == element)
+    return v;
+  Type to = element;
+  if (auto vt = dyn_cast<VectorType>(v.getType()))
+    to = vt.clone(element);
+  if (from.getIntOrFloatBitWidth() < element.getIntOrFloatBitWidth())
+    return arith::ExtFOp::create(b, to, v);
+  if (from.getIntOrFloatBitWidth() > element.getIntOrFloatBitWidth())
+    return arith::TruncFOp::create(b, to, v);
+  // f16 <-> bf16: through f32, as the unfused graph would.
+  return convert(convert(v, f32), element);
+}
+
+Value KernelBuilder::indexArg(StringRef name) {
+  return arith::IndexCastOp::create(b, b.getIndexType(), arg(name));
+}
+
+Type KernelBuilder::elementOf(Value buffer) {
+  return cast<MemRefType>(buffer.getType()).getElementType();
+}
+
+VectorType KernelBuilder::vectorOf(Value buffer) {
+  return VectorType::get({vector}, elementOf(buffer));
+}
+
+//===----------------------------------------------------------------------===//
+// Control flow
+//===----------------------------------------------------------------------===//
+
+SmallVector<Value>
+KernelBuilder::ifElseZeros(Value cond,
+                           function_ref<SmallVector<Value>()> then) {
+  SmallVector<Type> types;
+  auto ifOp = scf::IfOp::create(
+      b, cond,
+      [&](OpBuilder &nested, Location) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nested.getInsertionBlock(),
+                            nested.getInsertionPoint());
+        SmallVector<Value> values = then();
+        types = llvm::to_vector(ValueRange(values).getTypes());
+        scf::YieldOp::create(b, values);
+      },
+      [&](OpBuilder &nested, Location) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nested.getInsertionBlock(),
+                            nested.getInsertionPoint());
+        scf::YieldOp::create(
+            b, llvm::map_to_vector(types, [&](Type t) { return zero(t); }));
+      });
+  return SmallVector<Value>(ifOp.getResults());
+}
+
+void KernelBuilder::ifThen(Value cond, function_ref<void()> then,
+                           function_ref<void()> otherwise) {
+  auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/bool(otherwise));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  then();
+  if (otherwise) {
+    b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+    otherwise();
+  }
+}
+
+void KernelBuilder::forEachCtaRow(function_ref<void(Value row)> body) {
+  int64_t concurrent = sig.launch.getConcurrentRows();
+  int64_t iterations = sig.launch.rowsPerCta / concurrent;
+  Value first = add(mul(bid, index(sig.launch.rowsPerCta)), slot);
+  if (iterations == 1)
+    return body(first);
+  scf::ForOp::create(b, index(0), index(iterations), index(1), ValueRange{},
+                     [&](OpBuilder &nested, Location, Value it, ValueRange) {
+                       OpBuilder::InsertionGuard guard(b);
+                       b.setInsertionPoint(nested.getInsertionBlock(),
+                                           nested.getInsertionPoint());
+                       body(add(first, mul(it, index(concurrent))));
+                       scf::YieldOp::create(b);
+                     });
+}
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+Value KernelBuilder::loadVector(Value buffer, Value rowBase, Value start,
+                                int64_t length, bool inside) {
+  VectorType type = vectorOf(buffer);
+  Value at = add(rowBase, start);
+  auto load = [&] {
+    return vector::LoadOp::create(b, type, buffer, at, /*nontemporal=*/false,
+                                  alignmentOf(buffer))
+        .getResult();
+  };
+  if (inside)
+    return load();
+  Value full = arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
+                                     add(start, index(vector)), index(length));
+  auto ifOp = scf::IfOp::create(b, TypeRange{type}, full, /*withElse=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  scf::YieldOp::create(b, load());
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  Value tail = zero(type);
+  if (length % vector != 0)
+    tail = vector::MaskedLoadOp::create(b, type, buffer, at,
+                                        tailMask(start, length), tail);
+  scf::YieldOp::create(b, tail);
+  return ifOp.getResult(0);
+}
+
+void KernelBuilder::storeVector(Value value, Value buffer, Value rowBase,
+                                Value start, int64_t length, bool inside) {
+  Value at = add(rowBase, start);
+  auto store = [&] {
+    vector::StoreOp::create(b, value, buffer, at, /*nontemporal=*/false,
+                            alignmentOf(buffer));
+  };
+  if (inside)
+    return store();
+  Value full = arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
+                                     add(start, index(vector)), index(length));
+  if (length % vector == 0)
+    return ifThen(full, store);
+  ifThen(full, store, [&] {
+    vector::MaskedStoreOp::create(b, buffer, at, tailMask(start, length), value);
+  });
+}
+
+Value KernelBuilder::tailMask(Value start, int64_t length) {
+  Value left = arith::SubIOp::create(b, index(length), start);
+  return vector::CreateMaskOp::create(
+      b, VectorType::get({vector}, b.getI1Type()), ValueRange{left});
+}
+
+//===----------------------------------------------------------------------===//
+// Rows
+//===----------------------------------------------------------------------===//
+
+Value KernelBuilder::chunkStart(int64_t c) {
+  return add(mul(lane, index(vector)), index(c * threads * vector));
+}
+
+Value KernelBuilder::loadChunk(const RowLayout &row, Value buffer,
+                               Value rowBase, int64_t c) {
+  return loadVector(buffer, rowBase, chunkStart(c), row.length, row.isFull(c));
+}
+
+SmallVector<Value> KernelBuilder::loadRow(const RowLayout &row, Value buffer,
+                                          Value rowBase) {
+  SmallVector<Value> chunks;
+  for (int64_t c = 0; c < row.chunks; ++c)
+    chunks.push_back(loadChunk(row, buffer, rowBase, c));
+  return chunks;
+}
+
+void KernelBuilder::storeRow(const RowLayout &row, ArrayRef<Value> chunks,
+                             Value buffer, Value rowBase) {
+  Type element = elementOf(buffer);
+  for (int64_t c = 0; c < row.chunks; ++c)
+    storeVector(convert(chunks[c], element), buffer, rowBase, chunkStart(c),
+                row.length, row.isFull(c));
+}
+
+Value KernelBuilder::maskOutside(const RowLayout &row, Chunk chunk, Value d) {
+  if (chunk.inside)
+    return d;
+  return arith::SelectOp::create(b, tailMask(chunk.start, row.length), d,
+                                 zero(d.getType()));
+}
+
+SmallVector<Value> KernelBuilder::forEachChunkGroup(
+    const RowLayout &row, ValueRange carried,
+    function_ref<SmallVector<Value>(ArrayRef<Chunk>, ValueRange)> body) {
+  int64_t perChunk = threads * vector;
+  int64_t iterations = row.length / perChunk / kChunksPerIteration;
+  SmallVector<Value> values(carried);
+  if (iterations > 0) {
+    int64_t step = kChunksPerIteration * perChunk;
+    Value laneStart = chunkStart(0);
+    auto loop = scf::ForOp::create(
+        b, index(0), index(iterations * step), index(step), values,
+        [&](OpBuilder &nested, Location, Value offset, ValueRange args) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nested.getInsertionBlock(),
+                              nested.getInsertionPoint());
+          Value first = add(offset, laneStart);
+          SmallVector<Chunk> chunks;
+          for (int64_t i = 0; i < kChunksPerIteration; ++i)
+            chunks.push_back({add(first, index(i * perChunk)), true});
+          scf::YieldOp::create(b, body(chunks, args));
+        });
+    values = SmallVector<Value>(loop.getResults());
+  }
+  SmallVector<Chunk> rest;
+  for (int64_t c = iterations * kChunksPerIteration; c < row.chunks; ++c)
+    rest.push_back({chunkStart(c), row.isFull(c)});
+  if (!rest.empty())
+    values = body(rest, values);
+  return values;
+}
+
+SmallVector<Value> KernelBuilder::allReduce(ValueRange values) {
+  if (values.empty())
+    return {};
+  return SmallVector<Value>(
+      RowAllReduceOp::create(b, values, static_cast<uint64_t>(threads))
+          .getResults());
+}

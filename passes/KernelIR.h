@@ -1,0 +1,154 @@
+//===- KernelIR.h - the vocabulary of kernel programs -----------*- C++ -*-===//
+//
+// What every kernel emitter is built from: values, control flow with
+// uniform bounds, vector accesses that stay inside a row (whole 16-byte
+// vectors inside it, masked ones on its ragged end), the chunks of a row a
+// thread owns, and the one collective, norm.row_allreduce. Only gpu
+// thread/block ids, arith, math, vector, scf, memref and norm ops: the GPU
+// lowering and the host execution path both run the result.
+//
+// Thread `lane` owns chunks c = 0..C-1 of `vector` elements starting at
+// (c * T + lane) * vector. Chunks that lie inside the row for every lane are
+// plain vector accesses; the last chunks test the lane's position and fall
+// back to a masked access for a partial vector, so any row length works and
+// nothing past the row is touched.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_PASSES_KERNELIR_H
+#define NORM_PASSES_KERNELIR_H
+
+#include "compiler/model/KernelModel.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace mlir::norm {
+
+/// How the threads of a row share it.
+struct RowLayout {
+  RowLayout(int64_t length, int64_t vector, int64_t threads)
+      : length(length), vector(vector), threads(threads),
+        chunks((length + threads * vector - 1) / (threads * vector)) {}
+
+  /// Whether chunk `c` lies inside the row for every lane.
+  bool isFull(int64_t c) const { return (c + 1) * threads * vector <= length; }
+
+  int64_t length, vector, threads, chunks;
+};
+
+/// One chunk of a thread: where it starts in the row, and whether it lies
+/// inside the row for every lane.
+struct Chunk {
+  Value start;
+  bool inside;
+};
+
+/// Chunks a thread loads per iteration of a loop over a long row: four
+/// independent 16-byte loads in flight per thread and buffer.
+constexpr int64_t kChunksPerIteration = 4;
+
+/// Emits the body of one kernel with the ABI of `sig`: derive an emitter
+/// per kernel kind from it.
+class KernelBuilder {
+public:
+  KernelBuilder(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
+                const ::norm::KernelSignature &sig);
+
+protected:
+  //===--- Values ---------------------------------------------------------===//
+
+  Value index(int64_t value);
+  Value constantF32(double value);
+  Value zero(Type type);
+  // Index arithmetic folds as it goes (x + 0, x * 1, constants).
+  Value add(Value x, Value y);
+  Value mul(Value x, Value y);
+  Value addf(Value x, Value y);
+  Value subf(Value x, Value y);
+  Value mulf(Value x, Value y);
+  /// Approximate (afn): rsqrt.approx.f32 on the GPU.
+  Value rsqrt(Value x);
+  /// `scalar` in every lane of a `vector`-wide f32 vector.
+  Value splat(Value scalar);
+  Value splatF32(double value);
+  /// Sum of the elements of an f32 vector.
+  Value reduce(Value v);
+  /// `v` (scalar or vector) converted to `element` (round to nearest even;
+  /// f16 <-> bf16 through f32, as the unfused graph converts).
+  Value convert(Value v, Type element);
+  Value toF32(Value v) { return convert(v, f32); }
+
+  /// The parameter named `name` in the signature (null if it has none).
+  Value arg(StringRef name) { return args.lookup(name); }
+  /// An i64 argument (rows, strides) as an index.
+  Value indexArg(StringRef name);
+  Value stride(StringRef buffer) { return indexArg((buffer + "_stride").str()); }
+  Type elementOf(Value buffer);
+  VectorType vectorOf(Value buffer);
+  /// What the signature promises for the buffer's pointer and row stride.
+  llvm::MaybeAlign alignmentOf(Value buffer) {
+    return llvm::MaybeAlign(alignments.lookup(buffer));
+  }
+
+  //===--- Control flow ---------------------------------------------------===//
+
+  /// Values that `then` computes when `cond` holds, zeros otherwise.
+  SmallVector<Value> ifElseZeros(Value cond,
+                                 function_ref<SmallVector<Value>()> then);
+  void ifThen(Value cond, function_ref<void()> then,
+              function_ref<void()> otherwise = nullptr);
+  /// Runs `body` for each row this thread's group works on: one or, when a
+  /// CTA handles more rows than it holds at once, a loop with uniform bounds
+  /// (every thread reaches the collectives of the body).
+  void forEachCtaRow(function_ref<void(Value row)> body);
+
+  //===--- Memory ---------------------------------------------------------===//
+
+  /// Elements [start, start + vector) of a row of `length` elements that
+  /// begins at `rowBase` in `buffer`, zero where they leave the row.
+  /// `inside`: the caller knows they lie inside.
+  Value loadVector(Value buffer, Value rowBase, Value start, int64_t length,
+                   bool inside);
+  void storeVector(Value value, Value buffer, Value rowBase, Value start,
+                   int64_t length, bool inside);
+  /// Lanes [start, start + vector) that lie inside a row of `length`.
+  Value tailMask(Value start, int64_t length);
+
+  //===--- Rows -----------------------------------------------------------===//
+
+  /// Where chunk `c` of this thread starts in its row.
+  Value chunkStart(int64_t c);
+  Value loadChunk(const RowLayout &row, Value buffer, Value rowBase, int64_t c);
+  SmallVector<Value> loadRow(const RowLayout &row, Value buffer, Value rowBase);
+  /// Stores `chunks`, converted to the buffer's element type.
+  void storeRow(const RowLayout &row, ArrayRef<Value> chunks, Value buffer,
+                Value rowBase);
+  /// `d` with the lanes outside the row zeroed (for chunks that may leave it).
+  Value maskOutside(const RowLayout &row, Chunk chunk, Value d);
+  /// Runs `body` over this thread's chunks of `row` in order, threading
+  /// `carried` through: the chunks inside the row for every lane in an
+  /// scf.for, kChunksPerIteration at a time, the others after it (the last
+  /// one may be partial). Returns the final carried values.
+  SmallVector<Value> forEachChunkGroup(
+      const RowLayout &row, ValueRange carried,
+      function_ref<SmallVector<Value>(ArrayRef<Chunk>, ValueRange)> body);
+
+  /// norm.row_allreduce of `values` over the threads of a row.
+  SmallVector<Value> allReduce(ValueRange values);
+
+  ImplicitLocOpBuilder &b;
+  const ::norm::KernelSignature &sig;
+  Type f32;
+  int64_t vector, threads;
+  Value bid, lane, slot;
+
+private:
+  llvm::StringMap<Value> args;
+  DenseMap<Value, int64_t> alignments;
+};
+
+} // namespace mlir::norm
+
+#endif // NORM_PASSES_KERNELIR_H

@@ -1,0 +1,183 @@
+//===- LongRowKernel.cpp - norm.fused_row, rows beyond registers ----------===//
+//
+// Rows whose shares do not fit in registers: the same three steps as rows
+// in registers, each a loop over the thread's chunks; parameters are loaded
+// per chunk in step 3. See FusedRowKernel.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/FusedRowKernel.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+using namespace mlir::norm;
+
+void FusedRowEmitter::emitLongRows(::norm::RowStorage storage) {
+  const RowLayout &row = fused.row;
+  Value addend = arg("addend"), skip = arg("skip");
+  Value residual = arg("residual_out");
+  bool twoSteps = fused.statistic != ::norm::Statistic::None;
+
+  // Shared: one region per row the CTA works on at once, in the dynamic
+  // shared memory of the launch (sharedBytes of the signature).
+  StagedRow staged;
+  if (storage == ::norm::RowStorage::Shared)
+    staged = createStagedRow();
+  // Streamed rows take v back from residual_out when it holds v exactly
+  // (one buffer to read instead of two; residual_out is no readonly
+  // argument, so these loads stay coherent with the thread's own stores).
+  bool readBack = storage == ::norm::RowStorage::Streamed && residual &&
+                  twoSteps && elementOf(residual) == fused.streamType;
+
+  forEachFusedRow([&](const RowPosition &position) {
+    // 1. Read the row once: its partial sums, v staged or stored.
+    SmallVector<Value> partial;
+    if (twoSteps)
+      partial = ifElseZeros(position.valid, [&] {
+        Value inputBase = rowBase(position, "input");
+        Value addendBase = addend ? rowBase(position, "addend") : Value();
+        Value residualBase =
+            residual ? rowBase(position, "residual_out") : Value();
+        Value pivot = loadPivot(inputBase, addendBase);
+        SmallVector<Value> sums = forEachChunkGroup(
+            row, initialSums(),
+            [&](ArrayRef<Chunk> chunks, ValueRange carried) {
+              SmallVector<Value> values;
+              for (Chunk chunk : chunks)
+                values.push_back(loadPrologue(chunk, inputBase, addendBase));
+              SmallVector<Value> next(carried);
+              for (auto [chunk, v] : llvm::zip(chunks, values)) {
+                if (staged.buffer)
+                  stage(staged, chunk, v);
+                if (residual)
+                  storeVector(convert(v, elementOf(residual)), residual,
+                              residualBase, chunk.start, row.length,
+                              chunk.inside);
+                accumulate(chunk, v, pivot, next);
+              }
+              return next;
+            });
+        SmallVector<Value> out;
+        if (pivot)
+          out.push_back(pivot);
+        for (Value sum : sums)
+          out.push_back(reduce(sum));
+        return out;
+      });
+    Value pivot =
+        fused.statistic == ::norm::Statistic::MeanVar ? partial.front() : Value();
+
+    // 2. One exchange for all sums of the row.
+    SmallVector<Value> sums =
+        allReduce(ArrayRef<Value>(partial).drop_front(pivot ? 1 : 0));
+
+    // 3. v back, normalize, scale, store.
+    ifThen(position.valid, [&] {
+      RowScale scale = getRowScale(sums, pivot);
+      bool fromInput = !staged.buffer && !readBack;
+      Value inputBase = fromInput ? rowBase(position, "input") : Value();
+      Value addendBase =
+          fromInput && addend ? rowBase(position, "addend") : Value();
+      Value residualBase = residual && (readBack || !twoSteps)
+                               ? rowBase(position, "residual_out")
+                               : Value();
+      Value skipBase = skip ? rowBase(position, "skip") : Value();
+      Value output = arg("output");
+      Value outputBase = rowBase(position, "output");
+      forEachChunkGroup(row, {}, [&](ArrayRef<Chunk> chunks, ValueRange) {
+        SmallVector<Value> values;
+        SmallVector<ChunkParams> params;
+        for (Chunk chunk : chunks) {
+          if (staged.buffer)
+            values.push_back(unstage(staged, chunk));
+          else if (readBack)
+            values.push_back(loadVector(residual, residualBase, chunk.start,
+                                        row.length, chunk.inside));
+          else
+            values.push_back(loadPrologue(chunk, inputBase, addendBase));
+          params.push_back(loadChunkParams(chunk, position.colBase, skipBase));
+        }
+        for (auto [chunk, v, chunkParams] : llvm::zip(chunks, values, params)) {
+          Value y = normalize(scale, v, chunkParams);
+          storeVector(convert(y, elementOf(output)), output, outputBase,
+                      chunk.start, row.length, chunk.inside);
+          if (residual && !twoSteps)
+            storeVector(convert(v, elementOf(residual)), residual,
+                        residualBase, chunk.start, row.length, chunk.inside);
+        }
+        return SmallVector<Value>();
+      });
+    });
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Staging in shared memory
+//===----------------------------------------------------------------------===//
+
+FusedRowEmitter::StagedRow FusedRowEmitter::createStagedRow() {
+  auto workgroup = gpu::AddressSpaceAttr::get(
+      b.getContext(), gpu::GPUDialect::getWorkgroupAddressSpace());
+  int64_t vectorBytes = vector * fused.streamType.getIntOrFloatBitWidth() / 8;
+  int64_t rowVectors =
+      ::norm::getStagedRowBytes(fused.spec, vector) / vectorBytes;
+  Value memory = gpu::DynamicSharedMemoryOp::create(
+      b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                         MemRefLayoutAttrInterface{}, workgroup));
+  StagedRow staged;
+  staged.buffer = memref::ViewOp::create(
+      b,
+      MemRefType::get({sig.launch.getConcurrentRows() * rowVectors},
+                      VectorType::get({vector}, fused.streamType),
+                      MemRefLayoutAttrInterface{}, workgroup),
+      memory, index(0), ValueRange{});
+  staged.base = mul(slot, index(rowVectors));
+  return staged;
+}
+
+/// The alignment of the vectors of a staged row: the dynamic shared memory
+/// and each row's region in it start at 16 bytes (regions are whole
+/// multiples of 16 bytes), and the vectors lie at multiples of their size
+/// within them, so a vector is aligned to its size up to 16 bytes and no
+/// more (a vector<4xf16> of 8 bytes may start 8 bytes into a region).
+static llvm::MaybeAlign getStagedAlignment(int64_t vectorBytes) {
+  return llvm::MaybeAlign(std::min<int64_t>(vectorBytes, 16));
+}
+
+std::pair<Value, Value> FusedRowEmitter::locateStaged(const StagedRow &staged,
+                                                      Chunk chunk) {
+  Value at =
+      add(staged.base, arith::DivUIOp::create(b, chunk.start, index(vector)));
+  if (chunk.inside)
+    return {at, Value()};
+  Value starts = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                       chunk.start, index(fused.row.length));
+  return {at, starts};
+}
+
+void FusedRowEmitter::stage(const StagedRow &staged, Chunk chunk, Value v) {
+  auto [at, starts] = locateStaged(staged, chunk);
+  int64_t bytes = vector * fused.streamType.getIntOrFloatBitWidth() / 8;
+  auto store = [&] {
+    memref::StoreOp::create(b, v, staged.buffer, at, /*nontemporal=*/false,
+                            getStagedAlignment(bytes));
+  };
+  if (!starts)
+    return store();
+  ifThen(starts, store);
+}
+
+Value FusedRowEmitter::unstage(const StagedRow &staged, Chunk chunk) {
+  auto [at, starts] = locateStaged(staged, chunk);
+  int64_t bytes = vector * fused.streamType.getIntOrFloatBitWidth() / 8;
+  auto load = [&] {
+    return SmallVector<Value>{memref::LoadOp::create(
+        b, staged.buffer, at, /*nontemporal=*/false,
+        getStagedAlignment(bytes))};
+  };
+  if (!starts)
+    return load().front();
+  return ifElseZeros(starts, load).front();
+}

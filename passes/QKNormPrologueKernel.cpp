@@ -1,0 +1,157 @@
+//===- QKNormPrologueKernel.cpp - the kernel of norm.qk_norm_prologue -----===//
+//
+// Kernel rows are heads: row r of the launch is head r % (Hq + Hkv) of token
+// r / (Hq + Hkv), read from the packed qkv row of the token (q heads, then
+// k heads) and written to q or k. The threads of a head keep it in
+// registers; both weights stay in registers for the CTA's lifetime and each
+// head picks its own.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/KernelBuilder.h"
+#include "passes/KernelIR.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+using namespace mlir::norm;
+
+namespace {
+
+class QKNormPrologueEmitter : public KernelBuilder {
+public:
+  QKNormPrologueEmitter(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
+                        const ::norm::KernelSignature &sig,
+                        const ::norm::OpSpec &spec)
+      : KernelBuilder(b, func, sig), spec(spec) {}
+
+  void emit();
+
+private:
+  /// `w + weight_offset` of both weights in f32 (empty without weights).
+  SmallVector<Value> loadWeight(const RowLayout &row, StringRef name);
+
+  const ::norm::OpSpec &spec;
+};
+
+} // namespace
+
+SmallVector<Value> QKNormPrologueEmitter::loadWeight(const RowLayout &row,
+                                                     StringRef name) {
+  Value buffer = arg(name);
+  if (!buffer)
+    return {};
+  // Register-lean: the weights stay in their storage type until used.
+  return loadRow(row, buffer, index(0));
+}
+
+void QKNormPrologueEmitter::emit() {
+  int64_t headDim = spec.hidden, qHeads = spec.numQHeads;
+  int64_t heads = qHeads + spec.numKvHeads;
+  RowLayout row(headDim, vector, threads);
+  ::norm::Statistic statistic = spec.qkStatistic;
+  SmallVector<Value> qWeight = loadWeight(row, "q_weight");
+  SmallVector<Value> kWeight = loadWeight(row, "k_weight");
+
+  Value qkv = arg("qkv");
+  Value kernelRows = mul(indexArg("rows"), index(heads));
+  forEachCtaRow([&](Value rowIndex) {
+    Value valid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, rowIndex,
+                                        kernelRows);
+    Value token = arith::DivUIOp::create(b, rowIndex, index(heads));
+    Value head = arith::RemUIOp::create(b, rowIndex, index(heads));
+    Value isQ = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, head,
+                                      index(qHeads));
+
+    // 1. The head into registers and its partial sums: sum(x^2), or for
+    // mean_var sum(x - pivot) and sum((x - pivot)^2) with the head's first
+    // element as the pivot.
+    SmallVector<Value> loaded = ifElseZeros(valid, [&] {
+      Value base = add(mul(token, stride("qkv")), mul(head, index(headDim)));
+      SmallVector<Value> out = loadRow(row, qkv, base);
+      VectorType f32Vector = VectorType::get({vector}, f32);
+      Value pivot;
+      if (statistic == ::norm::Statistic::MeanVar)
+        pivot = toF32(memref::LoadOp::create(b, qkv, base).getResult());
+      Value sum = zero(f32Vector), squares = zero(f32Vector);
+      for (int64_t c = 0; c < row.chunks; ++c) {
+        Value x = toF32(out[c]);
+        if (pivot)
+          x = maskOutside(row, {chunkStart(c), row.isFull(c)},
+                          subf(x, splat(pivot)));
+        if (pivot)
+          sum = addf(sum, x);
+        squares = addf(squares, mulf(x, x));
+      }
+      if (pivot) {
+        out.push_back(pivot);
+        out.push_back(reduce(sum));
+      }
+      out.push_back(reduce(squares));
+      return out;
+    });
+    ArrayRef<Value> values = ArrayRef<Value>(loaded).take_front(row.chunks);
+    ArrayRef<Value> partial = ArrayRef<Value>(loaded).drop_front(row.chunks);
+    Value pivot = statistic == ::norm::Statistic::MeanVar ? partial.front() : Value();
+    SmallVector<Value> sums = allReduce(partial.drop_front(pivot ? 1 : 0));
+
+    // 2. Normalize, scale, store to q or k.
+    ifThen(valid, [&] {
+      double invLength = 1.0 / static_cast<double>(headDim);
+      Value eps = constantF32(spec.eps);
+      Value scale, centre;
+      switch (statistic) {
+      case ::norm::Statistic::RMS:
+        scale = rsqrt(addf(mulf(sums[0], constantF32(invLength)), eps));
+        break;
+      case ::norm::Statistic::L2:
+        scale = rsqrt(addf(sums[0], eps));
+        break;
+      default: {
+        // mean = pivot + centre; var = E[(x - pivot)^2] - centre^2.
+        centre = mulf(sums[0], constantF32(invLength));
+        Value variance = subf(mulf(sums[1], constantF32(invLength)),
+                              mulf(centre, centre));
+        variance = arith::MaximumFOp::create(b, variance, constantF32(0.0));
+        scale = rsqrt(addf(variance, eps));
+        break;
+      }
+      }
+      SmallVector<Value> outputs;
+      for (int64_t c = 0; c < row.chunks; ++c) {
+        Value y = toF32(values[c]);
+        if (centre)
+          y = subf(subf(y, splat(pivot)), splat(centre));
+        y = mulf(y, splat(scale));
+        if (!qWeight.empty()) {
+          Value wq = toF32(qWeight[c]);
+          Value wk = toF32(kWeight[c]);
+          Value w = arith::SelectOp::create(b, isQ, wq, wk);
+          if (spec.weightOffset != 0.0)
+            w = addf(w, splatF32(spec.weightOffset));
+          y = mulf(y, w);
+        }
+        outputs.push_back(y);
+      }
+      ifThen(
+          isQ,
+          [&] {
+            Value base = add(mul(token, stride("q")), mul(head, index(headDim)));
+            storeRow(row, outputs, arg("q"), base);
+          },
+          [&] {
+            Value kHead = arith::SubIOp::create(b, head, index(qHeads));
+            Value base = add(mul(token, stride("k")), mul(kHead, index(headDim)));
+            storeRow(row, outputs, arg("k"), base);
+          });
+    });
+  });
+}
+
+void mlir::norm::emitQKNormPrologueKernel(ImplicitLocOpBuilder &b,
+                                          gpu::GPUFuncOp func,
+                                          const ::norm::KernelSignature &sig,
+                                          const ::norm::OpSpec &spec) {
+  QKNormPrologueEmitter(b, func, sig, spec).emit();
+}

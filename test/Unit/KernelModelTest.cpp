@@ -1,0 +1,582 @@
+//===- KernelModelTest.cpp - the plain-C++ kernel model -------------------===//
+//
+// The rules every layer shares: operations, their buffers, launch
+// configurations, where rows live, the scalar fallback, targets, and the
+// signature of a kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/model/KernelModel.h"
+#include "test/Unit/OpSpecs.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+using namespace norm;
+
+namespace {
+
+OpSpec rmsNorm(int64_t hidden = 4096, ElementType type = ElementType::bf16) {
+  OpSpec spec = examples::makeRmsNorm(hidden);
+  spec.input = spec.output = spec.param = type;
+  return spec;
+}
+
+/// verifyOpSpec must refuse `spec` with a message mentioning `text`.
+void expectInvalid(const OpSpec &spec, const std::string &text) {
+  Status status = verifyOpSpec(spec);
+  ASSERT_FALSE(status.ok()) << "accepted: " << getCanonicalSpec(spec);
+  EXPECT_EQ(status.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(status.message().find(text), std::string::npos) << status.message();
+}
+
+void expectLaunchInvalid(const OpSpec &spec, const LaunchConfig &launch,
+                         const std::string &text) {
+  Status status = verifyLaunchFor(spec, launch);
+  ASSERT_FALSE(status.ok()) << launch.getMangledSuffix();
+  EXPECT_NE(status.message().find(text), std::string::npos) << status.message();
+}
+
+//===----------------------------------------------------------------------===//
+// Operations
+//===----------------------------------------------------------------------===//
+
+TEST(Operations, AcceptsValidOperations) {
+  EXPECT_TRUE(verifyOpSpec(rmsNorm()).ok());
+  OpSpec fused = rmsNorm(7168);
+  fused.hasAddend = fused.writeResidual = fused.f32Residual = true;
+  fused.alpha = 2.5;
+  fused.weightOffset = 1.0;
+  EXPECT_TRUE(verifyOpSpec(fused).ok());
+  EXPECT_TRUE(verifyOpSpec(examples::makeQKNorm()).ok());
+  OpSpec group = rmsNorm(512);
+  group.kind = OpKind::GroupNorm;
+  group.groups = 32;
+  EXPECT_TRUE(verifyOpSpec(group).ok());
+  OpSpec stats;
+  stats.kind = OpKind::BatchNormStats;
+  stats.hidden = 256;
+  EXPECT_TRUE(verifyOpSpec(stats).ok());
+  // Gemma 3's QK-Norm and a per-head LayerNorm, with one key/value head.
+  OpSpec qk = examples::makeQKNorm();
+  qk.numKvHeads = 1;
+  qk.weightOffset = 1.0;
+  EXPECT_TRUE(verifyOpSpec(qk).ok());
+  qk.qkStatistic = Statistic::MeanVar;
+  EXPECT_TRUE(verifyOpSpec(qk).ok());
+  // Elementwise kernels read no eps: 0 is fine there.
+  OpSpec add = rmsNorm();
+  add.kind = OpKind::Elementwise;
+  add.hasWeight = false;
+  add.hasAddend = true;
+  add.eps = 0;
+  EXPECT_TRUE(verifyOpSpec(add).ok());
+  EXPECT_FALSE(usesEps(add));
+  EXPECT_EQ(getCanonicalSpec(add), getCanonicalSpec(normalizeOpSpec(add)));
+}
+
+TEST(Operations, RejectsBadSizesAndNumbers) {
+  expectInvalid(rmsNorm(0), "hidden size must be in [1,");
+  expectInvalid(rmsNorm(-4), "got -4");
+  expectInvalid(rmsNorm(int64_t(1) << 40), "hidden size");
+  expectInvalid(rmsNorm(kMaxRowLength + 1), "hidden size");
+  OpSpec spec = rmsNorm();
+  spec.eps = 0;
+  expectInvalid(spec, "eps must be a positive finite number, got 0.0");
+  spec.eps = std::numeric_limits<double>::infinity();
+  expectInvalid(spec, "got +inf");
+  spec.eps = std::nan("");
+  expectInvalid(spec, "got NaN");
+  spec = rmsNorm();
+  spec.hasAddend = true;
+  spec.alpha = -1;
+  expectInvalid(spec, "alpha must be a positive finite number");
+  spec = rmsNorm();
+  spec.weightOffset = std::nan("");
+  expectInvalid(spec, "weight_offset must be a finite number");
+}
+
+TEST(Operations, RejectsUnsupportedCombinations) {
+  OpSpec spec = rmsNorm();
+  spec.alpha = 2;
+  expectInvalid(spec, "alpha needs an addend");
+  spec = rmsNorm();
+  spec.writeResidual = true;
+  expectInvalid(spec, "residual_out needs an addend");
+  spec = rmsNorm();
+  spec.f32Residual = true;
+  expectInvalid(spec, "f32_residual needs an addend");
+  spec = rmsNorm();
+  spec.hasWeight = false;
+  spec.weightOffset = 1;
+  expectInvalid(spec, "weight_offset needs a weight");
+  spec = rmsNorm();
+  spec.kind = OpKind::Elementwise;
+  spec.groups = 4;
+  expectInvalid(spec, "groups > 1 needs a statistic");
+  spec.kind = OpKind::GroupNorm;
+  spec.groups = 3;
+  expectInvalid(spec, "groups (3) must divide the hidden size (4096)");
+  spec.groups = 0;
+  expectInvalid(spec, "groups must be positive, got 0");
+  spec = rmsNorm();
+  spec.numQHeads = 8;
+  expectInvalid(spec, "head counts apply to qk_norm only");
+
+  OpSpec qk = examples::makeQKNorm();
+  qk.numKvHeads = 0;
+  expectInvalid(qk, "positive head counts");
+  qk.numKvHeads = 8;
+  qk.hasAddend = true;
+  expectInvalid(qk, "takes only qkv");
+  qk.hasAddend = false;
+  qk.qkStatistic = Statistic::None;
+  expectInvalid(qk, "QK-Norm needs a statistic");
+  qk = examples::makeQKNorm();
+  qk.hasWeight = false;
+  qk.weightOffset = 1.0;
+  expectInvalid(qk, "weight_offset needs a weight");
+  qk = examples::makeQKNorm();
+  qk.numQHeads = int64_t(1) << 20;
+  expectInvalid(qk, "packed qkv row");
+
+  OpSpec stats;
+  stats.kind = OpKind::BatchNormStats;
+  stats.hidden = 64;
+  stats.hasWeight = true;
+  expectInvalid(stats, "only an input");
+
+  OpSpec unknown = rmsNorm();
+  unknown.kind = static_cast<OpKind>(42);
+  expectInvalid(unknown, "unknown operation kind 42");
+  OpSpec badType = rmsNorm();
+  badType.output = static_cast<ElementType>(9);
+  expectInvalid(badType, "unknown element type 9");
+}
+
+TEST(Operations, CanonicalTextIgnoresUnusedFields) {
+  OpSpec a = rmsNorm();
+  OpSpec b = a;
+  b.addendType = ElementType::f32; // no addend: irrelevant
+  b.skipType = ElementType::f16;   // no skip: irrelevant
+  b.statsType = ElementType::f32;  // no per-channel statistics: irrelevant
+  EXPECT_EQ(getCanonicalSpec(a), getCanonicalSpec(b));
+  b.eps = 1e-5;
+  EXPECT_NE(getCanonicalSpec(a), getCanonicalSpec(b));
+  OpSpec c = a;
+  c.hasAddend = true;
+  c.addendType = ElementType::f32;
+  OpSpec d = c;
+  d.addendType = ElementType::bf16;
+  EXPECT_NE(getCanonicalSpec(c), getCanonicalSpec(d));
+  // LayerNorm over groups is GroupNorm: one identity for one kernel.
+  OpSpec layer = rmsNorm(512);
+  layer.kind = OpKind::LayerNorm;
+  layer.groups = 8;
+  OpSpec group = layer;
+  group.kind = OpKind::GroupNorm;
+  EXPECT_EQ(getCanonicalSpec(layer), getCanonicalSpec(group));
+}
+
+TEST(Operations, CanonicalTextRoundTrips) {
+  OpSpec spec = rmsNorm(7168);
+  spec.hasAddend = spec.writeResidual = true;
+  spec.alpha = 0.1; // not exact in binary: must round trip bit for bit
+  spec.eps = 1e-6;
+  spec.input = ElementType::f16;
+  spec.output = ElementType::f32;
+  std::string text = getCanonicalSpec(spec);
+  std::string error;
+  std::optional<OpSpec> back = parseCanonicalSpec(text, error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_EQ(getCanonicalSpec(*back), text);
+  EXPECT_EQ(back->alpha, 0.1);
+  EXPECT_EQ(back->eps, 1e-6);
+  EXPECT_EQ(back->output, ElementType::f32);
+
+  OpSpec qk = examples::makeQKNorm();
+  qk.qkStatistic = Statistic::MeanVar;
+  qk.weightOffset = 1.0;
+  back = parseCanonicalSpec(getCanonicalSpec(qk), error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_EQ(back->qkStatistic, Statistic::MeanVar);
+  EXPECT_EQ(back->weightOffset, 1.0);
+
+  EXPECT_FALSE(parseCanonicalSpec(text + " extra=1", error));
+  EXPECT_NE(error.find("unknown operation field 'extra'"), std::string::npos);
+  error.clear();
+  EXPECT_FALSE(parseCanonicalSpec("op=rms_norm hidden=12", error));
+  EXPECT_NE(error.find("lacks field"), std::string::npos);
+  error.clear();
+  EXPECT_FALSE(parseCanonicalSpec("op=rms_norm hidden=x", error));
+}
+
+//===----------------------------------------------------------------------===//
+// Buffers
+//===----------------------------------------------------------------------===//
+
+TEST(Buffers, FollowKernelParameterOrder) {
+  OpSpec spec = rmsNorm(2048);
+  spec.hasAddend = spec.writeResidual = spec.hasBias = spec.hasSkip = true;
+  spec.param = ElementType::f32;
+  std::vector<BufferSpec> buffers = getBuffers(spec);
+  std::vector<std::string> names;
+  for (const BufferSpec &b : buffers)
+    names.push_back(std::string(getBufferSlotName(b.slot)));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"input", "addend", "skip", "weight",
+                                      "bias", "output", "residual_out"}));
+  EXPECT_EQ(buffers[3].type, ElementType::f32);
+  EXPECT_FALSE(buffers[3].rows2D);
+  EXPECT_TRUE(buffers[5].written);
+  EXPECT_EQ(buffers[6].type, spec.input);
+  EXPECT_EQ(getBytesPerRow(spec), 5 * 2048 * 2);
+
+  OpSpec bn = rmsNorm(256);
+  bn.kind = OpKind::BatchNormInference;
+  bn.statsType = ElementType::f32;
+  buffers = getBuffers(bn);
+  ASSERT_EQ(buffers.size(), 5u);
+  EXPECT_EQ(buffers[1].type, ElementType::bf16); // the weight
+  EXPECT_EQ(buffers[2].slot, BufferSlot::Mean);
+  EXPECT_EQ(buffers[2].type, ElementType::f32);
+
+  OpSpec qk = examples::makeQKNorm();
+  buffers = getBuffers(qk);
+  ASSERT_EQ(buffers.size(), 5u);
+  EXPECT_EQ(buffers[0].slot, BufferSlot::Qkv);
+  EXPECT_EQ(buffers[0].cols, (32 + 16) * 128);
+  EXPECT_EQ(buffers[3].slot, BufferSlot::Q);
+  EXPECT_EQ(buffers[3].cols, 32 * 128);
+  EXPECT_EQ(buffers[4].cols, 8 * 128);
+  EXPECT_EQ(getRowLength(qk), 128);
+  EXPECT_EQ(getRowsPerToken(qk), 40);
+
+  OpSpec group = rmsNorm(512);
+  group.kind = OpKind::GroupNorm;
+  group.groups = 8;
+  EXPECT_EQ(getRowLength(group), 64);
+  EXPECT_EQ(getRowsPerToken(group), 8);
+}
+
+TEST(Buffers, SlotNamesRoundTrip) {
+  for (int i = 0; i < kNumBufferSlots; ++i) {
+    auto slot = static_cast<BufferSlot>(i);
+    EXPECT_EQ(parseBufferSlot(getBufferSlotName(slot)), slot);
+  }
+  EXPECT_FALSE(parseBufferSlot("inputs"));
+}
+
+//===----------------------------------------------------------------------===//
+// Launch configurations
+//===----------------------------------------------------------------------===//
+
+TEST(Launch, Rules) {
+  EXPECT_TRUE(verifyLaunch({8, 128, 4, 1}).ok());
+  EXPECT_TRUE(verifyLaunch({8, 16, 4, 8}).ok());
+  EXPECT_TRUE(verifyLaunch({8, 896, 28, 1}).ok());
+  auto message = [](const LaunchConfig &launch) {
+    return verifyLaunch(launch).message();
+  };
+  EXPECT_EQ(message({3, 128, 4, 1}), "vector width must be 1, 2, 4 or 8, got 3");
+  EXPECT_EQ(message({8, 48, 4, 1}), "threads_per_row must be 1, 2, 4, 8, 16 "
+                                    "or a multiple of 32 up to 1024, got 48");
+  EXPECT_FALSE(verifyLaunch({8, 12, 4, 1}).ok());
+  EXPECT_EQ(message({8, 2048, 64, 1}),
+            "threads_per_row must be 1, 2, 4, 8, 16 or a multiple of 32 up "
+            "to 1024, got 2048");
+  EXPECT_EQ(message({8, 256, 4, 1}), "threads_per_row (256) must divide the "
+                                     "128 threads of a CTA of 4 warps");
+  EXPECT_EQ(message({8, 16, 4, 4}), "rows_per_cta (4) must be a positive "
+                                    "multiple of the 8 rows a CTA works on at "
+                                    "once");
+  EXPECT_EQ(message({1, 96, 4, 1}), "threads_per_row (96) must divide the 128 "
+                                    "threads of a CTA of 4 warps");
+}
+
+TEST(Launch, RulesForTheRows) {
+  OpSpec rms = rmsNorm(128);
+  EXPECT_TRUE(verifyLaunchFor(rms, {8, 16, 4, 8}).ok());
+  expectLaunchInvalid(rms, {8, 32, 1, 1},
+                      "leaves threads without work: 32 threads x vector 8 "
+                      "for rows of 128 elements");
+  OpSpec f32 = rmsNorm(128, ElementType::f32);
+  expectLaunchInvalid(f32, {8, 16, 4, 8},
+                      "launch vector width 8 of f32 moves 32 bytes per access "
+                      "(at most 16)");
+  // The widest row buffer decides: a bf16 row cast to f32.
+  OpSpec cast = rms;
+  cast.output = ElementType::f32;
+  expectLaunchInvalid(cast, {8, 16, 4, 8}, "of f32 moves 32 bytes");
+  // Groups and heads start one after another: the vector divides them.
+  OpSpec group = rmsNorm(96);
+  group.kind = OpKind::GroupNorm;
+  group.groups = 8; // groups of 12
+  expectLaunchInvalid(group, {8, 1, 1, 32}, "vector (8) must divide the 12");
+  EXPECT_TRUE(verifyLaunchFor(group, {4, 1, 1, 32}).ok());
+  // Row kernels stage or stream shares beyond registers; the QK-Norm
+  // prologue keeps heads in registers.
+  EXPECT_TRUE(verifyLaunchFor(rms, {1, 1, 1, 32}).ok());
+  OpSpec qk = examples::makeQKNorm();
+  expectLaunchInvalid(qk, {1, 1, 1, 32}, "elements of a row per thread in "
+                                         "registers");
+  EXPECT_TRUE(verifyLaunchFor(qk, {8, 16, 4, 8}).ok());
+  qk.hidden = 100000;
+  expectLaunchInvalid(qk, {8, 1024, 32, 1},
+                      "do not fit in the registers of one CTA");
+  // Column statistics map threads onto columns: only the access width.
+  OpSpec stats;
+  stats.kind = OpKind::BatchNormStats;
+  stats.hidden = 100000;
+  EXPECT_TRUE(verifyLaunchFor(stats, {4, 16, 4, 8}).ok());
+}
+
+TEST(Launch, ParseSuffix) {
+  LaunchConfig launch{8, 128, 4, 1};
+  EXPECT_EQ(parseLaunchSuffix(launch.getMangledSuffix()), launch);
+  EXPECT_FALSE(parseLaunchSuffix("v8_t128_w4_r1x"));
+  EXPECT_FALSE(parseLaunchSuffix("v8_t128_w4"));
+  EXPECT_FALSE(parseLaunchSuffix("v3_t128_w4_r1"));
+  EXPECT_FALSE(parseLaunchSuffix("v08_t128_w4_r1")); // not canonical
+}
+
+TEST(Launch, MaxVector) {
+  EXPECT_EQ(getMaxVector(rmsNorm(4096)), 8);
+  EXPECT_EQ(getMaxVector(rmsNorm(4096, ElementType::f32)), 4);
+  EXPECT_EQ(getMaxVector(rmsNorm(4100)), 4);
+  EXPECT_EQ(getMaxVector(rmsNorm(769)), 1);
+  OpSpec mixed = rmsNorm(4096);
+  mixed.output = ElementType::f32; // the widest row buffer decides
+  EXPECT_EQ(getMaxVector(mixed), 4);
+}
+
+//===----------------------------------------------------------------------===//
+// Registers and row storage
+//===----------------------------------------------------------------------===//
+
+// A thread of a 1024-thread CTA has 64 registers, one of a 512-thread CTA
+// 128: the share of a row registers hold shrinks with the CTA.
+TEST(Storage, RegistersFollowTheCtaSize) {
+  EXPECT_EQ(getRegistersPerThread(1024), 64);
+  EXPECT_EQ(getRegistersPerThread(768), 80);
+  EXPECT_EQ(getRegistersPerThread(512), 128);
+  EXPECT_EQ(getRegistersPerThread(128), 255);
+  OpSpec rms = rmsNorm(65536); // v and the weight: 4 bytes an element
+  EXPECT_EQ(getRegisterBytesPerElement(rms), 4);
+  EXPECT_EQ(getMaxElementsPerThread(rms, 512), kMaxElementsPerThread);
+  EXPECT_EQ(getMaxElementsPerThread(rms, 1024), 32);
+  EXPECT_EQ(getMaxElementsPerThread(rms, 768), 42);
+  // 64 elements a thread at 1024 threads spilled (ptxas, sm_80 and sm_90):
+  // hidden 65536 leaves registers whatever the configuration.
+  EXPECT_FALSE(fitsInRegisters(rms, {8, 1024, 32, 1}));
+  EXPECT_FALSE(fitsInRegisters(rms, {8, 512, 16, 1}));
+  EXPECT_TRUE(fitsInRegisters(rmsNorm(32768), {8, 512, 16, 1}));
+  EXPECT_TRUE(fitsInRegisters(rmsNorm(16384), {8, 1024, 32, 1}));
+  EXPECT_TRUE(fitsInRegisters(rmsNorm(32768), {8, 1024, 32, 1}));
+  EXPECT_FALSE(fitsInRegisters(rmsNorm(32768 + 8), {8, 1024, 32, 1}));
+  // f32 rows and more parameters take more registers per element.
+  OpSpec layer = rmsNorm(4096, ElementType::f32);
+  layer.kind = OpKind::LayerNorm;
+  layer.hasBias = true;
+  EXPECT_EQ(getRegisterBytesPerElement(layer), 12);
+  EXPECT_LT(getMaxElementsPerThread(layer, 1024),
+            getMaxElementsPerThread(rms, 1024));
+  OpSpec qk = examples::makeQKNorm(); // bf16 head and both weights
+  EXPECT_EQ(getRegisterBytesPerElement(qk), 6);
+}
+
+TEST(Storage, LongRowsAreStagedWhereTheTargetHasRoom) {
+  OpSpec rms = rmsNorm(100000);
+  LaunchConfig launch{8, 1024, 32, 1};
+  TargetOptions sm90, sm80, sm89;
+  sm80.chip = "sm_80";
+  sm89.chip = "sm_89";
+  EXPECT_EQ(getRowStorage(rms, launch, sm90.getMaxSharedBytes()),
+            RowStorage::Shared);
+  EXPECT_EQ(getRowStorage(rms, launch, sm80.getMaxSharedBytes()),
+            RowStorage::Streamed);
+  EXPECT_EQ(getRowStorage(rms, launch, sm89.getMaxSharedBytes()),
+            RowStorage::Streamed);
+  EXPECT_EQ(getStagedRowBytes(rms, 8), 200000);
+  EXPECT_EQ(getSharedBytes(rms, launch, sm90.getMaxSharedBytes()), 200000);
+  EXPECT_EQ(getSharedBytes(rms, launch, sm80.getMaxSharedBytes()), 0);
+  // Without a statistic one pass is all there is.
+  OpSpec add = rms;
+  add.kind = OpKind::Elementwise;
+  add.hasWeight = false;
+  add.hasAddend = true;
+  EXPECT_EQ(getRowStorage(add, launch, sm90.getMaxSharedBytes()),
+            RowStorage::Streamed);
+  // An f32 residual stream is staged in f32; partial vectors stay whole and
+  // rows 16-byte aligned.
+  OpSpec f32 = rmsNorm(2881);
+  f32.hasAddend = f32.f32Residual = true;
+  EXPECT_EQ(getStagedRowBytes(f32, 1), 11536);
+  EXPECT_EQ(getStagedRowBytes(rmsNorm(2881), 1), 5776);
+}
+
+TEST(Storage, ScalarFallback) {
+  // Same mapping where one thread can hold its share of the row.
+  EXPECT_EQ(getScalarFallback(rmsNorm(4096), {8, 512, 16, 1}),
+            (LaunchConfig{1, 512, 16, 1}));
+  // A vector configuration that stages its rows has a scalar twin that
+  // stages them too: the same mapping.
+  EXPECT_EQ(getScalarFallback(rmsNorm(16384), {8, 128, 4, 1}),
+            (LaunchConfig{1, 128, 4, 1}));
+  EXPECT_FALSE(getScalarFallback(rmsNorm(4096), {1, 512, 16, 1}))
+      << "a scalar configuration is its own fallback";
+  // Rows per CTA stay a multiple of the rows a CTA works on.
+  std::optional<LaunchConfig> small =
+      getScalarFallback(rmsNorm(769), {8, 8, 4, 16});
+  ASSERT_TRUE(small);
+  EXPECT_TRUE(verifyLaunchFor(rmsNorm(769), *small).ok());
+  EXPECT_EQ(small->rowsPerCta % small->getConcurrentRows(), 0);
+  // Rows beyond registers keep the mapping: the scalar kernel stages or
+  // streams them as the vector kernel does.
+  EXPECT_EQ(getScalarFallback(rmsNorm(1 << 17), {8, 1024, 32, 1}),
+            (LaunchConfig{1, 1024, 32, 1}));
+  // ... but QK-Norm heads that long fit no configuration.
+  OpSpec qk = examples::makeQKNorm();
+  qk.hidden = 1 << 17;
+  EXPECT_FALSE(getScalarFallback(qk, {8, 1024, 32, 1}));
+  // Every fallback of a heuristic configuration is valid.
+  for (int64_t hidden : {64, 128, 769, 2880, 4096, 7168, 16384, 32768, 65536})
+    for (ElementType type : {ElementType::bf16, ElementType::f32}) {
+      OpSpec spec = rmsNorm(hidden, type);
+      LaunchConfig launch = getHeuristicLaunch(spec, 4096);
+      if (std::optional<LaunchConfig> scalar = getScalarFallback(spec, launch))
+        EXPECT_TRUE(verifyLaunchFor(spec, *scalar).ok())
+            << hidden << " " << scalar->getMangledSuffix();
+    }
+}
+
+TEST(Heuristic, ConfigurationsFitTheirRows) {
+  for (int64_t hidden : {1, 3, 64, 128, 768, 769, 1152, 2048, 2880, 4096,
+                         4544, 5120, 7168, 8192, 16384, 32768, 65536, 100000})
+    for (ElementType type : {ElementType::bf16, ElementType::f32})
+      for (int64_t rows : {-1, 1, 4096}) {
+        OpSpec spec = rmsNorm(hidden, type);
+        LaunchConfig launch = getHeuristicLaunch(spec, rows);
+        EXPECT_TRUE(verifyLaunchFor(spec, launch).ok())
+            << hidden << " " << launch.getMangledSuffix();
+      }
+  // One 16-byte vector per thread for 8192, a ladder for short rows.
+  EXPECT_EQ(getHeuristicLaunch(rmsNorm(8192), -1), (LaunchConfig{8, 1024, 32, 1}));
+  EXPECT_EQ(getHeuristicLaunch(rmsNorm(128), -1), (LaunchConfig{8, 16, 4, 8}));
+  // QK-Norm heads of every common size fit in registers.
+  for (int64_t headDim : {64, 96, 128, 256}) {
+    OpSpec qk = examples::makeQKNorm();
+    qk.hidden = headDim;
+    LaunchConfig launch = getHeuristicLaunch(qk, 4096);
+    EXPECT_TRUE(verifyLaunchFor(qk, launch).ok()) << headDim;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Targets
+//===----------------------------------------------------------------------===//
+
+TEST(Targets, ChipsAndTheirSharedMemory) {
+  ASSERT_TRUE(findChip("sm_80"));
+  EXPECT_EQ(findChip("sm_80")->maxSharedBytesPerCta, 166912);
+  EXPECT_EQ(findChip("sm_89")->maxSharedBytesPerCta, 101376);
+  EXPECT_EQ(findChip("sm_90")->maxSharedBytesPerCta, 232448);
+  EXPECT_EQ(findChip("sm_90a")->maxSharedBytesPerCta, 232448);
+  EXPECT_FALSE(findChip("sm_75"));
+  TargetOptions target;
+  EXPECT_TRUE(target.verify().ok());
+  EXPECT_EQ(target.getMaxSharedBytes(), 232448);
+  target.maxSharedBytes = 101376;
+  EXPECT_EQ(target.getMaxSharedBytes(), 101376);
+  target.chip = "sm_75";
+  EXPECT_EQ(target.verify().message(),
+            "unsupported chip 'sm_75' (expected sm_80, sm_89, sm_90 or sm_90a)");
+  target.chip = "sm_89";
+  target.maxSharedBytes = 200000;
+  EXPECT_NE(target.verify().message().find("exceeds what a CTA may use on "
+                                           "sm_89 (101376)"),
+            std::string::npos);
+  target.maxSharedBytes = -1;
+  EXPECT_FALSE(target.verify().ok());
+  target.maxSharedBytes = 0;
+  target.ptxVersion = 70;
+  EXPECT_NE(target.verify().message().find("unsupported ptx-version 70"),
+            std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel signatures
+//===----------------------------------------------------------------------===//
+
+TEST(Signatures, DescribeTheKernel) {
+  OpSpec spec = rmsNorm(4096);
+  spec.hasAddend = spec.writeResidual = true;
+  KernelSignature sig;
+  ASSERT_TRUE(describeKernel(spec, {8, 512, 16, 1}, TargetOptions(), sig).ok());
+  EXPECT_EQ(sig.kind, "fused_row");
+  EXPECT_EQ(sig.name.rfind("norm_rms_add_h4096_bf16_bf16_", 0), 0u) << sig.name;
+  EXPECT_EQ(sig.name.substr(sig.name.size() - 15), "_v8_t512_w16_r1");
+  EXPECT_EQ(sig.blockThreads, 512);
+  EXPECT_EQ(sig.sharedBytes, 0);
+  std::string names;
+  for (const KernelParam &param : sig.params)
+    names += param.name + ":" + std::to_string(param.alignment) +
+             (param.readOnly ? "r " : " ");
+  EXPECT_EQ(names, "input:16r addend:16r weight:16r output:16 residual_out:16 "
+                   "rows:1 input_stride:1 addend_stride:1 output_stride:1 "
+                   "residual_out_stride:1 ");
+  EXPECT_EQ(sig.getGridX(1000), 1000);
+
+  // Alignment follows the vector, at most 16 bytes.
+  ASSERT_TRUE(describeKernel(spec, {2, 512, 16, 1}, TargetOptions(), sig).ok());
+  EXPECT_EQ(sig.params[0].alignment, 4);
+
+  // Staged rows: their shared memory and the _smem name.
+  ASSERT_TRUE(describeKernel(rmsNorm(100000), {8, 1024, 32, 1},
+                             TargetOptions(), sig)
+                  .ok());
+  EXPECT_EQ(sig.sharedBytes, 200000);
+  EXPECT_EQ(sig.name.substr(sig.name.size() - 5), "_smem");
+
+  // QK-Norm rows are heads; column statistics have a fixed grid.
+  ASSERT_TRUE(
+      describeKernel(examples::makeQKNorm(), {8, 16, 4, 8}, TargetOptions(), sig)
+          .ok());
+  EXPECT_EQ(sig.kind, "qk_norm_prologue");
+  EXPECT_EQ(sig.rowMultiplier, 40);
+  EXPECT_EQ(sig.getGridX(10), 50);
+  OpSpec stats;
+  stats.kind = OpKind::BatchNormStats;
+  stats.hidden = 1000;
+  ASSERT_TRUE(describeKernel(stats, {4, 16, 4, 8}, TargetOptions(), sig).ok());
+  EXPECT_EQ(sig.fixedGridX, 32); // 250 tiles, 8 per CTA
+  EXPECT_EQ(sig.params.back().name, "input_stride");
+
+  // Invalid requests are refused with the rule they break.
+  Status status = describeKernel(rmsNorm(128), {8, 32, 1, 1}, TargetOptions(), sig);
+  EXPECT_EQ(status.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(status.message().find("without work"), std::string::npos);
+}
+
+TEST(Signatures, NamesDependOnEverySemanticField) {
+  LaunchConfig launch{8, 512, 16, 1};
+  TargetOptions target;
+  OpSpec base = rmsNorm(4096);
+  std::string name = getKernelName(base, launch, target);
+  auto differs = [&](auto change) {
+    OpSpec spec = base;
+    change(spec);
+    return getKernelName(spec, launch, target) != name;
+  };
+  EXPECT_TRUE(differs([](OpSpec &s) { s.eps = 1e-5; }));
+  EXPECT_TRUE(differs([](OpSpec &s) { s.weightOffset = 1.0; }));
+  EXPECT_TRUE(differs([](OpSpec &s) { s.param = ElementType::f32; }));
+  EXPECT_TRUE(differs([](OpSpec &s) { s.hasBias = true; }));
+  EXPECT_FALSE(differs([](OpSpec &s) { s.addendType = ElementType::f32; }))
+      << "no addend: its type is not part of the kernel";
+  EXPECT_EQ(name, getKernelName(base, launch, target)) << "stable";
+}
+
+} // namespace
