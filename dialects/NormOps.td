@@ -255,10 +255,11 @@ def Norm_AttentionOp : Norm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     token-major tensors: `q` is `tokens x (num_heads * head_dim)`, `k` and
     `v` are `tokens x (num_kv_heads * head_dim)` (grouped-query attention
     when `num_kv_heads < num_heads`). With `qk_norm` set, each head's query
-    and key rows are normalized first (RMSNorm or L2) with the optional
-    `head_dim`-long weights, plus `qk_norm_offset` (Gemma 3's `1 + w`): the
-    fusion pass `norm-fuse-qk-norm-into-attention` moves separate norms here
-    so that an attention kernel applies them in its prologue. QK-Norm
+    and key rows are normalized first (RMSNorm, L2 or LayerNorm without
+    bias) with the optional `head_dim`-long weights, plus `qk_norm_offset`
+    (Gemma 3's `1 + w`): the fusion pass `norm-fuse-qk-norm-into-attention`
+    moves separate norms here so that an attention kernel applies them in
+    its prologue. QK-Norm
     weights, `qk_norm_eps` and `qk_norm_offset` need `qk_norm`; `qk_norm`
     needs `qk_norm_eps`; an offset needs weights.
     `num_kv_heads` divides `num_heads`; `k` and `v` have the same shape; the

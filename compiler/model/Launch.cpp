@@ -102,7 +102,8 @@ Status norm::verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch) {
   if (isFusedRow(spec) || fitsInRegisters(spec, launch))
     return Status::success();
   // Rows that only registers may hold: a CTA of 1024 threads holds the most.
-  int64_t most = 1024 * getMaxElementsPerThread(spec, 1024);
+  int64_t most =
+      1024 * getMaxElementsPerThread(spec, 1024, getMaxVector(spec));
   if (length > most)
     return Status::invalid("rows of " + std::to_string(length) +
                            " elements do not fit in the registers of one CTA "
@@ -113,7 +114,8 @@ Status norm::verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch) {
       "launch configuration keeps " +
       std::to_string(getElementsPerThread(spec, launch)) +
       " elements of a row per thread in registers, more than the " +
-      std::to_string(getMaxElementsPerThread(spec, launch.getThreadsPerCta())) +
+      std::to_string(getMaxElementsPerThread(spec, launch.getThreadsPerCta(),
+                                             launch.vector)) +
       " a thread of a CTA of " + std::to_string(launch.getThreadsPerCta()) +
       " threads holds without spilling; use more threads per row");
 }
@@ -127,20 +129,23 @@ ElementType norm::getStreamType(const OpSpec &spec) {
   return spec.f32Residual ? ElementType::f32 : spec.input;
 }
 
-int64_t norm::getRegisterBytesPerElement(const OpSpec &spec) {
-  int64_t param = getElementBytes(spec.param);
+int64_t norm::getRegisterBytesPerVector(const OpSpec &spec, int64_t vector) {
+  // A vector of `vector` elements of `type` in whole 32-bit registers.
+  auto bytes = [&](ElementType type) {
+    return divideCeil(vector * getElementBytes(type), 4) * 4;
+  };
   if (spec.kind == OpKind::QKNormPrologue)
-    return getElementBytes(spec.input) + (spec.hasWeight ? 2 * param : 0);
-  int64_t bytes = getElementBytes(getStreamType(spec));
+    return bytes(spec.input) + (spec.hasWeight ? 2 * bytes(spec.param) : 0);
+  int64_t total = bytes(getStreamType(spec));
   if (spec.hasWeight)
-    bytes += param;
+    total += bytes(spec.param);
   if (spec.hasBias)
-    bytes += param;
-  if (spec.kind == OpKind::BatchNormInference)
-    bytes += getElementBytes(spec.statsType) + 4; // the mean, 1 / std in f32
+    total += bytes(spec.param);
+  if (spec.kind == OpKind::BatchNormInference) // the mean, 1 / std in f32
+    total += bytes(spec.statsType) + bytes(ElementType::f32);
   if (spec.hasSkip)
-    bytes += getElementBytes(spec.skipType);
-  return bytes;
+    total += bytes(spec.skipType);
+  return total;
 }
 
 int64_t norm::getElementsPerThread(const OpSpec &spec,
@@ -150,14 +155,17 @@ int64_t norm::getElementsPerThread(const OpSpec &spec,
 }
 
 int64_t norm::getMaxElementsPerThread(const OpSpec &spec,
-                                      int64_t threadsPerCta) {
+                                      int64_t threadsPerCta, int64_t vector) {
+  vector = std::max<int64_t>(vector, 1);
   int64_t rowRegisters =
-      getRegistersPerThread(threadsPerCta) - kRegisterOverhead;
+      std::min(getRegistersPerThread(threadsPerCta), kRegisterBudget) -
+      kRegisterOverhead;
   // 4 bytes a register, kRegisterBytesPerResidentByte / 2 of them a byte.
-  int64_t elements = rowRegisters * 4 * 2 /
-                     (kRegisterBytesPerResidentByte *
-                      getRegisterBytesPerElement(spec));
-  return std::clamp<int64_t>(elements, 0, kMaxElementsPerThread);
+  int64_t vectors = rowRegisters * 4 * 2 /
+                    (kRegisterBytesPerResidentByte *
+                     getRegisterBytesPerVector(spec, vector));
+  return std::clamp<int64_t>(vectors * vector, 0,
+                             kMaxElementsPerThread / vector * vector);
 }
 
 bool norm::fitsInRegisters(const OpSpec &spec, const LaunchConfig &launch) {
@@ -167,7 +175,8 @@ bool norm::fitsInRegisters(const OpSpec &spec, const LaunchConfig &launch) {
   // overflow the product.
   int64_t vectors = divideCeil(getRowLength(spec),
                                launch.threadsPerRow * launch.vector);
-  return vectors <= getMaxElementsPerThread(spec, launch.getThreadsPerCta()) /
+  return vectors <= getMaxElementsPerThread(spec, launch.getThreadsPerCta(),
+                                            launch.vector) /
                         launch.vector;
 }
 

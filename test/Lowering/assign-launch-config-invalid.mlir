@@ -18,7 +18,7 @@ func.func @f(%x: tensor<?x2048xbf16>) -> tensor<?x2048xbf16> {
 
 // -----
 
-// HUGE: :[[@LINE+2]]:12: error: 'norm.qk_norm_prologue' op cannot use the launch configuration v1_t1024_w32_r1: rows of 65537 elements do not fit in the registers of one CTA (at most 65536), where this kernel keeps them; such rows are not supported
+// HUGE: :[[@LINE+2]]:12: error: 'norm.qk_norm_prologue' op cannot use the launch configuration v1_t1024_w32_r1: rows of 65537 elements do not fit in the registers of one CTA (at most 32768), where this kernel keeps them; such rows are not supported
 func.func @huge_heads(%qkv: tensor<?x196611xbf16>) -> (tensor<?x65537xbf16>, tensor<?x65537xbf16>) {
   %q, %k = norm.qk_norm_prologue <rms> %qkv eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 65537 : i64} : tensor<?x196611xbf16> -> tensor<?x65537xbf16>, tensor<?x65537xbf16>
   return %q, %k : tensor<?x65537xbf16>, tensor<?x65537xbf16>

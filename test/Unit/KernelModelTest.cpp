@@ -364,10 +364,10 @@ TEST(Storage, RegistersFollowTheCtaSize) {
   EXPECT_EQ(getRegistersPerThread(512), 128);
   EXPECT_EQ(getRegistersPerThread(128), 255);
   OpSpec rms = rmsNorm(65536); // v and the weight: 4 bytes an element
-  EXPECT_EQ(getRegisterBytesPerElement(rms), 4);
-  EXPECT_EQ(getMaxElementsPerThread(rms, 512), kMaxElementsPerThread);
-  EXPECT_EQ(getMaxElementsPerThread(rms, 1024), 32);
-  EXPECT_EQ(getMaxElementsPerThread(rms, 768), 42);
+  EXPECT_EQ(getRegisterBytesPerVector(rms, 8), 32);
+  EXPECT_EQ(getMaxElementsPerThread(rms, 512, 8), kMaxElementsPerThread);
+  EXPECT_EQ(getMaxElementsPerThread(rms, 1024, 8), 32);
+  EXPECT_EQ(getMaxElementsPerThread(rms, 768, 8), 40);
   // 64 elements a thread at 1024 threads spilled (ptxas, sm_80 and sm_90):
   // hidden 65536 leaves registers whatever the configuration.
   EXPECT_FALSE(fitsInRegisters(rms, {8, 1024, 32, 1}));
@@ -380,11 +380,40 @@ TEST(Storage, RegistersFollowTheCtaSize) {
   OpSpec layer = rmsNorm(4096, ElementType::f32);
   layer.kind = OpKind::LayerNorm;
   layer.hasBias = true;
-  EXPECT_EQ(getRegisterBytesPerElement(layer), 12);
-  EXPECT_LT(getMaxElementsPerThread(layer, 1024),
-            getMaxElementsPerThread(rms, 1024));
+  EXPECT_EQ(getRegisterBytesPerVector(layer, 4), 48);
+  EXPECT_EQ(getMaxElementsPerThread(layer, 1024, 4), 8);
   OpSpec qk = examples::makeQKNorm(); // bf16 head and both weights
-  EXPECT_EQ(getRegisterBytesPerElement(qk), 6);
+  EXPECT_EQ(getRegisterBytesPerVector(qk, 8), 48);
+}
+
+// A lone bf16 takes a whole register: rows of odd length (the scalar
+// fallback) hold half as many elements. At 1024 threads, 32 elements of a
+// thread spilled 32 bytes, 28 none (ptxas, sm_90).
+TEST(Storage, ScalarAccessesTakeWholeRegisters) {
+  OpSpec rms = rmsNorm(4096);
+  EXPECT_EQ(getRegisterBytesPerVector(rms, 1), 8);
+  EXPECT_EQ(getRegisterBytesPerVector(rms, 2), 8);
+  EXPECT_EQ(getMaxElementsPerThread(rms, 1024, 1), 16);
+  EXPECT_EQ(getMaxElementsPerThread(rms, 512, 1), 37);
+  EXPECT_TRUE(fitsInRegisters(rmsNorm(16 * 1024), {1, 1024, 32, 1}));
+  EXPECT_FALSE(fitsInRegisters(rmsNorm(16 * 1024 + 1), {1, 1024, 32, 1}));
+  EXPECT_TRUE(fitsInRegisters(rmsNorm(16 * 1024 + 2), {2, 1024, 32, 1}));
+  // f32 elements fill their registers at any vector.
+  OpSpec f32 = rmsNorm(4096, ElementType::f32);
+  EXPECT_EQ(getRegisterBytesPerVector(f32, 1) * 4,
+            getRegisterBytesPerVector(f32, 4));
+}
+
+// Where a CTA of 256 threads could give a thread 255 registers, the rule
+// counts on kRegisterBudget: ptxas kept bf16 LayerNorm with 60 elements a
+// thread at 128 registers, and spilled.
+TEST(Storage, RegistersBeyondTheBudgetAreNotCountedOn) {
+  OpSpec layer = rmsNorm(4096);
+  layer.kind = OpKind::LayerNorm;
+  layer.hasBias = true;
+  EXPECT_EQ(getMaxElementsPerThread(layer, 256, 2),
+            getMaxElementsPerThread(layer, 512, 2));
+  EXPECT_LT(getMaxElementsPerThread(layer, 256, 2), 60);
 }
 
 TEST(Storage, LongRowsAreStagedWhereTheTargetHasRoom) {

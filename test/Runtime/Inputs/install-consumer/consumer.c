@@ -1,5 +1,6 @@
 /* A C host program against an installed libnormjit (install.test): prints
- * the library's versions and checks that a context without a CUDA driver
+ * the library's versions, checks that the library it runs with implements
+ * the API of the header it was compiled with, and checks that a context without a CUDA driver
  * fails cleanly, with NORMJIT_ERROR_NO_DRIVER and a message. Exit 0 then.
  *
  *   consumer-c [driver library]   (default: a path that does not exist) */
@@ -13,12 +14,22 @@ int main(int argc, char **argv) {
   normjit_context *context = NULL;
   normjit_status status;
   const char *message;
+  uint32_t major, minor, patch, api;
 
   printf("normjit API version %d, package %s\n", NORMJIT_API_VERSION,
          NORMJIT_PACKAGE_VERSION);
   if (NORMJIT_API_VERSION != NORMJIT_PACKAGE_API) {
     fprintf(stderr, "error: normjit.h has API version %d, the package %d\n",
             NORMJIT_API_VERSION, NORMJIT_PACKAGE_API);
+    return 1;
+  }
+
+  normjit_get_version(&major, &minor, &patch, &api);
+  printf("library %u.%u.%u, API version %u\n", (unsigned)major,
+         (unsigned)minor, (unsigned)patch, (unsigned)api);
+  if (api < NORMJIT_API_VERSION) {
+    fprintf(stderr, "error: the library implements API %u, older than the "
+                    "header's %d\n", (unsigned)api, NORMJIT_API_VERSION);
     return 1;
   }
 
