@@ -171,6 +171,39 @@ class FakeDriverTest(unittest.TestCase):
         else:
             self.assertEqual(kernel.tuning(1).source, "heuristic")
 
+    # Kernels of every kind the runtime normalizes compile and launch (an
+    # elementwise add once failed: its eps, reset to 0, was refused), or, in
+    # a runtime-only library, are in no bundle.
+    def test_every_kind_builds(self):
+        bf16 = lambda address, n: capi.Buffer(address, capi.BF16, n)
+        cases = [
+            (capi.OpDesc(kind=capi.OP_ELEMENTWISE, hidden=HIDDEN,
+                         flags=capi.OP_ADDEND | capi.OP_RESIDUAL_OUT),
+             {capi.INPUT: bf16(0x10000, HIDDEN),
+              capi.ADDEND: bf16(0x20000, HIDDEN),
+              capi.OUTPUT: bf16(0x30000, HIDDEN),
+              capi.RESIDUAL_OUT: bf16(0x40000, HIDDEN)}),
+            # Gemma 3's QK-Norm with one KV head, LayerNorm statistic.
+            (capi.OpDesc(kind=capi.OP_QK_NORM, hidden=256, num_q_heads=4,
+                         num_kv_heads=1, weight_offset=1.0,
+                         flags=capi.OP_WEIGHT | capi.OP_QK_MEAN_VAR),
+             {capi.QKV: bf16(0x10000, 6 * 256),
+              capi.Q_WEIGHT: bf16(0x20000, 256),
+              capi.K_WEIGHT: bf16(0x30000, 256),
+              capi.Q: bf16(0x40000, 4 * 256),
+              capi.K: bf16(0x50000, 256)}),
+        ]
+        for desc, buffers in cases:
+            try:
+                kernel = self.context.kernel(desc, tune=False)
+            except norm_opt.NormJitError as error:
+                self.assertEqual(error.status, capi.ERROR_NOT_FOUND, error)
+                continue
+            self.assertEqual(kernel.tuning(1).source, "heuristic")
+            kernel.launch(capi.make_launch_args(buffers), 3)
+            self.assertTrue(self.last_launch().kernel.endswith(
+                kernel.config(3).suffix.encode()))
+
     def test_kernels_outlive_their_context(self):
         context = capi.Context(driver_library=FAKE, bundles=[BUNDLE],
                                disk_cache=False)
