@@ -475,9 +475,11 @@ TEST(Storage, ScalarFallback) {
     for (ElementType type : {ElementType::bf16, ElementType::f32}) {
       OpSpec spec = rmsNorm(hidden, type);
       LaunchConfig launch = getHeuristicLaunch(spec, 4096);
-      if (std::optional<LaunchConfig> scalar = getScalarFallback(spec, launch))
+      if (std::optional<LaunchConfig> scalar =
+              getScalarFallback(spec, launch)) {
         EXPECT_TRUE(verifyLaunchFor(spec, *scalar).ok())
             << hidden << " " << scalar->getMangledSuffix();
+      }
     }
 }
 
