@@ -21,7 +21,9 @@ using ::norm::OpKind;
     return ::norm::ElementType::f32;
   if (element.isF16())
     return ::norm::ElementType::f16;
-  assert(element.isBF16() && "the dialect admits f32, f16 and bf16 only");
+  if (element.isInteger(32))
+    return ::norm::ElementType::i32;
+  assert(element.isBF16() && "the dialect admits f32, f16, bf16 and i32 only");
   return ::norm::ElementType::bf16;
 }
 
@@ -33,19 +35,22 @@ Type mlir::norm::getMlirType(MLIRContext *context, ::norm::ElementType type) {
     return Float16Type::get(context);
   case ::norm::ElementType::bf16:
     return BFloat16Type::get(context);
+  case ::norm::ElementType::i32:
+    return IntegerType::get(context, 32);
   }
   llvm_unreachable("unknown element type");
 }
 
 ::norm::LaunchConfig mlir::norm::getLaunchConfig(LaunchAttr launch) {
   return {launch.getVector(), launch.getThreadsPerRow(), launch.getWarps(),
-          launch.getRowsPerCta()};
+          launch.getRowsPerCta(), launch.getBlockN(), launch.getStages()};
 }
 
 LaunchAttr mlir::norm::getLaunchAttr(MLIRContext *context,
                                      const ::norm::LaunchConfig &launch) {
   return LaunchAttr::get(context, launch.vector, launch.threadsPerRow,
-                         launch.warps, launch.rowsPerCta);
+                         launch.warps, launch.rowsPerCta, launch.blockN,
+                         launch.stages);
 }
 
 SmallVector<KernelBuffer> mlir::norm::getKernelBuffers(KernelOpInterface op) {
@@ -72,7 +77,8 @@ RankedTensorType mlir::norm::getBufferType(MLIRContext *context,
                                            int64_t rows) {
   Type element = getMlirType(context, buffer.type);
   if (!buffer.rows2D)
-    return RankedTensorType::get({buffer.cols}, element);
+    return RankedTensorType::get(
+        {buffer.cols > 0 ? buffer.cols : ShapedType::kDynamic}, element);
   return RankedTensorType::get(
       {rows < 0 ? ShapedType::kDynamic : rows, buffer.cols}, element);
 }
@@ -139,6 +145,23 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
             builder.getI64IntegerAttr(spec.numQHeads),
             builder.getI64IntegerAttr(spec.numKvHeads),
             builder.getI64IntegerAttr(spec.hidden), real(spec.eps),
+            real(spec.weightOffset), /*launch=*/nullptr, /*kernel=*/nullptr)
+            .getOperation());
+  case OpKind::Attention:
+    return KernelOpInterface(
+        AttentionKernelOp::create(
+            builder, loc, result(BufferSlot::Output), result(BufferSlot::Lse),
+            input(BufferSlot::Q), input(BufferSlot::K), input(BufferSlot::V),
+            input(BufferSlot::CuSeqlens), input(BufferSlot::QWeight),
+            input(BufferSlot::KWeight),
+            builder.getI64IntegerAttr(spec.numQHeads),
+            builder.getI64IntegerAttr(spec.numKvHeads),
+            builder.getI64IntegerAttr(spec.hidden),
+            spec.causal ? builder.getUnitAttr() : UnitAttr(), real(spec.scale),
+            spec.qkStatistic == ::norm::Statistic::None
+                ? QKNormKindAttr()
+                : QKNormKindAttr::get(context, getQKNormKind(spec.qkStatistic)),
+            ::norm::usesEps(spec) ? real(spec.eps) : FloatAttr(),
             real(spec.weightOffset), /*launch=*/nullptr, /*kernel=*/nullptr)
             .getOperation());
   default:

@@ -127,12 +127,21 @@ def Norm_LaunchAttr : AttrDef<Norm_Dialect, "Launch"> {
     configuration is encoded in the kernel's name so that the runtime can ask
     for any candidate.
 
+    Attention kernels add `block_n` (keys per tile of the key/value loop:
+    16, 32, 64 or 128) and `stages` (key/value tiles in flight, 1 or 2);
+    their rows are query rows, 16 per warp, and `threads_per_row` threads
+    share a head row while the prologue normalizes it.
+
     ```mlir
     #norm.launch<vector = 8, threads_per_row = 128, warps = 4, rows_per_cta = 1>
+    #norm.launch<vector = 8, threads_per_row = 16, warps = 4, rows_per_cta = 64,
+                 block_n = 64, stages = 2>
     ```
   }];
   let parameters = (ins "int64_t":$vector, "int64_t":$threads_per_row,
-                        "int64_t":$warps, "int64_t":$rows_per_cta);
+                        "int64_t":$warps, "int64_t":$rows_per_cta,
+                        DefaultValuedParameter<"int64_t", "0">:$block_n,
+                        DefaultValuedParameter<"int64_t", "0">:$stages);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

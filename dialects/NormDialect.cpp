@@ -36,9 +36,10 @@ void NormDialect::initialize() {
 
 LogicalResult LaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t vector, int64_t threadsPerRow,
-                                 int64_t warps, int64_t rowsPerCta) {
-  ::norm::Status status =
-      ::norm::verifyLaunch({vector, threadsPerRow, warps, rowsPerCta});
+                                 int64_t warps, int64_t rowsPerCta,
+                                 int64_t blockN, int64_t stages) {
+  ::norm::Status status = ::norm::verifyLaunch(
+      {vector, threadsPerRow, warps, rowsPerCta, blockN, stages});
   if (!status)
     return emitError() << status.message();
   return success();

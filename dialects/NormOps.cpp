@@ -218,7 +218,9 @@ static LogicalResult verifyKernelModel(KernelOpInterface op) {
   if (failed(check(op, ::norm::verifyOpSpec(spec))))
     return failure();
   if (LaunchAttr launch = op.getLaunchAttr())
-    return check(op, ::norm::verifyLaunchFor(spec, getLaunchConfig(launch)));
+    return check(op, ::norm::verifyLaunchFor(
+                         spec, getLaunchConfig(launch),
+                         getTargetOptions(op).getMaxSharedBytes()));
   return success();
 }
 
@@ -358,53 +360,62 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult AttentionOp::verify() {
-  int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(),
-          headDim = getHeadDim();
-  if (failed(verifyRequiredSegments(*this, {0, 1, 2})) ||
-      failed(verifyPositive(*this, heads, "num_heads")) ||
-      failed(verifyPositive(*this, kvHeads, "num_kv_heads")) ||
-      failed(verifyPositive(*this, headDim, "head_dim")))
+/// The rules norm.attention and norm.attention_kernel share: head counts
+/// and widths, k and v alike, the scale, and the QK-Norm's fields.
+template <typename OpTy> static LogicalResult verifyAttentionFields(OpTy op) {
+  int64_t heads = op.getNumHeads(), kvHeads = op.getNumKvHeads(),
+          headDim = op.getHeadDim();
+  if (failed(verifyPositive(op, heads, "num_heads")) ||
+      failed(verifyPositive(op, kvHeads, "num_kv_heads")) ||
+      failed(verifyPositive(op, headDim, "head_dim")))
     return failure();
   if (heads % kvHeads != 0)
-    return emitOpError() << "num_kv_heads (" << kvHeads
-                         << ") must divide num_heads (" << heads << ")";
-  if (failed(verifyHeadsWidth(*this, getQ().getType(), "q", heads, "num_heads",
-                              headDim)) ||
-      failed(verifyHeadsWidth(*this, getK().getType(), "k", kvHeads,
+    return op.emitOpError() << "num_kv_heads (" << kvHeads
+                            << ") must divide num_heads (" << heads << ")";
+  if (failed(verifyHeadsWidth(op, op.getQ().getType(), "q", heads,
+                              "num_heads", headDim)) ||
+      failed(verifyHeadsWidth(op, op.getK().getType(), "k", kvHeads,
                               "num_kv_heads", headDim)) ||
-      failed(verifyHeadsWidth(*this, getV().getType(), "v", kvHeads,
+      failed(verifyHeadsWidth(op, op.getV().getType(), "v", kvHeads,
                               "num_kv_heads", headDim)))
     return failure();
-  if (failed(verifyCompatibleShape(getK().getType(), getV().getType())))
-    return emitOpError() << "'k' and 'v' must have the same shape, got "
-                         << getK().getType() << " and " << getV().getType();
-  if (failed(
-          verifyPositiveFinite(*this, getScale().convertToDouble(), "scale")))
+  if (failed(verifyCompatibleShape(op.getK().getType(), op.getV().getType())))
+    return op.emitOpError() << "'k' and 'v' must have the same shape, got "
+                            << op.getK().getType() << " and "
+                            << op.getV().getType();
+  if (failed(verifyPositiveFinite(op, op.getScale().convertToDouble(),
+                                  "scale")))
     return failure();
-  if (!getQkNorm()) {
-    if (getQNormWeight() || getKNormWeight() || getQkNormEpsAttr() ||
-        getQkNormOffset().convertToDouble() != 0.0)
-      return emitOpError(
+  if (!op.getQkNorm()) {
+    if (op.getQNormWeight() || op.getKNormWeight() || op.getQkNormEpsAttr() ||
+        op.getQkNormOffset().convertToDouble() != 0.0)
+      return op.emitOpError(
           "QK-Norm weights, eps and offset need a 'qk_norm' kind");
-  } else {
-    if (!getQkNormEpsAttr())
-      return emitOpError("'qk_norm' needs 'qk_norm_eps'");
-    ShapeChecker shapes(*this);
-    if (failed(verifyEps(*this, getQkNormEpsAttr(), "qk_norm_eps")) ||
-        failed(shapes.param(getQNormWeight(), "q_norm_weight", headDim)) ||
-        failed(shapes.param(getKNormWeight(), "k_norm_weight", headDim)))
-      return failure();
-    if (failed(getSharedParamType(*this, {{getQNormWeight(), "q_norm_weight"},
-                                          {getKNormWeight(), "k_norm_weight"}})))
-      return failure();
-    double offset = getQkNormOffset().convertToDouble();
-    if (!std::isfinite(offset))
-      return emitOpError() << "qk_norm_offset must be a finite number, got "
-                           << ::norm::describeReal(offset);
-    if (offset != 0.0 && !(getQNormWeight() && getKNormWeight()))
-      return emitOpError("qk_norm_offset needs both QK-Norm weights");
+    return success();
   }
+  if (!op.getQkNormEpsAttr())
+    return op.emitOpError("'qk_norm' needs 'qk_norm_eps'");
+  ShapeChecker shapes(op);
+  if (failed(verifyEps(op, op.getQkNormEpsAttr(), "qk_norm_eps")) ||
+      failed(shapes.param(op.getQNormWeight(), "q_norm_weight", headDim)) ||
+      failed(shapes.param(op.getKNormWeight(), "k_norm_weight", headDim)))
+    return failure();
+  if (failed(getSharedParamType(op, {{op.getQNormWeight(), "q_norm_weight"},
+                                     {op.getKNormWeight(), "k_norm_weight"}})))
+    return failure();
+  double offset = op.getQkNormOffset().convertToDouble();
+  if (!std::isfinite(offset))
+    return op.emitOpError() << "qk_norm_offset must be a finite number, got "
+                            << ::norm::describeReal(offset);
+  if (offset != 0.0 && !(op.getQNormWeight() && op.getKNormWeight()))
+    return op.emitOpError("qk_norm_offset needs both QK-Norm weights");
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  if (failed(verifyRequiredSegments(*this, {0, 1, 2})) ||
+      failed(verifyAttentionFields(*this)))
+    return failure();
   return verifySameResultType(*this, getQ().getType(), getType());
 }
 
@@ -524,6 +535,30 @@ LogicalResult ColumnStatsOp::verify() {
       failed(shapes.param(getVariance(), "variance")) ||
       failed(verifyF32Statistics(*this, {getMean(), getVariance()}, "column")))
     return failure();
+  return verifyKernelModel(*this);
+}
+
+LogicalResult AttentionKernelOp::verify() {
+  if (failed(verifyRequiredSegments(*this, {0, 1, 2, 3})) ||
+      failed(verifyAttentionFields(*this)) ||
+      failed(verifySameResultType(*this, getQ().getType(),
+                                  getOutput().getType())))
+    return failure();
+  Type element = getElementTypeOrSelf(getQ().getType());
+  for (auto [v, name] : {std::pair{getK(), "k"}, std::pair{getV(), "v"}})
+    if (getElementTypeOrSelf(v.getType()) != element)
+      return emitOpError() << "'" << name << "' must have the element type of "
+                           << "'q' (" << element << "), got " << v.getType();
+  if (bool(getQNormWeight()) != bool(getKNormWeight()))
+    return emitOpError("'q_norm_weight' and 'k_norm_weight' go together");
+  if (Value lse = getLse()) {
+    auto type = cast<RankedTensorType>(lse.getType());
+    auto q = cast<RankedTensorType>(getQ().getType());
+    if (type.getDimSize(1) != static_cast<int64_t>(getNumHeads()) ||
+        failed(verifyCompatibleShape(type.getDimSize(0), q.getDimSize(0))))
+      return emitOpError() << "'lse' must be tokens x num_heads ("
+                           << getNumHeads() << "), got " << type;
+  }
   return verifyKernelModel(*this);
 }
 
@@ -672,6 +707,48 @@ Value ColumnStatsOp::getBuffer(BufferSlot slot) {
     return getMean();
   case BufferSlot::Variance:
     return getVariance();
+  default:
+    return {};
+  }
+}
+
+::norm::OpSpec AttentionKernelOp::getOpSpec() {
+  ::norm::OpSpec spec;
+  spec.kind = OpKind::Attention;
+  spec.hidden = getHeadDim();
+  spec.input = spec.output = getElementTypeOf(getQ());
+  spec.param = getParamType({getQNormWeight(), getKNormWeight()});
+  spec.hasWeight = bool(getQNormWeight());
+  spec.numQHeads = getNumHeads();
+  spec.numKvHeads = getNumKvHeads();
+  spec.qkStatistic = getQkNorm() ? getModelStatistic(*getQkNorm())
+                                 : ::norm::Statistic::None;
+  spec.eps = getQkNormEpsAttr() ? getQkNormEpsAttr().getValueAsDouble() : 0.0;
+  spec.weightOffset = getQkNormOffset().convertToDouble();
+  spec.causal = getCausal();
+  spec.scale = getScale().convertToDouble();
+  spec.writeLse = bool(getLse());
+  return spec;
+}
+
+Value AttentionKernelOp::getBuffer(BufferSlot slot) {
+  switch (slot) {
+  case BufferSlot::Q:
+    return getQ();
+  case BufferSlot::K:
+    return getK();
+  case BufferSlot::V:
+    return getV();
+  case BufferSlot::QWeight:
+    return getQNormWeight();
+  case BufferSlot::KWeight:
+    return getKNormWeight();
+  case BufferSlot::CuSeqlens:
+    return getCuSeqlens();
+  case BufferSlot::Output:
+    return getOutput();
+  case BufferSlot::Lse:
+    return getLse();
   default:
     return {};
   }

@@ -420,6 +420,62 @@ def Norm_QKNormPrologueOp : Norm_Op<"qk_norm_prologue", [Pure,
   let hasVerifier = 1;
 }
 
+def Norm_AttentionKernelOp : Norm_Op<"attention_kernel", [Pure,
+    AttrSizedOperandSegments, Norm_KernelOp]> {
+  let summary = "attention over variable-length sequences, QK-Norm in its prologue";
+  let description = [{
+    The prefill/training forward kernel of `norm.attention`: for each
+    sequence `b` (tokens `cu_seqlens[b]` to `cu_seqlens[b + 1]`, i32, as
+    FlashAttention's varlen API gives them) and query head `h`,
+    `output = softmax(scale * qn kn^T [+ causal mask]) v` over the keys of
+    the same sequence, where `qn` and `kn` are the head rows of `q` and of
+    key/value head `h / (num_heads / num_kv_heads)` of `k`, normalized when
+    `qk_norm` is set (RMSNorm, L2 or LayerNorm without bias, the optional
+    weights plus `qk_norm_offset`) and rounded to the element type, as the
+    unfused graph stores them. `q` and the output are
+    `tokens x (num_heads * head_dim)`, `k` and `v`
+    `tokens x (num_kv_heads * head_dim)`, each with its own row stride (so
+    they may be views of one packed projection). The optional `lse` result
+    (`tokens x num_heads`, f32) holds each score row's natural-log
+    log-sum-exp, for a backward pass.
+
+    One CTA computes 16 query rows per warp of one sequence and head with
+    tensor cores (`norm.mma_sync`, `norm.ldmatrix`), streaming key/value
+    tiles of `block_n` rows through shared memory (`norm.async_copy`) with
+    an online softmax in f32; causal kernels skip the tiles above the
+    diagonal.
+
+    ```mlir
+    %o = norm.attention_kernel %q, %k, %v seqlens(%cu : tensor<3xi32>)
+        q_norm_weight(%wq : tensor<128xbf16>) k_norm_weight(%wk : tensor<128xbf16>)
+        scale(0.08838834764831845) qk_norm_eps(1.0e-06)
+        {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64,
+         causal, qk_norm = #norm.qk_norm<rms>}
+        : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16> -> tensor<?x4096xbf16>
+    ```
+  }];
+  let arguments = (ins Norm_RowTensor:$q, Norm_RowTensor:$k, Norm_RowTensor:$v,
+                       TensorRankOf<[I32], [1]>:$cu_seqlens,
+                       Optional<Norm_ParamTensor>:$q_norm_weight,
+                       Optional<Norm_ParamTensor>:$k_norm_weight,
+                       I64Attr:$num_heads, I64Attr:$num_kv_heads,
+                       I64Attr:$head_dim, UnitAttr:$causal, F64Attr:$scale,
+                       OptionalAttr<Norm_QKNormKindAttr>:$qk_norm,
+                       OptionalAttr<F64Attr>:$qk_norm_eps,
+                       DefaultValuedAttr<F64Attr, "0.0">:$qk_norm_offset,
+                       OptionalAttr<Norm_LaunchAttr>:$launch,
+                       OptionalAttr<SymbolRefAttr>:$kernel);
+  let results = (outs Norm_RowTensor:$output,
+                      Optional<TensorRankOf<[F32], [2]>>:$lse);
+  let assemblyFormat = "$q `,` $k `,` $v `seqlens` `(` $cu_seqlens `:` "
+      "type($cu_seqlens) `)` " # OptParam<"q_norm_weight">.format # " " #
+      OptParam<"k_norm_weight">.format # " " # Real<"scale", "scale">.format #
+      " " # OptReal<"qk_norm_eps", "qk_norm_eps">.format # " " #
+      OptReal<"qk_norm_offset", "qk_norm_offset">.format # " attr-dict `:` "
+      "type($q) `,` type($k) `,` type($v) `->` type($output) (`,` type($lse)^)?";
+  let hasVerifier = 1;
+}
+
 def Norm_ColumnStatsOp : Norm_Op<"column_stats", [Pure, Norm_KernelOp]> {
   let summary = "per-channel mean and biased variance over all rows";
   let description = [{

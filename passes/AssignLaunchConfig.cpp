@@ -40,6 +40,15 @@ private:
   }
   if (warps)
     launch.warps = warps;
+  // Attention: 16 query rows per warp, whatever else is forced.
+  if (launch.isAttention()) {
+    launch.rowsPerCta = 16 * launch.warps;
+    if (blockN)
+      launch.blockN = blockN;
+    if (stages)
+      launch.stages = stages;
+    return launch;
+  }
   if (rowsPerCta)
     launch.rowsPerCta = rowsPerCta;
   else if (threadsPerRow || warps)
@@ -61,7 +70,9 @@ void AssignLaunchConfig::runOnOperation() {
     // The kernel model decides whether the configuration fits the op
     // (elements per thread and the CTA's registers, idle threads, the
     // alignment of row segments).
-    ::norm::Status status = ::norm::verifyLaunchFor(op.getOpSpec(), launch);
+    ::norm::Status status = ::norm::verifyLaunchFor(
+        op.getOpSpec(), launch,
+        getTargetOptions(op).getMaxSharedBytes());
     if (!status) {
       op->emitOpError() << "cannot use the launch configuration "
                         << launch.getMangledSuffix() << ": "

@@ -69,6 +69,8 @@ void mlir::norm::buildNormLowerToPtxPipeline(OpPassManager &pm,
   launch.threadsPerRow = config.threadsPerRow;
   launch.warps = config.warps;
   launch.rowsPerCta = config.rowsPerCta;
+  launch.blockN = config.blockN;
+  launch.stages = config.stages;
   pm.addPass(createNormAssignLaunchConfig(launch));
   NormGenerateKernelsOptions kernels;
   kernels.scalarFallback = config.scalarFallback;

@@ -36,6 +36,7 @@ struct LowerToPtxConfig {
   bool scalarFallback = true;
   /// Launch configuration fields to force (0: the heuristic's).
   int64_t vector = 0, threadsPerRow = 0, warps = 0, rowsPerCta = 0;
+  int64_t blockN = 0, stages = 0; // attention only
 
   /// The target these fields make of the default one.
   ::norm::TargetOptions getTarget() const;
@@ -78,6 +79,15 @@ struct NormLowerToPtxOptionsBase : public PassPipelineOptions<Derived> {
   mlir::detail::PassOptions::Option<int64_t> rowsPerCta{
       *this, "rows-per-cta",
       llvm::cl::desc("Force rows per CTA (0: heuristic)"), llvm::cl::init(0)};
+  mlir::detail::PassOptions::Option<int64_t> blockN{
+      *this, "block-n",
+      llvm::cl::desc("Force attention's keys per tile (0: heuristic)"),
+      llvm::cl::init(0)};
+  mlir::detail::PassOptions::Option<int64_t> stages{
+      *this, "stages",
+      llvm::cl::desc("Force attention's key/value tiles in flight (0: "
+                     "heuristic)"),
+      llvm::cl::init(0)};
 
   LowerToPtxConfig getConfig() const {
     LowerToPtxConfig config;
@@ -90,6 +100,8 @@ struct NormLowerToPtxOptionsBase : public PassPipelineOptions<Derived> {
     config.threadsPerRow = threadsPerRow;
     config.warps = warps;
     config.rowsPerCta = rowsPerCta;
+    config.blockN = blockN;
+    config.stages = stages;
     return config;
   }
 };

@@ -49,8 +49,9 @@ def NormAttachNVVMTarget
 def NormAssignLaunchConfig : Pass<"norm-assign-launch-config"> {
   let summary = "Give every kernel op without a launch configuration one";
   let description = [{
-    Sets `launch` on every `norm.fused_row`, `norm.qk_norm_prologue` and
-    `norm.column_stats` that has none, from the analytical heuristic
+    Sets `launch` on every kernel op (`norm.fused_row`,
+    `norm.qk_norm_prologue`, `norm.column_stats`, `norm.attention_kernel`)
+    that has none, from the analytical heuristic
     (`norm::getHeuristicLaunch`: the threads-per-row ladder for short rows,
     about 8 to 16 elements per thread for long ones, 16-byte vectors, several
     rows per CTA for short rows). The options force single fields (0 keeps
@@ -66,6 +67,10 @@ def NormAssignLaunchConfig : Pass<"norm-assign-launch-config"> {
     Option<"warps", "warps", "int64_t", "0", "Warps per CTA">,
     Option<"rowsPerCta", "rows-per-cta", "int64_t", "0",
            "Rows one CTA handles in all">,
+    Option<"blockN", "block-n", "int64_t", "0",
+           "Attention: keys per tile of the key/value loop">,
+    Option<"stages", "stages", "int64_t", "0",
+           "Attention: key/value tiles in flight">,
   ];
 }
 

@@ -9,7 +9,8 @@ static constexpr BufferSlot kAllSlots[] = {
     BufferSlot::Weight,   BufferSlot::Bias,    BufferSlot::Mean,
     BufferSlot::Variance, BufferSlot::Output,  BufferSlot::ResidualOut,
     BufferSlot::Qkv,      BufferSlot::QWeight, BufferSlot::KWeight,
-    BufferSlot::Q,        BufferSlot::K};
+    BufferSlot::Q,        BufferSlot::K,       BufferSlot::V,
+    BufferSlot::CuSeqlens, BufferSlot::Lse};
 static_assert(sizeof(kAllSlots) / sizeof(kAllSlots[0]) == kNumBufferSlots);
 
 std::string_view norm::getBufferSlotName(BufferSlot slot) {
@@ -42,6 +43,12 @@ std::string_view norm::getBufferSlotName(BufferSlot slot) {
     return "q";
   case BufferSlot::K:
     return "k";
+  case BufferSlot::V:
+    return "v";
+  case BufferSlot::CuSeqlens:
+    return "cu_seqlens";
+  case BufferSlot::Lse:
+    return "lse";
   }
   return "?";
 }
@@ -79,6 +86,22 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
     }
     rows(BufferSlot::Q, spec.output, q * h, true);
     rows(BufferSlot::K, spec.output, kv * h, true);
+    return buffers;
+  }
+  case OpKind::Attention: {
+    int64_t q = spec.numQHeads, kv = spec.numKvHeads;
+    rows(BufferSlot::Q, spec.input, q * h, false);
+    rows(BufferSlot::K, spec.input, kv * h, false);
+    rows(BufferSlot::V, spec.input, kv * h, false);
+    if (spec.hasWeight) {
+      vector(BufferSlot::QWeight, spec.param, h, false);
+      vector(BufferSlot::KWeight, spec.param, h, false);
+    }
+    vector(BufferSlot::CuSeqlens, ElementType::i32, /*cols=*/0, false);
+    rows(BufferSlot::Output, spec.output, q * h, true);
+    // Token-major like every other buffer: row t holds the heads of token t.
+    if (spec.writeLse)
+      rows(BufferSlot::Lse, ElementType::f32, q, true);
     return buffers;
   }
   default:

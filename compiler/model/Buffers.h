@@ -34,8 +34,11 @@ enum class BufferSlot : int {
   KWeight,
   Q,
   K,
+  V,
+  CuSeqlens,
+  Lse,
 };
-constexpr int kNumBufferSlots = 14;
+constexpr int kNumBufferSlots = 17;
 
 /// "input", "residual_out", "q_weight", ...: the names of the kernel ops'
 /// operands and results and of kernel parameters.
@@ -46,7 +49,9 @@ std::optional<BufferSlot> parseBufferSlot(std::string_view name);
 struct BufferSpec {
   BufferSlot slot;
   ElementType type;
-  int64_t cols; // row length (2-D) or element count (1-D)
+  /// Row length (2-D) or element count (1-D); 0 for a 1-D buffer whose
+  /// length comes with the launch (attention's batch + 1 sequence offsets).
+  int64_t cols;
   bool rows2D;  // rows x cols, with a row stride
   bool written; // an output
 };
@@ -54,7 +59,9 @@ struct BufferSpec {
 /// The buffers of the kernel of `spec` in parameter order: the inputs
 /// (norm.fused_row: input, addend, skip, weight, bias, mean, variance;
 /// norm.qk_norm_prologue: qkv, q_weight, k_weight; norm.column_stats:
-/// input), then the outputs (output, residual_out; q, k; mean, variance).
+/// input; norm.attention_kernel: q, k, v, q_weight, k_weight, cu_seqlens),
+/// then the outputs (output, residual_out; q, k; mean, variance; output,
+/// lse).
 std::vector<BufferSpec> getBuffers(const OpSpec &spec);
 
 /// Bytes all 2-D buffers move per logical row (per token for QK-Norm).

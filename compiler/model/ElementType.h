@@ -9,7 +9,9 @@
 
 namespace norm {
 
-enum class ElementType { f32, f16, bf16 };
+/// The float types of tensors, and i32 for offsets (attention's cumulative
+/// sequence lengths).
+enum class ElementType { f32, f16, bf16, i32 };
 
 /// Bytes per element.
 int64_t getElementBytes(ElementType type);
@@ -18,6 +20,8 @@ std::string_view getElementTypeName(ElementType type);
 std::optional<ElementType> parseElementType(std::string_view name);
 /// Whether `type` is one of the enumerators (C callers pass integers).
 bool isKnownElementType(ElementType type);
+/// f32, f16 or bf16: the types of tensors and parameters.
+bool isFloatElementType(ElementType type);
 
 } // namespace norm
 

@@ -28,6 +28,8 @@ static Format getFormat(ElementType type) {
     return {11, -14, 15};
   case ElementType::bf16:
     return {8, -126, 127};
+  case ElementType::i32:
+    break;
   }
   return {24, -126, 127};
 }
@@ -87,6 +89,8 @@ double check::roundTo(ElementType type, double value) {
 }
 
 uint32_t check::encode(ElementType type, double value) {
+  if (type == ElementType::i32)
+    return static_cast<uint32_t>(static_cast<int32_t>(value));
   double rounded = roundTo(type, value);
   float single = static_cast<float>(rounded); // exact: rounded fits in f32
   uint32_t bits;
@@ -118,6 +122,8 @@ uint32_t check::encode(ElementType type, double value) {
 
 double check::decode(ElementType type, uint32_t bits) {
   switch (type) {
+  case ElementType::i32:
+    return static_cast<int32_t>(bits);
   case ElementType::f32:
   case ElementType::bf16: {
     uint32_t single = type == ElementType::f32 ? bits : bits << 16;
@@ -142,7 +148,7 @@ double check::decode(ElementType type, uint32_t bits) {
 
 void check::storeBits(ElementType type, void *base, int64_t index,
                       uint32_t bits) {
-  if (type == ElementType::f32) {
+  if (getElementBytes(type) == 4) {
     std::memcpy(static_cast<char *>(base) + 4 * index, &bits, 4);
     return;
   }
@@ -151,7 +157,7 @@ void check::storeBits(ElementType type, void *base, int64_t index,
 }
 
 double check::loadElement(ElementType type, const void *base, int64_t index) {
-  if (type == ElementType::f32) {
+  if (getElementBytes(type) == 4) {
     uint32_t bits;
     std::memcpy(&bits, static_cast<const char *>(base) + 4 * index, 4);
     return decode(type, bits);
@@ -174,6 +180,8 @@ uint32_t check::getOutputPoison(ElementType type) {
     return 0x7e5a;
   case ElementType::bf16:
     return 0x7fa5;
+  case ElementType::i32:
+    return 0xa5a5a5a5;
   }
   return 0;
 }
@@ -186,6 +194,8 @@ uint32_t check::getInputGuard(ElementType type) {
     return 0xfe33;
   case ElementType::bf16:
     return 0xffc3;
+  case ElementType::i32:
+    return 0xc3c3c3c3;
   }
   return 0;
 }

@@ -17,9 +17,12 @@
 
 using namespace norm;
 
-int64_t KernelSignature::getGridX(int64_t rows) const {
+int64_t KernelSignature::getGridX(int64_t rows, int64_t batch) const {
   if (fixedGridX)
     return fixedGridX;
+  if (isAttention())
+    return rowMultiplier *
+           ((rows + launch.rowsPerCta - 1) / launch.rowsPerCta + batch);
   int64_t kernelRows = rows * rowMultiplier;
   return (kernelRows + launch.rowsPerCta - 1) / launch.rowsPerCta;
 }
@@ -28,6 +31,11 @@ std::string KernelSignature::getGridFormula() const {
   std::ostringstream os;
   if (fixedGridX) {
     os << fixedGridX;
+    return os.str();
+  }
+  if (isAttention()) {
+    os << rowMultiplier << " * (ceil(rows / " << launch.rowsPerCta
+       << ") + batch)";
     return os.str();
   }
   os << "ceil(rows";
@@ -63,6 +71,15 @@ static std::string getKernelPrefix(const OpSpec &spec) {
   case OpKind::BatchNormStats:
     os << "norm_colstats_h" << spec.hidden << "_" << type(spec.input)
        << "_f32";
+    return os.str();
+  case OpKind::Attention:
+    os << "norm_attn";
+    if (spec.qkStatistic != Statistic::None)
+      os << "_qk" << getStatisticName(spec.qkStatistic);
+    if (spec.causal)
+      os << "_causal";
+    os << "_d" << spec.hidden << "_h" << spec.numQHeads << "x"
+       << spec.numKvHeads << "_" << type(spec.input);
     return os.str();
   case OpKind::RMSNorm:
     os << "norm_rms";
@@ -109,10 +126,10 @@ Status norm::describeKernel(const OpSpec &spec, const LaunchConfig &launch,
                             KernelSignature &sig) {
   if (Status status = verifyOpSpec(spec); !status)
     return status;
-  if (Status status = verifyLaunchFor(spec, launch); !status)
+  int64_t maxShared = target.getMaxSharedBytes();
+  if (Status status = verifyLaunchFor(spec, launch, maxShared); !status)
     return status;
   OpSpec normal = normalizeOpSpec(spec);
-  int64_t maxShared = target.getMaxSharedBytes();
   sig = KernelSignature();
   sig.name = getKernelName(normal, launch, target);
   sig.kind = std::string(getKernelOpName(normal.kind));
@@ -135,13 +152,23 @@ Status norm::describeKernel(const OpSpec &spec, const LaunchConfig &launch,
     param.elementType = buffer.type;
     param.rowMajor2D = buffer.rows2D;
     param.readOnly = !buffer.written;
-    param.alignment = getBufferAlignment(buffer.type, launch.vector);
+    // Attention's tiles are 16-byte vectors of bf16 or f16; its sequence
+    // offsets are read one by one.
+    param.alignment = buffer.slot == BufferSlot::CuSeqlens
+                          ? getElementBytes(buffer.type)
+                          : getBufferAlignment(buffer.type, launch.vector);
     sig.params.push_back(std::move(param));
   }
   KernelParam rows;
   rows.kind = KernelParam::Kind::Rows;
   rows.name = "rows";
   sig.params.push_back(rows);
+  if (normal.kind == OpKind::Attention) {
+    KernelParam batch;
+    batch.kind = KernelParam::Kind::Batch;
+    batch.name = "batch";
+    sig.params.push_back(batch);
+  }
   for (const BufferSpec &buffer : buffers) {
     if (!buffer.rows2D)
       continue;
@@ -179,6 +206,8 @@ static std::string_view getParamKindName(KernelParam::Kind kind) {
     return "buffer";
   case KernelParam::Kind::Rows:
     return "rows";
+  case KernelParam::Kind::Batch:
+    return "batch";
   case KernelParam::Kind::RowStride:
     return "row_stride";
   }
@@ -191,8 +220,11 @@ std::string KernelSignature::toJson() const {
      << ", \"hidden\": " << hidden << ", \"launch\": {\"vector\": "
      << launch.vector << ", \"threads_per_row\": " << launch.threadsPerRow
      << ", \"warps\": " << launch.warps
-     << ", \"rows_per_cta\": " << launch.rowsPerCta
-     << "}, \"block_threads\": " << blockThreads
+     << ", \"rows_per_cta\": " << launch.rowsPerCta;
+  if (launch.isAttention())
+    os << ", \"block_n\": " << launch.blockN
+       << ", \"stages\": " << launch.stages;
+  os << "}, \"block_threads\": " << blockThreads
      << ", \"grid\": " << quote(getGridFormula())
      << ", \"row_multiplier\": " << rowMultiplier
      << ", \"fixed_grid_x\": " << fixedGridX
@@ -486,6 +518,10 @@ std::optional<KernelSignature> signatureFromJson(const Json &json,
     sig.launch.threadsPerRow = l.integer("threads_per_row");
     sig.launch.warps = l.integer("warps");
     sig.launch.rowsPerCta = l.integer("rows_per_cta");
+    if (launch->object.count("block_n")) {
+      sig.launch.blockN = l.integer("block_n");
+      sig.launch.stages = l.integer("stages");
+    }
   }
   if (const Json *params = fields.get("params", Json::Type::Array)) {
     for (const Json &p : params->array) {
@@ -511,6 +547,8 @@ std::optional<KernelSignature> signatureFromJson(const Json &json,
         param.alignment = f.integer("alignment");
       } else if (kind == "rows") {
         param.kind = KernelParam::Kind::Rows;
+      } else if (kind == "batch") {
+        param.kind = KernelParam::Kind::Batch;
       } else if (kind == "row_stride") {
         param.kind = KernelParam::Kind::RowStride;
       } else if (error.empty()) {

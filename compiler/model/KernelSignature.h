@@ -11,7 +11,9 @@
 //      its results (norm.fused_row: input, addend, skip, weight, bias, mean,
 //      variance, output, residual_out; norm.qk_norm_prologue: qkv, q_weight,
 //      k_weight, q, k; norm.column_stats: input, mean, variance);
-//   2. `rows` (i64): the logical row count (tokens for the QK-Norm prologue);
+//   2. `rows` (i64): the logical row count (tokens for the QK-Norm prologue
+//      and attention); attention then takes `batch` (i64), the sequences
+//      that `cu_seqlens` (batch + 1 offsets) delimits;
 //   3. one row stride (i64, in elements) per 2-D buffer, in buffer order.
 //
 //===----------------------------------------------------------------------===//
@@ -31,7 +33,7 @@
 namespace norm {
 
 struct KernelParam {
-  enum class Kind { Buffer, Rows, RowStride };
+  enum class Kind { Buffer, Rows, Batch, RowStride };
   Kind kind = Kind::Buffer;
   /// The operand or result name: "input", "addend", "weight", "output", ...
   /// Strides are named after their buffer with "_stride".
@@ -56,7 +58,10 @@ struct KernelSignature {
   int64_t hidden = 0;        // row length of the logical rows
   LaunchConfig launch;
   std::vector<KernelParam> params;
-  /// grid.x = ceil(rows * rowMultiplier / rowsPerCta), or fixedGridX if set.
+  /// grid.x = ceil(rows * rowMultiplier / rowsPerCta), or fixedGridX if set;
+  /// attention: rowMultiplier (query heads) * (ceil(rows / rowsPerCta) +
+  /// batch), the query tiles of every sequence (each sequence's last may
+  /// be partial) of every head.
   int64_t rowMultiplier = 1;
   int64_t fixedGridX = 0;
   int64_t blockThreads = 0;  // = launch.getThreadsPerCta()
@@ -66,7 +71,8 @@ struct KernelSignature {
   /// empty when there is none in the same bundle.
   std::string fallback;
 
-  int64_t getGridX(int64_t rows) const;
+  int64_t getGridX(int64_t rows, int64_t batch = 0) const;
+  bool isAttention() const { return launch.isAttention(); }
   /// A one-line formula for people, e.g. "ceil(rows * 40 / 4)".
   std::string getGridFormula() const;
 

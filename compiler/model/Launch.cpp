@@ -21,17 +21,20 @@ std::string LaunchConfig::getMangledSuffix() const {
   std::ostringstream os;
   os << 'v' << vector << "_t" << threadsPerRow << "_w" << warps << "_r"
      << rowsPerCta;
+  if (isAttention())
+    os << "_n" << blockN << "_s" << stages;
   return os.str();
 }
 
 std::optional<LaunchConfig> norm::parseLaunchSuffix(std::string_view text) {
-  long long v, t, w, r;
+  long long v, t, w, r, n = 0, st = 0;
   char tail;
   std::string copy(text);
-  if (std::sscanf(copy.c_str(), "v%lld_t%lld_w%lld_r%lld%c", &v, &t, &w, &r,
-                  &tail) != 4)
+  int fields = std::sscanf(copy.c_str(), "v%lld_t%lld_w%lld_r%lld_n%lld_s%lld%c",
+                           &v, &t, &w, &r, &n, &st, &tail);
+  if (fields != 4 && fields != 6)
     return std::nullopt;
-  LaunchConfig launch{v, t, w, r};
+  LaunchConfig launch{v, t, w, r, n, st};
   if (!verifyLaunch(launch) || launch.getMangledSuffix() != text)
     return std::nullopt;
   return launch;
@@ -66,12 +69,79 @@ Status norm::verifyLaunch(const LaunchConfig &launch) {
                            ") must be a positive multiple of the " +
                            std::to_string(concurrent) +
                            " rows a CTA works on at once");
+  if (launch.blockN == 0 && launch.stages == 0)
+    return Status::success();
+  int64_t n = launch.blockN;
+  if (n != 16 && n != 32 && n != 64 && n != 128)
+    return Status::invalid("block_n must be 16, 32, 64 or 128, got " +
+                           std::to_string(n));
+  if (launch.stages != 1 && launch.stages != 2)
+    return Status::invalid("stages must be 1 or 2, got " +
+                           std::to_string(launch.stages));
   return Status::success();
 }
 
-Status norm::verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch) {
+int64_t norm::getAttentionThreadsPerRow(int64_t headDim) {
+  int64_t threads = 1;
+  while (threads * 8 < headDim)
+    threads *= 2;
+  return threads;
+}
+
+int64_t norm::getAttentionSharedBytes(const OpSpec &spec,
+                                      const LaunchConfig &launch) {
+  int64_t rowBytes = spec.hidden * getElementBytes(spec.input);
+  return (launch.rowsPerCta + 2 * launch.stages * launch.blockN) * rowBytes;
+}
+
+/// The attention rules of verifyLaunchFor.
+static Status verifyAttentionLaunch(const OpSpec &spec,
+                                    const LaunchConfig &launch,
+                                    int64_t maxSharedBytes) {
+  auto str = [](int64_t value) { return std::to_string(value); };
+  if (!launch.isAttention())
+    return Status::invalid("attention needs a launch configuration with "
+                           "block_n and stages");
+  if (launch.vector * getElementBytes(spec.input) != kMaxAccessBytes)
+    return Status::invalid("attention moves 16-byte vectors: vector must be " +
+                           str(kMaxAccessBytes / getElementBytes(spec.input)) +
+                           ", got " + str(launch.vector));
+  int64_t threads = getAttentionThreadsPerRow(spec.hidden);
+  if (launch.threadsPerRow != threads)
+    return Status::invalid("attention at head dim " + str(spec.hidden) +
+                           " maps " + str(threads) +
+                           " threads onto a head row, got threads_per_row " +
+                           str(launch.threadsPerRow));
+  if (launch.warps > 8 || launch.rowsPerCta != 16 * launch.warps)
+    return Status::invalid("attention gives each of at most 8 warps 16 "
+                           "query rows: rows_per_cta must be " +
+                           str(16 * launch.warps) + ", got " +
+                           str(launch.rowsPerCta));
+  int64_t accumulators = spec.hidden / 2 + launch.blockN / 2;
+  if (accumulators > kMaxAttentionAccumulators)
+    return Status::invalid(
+        "attention at head dim " + str(spec.hidden) + " with block_n " +
+        str(launch.blockN) + " keeps " + str(accumulators) +
+        " f32 accumulators per thread, more than the " +
+        str(kMaxAttentionAccumulators) + " that registers hold; use a "
+        "smaller block_n");
+  int64_t shared = getAttentionSharedBytes(spec, launch);
+  if (maxSharedBytes > 0 && shared > maxSharedBytes)
+    return Status::invalid("attention tiles take " + str(shared) +
+                           " bytes of shared memory, more than the target's " +
+                           str(maxSharedBytes) + "; use fewer warps, a "
+                           "smaller block_n or one stage");
+  return Status::success();
+}
+
+Status norm::verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch,
+                             int64_t maxSharedBytes) {
   if (Status status = verifyLaunch(launch); !status)
     return status;
+  if (spec.kind == OpKind::Attention)
+    return verifyAttentionLaunch(spec, launch, maxSharedBytes);
+  if (launch.isAttention())
+    return Status::invalid("block_n and stages apply to attention only");
   for (const BufferSpec &buffer : getBuffers(spec)) {
     if (!buffer.rows2D)
       continue;
@@ -213,6 +283,8 @@ RowStorage norm::getRowStorage(const OpSpec &spec, const LaunchConfig &launch,
 
 int64_t norm::getSharedBytes(const OpSpec &spec, const LaunchConfig &launch,
                              int64_t maxSharedBytes) {
+  if (spec.kind == OpKind::Attention)
+    return getAttentionSharedBytes(spec, launch);
   if (getRowStorage(spec, launch, maxSharedBytes) != RowStorage::Shared)
     return 0;
   return launch.getConcurrentRows() * getStagedRowBytes(spec, launch.vector);
@@ -241,7 +313,8 @@ static int64_t nextThreadsPerRow(int64_t threads) {
 
 std::optional<LaunchConfig> norm::getScalarFallback(const OpSpec &spec,
                                                     const LaunchConfig &launch) {
-  if (launch.vector == 1)
+  // Attention needs its 16-byte tiles (cp.async, ldmatrix).
+  if (launch.vector == 1 || spec.kind == OpKind::Attention)
     return std::nullopt;
   LaunchConfig scalar = launch;
   scalar.vector = 1;

@@ -26,15 +26,22 @@ struct LaunchConfig {
   int64_t threadsPerRow = 32;
   int64_t warps = 1;         // warps per CTA
   int64_t rowsPerCta = 1;    // rows one CTA handles in all
+  // Attention only (0 for row kernels): rows are query rows, 16 per warp;
+  // the prologue maps threadsPerRow threads onto each head row.
+  int64_t blockN = 0;        // keys per tile of the key/value loop
+  int64_t stages = 0;        // key/value tiles in flight (cp.async)
 
   int64_t getThreadsPerCta() const { return warps * 32; }
   /// Rows a CTA works on at the same time.
   int64_t getConcurrentRows() const { return warps * 32 / threadsPerRow; }
-  /// `v8_t128_w4_r1`: the suffix of kernel names.
+  /// `v8_t128_w4_r1` (attention: `v8_t16_w4_r64_n64_s2`): the suffix of
+  /// kernel names.
   std::string getMangledSuffix() const;
+  bool isAttention() const { return blockN != 0; }
   bool operator==(const LaunchConfig &other) const {
     return vector == other.vector && threadsPerRow == other.threadsPerRow &&
-           warps == other.warps && rowsPerCta == other.rowsPerCta;
+           warps == other.warps && rowsPerCta == other.rowsPerCta &&
+           blockN == other.blockN && stages == other.stages;
   }
   bool operator!=(const LaunchConfig &other) const { return !(*this == other); }
 };
@@ -76,6 +83,10 @@ constexpr int64_t kReservedSharedBytes = 1024;
 // Rules
 //===----------------------------------------------------------------------===//
 
+/// Registers an attention kernel's thread may keep its accumulators in: the
+/// output rows (head dim / 2 f32 per thread) and a score tile (block_n / 2).
+constexpr int64_t kMaxAttentionAccumulators = 160;
+
 /// The rules of #norm.launch: vector 1, 2, 4 or 8; threads per row 1, 2,
 /// 4, 8, 16 or a multiple of 32 up to 1024; 1 to 32 warps, whose threads
 /// the rows divide; rows per CTA a positive multiple of the rows a CTA works
@@ -88,8 +99,21 @@ Status verifyLaunch(const LaunchConfig &launch);
 /// work, and, for kernels that keep rows in registers only (the QK-Norm
 /// prologue), a share that fits them (fitsInRegisters). Row kernels keep
 /// longer shares elsewhere (getRowStorage); column statistics map threads
-/// onto columns and need only the access width.
-Status verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch);
+/// onto columns and need only the access width. Attention: 16-byte
+/// accesses, getAttentionThreadsPerRow threads per head row, 16 query rows
+/// per warp, accumulators within kMaxAttentionAccumulators and tiles within
+/// `maxSharedBytes` (0: no limit checked).
+Status verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch,
+                       int64_t maxSharedBytes = 0);
+
+/// Threads that share a head row in an attention kernel's prologue (each
+/// a 16-byte vector at a time): the head dim / 8 rounded up to a power of
+/// two, so that the row reduction's groups are whole.
+int64_t getAttentionThreadsPerRow(int64_t headDim);
+
+/// Bytes of the tiles of an attention kernel in shared memory: the query
+/// tile and `stages` key and value tiles.
+int64_t getAttentionSharedBytes(const OpSpec &spec, const LaunchConfig &launch);
 
 /// 32-bit registers one thread of a CTA of `threadsPerCta` threads may use:
 /// the CTA's share of the register file, in the allocation granule of 8,

@@ -99,7 +99,24 @@ int64_t pickThreadsPerRow(const OpSpec &spec, int64_t vector) {
 
 } // namespace
 
+/// Attention (FlashAttention-2's choices on sm_80/sm_90): 4 warps of 16
+/// query rows, key tiles of 64 (32 at head dims over 128, whose output rows
+/// take most registers), two stages where the target's shared memory holds
+/// them.
+static LaunchConfig getAttentionHeuristic(const OpSpec &spec) {
+  LaunchConfig launch;
+  launch.vector = 8;
+  launch.threadsPerRow = getAttentionThreadsPerRow(spec.hidden);
+  launch.warps = 4;
+  launch.rowsPerCta = 16 * launch.warps;
+  launch.blockN = spec.hidden > 128 ? 32 : 64;
+  launch.stages = 2;
+  return launch;
+}
+
 LaunchConfig norm::getHeuristicLaunch(const OpSpec &spec, int64_t rows) {
+  if (spec.kind == OpKind::Attention)
+    return getAttentionHeuristic(spec);
   int64_t vector = getMaxVector(spec);
   if (spec.kind == OpKind::BatchNormStats) {
     // Tiles of `vector` columns; the threads sharing a tile split the rows.

@@ -15,7 +15,7 @@ using namespace norm;
 static constexpr OpKind kAllKinds[] = {
     OpKind::RMSNorm,        OpKind::LayerNorm,          OpKind::L2Norm,
     OpKind::GroupNorm,      OpKind::BatchNormInference, OpKind::Elementwise,
-    OpKind::BatchNormStats, OpKind::QKNormPrologue};
+    OpKind::BatchNormStats, OpKind::QKNormPrologue,     OpKind::Attention};
 
 static constexpr Statistic kAllStatistics[] = {
     Statistic::RMS, Statistic::MeanVar, Statistic::L2, Statistic::None};
@@ -59,6 +59,8 @@ std::string_view norm::getOpKindName(OpKind kind) {
     return "batch_norm_stats";
   case OpKind::QKNormPrologue:
     return "qk_norm";
+  case OpKind::Attention:
+    return "attention";
   }
   return "?";
 }
@@ -76,6 +78,8 @@ std::string_view norm::getKernelOpName(OpKind kind) {
     return "column_stats";
   case OpKind::QKNormPrologue:
     return "qk_norm_prologue";
+  case OpKind::Attention:
+    return "attention_kernel";
   default:
     return "fused_row";
   }
@@ -91,6 +95,7 @@ Statistic norm::getStatistic(const OpSpec &spec) {
   case OpKind::L2Norm:
     return Statistic::L2;
   case OpKind::QKNormPrologue:
+  case OpKind::Attention:
     return spec.qkStatistic;
   default:
     return Statistic::None;
@@ -104,7 +109,7 @@ bool norm::usesEps(const OpSpec &spec) {
 
 bool norm::isFusedRow(const OpSpec &spec) {
   return spec.kind != OpKind::BatchNormStats &&
-         spec.kind != OpKind::QKNormPrologue;
+         spec.kind != OpKind::QKNormPrologue && spec.kind != OpKind::Attention;
 }
 
 int64_t norm::getRowLength(const OpSpec &spec) {
@@ -116,6 +121,8 @@ int64_t norm::getRowLength(const OpSpec &spec) {
 int64_t norm::getRowsPerToken(const OpSpec &spec) {
   if (spec.kind == OpKind::QKNormPrologue)
     return spec.numQHeads + spec.numKvHeads;
+  if (spec.kind == OpKind::Attention)
+    return spec.numQHeads;
   if (isFusedRow(spec))
     return spec.groups;
   return 1;
@@ -158,6 +165,28 @@ Status norm::verifyGroups(int64_t groups, int64_t hidden) {
   return Status::success();
 }
 
+Status norm::verifyAttentionHeadDim(int64_t headDim) {
+  if (headDim < 16 || headDim > kMaxAttentionHeadDim || headDim % 16 != 0)
+    return Status::invalid("attention needs a head dim that is a multiple of "
+                           "16 from 16 to " +
+                           std::to_string(kMaxAttentionHeadDim) + ", got " +
+                           std::to_string(headDim));
+  return Status::success();
+}
+
+Status norm::verifyHeadCounts(int64_t numQHeads, int64_t numKvHeads) {
+  if (numQHeads <= 0 || numKvHeads <= 0 || numQHeads > kMaxRowLength ||
+      numKvHeads > kMaxRowLength)
+    return Status::invalid("positive head counts are needed, got " +
+                           std::to_string(numQHeads) + " query and " +
+                           std::to_string(numKvHeads) + " key/value heads");
+  if (numQHeads % numKvHeads != 0)
+    return Status::invalid("the " + std::to_string(numKvHeads) +
+                           " key/value heads must divide the " +
+                           std::to_string(numQHeads) + " query heads");
+  return Status::success();
+}
+
 static bool isKnownKind(OpKind kind) {
   for (OpKind known : kAllKinds)
     if (known == kind)
@@ -186,6 +215,33 @@ static Status verifyQKNorm(const OpSpec &spec) {
       spec.f32Residual || spec.groups != 1)
     return Status::invalid("the QK-Norm prologue takes only qkv and optional "
                            "q/k weights");
+  return verifyWeightOffset(spec.weightOffset, spec.hasWeight);
+}
+
+/// Attention: bf16 or f16 throughout, an optional QK-Norm.
+static Status verifyAttention(const OpSpec &spec) {
+  if (Status status = verifyAttentionHeadDim(spec.hidden); !status)
+    return status;
+  if (Status status = verifyHeadCounts(spec.numQHeads, spec.numKvHeads);
+      !status)
+    return status;
+  if (spec.numQHeads * spec.hidden > kMaxRowLength)
+    return Status::invalid("attention rows of " +
+                           std::to_string(spec.numQHeads) + " heads of " +
+                           std::to_string(spec.hidden) +
+                           " are longer than a kernel supports");
+  if (spec.input == ElementType::f32 || spec.output != spec.input)
+    return Status::invalid("attention reads and writes bf16 or f16 (the "
+                           "tensor cores' inputs), one type for q, k, v and "
+                           "the output");
+  if (Status status = verifyPositiveFinite(spec.scale, "scale"); !status)
+    return status;
+  if (spec.hasBias || spec.hasAddend || spec.hasSkip || spec.writeResidual ||
+      spec.f32Residual || spec.groups != 1)
+    return Status::invalid("attention takes only q, k, v, the sequence "
+                           "offsets and optional QK-Norm weights");
+  if (spec.qkStatistic == Statistic::None && spec.hasWeight)
+    return Status::invalid("QK-Norm weights need a QK-Norm statistic");
   return verifyWeightOffset(spec.weightOffset, spec.hasWeight);
 }
 
@@ -220,14 +276,16 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
                            std::to_string(static_cast<int>(spec.kind)));
   for (ElementType type : {spec.input, spec.output, spec.param, spec.statsType,
                            spec.addendType, spec.skipType})
-    if (!isKnownElementType(type))
+    if (!isFloatElementType(type))
       return Status::invalid("unknown element type " +
                              std::to_string(static_cast<int>(type)));
   if (!parseStatisticName(getStatisticName(spec.qkStatistic)))
     return Status::invalid("unknown QK-Norm statistic " +
                            std::to_string(static_cast<int>(spec.qkStatistic)));
   const char *size =
-      spec.kind == OpKind::QKNormPrologue ? "head dim" : "hidden size";
+      spec.kind == OpKind::QKNormPrologue || spec.kind == OpKind::Attention
+          ? "head dim"
+          : "hidden size";
   if (spec.hidden <= 0 || spec.hidden > kMaxRowLength)
     return Status::invalid(std::string(size) + " must be in [1, " +
                            std::to_string(kMaxRowLength) + "], got " +
@@ -244,7 +302,11 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
     return Status::success();
   case OpKind::QKNormPrologue:
     return verifyQKNorm(spec);
+  case OpKind::Attention:
+    return verifyAttention(spec);
   default:
+    if (spec.causal || spec.writeLse || spec.scale != 1.0)
+      return Status::invalid("causal, scale and lse apply to attention only");
     return verifyFusedRow(spec);
   }
 }
@@ -273,9 +335,14 @@ OpSpec norm::normalizeOpSpec(const OpSpec &spec) {
     n.statsType = defaults.statsType;
   if (!usesEps(n))
     n.eps = 0.0;
-  if (n.kind != OpKind::QKNormPrologue) {
+  if (n.kind != OpKind::QKNormPrologue && n.kind != OpKind::Attention) {
     n.numQHeads = n.numKvHeads = 0;
     n.qkStatistic = defaults.qkStatistic;
+  }
+  if (n.kind != OpKind::Attention) {
+    n.causal = defaults.causal;
+    n.scale = defaults.scale;
+    n.writeLse = defaults.writeLse;
   }
   if (n.kind == OpKind::BatchNormStats)
     n.output = ElementType::f32;
@@ -304,6 +371,11 @@ std::string norm::getCanonicalSpec(const OpSpec &original) {
      << " offset=" << hexDouble(s.weightOffset) << " groups=" << s.groups
      << " q_heads=" << s.numQHeads << " kv_heads=" << s.numKvHeads
      << " qk_statistic=" << getStatisticName(s.qkStatistic);
+  // Only attention has these: the identities (and kernel names) of the
+  // other kinds stay what they were.
+  if (s.kind == OpKind::Attention)
+    os << " causal=" << s.causal << " scale=" << hexDouble(s.scale)
+       << " lse=" << s.writeLse;
   return os.str();
 }
 
@@ -396,6 +468,11 @@ std::optional<OpSpec> norm::parseCanonicalSpec(std::string_view text,
     else
       error = "field 'qk_statistic' is not a statistic";
   }
+  if (spec.kind == OpKind::Attention) {
+    flag("causal", spec.causal);
+    real("scale", spec.scale);
+    flag("lse", spec.writeLse);
+  }
   if (error.empty() && !fields.empty())
     error = "unknown operation field '" + fields.begin()->first + "'";
   if (!error.empty())
@@ -409,10 +486,16 @@ std::string norm::describeOpSpec(const OpSpec &spec) {
      << getElementTypeName(spec.input);
   if (spec.output != spec.input && spec.kind != OpKind::BatchNormStats)
     os << "->" << getElementTypeName(spec.output);
-  if (spec.kind == OpKind::QKNormPrologue) {
+  if (spec.kind == OpKind::QKNormPrologue || spec.kind == OpKind::Attention) {
     os << " heads " << spec.numQHeads << "/" << spec.numKvHeads;
     if (spec.qkStatistic != Statistic::RMS)
       os << " " << getStatisticName(spec.qkStatistic);
+  }
+  if (spec.kind == OpKind::Attention) {
+    if (spec.causal)
+      os << " causal";
+    if (spec.writeLse)
+      os << " +lse";
   }
   if (spec.groups != 1)
     os << " groups " << spec.groups;

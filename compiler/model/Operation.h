@@ -40,9 +40,10 @@ struct OpSpec {
     Elementwise,        // norm.fused_row <none>: residual add and/or cast
     BatchNormStats,     // norm.column_stats
     QKNormPrologue,     // norm.qk_norm_prologue
+    Attention,          // norm.attention_kernel (prefill, variable length)
   };
   Kind kind = Kind::RMSNorm;
-  int64_t hidden = 0;               // row length (head_dim for QK-Norm)
+  int64_t hidden = 0; // row length (head_dim for QK-Norm and attention)
   ElementType input = ElementType::bf16;
   ElementType output = ElementType::bf16;
   ElementType param = ElementType::bf16;     // weight and bias
@@ -59,9 +60,15 @@ struct OpSpec {
   double alpha = 1.0;
   double weightOffset = 0.0;       // 1.0: Gemma's (1 + w)
   int64_t groups = 1;
-  // QK-Norm prologue only:
+  // QK-Norm prologue and attention:
   int64_t numQHeads = 0, numKvHeads = 0;
-  Statistic qkStatistic = Statistic::RMS; // rms, l2 or mean_var per head
+  /// rms, l2 or mean_var per head; attention: none without a QK-Norm.
+  Statistic qkStatistic = Statistic::RMS;
+  // Attention only (q, k, v and the output are `input`; weights `param`;
+  // `eps` and `weightOffset` are the QK-Norm's):
+  bool causal = false;
+  double scale = 1.0;              // softmax(scale * q k^T)
+  bool writeLse = false;           // the f32 log-sum-exp of each score row
 };
 
 using OpKind = OpSpec::Kind;
@@ -83,7 +90,7 @@ Statistic getStatistic(const OpSpec &spec);
 bool usesEps(const OpSpec &spec);
 
 /// Whether the kernel of `spec` is a norm.fused_row (every kind but column
-/// statistics and the QK-Norm prologue): rows too long for registers are
+/// statistics, the QK-Norm prologue and attention): rows too long for registers are
 /// staged in shared memory or streamed.
 bool isFusedRow(const OpSpec &spec);
 
@@ -93,8 +100,8 @@ bool isFusedRow(const OpSpec &spec);
 int64_t getRowLength(const OpSpec &spec);
 
 /// Kernel rows per logical row (token): the groups of a row kernel, query
-/// plus key/value heads for QK-Norm, else 1 (column statistics have no
-/// rows).
+/// plus key/value heads for QK-Norm, query heads for attention, else 1
+/// (column statistics have no rows).
 int64_t getRowsPerToken(const OpSpec &spec);
 
 //===----------------------------------------------------------------------===//
@@ -114,6 +121,16 @@ Status verifyPositiveFinite(double value, std::string_view name);
 Status verifyWeightOffset(double offset, bool hasWeight);
 /// GroupNorm: positive and dividing the hidden size.
 Status verifyGroups(int64_t groups, int64_t hidden);
+/// Attention's head dim: a multiple of 16 (the k-steps of the tensor-core
+/// tiles) from 16 to kMaxAttentionHeadDim.
+Status verifyAttentionHeadDim(int64_t headDim);
+/// Query and key/value head counts: positive, and the key/value heads
+/// dividing the query heads (grouped-query attention).
+Status verifyHeadCounts(int64_t numQHeads, int64_t numKvHeads);
+
+/// The longest head of an attention kernel: its output rows stay in
+/// registers, D / 2 f32 accumulators per thread.
+constexpr int64_t kMaxAttentionHeadDim = 256;
 
 /// Every rule an operation must meet for a kernel to implement it: known
 /// kinds and types, sizes within kMaxRowLength, eps, alpha, the weight

@@ -1,0 +1,637 @@
+//===- AttentionKernel.cpp - the kernel of norm.attention_kernel ----------===//
+//
+// FlashAttention-2's forward pass on tensor cores (mma.sync m16n8k16), with
+// the QK-Norm where the user asked for it: in the prologue.
+//
+// A CTA computes the M = 16 x warps query rows of one query tile of one
+// sequence and head. Its prologue loads the tile, normalizes each head row
+// (threadsPerRow threads per row, a row reduction) and stores it, rounded
+// to the element type as the unfused graph stores it, to shared memory. The
+// key/value loop then streams tiles of N keys and values through shared
+// memory with cp.async, `stages` tiles in flight; each key tile is
+// normalized in place once it has arrived. Warp w owns query rows
+// [16w, 16w + 16): S = Q K^T from ldmatrix fragments, the online softmax in
+// f32 (row max and sum over the four lanes that share a row), P rounded to
+// the element type and O += P V with V's fragments from ldmatrix.trans.
+// Causal kernels stop at the tile that holds the tile's last query row.
+//
+// Shared memory holds tiles of D-element rows in 16-byte chunks whose
+// position in the row is XORed with the row index (within groups of up to 8
+// chunks), so that the 8 row addresses of an ldmatrix hit different banks.
+//
+// Fragment layouts (PTX ISA, mma.m16n8k16 and ldmatrix): lane l of a warp,
+// g = l / 4, t = l % 4. A (16 x 16) element i: row g + 8 ((i / 2) % 2),
+// column 2t + i % 2 + 8 (i / 4); B (16 x 8) element i: row 2t + i % 2 +
+// 8 (i / 2), column g; C (16 x 8) element i: row g + 8 (i / 2), column
+// 2t + i % 2. So the C fragments of score columns [16c, 16c + 8) and
+// [16c + 8, 16c + 16) side by side are the A fragment of P's k-block c.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/KernelBuilder.h"
+#include "passes/KernelIR.h"
+
+#include "dialects/NormOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::norm;
+
+namespace {
+
+/// Elements of one 16-byte chunk of a tile row (bf16 or f16).
+constexpr int64_t kChunk = 8;
+
+class AttentionEmitter : public KernelBuilder {
+public:
+  AttentionEmitter(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
+                   const ::norm::KernelSignature &sig,
+                   const ::norm::OpSpec &spec);
+
+  void emit();
+
+private:
+  //===--- Tiles in shared memory ------------------------------------------===//
+
+  /// Element offset of (row, chunk) in a tile at `base`: the swizzled chunk.
+  Value tileOffset(Value base, Value row, Value chunk);
+  Value tileOffset(int64_t base, Value row, Value chunk) {
+    return tileOffset(index(base), row, chunk);
+  }
+
+  //===--- Warp-level matrix ops -------------------------------------------===//
+
+  Value mma(Value a, Value bFragment, Value c);
+  Value ldmatrix(Value offset, bool transpose);
+  Value allReduceMax(Value value, int64_t groupSize);
+  Value allReduceSum(Value value, int64_t groupSize);
+
+  //===--- Stages of the kernel --------------------------------------------===//
+
+  /// Normalizes the 8 elements `x` (f32) of a head row shared by
+  /// threadsPerRow threads, `lane` holding chunk `lane`; `validChunk` is
+  /// false for lanes past the row.
+  Value normalizeChunk(Value x, Value validChunk, Value weight);
+  /// The query tile into shared memory, normalized.
+  void emitQueryPrologue(Value qBase, Value tileRows, Value chunkValid);
+  /// cp.async of key and value tile `tile` into stage `stage`.
+  void emitKeyValueCopies(Value tile, Value stage);
+  /// The key tile of `stage` normalized in place.
+  void emitKeyNorm(Value stage);
+
+  Value stageBase(Value stage, bool value);
+
+  const ::norm::OpSpec &spec;
+  int64_t headDim, blockM, blockN, stages, ctaThreads, chunksPerRow;
+  /// Rows of a tile the CTA's threads cover at once in the prologue.
+  int64_t rowsAtOnce;
+  /// Chunks a swizzle group spans (a power of two dividing chunksPerRow).
+  int64_t swizzle;
+  bool hasNorm;
+  Type element;
+  VectorType chunkType, f32Chunk;
+  Value shared, tid, warp, laneInWarp;
+  // Per CTA: the sequence's first token and length, the tile's first query
+  // row within the sequence, the head and its key/value head.
+  Value seqStart, seqLength, qTileStart, head, kvHead, found;
+  Value qWeight, kWeight;
+};
+
+} // namespace
+
+AttentionEmitter::AttentionEmitter(ImplicitLocOpBuilder &b,
+                                   gpu::GPUFuncOp func,
+                                   const ::norm::KernelSignature &sig,
+                                   const ::norm::OpSpec &spec)
+    : KernelBuilder(b, func, sig), spec(spec), headDim(spec.hidden),
+      blockM(sig.launch.rowsPerCta), blockN(sig.launch.blockN),
+      stages(sig.launch.stages), ctaThreads(sig.launch.getThreadsPerCta()),
+      chunksPerRow(spec.hidden / kChunk),
+      hasNorm(spec.qkStatistic != ::norm::Statistic::None) {
+  rowsAtOnce = ctaThreads / threads;
+  swizzle = 1;
+  while (swizzle < 8 && chunksPerRow % (swizzle * 2) == 0)
+    swizzle *= 2;
+  element = getMlirType(b.getContext(), spec.input);
+  chunkType = VectorType::get({kChunk}, element);
+  f32Chunk = VectorType::get({kChunk}, f32);
+}
+
+//===----------------------------------------------------------------------===//
+// Tiles and warp-level ops
+//===----------------------------------------------------------------------===//
+
+Value AttentionEmitter::tileOffset(Value base, Value row, Value chunk) {
+  Value swizzled = chunk;
+  if (swizzle > 1) {
+    Value bits = arith::AndIOp::create(b, row, index(swizzle - 1));
+    swizzled = arith::XOrIOp::create(b, chunk, bits);
+  }
+  return add(base, add(mul(row, index(headDim)), mul(swizzled, index(kChunk))));
+}
+
+Value AttentionEmitter::stageBase(Value stage, bool value) {
+  int64_t tile = blockN * headDim;
+  int64_t first = blockM * headDim + (value ? stages * tile : 0);
+  return add(index(first), mul(stage, index(tile)));
+}
+
+Value AttentionEmitter::mma(Value a, Value bFragment, Value c) {
+  return MmaSyncOp::create(b, c.getType(), a, bFragment, c);
+}
+
+Value AttentionEmitter::ldmatrix(Value offset, bool transpose) {
+  return LdMatrixOp::create(b, VectorType::get({8}, element), shared,
+                            ValueRange{offset}, /*count=*/4, transpose);
+}
+
+Value AttentionEmitter::allReduceMax(Value value, int64_t groupSize) {
+  return RowAllReduceOp::create(b, ValueRange{value},
+                                static_cast<uint64_t>(groupSize),
+                                ReductionKind::max)
+      .getResult(0);
+}
+
+Value AttentionEmitter::allReduceSum(Value value, int64_t groupSize) {
+  return RowAllReduceOp::create(b, ValueRange{value},
+                                static_cast<uint64_t>(groupSize))
+      .getResult(0);
+}
+
+//===----------------------------------------------------------------------===//
+// The prologue: QK-Norm of head rows
+//===----------------------------------------------------------------------===//
+
+Value AttentionEmitter::normalizeChunk(Value x, Value validChunk,
+                                       Value weight) {
+  if (!hasNorm)
+    return x;
+  double invLength = 1.0 / static_cast<double>(headDim);
+  Value eps = constantF32(spec.eps);
+  Value scale, centred = x;
+  // Lanes past the row hold zeros, which add nothing to the sums.
+  switch (spec.qkStatistic) {
+  case ::norm::Statistic::RMS:
+  case ::norm::Statistic::L2: {
+    Value squares = allReduceSum(reduce(mulf(x, x)), threads);
+    Value mean = spec.qkStatistic == ::norm::Statistic::RMS
+                     ? mulf(squares, constantF32(invLength))
+                     : squares;
+    scale = rsqrt(addf(mean, eps));
+    break;
+  }
+  default: {
+    // Two passes over registers: the variance of the centred values.
+    Value mean = mulf(allReduceSum(reduce(x), threads), constantF32(invLength));
+    centred = arith::SelectOp::create(b, validChunk, subf(x, splat(mean)),
+                                      zero(f32Chunk));
+    Value variance = mulf(allReduceSum(reduce(mulf(centred, centred)), threads),
+                          constantF32(invLength));
+    scale = rsqrt(addf(variance, eps));
+    break;
+  }
+  }
+  Value y = mulf(centred, splat(scale));
+  if (weight) {
+    Value w = toF32(weight);
+    if (spec.weightOffset != 0.0)
+      w = addf(w, splatF32(spec.weightOffset));
+    y = mulf(y, w);
+  }
+  return y;
+}
+
+void AttentionEmitter::emitQueryPrologue(Value qBase, Value tileRows,
+                                         Value chunkValid) {
+  Value q = arg("q");
+  Value chunkStart = mul(lane, index(kChunk));
+  scf::ForOp::create(
+      b, index(0), index(blockM / rowsAtOnce), index(1), ValueRange{},
+      [&](OpBuilder &nested, Location, Value it, ValueRange) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nested.getInsertionBlock(),
+                            nested.getInsertionPoint());
+        Value row = add(mul(it, index(rowsAtOnce)), slot);
+        Value inRange =
+            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, tileRows);
+        Value valid = arith::AndIOp::create(b, inRange, chunkValid);
+        Value x = ifElseZeros(valid, [&]() -> SmallVector<Value> {
+                    Value at = add(add(qBase, mul(row, stride("q"))),
+                                   chunkStart);
+                    return {toF32(vector::LoadOp::create(
+                        b, chunkType, q, at, /*nontemporal=*/false,
+                        alignmentOf(q)))};
+                  }).front();
+        Value y = normalizeChunk(x, chunkValid, qWeight);
+        ifThen(chunkValid, [&] {
+          vector::StoreOp::create(b, convert(y, element), shared,
+                                  tileOffset(0, row, lane));
+        });
+        scf::YieldOp::create(b);
+      });
+  gpu::BarrierOp::create(b);
+}
+
+//===----------------------------------------------------------------------===//
+// The key/value loop
+//===----------------------------------------------------------------------===//
+
+void AttentionEmitter::emitKeyValueCopies(Value tile, Value stage) {
+  int64_t chunks = blockN * chunksPerRow;
+  int64_t iterations = llvm::divideCeil(chunks, ctaThreads);
+  Value tileStart = mul(tile, index(blockN));
+  for (bool value : {false, true}) {
+    Value source = arg(value ? "v" : "k");
+    Value base = stageBase(stage, value);
+    for (int64_t i = 0; i < iterations; ++i) {
+      Value chunk = add(tid, index(i * ctaThreads));
+      auto copy = [&] {
+        Value row = arith::DivUIOp::create(b, chunk, index(chunksPerRow));
+        Value col = arith::RemUIOp::create(b, chunk, index(chunksPerRow));
+        // Keys past the sequence are zeros; their row stays an address
+        // inside the sequence's first row for the (empty) read.
+        Value key = add(tileStart, row);
+        Value inside =
+            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, key, seqLength);
+        Value token = add(seqStart, arith::SelectOp::create(b, inside, key,
+                                                            index(0)));
+        Value at = add(add(mul(token, stride(value ? "v" : "k")),
+                           mul(kvHead, index(headDim))),
+                       mul(col, index(kChunk)));
+        Value count =
+            arith::SelectOp::create(b, inside, index(kChunk), index(0));
+        AsyncCopyOp::create(b, source, ValueRange{at}, shared,
+                            ValueRange{tileOffset(base, row, col)}, count,
+                            kChunk);
+      };
+      if ((i + 1) * ctaThreads <= chunks)
+        copy();
+      else
+        ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk,
+                                     index(chunks)),
+               copy);
+    }
+  }
+  AsyncCommitOp::create(b);
+}
+
+void AttentionEmitter::emitKeyNorm(Value stage) {
+  Value base = stageBase(stage, /*value=*/false);
+  Value chunkValid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, lane,
+                                           index(chunksPerRow));
+  int64_t iterations = llvm::divideCeil(blockN, rowsAtOnce);
+  scf::ForOp::create(
+      b, index(0), index(iterations), index(1), ValueRange{},
+      [&](OpBuilder &nested, Location, Value it, ValueRange) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nested.getInsertionBlock(),
+                            nested.getInsertionPoint());
+        Value row = add(mul(it, index(rowsAtOnce)), slot);
+        Value inTile =
+            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row,
+                                  index(blockN));
+        Value valid = arith::AndIOp::create(b, inTile, chunkValid);
+        Value offset = tileOffset(base, row, lane);
+        Value x = ifElseZeros(valid, [&]() -> SmallVector<Value> {
+                    return {toF32(vector::LoadOp::create(b, chunkType, shared,
+                                                         offset))};
+                  }).front();
+        Value y = normalizeChunk(x, chunkValid, kWeight);
+        ifThen(valid, [&] {
+          vector::StoreOp::create(b, convert(y, element), shared, offset);
+        });
+        scf::YieldOp::create(b);
+      });
+  gpu::BarrierOp::create(b);
+}
+
+//===----------------------------------------------------------------------===//
+// The kernel
+//===----------------------------------------------------------------------===//
+
+void AttentionEmitter::emit() {
+  MLIRContext *context = b.getContext();
+  int64_t heads = spec.numQHeads;
+  int64_t group = spec.numQHeads / spec.numKvHeads;
+  tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  warp = arith::DivUIOp::create(b, tid, index(32));
+  laneInWarp = arith::RemUIOp::create(b, tid, index(32));
+
+  // Shared memory: the query tile, then `stages` key tiles, then as many
+  // value tiles.
+  int64_t sharedElements = (blockM + 2 * stages * blockN) * headDim;
+  Value memory = gpu::DynamicSharedMemoryOp::create(
+      b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), nullptr,
+                         gpu::AddressSpaceAttr::get(
+                             context, gpu::AddressSpace::Workgroup)));
+  shared = memref::ViewOp::create(
+      b,
+      MemRefType::get({sharedElements}, element, nullptr,
+                      gpu::AddressSpaceAttr::get(context,
+                                                 gpu::AddressSpace::Workgroup)),
+      memory, index(0), ValueRange{});
+
+  // Which tile of which sequence: CTA `bid` is query tile bid / H of the
+  // sequences' tiles in order (ceil(length / M) each), head bid % H. CTAs
+  // past the last tile (the grid counts one spare tile per sequence) do no
+  // work: every loop below runs zero times and nothing is stored.
+  head = arith::RemUIOp::create(b, bid, index(heads));
+  kvHead = arith::DivUIOp::create(b, head, index(group));
+  Value tileIndex = arith::DivUIOp::create(b, bid, index(heads));
+  Value cuSeqlens = arg("cu_seqlens");
+  auto offsetAt = [&](Value i) {
+    return arith::IndexCastOp::create(
+        b, b.getIndexType(), memref::LoadOp::create(b, cuSeqlens, i));
+  };
+  Value falseValue = arith::ConstantIntOp::create(b, 0, 1);
+  auto search = scf::ForOp::create(
+      b, index(0), indexArg("batch"), index(1),
+      ValueRange{index(0), index(0), index(0), index(0), falseValue},
+      [&](OpBuilder &nested, Location, Value seq, ValueRange state) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nested.getInsertionBlock(),
+                            nested.getInsertionPoint());
+        Value tilesBefore = state[0];
+        Value start = offsetAt(seq);
+        Value length = arith::SubIOp::create(b, offsetAt(add(seq, index(1))),
+                                             start);
+        Value tiles = arith::CeilDivUIOp::create(b, length, index(blockM));
+        Value end = add(tilesBefore, tiles);
+        Value here = arith::AndIOp::create(
+            b,
+            arith::CmpIOp::create(b, arith::CmpIPredicate::uge, tileIndex,
+                                  tilesBefore),
+            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, tileIndex,
+                                  end));
+        auto pick = [&](Value mine, Value kept) {
+          return arith::SelectOp::create(b, here, mine, kept).getResult();
+        };
+        Value tileInSeq = arith::SubIOp::create(b, tileIndex, tilesBefore);
+        scf::YieldOp::create(
+            b, ValueRange{end, pick(start, state[1]), pick(length, state[2]),
+                          pick(mul(tileInSeq, index(blockM)), state[3]),
+                          arith::OrIOp::create(b, here, state[4])});
+      });
+  seqStart = search.getResult(1);
+  seqLength = search.getResult(2);
+  qTileStart = search.getResult(3);
+  found = search.getResult(4);
+  Value remaining = arith::SubIOp::create(
+      b, arith::MaxSIOp::create(b, seqLength, qTileStart), qTileStart);
+  Value tileRows = arith::SelectOp::create(
+      b, found, arith::MinSIOp::create(b, remaining, index(blockM)), index(0));
+
+  // The QK-Norm weights, one chunk per lane, for the whole kernel.
+  Value chunkValid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, lane,
+                                           index(chunksPerRow));
+  if (spec.hasWeight) {
+    for (auto [name, weight] :
+         {std::pair{"q_weight", &qWeight}, std::pair{"k_weight", &kWeight}}) {
+      Value buffer = arg(name);
+      *weight = ifElseZeros(chunkValid, [&]() -> SmallVector<Value> {
+                  return {vector::LoadOp::create(
+                      b, VectorType::get({kChunk}, elementOf(buffer)), buffer,
+                      mul(lane, index(kChunk)), /*nontemporal=*/false,
+                      alignmentOf(buffer))};
+                }).front();
+    }
+  }
+
+  Value qBase = add(mul(add(seqStart, qTileStart), stride("q")),
+                    mul(head, index(headDim)));
+  emitQueryPrologue(qBase, tileRows, chunkValid);
+
+  // Key tiles to visit: all of the sequence's, or up to the one holding the
+  // tile's last query row.
+  Value keyTiles = arith::CeilDivUIOp::create(b, seqLength, index(blockN));
+  if (spec.causal) {
+    Value lastRow = add(qTileStart, tileRows);
+    keyTiles = arith::MinUIOp::create(
+        b, keyTiles, arith::CeilDivUIOp::create(b, lastRow, index(blockN)));
+  }
+  keyTiles = arith::SelectOp::create(b, found, keyTiles, index(0));
+
+  // Per thread: rows g and g + 8 of the warp's 16, columns 2t, 2t + 1 of
+  // each 8-wide score and output block.
+  Value g = arith::DivUIOp::create(b, laneInWarp, index(4));
+  Value t = arith::RemUIOp::create(b, laneInWarp, index(4));
+  Value warpRow = add(mul(warp, index(16)), g);
+  int64_t scoreBlocks = blockN / 8, outBlocks = headDim / 8;
+  VectorType accType = VectorType::get({4}, f32);
+  double negInf = -std::numeric_limits<double>::infinity();
+  double log2e = 1.4426950408889634;
+  Value scaleLog2 = constantF32(spec.scale * log2e);
+
+  // Prefetch the first stages - 1 tiles (a group each, empty past the end).
+  for (int64_t s = 0; s + 1 < stages; ++s)
+    ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, index(s),
+                                 keyTiles),
+           [&] { emitKeyValueCopies(index(s), index(s)); },
+           [&] { AsyncCommitOp::create(b); });
+
+  SmallVector<Value> init;
+  init.push_back(constantF32(negInf)); // running max, row g
+  init.push_back(constantF32(negInf)); // row g + 8
+  init.push_back(constantF32(0.0));    // this lane's share of the row sums
+  init.push_back(constantF32(0.0));
+  for (int64_t d = 0; d < outBlocks; ++d)
+    init.push_back(zero(accType));
+  auto loop = scf::ForOp::create(
+      b, index(0), keyTiles, index(1), init,
+      [&](OpBuilder &nested, Location, Value tile, ValueRange state) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nested.getInsertionBlock(),
+                            nested.getInsertionPoint());
+        // Issue tile + stages - 1, then wait for tile `tile`.
+        Value ahead = add(tile, index(stages - 1));
+        Value aheadStage =
+            arith::RemUIOp::create(b, ahead, index(stages));
+        ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, ahead,
+                                     keyTiles),
+               [&] { emitKeyValueCopies(ahead, aheadStage); },
+               [&] { AsyncCommitOp::create(b); });
+        AsyncWaitOp::create(b, stages - 1);
+        gpu::BarrierOp::create(b);
+        Value stage = arith::RemUIOp::create(b, tile, index(stages));
+        if (hasNorm)
+          emitKeyNorm(stage);
+
+        // S = Q K^T: 16 x N per warp.
+        Value kBase = stageBase(stage, false);
+        Value vBase = stageBase(stage, true);
+        Value rowInBlock = arith::RemUIOp::create(b, laneInWarp, index(16));
+        Value half = arith::DivUIOp::create(b, laneInWarp, index(16));
+        Value matrix = arith::DivUIOp::create(b, laneInWarp, index(8));
+        Value rowInMatrix = arith::RemUIOp::create(b, laneInWarp, index(8));
+        Value matrixHigh = arith::RemUIOp::create(b, matrix, index(2));
+        Value matrixPair = arith::DivUIOp::create(b, matrix, index(2));
+        SmallVector<Value> scores(scoreBlocks, zero(accType));
+        for (int64_t kk = 0; kk < headDim / 16; ++kk) {
+          Value a = ldmatrix(
+              tileOffset(0, add(mul(warp, index(16)), rowInBlock),
+                         add(index(2 * kk), half)),
+              /*transpose=*/false);
+          for (int64_t n = 0; n < scoreBlocks; n += 2) {
+            // Matrices: keys [8n, 8n + 8) and [8n + 8, 8n + 16), each at
+            // head columns [16kk, 16kk + 8) and [16kk + 8, 16kk + 16).
+            Value keyRow = add(index(8 * n), add(mul(matrixPair, index(8)),
+                                                 rowInMatrix));
+            Value fragments = ldmatrix(
+                tileOffset(kBase, keyRow, add(index(2 * kk), matrixHigh)),
+                /*transpose=*/false);
+            for (int64_t j = 0; j < 2; ++j) {
+              Value bFragment = vector::ExtractStridedSliceOp::create(
+                  b, fragments, ArrayRef<int64_t>{4 * j}, ArrayRef<int64_t>{4},
+                  ArrayRef<int64_t>{1});
+              scores[n + j] = mma(a, bFragment, scores[n + j]);
+            }
+          }
+        }
+
+        // Mask keys past the sequence and, causal, after the query row;
+        // scale to log2 units.
+        Value keyBase = add(mul(tile, index(blockN)), mul(t, index(2)));
+        Value queryRow = add(qTileStart, warpRow);
+        SmallVector<Value> rowMax(2, constantF32(negInf));
+        for (int64_t n = 0; n < scoreBlocks; ++n) {
+          SmallVector<Value> elements;
+          for (int64_t i = 0; i < 4; ++i) {
+            Value key = add(keyBase, index(8 * n + i % 2));
+            Value query = add(queryRow, index(8 * (i / 2)));
+            Value keep = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                               key, seqLength);
+            if (spec.causal)
+              keep = arith::AndIOp::create(
+                  b, keep,
+                  arith::CmpIOp::create(b, arith::CmpIPredicate::ule, key,
+                                        query));
+            Value s = mulf(vector::ExtractOp::create(b, scores[n], i),
+                           scaleLog2);
+            s = arith::SelectOp::create(b, keep, s, constantF32(negInf));
+            rowMax[i / 2] = arith::MaximumFOp::create(b, rowMax[i / 2], s);
+            elements.push_back(s);
+          }
+          scores[n] = vector::FromElementsOp::create(b, accType, elements);
+        }
+
+        // Online softmax per row: the new max over the 4 lanes of the row,
+        // the rescale of what came before, p = 2^(s - max).
+        SmallVector<Value> next(state.begin(), state.end());
+        SmallVector<Value> rescale(2), maxUsed(2);
+        for (int64_t h = 0; h < 2; ++h) {
+          Value m = arith::MaximumFOp::create(
+              b, state[h], allReduceMax(rowMax[h], 4));
+          // A row with every key masked so far keeps max -inf; 0 stands in
+          // so that 2^(-inf - 0) = 0 instead of NaN.
+          Value isInf = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m,
+                                              constantF32(negInf));
+          maxUsed[h] = arith::SelectOp::create(b, isInf, constantF32(0.0), m);
+          rescale[h] = math::Exp2Op::create(b, subf(state[h], maxUsed[h]),
+                                            arith::FastMathFlags::afn);
+          next[h] = m;
+        }
+        SmallVector<Value> rowSum = {mulf(state[2], rescale[0]),
+                                     mulf(state[3], rescale[1])};
+        for (int64_t n = 0; n < scoreBlocks; ++n) {
+          SmallVector<Value> p;
+          for (int64_t i = 0; i < 4; ++i) {
+            Value s = vector::ExtractOp::create(b, scores[n], i);
+            Value e = math::Exp2Op::create(b, subf(s, maxUsed[i / 2]),
+                                           arith::FastMathFlags::afn);
+            rowSum[i / 2] = addf(rowSum[i / 2], e);
+            p.push_back(e);
+          }
+          scores[n] = vector::FromElementsOp::create(b, accType, p);
+        }
+        next[2] = rowSum[0];
+        next[3] = rowSum[1];
+        Value rescaleVector = vector::FromElementsOp::create(
+            b, accType, ValueRange{rescale[0], rescale[0], rescale[1],
+                                   rescale[1]});
+        SmallVector<Value> out;
+        for (int64_t d = 0; d < outBlocks; ++d)
+          out.push_back(mulf(state[4 + d], rescaleVector));
+
+        // O += P V: P's k-block c is score blocks 2c and 2c + 1.
+        for (int64_t c = 0; c < blockN / 16; ++c) {
+          Value pBlock = vector::ShuffleOp::create(
+              b, scores[2 * c], scores[2 * c + 1],
+              ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
+          Value a = convert(pBlock, element);
+          // Matrices: keys [16c, 16c + 8) and [16c + 8, 16c + 16), each at
+          // head columns [8d, 8d + 8) and [8d + 8, 8d + 16), transposed.
+          Value valueRow = add(index(16 * c),
+                               add(mul(matrixHigh, index(8)), rowInMatrix));
+          for (int64_t d = 0; d < outBlocks; d += 2) {
+            Value fragments = ldmatrix(
+                tileOffset(vBase, valueRow, add(index(d), matrixPair)),
+                /*transpose=*/true);
+            for (int64_t j = 0; j < 2; ++j) {
+              Value bFragment = vector::ExtractStridedSliceOp::create(
+                  b, fragments, ArrayRef<int64_t>{4 * j}, ArrayRef<int64_t>{4},
+                  ArrayRef<int64_t>{1});
+              out[d + j] = mma(a, bFragment, out[d + j]);
+            }
+          }
+        }
+        llvm::append_range(next, out);
+        // The next iteration's copies overwrite the stage read here.
+        gpu::BarrierOp::create(b);
+        scf::YieldOp::create(b, next);
+      });
+  AsyncWaitOp::create(b, 0);
+
+  // O / l, stored by the rows inside the sequence; the log-sum-exp in
+  // natural-log units.
+  Value output = arg("output");
+  for (int64_t h = 0; h < 2; ++h) {
+    Value sum = allReduceSum(loop.getResult(2 + h), 4);
+    Value row = add(warpRow, index(8 * h));
+    Value inTile =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, tileRows);
+    Value token = add(seqStart, add(qTileStart, row));
+    Value inverse = arith::DivFOp::create(b, constantF32(1.0), sum);
+    ifThen(inTile, [&] {
+      Value rowBase = add(mul(token, stride("output")),
+                          add(mul(head, index(headDim)), mul(t, index(2))));
+      for (int64_t d = 0; d < outBlocks; ++d) {
+        Value acc = loop.getResult(4 + d);
+        Value pair = vector::FromElementsOp::create(
+            b, VectorType::get({2}, f32),
+            ValueRange{mulf(vector::ExtractOp::create(b, acc, 2 * h), inverse),
+                       mulf(vector::ExtractOp::create(b, acc, 2 * h + 1),
+                            inverse)});
+        vector::StoreOp::create(b, convert(pair, element), output,
+                                add(rowBase, index(8 * d)));
+      }
+      if (spec.writeLse) {
+        Value isFirst = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, t,
+                                              index(0));
+        ifThen(isFirst, [&] {
+          Value m = loop.getResult(h);
+          Value lse = mulf(addf(m, math::Log2Op::create(
+                                       b, sum, arith::FastMathFlags::afn)),
+                           constantF32(1.0 / log2e));
+          memref::StoreOp::create(
+              b, lse, arg("lse"),
+              ValueRange{add(mul(token, stride("lse")), head)});
+        });
+      }
+    });
+  }
+}
+
+void mlir::norm::emitAttentionKernel(ImplicitLocOpBuilder &b,
+                                     gpu::GPUFuncOp func,
+                                     const ::norm::KernelSignature &sig,
+                                     const ::norm::OpSpec &spec) {
+  AttentionEmitter(b, func, sig, spec).emit();
+}
