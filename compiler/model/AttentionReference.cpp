@@ -169,7 +169,7 @@ AttentionExpected check::referenceAttention(const AttentionProblem &problem,
     int64_t start = p.cuSeqlens[b], end = p.cuSeqlens[b + 1];
     for (int64_t i = start; i < end; ++i) {
       int64_t keys = (p.causal ? i + 1 : end) - start;
-      double accumulation = 2 * getStatisticError(2 * keys) + 2 * u;
+      double accumulation = 2 * getStatisticError(2 * keys) + 4 * u;
       s.resize(keys);
       tau.resize(keys);
       weight.resize(keys);
@@ -204,7 +204,7 @@ AttentionExpected check::referenceAttention(const AttentionProblem &problem,
         for (int64_t j = 0; j < keys; ++j) {
           weight[j] = std::exp(s[j] - m);
           sum += weight[j];
-          tau[j] += 3 * u * (std::fabs(s[j]) + largest) + kApproxError;
+          tau[j] += 4 * u * (std::fabs(s[j]) + largest) + kApproxError;
           tauMax = std::max(tauMax, tau[j]);
         }
         std::fill(o.begin(), o.end(), 0.0);

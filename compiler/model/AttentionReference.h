@@ -14,9 +14,10 @@
 //   pi_j = softmax(s)_j, o = sum_j pi_j v_j, output round_T(o);
 //   lse = log(sum_j exp(s_j)) (natural log, f32).
 //
-// The kernel's arithmetic and what each step costs (u = 2^-24, u_T the unit
-// roundoff of T: 2^-8 bf16, 2^-11 f16; g(n) = u (4 sqrt(n) + 16) is
-// Reference.h's f32 sum of n terms):
+// The kernel's arithmetic and what each step costs (u = 2^-24; u_T the unit
+// roundoff of T, 2^-8 bf16, 2^-11 f16: the relative error of a tie just
+// above a power of two; g(n) = u (4 sqrt(n) + 16), Reference.h's f32 sum of
+// n terms):
 // - QK-Norm in f32 (Reference.h's statistic bound, rsqrt.approx), then
 //   rounded to T: exact unless the f64 value lies within the f32 error of a
 //   rounding midpoint ("flip-prone"); then qn (kn) may be the other
@@ -25,7 +26,8 @@
 //   units, |ds_j| <= scale (sum_d |dq_d||k_d| + |q_d||dk_d| + |dq_d||dk_d|)
 //   + g(D) scale |qn~| |kn~| (Cauchy-Schwarz bounds sum |qn~_d kn~_d|).
 // - p_j = ex2((s_j - m_b) log2e) in f32 (or ex2(S_j c - m_b c)), m_b the
-//   running max of the key block: the argument costs 3u (|s_j| + max|s|),
+//   running max of the key block: the argument costs 4u (|s_j| + max|s|)
+//   (the scale and log2e constants, the products, the subtraction),
 //   ex2.approx 2^-21 (twice PTX's 2^-22). The running max and the rescale
 //   factors cancel between O and l, so only these log perturbations count:
 //   |delta_j| <= tau_j, the sum of the above.
@@ -39,8 +41,8 @@
 //   key of its kernel weight w_j <= W_j = pi_j e^(tau_j + taubar); a p that
 //   may be subnormal in T (f16) costs half the subnormal spacing (the
 //   rescale to the final max only shrinks it; l >= ~1, the max's own p).
-// - O and l accumulated in f32 with the rescales, o = O / l: 2 g(2n) + 2u
-//   relative to sum_j W_j |v_j| (n keys).
+// - O and l accumulated in f32 with the rescales, o = O / l (or O rcp(l)):
+//   2 g(2n) + 4u relative to sum_j W_j |v_j| (n keys).
 // - The final rounding to T: one ulp of T, as Reference.h.
 // - lse = m + log(l) in f32: |dlse| <= log(sum pi_j e^tau_j) + 1.01 g(2n)
 //   + 2^-21 (1 + |log l|) (lg2.approx) + 4u (|m| + |log l|) (the scale
