@@ -3,11 +3,13 @@
 #include "compiler/model/Reference.h"
 
 #include "compiler/model/FloatFormats.h"
+#include "compiler/model/ReferenceDetail.h"
 
 #include <cmath>
 
 using namespace norm;
 using namespace norm::check;
+using namespace norm::check::detail;
 
 constexpr double u = kF32Roundoff;
 
@@ -23,20 +25,11 @@ bool Expected::accepts(double actual) const {
   return !std::isnan(actual) && std::fabs(actual - value) <= tolerance;
 }
 
-/// Relative error of an f32 statistic over `n` elements (see the header).
-static double getStatisticError(int64_t n) {
+double detail::getStatisticError(int64_t n) {
   return u * (4.0 * std::sqrt(static_cast<double>(n)) + 16.0);
 }
 
 namespace {
-
-/// A row (or group) statistic: the center subtracted from each element, the
-/// scale it is multiplied by, and the errors of both.
-struct RowStatistic {
-  double center = 0.0, centerError = 0.0;
-  double scale = 1.0, scaleRelError = 0.0;
-};
-
 /// The output of one element once normalized to `normalized` (error
 /// `error`): scaled, shifted, optionally rounded and added to a skip value,
 /// then rounded to `output`.
@@ -63,11 +56,9 @@ struct Epilogue {
 };
 } // namespace
 
-
-/// The statistic of values `v` (errors `dv`) as the kernel computes it.
-static RowStatistic computeStatistic(Statistic statistic, double eps,
-                                     const std::vector<double> &v,
-                                     const std::vector<double> &dv) {
+RowStatistic detail::computeStatistic(Statistic statistic, double eps,
+                                      const std::vector<double> &v,
+                                      const std::vector<double> &dv) {
   RowStatistic result;
   auto n = static_cast<double>(v.size());
   if (statistic == Statistic::MeanVar) {

@@ -1,0 +1,258 @@
+//===- AttentionReference.cpp - float64 reference of attention ------------===//
+
+#include "compiler/model/AttentionReference.h"
+
+#include "compiler/model/FloatFormats.h"
+#include "compiler/model/ReferenceDetail.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+using namespace norm;
+using namespace norm::check;
+using namespace norm::check::detail;
+
+constexpr double u = kF32Roundoff;
+/// ex2.approx.f32 and lg2.approx.f32: twice PTX's 2^-22.
+constexpr double kApproxError = 0x1p-21;
+/// f32's smallest normal: ex2.approx.ftz flushes p below it.
+constexpr double kF32MinNormal = 0x1p-126;
+
+Status check::verifyAttentionProblem(const AttentionProblem &problem,
+                                     const AttentionOperands &operands) {
+  const AttentionProblem &p = problem;
+  if (p.type != ElementType::bf16 && p.type != ElementType::f16)
+    return Status::invalid("attention: the type must be bf16 or f16");
+  if (p.numHeads <= 0 || p.numKvHeads <= 0 || p.headDim <= 0)
+    return Status::invalid("attention: heads and head_dim must be positive");
+  if (p.numHeads % p.numKvHeads != 0)
+    return Status::invalid("attention: numKvHeads must divide numHeads");
+  if (!std::isfinite(p.scale))
+    return Status::invalid("attention: the scale must be finite");
+  if (p.cuSeqlens.empty() || p.cuSeqlens.front() != 0)
+    return Status::invalid("attention: cuSeqlens must start at 0");
+  if (!std::is_sorted(p.cuSeqlens.begin(), p.cuSeqlens.end()))
+    return Status::invalid("attention: cuSeqlens must not decrease");
+  if ((operands.qWeight || operands.kWeight || p.qkOffset != 0.0) &&
+      !p.hasQKNorm())
+    return Status::invalid("attention: QK-Norm weights without QK-Norm");
+  if (p.hasQKNorm() && p.qkOffset != 0.0 &&
+      !(operands.qWeight && operands.kWeight))
+    return Status::invalid("attention: a weight offset needs both weights");
+  auto check = [&](const RowsView &view, const char *name, int64_t heads) {
+    if (!view.data || view.type != p.type || view.rows < p.getNumTokens() ||
+        view.cols != heads * p.headDim || view.stride < view.cols)
+      return Status::invalid(std::string("attention: ") + name +
+                             " does not match the problem");
+    return Status::success();
+  };
+  if (Status status = check(operands.q, "q", p.numHeads); !status)
+    return status;
+  if (Status status = check(operands.k, "k", p.numKvHeads); !status)
+    return status;
+  return check(operands.v, "v", p.numKvHeads);
+}
+
+namespace {
+/// qn or kn: the graph's value of each head row (rows = tokens x heads), the
+/// largest deviation of the kernel's value, and where it may deviate.
+struct HeadRows {
+  int64_t headDim = 0;
+  std::vector<double> value, deviation;
+  /// Per row: the elements that may deviate, and the 2-norm of
+  /// |value| + deviation (bounding the kernel's row).
+  std::vector<std::vector<int32_t>> flips;
+  std::vector<double> norm;
+
+  const double *row(int64_t index) const {
+    return value.data() + index * headDim;
+  }
+  const double *rowDeviation(int64_t index) const {
+    return deviation.data() + index * headDim;
+  }
+};
+} // namespace
+
+/// The head rows of `view` as the graph stores them: normalized and rounded
+/// to T with QK-Norm, exactly as stored without.
+static HeadRows normalizeHeads(const AttentionProblem &problem,
+                               const RowsView &view, const ParamView &weight,
+                               int64_t heads) {
+  int64_t tokens = problem.getNumTokens(), dim = problem.headDim;
+  ElementType type = problem.type;
+  HeadRows rows;
+  rows.headDim = dim;
+  rows.value.assign(tokens * heads * dim, 0.0);
+  rows.deviation.assign(tokens * heads * dim, 0.0);
+  rows.flips.resize(tokens * heads);
+  rows.norm.assign(tokens * heads, 0.0);
+  std::vector<double> v(dim), dv(dim, 0.0);
+  for (int64_t token = 0; token < tokens; ++token) {
+    for (int64_t head = 0; head < heads; ++head) {
+      int64_t index = token * heads + head;
+      double *out = rows.value.data() + index * dim;
+      double *dev = rows.deviation.data() + index * dim;
+      for (int64_t d = 0; d < dim; ++d)
+        v[d] = view.at(token, head * dim + d);
+      if (!problem.hasQKNorm()) {
+        std::copy(v.begin(), v.end(), out);
+      } else {
+        RowStatistic stat =
+            computeStatistic(*problem.qkNorm, problem.qkEps, v, dv);
+        for (int64_t d = 0; d < dim; ++d) {
+          // As Reference.cpp's epilogue: f32 normalize, weight, round to T.
+          double normalized = (v[d] - stat.center) * stat.scale;
+          double error = stat.centerError * stat.scale +
+                         std::fabs(normalized) * stat.scaleRelError;
+          double factor = weight ? weight.at(d) + problem.qkOffset : 1.0;
+          double exact = normalized * factor;
+          error = error * std::fabs(factor) + 4 * u * std::fabs(exact);
+          out[d] = roundTo(type, exact);
+          // Rounding is monotonic: the kernel's value lies between the
+          // roundings of the ends of its f32 interval; no midpoint inside,
+          // no flip.
+          double low = roundTo(type, exact - error);
+          double high = roundTo(type, exact + error);
+          dev[d] = std::max(out[d] - low, high - out[d]);
+          if (dev[d] > 0.0)
+            rows.flips[index].push_back(static_cast<int32_t>(d));
+        }
+      }
+      // Rotary position embeddings (later) rotate `out` here, by the
+      // token's position within its sequence; their f32 error joins `dev`.
+      double squares = 0.0;
+      for (int64_t d = 0; d < dim; ++d) {
+        double bound = std::fabs(out[d]) + dev[d];
+        squares += bound * bound;
+      }
+      rows.norm[index] = std::sqrt(squares);
+    }
+  }
+  return rows;
+}
+
+/// The unit roundoff of T, and the absolute error of rounding a p that may
+/// lie below T's (or f32's) smallest normal.
+static double getUnitRoundoff(ElementType type) { return ulp(type, 1.0) / 2; }
+static double getMinNormal(ElementType type) {
+  return ulp(type, 0.0) / ulp(type, 1.0);
+}
+static double getSubnormalError(ElementType type) {
+  return std::max(ulp(type, 0.0) / 2, kF32MinNormal);
+}
+
+AttentionExpected check::referenceAttention(const AttentionProblem &problem,
+                                            const AttentionOperands &operands) {
+  const AttentionProblem &p = problem;
+  ElementType type = p.type;
+  int64_t tokens = p.getNumTokens(), dim = p.headDim;
+  AttentionExpected expected;
+  expected.output = ExpectedRows(tokens, p.numHeads * dim);
+  expected.lse = ExpectedRows(p.numHeads, tokens);
+
+  HeadRows qn = normalizeHeads(p, operands.q, operands.qWeight, p.numHeads);
+  HeadRows kn = normalizeHeads(p, operands.k, operands.kWeight, p.numKvHeads);
+  std::vector<double> v(tokens * p.numKvHeads * dim);
+  for (int64_t token = 0; token < tokens; ++token)
+    for (int64_t col = 0; col < p.numKvHeads * dim; ++col)
+      v[token * p.numKvHeads * dim + col] = operands.v.at(token, col);
+
+  double uT = getUnitRoundoff(type), minNormal = getMinNormal(type);
+  double subnormal = 1.01 * getSubnormalError(type);
+  double dotError = getStatisticError(dim);
+  std::vector<double> s, tau, weight;
+  std::vector<char> prone;
+  std::vector<double> o(dim), spread(dim), magnitude(dim), small(dim);
+
+  for (size_t b = 0; b + 1 < p.cuSeqlens.size(); ++b) {
+    int64_t start = p.cuSeqlens[b], end = p.cuSeqlens[b + 1];
+    for (int64_t i = start; i < end; ++i) {
+      int64_t keys = (p.causal ? i + 1 : end) - start;
+      double accumulation = 2 * getStatisticError(2 * keys) + 4 * u;
+      s.resize(keys);
+      tau.resize(keys);
+      weight.resize(keys);
+      prone.resize(keys);
+      for (int64_t h = 0; h < p.numHeads; ++h) {
+        int64_t g = p.getKvHead(h), qIndex = i * p.numHeads + h;
+        const double *q = qn.row(qIndex), *dq = qn.rowDeviation(qIndex);
+
+        // Scores and their errors (before the exp argument's).
+        for (int64_t j = 0; j < keys; ++j) {
+          int64_t kIndex = (start + j) * p.numKvHeads + g;
+          const double *k = kn.row(kIndex), *dk = kn.rowDeviation(kIndex);
+          double dot = 0.0;
+          for (int64_t d = 0; d < dim; ++d)
+            dot += q[d] * k[d];
+          double flip = 0.0;
+          for (int32_t d : qn.flips[qIndex])
+            flip += dq[d] * (std::fabs(k[d]) + dk[d]);
+          for (int32_t d : kn.flips[kIndex])
+            flip += std::fabs(q[d]) * dk[d];
+          s[j] = p.scale * dot;
+          tau[j] = std::fabs(p.scale) *
+                   (flip + dotError * qn.norm[qIndex] * kn.norm[kIndex]);
+        }
+        double m = *std::max_element(s.begin(), s.end());
+        double largest = 0.0;
+        for (double score : s)
+          largest = std::max(largest, std::fabs(score));
+
+        // The graph's softmax and output, and the log perturbations.
+        double sum = 0.0, tauMax = 0.0;
+        for (int64_t j = 0; j < keys; ++j) {
+          weight[j] = std::exp(s[j] - m);
+          sum += weight[j];
+          tau[j] += 4 * u * (std::fabs(s[j]) + largest) + kApproxError;
+          tauMax = std::max(tauMax, tau[j]);
+        }
+        std::fill(o.begin(), o.end(), 0.0);
+        double tauBar = 0.0, perturbed = 0.0;
+        for (int64_t j = 0; j < keys; ++j) {
+          // The kernel's p in the final frame is >= e^(s - m - tau - tauMax).
+          prone[j] = weight[j] * std::exp(-tau[j] - tauMax) < minNormal;
+          weight[j] /= sum;
+          tauBar += weight[j] * tau[j];
+          perturbed += weight[j] * std::exp(tau[j]);
+          const double *vj = v.data() + ((start + j) * p.numKvHeads + g) * dim;
+          for (int64_t d = 0; d < dim; ++d)
+            o[d] += weight[j] * vj[d];
+        }
+
+        std::fill(spread.begin(), spread.end(), 0.0);
+        std::fill(magnitude.begin(), magnitude.end(), 0.0);
+        std::fill(small.begin(), small.end(), 0.0);
+        for (int64_t j = 0; j < keys; ++j) {
+          const double *vj = v.data() + ((start + j) * p.numKvHeads + g) * dim;
+          double shift = weight[j] * std::expm1(tau[j]);
+          double bound = weight[j] * std::exp(tau[j] + tauBar);
+          for (int64_t d = 0; d < dim; ++d) {
+            spread[d] += shift * std::fabs(vj[d] - o[d]);
+            magnitude[d] += bound * std::fabs(vj[d]);
+          }
+          if (prone[j])
+            for (int64_t d = 0; d < dim; ++d)
+              small[d] += std::fabs(vj[d]);
+        }
+        double zInverse = std::exp(tauBar);
+        for (int64_t d = 0; d < dim; ++d) {
+          double rounding = uT * magnitude[d] + subnormal * small[d];
+          double error = zInverse * spread[d] + rounding +
+                         accumulation * (magnitude[d] + rounding);
+          expected.output.at(i, h * dim + d) = {
+              roundTo(type, o[d]), error + ulp(type, std::fabs(o[d]) + error)};
+        }
+
+        double logSum = std::log(sum), lse = m + logSum;
+        double error = std::log(perturbed) +
+                       1.01 * getStatisticError(2 * keys) +
+                       kApproxError * (1 + std::fabs(logSum)) +
+                       4 * u * (std::fabs(m) + std::fabs(logSum));
+        expected.lse.at(h, i) = {
+            lse, error + ulp(ElementType::f32, std::fabs(lse) + error)};
+      }
+    }
+  }
+  return expected;
+}

@@ -1,0 +1,132 @@
+//===- AttentionReference.h - float64 reference of attention ----*- C++ -*-===//
+//
+// What the attention kernel (FlashAttention-2 style, optionally with QK-Norm
+// in its prologue) must compute: the UNFUSED graph, in double precision from
+// the stored (exactly decoded) inputs, with a per-element bound on the error
+// a correct kernel may make. As in Reference.h, the bound is propagated
+// through the kernel's arithmetic, never a fixed per-type tolerance.
+//
+// The graph (T = bf16 or f16, per sequence of a varlen batch, per q head h
+// and its kv head g = h / (numHeads / numKvHeads)):
+//   qn = round_T(norm(q_row) * (w + offset)), kn likewise (Reference.h's
+//        rms / l2 / mean_var forms); qn = q, kn = k without QK-Norm;
+//   s_j = scale * qn . kn_j over the unmasked keys j (causal: j <= i);
+//   pi_j = softmax(s)_j, o = sum_j pi_j v_j, output round_T(o);
+//   lse = log(sum_j exp(s_j)) (natural log, f32).
+//
+// The kernel's arithmetic and what each step costs (u = 2^-24; u_T the unit
+// roundoff of T, 2^-8 bf16, 2^-11 f16: the relative error of a tie just
+// above a power of two; g(n) = u (4 sqrt(n) + 16), Reference.h's f32 sum of
+// n terms):
+// - QK-Norm in f32 (Reference.h's statistic bound, rsqrt.approx), then
+//   rounded to T: exact unless the f64 value lies within the f32 error of a
+//   rounding midpoint ("flip-prone"); then qn (kn) may be the other
+//   neighbour, |dqn_d| <= 1 ulp of T.
+// - Scores: f32 sums of exact products, any order: per key, in natural-log
+//   units, |ds_j| <= scale (sum_d |dq_d||k_d| + |q_d||dk_d| + |dq_d||dk_d|)
+//   + g(D) scale |qn~| |kn~| (Cauchy-Schwarz bounds sum |qn~_d kn~_d|).
+// - p_j = ex2((s_j - m_b) log2e) in f32 (or ex2(S_j c - m_b c)), m_b the
+//   running max of the key block: the argument costs 4u (|s_j| + max|s|)
+//   (the scale and log2e constants, the products, the subtraction),
+//   ex2.approx 2^-21 (twice PTX's 2^-22). The running max and the rescale
+//   factors cancel between O and l, so only these log perturbations count:
+//   |delta_j| <= tau_j, the sum of the above.
+// - The unrounded weights w_j = pi_j e^delta_j / Z, Z = sum pi e^delta:
+//   since sum_j pi_j (v_j - o) = 0, exactly
+//     sum_j w_j v_j - o = (1 / Z) sum_j pi_j (e^delta_j - 1) (v_j - o),
+//   and Z >= e^-taubar (Jensen, taubar = sum pi_j tau_j), so
+//     |dO_score| <= e^taubar sum_j pi_j (e^tau_j - 1) |v_j - o|
+//   (first order: sum pi |ds| |v - o|; the exponentials are the margin).
+// - P rounded to T for P.V, l summed from the unrounded p: relative u_T per
+//   key of its kernel weight w_j <= W_j = pi_j e^(tau_j + taubar); a p that
+//   may be subnormal in T (f16) costs half the subnormal spacing (the
+//   rescale to the final max only shrinks it; l >= ~1, the max's own p).
+// - O and l accumulated in f32 with the rescales, o = O / l (or O rcp(l)):
+//   2 g(2n) + 4u relative to sum_j W_j |v_j| (n keys).
+// - The final rounding to T: one ulp of T, as Reference.h.
+// - lse = m + log(l) in f32: |dlse| <= log(sum pi_j e^tau_j) + 1.01 g(2n)
+//   + 2^-21 (1 + |log l|) (lg2.approx) + 4u (|m| + |log l|) (the scale
+//   and ln 2 constants, products, the add) + 1 ulp f32.
+//
+// Assumed of the kernel: round-to-nearest conversions (P may be subnormal
+// in T, not flushed), l from the unrounded p (as FlashAttention-2), one
+// pass over the keys (no split-KV combine).
+//
+// The expected output value is round_T(o) (the graph's output); the expected
+// lse is the exact one. In effect: 1 ulp plus u_T sum_j pi_j |v_j|, the
+// worst case of the P rounding and the dominant term (random data: median
+// ~4 ulps at ~100 keys, ~14 at ~500, about 0.6 sqrt(keys)), plus the score
+// terms, small unless qn/kn flip or |s| is large. NaN never passes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_COMPILER_MODEL_ATTENTIONREFERENCE_H
+#define NORM_COMPILER_MODEL_ATTENTIONREFERENCE_H
+
+#include "compiler/model/KernelModel.h"
+#include "compiler/model/Reference.h"
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace norm::check {
+
+/// One attention problem: a varlen batch of sequences (q, k and v share
+/// cuSeqlens), grouped-query heads, an optional causal mask and QK-Norm.
+struct AttentionProblem {
+  ElementType type = ElementType::bf16; // q, k, v, output: bf16 or f16
+  int64_t numHeads = 1, numKvHeads = 1, headDim = 0;
+  /// Masks key j > query i within a sequence (positions are indices within
+  /// the sequence).
+  bool causal = false;
+  /// softmax(scale * qn kn^T).
+  double scale = 1.0;
+  /// Per head row of q and k: rms, l2 or mean_var (LayerNorm without bias);
+  /// none when absent (or Statistic::None).
+  std::optional<Statistic> qkNorm;
+  double qkEps = 1e-6;
+  /// Added to the weights when given (Gemma's 1 + w: 1.0).
+  double qkOffset = 0.0;
+  // Rotary position embeddings: a later option, applied to qn and kn after
+  // the QK-Norm (the place is marked in referenceAttention).
+  /// Sequence b is tokens [cuSeqlens[b], cuSeqlens[b + 1]); starts at 0,
+  /// non-decreasing (empty sequences allowed).
+  std::vector<int64_t> cuSeqlens;
+
+  int64_t getNumTokens() const {
+    return cuSeqlens.empty() ? 0 : cuSeqlens.back();
+  }
+  bool hasQKNorm() const { return qkNorm && *qkNorm != Statistic::None; }
+  /// The kv head q head `head` attends with.
+  int64_t getKvHead(int64_t head) const {
+    return head / (numHeads / numKvHeads);
+  }
+};
+
+/// The stored inputs: q (tokens x numHeads * headDim), k and v (tokens x
+/// numKvHeads * headDim), of the problem's type, any row strides; the
+/// QK-Norm weights (headDim), optional.
+struct AttentionOperands {
+  RowsView q, k, v;
+  ParamView qWeight, kWeight;
+};
+
+struct AttentionExpected {
+  /// tokens x numHeads * headDim, values of the problem's type.
+  ExpectedRows output;
+  /// numHeads x tokens: the f32 natural-log sum of exp of the scores.
+  ExpectedRows lse;
+};
+
+/// Whether `problem` and `operands` fit together (types, shapes, heads,
+/// cuSeqlens); referenceAttention requires it.
+Status verifyAttentionProblem(const AttentionProblem &problem,
+                              const AttentionOperands &operands);
+
+AttentionExpected referenceAttention(const AttentionProblem &problem,
+                                     const AttentionOperands &operands);
+
+} // namespace norm::check
+
+#endif // NORM_COMPILER_MODEL_ATTENTIONREFERENCE_H
