@@ -112,6 +112,21 @@ def FormQKNormPrologue : Pass<"norm-form-qk-norm-prologue"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def FormAttentionKernels : Pass<"norm-form-attention-kernels"> {
+  let summary = "Turn every norm.attention into a norm.attention_kernel";
+  let description = [{
+    Each `norm.attention`, with or without a fused QK-Norm, becomes the
+    attention kernel op over one sequence of all its tokens:
+    `cu_seqlens = [0, tokens]`, built with `tensor.from_elements`
+    (variable-length batches come from a host that calls the kernel with
+    its own offsets). A QK-Norm with a weight on only one of q and k has no
+    kernel (the kernel takes both or neither): an error at the op.
+  }];
+  let dependentDialects = ["::mlir::norm::NormDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def FormRowKernels : Pass<"norm-form-row-kernels"> {
   let summary = "Turn each remaining layer op into its kernel op";
   let description = [{

@@ -23,6 +23,7 @@ void mlir::norm::buildNormFusePipeline(OpPassManager &pm,
   if (options.qkNorm == QKNormPlacement::Attention)
     pm.addPass(createFuseQKNormIntoAttention());
   pm.addPass(createFormQKNormPrologue());
+  pm.addPass(createFormAttentionKernels());
   pm.addPass(createFormRowKernels());
   pm.addPass(createFuseCasts());
   pm.addPass(createCSEPass());

@@ -72,6 +72,9 @@ gpu::GPUFuncOp mlir::norm::buildKernel(OpBuilder &builder, Location loc,
   case ::norm::OpKind::BatchNormStats:
     emitColumnStatsKernel(b, func, sig, spec);
     break;
+  case ::norm::OpKind::Attention:
+    emitAttentionKernel(b, func, sig, spec);
+    break;
   default:
     emitFusedRowKernel(b, func, sig, spec);
     break;

@@ -1,9 +1,10 @@
 //===- KernelBuilder.h - the gpu.func of a kernel ---------------*- C++ -*-===//
 //
 // Builds the kernel program of one operation for one signature: a gpu.func
-// that uses only gpu thread/block ids, arith, math, vector, scf, memref and
-// norm.row_allreduce, so that both the GPU lowering and the host execution
-// path can run it. The operation and its signature (norm::describeKernel)
+// that uses only gpu thread/block ids, barriers and dynamic shared memory,
+// arith, math, vector, scf, memref and the norm dialect's collectives
+// (norm.row_allreduce, the warp matrix ops) and asynchronous copies, so
+// that both the GPU lowering and the host execution path can run it. The operation and its signature (norm::describeKernel)
 // say everything the kernel needs: the emitters read no kernel op.
 //
 //===----------------------------------------------------------------------===//
@@ -32,6 +33,9 @@ void emitFusedRowKernel(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
 void emitQKNormPrologueKernel(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
                               const ::norm::KernelSignature &signature,
                               const ::norm::OpSpec &spec);
+void emitAttentionKernel(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
+                         const ::norm::KernelSignature &signature,
+                         const ::norm::OpSpec &spec);
 void emitColumnStatsKernel(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
                            const ::norm::KernelSignature &signature,
                            const ::norm::OpSpec &spec);

@@ -39,7 +39,7 @@ void mlir::norm::buildNormKernelsToPtxPipeline(OpPassManager &pm,
                                                int optLevel) {
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addPass(createNormLowerRowAllReduce());
-  kernels.addPass(createNormLowerRsqrtToNVVM());
+  kernels.addPass(createNormLowerApproxMathToNVVM());
   kernels.addPass(createSCFToControlFlowPass());
   // Vector masks (create_mask) need the vector conversion's own
   // preparation; the NVVM conversion alone leaves them behind.

@@ -148,16 +148,19 @@ def NormExternDynamicSharedMemory
   }];
 }
 
-def NormLowerRsqrtToNVVM : Pass<"norm-lower-rsqrt-to-nvvm",
-                                "::mlir::gpu::GPUModuleOp"> {
-  let summary = "Lower f32 math.rsqrt without libdevice";
+def NormLowerApproxMathToNVVM : Pass<"norm-lower-approx-math-to-nvvm",
+                                     "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Lower f32 math.rsqrt, math.exp2 and math.log2 without "
+                "libdevice";
   let description = [{
-    The NVVM conversion turns `math.rsqrt` into a call of libdevice's
-    `__nv_rsqrtf`, which only links when a CUDA toolkit is found, and
-    otherwise leaves an `.extern .func` that fails at load time. This pass
-    lowers f32 `math.rsqrt` (scalars and vectors) itself: with `afn` to
-    `llvm.nvvm.rsqrt.approx.f` (`rsqrt.approx.f32`), without it to a
-    correctly rounded square root and division.
+    The NVVM conversion turns these math ops into calls of libdevice
+    (`__nv_rsqrtf`, `__nv_exp2f`, ...), which only link when a CUDA toolkit
+    is found, and otherwise leave an `.extern .func` that fails at load
+    time. This pass lowers the f32 ops (scalars and vectors) itself:
+    `math.rsqrt` with `afn` to `llvm.nvvm.rsqrt.approx.f`
+    (`rsqrt.approx.f32`), without it to a correctly rounded square root and
+    division; `math.exp2` and `math.log2` with `afn` to `ex2.approx.f32` and
+    `lg2.approx.f32` (the attention kernel's softmax).
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect",
                            "::mlir::vector::VectorDialect",

@@ -611,3 +611,185 @@ TEST(Signatures, NamesDependOnEverySemanticField) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+TEST(Attention, OperationRules) {
+  OpSpec spec = examples::makeAttention();
+  EXPECT_TRUE(verifyOpSpec(spec));
+  spec.qkStatistic = Statistic::None;
+  spec.hasWeight = false;
+  spec.eps = 0.0;
+  EXPECT_TRUE(verifyOpSpec(spec)) << "attention without QK-Norm";
+  for (int64_t d : {16, 64, 96, 128, 160, 256}) {
+    OpSpec s = examples::makeAttention();
+    s.hidden = d;
+    EXPECT_TRUE(verifyOpSpec(s)) << d;
+  }
+  for (int64_t d : {8, 72, 100, 272, 512}) {
+    OpSpec s = examples::makeAttention();
+    s.hidden = d;
+    expectInvalid(s, "multiple of 16");
+  }
+  OpSpec gqa = examples::makeAttention();
+  gqa.numKvHeads = 5;
+  expectInvalid(gqa, "must divide the 32 query heads");
+  OpSpec f32 = examples::makeAttention();
+  f32.input = f32.output = ElementType::f32;
+  expectInvalid(f32, "bf16 or f16");
+  OpSpec mixed = examples::makeAttention();
+  mixed.output = ElementType::f16;
+  expectInvalid(mixed, "one type");
+  OpSpec weightless = examples::makeAttention();
+  weightless.qkStatistic = Statistic::None;
+  expectInvalid(weightless, "QK-Norm weights need a QK-Norm statistic");
+  OpSpec scale = examples::makeAttention();
+  scale.scale = 0.0;
+  expectInvalid(scale, "scale must be a positive finite number");
+  OpSpec offset = examples::makeAttention();
+  offset.hasWeight = false;
+  offset.weightOffset = 1.0;
+  expectInvalid(offset, "weight_offset needs a weight");
+  OpSpec eps = examples::makeAttention();
+  eps.eps = 0.0;
+  expectInvalid(eps, "eps");
+  // The attention fields belong to attention only.
+  OpSpec row = rmsNorm();
+  row.causal = true;
+  expectInvalid(row, "apply to attention only");
+}
+
+TEST(Attention, CanonicalTextRoundTripsAndIsolatesTheKinds) {
+  OpSpec spec = examples::makeAttention();
+  spec.writeLse = true;
+  std::string text = getCanonicalSpec(spec);
+  EXPECT_NE(text.find("causal=1"), std::string::npos) << text;
+  std::string error;
+  std::optional<OpSpec> parsed = parseCanonicalSpec(text, error);
+  ASSERT_TRUE(parsed) << error;
+  EXPECT_EQ(getCanonicalSpec(*parsed), text);
+  EXPECT_TRUE(parsed->causal && parsed->writeLse);
+  EXPECT_EQ(parsed->scale, spec.scale);
+  // Row kernels' identities do not mention the attention fields.
+  EXPECT_EQ(getCanonicalSpec(rmsNorm()).find("causal"), std::string::npos);
+  // Without QK-Norm, the norm's fields do not change the identity.
+  OpSpec plain = examples::makeAttention(), other = plain;
+  plain.qkStatistic = other.qkStatistic = Statistic::None;
+  plain.hasWeight = other.hasWeight = false;
+  other.eps = 1e-5;
+  EXPECT_EQ(getCanonicalSpec(plain), getCanonicalSpec(other));
+}
+
+TEST(Attention, Buffers) {
+  OpSpec spec = examples::makeAttention();
+  spec.writeLse = true;
+  std::vector<BufferSpec> buffers = getBuffers(spec);
+  std::vector<std::string> names;
+  for (const BufferSpec &b : buffers)
+    names.push_back(std::string(getBufferSlotName(b.slot)));
+  EXPECT_EQ(names, (std::vector<std::string>{"q", "k", "v", "q_weight",
+                                             "k_weight", "cu_seqlens",
+                                             "output", "lse"}));
+  EXPECT_EQ(buffers[0].cols, 32 * 128);
+  EXPECT_EQ(buffers[1].cols, 8 * 128);
+  EXPECT_EQ(buffers[5].type, ElementType::i32);
+  EXPECT_EQ(buffers[5].cols, 0) << "the offsets' length comes with the launch";
+  EXPECT_EQ(buffers[7].type, ElementType::f32);
+  EXPECT_EQ(buffers[7].cols, 32);
+  EXPECT_TRUE(buffers[7].written && buffers[6].written && !buffers[2].written);
+}
+
+TEST(Attention, LaunchRules) {
+  OpSpec spec = examples::makeAttention();
+  LaunchConfig launch = getHeuristicLaunch(spec, -1);
+  EXPECT_EQ(launch.getMangledSuffix(), "v8_t16_w4_r64_n64_s2");
+  EXPECT_TRUE(verifyLaunchFor(spec, launch, 227 * 1024));
+  std::optional<LaunchConfig> parsed = parseLaunchSuffix("v8_t16_w4_r64_n64_s2");
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(*parsed, launch);
+  EXPECT_FALSE(parseLaunchSuffix("v8_t16_w4_r64_n48_s2"));
+  EXPECT_FALSE(getScalarFallback(spec, launch));
+  // Tiles: 64 query rows + 2 stages x (64 keys + 64 values) of 128 bf16.
+  EXPECT_EQ(getSharedBytes(spec, launch, 0), (64 + 4 * 64) * 256);
+  LaunchConfig rows = launch;
+  rows.rowsPerCta = 128;
+  expectLaunchInvalid(spec, rows, "rows_per_cta must be 64");
+  LaunchConfig threads = launch;
+  threads.threadsPerRow = 32;
+  expectLaunchInvalid(spec, threads, "maps 16 threads onto a head row");
+  LaunchConfig vector = launch;
+  vector.vector = 4;
+  expectLaunchInvalid(spec, vector, "16-byte vectors");
+  LaunchConfig rowKernel = launch;
+  rowKernel.blockN = rowKernel.stages = 0;
+  expectLaunchInvalid(spec, rowKernel, "needs a launch configuration with block_n");
+  expectLaunchInvalid(rmsNorm(128), launch, "apply to attention only");
+  // Head dim 256: the output rows take 128 accumulators, so at most 64 keys.
+  OpSpec gemma = examples::makeAttention();
+  gemma.hidden = 256;
+  LaunchConfig wide = getHeuristicLaunch(gemma, -1);
+  EXPECT_EQ(wide.threadsPerRow, 32);
+  EXPECT_TRUE(verifyLaunchFor(gemma, wide, 99 * 1024));
+  wide.blockN = 128;
+  expectLaunchInvalid(gemma, wide, "192 f32 accumulators");
+  // Shared memory of the target.
+  LaunchConfig big = getHeuristicLaunch(gemma, -1);
+  big.warps = 8;
+  big.rowsPerCta = 128;
+  big.blockN = 64;
+  EXPECT_TRUE(verifyLaunchFor(gemma, big, 227 * 1024));
+  Status sm89 = verifyLaunchFor(gemma, big, 99 * 1024);
+  EXPECT_NE(sm89.message().find("shared memory"), std::string::npos);
+  // Head dim 96 shares each row among 16 threads, 4 of them idle.
+  EXPECT_EQ(getAttentionThreadsPerRow(96), 16);
+  EXPECT_EQ(getAttentionThreadsPerRow(64), 8);
+}
+
+TEST(Attention, Signature) {
+  OpSpec spec = examples::makeAttention();
+  spec.writeLse = true;
+  LaunchConfig launch = getHeuristicLaunch(spec, -1);
+  KernelSignature sig;
+  ASSERT_TRUE(describeKernel(spec, launch, TargetOptions(), sig));
+  EXPECT_EQ(sig.kind, "attention_kernel");
+  EXPECT_EQ(sig.name.rfind("norm_attn_qkrms_causal_d128_h32x8_bf16_", 0), 0u)
+      << sig.name;
+  std::vector<std::string> params;
+  for (const KernelParam &p : sig.params)
+    params.push_back(p.name);
+  EXPECT_EQ(params,
+            (std::vector<std::string>{
+                "q", "k", "v", "q_weight", "k_weight", "cu_seqlens", "output",
+                "lse", "rows", "batch", "q_stride", "k_stride", "v_stride",
+                "output_stride", "lse_stride"}));
+  EXPECT_EQ(sig.params[5].alignment, 4) << "offsets are read one by one";
+  EXPECT_EQ(sig.params[0].alignment, 16);
+  EXPECT_TRUE(sig.params[0].readOnly);
+  EXPECT_EQ(sig.blockThreads, 128);
+  EXPECT_EQ(sig.sharedBytes, (64 + 4 * 64) * 256);
+  // 32 heads x (ceil(300 / 64) + 3 sequences) CTAs.
+  EXPECT_EQ(sig.getGridX(300, 3), 32 * (5 + 3));
+  EXPECT_EQ(sig.getGridFormula(), "32 * (ceil(rows / 64) + batch)");
+  std::string error;
+  std::optional<KernelSignature> parsed =
+      KernelSignature::fromJson(sig.toJson(), error);
+  ASSERT_TRUE(parsed) << error;
+  EXPECT_TRUE(parsed->describesSameKernel(sig));
+  // The target's shared memory decides: sm_89 refuses 8 warps at 256.
+  OpSpec gemma = examples::makeAttention();
+  gemma.hidden = 256;
+  LaunchConfig big = getHeuristicLaunch(gemma, -1);
+  big.warps = 8;
+  big.rowsPerCta = 128;
+  big.blockN = 64;
+  TargetOptions sm89;
+  sm89.chip = "sm_89";
+  KernelSignature refused;
+  EXPECT_FALSE(describeKernel(gemma, big, sm89, refused));
+}
+
+} // namespace

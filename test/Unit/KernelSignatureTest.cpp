@@ -78,7 +78,7 @@ TEST(KernelSignature, RejectsMalformedJson) {
   EXPECT_NE(error.find("object"), std::string::npos);
   error.clear();
   std::string wrongType = json;
-  wrongType.replace(wrongType.find("\"bf16\""), 6, "\"i32\"");
+  wrongType.replace(wrongType.find("\"bf16\""), 6, "\"i8\"");
   EXPECT_FALSE(KernelSignature::fromJson(wrongType, error));
   EXPECT_NE(error.find("element type"), std::string::npos) << error;
   error.clear();

@@ -27,6 +27,20 @@ inline OpSpec makeQKNorm() {
   return spec;
 }
 
+/// Qwen3-like attention: 32 query and 8 key/value heads of 128, RMS
+/// QK-Norm with weights, causal.
+inline OpSpec makeAttention() {
+  OpSpec spec;
+  spec.kind = OpSpec::Kind::Attention;
+  spec.hidden = 128;
+  spec.numQHeads = 32;
+  spec.numKvHeads = 8;
+  spec.hasWeight = true;
+  spec.causal = true;
+  spec.scale = 0.08838834764831845;
+  return spec;
+}
+
 } // namespace norm::examples
 
 #endif // NORM_TEST_UNIT_OPSPECS_H

@@ -1,4 +1,4 @@
-// RUN: norm-opt %s --pass-pipeline="builtin.module(gpu.module(norm-lower-rsqrt-to-nvvm))" | FileCheck %s
+// RUN: norm-opt %s --pass-pipeline="builtin.module(gpu.module(norm-lower-approx-math-to-nvvm))" | FileCheck %s
 
 // With `afn`: the hardware approximation, no libdevice call.
 // CHECK-LABEL: gpu.func @approximate
@@ -44,6 +44,31 @@ gpu.module @kernels {
     %c0 = arith.constant 0 : index
     %r = math.rsqrt %x fastmath<afn> : f16
     memref.store %r, %out[%c0] : memref<1xf16>
+    gpu.return
+  }
+}
+
+// exp2 and log2 with `afn` (the attention softmax): ex2/lg2.approx per
+// element; without `afn` they are left to the NVVM conversion.
+// CHECK-LABEL: gpu.func @exp2_log2
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f"(%arg0) : (f32) -> f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"(%arg0) : (f32) -> f32
+// CHECK-COUNT-2: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f"
+// CHECK: math.exp2 %arg0 : f32
+gpu.module @softmax {
+  gpu.func @exp2_log2(%x: f32, %v: vector<2xf32>, %out: memref<4xf32>,
+                      %vout: memref<2xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %e = math.exp2 %x fastmath<afn> : f32
+    %l = math.log2 %x fastmath<afn> : f32
+    %ev = math.exp2 %v fastmath<afn> : vector<2xf32>
+    %exact = math.exp2 %x : f32
+    memref.store %e, %out[%c0] : memref<4xf32>
+    memref.store %l, %out[%c1] : memref<4xf32>
+    memref.store %exact, %out[%c2] : memref<4xf32>
+    vector.store %ev, %vout[%c0] : memref<2xf32>, vector<2xf32>
     gpu.return
   }
 }

@@ -1,0 +1,56 @@
+//===- FormAttentionKernels.cpp - norm.attention as its kernel op ---------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/NormOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+namespace mlir::norm {
+#define GEN_PASS_DEF_FORMATTENTIONKERNELS
+#include "passes/FusionPasses.h.inc"
+} // namespace mlir::norm
+
+using namespace mlir;
+using namespace mlir::norm;
+
+/// The kernel op of `op` over one sequence of all its tokens.
+static LogicalResult formAttentionKernel(AttentionOp op) {
+  if (bool(op.getQNormWeight()) != bool(op.getKNormWeight()))
+    return op.emitOpError()
+           << "has a QK-Norm weight for only one of q and k; the attention "
+              "kernel takes both or neither (give the other a ones weight)";
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  // cu_seqlens = [0, tokens] as i32, the type of FlashAttention's offsets.
+  Value tokens = b.createOrFold<tensor::DimOp>(loc, op.getQ(), 0);
+  Value end = b.createOrFold<arith::IndexCastOp>(loc, b.getI32Type(), tokens);
+  Value start = arith::ConstantIntOp::create(b, loc, 0, 32);
+  Value offsets = tensor::FromElementsOp::create(
+      b, loc, RankedTensorType::get({2}, b.getI32Type()),
+      ValueRange{start, end});
+  auto kernel = AttentionKernelOp::create(
+      b, loc, op.getType(), /*lse=*/Type(), op.getQ(), op.getK(), op.getV(),
+      offsets, op.getQNormWeight(), op.getKNormWeight(), op.getNumHeadsAttr(),
+      op.getNumKvHeadsAttr(), op.getHeadDimAttr(), op.getCausalAttr(),
+      op.getScaleAttr(), op.getQkNormAttr(), op.getQkNormEpsAttr(),
+      op.getQkNormOffsetAttr(), /*launch=*/nullptr, /*kernel=*/nullptr);
+  kernel->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  op.replaceAllUsesWith(kernel.getOutput());
+  op.erase();
+  return success();
+}
+
+namespace {
+struct FormAttentionKernelsPass
+    : mlir::norm::impl::FormAttentionKernelsBase<FormAttentionKernelsPass> {
+  void runOnOperation() override {
+    SmallVector<AttentionOp> ops;
+    getOperation()->walk([&](AttentionOp op) { ops.push_back(op); });
+    for (AttentionOp op : ops)
+      if (failed(formAttentionKernel(op)))
+        return signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,114 @@
+// Diagnostics of norm.attention_kernel (RUN line in ../attention-kernel.mlir):
+// the kernel model's rules, stated once in compiler/model, and the op's own.
+
+func.func @head_dim(%q: tensor<?x288xbf16>, %k: tensor<?x72xbf16>, %cu: tensor<?xi32>) -> tensor<?x288xbf16> {
+  // expected-error @below {{attention needs a head dim that is a multiple of 16 from 16 to 256, got 72}}
+  %o = norm.attention_kernel %q, %k, %k seqlens(%cu : tensor<?xi32>) scale(0.1)
+      {num_heads = 4 : i64, num_kv_heads = 1 : i64, head_dim = 72 : i64}
+      : tensor<?x288xbf16>, tensor<?x72xbf16>, tensor<?x72xbf16> -> tensor<?x288xbf16>
+  return %o : tensor<?x288xbf16>
+}
+
+// -----
+
+func.func @f32(%q: tensor<?x128xf32>, %cu: tensor<?xi32>) -> tensor<?x128xf32> {
+  // expected-error @below {{attention reads and writes bf16 or f16}}
+  %o = norm.attention_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>) scale(0.1)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64}
+      : tensor<?x128xf32>, tensor<?x128xf32>, tensor<?x128xf32> -> tensor<?x128xf32>
+  return %o : tensor<?x128xf32>
+}
+
+// -----
+
+func.func @one_weight(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>, %w: tensor<128xbf16>) -> tensor<?x128xbf16> {
+  // expected-error @below {{'q_norm_weight' and 'k_norm_weight' go together}}
+  %o = norm.attention_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>) q_norm_weight(%w : tensor<128xbf16>)
+      scale(0.1) qk_norm_eps(1.0e-06)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64, qk_norm = #norm.qk_norm<rms>}
+      : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>
+  return %o : tensor<?x128xbf16>
+}
+
+// -----
+
+func.func @lse_shape(%q: tensor<?x256xbf16>, %cu: tensor<?xi32>) -> tensor<?x256xbf16> {
+  // expected-error @below {{'lse' must be tokens x num_heads (2), got 'tensor<?x1xf32>'}}
+  %o, %lse = norm.attention_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>) scale(0.1)
+      {num_heads = 2 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64}
+      : tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x256xbf16>, tensor<?x1xf32>
+  return %o : tensor<?x256xbf16>
+}
+
+// -----
+
+func.func @k_type(%q: tensor<?x128xbf16>, %k: tensor<?x128xf16>, %cu: tensor<?xi32>) -> tensor<?x128xbf16> {
+  // expected-error @below {{'k' must have the element type of 'q' ('bf16'), got 'tensor<?x128xf16>'}}
+  %o = norm.attention_kernel %q, %k, %q seqlens(%cu : tensor<?xi32>) scale(0.1)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64}
+      : tensor<?x128xbf16>, tensor<?x128xf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>
+  return %o : tensor<?x128xbf16>
+}
+
+// -----
+
+func.func @threads_per_row(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>) -> tensor<?x128xbf16> {
+  // expected-error @below {{attention at head dim 128 maps 16 threads onto a head row, got threads_per_row 32}}
+  %o = norm.attention_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>) scale(0.1)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64,
+       launch = #norm.launch<vector = 8, threads_per_row = 32, warps = 4, rows_per_cta = 64, block_n = 64, stages = 2>}
+      : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>
+  return %o : tensor<?x128xbf16>
+}
+
+// -----
+
+func.func @rows(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>) -> tensor<?x128xbf16> {
+  // expected-error @below {{attention gives each of at most 8 warps 16 query rows: rows_per_cta must be 64, got 128}}
+  %o = norm.attention_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>) scale(0.1)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64,
+       launch = #norm.launch<vector = 8, threads_per_row = 16, warps = 4, rows_per_cta = 128, block_n = 64, stages = 2>}
+      : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>
+  return %o : tensor<?x128xbf16>
+}
+
+// -----
+
+func.func @accumulators(%q: tensor<?x256xbf16>, %cu: tensor<?xi32>) -> tensor<?x256xbf16> {
+  // expected-error @below {{attention at head dim 256 with block_n 128 keeps 192 f32 accumulators per thread, more than the 160 that registers hold; use a smaller block_n}}
+  %o = norm.attention_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>) scale(0.1)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 256 : i64,
+       launch = #norm.launch<vector = 8, threads_per_row = 32, warps = 4, rows_per_cta = 64, block_n = 128, stages = 1>}
+      : tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x256xbf16>
+  return %o : tensor<?x256xbf16>
+}
+
+// -----
+
+// sm_89 CTAs have 99 KiB of shared memory: 8 warps of 16 rows plus two
+// stages of 64-key tiles at head dim 256 take 192 KiB.
+module attributes {norm.target = #norm.target<chip = "sm_89", ptx_version = 80, max_shared_bytes = 0>} {
+func.func @shared(%q: tensor<?x256xbf16>, %cu: tensor<?xi32>) -> tensor<?x256xbf16> {
+  // expected-error @below {{attention tiles take 196608 bytes of shared memory, more than the target's 101376; use fewer warps, a smaller block_n or one stage}}
+  %o = norm.attention_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>) scale(0.1)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 256 : i64,
+       launch = #norm.launch<vector = 8, threads_per_row = 32, warps = 8, rows_per_cta = 128, block_n = 64, stages = 2>}
+      : tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x256xbf16>
+  return %o : tensor<?x256xbf16>
+}
+}
+
+// -----
+
+func.func @launch_fields(%x: tensor<?x128xbf16>) -> tensor<?x128xbf16> {
+  // expected-error @below {{block_n and stages apply to attention only}}
+  %0 = norm.fused_row <rms> %x eps(1.0e-06) {launch = #norm.launch<vector = 8, threads_per_row = 16, warps = 1, rows_per_cta = 2, block_n = 64, stages = 2>} : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  return %0 : tensor<?x128xbf16>
+}
+
+// -----
+
+// expected-error @below {{block_n must be 16, 32, 64 or 128, got 48}}
+func.func @block_n() attributes {l = #norm.launch<vector = 8, threads_per_row = 16, warps = 4, rows_per_cta = 64, block_n = 48, stages = 2>} {
+  return
+}

@@ -1,0 +1,100 @@
+// Attention kernels (QK-Norm in the prologue, tensor cores) at head dims
+// 64, 96, 128 and 256, with and without QK-Norm, causal and not, GQA and
+// one KV head, and the launch shapes the tuner picks from: ptxas must
+// accept them for sm_90 and sm_80 with no stack frame and no spills. The
+// PTX uses mma.sync for bf16 and f16, ldmatrix (transposed for V), cp.async
+// with zero fill and the approximate exp2.
+//
+// REQUIRES: ptxas
+// RUN: norm-opt %s --norm-lower-to-ptx -o %t.sm90.ptx
+// RUN: FileCheck %s --input-file=%t.sm90.ptx
+// RUN: %ptxas -arch=sm_90 -v %t.sm90.ptx -o %t.sm90.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: norm-opt %s --norm-lower-to-ptx="chip=sm_80" -o %t.sm80.ptx
+// RUN: FileCheck %s --input-file=%t.sm80.ptx
+// RUN: %ptxas -arch=sm_80 -v %t.sm80.ptx -o %t.sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+
+// CHECK-NOT: .extern .func
+// CHECK-NOT: .local
+// CHECK-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// CHECK-DAG: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// CHECK-DAG: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// CHECK-DAG: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// CHECK-DAG: cp.async.cg.shared.global
+// CHECK-DAG: cp.async.wait_group 1
+// CHECK-DAG: ex2.approx
+// CHECK-DAG: rsqrt.approx
+// CHECK-COUNT-8: .visible .entry
+// CHECK-NOT: .visible .entry
+
+// PTXAS-NOT: error
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
+// PTXAS-COUNT-8: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
+// PTXAS-NOT: error
+
+func.func @attention(%q128: tensor<?x4096xbf16>, %kv128: tensor<?x1024xbf16>,
+                     %w128: tensor<128xbf16>, %cu: tensor<?xi32>,
+                     %q64: tensor<?x1024xf16>, %kv64: tensor<?x1024xf16>,
+                     %q96: tensor<?x768xbf16>, %kv96: tensor<?x96xbf16>, %w96: tensor<96xbf16>,
+                     %q256: tensor<?x2048xbf16>, %kv256: tensor<?x256xbf16>, %w256: tensor<256xbf16>)
+    -> (tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<?x1024xf16>,
+        tensor<?x768xbf16>, tensor<?x2048xbf16>, tensor<?x2048xbf16>, tensor<?x32xf32>,
+        tensor<?x4096xbf16>) {
+  // Qwen3-like: RMS QK-Norm, 32/8 heads, causal (the heuristic's launch).
+  %a = norm.attention_kernel %q128, %kv128, %kv128 seqlens(%cu : tensor<?xi32>)
+      q_norm_weight(%w128 : tensor<128xbf16>) k_norm_weight(%w128 : tensor<128xbf16>)
+      scale(0.08838834764831845) qk_norm_eps(1.0e-06)
+      {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64, causal,
+       qk_norm = #norm.qk_norm<rms>}
+      : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16> -> tensor<?x4096xbf16>
+  // The same, 8 warps and one stage; and no QK-Norm, block_n 128, 2 warps.
+  %b = norm.attention_kernel %q128, %kv128, %kv128 seqlens(%cu : tensor<?xi32>)
+      q_norm_weight(%w128 : tensor<128xbf16>) k_norm_weight(%w128 : tensor<128xbf16>)
+      scale(0.08838834764831845) qk_norm_eps(1.0e-06)
+      {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64, causal,
+       qk_norm = #norm.qk_norm<rms>,
+       launch = #norm.launch<vector = 8, threads_per_row = 16, warps = 8, rows_per_cta = 128, block_n = 64, stages = 1>}
+      : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16> -> tensor<?x4096xbf16>
+  %c = norm.attention_kernel %q128, %kv128, %kv128 seqlens(%cu : tensor<?xi32>)
+      scale(0.08838834764831845)
+      {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64,
+       launch = #norm.launch<vector = 8, threads_per_row = 16, warps = 2, rows_per_cta = 32, block_n = 128, stages = 2>}
+      : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16> -> tensor<?x4096xbf16>
+  // f16, head dim 64, L2 QK-Norm without weights, no GQA.
+  %d = norm.attention_kernel %q64, %kv64, %kv64 seqlens(%cu : tensor<?xi32>)
+      scale(0.125) qk_norm_eps(1.0e-06)
+      {num_heads = 16 : i64, num_kv_heads = 16 : i64, head_dim = 64 : i64, causal,
+       qk_norm = #norm.qk_norm<l2>}
+      : tensor<?x1024xf16>, tensor<?x1024xf16>, tensor<?x1024xf16> -> tensor<?x1024xf16>
+  // Head dim 96, LayerNorm QK-Norm, one KV head.
+  %e = norm.attention_kernel %q96, %kv96, %kv96 seqlens(%cu : tensor<?xi32>)
+      q_norm_weight(%w96 : tensor<96xbf16>) k_norm_weight(%w96 : tensor<96xbf16>)
+      scale(0.10206207261596575) qk_norm_eps(1.0e-05)
+      {num_heads = 8 : i64, num_kv_heads = 1 : i64, head_dim = 96 : i64, causal,
+       qk_norm = #norm.qk_norm<mean_var>}
+      : tensor<?x768xbf16>, tensor<?x96xbf16>, tensor<?x96xbf16> -> tensor<?x768xbf16>
+  // Gemma 3: head dim 256, (1 + w), one KV head; with the log-sum-exp.
+  %f = norm.attention_kernel %q256, %kv256, %kv256 seqlens(%cu : tensor<?xi32>)
+      q_norm_weight(%w256 : tensor<256xbf16>) k_norm_weight(%w256 : tensor<256xbf16>)
+      scale(0.0625) qk_norm_eps(1.0e-06) qk_norm_offset(1.0)
+      {num_heads = 8 : i64, num_kv_heads = 1 : i64, head_dim = 256 : i64, causal,
+       qk_norm = #norm.qk_norm<rms>}
+      : tensor<?x2048xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x2048xbf16>
+  %g, %lse = norm.attention_kernel %q256, %kv256, %kv256 seqlens(%cu : tensor<?xi32>)
+      q_norm_weight(%w256 : tensor<256xbf16>) k_norm_weight(%w256 : tensor<256xbf16>)
+      scale(0.0625) qk_norm_eps(1.0e-06) qk_norm_offset(1.0)
+      {num_heads = 8 : i64, num_kv_heads = 1 : i64, head_dim = 256 : i64,
+       qk_norm = #norm.qk_norm<rms>,
+       launch = #norm.launch<vector = 8, threads_per_row = 32, warps = 4, rows_per_cta = 64, block_n = 64, stages = 1>}
+      : tensor<?x2048xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x2048xbf16>, tensor<?x32xf32>
+  // block_n 16, 1 warp.
+  %h = norm.attention_kernel %q128, %kv128, %kv128 seqlens(%cu : tensor<?xi32>)
+      q_norm_weight(%w128 : tensor<128xbf16>) k_norm_weight(%w128 : tensor<128xbf16>)
+      scale(0.08838834764831845) qk_norm_eps(1.0e-06)
+      {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64, causal,
+       qk_norm = #norm.qk_norm<rms>,
+       launch = #norm.launch<vector = 8, threads_per_row = 16, warps = 1, rows_per_cta = 16, block_n = 16, stages = 2>}
+      : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16> -> tensor<?x4096xbf16>
+  return %a, %b, %c, %d, %e, %f, %g, %lse, %h : tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<?x1024xf16>,
+      tensor<?x768xbf16>, tensor<?x2048xbf16>, tensor<?x2048xbf16>, tensor<?x32xf32>, tensor<?x4096xbf16>
+}

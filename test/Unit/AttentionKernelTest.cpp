@@ -1,0 +1,289 @@
+//===- AttentionKernelTest.cpp - the attention kernel on the CPU ----------===//
+//
+// The generated attention kernel (norm-generate-kernels of a
+// norm.attention_kernel) runs on the host execution path, warp matrix ops
+// emulated per the PTX fragment layouts, and must match the float64
+// reference of the unfused graph (norm, round, attention) within its
+// propagated bound: every head dim class, sequence lengths that leave every
+// tile tail (1, 7, 64, 129, over 1000), GQA ratios 1, 4 and 8, causal and
+// not, variable-length batches, packed and separate q/k/v, every launch
+// shape (warps, block_n, stages). Outputs are poisoned first; guards
+// around every buffer and the row gaps must stay intact and inputs
+// unchanged.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/HostExecution.h"
+#include "compiler/model/AttentionReference.h"
+#include "compiler/model/FloatFormats.h"
+#include "tools/norm-cpu-check/Buffers.h"
+#include "tools/norm-cpu-check/KernelSource.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <numeric>
+
+using namespace norm;
+using namespace norm::check;
+
+namespace {
+
+struct AttentionCase {
+  const char *name;
+  ElementType type;
+  int64_t headDim, heads, kvHeads;
+  bool causal;
+  Statistic norm; // None: no QK-Norm
+  bool weights;
+  double offset;
+  std::vector<int64_t> lengths;
+  bool packed = false; // q, k, v are column slices of one qkv buffer
+  bool lse = false;
+  // 0: the heuristic's.
+  int64_t warps = 0, blockN = 0, stages = 0;
+};
+
+std::ostream &operator<<(std::ostream &os, const AttentionCase &c) {
+  return os << c.name;
+}
+
+OpSpec getSpec(const AttentionCase &c) {
+  OpSpec spec;
+  spec.kind = OpKind::Attention;
+  spec.hidden = c.headDim;
+  spec.input = spec.output = spec.param = c.type;
+  spec.numQHeads = c.heads;
+  spec.numKvHeads = c.kvHeads;
+  spec.qkStatistic = c.norm;
+  spec.hasWeight = c.weights;
+  spec.weightOffset = c.offset;
+  spec.eps = c.norm == Statistic::None ? 0.0 : 1e-6;
+  spec.causal = c.causal;
+  spec.scale = 1.0 / std::sqrt(static_cast<double>(c.headDim));
+  spec.writeLse = c.lse;
+  return spec;
+}
+
+LaunchConfig getLaunch(const AttentionCase &c, const OpSpec &spec) {
+  LaunchConfig launch = getHeuristicLaunch(spec, -1);
+  if (c.warps) {
+    launch.warps = c.warps;
+    launch.rowsPerCta = 16 * c.warps;
+  }
+  if (c.blockN)
+    launch.blockN = c.blockN;
+  if (c.stages)
+    launch.stages = c.stages;
+  return launch;
+}
+
+class AttentionKernelTest : public testing::TestWithParam<AttentionCase> {};
+
+TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
+  const AttentionCase &c = GetParam();
+  OpSpec spec = getSpec(c);
+  LaunchConfig launch = getLaunch(c, spec);
+  KernelSource source;
+  std::unique_ptr<KernelProvider> provider = createGeneratedKernels();
+  Status built = provider->build(spec, launch, source);
+  ASSERT_TRUE(built) << built.message();
+  std::unique_ptr<HostKernels> kernels;
+  HostCompileOptions options;
+  options.cpu = "x86-64"; // results must not depend on this machine's CPU
+  Status compiled = HostKernels::compile(source.mlir, options, kernels);
+  ASSERT_TRUE(compiled) << compiled.message();
+
+  int64_t d = c.headDim, qCols = c.heads * d, kvCols = c.kvHeads * d;
+  std::vector<int64_t> cu = {0};
+  for (int64_t length : c.lengths)
+    cu.push_back(cu.back() + length);
+  int64_t tokens = cu.back(), batch = c.lengths.size();
+
+  // Inputs: separate tensors with a gap after each row, or one packed
+  // projection read through three column offsets.
+  Random random(0x5eed + d * 31 + c.heads);
+  auto draw = [&](int64_t) { return random.uniform(-2.0, 2.0); };
+  int64_t packedCols = qCols + 2 * kvCols;
+  std::unique_ptr<GuardedBuffer> qkv, q, k, v;
+  const void *qData, *kData, *vData;
+  int64_t qStride, kStride, vStride;
+  if (c.packed) {
+    qkv = std::make_unique<GuardedBuffer>(c.type, tokens, packedCols,
+                                          packedCols + 8);
+    qkv->fill(getInputGuard(c.type));
+    qkv->fillRows(draw);
+    auto at = [&](int64_t col) {
+      return static_cast<const char *>(qkv->data()) +
+             col * getElementBytes(c.type);
+    };
+    qData = at(0), kData = at(qCols), vData = at(qCols + kvCols);
+    qStride = kStride = vStride = qkv->getStride();
+  } else {
+    q = std::make_unique<GuardedBuffer>(c.type, tokens, qCols, qCols + 8);
+    k = std::make_unique<GuardedBuffer>(c.type, tokens, kvCols, kvCols + 16);
+    v = std::make_unique<GuardedBuffer>(c.type, tokens, kvCols, kvCols);
+    for (GuardedBuffer *buffer : {q.get(), k.get(), v.get()}) {
+      buffer->fill(getInputGuard(c.type));
+      buffer->fillRows(draw);
+    }
+    qData = q->data(), kData = k->data(), vData = v->data();
+    qStride = q->getStride(), kStride = k->getStride(), vStride = v->getStride();
+  }
+  GuardedBuffer qWeight(c.type, 1, d, d), kWeight(c.type, 1, d, d);
+  for (GuardedBuffer *w : {&qWeight, &kWeight}) {
+    w->fill(getInputGuard(c.type));
+    w->fillRows([&](int64_t) { return random.uniform(-0.5, 1.5); });
+  }
+  GuardedBuffer offsets(ElementType::i32, 1, batch + 1, batch + 1);
+  offsets.fill(getInputGuard(ElementType::i32));
+  for (int64_t i = 0; i <= batch; ++i)
+    offsets.store(0, i, static_cast<double>(cu[i]));
+  GuardedBuffer output(c.type, tokens, qCols, qCols + 8);
+  output.fill(getOutputPoison(c.type));
+  GuardedBuffer lse(ElementType::f32, tokens, c.heads, c.heads + 4);
+  lse.fill(getOutputPoison(ElementType::f32));
+
+  std::vector<std::vector<uint8_t>> before;
+  std::vector<const GuardedBuffer *> inputs = {&qWeight, &kWeight, &offsets};
+  for (const auto &buffer : {qkv.get(), q.get(), k.get(), v.get()})
+    if (buffer)
+      inputs.push_back(buffer);
+  for (const GuardedBuffer *buffer : inputs)
+    before.push_back(buffer->snapshot());
+
+  // Parameters in signature order.
+  std::vector<void *> buffers;
+  std::vector<int64_t> integers;
+  for (const KernelParam &param : source.signature.params) {
+    if (param.kind == KernelParam::Kind::Rows) {
+      integers.push_back(tokens);
+      continue;
+    }
+    if (param.kind == KernelParam::Kind::Batch) {
+      integers.push_back(batch);
+      continue;
+    }
+    if (param.kind == KernelParam::Kind::RowStride) {
+      const std::string &n = param.name;
+      integers.push_back(n == "q_stride"        ? qStride
+                         : n == "k_stride"      ? kStride
+                         : n == "v_stride"      ? vStride
+                         : n == "output_stride" ? output.getStride()
+                                                : lse.getStride());
+      continue;
+    }
+    const std::string &n = param.name;
+    void *pointer = n == "q"            ? const_cast<void *>(qData)
+                    : n == "k"          ? const_cast<void *>(kData)
+                    : n == "v"          ? const_cast<void *>(vData)
+                    : n == "q_weight"   ? qWeight.data()
+                    : n == "k_weight"   ? kWeight.data()
+                    : n == "cu_seqlens" ? offsets.data()
+                    : n == "output"     ? output.data()
+                    : n == "lse"        ? lse.data()
+                                        : nullptr;
+    ASSERT_NE(pointer, nullptr) << "unexpected parameter " << n;
+    buffers.push_back(pointer);
+  }
+  int64_t grid = source.signature.getGridX(tokens, batch);
+  Status ran =
+      kernels->launch(source.signature.name, buffers, integers, grid);
+  ASSERT_TRUE(ran) << ran.message();
+
+  // The reference of the unfused graph.
+  AttentionProblem problem;
+  problem.type = c.type;
+  problem.numHeads = c.heads;
+  problem.numKvHeads = c.kvHeads;
+  problem.headDim = d;
+  problem.causal = c.causal;
+  problem.scale = spec.scale;
+  if (c.norm != Statistic::None)
+    problem.qkNorm = c.norm;
+  problem.qkEps = spec.eps;
+  problem.qkOffset = c.offset;
+  problem.cuSeqlens = cu;
+  AttentionOperands operands;
+  operands.q = {c.type, qData, tokens, qCols, qStride};
+  operands.k = {c.type, kData, tokens, kvCols, kStride};
+  operands.v = {c.type, vData, tokens, kvCols, vStride};
+  if (c.weights) {
+    operands.qWeight = qWeight.paramView();
+    operands.kWeight = kWeight.paramView();
+  }
+  ASSERT_TRUE(verifyAttentionProblem(problem, operands));
+  AttentionExpected expected = referenceAttention(problem, operands);
+
+  int64_t wrong = 0;
+  std::string first;
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t col = 0; col < qCols; ++col) {
+      double actual = output.load(t, col);
+      const Expected &e = expected.output.at(t, col);
+      if (e.accepts(actual))
+        continue;
+      if (!wrong++)
+        first = "output[" + std::to_string(t) + "][" + std::to_string(col) +
+                "] = " + std::to_string(actual) + ", expected " +
+                std::to_string(e.value) + " +- " + std::to_string(e.tolerance);
+    }
+  if (c.lse)
+    for (int64_t t = 0; t < tokens; ++t)
+      for (int64_t h = 0; h < c.heads; ++h) {
+        double actual = lse.load(t, h);
+        const Expected &e = expected.lse.at(h, t);
+        if (e.accepts(actual))
+          continue;
+        if (!wrong++)
+          first = "lse[" + std::to_string(t) + "][" + std::to_string(h) +
+                  "] = " + std::to_string(actual) + ", expected " +
+                  std::to_string(e.value) + " +- " +
+                  std::to_string(e.tolerance);
+      }
+  EXPECT_EQ(wrong, 0) << "first: " << first << " (" << source.signature.name
+                      << ")";
+
+  EXPECT_EQ(output.findStrayWrite(getOutputPoison(c.type)), std::nullopt);
+  if (c.lse)
+    EXPECT_EQ(lse.findStrayWrite(getOutputPoison(ElementType::f32)),
+              std::nullopt);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    EXPECT_TRUE(inputs[i]->matches(before[i])) << "input " << i << " changed";
+}
+
+const Statistic kRms = Statistic::RMS, kL2 = Statistic::L2,
+                kMeanVar = Statistic::MeanVar, kNone = Statistic::None;
+const ElementType kBf16 = ElementType::bf16, kF16 = ElementType::f16;
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, AttentionKernelTest,
+    testing::Values(
+        // Qwen3-like: RMS QK-Norm, GQA 4, causal, every tile tail.
+        AttentionCase{"qwen3_d128_gqa4_causal", kBf16, 128, 8, 2, true, kRms,
+                      true, 0.0, {1, 7, 64, 129}},
+        // Gemma 3: (1 + w), one KV head (GQA 8), head dim 256.
+        AttentionCase{"gemma_d256_mqa_causal", kBf16, 256, 8, 1, true, kRms,
+                      true, 1.0, {70, 33}},
+        AttentionCase{"l2_d64_f16_noncausal", kF16, 64, 4, 4, false, kL2,
+                      false, 0.0, {65, 1, 30}},
+        AttentionCase{"layernorm_d96_gqa8", kBf16, 96, 8, 1, true, kMeanVar,
+                      true, 0.0, {40, 17}, /*packed=*/true, /*lse=*/true},
+        AttentionCase{"plain_d128_packed_lse", kF16, 128, 4, 2, true, kNone,
+                      false, 0.0, {129, 3}, /*packed=*/true, /*lse=*/true},
+        AttentionCase{"long_d64_causal", kBf16, 64, 1, 1, true, kRms, true,
+                      0.0, {1030}},
+        // Launch shapes: 8 warps, the narrowest and widest key tiles, one
+        // stage.
+        AttentionCase{"w8_n16_s1", kBf16, 128, 2, 1, true, kRms, true, 0.0,
+                      {150, 9}, false, true, 8, 16, 1},
+        AttentionCase{"w2_n128_s2", kF16, 64, 2, 2, false, kRms, false, 0.0,
+                      {200}, false, false, 2, 128, 2},
+        AttentionCase{"w1_n32_s1_d256", kBf16, 256, 1, 1, false, kMeanVar,
+                      true, 1.0, {33}, false, true, 1, 32, 1}),
+    [](const testing::TestParamInfo<AttentionCase> &info) {
+      return std::string(info.param.name);
+    });
+
+} // namespace
