@@ -34,9 +34,14 @@ def Norm_Dialect : Dialect {
     fusion passes build them; they carry the launch configuration
     (`#norm.launch`) and, once lowered, a reference to their `gpu.func`.
 
-    `norm.row_allreduce` is the one collective of the kernel programs inside a
-    `gpu.func`; the GPU lowering turns it into warp shuffles and at most one
-    shared-memory exchange, the host lowering into a loop over threads.
+    *Kernel-program ops* live inside a `gpu.func`. `norm.row_allreduce` is
+    the collective of row kernels; the GPU lowering turns it into warp
+    shuffles and at most one shared-memory exchange, the host lowering into
+    a loop over threads. The warp-level matrix ops of the attention kernel
+    (`norm.mma_sync`, `norm.ldmatrix`) are collectives too, with the
+    fragment layouts of the PTX ISA; `norm.async_copy`,
+    `norm.async_commit` and `norm.async_wait` are `cp.async`. The host
+    lowering emulates all of them exactly as the PTX ISA defines them.
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 0;
@@ -98,6 +103,31 @@ def Norm_QKNormKindAttr : EnumAttr<Norm_Dialect, Norm_QKNormKind, "qk_norm"> {
 
     ```mlir
     #norm.qk_norm<rms>
+    ```
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Norm_ReductionAdd : I32EnumAttrCase<"add", 0>;
+def Norm_ReductionMax : I32EnumAttrCase<"max", 1>;
+
+def Norm_ReductionKind : I32EnumAttr<"ReductionKind",
+    "how norm.row_allreduce combines the values of a row",
+    [Norm_ReductionAdd, Norm_ReductionMax]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::norm";
+}
+
+def Norm_ReductionKindAttr
+    : EnumAttr<Norm_Dialect, Norm_ReductionKind, "reduction"> {
+  let summary = "the combining function of `norm.row_allreduce`";
+  let description = [{
+    `add` (the sum, in f32) or `max` (the maximum with `arith.maximumf`
+    semantics: NaN if any value is NaN, -0.0 below +0.0), e.g. the running
+    row maximum of an online softmax.
+
+    ```mlir
+    #norm.reduction<max>
     ```
   }];
   let assemblyFormat = "`<` $value `>`";

@@ -2,6 +2,8 @@
 
 #include "dialects/NormOps.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -10,7 +12,9 @@
 #include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 using namespace mlir;
@@ -910,6 +914,127 @@ LogicalResult RowAllReduceOp::verify() {
                          << group;
   if (getValues().empty())
     return emitOpError("needs at least one value");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Warp-level matrix ops and asynchronous copies
+//===----------------------------------------------------------------------===//
+
+/// Whether `type` is a 1-D vector of `length` elements of `element`.
+static bool isVectorOf(Type type, int64_t length, Type element) {
+  auto vector = dyn_cast<VectorType>(type);
+  return vector && vector.getRank() == 1 && !vector.isScalable() &&
+         vector.getNumElements() == length &&
+         vector.getElementType() == element;
+}
+
+/// The element type of a 16-bit matrix (bf16 or f16), or null.
+static Type getMatrixElementType(Type type) {
+  Type element = getElementTypeOrSelf(type);
+  return isa<BFloat16Type, Float16Type>(element) ? element : Type();
+}
+
+/// Checks that `indices` address an element of `memref` and that its
+/// innermost dimension is contiguous, where the ops' rows and copies lie.
+static LogicalResult verifyAddress(Operation *op, StringRef name,
+                                   MemRefType memref, ValueRange indices) {
+  if (static_cast<int64_t>(indices.size()) != memref.getRank())
+    return op->emitOpError()
+           << "needs " << memref.getRank() << " indices for " << name
+           << " of rank " << memref.getRank() << ", got " << indices.size();
+  if (memref.getRank() == 0 || !memref.isLastDimUnitStride())
+    return op->emitOpError() << name << " must have a contiguous innermost "
+                                        "dimension (stride 1), got "
+                             << memref;
+  return success();
+}
+
+LogicalResult MmaSyncOp::verify() {
+  Type element = getMatrixElementType(getA().getType());
+  if (!element || !isVectorOf(getA().getType(), 8, element))
+    return emitOpError() << "A must be vector<8xbf16> or vector<8xf16> (8 "
+                            "elements of the 16x16 matrix a lane holds), got "
+                         << getA().getType();
+  if (!isVectorOf(getB().getType(), 4, element))
+    return emitOpError() << "B must be " << VectorType::get({4}, element)
+                         << " (4 elements of the 16x8 matrix, of A's type), "
+                            "got "
+                         << getB().getType();
+  Type f32 = Float32Type::get(getContext());
+  if (!isVectorOf(getC().getType(), 4, f32))
+    return emitOpError() << "C must be vector<4xf32> (f32 accumulation), got "
+                         << getC().getType();
+  if (getD().getType() != getC().getType())
+    return emitOpError() << "result must be vector<4xf32> like C, got "
+                         << getD().getType();
+  return success();
+}
+
+LogicalResult LdMatrixOp::verify() {
+  MemRefType memref = getMemref().getType();
+  Type element = getMatrixElementType(memref);
+  if (!element)
+    return emitOpError() << "loads 16-bit matrices: the memref's element type "
+                            "must be bf16 or f16, got "
+                         << memref.getElementType();
+  if (!gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(memref))
+    return emitOpError() << "reads workgroup memory: the memref must be in "
+                            "#gpu.address_space<workgroup>, got "
+                         << memref;
+  if (failed(verifyAddress(*this, "the memref", memref, getIndices())))
+    return failure();
+  int64_t count = getCountAttr().getInt();
+  if (count != 1 && count != 2 && count != 4)
+    return emitOpError() << "count must be 1, 2 or 4 (matrices), got "
+                         << count;
+  if (!isVectorOf(getResult().getType(), 2 * count, element))
+    return emitOpError() << "result must be "
+                         << VectorType::get({2 * count}, element)
+                         << " (2 elements of each of " << count
+                         << " matrices), got " << getResult().getType();
+  return success();
+}
+
+LogicalResult AsyncCopyOp::verify() {
+  MemRefType src = getSrc().getType();
+  MemRefType dst = getDst().getType();
+  Attribute srcSpace = src.getMemorySpace();
+  auto gpuSpace = dyn_cast_or_null<gpu::AddressSpaceAttr>(srcSpace);
+  if (srcSpace &&
+      !(gpuSpace && gpuSpace.getValue() == gpu::AddressSpace::Global))
+    return emitOpError() << "reads global memory: src must be in the default "
+                            "address space, got "
+                         << src;
+  if (!gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(dst))
+    return emitOpError() << "writes workgroup memory: dst must be in "
+                            "#gpu.address_space<workgroup>, got "
+                         << dst;
+  Type element = src.getElementType();
+  if (element != dst.getElementType())
+    return emitOpError() << "copies between memrefs of one element type, got "
+                         << element << " and " << dst.getElementType();
+  if (!element.isIntOrFloat() || element.getIntOrFloatBitWidth() % 8 != 0)
+    return emitOpError() << "copies integers or floats of whole bytes, got "
+                         << element;
+  if (failed(verifyAddress(*this, "src", src, getSrcIndices())) ||
+      failed(verifyAddress(*this, "dst", dst, getDstIndices())))
+    return failure();
+  int64_t elements = getElementsAttr().getInt();
+  int64_t bytes =
+      std::clamp<int64_t>(elements, 0, 17) * (element.getIntOrFloatBitWidth() / 8);
+  if (elements < 1 || elements > 16 || (bytes != 4 && bytes != 8 && bytes != 16))
+    return emitOpError() << "copies 4, 8 or 16 bytes, got " << elements
+                         << " elements of " << element;
+  return success();
+}
+
+LogicalResult AsyncWaitOp::verify() {
+  int64_t pending = getPendingAttr().getInt();
+  if (pending < 0 || pending > std::numeric_limits<int32_t>::max())
+    return emitOpError() << "pending must be a non-negative 32-bit count of "
+                            "groups, got "
+                         << pending;
   return success();
 }
 

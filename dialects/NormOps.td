@@ -503,25 +503,172 @@ def Norm_ColumnStatsOp : Norm_Op<"column_stats", [Pure, Norm_KernelOp]> {
 
 def Norm_RowAllReduceOp : Norm_Op<"row_allreduce", [
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
-  let summary = "sum f32 values over the threads that share a row";
+  let summary = "combine f32 values over the threads that share a row";
   let description = [{
     The threads of a CTA form consecutive groups of `group_size` threads
-    (one group per row). Each result is the sum of the matching operand over
-    the threads of the group, delivered to every thread of the group. All
-    threads of the CTA must reach the op together (uniform control flow).
+    (one group per row). Each result is the sum (`kind = add`, the default)
+    or the maximum (`kind = max`, with `arith.maximumf` semantics) of the
+    matching operand over the threads of the group, delivered to every
+    thread of the group. All threads of the CTA must reach the op together
+    (uniform control flow).
 
     `group_size` is a power of two up to 32, or a multiple of 32. The GPU
     lowering (`norm-lower-row-allreduce`) emits warp butterfly shuffles and,
     for groups wider than a warp, one shared-memory exchange; the host
-    lowering (`norm-kernels-to-host`) sums over a loop of threads.
+    lowering (`norm-kernels-to-host`) combines over a loop of threads, in
+    thread order.
 
     ```mlir
     %sum, %sumsq = norm.row_allreduce %a, %b {group_size = 256 : i64} : f32, f32
+    %max = norm.row_allreduce %m {group_size = 4 : i64, kind = #norm.reduction<max>} : f32
     ```
   }];
-  let arguments = (ins Variadic<F32>:$values, I64Attr:$group_size);
+  let arguments = (ins Variadic<F32>:$values, I64Attr:$group_size,
+                   DefaultValuedAttr<Norm_ReductionKindAttr,
+                                     "::mlir::norm::ReductionKind::add">:$kind);
   let results = (outs Variadic<F32>:$results);
   let assemblyFormat = "$values attr-dict `:` type($values)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Warp-level matrix ops and asynchronous copies (inside gpu.func)
+//===----------------------------------------------------------------------===//
+
+def Norm_MmaSyncOp : Norm_Op<"mma_sync"> {
+  let summary = "one warp's 16x8x16 matrix multiply-accumulate (mma.sync)";
+  let description = [{
+    `D = A * B + C` with A 16x16, B 16x8 (k x n), C and D 16x8, A and B of
+    bf16 or f16, C and D of f32: PTX's
+    `mma.sync.aligned.m16n8k16.row.col.f32.T.T.f32`. The matrices are
+    spread over the 32 lanes of a warp as PTX's fragments; with
+    `lane = thread id % 32`, `g = lane / 4` and `t = lane % 4`, lane `lane`
+    holds
+
+    - A (`vector<8xT>`): element i at row `g + 8 * ((i / 2) % 2)`, column
+      `2t + i % 2 + 8 * (i / 4)`;
+    - B (`vector<4xT>`): element i at row (k) `2t + i % 2 + 8 * (i / 2)`,
+      column (n) `g`;
+    - C and D (`vector<4xf32>`): element i at row `g + 8 * (i / 2)`,
+      column `2t + i % 2`.
+
+    All 32 lanes of a warp must execute the op together (uniform control
+    flow, like `norm.row_allreduce`). The GPU lowering is `nvvm.mma.sync`
+    (sm_80 and later); the host lowering (`norm-kernels-to-host`) gathers the
+    warp's fragments, multiplies in f32 and adds the products to C in
+    increasing k order. The hardware's accumulation order is unspecified,
+    so results may differ in the last bits.
+
+    ```mlir
+    %d = norm.mma_sync %a, %b, %c : vector<8xbf16>, vector<4xbf16>, vector<4xf32> -> vector<4xf32>
+    ```
+  }];
+  let arguments = (ins AnyVectorOfNonZeroRank:$a, AnyVectorOfNonZeroRank:$b,
+                   AnyVectorOfNonZeroRank:$c);
+  let results = (outs AnyVectorOfNonZeroRank:$d);
+  let assemblyFormat = "$a `,` $b `,` $c attr-dict `:` type($a) `,` type($b) "
+                       "`,` type($c) `->` type($d)";
+  let hasVerifier = 1;
+}
+
+def Norm_LdMatrixOp : Norm_Op<"ldmatrix"> {
+  let summary = "one warp's load of 8x8 matrices from shared memory (ldmatrix)";
+  let description = [{
+    PTX's `ldmatrix.sync.aligned.m8n8.x{count}{.trans}.shared.b16`: the warp
+    loads `count` (1, 2 or 4) matrices of 8x8 16-bit elements (bf16 or f16)
+    from workgroup memory. Each lane `l` gives, with `memref[indices]`, the
+    address of one row of 8 contiguous elements (16 bytes, 16-byte aligned):
+    lanes `8j` to `8j + 7` give rows 0 to 7 of matrix j. For `count` 1 and
+    2 the addresses of lanes `8 * count` and above are ignored. The row's 8
+    elements lie along the innermost dimension, whose stride is 1.
+
+    Lane `l` receives `2 * count` elements; elements `2j` and `2j + 1` come
+    from matrix j: without `transpose` from row `l / 4`, columns
+    `2 * (l % 4)` and `2 * (l % 4) + 1`; with `transpose` from rows
+    `2 * (l % 4)` and `2 * (l % 4) + 1`, column `l / 4` (the fragment of the
+    transposed matrix). These are the A and B fragments of `norm.mma_sync`:
+    `count = 4` loads a 16x16 A tile, and B comes from a tile stored `[n][k]`
+    without `transpose` or from one stored `[k][n]` with it.
+
+    All 32 lanes of a warp must execute the op together (uniform control
+    flow). The GPU lowering is `nvvm.ldmatrix`; the host lowering reads
+    each lane's row from the buffer that stands for workgroup memory. The
+    host does not check the alignment.
+
+    ```mlir
+    %a = norm.ldmatrix %tile[%row, %col] {count = 4 : i64} : memref<64x64xbf16, #gpu.address_space<workgroup>> -> vector<8xbf16>
+    %v = norm.ldmatrix %tile[%row, %col] {count = 2 : i64, transpose} : memref<64x64xbf16, #gpu.address_space<workgroup>> -> vector<4xbf16>
+    ```
+  }];
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$memref,
+                   Variadic<Index>:$indices, I64Attr:$count,
+                   UnitAttr:$transpose);
+  let results = (outs AnyVectorOfNonZeroRank:$result);
+  let assemblyFormat = "$memref `[` $indices `]` attr-dict `:` type($memref) "
+                       "`->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Norm_AsyncCopyOp : Norm_Op<"async_copy", [AttrSizedOperandSegments]> {
+  let summary = "copy 4, 8 or 16 bytes from global to shared memory (cp.async)";
+  let description = [{
+    Starts PTX's `cp.async` of `elements` contiguous elements (4, 8 or 16
+    bytes) from `src[src_indices]` in global memory (the default address
+    space) to `dst[dst_indices]` in workgroup memory. With `src_elements`
+    (between 0 and `elements`) only the first `src_elements` are read and
+    the rest are zero-filled (cp.async's src-size), so ragged tails need no
+    branch. The elements lie along the innermost dimension of both memrefs,
+    whose stride is 1; both addresses are aligned to the copy's size.
+
+    The copy completes asynchronously: `norm.async_commit` closes a group of
+    copies and `norm.async_wait` waits for groups; a barrier must follow the
+    wait before other threads read the data. 16-byte copies bypass L1
+    (`.cg`), smaller ones use `.ca`. The host lowering copies at once (the
+    commit and wait are no-ops there), which is equivalent for kernels that
+    wait and synchronize before they read.
+
+    ```mlir
+    norm.async_copy %k[%i], %tile[%r, %c], %valid {elements = 8 : i64} : memref<?xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+    ```
+  }];
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src,
+                   Variadic<Index>:$src_indices,
+                   Arg<AnyMemRef, "", [MemWrite]>:$dst,
+                   Variadic<Index>:$dst_indices,
+                   Optional<Index>:$src_elements, I64Attr:$elements);
+  let assemblyFormat = "$src `[` $src_indices `]` `,` $dst `[` $dst_indices `]` "
+                       "(`,` $src_elements^)? attr-dict `:` type($src) `,` "
+                       "type($dst)";
+  let hasVerifier = 1;
+}
+
+def Norm_AsyncCommitOp : Norm_Op<"async_commit"> {
+  let summary = "close the thread's group of async copies (cp.async.commit_group)";
+  let description = [{
+    The `norm.async_copy` ops this thread started since the last commit form
+    one group, which `norm.async_wait` can wait for. A no-op on the host.
+
+    ```mlir
+    norm.async_commit
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def Norm_AsyncWaitOp : Norm_Op<"async_wait"> {
+  let summary = "wait for the thread's async copies (cp.async.wait_group)";
+  let description = [{
+    Waits until at most `pending` of this thread's committed groups of
+    `norm.async_copy` are still in flight (`pending = 0`: all of them).
+    Only this thread's copies are covered: a `gpu.barrier` must follow
+    before other threads read what they wrote. A no-op on the host.
+
+    ```mlir
+    norm.async_wait {pending = 1 : i64}
+    ```
+  }];
+  let arguments = (ins I64Attr:$pending);
+  let assemblyFormat = "attr-dict";
   let hasVerifier = 1;
 }
 

@@ -18,13 +18,24 @@ def NormKernelsToHost : Pass<"norm-kernels-to-host", "::mlir::ModuleOp"> {
     named `<kernel>_host` in the top-level module with the kernel's arguments
     plus a trailing `index`, the grid size. The host function loops over the
     CTAs; inside, the kernel body is split into loops over the CTA's threads
-    at every `norm.row_allreduce` and `gpu.barrier` (loop fission, as in
-    MCUDA): thread-dependent values that live across a split point are kept
-    in per-thread buffers, thread-uniform computations run once per CTA,
-    `norm.row_allreduce` becomes a loop that sums each group of threads in
-    thread order, and workgroup attributions and `gpu.dynamic_shared_memory`
-    become host buffers (the latter as large as its `memref.view`s, which
-    need constant offsets and static shapes).
+    at every collective: `norm.row_allreduce`, `gpu.barrier`,
+    `norm.mma_sync` and `norm.ldmatrix` (loop fission, as in MCUDA):
+    thread-dependent values that live across a split point are kept in
+    per-thread buffers, thread-uniform computations run once per CTA,
+    `norm.row_allreduce` becomes a loop that sums (or takes the maximum of)
+    each group of threads in thread order, and workgroup attributions and
+    `gpu.dynamic_shared_memory` become host buffers (the latter as large as
+    its `memref.view`s, which need constant offsets and static shapes).
+
+    The warp collectives follow the PTX ISA's fragment layouts exactly: for
+    each warp, a loop over its lanes gathers their operands into whole
+    matrices (`norm.mma_sync`: A, B and C in f32; `norm.ldmatrix`: the rows
+    the lanes point at), the result is computed once (D = C + A * B, the
+    products added in increasing k order) and a second loop gives every
+    lane its fragment. They need a CTA size that is a multiple of 32.
+    `norm.async_copy` becomes a plain copy by its thread (zeros past
+    `src_elements`); `norm.async_commit` and `norm.async_wait` are dropped,
+    which is exact for kernels that wait and synchronize before reading.
     Collectives inside `scf.for` loops with thread-uniform bounds split the
     loop body recursively; the loop itself stays outside the thread loops.
 
@@ -65,6 +76,7 @@ def NormKernelsToHost : Pass<"norm-kernels-to-host", "::mlir::ModuleOp"> {
     "::mlir::func::FuncDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
   ];
 }
 

@@ -3,11 +3,18 @@
 // Turns each kernel into a host function that executes the whole grid with
 // loop fission (MCUDA, POCL): the kernel body runs as a sequence of loops
 // over the CTA's threads, one per stretch of code between two points where
-// the threads meet (`norm.row_allreduce`, `gpu.barrier`). A thread-dependent
-// value defined in one stretch and used in another lives in a per-thread
-// buffer; thread-uniform computations run once per CTA, outside the thread
-// loops. Loops that contain a meeting point keep running once per CTA and
-// are split the same way inside.
+// the threads meet (`norm.row_allreduce`, `gpu.barrier`, the warp-level
+// `norm.mma_sync` and `norm.ldmatrix`). A thread-dependent value defined in
+// one stretch and used in another lives in a per-thread buffer;
+// thread-uniform computations run once per CTA, outside the thread loops.
+// Loops that contain a meeting point keep running once per CTA and are
+// split the same way inside.
+//
+// The warp collectives are emulated exactly as the PTX ISA defines their
+// fragment layouts: per warp, the 32 lanes' operands are gathered into
+// whole matrices, the result is computed on those, and each lane's
+// fragment of it is scattered back. `norm.async_copy` becomes a plain copy
+// per thread; its commit and wait have nothing left to do.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +23,7 @@
 #include "dialects/NormOps.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -25,6 +33,8 @@
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <limits>
+
 namespace mlir::norm {
 #define GEN_PASS_DEF_NORMKERNELSTOHOST
 #include "passes/HostPasses.h.inc"
@@ -33,9 +43,11 @@ namespace mlir::norm {
 using namespace mlir;
 using namespace mlir::norm;
 
-/// Ops at which all threads of a CTA meet.
+constexpr int64_t kWarpSize = 32;
+
+/// Ops at which all threads of a CTA (or of each warp) meet.
 static bool isCollective(Operation *op) {
-  return isa<RowAllReduceOp, gpu::BarrierOp>(op);
+  return isa<RowAllReduceOp, gpu::BarrierOp, MmaSyncOp, LdMatrixOp>(op);
 }
 
 static bool containsCollective(Operation *op) {
@@ -159,8 +171,8 @@ static LogicalResult verifyHostContract(gpu::GPUFuncOp kernel,
              gpu::GPUFuncOp>(op))
       return op->emitOpError()
              << "has no host execution; kernels for the host path use "
-                "gpu.thread_id/block_id/block_dim/grid_dim, gpu.barrier, "
-                "gpu.dynamic_shared_memory and norm.row_allreduce only";
+                "gpu.thread_id/block_id/block_dim/grid_dim, gpu.barrier and "
+                "gpu.dynamic_shared_memory only (and the norm collectives)";
     if (isa<CallOpInterface>(op))
       return op->emitOpError() << "is a call; the host execution runs "
                                   "self-contained kernels only";
@@ -174,6 +186,11 @@ static LogicalResult verifyHostContract(gpu::GPUFuncOp kernel,
         return reduce.emitOpError()
                << "group_size " << reduce.getGroupSize()
                << " does not divide the CTA size " << blockSize;
+    if (isa<MmaSyncOp, LdMatrixOp>(op) && blockSize % kWarpSize != 0)
+      return op->emitOpError()
+             << "is a warp collective: the host execution needs a CTA size "
+                "that is a multiple of 32 (whole warps), got "
+             << blockSize;
     if (!isCollective(op))
       return WalkResult::advance();
     for (Operation *parent = op->getParentOp(); parent != kernel;
@@ -242,6 +259,62 @@ static void normalizeIndexOps(gpu::GPUFuncOp kernel) {
   }
 }
 
+/// Replaces each norm.async_copy of `kernel` by a plain copy of its elements
+/// (zeros past `src_elements`) and drops the commits and waits: the host
+/// runs a stretch's threads to completion before the next stretch, so a
+/// copy done at once is complete by the barrier that must precede any
+/// other thread's read.
+static void lowerAsyncCopies(gpu::GPUFuncOp kernel) {
+  SmallVector<Operation *> ops;
+  kernel.walk([&](Operation *op) {
+    if (isa<AsyncCopyOp, AsyncCommitOp, AsyncWaitOp>(op))
+      ops.push_back(op);
+  });
+  for (Operation *op : ops) {
+    auto copy = dyn_cast<AsyncCopyOp>(op);
+    if (!copy) {
+      op->erase();
+      continue;
+    }
+    OpBuilder b(copy);
+    Location loc = copy.getLoc();
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value count = arith::ConstantIndexOp::create(b, loc, copy.getElements());
+    Value read = count;
+    if (Value valid = copy.getSrcElements())
+      read = arith::MinSIOp::create(
+          b, loc, arith::MaxSIOp::create(b, loc, valid, zero), count);
+    // Element k of the copy: the innermost indices advanced by k.
+    auto shifted = [&](OpBuilder &lb, ValueRange indices, Value k) {
+      SmallVector<Value> at(indices);
+      at.back() = arith::AddIOp::create(lb, loc, at.back(), k);
+      return at;
+    };
+    scf::ForOp::create(
+        b, loc, zero, read, one, ValueRange(),
+        [&](OpBuilder &lb, Location, Value k, ValueRange) {
+          Value v = memref::LoadOp::create(
+              lb, loc, copy.getSrc(), shifted(lb, copy.getSrcIndices(), k));
+          memref::StoreOp::create(lb, loc, v, copy.getDst(),
+                                  shifted(lb, copy.getDstIndices(), k));
+          scf::YieldOp::create(lb, loc);
+        });
+    if (copy.getSrcElements()) {
+      Type element = copy.getDst().getType().getElementType();
+      Value fill = arith::ConstantOp::create(b, loc, b.getZeroAttr(element));
+      scf::ForOp::create(
+          b, loc, read, count, one, ValueRange(),
+          [&](OpBuilder &lb, Location, Value k, ValueRange) {
+            memref::StoreOp::create(lb, loc, fill, copy.getDst(),
+                                    shifted(lb, copy.getDstIndices(), k));
+            scf::YieldOp::create(lb, loc);
+          });
+    }
+    copy.erase();
+  }
+}
+
 namespace {
 
 /// The ops of one block, numbered by stretch: ops between two split points
@@ -291,6 +364,20 @@ private:
                             OpBuilder &b);
   LogicalResult emitRowAllReduce(RowAllReduceOp op, const IRMapping &levelMap,
                                  OpBuilder &b);
+  LogicalResult emitMmaSync(MmaSyncOp op, const IRMapping &levelMap,
+                            OpBuilder &b);
+  LogicalResult emitLdMatrix(LdMatrixOp op, const IRMapping &levelMap,
+                             OpBuilder &b);
+  /// A warp collective `op`: for each warp of the CTA, `gather` runs for
+  /// each of its first `lanes` lanes with the lane index and the lane's
+  /// operands of `op`, then `compute` (if any) once, then `scatter` for all
+  /// 32 lanes returns each lane's results, which go to the per-thread
+  /// buffers of `op`'s results.
+  LogicalResult emitWarpCollective(
+      Operation *op, const IRMapping &levelMap, OpBuilder &b, int64_t lanes,
+      function_ref<void(OpBuilder &, Value lane, ValueRange operands)> gather,
+      function_ref<void(OpBuilder &)> compute,
+      function_ref<SmallVector<Value>(OpBuilder &, Value lane)> scatter);
   LogicalResult emitSplitLoop(scf::ForOp loop, IRMapping &levelMap,
                               OpBuilder &b);
 
@@ -301,6 +388,9 @@ private:
       function_ref<void(OpBuilder &, Value, IRMapping &)> bodyBuilder);
   /// A heap buffer holding one `value` per thread.
   FailureOr<Value> createBuffer(Value value, Location loc);
+  /// A heap buffer of `type`, allocated once, that one warp collective at a
+  /// time uses.
+  Value createScratch(MemRefType type, Location loc);
   /// `value` in a thread loop whose mapping is `local`: mapped already,
   /// recomputed from the thread index, or loaded from its buffer.
   Value materialize(OpBuilder &b, Location loc, Value value, Value thread,
@@ -428,6 +518,10 @@ LogicalResult HostKernelEmitter::emitBlock(Block &block, IRMapping &levelMap,
             .Case([&](RowAllReduceOp reduce) {
               return emitRowAllReduce(reduce, levelMap, b);
             })
+            .Case([&](MmaSyncOp mma) { return emitMmaSync(mma, levelMap, b); })
+            .Case([&](LdMatrixOp load) {
+              return emitLdMatrix(load, levelMap, b);
+            })
             .Case([&](scf::ForOp loop) {
               return emitSplitLoop(loop, levelMap, b);
             })
@@ -469,7 +563,11 @@ LogicalResult HostKernelEmitter::emitStretch(ArrayRef<Operation *> ops,
       threadFunctions.insert(op->result_begin(), op->result_end());
     perThread.push_back(op);
   }
-  if (perThread.empty())
+  // Functions of the thread index alone are recomputed where they are used.
+  if (llvm::all_of(perThread, [&](Operation *op) {
+        return op->getNumResults() != 0 &&
+               threadFunctions.contains(op->getResult(0));
+      }))
     return success();
 
   // Buffers first: creating one can fail, emitting the loop cannot.
@@ -517,12 +615,16 @@ LogicalResult HostKernelEmitter::emitRowAllReduce(RowAllReduceOp op,
     buffers[result] = *buffer;
     resultBuffers.push_back(*buffer);
   }
-  // For each group of threads: the sum in thread order, then the sum to
-  // every thread of the group.
+  // For each group of threads: the sum (or maximum) in thread order, then
+  // the result to every thread of the group.
+  bool isMax = op.getKind() == ReductionKind::max;
   Value groupSize = arith::ConstantIndexOp::create(b, loc, op.getGroupSize());
   SmallVector<Value> initial(
       op.getNumOperands(),
-      arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f)));
+      arith::ConstantOp::create(
+          b, loc,
+          b.getF32FloatAttr(isMax ? -std::numeric_limits<float>::infinity()
+                                  : 0.0f)));
   auto groups = scf::ForOp::create(b, loc, zero, threadCount, groupSize);
   OpBuilder gb = OpBuilder::atBlockTerminator(groups.getBody());
   Value first = groups.getInductionVar();
@@ -532,9 +634,12 @@ LogicalResult HostKernelEmitter::emitRowAllReduce(RowAllReduceOp op,
       [&](OpBuilder &sb, Location l, Value thread, ValueRange partial) {
         IRMapping local = levelMap;
         SmallVector<Value> next;
-        for (auto [value, acc] : llvm::zip(op.getValues(), partial))
-          next.push_back(arith::AddFOp::create(
-              sb, l, acc, materialize(sb, l, value, thread, local)));
+        for (auto [value, acc] : llvm::zip(op.getValues(), partial)) {
+          Value v = materialize(sb, l, value, thread, local);
+          next.push_back(
+              isMax ? arith::MaximumFOp::create(sb, l, acc, v).getResult()
+                    : arith::AddFOp::create(sb, l, acc, v).getResult());
+        }
         scf::YieldOp::create(sb, l, next);
       });
   scf::ForOp::create(gb, loc, first, end, one, ValueRange(),
@@ -545,6 +650,215 @@ LogicalResult HostKernelEmitter::emitRowAllReduce(RowAllReduceOp op,
                        scf::YieldOp::create(sb, l);
                      });
   return success();
+}
+
+LogicalResult HostKernelEmitter::emitWarpCollective(
+    Operation *op, const IRMapping &levelMap, OpBuilder &b, int64_t lanes,
+    function_ref<void(OpBuilder &, Value lane, ValueRange operands)> gather,
+    function_ref<void(OpBuilder &)> compute,
+    function_ref<SmallVector<Value>(OpBuilder &, Value lane)> scatter) {
+  Location loc = op->getLoc();
+  SmallVector<Value> resultBuffers;
+  for (Value result : op->getResults()) {
+    FailureOr<Value> buffer = createBuffer(result, loc);
+    if (failed(buffer))
+      return failure();
+    buffers[result] = *buffer;
+    resultBuffers.push_back(*buffer);
+  }
+  Value warpSize = arith::ConstantIndexOp::create(b, loc, kWarpSize);
+  auto warps = scf::ForOp::create(b, loc, zero, threadCount, warpSize);
+  OpBuilder wb = OpBuilder::atBlockTerminator(warps.getBody());
+  Value first = warps.getInductionVar();
+  scf::ForOp::create(
+      wb, loc, zero, arith::ConstantIndexOp::create(wb, loc, lanes), one,
+      ValueRange(), [&](OpBuilder &lb, Location l, Value lane, ValueRange) {
+        Value thread = arith::AddIOp::create(lb, l, first, lane);
+        IRMapping local = levelMap;
+        SmallVector<Value> operands;
+        for (Value operand : op->getOperands())
+          operands.push_back(materialize(lb, l, operand, thread, local));
+        gather(lb, lane, operands);
+        scf::YieldOp::create(lb, l);
+      });
+  if (compute)
+    compute(wb);
+  scf::ForOp::create(
+      wb, loc, zero, warpSize, one, ValueRange(),
+      [&](OpBuilder &lb, Location l, Value lane, ValueRange) {
+        Value thread = arith::AddIOp::create(lb, l, first, lane);
+        for (auto [value, buffer] :
+             llvm::zip_equal(scatter(lb, lane), resultBuffers))
+          memref::StoreOp::create(lb, l, value, buffer, thread);
+        scf::YieldOp::create(lb, l);
+      });
+  return success();
+}
+
+namespace {
+/// The fragments of mma.m16n8k16 with floating point types, as the PTX ISA
+/// defines them ("Matrix Fragments for mma.m16n8k16 with floating point
+/// type"): with g = lane / 4 and t = lane % 4,
+///   A (16x16) element i: row g + 8 * ((i / 2) % 2), col 2t + i % 2 + 8 * (i / 4)
+///   B (16x8)  element i: row 2t + i % 2 + 8 * (i / 2), col g
+///   C, D (16x8) element i: row g + 8 * (i / 2),       col 2t + i % 2
+enum class Fragment { A, B, C };
+
+/// A lane's g = lane / 4 and 2t = 2 * (lane % 4).
+struct LaneCoordinates {
+  Value group, pair;
+};
+
+LaneCoordinates getLaneCoordinates(OpBuilder &b, Location loc, Value lane) {
+  Value four = arith::ConstantIndexOp::create(b, loc, 4);
+  Value two = arith::ConstantIndexOp::create(b, loc, 2);
+  return {arith::DivUIOp::create(b, loc, lane, four),
+          arith::MulIOp::create(b, loc,
+                                arith::RemUIOp::create(b, loc, lane, four),
+                                two)};
+}
+
+/// The row and column of element `i` of the lane's `fragment`.
+std::pair<Value, Value> getFragmentPosition(OpBuilder &b, Location loc,
+                                            Fragment fragment,
+                                            LaneCoordinates lane, int64_t i) {
+  auto plus = [&](Value x, int64_t v) {
+    if (v == 0)
+      return x;
+    return arith::AddIOp::create(b, loc, x,
+                                 arith::ConstantIndexOp::create(b, loc, v))
+        .getResult();
+  };
+  Value g = lane.group, t2 = lane.pair;
+  switch (fragment) {
+  case Fragment::A:
+    return {plus(g, 8 * ((i / 2) % 2)), plus(t2, i % 2 + 8 * (i / 4))};
+  case Fragment::B:
+    return {plus(t2, i % 2 + 8 * (i / 2)), g};
+  case Fragment::C:
+    return {plus(g, 8 * (i / 2)), plus(t2, i % 2)};
+  }
+  llvm_unreachable("unknown fragment");
+}
+} // namespace
+
+LogicalResult HostKernelEmitter::emitMmaSync(MmaSyncOp op,
+                                             const IRMapping &levelMap,
+                                             OpBuilder &b) {
+  Location loc = op.getLoc();
+  Type f32 = b.getF32Type();
+  Value a = createScratch(MemRefType::get({16, 16}, f32), loc);
+  Value bMatrix = createScratch(MemRefType::get({16, 8}, f32), loc);
+  Value d = createScratch(MemRefType::get({16, 8}, f32), loc);
+  // The warp's fragments into whole matrices, in f32 (exact for bf16 and
+  // f16); C goes to D, which accumulates in place.
+  auto gather = [&](OpBuilder &lb, Value laneIndex, ValueRange operands) {
+    LaneCoordinates lane = getLaneCoordinates(lb, loc, laneIndex);
+    auto spread = [&](Value fragment, Fragment kind, Value matrix) {
+      auto vector = cast<VectorType>(fragment.getType());
+      for (int64_t i = 0; i < vector.getNumElements(); ++i) {
+        Value element = vector::ExtractOp::create(lb, loc, fragment, i);
+        if (element.getType() != f32)
+          element = arith::ExtFOp::create(lb, loc, f32, element);
+        auto [row, col] = getFragmentPosition(lb, loc, kind, lane, i);
+        memref::StoreOp::create(lb, loc, element, matrix, ValueRange{row, col});
+      }
+    };
+    spread(operands[0], Fragment::A, a);
+    spread(operands[1], Fragment::B, bMatrix);
+    spread(operands[2], Fragment::C, d);
+  };
+  // Once per warp: D = C + A * B. Each product of two bf16 or f16 values
+  // is exact in f32; the products are added to C in increasing k order,
+  // rounding after each addition. The hardware's order is unspecified, so
+  // a GPU's results may differ in the last bits.
+  auto compute = [&](OpBuilder &wb) {
+    auto index = [&](int64_t v) {
+      return arith::ConstantIndexOp::create(wb, loc, v).getResult();
+    };
+    Value m16 = index(16), n8 = index(8), k16 = index(16);
+    scf::ForOp::create(
+        wb, loc, zero, m16, one, ValueRange(),
+        [&](OpBuilder &mb, Location, Value m, ValueRange) {
+          scf::ForOp::create(
+              mb, loc, zero, n8, one, ValueRange(),
+              [&](OpBuilder &nb, Location, Value n, ValueRange) {
+                Value c = memref::LoadOp::create(nb, loc, d, ValueRange{m, n});
+                auto sum = scf::ForOp::create(
+                    nb, loc, zero, k16, one, ValueRange{c},
+                    [&](OpBuilder &kb, Location, Value k, ValueRange acc) {
+                      Value x =
+                          memref::LoadOp::create(kb, loc, a, ValueRange{m, k});
+                      Value y = memref::LoadOp::create(kb, loc, bMatrix,
+                                                       ValueRange{k, n});
+                      Value product = arith::MulFOp::create(kb, loc, x, y);
+                      Value next =
+                          arith::AddFOp::create(kb, loc, acc[0], product);
+                      scf::YieldOp::create(kb, loc, next);
+                    });
+                memref::StoreOp::create(nb, loc, sum.getResult(0), d,
+                                        ValueRange{m, n});
+                scf::YieldOp::create(nb, loc);
+              });
+          scf::YieldOp::create(mb, loc);
+        });
+  };
+  auto scatter = [&](OpBuilder &lb, Value laneIndex) {
+    LaneCoordinates lane = getLaneCoordinates(lb, loc, laneIndex);
+    SmallVector<Value> elements;
+    for (int64_t i = 0; i < 4; ++i) {
+      auto [row, col] = getFragmentPosition(lb, loc, Fragment::C, lane, i);
+      elements.push_back(
+          memref::LoadOp::create(lb, loc, d, ValueRange{row, col}));
+    }
+    return SmallVector<Value>{vector::FromElementsOp::create(
+        lb, loc, cast<VectorType>(op.getD().getType()), elements)};
+  };
+  return emitWarpCollective(op, levelMap, b, kWarpSize, gather, compute,
+                            scatter);
+}
+
+LogicalResult HostKernelEmitter::emitLdMatrix(LdMatrixOp op,
+                                              const IRMapping &levelMap,
+                                              OpBuilder &b) {
+  Location loc = op.getLoc();
+  auto result = cast<VectorType>(op.getResult().getType());
+  Type element = result.getElementType();
+  auto row = VectorType::get({8}, element);
+  // Row r of matrix j is the row lane 8j + r points at.
+  Value rows = createScratch(MemRefType::get({kWarpSize, 8}, element), loc);
+  auto index = [&](OpBuilder &lb, int64_t v) {
+    return arith::ConstantIndexOp::create(lb, loc, v).getResult();
+  };
+  return emitWarpCollective(
+      op, levelMap, b, 8 * op.getCount(),
+      [&](OpBuilder &lb, Value lane, ValueRange operands) {
+        Value values = vector::LoadOp::create(lb, loc, row, operands.front(),
+                                              operands.drop_front());
+        vector::StoreOp::create(lb, loc, values, rows,
+                                ValueRange{lane, index(lb, 0)});
+      },
+      /*compute=*/nullptr,
+      [&](OpBuilder &lb, Value lane) {
+        // Lane l gets row l / 4, columns 2 (l % 4) + {0, 1} of each matrix,
+        // or with transpose rows 2 (l % 4) + {0, 1}, column l / 4.
+        auto [quad, pair] = getLaneCoordinates(lb, loc, lane);
+        SmallVector<Value> elements;
+        for (int64_t i = 0; i < result.getNumElements(); ++i) {
+          Value across = pair;
+          if (i % 2)
+            across = arith::AddIOp::create(lb, loc, pair, index(lb, 1));
+          Value r = op.getTranspose() ? across : quad;
+          Value c = op.getTranspose() ? quad : across;
+          Value at = r;
+          if (i >= 2)
+            at = arith::AddIOp::create(lb, loc, r, index(lb, 8 * (i / 2)));
+          elements.push_back(
+              memref::LoadOp::create(lb, loc, rows, ValueRange{at, c}));
+        }
+        return SmallVector<Value>{
+            vector::FromElementsOp::create(lb, loc, result, elements)};
+      });
 }
 
 LogicalResult HostKernelEmitter::emitSplitLoop(scf::ForOp loop,
@@ -639,6 +953,13 @@ FailureOr<Value> HostKernelEmitter::createBuffer(Value value, Location loc) {
   return Value(memref);
 }
 
+Value HostKernelEmitter::createScratch(MemRefType type, Location loc) {
+  auto memref = memref::AllocOp::create(allocBuilder, loc, type,
+                                        allocBuilder.getI64IntegerAttr(64));
+  threadBuffers.push_back(memref);
+  return memref;
+}
+
 Value HostKernelEmitter::materialize(OpBuilder &b, Location loc, Value value,
                                      Value thread, IRMapping &local) {
   if (Value mapped = local.lookupOrNull(value))
@@ -688,6 +1009,7 @@ struct NormKernelsToHostPass
         // Work on a copy: the index ops move, the kernel stays as it was.
         OwningOpRef<gpu::GPUFuncOp> work(kernel.clone());
         normalizeIndexOps(*work);
+        lowerAsyncCopies(*work);
         if (declaration)
           builder.setInsertionPoint(declaration);
         else

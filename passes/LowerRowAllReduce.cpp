@@ -1,13 +1,14 @@
 //===- LowerRowAllReduce.cpp - row sums with shuffles and shared memory ---===//
 //
-// A group of G threads (one row) sums each value:
+// A group of G threads (one row) combines each value (sum or maximum):
 //
 //   1. XOR butterfly within the warp: offsets min(G, 32) / 2, ..., 1. Every
-//      lane adds the same two numbers at every step (addition commutes
-//      exactly), so all lanes of a group end with the same bits.
-//   2. G > 32 only: lane 0 of every warp writes its warp's sums to a
+//      lane combines the same two numbers at every step (addition and
+//      maximumf commute exactly), so all lanes of a group end with the same
+//      bits.
+//   2. G > 32 only: lane 0 of every warp writes its warp's partials to a
 //      workgroup buffer (one slot per warp and value), a barrier, then every
-//      thread adds the G / 32 partials of its row in warp order.
+//      thread combines the G / 32 partials of its row in warp order.
 //
 // All values of one op travel together: one barrier per op, not per value.
 //
@@ -37,9 +38,16 @@ struct LowerRowAllReduce
   void runOnOperation() override;
 };
 
-/// Sums of `values` over lanes that differ in the bits below `width`.
-SmallVector<Value> butterfly(ImplicitLocOpBuilder &b, ValueRange values,
-                             int64_t width) {
+/// `x` combined with `y` by `kind`.
+Value combine(ImplicitLocOpBuilder &b, ReductionKind kind, Value x, Value y) {
+  if (kind == ReductionKind::max)
+    return arith::MaximumFOp::create(b, x, y);
+  return arith::AddFOp::create(b, x, y);
+}
+
+/// `values` combined over lanes that differ in the bits below `width`.
+SmallVector<Value> butterfly(ImplicitLocOpBuilder &b, ReductionKind kind,
+                             ValueRange values, int64_t width) {
   SmallVector<Value> sums(values);
   Value warp = arith::ConstantIntOp::create(b, kWarpSize, 32);
   for (int64_t offset = width / 2; offset >= 1; offset /= 2) {
@@ -48,7 +56,7 @@ SmallVector<Value> butterfly(ImplicitLocOpBuilder &b, ValueRange values,
       Value other = gpu::ShuffleOp::create(b, sum, distance, warp,
                                            gpu::ShuffleMode::XOR)
                         .getShuffleResult();
-      sum = arith::AddFOp::create(b, sum, other);
+      sum = combine(b, kind, sum, other);
     }
   }
   return sums;
@@ -58,7 +66,7 @@ LogicalResult lower(RowAllReduceOp op, gpu::GPUFuncOp func) {
   int64_t group = op.getGroupSize();
   ImplicitLocOpBuilder b(op.getLoc(), op);
   SmallVector<Value> sums =
-      butterfly(b, op.getValues(), std::min(group, kWarpSize));
+      butterfly(b, op.getKind(), op.getValues(), std::min(group, kWarpSize));
   if (group <= kWarpSize) {
     op.replaceAllUsesWith(sums);
     op.erase();
@@ -106,7 +114,7 @@ LogicalResult lower(RowAllReduceOp op, gpu::GPUFuncOp func) {
     for (int64_t w = 0; w < warpsPerRow; ++w) {
       Value at = b.createOrFold<arith::AddIOp>(rowSlots, index(w * count + k));
       Value part = memref::LoadOp::create(b, buffer, ValueRange{at});
-      total = total ? arith::AddFOp::create(b, total, part).getResult() : part;
+      total = total ? combine(b, op.getKind(), total, part) : part;
     }
     totals.push_back(total);
   }

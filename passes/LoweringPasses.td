@@ -120,9 +120,10 @@ def NormLowerRowAllReduce : Pass<"norm-lower-row-allreduce",
     GPU-only lowering of `norm.row_allreduce`: an XOR butterfly of
     `gpu.shuffle` within each warp (only the offsets below the group size for
     groups of up to 32 threads) and, for groups wider than a warp, one
-    exchange of per-warp partial sums through a workgroup buffer of the
+    exchange of per-warp partials through a workgroup buffer of the
     kernel (one slot per warp and value) and `gpu.barrier`, after which every
-    thread adds its row's partials in the same order. Inside loops a second
+    thread combines its row's partials in the same order. Sums use
+    `arith.addf`, `kind = max` `arith.maximumf`. Inside loops a second
     barrier keeps the next iteration from overwriting partials still being
     read. Needs `known_block_size` on the kernel.
   }];

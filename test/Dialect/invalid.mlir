@@ -1028,6 +1028,219 @@ func.func @ar_result_count(%a: f32) {
   return
 }
 
+// -----
+
+func.func @ar_kind(%a: f32) {
+  // expected-error @+2 {{expected ::mlir::norm::ReductionKind to be one of: add, max}}
+  // expected-error @+1 {{failed to parse Norm_ReductionKindAttr parameter 'value'}}
+  %0 = norm.row_allreduce %a {group_size = 4 : i64, kind = #norm.reduction<min>} : f32
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// norm.mma_sync
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @mma_a_f32(%a: vector<8xf32>, %b: vector<4xbf16>, %c: vector<4xf32>) {
+  // expected-error @+1 {{A must be vector<8xbf16> or vector<8xf16> (8 elements of the 16x16 matrix a lane holds), got 'vector<8xf32>'}}
+  %d = norm.mma_sync %a, %b, %c : vector<8xf32>, vector<4xbf16>, vector<4xf32> -> vector<4xf32>
+  return
+}
+
+// -----
+
+func.func @mma_a_size(%a: vector<4xbf16>, %b: vector<4xbf16>, %c: vector<4xf32>) {
+  // expected-error @+1 {{A must be vector<8xbf16> or vector<8xf16>}}
+  %d = norm.mma_sync %a, %b, %c : vector<4xbf16>, vector<4xbf16>, vector<4xf32> -> vector<4xf32>
+  return
+}
+
+// -----
+
+func.func @mma_b_type(%a: vector<8xbf16>, %b: vector<4xf16>, %c: vector<4xf32>) {
+  // expected-error @+1 {{B must be 'vector<4xbf16>' (4 elements of the 16x8 matrix, of A's type), got 'vector<4xf16>'}}
+  %d = norm.mma_sync %a, %b, %c : vector<8xbf16>, vector<4xf16>, vector<4xf32> -> vector<4xf32>
+  return
+}
+
+// -----
+
+func.func @mma_b_size(%a: vector<8xf16>, %b: vector<8xf16>, %c: vector<4xf32>) {
+  // expected-error @+1 {{B must be 'vector<4xf16>'}}
+  %d = norm.mma_sync %a, %b, %c : vector<8xf16>, vector<8xf16>, vector<4xf32> -> vector<4xf32>
+  return
+}
+
+// -----
+
+func.func @mma_c_f16(%a: vector<8xf16>, %b: vector<4xf16>, %c: vector<4xf16>) {
+  // expected-error @+1 {{C must be vector<4xf32> (f32 accumulation), got 'vector<4xf16>'}}
+  %d = norm.mma_sync %a, %b, %c : vector<8xf16>, vector<4xf16>, vector<4xf16> -> vector<4xf16>
+  return
+}
+
+// -----
+
+func.func @mma_d_type(%a: vector<8xbf16>, %b: vector<4xbf16>, %c: vector<4xf32>) {
+  // expected-error @+1 {{result must be vector<4xf32> like C, got 'vector<8xf32>'}}
+  %d = norm.mma_sync %a, %b, %c : vector<8xbf16>, vector<4xbf16>, vector<4xf32> -> vector<8xf32>
+  return
+}
+
+// -----
+
+func.func @mma_rank(%a: vector<2x4xbf16>, %b: vector<4xbf16>, %c: vector<4xf32>) {
+  // expected-error @+1 {{A must be vector<8xbf16> or vector<8xf16>}}
+  %d = norm.mma_sync %a, %b, %c : vector<2x4xbf16>, vector<4xbf16>, vector<4xf32> -> vector<4xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// norm.ldmatrix
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @ldmatrix_f32(%m: memref<64xf32, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{loads 16-bit matrices: the memref's element type must be bf16 or f16, got 'f32'}}
+  %v = norm.ldmatrix %m[%i] {count = 1 : i64} : memref<64xf32, #gpu.address_space<workgroup>> -> vector<2xf32>
+  return
+}
+
+// -----
+
+func.func @ldmatrix_global(%m: memref<64xbf16>, %i: index) {
+  // expected-error @+1 {{reads workgroup memory: the memref must be in #gpu.address_space<workgroup>, got 'memref<64xbf16>'}}
+  %v = norm.ldmatrix %m[%i] {count = 1 : i64} : memref<64xbf16> -> vector<2xbf16>
+  return
+}
+
+// -----
+
+func.func @ldmatrix_count(%m: memref<64xbf16, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{count must be 1, 2 or 4 (matrices), got 3}}
+  %v = norm.ldmatrix %m[%i] {count = 3 : i64} : memref<64xbf16, #gpu.address_space<workgroup>> -> vector<6xbf16>
+  return
+}
+
+// -----
+
+func.func @ldmatrix_result(%m: memref<64xbf16, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{result must be 'vector<8xbf16>' (2 elements of each of 4 matrices), got 'vector<4xbf16>'}}
+  %v = norm.ldmatrix %m[%i] {count = 4 : i64} : memref<64xbf16, #gpu.address_space<workgroup>> -> vector<4xbf16>
+  return
+}
+
+// -----
+
+func.func @ldmatrix_result_type(%m: memref<64xbf16, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{result must be 'vector<2xbf16>' (2 elements of each of 1 matrices), got 'vector<2xf16>'}}
+  %v = norm.ldmatrix %m[%i] {count = 1 : i64} : memref<64xbf16, #gpu.address_space<workgroup>> -> vector<2xf16>
+  return
+}
+
+// -----
+
+func.func @ldmatrix_indices(%m: memref<8x8xbf16, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{needs 2 indices for the memref of rank 2, got 1}}
+  %v = norm.ldmatrix %m[%i] {count = 1 : i64} : memref<8x8xbf16, #gpu.address_space<workgroup>> -> vector<2xbf16>
+  return
+}
+
+// -----
+
+func.func @ldmatrix_strided(%m: memref<8x8xbf16, strided<[1, 8]>, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{the memref must have a contiguous innermost dimension (stride 1)}}
+  %v = norm.ldmatrix %m[%i, %i] {count = 1 : i64} : memref<8x8xbf16, strided<[1, 8]>, #gpu.address_space<workgroup>> -> vector<2xbf16>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// norm.async_copy, norm.async_wait
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @copy_src_shared(%s: memref<64xbf16, #gpu.address_space<workgroup>>, %d: memref<64xbf16, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{reads global memory: src must be in the default address space, got 'memref<64xbf16, #gpu.address_space<workgroup>>'}}
+  norm.async_copy %s[%i], %d[%i] {elements = 8 : i64} : memref<64xbf16, #gpu.address_space<workgroup>>, memref<64xbf16, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @copy_dst_global(%s: memref<64xbf16>, %d: memref<64xbf16>, %i: index) {
+  // expected-error @+1 {{writes workgroup memory: dst must be in #gpu.address_space<workgroup>, got 'memref<64xbf16>'}}
+  norm.async_copy %s[%i], %d[%i] {elements = 8 : i64} : memref<64xbf16>, memref<64xbf16>
+  return
+}
+
+// -----
+
+func.func @copy_types(%s: memref<64xbf16>, %d: memref<64xf16, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{copies between memrefs of one element type, got 'bf16' and 'f16'}}
+  norm.async_copy %s[%i], %d[%i] {elements = 8 : i64} : memref<64xbf16>, memref<64xf16, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @copy_bytes(%s: memref<64xbf16>, %d: memref<64xbf16, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{copies 4, 8 or 16 bytes, got 3 elements of 'bf16'}}
+  norm.async_copy %s[%i], %d[%i] {elements = 3 : i64} : memref<64xbf16>, memref<64xbf16, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @copy_too_many(%s: memref<64xf32>, %d: memref<64xf32, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{copies 4, 8 or 16 bytes, got 8 elements of 'f32'}}
+  norm.async_copy %s[%i], %d[%i] {elements = 8 : i64} : memref<64xf32>, memref<64xf32, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @copy_zero(%s: memref<64xf32>, %d: memref<64xf32, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{copies 4, 8 or 16 bytes, got 0 elements of 'f32'}}
+  norm.async_copy %s[%i], %d[%i] {elements = 0 : i64} : memref<64xf32>, memref<64xf32, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @copy_indices(%s: memref<8x8xf32>, %d: memref<64xf32, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{needs 2 indices for src of rank 2, got 1}}
+  norm.async_copy %s[%i], %d[%i] {elements = 4 : i64} : memref<8x8xf32>, memref<64xf32, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @copy_vector_elements(%s: memref<8xvector<4xf32>>, %d: memref<8xvector<4xf32>, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{copies integers or floats of whole bytes, got 'vector<4xf32>'}}
+  norm.async_copy %s[%i], %d[%i] {elements = 1 : i64} : memref<8xvector<4xf32>>, memref<8xvector<4xf32>, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @wait_negative() {
+  // expected-error @+1 {{pending must be a non-negative 32-bit count of groups, got -1}}
+  norm.async_wait {pending = -1 : i64}
+  return
+}
+
+// -----
+
+func.func @wait_missing() {
+  // expected-error @+1 {{requires attribute 'pending'}}
+  norm.async_wait
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // #norm.launch
 //===----------------------------------------------------------------------===//

@@ -234,6 +234,57 @@ func.func @row_allreduce(%a: f32, %b: f32) -> (f32, f32, f32) {
   return %0, %1#0, %1#1 : f32, f32, f32
 }
 
+// The default kind (add) is not printed; max is.
+// CHECK-LABEL: func @row_allreduce_kind
+func.func @row_allreduce_kind(%a: f32) -> (f32, f32) {
+  // CHECK: norm.row_allreduce %{{.*}} {group_size = 4 : i64, kind = #norm.reduction<max>} : f32
+  %0 = norm.row_allreduce %a {group_size = 4 : i64, kind = #norm.reduction<max>} : f32
+  // CHECK: norm.row_allreduce %{{.*}} {group_size = 4 : i64} : f32
+  %1 = norm.row_allreduce %a {group_size = 4 : i64, kind = #norm.reduction<add>} : f32
+  return %0, %1 : f32, f32
+}
+
+// CHECK-LABEL: func @mma_sync
+func.func @mma_sync(%a: vector<8xbf16>, %b: vector<4xbf16>, %c: vector<4xf32>,
+                    %ha: vector<8xf16>, %hb: vector<4xf16>) -> (vector<4xf32>, vector<4xf32>) {
+  // CHECK: norm.mma_sync %{{.*}}, %{{.*}}, %{{.*}} : vector<8xbf16>, vector<4xbf16>, vector<4xf32> -> vector<4xf32>
+  %0 = norm.mma_sync %a, %b, %c : vector<8xbf16>, vector<4xbf16>, vector<4xf32> -> vector<4xf32>
+  // CHECK: norm.mma_sync %{{.*}}, %{{.*}}, %{{.*}} : vector<8xf16>, vector<4xf16>, vector<4xf32> -> vector<4xf32>
+  %1 = norm.mma_sync %ha, %hb, %c : vector<8xf16>, vector<4xf16>, vector<4xf32> -> vector<4xf32>
+  return %0, %1 : vector<4xf32>, vector<4xf32>
+}
+
+// CHECK-LABEL: func @ldmatrix
+func.func @ldmatrix(%tile: memref<64x64xbf16, #gpu.address_space<workgroup>>,
+                    %flat: memref<256xf16, #gpu.address_space<workgroup>>, %i: index, %j: index)
+    -> (vector<8xbf16>, vector<4xbf16>, vector<2xf16>) {
+  // CHECK: norm.ldmatrix %{{.*}}[%{{.*}}, %{{.*}}] {count = 4 : i64} : memref<64x64xbf16, #gpu.address_space<workgroup>> -> vector<8xbf16>
+  %0 = norm.ldmatrix %tile[%i, %j] {count = 4 : i64} : memref<64x64xbf16, #gpu.address_space<workgroup>> -> vector<8xbf16>
+  // CHECK: norm.ldmatrix %{{.*}}[%{{.*}}, %{{.*}}] {count = 2 : i64, transpose} : memref<64x64xbf16, #gpu.address_space<workgroup>> -> vector<4xbf16>
+  %1 = norm.ldmatrix %tile[%i, %j] {count = 2, transpose} : memref<64x64xbf16, #gpu.address_space<workgroup>> -> vector<4xbf16>
+  // CHECK: norm.ldmatrix %{{.*}}[%{{.*}}] {count = 1 : i64} : memref<256xf16, #gpu.address_space<workgroup>> -> vector<2xf16>
+  %2 = norm.ldmatrix %flat[%i] {count = 1 : i64} : memref<256xf16, #gpu.address_space<workgroup>> -> vector<2xf16>
+  return %0, %1, %2 : vector<8xbf16>, vector<4xbf16>, vector<2xf16>
+}
+
+// CHECK-LABEL: func @async_copy
+func.func @async_copy(%src: memref<?xbf16>, %f: memref<16x16xf32>,
+                      %dst: memref<64x64xbf16, #gpu.address_space<workgroup>>,
+                      %fdst: memref<256xf32, #gpu.address_space<workgroup>>,
+                      %i: index, %j: index, %n: index) {
+  // CHECK: norm.async_copy %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}] {elements = 8 : i64} : memref<?xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+  norm.async_copy %src[%i], %dst[%i, %j] {elements = 8 : i64} : memref<?xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+  // CHECK: norm.async_copy %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}} {elements = 4 : i64} : memref<?xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+  norm.async_copy %src[%i], %dst[%i, %j], %n {elements = 4 : i64} : memref<?xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+  // CHECK: norm.async_copy %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}] {elements = 1 : i64} : memref<16x16xf32>, memref<256xf32, #gpu.address_space<workgroup>>
+  norm.async_copy %f[%i, %j], %fdst[%i] {elements = 1 : i64} : memref<16x16xf32>, memref<256xf32, #gpu.address_space<workgroup>>
+  // CHECK: norm.async_commit
+  norm.async_commit
+  // CHECK: norm.async_wait {pending = 1 : i64}
+  norm.async_wait {pending = 1 : i64}
+  return
+}
+
 // The attributes on their own.
 // CHECK-LABEL: func @attributes
 // CHECK-SAME: launch = #norm.launch<vector = 1, threads_per_row = 1, warps = 1, rows_per_cta = 32>
@@ -252,4 +303,7 @@ func.func @attributes() attributes {
 // GENERIC: "norm.layer_norm"(%{{.*}}, %{{.*}}) <{eps = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 1>}>
 // GENERIC: "norm.attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{head_dim = 128 : i64, num_heads = 32 : i64, num_kv_heads = 8 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>, qk_norm = #norm.qk_norm<rms>, qk_norm_eps = 9.9999999999999995E-7 : f64, qk_norm_offset = 0.000000e+00 : f64, scale = 0.088388347648318447 : f64}>
 // GENERIC: "norm.fused_row"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, eps = 9.9999999999999995E-7 : f64, groups = 1 : i64, launch = #norm.launch<vector = 8, threads_per_row = 128, warps = 4, rows_per_cta = 1>, operandSegmentSizes = array<i32: 1, 1, 0, 1, 0, 0, 0>, statistic = #norm.statistic<rms>, weight_offset = 0.000000e+00 : f64}> : (tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<4096xbf16>) -> (tensor<?x4096xbf16>, tensor<?x4096xbf16>)
-// GENERIC: "norm.row_allreduce"(%{{.*}}, %{{.*}}) <{group_size = 256 : i64}> : (f32, f32) -> (f32, f32)
+// GENERIC: "norm.row_allreduce"(%{{.*}}, %{{.*}}) <{group_size = 256 : i64, kind = #norm.reduction<add>}> : (f32, f32) -> (f32, f32)
+// GENERIC: "norm.row_allreduce"(%{{.*}}) <{group_size = 4 : i64, kind = #norm.reduction<max>}> : (f32) -> f32
+// GENERIC: "norm.ldmatrix"(%{{.*}}, %{{.*}}, %{{.*}}) <{count = 2 : i64, transpose}> : (memref<64x64xbf16, #gpu.address_space<workgroup>>, index, index) -> vector<4xbf16>
+// GENERIC: "norm.async_copy"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{elements = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 2, 1>}>

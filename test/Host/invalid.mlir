@@ -175,3 +175,45 @@ gpu.module @norm_kernels {
     gpu.return
   }
 }
+
+// -----
+
+gpu.module @norm_kernels {
+  gpu.func @mma_partial_warp(%x: memref<64xf32>, %a: vector<8xbf16>, %b: vector<4xbf16>)
+      kernel attributes {known_block_size = array<i32: 48, 1, 1>} {
+    %c = arith.constant dense<0.0> : vector<4xf32>
+    // expected-error @below {{'norm.mma_sync' op is a warp collective: the host execution needs a CTA size that is a multiple of 32 (whole warps), got 48}}
+    %d = norm.mma_sync %a, %b, %c : vector<8xbf16>, vector<4xbf16>, vector<4xf32> -> vector<4xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+gpu.module @norm_kernels {
+  gpu.func @ldmatrix_partial_warp(%i: index)
+      workgroup(%tile: memref<64x8xf16, #gpu.address_space<workgroup>>)
+      kernel attributes {known_block_size = array<i32: 16, 1, 1>} {
+    %c0 = arith.constant 0 : index
+    // expected-error @below {{'norm.ldmatrix' op is a warp collective: the host execution needs a CTA size that is a multiple of 32 (whole warps), got 16}}
+    %v = norm.ldmatrix %tile[%i, %c0] {count = 1 : i64} : memref<64x8xf16, #gpu.address_space<workgroup>> -> vector<2xf16>
+    gpu.return
+  }
+}
+
+// -----
+
+gpu.module @norm_kernels {
+  gpu.func @mma_divergent(%x: memref<64xf32>, %a: vector<8xbf16>, %b: vector<4xbf16>, %n: index)
+      kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    %t = gpu.thread_id x
+    %c = arith.constant dense<0.0> : vector<4xf32>
+    %p = arith.cmpi ult, %t, %n : index
+    // expected-note @below {{enclosing op}}
+    scf.if %p {
+      // expected-error @below {{'norm.mma_sync' op inside 'scf.if': every thread of the CTA must reach a collective}}
+      %d = norm.mma_sync %a, %b, %c : vector<8xbf16>, vector<4xbf16>, vector<4xf32> -> vector<4xf32>
+    }
+    gpu.return
+  }
+}

@@ -111,3 +111,28 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+// kind = max: the same butterfly and exchange, combining with maximumf.
+// CHECK-LABEL: gpu.func @max64
+// CHECK: gpu.shuffle  xor %[[V:.*]], %{{.*}}, %{{.*}} : f32
+// CHECK: arith.maximumf %[[V]], %{{.*}} : f32
+// CHECK-COUNT-4: arith.maximumf
+// CHECK-NOT: arith.addf
+// CHECK: gpu.barrier
+// CHECK: %[[P0:.*]] = memref.load
+// CHECK: %[[P1:.*]] = memref.load
+// CHECK: %[[M:.*]] = arith.maximumf %[[P0]], %[[P1]] : f32
+// CHECK-NOT: arith.addf
+// CHECK: memref.store %[[M]]
+gpu.module @kernels {
+  gpu.func @max64(%out: memref<128xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+    %tid = gpu.thread_id x
+    %v = arith.index_cast %tid : index to i64
+    %f = arith.sitofp %v : i64 to f32
+    %m = norm.row_allreduce %f {group_size = 64 : i64, kind = #norm.reduction<max>} : f32
+    memref.store %m, %out[%tid] : memref<128xf32>
+    gpu.return
+  }
+}
