@@ -524,7 +524,7 @@ void AttentionEmitter::emit() {
 
         // Online softmax per row: the new max over the 4 lanes of the row,
         // the rescale of what came before, p = 2^(s - max).
-        SmallVector<Value> next(state.begin(), state.end());
+        SmallVector<Value> next(state.begin(), state.begin() + 4);
         SmallVector<Value> rescale(2), maxUsed(2);
         for (int64_t h = 0; h < 2; ++h) {
           Value m = arith::MaximumFOp::create(

@@ -398,6 +398,9 @@ private:
   /// Whether `op` (at the level, no regions, no memory effects) computes a
   /// function of `values` only.
   bool isFunctionOf(Operation *op, const DenseSet<Value> &values) const;
+  /// Whether `op` computes the same results in every thread of a CTA
+  /// although it reads memory or has regions; see the definition.
+  bool isUniformOp(Operation *op) const;
 
   gpu::GPUFuncOp kernel;
   int64_t blockSize;
@@ -410,6 +413,8 @@ private:
   /// Values that are the same for all threads of a CTA; computed once per
   /// CTA, outside the thread loops.
   DenseSet<Value> uniformValues;
+  /// Kernel arguments that no op of the kernel writes.
+  DenseSet<Value> readOnlyBuffers;
   /// Cheap functions of the thread index (lane, row in the CTA, ...):
   /// recomputed in each thread loop instead of kept in buffers.
   DenseSet<Value> threadFunctions;
@@ -439,6 +444,13 @@ FailureOr<func::FuncOp> HostKernelEmitter::emit(OpBuilder &moduleBuilder) {
                  host.getArguments())) {
     levelMap.map(arg, hostArg);
     uniformValues.insert(arg);
+    if (isa<MemRefType>(arg.getType()) &&
+        llvm::all_of(arg.getUsers(), [&](Operation *user) {
+          auto effects = dyn_cast<MemoryEffectOpInterface>(user);
+          return effects &&
+                 !effects.getEffectOnValue<MemoryEffects::Write>(arg);
+        }))
+      readOnlyBuffers.insert(arg);
   }
   // Workgroup memory: one buffer, reused by the CTAs one after the other.
   for (BlockArgument buffer : kernel.getWorkgroupAttributions()) {
@@ -545,6 +557,40 @@ bool HostKernelEmitter::isFunctionOf(Operation *op,
   });
 }
 
+/// Ops whose operands are uniform and that, with every op nested in them,
+/// use only uniform values or values defined inside, have no thread index,
+/// no collective and no memory effect but reads of buffers the kernel never
+/// writes: the same results in every thread. They run once per CTA (the
+/// attention kernel's scan of the sequence offsets, say), so that loops
+/// bounded by their results may contain collectives.
+bool HostKernelEmitter::isUniformOp(Operation *op) const {
+  if (op->getNumResults() == 0)
+    return false;
+  WalkResult result = op->walk([&](Operation *nested) {
+    if (isa<gpu::ThreadIdOp>(nested) || isCollective(nested))
+      return WalkResult::interrupt();
+    for (Value operand : nested->getOperands()) {
+      Operation *scope = operand.getParentRegion()->getParentOp();
+      if (!uniformValues.contains(operand) &&
+          !(nested != op && op->isAncestor(scope)))
+        return WalkResult::interrupt();
+    }
+    if (nested->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+      return WalkResult::advance();
+    auto effects = dyn_cast<MemoryEffectOpInterface>(nested);
+    if (!effects)
+      return WalkResult::interrupt();
+    SmallVector<MemoryEffects::EffectInstance> instances;
+    effects.getEffects(instances);
+    for (const MemoryEffects::EffectInstance &effect : instances)
+      if (!isa<MemoryEffects::Read>(effect.getEffect()) ||
+          !readOnlyBuffers.contains(effect.getValue()))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return !result.wasInterrupted();
+}
+
 LogicalResult HostKernelEmitter::emitStretch(ArrayRef<Operation *> ops,
                                              const Stretches &stretches,
                                              IRMapping &levelMap,
@@ -554,7 +600,7 @@ LogicalResult HostKernelEmitter::emitStretch(ArrayRef<Operation *> ops,
     if (isa<gpu::ThreadIdOp, gpu::BlockIdOp, gpu::BlockDimOp, gpu::GridDimOp,
             gpu::DynamicSharedMemoryOp>(op))
       continue;
-    if (isFunctionOf(op, /*values=*/{})) {
+    if (isFunctionOf(op, /*values=*/{}) || isUniformOp(op)) {
       cloneForHost(b, *op, levelMap);
       uniformValues.insert(op->result_begin(), op->result_end());
       continue;
