@@ -1021,9 +1021,11 @@ LogicalResult AsyncCopyOp::verify() {
       failed(verifyAddress(*this, "dst", dst, getDstIndices())))
     return failure();
   int64_t elements = getElementsAttr().getInt();
-  int64_t bytes =
-      std::clamp<int64_t>(elements, 0, 17) * (element.getIntOrFloatBitWidth() / 8);
-  if (elements < 1 || elements > 16 || (bytes != 4 && bytes != 8 && bytes != 16))
+  // Clamped first: no overflow for absurd counts.
+  int64_t bytes = std::clamp<int64_t>(elements, 0, 17) *
+                  (element.getIntOrFloatBitWidth() / 8);
+  if (elements < 1 || elements > 16 ||
+      (bytes != 4 && bytes != 8 && bytes != 16))
     return emitOpError() << "copies 4, 8 or 16 bytes, got " << elements
                          << " elements of " << element;
   return success();

@@ -745,9 +745,10 @@ namespace {
 /// The fragments of mma.m16n8k16 with floating point types, as the PTX ISA
 /// defines them ("Matrix Fragments for mma.m16n8k16 with floating point
 /// type"): with g = lane / 4 and t = lane % 4,
-///   A (16x16) element i: row g + 8 * ((i / 2) % 2), col 2t + i % 2 + 8 * (i / 4)
-///   B (16x8)  element i: row 2t + i % 2 + 8 * (i / 2), col g
-///   C, D (16x8) element i: row g + 8 * (i / 2),       col 2t + i % 2
+///   A (16x16), element i: row g + 8 * ((i / 2) % 2),
+///                         col 2t + i % 2 + 8 * (i / 4)
+///   B (16x8),  element i: row 2t + i % 2 + 8 * (i / 2), col g
+///   C, D (16x8), element i: row g + 8 * (i / 2), col 2t + i % 2
 enum class Fragment { A, B, C };
 
 /// A lane's g = lane / 4 and 2t = 2 * (lane % 4).

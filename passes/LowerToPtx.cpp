@@ -112,6 +112,7 @@ void mlir::norm::registerNormPtxExtensions(DialectRegistry &registry) {
   ub::registerConvertUBToLLVMInterface(registry);
   vector::registerConvertVectorToLLVMInterface(registry);
   NVVM::registerConvertGpuToNVVMInterface(registry);
+  registerConvertNormToNVVMInterface(registry);
   // gpu-module-to-binary: the NVVM target and the LLVM IR translations.
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
   registerBuiltinDialectTranslation(registry);

@@ -19,6 +19,10 @@
 
 #include <string>
 
+namespace mlir {
+class LLVMTypeConverter;
+} // namespace mlir
+
 namespace mlir::norm {
 
 #define GEN_PASS_DECL
@@ -133,8 +137,20 @@ void addSetTargetPass(OpPassManager &pm, const LowerToPtxConfig &config);
 void registerNormLoweringPasses();
 
 /// Registers what in-process PTX generation needs besides the dialects the
-/// passes load: NVVM target attributes and the LLVM IR translations.
+/// passes load: NVVM target attributes, the LLVM IR translations and the
+/// ConvertToLLVM interfaces convert-gpu-to-nvvm lowers through (the norm
+/// dialect's among them).
 void registerNormPtxExtensions(DialectRegistry &registry);
+
+/// The NVVM lowering of the warp matrix and async copy ops (`norm.mma_sync`,
+/// `norm.ldmatrix`, `norm.async_copy`, `norm.async_commit`,
+/// `norm.async_wait`) with `converter`'s types and address spaces.
+void populateNormToNVVMConversionPatterns(const LLVMTypeConverter &converter,
+                                          RewritePatternSet &patterns);
+
+/// Gives the norm dialect the ConvertToLLVM interface that adds those
+/// patterns to convert-gpu-to-nvvm.
+void registerConvertNormToNVVMInterface(DialectRegistry &registry);
 
 /// The name of the kernel module that the kernel generator fills.
 constexpr llvm::StringLiteral kKernelModuleName = "norm_kernels";

@@ -50,7 +50,9 @@ public:
     return it->second;
   }
   std::string add(const std::string &x, int64_t value) {
-    return value == 0 ? x : op("arith.addi " + x + ", " + index(value) + " : index");
+    if (value == 0)
+      return x;
+    return op("arith.addi " + x + ", " + index(value) + " : index");
   }
   std::string add(const std::string &x, const std::string &y) {
     return op("arith.addi " + x + ", " + y + " : index");
@@ -65,6 +67,9 @@ public:
     return op("arith.remui " + x + ", " + index(value) + " : index");
   }
 
+  /// Constants made inside a region do not dominate what follows it.
+  void forgetConstants() { constants.clear(); }
+
   std::string body;
 
 private:
@@ -76,8 +81,10 @@ private:
 std::string kernelModule(const std::string &name, const std::string &params,
                          int64_t blockSize, const std::string &attributions,
                          const std::string &body) {
+  std::string workgroup =
+      attributions.empty() ? "" : " workgroup(" + attributions + ")";
   return "gpu.module @norm_kernels {\n  gpu.func @" + name + "(" + params +
-         ")" + (attributions.empty() ? "" : " workgroup(" + attributions + ")") +
+         ")" + workgroup +
          " kernel attributes {known_block_size = array<i32: " +
          std::to_string(blockSize) + ", 1, 1>} {\n" + body +
          "    gpu.return\n  }\n}\n";
@@ -180,15 +187,18 @@ void expectProduct(const float *d, int64_t rows, int64_t cols, int64_t depth,
 /// Each warp of a CTA of `blockSize` threads multiplies its own matrices:
 /// A (16x16), B (16x8, k x n) and C (16x8), row-major, tile = CTA * warps +
 /// warp; each lane loads its fragments by the ISA's layout and stores D.
-std::string getMmaKernel(const std::string &type, int64_t blockSize) {
+/// With `steps` > 1, an scf.for accumulates A_s * B_s for s < steps (the
+/// tile's A_s and B_s one after the other), as the attention kernel's loop
+/// over key blocks does.
+std::string getMmaKernel(const std::string &type, int64_t blockSize,
+                         int64_t steps = 1) {
   KernelText k;
   std::string tid = k.op("gpu.thread_id x");
   std::string bid = k.op("gpu.block_id x");
   std::string warp = k.div(tid, 32), lane = k.rem(tid, 32);
   std::string tile = k.add(k.mul(bid, blockSize / 32), warp);
   std::string group = k.div(lane, 4), pair = k.mul(k.rem(lane, 4), 2);
-  std::string aBase = k.mul(tile, 256), bBase = k.mul(tile, 128);
-  std::string cBase = bBase;
+  std::string cBase = k.mul(tile, 128);
   auto load = [&](const std::string &memref, const std::string &elementType,
                   Position (*fragment)(int64_t, int64_t), int64_t count,
                   const std::string &base, int64_t rowLength) {
@@ -203,17 +213,32 @@ std::string getMmaKernel(const std::string &type, int64_t blockSize) {
     return k.op("vector.from_elements " + elements + " : vector<" +
                 std::to_string(count) + "x" + elementType + ">");
   };
-  std::string a = load("%a", type, fragmentA, 8, aBase, 16);
-  std::string b = load("%b", type, fragmentB, 4, bBase, 8);
   std::string c = load("%c", "f32", fragmentC, 4, cBase, 8);
-  std::string d = k.op("norm.mma_sync " + a + ", " + b + ", " + c +
-                       " : vector<8x" + type + ">, vector<4x" + type +
-                       ">, vector<4xf32> -> vector<4xf32>");
+  auto mma = [&](const std::string &step, const std::string &acc) {
+    std::string at = k.add(k.mul(tile, steps), step);
+    std::string a = load("%a", type, fragmentA, 8, k.mul(at, 256), 16);
+    std::string b = load("%b", type, fragmentB, 4, k.mul(at, 128), 8);
+    return k.op("norm.mma_sync " + a + ", " + b + ", " + acc +
+                " : vector<8x" + type + ">, vector<4x" + type +
+                ">, vector<4xf32> -> vector<4xf32>");
+  };
+  std::string d;
+  if (steps == 1) {
+    d = mma(k.index(0), c);
+  } else {
+    d = k.op("scf.for %step = " + k.index(0) + " to " + k.index(steps) +
+             " step " + k.index(1) + " iter_args(%acc = " + c +
+             ") -> (vector<4xf32>) {");
+    k.line("scf.yield " + mma("%step", "%acc") + " : vector<4xf32>");
+    k.line("}");
+    k.forgetConstants();
+  }
   for (int64_t i = 0; i < 4; ++i) {
     IrPosition at = fragmentInIr(k, fragmentC, group, pair, i);
     std::string offset = k.add(cBase, k.add(k.mul(at.row, 8), at.col));
-    std::string element = k.op("vector.extract " + d + "[" +
-                               std::to_string(i) + "] : f32 from vector<4xf32>");
+    std::string element =
+        k.op("vector.extract " + d + "[" + std::to_string(i) +
+             "] : f32 from vector<4xf32>");
     k.line("memref.store " + element + ", %d[" + offset + "] : " +
            buffer("f32"));
   }
@@ -224,27 +249,34 @@ std::string getMmaKernel(const std::string &type, int64_t blockSize) {
 }
 
 void checkMma(ElementType type, const std::string &typeName,
-              int64_t blockSize, int64_t grid, bool zeroC) {
+              int64_t blockSize, int64_t grid, bool zeroC, int64_t steps = 1) {
   std::unique_ptr<HostKernels> kernels =
-      compileOrFail(getMmaKernel(typeName, blockSize));
+      compileOrFail(getMmaKernel(typeName, blockSize, steps));
   ASSERT_TRUE(kernels);
-  std::mt19937 rng(blockSize * 7 + grid + zeroC);
+  std::mt19937 rng(blockSize * 7 + grid + zeroC + steps);
   int64_t tiles = grid * blockSize / 32;
-  std::vector<uint16_t> a = randomBits(type, tiles * 256, rng);
-  std::vector<uint16_t> b = randomBits(type, tiles * 128, rng);
+  std::vector<uint16_t> a = randomBits(type, tiles * steps * 256, rng);
+  std::vector<uint16_t> b = randomBits(type, tiles * steps * 128, rng);
   std::vector<float> c = zeroC ? std::vector<float>(tiles * 128, 0.0f)
                                : randomFloats(tiles * 128, rng);
   std::vector<float> d(tiles * 128, NAN);
   Status status = kernels->launch(
       "mma", {a.data(), b.data(), c.data(), d.data()}, {}, grid);
   ASSERT_TRUE(status) << status.message();
-  for (int64_t t = 0; t < tiles; ++t)
-    expectProduct(
-        d.data() + t * 128, 16, 8, 16,
-        [&](int64_t m, int64_t kk) { return decode(type, a[t * 256 + m * 16 + kk]); },
-        [&](int64_t kk, int64_t n) { return decode(type, b[t * 128 + kk * 8 + n]); },
-        [&](int64_t m, int64_t n) { return double(c[t * 128 + m * 8 + n]); },
-        typeName + " tile " + std::to_string(t));
+  for (int64_t t = 0; t < tiles; ++t) {
+    // The steps as one product of depth 16 * steps.
+    auto getA = [&](int64_t m, int64_t kk) {
+      return decode(type, a[(t * steps + kk / 16) * 256 + m * 16 + kk % 16]);
+    };
+    auto getB = [&](int64_t kk, int64_t n) {
+      return decode(type, b[(t * steps + kk / 16) * 128 + kk % 16 * 8 + n]);
+    };
+    auto getC = [&](int64_t m, int64_t n) {
+      return double(c[t * 128 + m * 8 + n]);
+    };
+    expectProduct(d.data() + t * 128, 16, 8, 16 * steps, getA, getB, getC,
+                  typeName + " tile " + std::to_string(t));
+  }
 }
 
 TEST(WarpMatrix, MmaBf16) { checkMma(ElementType::bf16, "bf16", 32, 1, true); }
@@ -252,6 +284,10 @@ TEST(WarpMatrix, MmaF16) { checkMma(ElementType::f16, "f16", 32, 1, true); }
 TEST(WarpMatrix, MmaAccumulatesC) {
   checkMma(ElementType::bf16, "bf16", 32, 1, false);
   checkMma(ElementType::f16, "f16", 32, 1, false);
+}
+// The attention kernel's loop: the accumulator carried through scf.for.
+TEST(WarpMatrix, MmaAccumulatesInALoop) {
+  checkMma(ElementType::bf16, "bf16", 64, 2, false, /*steps=*/3);
 }
 // Several warps and CTAs: each warp must multiply its own fragments.
 TEST(WarpMatrix, MmaSeveralWarps) {
@@ -276,7 +312,8 @@ std::string getLdMatrixKernel(const std::string &type, int64_t count,
   std::string c0 = k.index(0);
   std::string global = k.add(k.mul(bid, 64), tid);
   std::string rowType = "vector<8x" + type + ">";
-  std::string tileType = "memref<72x8x" + type + ", #gpu.address_space<workgroup>>";
+  std::string tileType =
+      "memref<72x8x" + type + ", #gpu.address_space<workgroup>>";
   std::string row = k.op("vector.load %src[" + k.mul(global, 8) + "] : " +
                          buffer(type) + ", " + rowType);
   k.line("vector.store " + row + ", %tile[" + tid + ", " + c0 + "] : " +
@@ -295,8 +332,8 @@ std::string getLdMatrixKernel(const std::string &type, int64_t count,
   std::string ignored = k.add(k.rem(lane, 8), 64);
   std::string used = k.op("arith.cmpi ult, " + lane + ", " +
                           k.index(8 * count) + " : index");
-  std::string address =
-      k.op("arith.select " + used + ", " + permuted + ", " + ignored + " : index");
+  std::string address = k.op("arith.select " + used + ", " + permuted + ", " +
+                             ignored + " : index");
   std::string resultType =
       "vector<" + std::to_string(2 * count) + "x" + type + ">";
   std::string result = k.op(
@@ -415,7 +452,8 @@ std::string getAttentionKernel(const std::string &type) {
   std::string zero = k.op("arith.constant dense<0.0> : vector<4xf32>");
   std::string mmaType = " : vector<8x" + type + ">, vector<4x" + type +
                         ">, vector<4xf32> -> vector<4xf32>";
-  std::string s = k.op("norm.mma_sync " + a + ", " + bk + ", " + zero + mmaType);
+  std::string s =
+      k.op("norm.mma_sync " + a + ", " + bk + ", " + zero + mmaType);
   std::string o = k.op("norm.mma_sync " + a + ", " + bv + ", " + s + mmaType);
 
   std::string group = k.div(lane, 4), pair = k.mul(k.rem(lane, 4), 2);
@@ -456,21 +494,27 @@ void checkAttention(ElementType type, const std::string &typeName) {
       return decode(type, q[t * 256 + m * 16 + kk]);
     };
     // S = Q K^T: B[k][n] = K[n][k].
-    expectProduct(
-        s.data() + t * 128, 16, 8, 16, getQ,
-        [&](int64_t kk, int64_t n) { return decode(type, kt[t * 128 + n * 16 + kk]); },
-        [](int64_t, int64_t) { return 0.0; },
-        typeName + " S tile " + std::to_string(t));
+    auto getKt = [&](int64_t kk, int64_t n) {
+      return decode(type, kt[t * 128 + n * 16 + kk]);
+    };
+    expectProduct(s.data() + t * 128, 16, 8, 16, getQ, getKt,
+                  [](int64_t, int64_t) { return 0.0; },
+                  typeName + " S tile " + std::to_string(t));
     // O = S + Q V, with the S the kernel computed as C.
-    expectProduct(
-        o.data() + t * 128, 16, 8, 16, getQ,
-        [&](int64_t kk, int64_t n) { return decode(type, v[t * 128 + kk * 8 + n]); },
-        [&](int64_t m, int64_t n) { return double(s[t * 128 + m * 8 + n]); },
-        typeName + " O tile " + std::to_string(t));
+    auto getV = [&](int64_t kk, int64_t n) {
+      return decode(type, v[t * 128 + kk * 8 + n]);
+    };
+    auto getS = [&](int64_t m, int64_t n) {
+      return double(s[t * 128 + m * 8 + n]);
+    };
+    expectProduct(o.data() + t * 128, 16, 8, 16, getQ, getV, getS,
+                  typeName + " O tile " + std::to_string(t));
   }
 }
 
-TEST(WarpMatrix, AttentionTilesBf16) { checkAttention(ElementType::bf16, "bf16"); }
+TEST(WarpMatrix, AttentionTilesBf16) {
+  checkAttention(ElementType::bf16, "bf16");
+}
 TEST(WarpMatrix, AttentionTilesF16) { checkAttention(ElementType::f16, "f16"); }
 
 //===----------------------------------------------------------------------===//
@@ -507,8 +551,9 @@ std::string getCopyKernel(const std::string &type, int64_t elements) {
                           ", " + slotType);
   k.line("vector.store " + slot + ", %out[" + global + "] : " + buffer(type) +
          ", " + slotType);
-  return kernelModule("copy", "%src: " + buffer(type) + ", %out: " + buffer(type),
-                      32, "%slots: " + sharedType, k.body);
+  return kernelModule("copy",
+                      "%src: " + buffer(type) + ", %out: " + buffer(type), 32,
+                      "%slots: " + sharedType, k.body);
 }
 
 TEST(WarpMatrix, AsyncCopyZeroFillsF32) {
@@ -565,7 +610,8 @@ gpu.module @norm_kernels {
       kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
     %t = gpu.thread_id x
     %v = memref.load %x[%t] : memref<1099511627776xf32>
-    %m = norm.row_allreduce %v {group_size = 16 : i64, kind = #norm.reduction<max>} : f32
+    %m = norm.row_allreduce %v {group_size = 16 : i64,
+                                kind = #norm.reduction<max>} : f32
     memref.store %m, %y[%t] : memref<1099511627776xf32>
     gpu.return
   }

@@ -11,6 +11,7 @@
 #include "passes/Pipelines.h"
 #include "tools/norm-opt/KernelOutput.h"
 
+#include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -21,6 +22,8 @@
 
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
+  // The NVVM stage of norm-lower-to-ptx, to run and test on its own.
+  mlir::registerConvertGpuOpsToNVVMOpsPass();
   mlir::norm::registerNormFusionPasses();
   mlir::norm::registerNormLoweringPasses();
   mlir::norm::registerNormToPtxPipeline();

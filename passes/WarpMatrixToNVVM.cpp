@@ -1,0 +1,227 @@
+//===- WarpMatrixToNVVM.cpp - warp matrix and cp.async ops to NVVM --------===//
+//
+// The norm dialect's ConvertToLLVM interface, which convert-gpu-to-nvvm
+// applies with its own type converter (workgroup memory in address space 3,
+// the 64-bit index of the kernels): `norm.mma_sync` becomes nvvm.mma.sync,
+// `norm.ldmatrix` nvvm.ldmatrix, the async copies nvvm.cp.async.*. Addresses
+// come from the memref descriptors, as in MLIR's NVGPU lowering. The
+// interface is registered with the PTX pipeline's extensions only: it
+// lowers to NVVM, which no other target understands.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/LoweringPasses.h"
+
+#include "dialects/NormOps.h"
+
+#include "mlir/Conversion/ConvertToLLVM/ToLLVMInterface.h"
+#include "mlir/Conversion/LLVMCommon/Pattern.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+using namespace mlir;
+using namespace mlir::norm;
+
+namespace {
+
+/// `count` 32-bit registers of `vector` (bitcast, element 2i in the low half
+/// of register i, as PTX packs .f16x2 and .bf16x2), each as `registerType`.
+SmallVector<Value> getRegisters(OpBuilder &b, Location loc, Value vector,
+                                int64_t count, Type registerType) {
+  Type i32 = b.getI32Type();
+  Value packed =
+      LLVM::BitcastOp::create(b, loc, VectorType::get({count}, i32), vector);
+  SmallVector<Value> registers;
+  for (int64_t i = 0; i < count; ++i) {
+    Value at = LLVM::ConstantOp::create(b, loc, i32, i);
+    Value reg = LLVM::ExtractElementOp::create(b, loc, packed, at);
+    if (registerType != i32)
+      reg = LLVM::BitcastOp::create(b, loc, registerType, reg);
+    registers.push_back(reg);
+  }
+  return registers;
+}
+
+/// The vector of `type` whose elements are the members of `aggregate` (a
+/// struct, or a single value for one member), bitcast from `memberType`.
+Value getVector(OpBuilder &b, Location loc, Value aggregate, int64_t members,
+                Type memberType, VectorType type) {
+  auto vectorType = VectorType::get({members}, memberType);
+  Value vector = LLVM::PoisonOp::create(b, loc, vectorType);
+  for (int64_t i = 0; i < members; ++i) {
+    Value member =
+        members == 1 ? aggregate
+                     : LLVM::ExtractValueOp::create(b, loc, aggregate, i);
+    Value at = LLVM::ConstantOp::create(b, loc, b.getI32Type(), i);
+    vector = LLVM::InsertElementOp::create(b, loc, vector, member, at);
+  }
+  if (vectorType == type)
+    return vector;
+  return LLVM::BitcastOp::create(b, loc, type, vector);
+}
+
+/// mma.sync.aligned.m16n8k16.row.col.f32.T.T.f32: A as four and B as two
+/// registers of two elements, C and D as four f32.
+struct MmaSyncLowering : ConvertOpToLLVMPattern<MmaSyncOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(MmaSyncOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type element = cast<VectorType>(op.getA().getType()).getElementType();
+    bool isBf16 = isa<BFloat16Type>(element);
+    // NVVM takes bf16 pairs as i32 (their PTX type is explicit below) and
+    // f16 pairs as vector<2xf16>.
+    Type registerType = isBf16 ? Type(rewriter.getI32Type())
+                               : Type(VectorType::get({2}, element));
+    SmallVector<Value> a =
+        getRegisters(rewriter, loc, adaptor.getA(), 4, registerType);
+    SmallVector<Value> b =
+        getRegisters(rewriter, loc, adaptor.getB(), 2, registerType);
+    SmallVector<Value> c;
+    for (int64_t i = 0; i < 4; ++i)
+      c.push_back(LLVM::ExtractElementOp::create(
+          rewriter, loc, adaptor.getC(),
+          LLVM::ConstantOp::create(rewriter, loc, rewriter.getI32Type(), i)));
+
+    Type f32 = rewriter.getF32Type();
+    auto resultType =
+        LLVM::LLVMStructType::getLiteral(getContext(), {f32, f32, f32, f32});
+    NVVM::MMATypes ptxType =
+        isBf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+    Value d = NVVM::MmaOp::create(
+        rewriter, loc, resultType, a, b, c, /*shape=*/{16, 8, 16},
+        /*b1Op=*/std::nullopt, /*intOverflow=*/std::nullopt,
+        std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    rewriter.replaceOp(op, getVector(rewriter, loc, d, 4, f32,
+                                     cast<VectorType>(op.getD().getType())));
+    return success();
+  }
+};
+
+/// ldmatrix.sync.aligned.m8n8.x{count}{.trans}.shared.b16: one i32 register
+/// (two elements) per matrix.
+struct LdMatrixLowering : ConvertOpToLLVMPattern<LdMatrixOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(LdMatrixOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value row =
+        getStridedElementPtr(rewriter, loc, op.getMemref().getType(),
+                             adaptor.getMemref(), adaptor.getIndices());
+    int64_t count = op.getCount();
+    Type i32 = rewriter.getI32Type();
+    Type resultType =
+        count == 1 ? i32
+                   : LLVM::LLVMStructType::getLiteral(
+                         getContext(), SmallVector<Type>(count, i32));
+    // NVVM names the transposed load by the layout it reads: column-major.
+    Value loaded = NVVM::LdMatrixOp::create(
+        rewriter, loc, resultType, row, static_cast<uint32_t>(count),
+        op.getTranspose() ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+        NVVM::LdStMatrixShapeAttr::get(getContext(), 8, 8),
+        NVVM::LdStMatrixEltType::B16);
+    rewriter.replaceOp(op,
+                       getVector(rewriter, loc, loaded, count, i32,
+                                 cast<VectorType>(op.getResult().getType())));
+    return success();
+  }
+};
+
+/// cp.async.{ca,cg}.shared.global [dst], [src], bytes{, src_bytes}.
+struct AsyncCopyLowering : ConvertOpToLLVMPattern<AsyncCopyOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(AsyncCopyOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MemRefType srcType = op.getSrc().getType();
+    Value dst = getStridedElementPtr(rewriter, loc, op.getDst().getType(),
+                                     adaptor.getDst(), adaptor.getDstIndices());
+    Value src = getStridedElementPtr(rewriter, loc, srcType, adaptor.getSrc(),
+                                     adaptor.getSrcIndices());
+    // cp.async reads through a global pointer; kernels take generic ones.
+    auto global = LLVM::LLVMPointerType::get(
+        getContext(),
+        static_cast<unsigned>(NVVM::NVVMMemorySpace::Global));
+    if (src.getType() != global)
+      src = LLVM::AddrSpaceCastOp::create(rewriter, loc, global, src);
+
+    int64_t elementBytes = srcType.getElementTypeBitWidth() / 8;
+    int64_t bytes = op.getElements() * elementBytes;
+    Value srcBytes;
+    if (Value valid = adaptor.getSrcElements()) {
+      Value scale = LLVM::ConstantOp::create(rewriter, loc, valid.getType(),
+                                             elementBytes);
+      srcBytes = LLVM::TruncOp::create(
+          rewriter, loc, rewriter.getI32Type(),
+          LLVM::MulOp::create(rewriter, loc, valid, scale));
+    }
+    // 16-byte copies may bypass L1 (.cg); smaller ones must not (.ca).
+    NVVM::LoadCacheModifierKind cache = bytes == 16
+                                            ? NVVM::LoadCacheModifierKind::CG
+                                            : NVVM::LoadCacheModifierKind::CA;
+    NVVM::CpAsyncOp::create(rewriter, loc, dst, src,
+                            static_cast<uint32_t>(bytes), cache, srcBytes);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct AsyncCommitLowering : ConvertOpToLLVMPattern<AsyncCommitOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(AsyncCommitOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<NVVM::CpAsyncCommitGroupOp>(op);
+    return success();
+  }
+};
+
+struct AsyncWaitLowering : ConvertOpToLLVMPattern<AsyncWaitOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(AsyncWaitOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<NVVM::CpAsyncWaitGroupOp>(
+        op, static_cast<uint32_t>(op.getPending()));
+    return success();
+  }
+};
+
+struct NormToNVVMInterface : ConvertToLLVMPatternInterface {
+  using ConvertToLLVMPatternInterface::ConvertToLLVMPatternInterface;
+
+  void loadDependentDialects(MLIRContext *context) const final {
+    context->loadDialect<NVVM::NVVMDialect>();
+  }
+
+  void populateConvertToLLVMConversionPatterns(
+      ConversionTarget &, LLVMTypeConverter &converter,
+      RewritePatternSet &patterns) const final {
+    populateNormToNVVMConversionPatterns(converter, patterns);
+  }
+};
+
+} // namespace
+
+void mlir::norm::populateNormToNVVMConversionPatterns(
+    const LLVMTypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<MmaSyncLowering, LdMatrixLowering, AsyncCopyLowering,
+               AsyncCommitLowering, AsyncWaitLowering>(converter);
+}
+
+void mlir::norm::registerConvertNormToNVVMInterface(
+    DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *, NormDialect *dialect) {
+    dialect->addInterfaces<NormToNVVMInterface>();
+  });
+}
