@@ -63,6 +63,24 @@ private:
 
   /// Element offset of (row, chunk) in a tile at `base`: the swizzled chunk.
   Value tileOffset(Value base, Value row, Value chunk);
+  /// The lane's part of the offsets of fragment rows `rowConst + rowLane`,
+  /// chunks `chunkConst + chunkLane` (rowConst a multiple of 8, chunkConst
+  /// even, chunkLane 0 or 1): with the row's low bits fixed per lane, the
+  /// swizzled chunk is chunkConst's high bits plus (its low bits XOR a lane
+  /// value), so every fragment address is one of a few lane bases plus a
+  /// constant, and nothing per fragment stays live across the loop.
+  struct FragmentRows {
+    Value rowLane, chunkLane;
+    /// The lane bases by chunkConst's low bits (computed before the loop).
+    llvm::SmallDenseMap<int64_t, Value> bases;
+  };
+  FragmentRows makeFragmentRows(Value rowLane, Value chunkLane,
+                                ArrayRef<int64_t> chunkConsts);
+  Value fragmentOffset(Value tileBase, FragmentRows &rows, int64_t rowConst,
+                       int64_t chunkConst);
+  /// The chunk at that offset, and stores into it.
+  Value loadChunk(Value offset);
+  void storeChunk(Value value, Value offset);
   Value tileOffset(int64_t base, Value row, Value chunk) {
     return tileOffset(index(base), row, chunk);
   }
@@ -98,7 +116,9 @@ private:
   bool hasNorm;
   Type element;
   VectorType chunkType, f32Chunk;
-  Value shared, tid, warp, laneInWarp;
+  /// Two views of the tiles: elements (ldmatrix, cp.async) and 16-byte
+  /// chunks (the prologue's loads and stores).
+  Value shared, sharedChunks, tid, warp, laneInWarp;
   // Per CTA: the sequence's first token and length, the tile's first query
   // row within the sequence, the head and its key/value head.
   Value seqStart, seqLength, qTileStart, head, kvHead, found;
@@ -136,6 +156,46 @@ Value AttentionEmitter::tileOffset(Value base, Value row, Value chunk) {
     swizzled = arith::XOrIOp::create(b, chunk, bits);
   }
   return add(base, add(mul(row, index(headDim)), mul(swizzled, index(kChunk))));
+}
+
+AttentionEmitter::FragmentRows
+AttentionEmitter::makeFragmentRows(Value rowLane, Value chunkLane,
+                                   ArrayRef<int64_t> chunkConsts) {
+  FragmentRows rows{rowLane, chunkLane, {}};
+  Value rowTerm = mul(rowLane, index(headDim));
+  Value lanes = chunkLane;
+  if (swizzle > 1)
+    lanes = arith::XOrIOp::create(
+        b, chunkLane, arith::AndIOp::create(b, rowLane, index(swizzle - 1)));
+  for (int64_t chunkConst : chunkConsts) {
+    int64_t low = chunkConst & (swizzle - 1);
+    if (rows.bases.count(low))
+      continue;
+    Value chunk =
+        swizzle > 1 ? arith::XOrIOp::create(b, lanes, index(low)) : lanes;
+    rows.bases[low] = add(rowTerm, mul(chunk, index(kChunk)));
+  }
+  return rows;
+}
+
+Value AttentionEmitter::fragmentOffset(Value tileBase, FragmentRows &rows,
+                                       int64_t rowConst, int64_t chunkConst) {
+  assert(rowConst % 8 == 0 && chunkConst % 2 == 0 && "see FragmentRows");
+  int64_t low = chunkConst & (swizzle - 1);
+  int64_t constant = rowConst * headDim + (chunkConst - low) * kChunk;
+  return add(add(tileBase, rows.bases.lookup(low)), index(constant));
+}
+
+Value AttentionEmitter::loadChunk(Value offset) {
+  return memref::LoadOp::create(
+      b, sharedChunks,
+      ValueRange{arith::DivUIOp::create(b, offset, index(kChunk))});
+}
+
+void AttentionEmitter::storeChunk(Value value, Value offset) {
+  memref::StoreOp::create(
+      b, value, sharedChunks,
+      ValueRange{arith::DivUIOp::create(b, offset, index(kChunk))});
 }
 
 Value AttentionEmitter::stageBase(Value stage, bool value) {
@@ -232,8 +292,7 @@ void AttentionEmitter::emitQueryPrologue(Value qBase, Value tileRows,
                   }).front();
         Value y = normalizeChunk(x, chunkValid, qWeight);
         ifThen(chunkValid, [&] {
-          vector::StoreOp::create(b, convert(y, element), shared,
-                                  tileOffset(0, row, lane));
+          storeChunk(convert(y, element), tileOffset(0, row, lane));
         });
         scf::YieldOp::create(b);
       });
@@ -301,12 +360,11 @@ void AttentionEmitter::emitKeyNorm(Value stage) {
         Value valid = arith::AndIOp::create(b, inTile, chunkValid);
         Value offset = tileOffset(base, row, lane);
         Value x = ifElseZeros(valid, [&]() -> SmallVector<Value> {
-                    return {toF32(vector::LoadOp::create(b, chunkType, shared,
-                                                         offset))};
+                    return {toF32(loadChunk(offset))};
                   }).front();
         Value y = normalizeChunk(x, chunkValid, kWeight);
         ifThen(valid, [&] {
-          vector::StoreOp::create(b, convert(y, element), shared, offset);
+          storeChunk(convert(y, element), offset);
         });
         scf::YieldOp::create(b);
       });
@@ -332,11 +390,16 @@ void AttentionEmitter::emit() {
       b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), nullptr,
                          gpu::AddressSpaceAttr::get(
                              context, gpu::AddressSpace::Workgroup)));
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup);
   shared = memref::ViewOp::create(
-      b,
-      MemRefType::get({sharedElements}, element, nullptr,
-                      gpu::AddressSpaceAttr::get(context,
-                                                 gpu::AddressSpace::Workgroup)),
+      b, MemRefType::get({sharedElements}, element, nullptr, workgroup),
+      memory, index(0), ValueRange{});
+  // memref.load/store of whole vectors: 16-byte aligned shared accesses that
+  // the NVVM conversion lowers with the shared address space.
+  sharedChunks = memref::ViewOp::create(
+      b, MemRefType::get({sharedElements / kChunk}, chunkType, nullptr,
+                         workgroup),
       memory, index(0), ValueRange{});
 
   // Which tile of which sequence: CTA `bid` is query tile bid / H of the
@@ -437,6 +500,28 @@ void AttentionEmitter::emit() {
            [&] { emitKeyValueCopies(index(s), index(s)); },
            [&] { AsyncCommitOp::create(b); });
 
+  // ldmatrix x4 row addresses (lane l gives row l % 8 of matrix l / 8):
+  // Q: rows 16w + l % 16, chunks 2kk + l / 16; K: keys 8n + l % 8 + 8 (j /
+  // 2), chunks 2kk + j % 2; V (transposed): keys 16c + l % 8 + 8 (j % 2),
+  // chunks d + j / 2, with j = l / 8.
+  Value matrix = arith::DivUIOp::create(b, laneInWarp, index(8));
+  Value rowInMatrix = arith::RemUIOp::create(b, laneInWarp, index(8));
+  Value matrixHigh = arith::RemUIOp::create(b, matrix, index(2));
+  Value matrixPair = arith::DivUIOp::create(b, matrix, index(2));
+  SmallVector<int64_t> kSteps, dSteps;
+  for (int64_t kk = 0; kk < headDim / 16; ++kk)
+    kSteps.push_back(2 * kk);
+  for (int64_t d = 0; d < outBlocks; d += 2)
+    dSteps.push_back(d);
+  FragmentRows qRows = makeFragmentRows(
+      add(mul(warp, index(16)), arith::RemUIOp::create(b, laneInWarp,
+                                                       index(16))),
+      arith::DivUIOp::create(b, laneInWarp, index(16)), kSteps);
+  FragmentRows kRows = makeFragmentRows(
+      add(mul(matrixPair, index(8)), rowInMatrix), matrixHigh, kSteps);
+  FragmentRows vRows = makeFragmentRows(
+      add(mul(matrixHigh, index(8)), rowInMatrix), matrixPair, dSteps);
+
   SmallVector<Value> init;
   init.push_back(constantF32(negInf)); // running max, row g
   init.push_back(constantF32(negInf)); // row g + 8
@@ -467,26 +552,16 @@ void AttentionEmitter::emit() {
         // S = Q K^T: 16 x N per warp.
         Value kBase = stageBase(stage, false);
         Value vBase = stageBase(stage, true);
-        Value rowInBlock = arith::RemUIOp::create(b, laneInWarp, index(16));
-        Value half = arith::DivUIOp::create(b, laneInWarp, index(16));
-        Value matrix = arith::DivUIOp::create(b, laneInWarp, index(8));
-        Value rowInMatrix = arith::RemUIOp::create(b, laneInWarp, index(8));
-        Value matrixHigh = arith::RemUIOp::create(b, matrix, index(2));
-        Value matrixPair = arith::DivUIOp::create(b, matrix, index(2));
         SmallVector<Value> scores(scoreBlocks, zero(accType));
         for (int64_t kk = 0; kk < headDim / 16; ++kk) {
-          Value a = ldmatrix(
-              tileOffset(0, add(mul(warp, index(16)), rowInBlock),
-                         add(index(2 * kk), half)),
-              /*transpose=*/false);
+          Value a = ldmatrix(fragmentOffset(index(0), qRows, 0, 2 * kk),
+                             /*transpose=*/false);
           for (int64_t n = 0; n < scoreBlocks; n += 2) {
             // Matrices: keys [8n, 8n + 8) and [8n + 8, 8n + 16), each at
             // head columns [16kk, 16kk + 8) and [16kk + 8, 16kk + 16).
-            Value keyRow = add(index(8 * n), add(mul(matrixPair, index(8)),
-                                                 rowInMatrix));
-            Value fragments = ldmatrix(
-                tileOffset(kBase, keyRow, add(index(2 * kk), matrixHigh)),
-                /*transpose=*/false);
+            Value fragments =
+                ldmatrix(fragmentOffset(kBase, kRows, 8 * n, 2 * kk),
+                         /*transpose=*/false);
             for (int64_t j = 0; j < 2; ++j) {
               Value bFragment = vector::ExtractStridedSliceOp::create(
                   b, fragments, ArrayRef<int64_t>{4 * j}, ArrayRef<int64_t>{4},
@@ -497,22 +572,26 @@ void AttentionEmitter::emit() {
         }
 
         // Mask keys past the sequence and, causal, after the query row;
-        // scale to log2 units.
+        // scale to log2 units. Per row, keys [0, limit) of this lane's
+        // columns 2t + 8n + i % 2 are kept: one i32 compare per element.
         Value keyBase = add(mul(tile, index(blockN)), mul(t, index(2)));
         Value queryRow = add(qTileStart, warpRow);
+        SmallVector<Value> limit(2);
+        for (int64_t h = 0; h < 2; ++h) {
+          Value end = seqLength;
+          if (spec.causal)
+            end = arith::MinUIOp::create(
+                b, end, add(queryRow, index(8 * h + 1)));
+          limit[h] = arith::IndexCastOp::create(
+              b, b.getI32Type(), arith::SubIOp::create(b, end, keyBase));
+        }
         SmallVector<Value> rowMax(2, constantF32(negInf));
         for (int64_t n = 0; n < scoreBlocks; ++n) {
           SmallVector<Value> elements;
           for (int64_t i = 0; i < 4; ++i) {
-            Value key = add(keyBase, index(8 * n + i % 2));
-            Value query = add(queryRow, index(8 * (i / 2)));
-            Value keep = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                               key, seqLength);
-            if (spec.causal)
-              keep = arith::AndIOp::create(
-                  b, keep,
-                  arith::CmpIOp::create(b, arith::CmpIPredicate::ule, key,
-                                        query));
+            Value column = arith::ConstantIntOp::create(b, 8 * n + i % 2, 32);
+            Value keep = arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
+                                               column, limit[i / 2]);
             Value s = mulf(vector::ExtractOp::create(b, scores[n], i),
                            scaleLog2);
             s = arith::SelectOp::create(b, keep, s, constantF32(negInf));
@@ -568,12 +647,10 @@ void AttentionEmitter::emit() {
           Value a = convert(pBlock, element);
           // Matrices: keys [16c, 16c + 8) and [16c + 8, 16c + 16), each at
           // head columns [8d, 8d + 8) and [8d + 8, 8d + 16), transposed.
-          Value valueRow = add(index(16 * c),
-                               add(mul(matrixHigh, index(8)), rowInMatrix));
           for (int64_t d = 0; d < outBlocks; d += 2) {
-            Value fragments = ldmatrix(
-                tileOffset(vBase, valueRow, add(index(d), matrixPair)),
-                /*transpose=*/true);
+            Value fragments =
+                ldmatrix(fragmentOffset(vBase, vRows, 16 * c, d),
+                         /*transpose=*/true);
             for (int64_t j = 0; j < 2; ++j) {
               Value bFragment = vector::ExtractStridedSliceOp::create(
                   b, fragments, ArrayRef<int64_t>{4 * j}, ArrayRef<int64_t>{4},

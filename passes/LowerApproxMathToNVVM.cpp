@@ -102,7 +102,7 @@ struct LowerApproxMathToNVVM
     RewritePatternSet patterns(context);
     patterns.add<LowerRsqrt>(context);
     patterns.add<LowerApproximate<math::Exp2Op>>(context,
-                                                 "llvm.nvvm.ex2.approx.f");
+                                                 "llvm.nvvm.ex2.approx.f32");
     patterns.add<LowerApproximate<math::Log2Op>>(context,
                                                  "llvm.nvvm.lg2.approx.f");
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

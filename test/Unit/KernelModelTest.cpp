@@ -740,7 +740,7 @@ TEST(Attention, LaunchRules) {
   LaunchConfig big = getHeuristicLaunch(gemma, -1);
   big.warps = 8;
   big.rowsPerCta = 128;
-  big.blockN = 64;
+  big.blockN = 32;
   EXPECT_TRUE(verifyLaunchFor(gemma, big, 227 * 1024));
   Status sm89 = verifyLaunchFor(gemma, big, 99 * 1024);
   EXPECT_NE(sm89.message().find("shared memory"), std::string::npos);
@@ -785,7 +785,7 @@ TEST(Attention, Signature) {
   LaunchConfig big = getHeuristicLaunch(gemma, -1);
   big.warps = 8;
   big.rowsPerCta = 128;
-  big.blockN = 64;
+  big.blockN = 32;
   TargetOptions sm89;
   sm89.chip = "sm_89";
   KernelSignature refused;
