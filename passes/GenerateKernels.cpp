@@ -80,15 +80,14 @@ void GenerateKernels::runOnOperation() {
   // one are for the default target.
   target = getTargetOptions(getOperation());
 
-  // Attention kernels are not generated: a QK-Norm fused into attention
-  // would silently vanish.
+  // A norm.attention is not a kernel op: left alone, its fused QK-Norm
+  // would silently vanish from the kernels.
   WalkResult attention = getOperation().walk([](AttentionOp op) {
     if (!op.getQkNorm())
       return WalkResult::advance();
-    op.emitOpError("with a fused QK-Norm needs an attention kernel, which "
-                   "norm-opt does not generate yet; fuse with "
-                   "qk-norm=prologue instead (an option of norm-fuse and "
-                   "norm-to-ptx, and their default)");
+    op.emitOpError("with a fused QK-Norm is not a kernel op; "
+                   "norm-form-attention-kernels (part of norm-fuse and "
+                   "norm-to-ptx) turns it into norm.attention_kernel");
     return WalkResult::interrupt();
   });
   if (attention.wasInterrupted())

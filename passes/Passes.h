@@ -22,10 +22,11 @@ namespace mlir::norm {
 
 /// Where `norm-fuse` puts per-head QK-Norm.
 enum class QKNormPlacement {
-  /// One stand-alone norm.qk_norm_prologue kernel; attention stays a plain op.
+  /// One stand-alone norm.qk_norm_prologue kernel before the attention
+  /// kernel.
   Prologue,
-  /// Into norm.attention (qk_norm), for an attention kernel to apply; the
-  /// prologue kernel where that is not possible.
+  /// Into the attention kernel's prologue (the default); the prologue kernel
+  /// where that is not possible (the normalized q or k has other users).
   Attention,
 };
 
@@ -33,12 +34,12 @@ struct NormFuseOptions : public PassPipelineOptions<NormFuseOptions> {
   Option<QKNormPlacement> qkNorm{
       *this, "qk-norm",
       llvm::cl::desc("Where per-head QK-Norm goes"),
-      llvm::cl::init(QKNormPlacement::Prologue),
+      llvm::cl::init(QKNormPlacement::Attention),
       llvm::cl::values(
           clEnumValN(QKNormPlacement::Prologue, "prologue",
                      "a stand-alone norm.qk_norm_prologue kernel"),
           clEnumValN(QKNormPlacement::Attention, "attention",
-                     "the qk_norm of norm.attention"))};
+                     "the attention kernel's prologue"))};
   Option<bool> f32Residual{
       *this, "f32-residual",
       llvm::cl::desc("Fused add+norm kernels normalize the f32 sum instead of "

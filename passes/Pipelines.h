@@ -13,13 +13,12 @@ struct NormToPtxOptions : public NormLowerToPtxOptionsBase<NormToPtxOptions> {
   // Fusion.
   Option<QKNormPlacement> qkNorm{
       *this, "qk-norm", llvm::cl::desc("Where per-head QK-Norm goes"),
-      llvm::cl::init(QKNormPlacement::Prologue),
+      llvm::cl::init(QKNormPlacement::Attention),
       llvm::cl::values(
           clEnumValN(QKNormPlacement::Prologue, "prologue",
                      "a stand-alone norm.qk_norm_prologue kernel"),
           clEnumValN(QKNormPlacement::Attention, "attention",
-                     "the qk_norm of norm.attention (needs an attention "
-                     "kernel, which norm-opt does not generate yet)"))};
+                     "the attention kernel's prologue"))};
   Option<bool> f32Residual{
       *this, "f32-residual",
       llvm::cl::desc("Fused add+norm kernels normalize the f32 sum"),

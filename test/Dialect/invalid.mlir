@@ -1293,7 +1293,7 @@ func.func @launch_rows_multiple() attributes {l = #norm.launch<vector = 4, threa
 
 // -----
 
-// expected-error @+1 {{expected ','}}
+// expected-error @+1 {{struct is missing required parameter: rows_per_cta}}
 func.func @launch_missing() attributes {l = #norm.launch<vector = 4, threads_per_row = 32, warps = 4>}
 
 // -----

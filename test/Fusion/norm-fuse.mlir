@@ -1,6 +1,7 @@
 // RUN: norm-opt %s --norm-fuse | FileCheck %s
 // RUN: norm-opt %s --norm-fuse=f32-residual=true | FileCheck %s --check-prefix=F32RES
 // RUN: norm-opt %s --norm-fuse=qk-norm=attention | FileCheck %s --check-prefix=ATTN
+// RUN: norm-opt %s --norm-fuse | FileCheck %s --check-prefix=ATTN
 // RUN: not norm-opt %s --norm-fuse=qk-norm=nowhere 2>&1 | FileCheck %s --check-prefix=BADOPT
 
 // BADOPT: for the --qk-norm option: Cannot find option named 'nowhere'!
@@ -84,13 +85,13 @@ func.func @group_and_batch_norm(%x: tensor<?x512xf16>, %f: tensor<?x512xf16>, %w
   return %g, %y, %m, %v : tensor<?x512xf16>, tensor<?x256xf32>, tensor<256xf32>, tensor<256xf32>
 }
 
-// With qk-norm=attention, QK-Norm moves into the attention where it can;
-// where the normalized q has another user it cannot, and the prologue kernel
-// is formed instead.
+// With qk-norm=attention (the default), QK-Norm moves into the attention
+// kernel where it can; where the normalized q has another user it cannot,
+// and the prologue kernel is formed instead.
 // ATTN-LABEL: func.func @qk_norm_with_other_user
 //   ATTN-NOT: qk_norm =
 //       ATTN: %[[Q:.*]], %[[K:.*]] = norm.qk_norm_prologue <rms> %arg0 eps(1.0e-06) {head_dim = 64 : i64, num_kv_heads = 2 : i64, num_q_heads = 4 : i64}
-//       ATTN: %[[O:.*]] = norm.attention %[[Q]], %[[K]], %{{.*}} scale(0.125) {causal, head_dim = 64 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64} :
+//       ATTN: %[[O:.*]] = norm.attention_kernel %[[Q]], %[[K]], %{{.*}} seqlens(%{{.*}} : tensor<2xi32>) scale(0.125) {causal, head_dim = 64 : i64, num_heads = 4 : i64, num_kv_heads = 2 : i64} :
 //       ATTN: return %[[O]], %[[Q]]
 func.func @qk_norm_with_other_user(%qkv: tensor<4x512xbf16>) -> (tensor<4x256xbf16>, tensor<4x256xbf16>) {
   %q = tensor.extract_slice %qkv[0, 0] [4, 256] [1, 1] : tensor<4x512xbf16> to tensor<4x256xbf16>

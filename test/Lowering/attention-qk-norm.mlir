@@ -1,15 +1,15 @@
 // RUN: norm-opt %s --split-input-file --verify-diagnostics --norm-generate-kernels
-// RUN: not norm-opt %s --split-input-file --norm-lower-to-ptx 2>&1 | FileCheck %s
-// RUN: not norm-opt %s --split-input-file --norm-to-ptx="qk-norm=attention" 2>&1 \
-// RUN:   | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-to-ptx 2>&1 | FileCheck %s --check-prefix=PTX
 
-// An attention with a fused QK-Norm needs an attention kernel, which is not
-// generated: an error, never a silent drop of the normalization.
-// The advice names the option, whichever pipeline set it.
-// CHECK: error: 'norm.attention' op with a fused QK-Norm needs an attention kernel, which norm-opt does not generate yet; fuse with qk-norm=prologue instead (an option of norm-fuse and norm-to-ptx, and their default)
+// A norm.attention with a fused QK-Norm is not a kernel op: the kernel
+// generator refuses it (its normalization would vanish) and names the pass
+// that makes it one. norm-to-ptx runs that pass: one attention kernel with
+// the QK-Norm in its prologue.
+// PTX: .visible .entry norm_attn_qkrms_causal_d128_h4x1_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2(
+// PTX: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 func.func @fused(%q: tensor<?x512xbf16>, %k: tensor<?x128xbf16>, %v: tensor<?x128xbf16>,
                  %wq: tensor<128xbf16>, %wk: tensor<128xbf16>) -> tensor<?x512xbf16> {
-  // expected-error @below {{with a fused QK-Norm needs an attention kernel, which norm-opt does not generate yet; fuse with qk-norm=prologue instead (an option of norm-fuse and norm-to-ptx, and their default)}}
+  // expected-error @below {{with a fused QK-Norm is not a kernel op; norm-form-attention-kernels (part of norm-fuse and norm-to-ptx) turns it into norm.attention_kernel}}
   %o = norm.attention %q, %k, %v q_norm_weight(%wq : tensor<128xbf16>)
       k_norm_weight(%wk : tensor<128xbf16>) scale(0.08838834764831845)
       qk_norm_eps(1.0e-06)
@@ -21,7 +21,9 @@ func.func @fused(%q: tensor<?x512xbf16>, %k: tensor<?x128xbf16>, %v: tensor<?x12
 
 // -----
 
-// Attention without QK-Norm runs elsewhere: left alone.
+// Attention without QK-Norm is left alone by the kernel generator, and
+// gets its kernel through norm-to-ptx.
+// PTX: .visible .entry norm_attn_causal_d128_h4x1_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2(
 func.func @plain(%q: tensor<?x512xbf16>, %k: tensor<?x128xbf16>, %v: tensor<?x128xbf16>)
     -> tensor<?x512xbf16> {
   %o = norm.attention %q, %k, %v scale(0.08838834764831845)

@@ -1,81 +1,79 @@
 // RUN: norm-opt %s | norm-opt | FileCheck %s
 // RUN: norm-opt %s --norm-fuse | FileCheck %s --check-prefix=FUSE
 // RUN: norm-opt %s --norm-fuse | FileCheck %s --check-prefix=KERNELS
-// RUN: norm-opt %s --norm-fuse=qk-norm=attention | FileCheck %s --check-prefix=ATTN
+// RUN: norm-opt %s --norm-fuse=qk-norm=prologue | FileCheck %s --check-prefix=PROLOGUE
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: norm-opt %s --norm-to-ptx -o %t/block.ptx
 // RUN: FileCheck %s --check-prefix=PTX < %t/block.ptx
 // RUN: FileCheck %s --check-prefix=JSON < %t/block.json
-// RUN: not norm-opt %s --norm-to-ptx=qk-norm=attention -o %t/attn.ptx 2>&1 | FileCheck %s --check-prefix=NOKERNEL
 // CHECK-LABEL: func.func @decoder_block
 // CHECK-COUNT-5: norm.rms_norm
 
-// norm-to-ptx: three kernels (the first norm, the QK-Norm prologue, fused
-// add+RMSNorm twice with the same weights' shape), each with its scalar
-// fallback; no libdevice calls.
-// PTX-NOT: .extern
+// norm-to-ptx: the first norm, attention with the QK-Norm in its prologue,
+// fused add+RMSNorm twice with the same weights' shape; the row kernels
+// with their scalar fallbacks; no libdevice calls.
+// PTX-NOT: .extern .func
 // PTX-DAG: .visible .entry norm_rms_h4096_bf16_bf16_{{[0-9a-f]+}}_v8_t512_w16_r1(
-// PTX-DAG: .visible .entry norm_qk_rms_d128_bf16_bf16_{{[0-9a-f]+}}_v8_t16_w4_r8(
+// PTX-DAG: .visible .entry norm_attn_qkrms_causal_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2(
 // PTX-DAG: .visible .entry norm_rms_add_h4096_bf16_bf16_{{[0-9a-f]+}}_v8_t512_w16_r1(
 // PTX-DAG: ld.global.nc.v4.b32
 // PTX-DAG: shfl.sync.bfly
 // PTX-DAG: rsqrt.approx
+// PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // JSON: "name": "norm_rms_h4096_bf16_bf16_{{[0-9a-f]+}}_v8_t512_w16_r1"
 // JSON-SAME: "grid": "ceil(rows / 1)"
-// JSON: "kind": "qk_norm_prologue"
-// JSON-SAME: "grid": "ceil(rows * 40 / 8)"
+// JSON: "kind": "attention_kernel"
+// JSON-SAME: "grid": "32 * (ceil(rows / 64) + batch)"
+// JSON-SAME: {"name": "cu_seqlens", "kind": "buffer", "type": "i32", "rows_x_hidden": false, "read_only": true, "alignment": 4}
+// JSON-SAME: {"name": "rows", "kind": "rows", "type": "i64"}, {"name": "batch", "kind": "batch", "type": "i64"}
 // JSON: "name": "norm_rms_add_h4096_bf16_bf16_{{[0-9a-f]+}}_v8_t512_w16_r1"
 // JSON-SAME: {"name": "input", "kind": "buffer", "type": "bf16", "rows_x_hidden": true, "read_only": true, "alignment": 16}, {"name": "addend"
 // JSON-SAME: {"name": "residual_out", "kind": "buffer", "type": "bf16", "rows_x_hidden": true, "read_only": false, "alignment": 16}, {"name": "rows", "kind": "rows", "type": "i64"}
-// NOKERNEL: error: 'norm.attention' op with a fused QK-Norm needs an attention kernel
 
-// Four kernels, in program order.
+// Four kernels, in program order: the attention kernel reads q, k and v
+// straight from the packed projection (three views with its row stride)
+// and normalizes q and k as it loads them.
 // FUSE-LABEL: func.func @decoder_block
 //  FUSE-SAME: (%[[X:[^:]*]]: tensor<?x4096xbf16>, %[[ATTN_W:[^:]*]]: tensor<4096xbf16>, %[[Q_W:[^:]*]]: tensor<128xbf16>, %[[K_W:[^:]*]]: tensor<128xbf16>, %[[MLP_W:[^:]*]]: tensor<4096xbf16>, %[[FINAL_W:[^:]*]]: tensor<4096xbf16>)
 //  FUSE-NOT: norm.rms_norm
 //  FUSE-NOT: norm.residual_add
 //      FUSE: %[[N1:.*]] = norm.fused_row <rms> %[[X]] weight(%[[ATTN_W]] : tensor<4096xbf16>) eps(1.0e-06) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>{{$}}
 //      FUSE: %[[QKV:.*]] = call @qkv_proj(%[[N1]])
-//      FUSE: %[[V:.*]] = tensor.extract_slice %[[QKV]][0, 5120]
-//      FUSE: %[[ROWS:.*]] = tensor.extract_slice %[[QKV]][0, 0] [%{{.*}}, 6144] [1, 1]
-//      FUSE: %[[Q:.*]], %[[K:.*]] = norm.qk_norm_prologue <rms> %[[ROWS]] q_weight(%[[Q_W]] : tensor<128xbf16>) k_weight(%[[K_W]] : tensor<128xbf16>) eps(1.0e-06)
-// FUSE-SAME: {head_dim = 128 : i64, num_kv_heads = 8 : i64, num_q_heads = 32 : i64}
-//      FUSE: %[[ATT:.*]] = norm.attention %[[Q]], %[[K]], %[[V]] scale(0.08838834764831845) {causal, head_dim = 128 : i64, num_heads = 32 : i64, num_kv_heads = 8 : i64} :
+//      FUSE: %[[Q:.*]] = tensor.extract_slice %[[QKV]][0, 0] [%{{.*}}, 4096] [1, 1]
+//      FUSE: %[[K:.*]] = tensor.extract_slice %[[QKV]][0, 4096] [%{{.*}}, 1024] [1, 1]
+//      FUSE: %[[V:.*]] = tensor.extract_slice %[[QKV]][0, 5120] [%{{.*}}, 1024] [1, 1]
+//      FUSE: %[[CU:.*]] = tensor.from_elements %{{.*}}, %{{.*}} : tensor<2xi32>
+//      FUSE: %[[ATT:.*]] = norm.attention_kernel %[[Q]], %[[K]], %[[V]] seqlens(%[[CU]] : tensor<2xi32>) q_norm_weight(%[[Q_W]] : tensor<128xbf16>) k_norm_weight(%[[K_W]] : tensor<128xbf16>) scale(0.08838834764831845) qk_norm_eps(1.0e-06)
+// FUSE-SAME: {causal, head_dim = 128 : i64, num_heads = 32 : i64, num_kv_heads = 8 : i64, qk_norm = #norm.qk_norm<rms>}
 //      FUSE: %[[O:.*]] = call @o_proj(%[[ATT]])
 //      FUSE: %[[N2:.*]], %[[H1:.*]] = norm.fused_row <rms> %[[X]] addend(%[[O]] : tensor<?x4096xbf16>) weight(%[[MLP_W]] : tensor<4096xbf16>) eps(1.0e-06) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>, tensor<?x4096xbf16>
 //      FUSE: %[[M:.*]] = call @mlp(%[[N2]])
 //      FUSE: %[[OUT:.*]], %[[H2:.*]] = norm.fused_row <rms> %[[H1]] addend(%[[M]] : tensor<?x4096xbf16>) weight(%[[FINAL_W]] : tensor<4096xbf16>) eps(1.0e-06) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>, tensor<?x4096xbf16>
 //      FUSE: return %[[OUT]], %[[H2]]
 
-// Exactly four kernel ops, and no layer op left but attention.
-// KERNELS-COUNT-4: norm.{{fused_row|qk_norm_prologue}}
-//     KERNELS-NOT: norm.{{fused_row|qk_norm_prologue|column_stats|rms_norm|residual_add|cast}}
+// Exactly four kernel ops, and no layer op left.
+// KERNELS-COUNT-4: norm.{{fused_row|attention_kernel}}
+//     KERNELS-NOT: norm.{{fused_row|qk_norm_prologue|column_stats|rms_norm|residual_add|cast|attention }}
 
-// QK-Norm into the attention op: three row kernels, attention reads q and k
-// straight from the projection.
-// ATTN-LABEL: func.func @decoder_block
-//   ATTN-NOT: norm.qk_norm_prologue
-//       ATTN: norm.fused_row <rms>
-//       ATTN: %[[QKV:.*]] = call @qkv_proj
-//       ATTN: %[[Q:.*]] = tensor.extract_slice %[[QKV]][0, 0] [%{{.*}}, 4096] [1, 1]
-//       ATTN: %[[K:.*]] = tensor.extract_slice %[[QKV]][0, 4096] [%{{.*}}, 1024] [1, 1]
-//       ATTN: %[[V:.*]] = tensor.extract_slice %[[QKV]][0, 5120] [%{{.*}}, 1024] [1, 1]
-//   ATTN-NOT: norm.rms_norm
-//       ATTN: norm.attention %[[Q]], %[[K]], %[[V]] q_norm_weight(%{{.*}} : tensor<128xbf16>) k_norm_weight(%{{.*}} : tensor<128xbf16>) scale(0.08838834764831845) qk_norm_eps(1.0e-06)
-//  ATTN-SAME: qk_norm = #norm.qk_norm<rms>
-//       ATTN: norm.fused_row <rms> %{{.*}} addend
-//       ATTN: norm.fused_row <rms> %{{.*}} addend
-//   ATTN-NOT: norm.{{fused_row|qk_norm_prologue|rms_norm}}
+// qk-norm=prologue: the stand-alone QK-Norm kernel writes q and k, which
+// the attention kernel then reads again.
+// PROLOGUE-LABEL: func.func @decoder_block
+//       PROLOGUE: norm.fused_row <rms>
+//       PROLOGUE: %[[Q:.*]], %[[K:.*]] = norm.qk_norm_prologue <rms>
+//       PROLOGUE: norm.attention_kernel %[[Q]], %[[K]], %{{.*}} seqlens(%{{.*}} : tensor<2xi32>) scale(0.08838834764831845) {causal, head_dim = 128 : i64, num_heads = 32 : i64, num_kv_heads = 8 : i64}
+//       PROLOGUE: norm.fused_row <rms> %{{.*}} addend
+//       PROLOGUE: norm.fused_row <rms> %{{.*}} addend
 
 // A pre-norm transformer decoder block with QK-Norm (as in Qwen3 and OLMo 2),
 // followed by the final norm before the LM head: hidden 4096, 32 query heads
 // and 8 key/value heads of 128, bf16 activations and weights.
 //
-// The projections, the MLP and attention itself are matrix work that runs
-// elsewhere (external functions, `norm.attention`); norm-opt compiles the
-// normalization layers around them into fused kernels:
+// The projections and the MLP are matrix work that runs elsewhere
+// (external functions); norm-opt compiles the normalization layers and the
+// attention into fused kernels:
 //   - rms_norm(x)                              -> one row kernel
-//   - per-head RMSNorm of q and k (packed qkv) -> one QK-Norm prologue kernel
+//   - per-head RMSNorm of q and k, attention   -> one attention kernel, the
+//                                                 QK-Norm in its prologue
 //   - x + o, rms_norm(x + o)                   -> one fused add+RMSNorm kernel
 //   - h + m, final rms_norm(h + m)             -> one fused add+RMSNorm kernel
 

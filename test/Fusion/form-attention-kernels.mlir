@@ -1,0 +1,50 @@
+// RUN: norm-opt %s --split-input-file --norm-form-attention-kernels --verify-diagnostics | FileCheck %s
+
+// norm.attention becomes the kernel op over one sequence of all its tokens,
+// every field kept.
+// CHECK-LABEL: func.func @one_sequence
+//  CHECK-SAME: (%[[Q:.*]]: tensor<?x512xbf16>, %[[K:.*]]: tensor<?x128xbf16>, %[[V:.*]]: tensor<?x128xbf16>, %[[WQ:.*]]: tensor<128xbf16>, %[[WK:.*]]: tensor<128xbf16>)
+//       CHECK: %[[T:.*]] = tensor.dim %[[Q]], %{{.*}} : tensor<?x512xbf16>
+//       CHECK: %[[T32:.*]] = arith.index_cast %[[T]] : index to i32
+//       CHECK: %[[ZERO:.*]] = arith.constant 0 : i32
+//       CHECK: %[[CU:.*]] = tensor.from_elements %[[ZERO]], %[[T32]] : tensor<2xi32>
+//       CHECK: %[[O:.*]] = norm.attention_kernel %[[Q]], %[[K]], %[[V]] seqlens(%[[CU]] : tensor<2xi32>) q_norm_weight(%[[WQ]] : tensor<128xbf16>) k_norm_weight(%[[WK]] : tensor<128xbf16>) scale(0.08838834764831845) qk_norm_eps(1.0e-06) qk_norm_offset(1.0)
+//  CHECK-SAME: {causal, head_dim = 128 : i64, num_heads = 4 : i64, num_kv_heads = 1 : i64, qk_norm = #norm.qk_norm<rms>}
+//   CHECK-NOT: norm.attention %
+//       CHECK: return %[[O]]
+func.func @one_sequence(%q: tensor<?x512xbf16>, %k: tensor<?x128xbf16>, %v: tensor<?x128xbf16>,
+                        %wq: tensor<128xbf16>, %wk: tensor<128xbf16>) -> tensor<?x512xbf16> {
+  %o = norm.attention %q, %k, %v q_norm_weight(%wq : tensor<128xbf16>)
+      k_norm_weight(%wk : tensor<128xbf16>) scale(0.08838834764831845)
+      qk_norm_eps(1.0e-06) qk_norm_offset(1.0)
+      {num_heads = 4 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64,
+       causal, qk_norm = #norm.qk_norm<rms>}
+      : tensor<?x512xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x512xbf16>
+  return %o : tensor<?x512xbf16>
+}
+
+// -----
+
+// Static token counts fold to a constant end offset.
+// CHECK-LABEL: func.func @static_tokens
+//       CHECK: %[[END:.*]] = arith.constant 7 : i32
+//       CHECK: tensor.from_elements %{{.*}}, %[[END]] : tensor<2xi32>
+//       CHECK: norm.attention_kernel
+func.func @static_tokens(%q: tensor<7x128xf16>) -> tensor<7x128xf16> {
+  %o = norm.attention %q, %q, %q scale(0.125)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64}
+      : tensor<7x128xf16>, tensor<7x128xf16>, tensor<7x128xf16> -> tensor<7x128xf16>
+  return %o : tensor<7x128xf16>
+}
+
+// -----
+
+func.func @one_weight(%q: tensor<?x128xbf16>, %w: tensor<128xbf16>) -> tensor<?x128xbf16> {
+  // expected-error @below {{has a QK-Norm weight for only one of q and k; the attention kernel takes both or neither (give the other a ones weight)}}
+  %o = norm.attention %q, %q, %q q_norm_weight(%w : tensor<128xbf16>) scale(0.1)
+      qk_norm_eps(1.0e-06)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64,
+       qk_norm = #norm.qk_norm<rms>}
+      : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>
+  return %o : tensor<?x128xbf16>
+}
