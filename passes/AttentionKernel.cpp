@@ -98,6 +98,10 @@ private:
   /// threadsPerRow threads, `lane` holding chunk `lane`; `validChunk` is
   /// false for lanes past the row.
   Value normalizeChunk(Value x, Value validChunk, Value weight);
+  /// Runs `body` for rows [0, rows) of a tile, rowsAtOnce at a time (in an
+  /// scf.for with uniform bounds: the body may hold row reductions); `row`
+  /// is this thread's row, which may lie past `rows` in the last step.
+  void forEachTileRow(int64_t rows, function_ref<void(Value row)> body);
   /// The query tile into shared memory, normalized.
   void emitQueryPrologue(Value qBase, Value tileRows, Value chunkValid);
   /// cp.async of key and value tile `tile` into stage `stage`.
@@ -269,33 +273,39 @@ Value AttentionEmitter::normalizeChunk(Value x, Value validChunk,
   return y;
 }
 
+void AttentionEmitter::forEachTileRow(int64_t rows,
+                                      function_ref<void(Value row)> body) {
+  scf::ForOp::create(
+      b, index(0), index(llvm::divideCeil(rows, rowsAtOnce)), index(1),
+      ValueRange{}, [&](OpBuilder &nested, Location, Value it, ValueRange) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nested.getInsertionBlock(),
+                            nested.getInsertionPoint());
+        body(add(mul(it, index(rowsAtOnce)), slot));
+        scf::YieldOp::create(b);
+      });
+}
+
 void AttentionEmitter::emitQueryPrologue(Value qBase, Value tileRows,
                                          Value chunkValid) {
   Value q = arg("q");
   Value chunkStart = mul(lane, index(kChunk));
-  scf::ForOp::create(
-      b, index(0), index(blockM / rowsAtOnce), index(1), ValueRange{},
-      [&](OpBuilder &nested, Location, Value it, ValueRange) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nested.getInsertionBlock(),
-                            nested.getInsertionPoint());
-        Value row = add(mul(it, index(rowsAtOnce)), slot);
-        Value inRange =
-            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, tileRows);
-        Value valid = arith::AndIOp::create(b, inRange, chunkValid);
-        Value x = ifElseZeros(valid, [&]() -> SmallVector<Value> {
-                    Value at = add(add(qBase, mul(row, stride("q"))),
-                                   chunkStart);
-                    return {toF32(vector::LoadOp::create(
-                        b, chunkType, q, at, /*nontemporal=*/false,
-                        alignmentOf(q)))};
-                  }).front();
-        Value y = normalizeChunk(x, chunkValid, qWeight);
-        ifThen(chunkValid, [&] {
-          storeChunk(convert(y, element), tileOffset(0, row, lane));
-        });
-        scf::YieldOp::create(b);
-      });
+  forEachTileRow(blockM, [&](Value row) {
+    Value inRange =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, tileRows);
+    Value valid = arith::AndIOp::create(b, inRange, chunkValid);
+    Value x = ifElseZeros(valid, [&]() -> SmallVector<Value> {
+                Value at =
+                    add(add(qBase, mul(row, stride("q"))), chunkStart);
+                return {toF32(vector::LoadOp::create(b, chunkType, q, at,
+                                                     /*nontemporal=*/false,
+                                                     alignmentOf(q)))};
+              }).front();
+    Value y = normalizeChunk(x, chunkValid, qWeight);
+    ifThen(chunkValid, [&] {
+      storeChunk(convert(y, element), tileOffset(0, row, lane));
+    });
+  });
   gpu::BarrierOp::create(b);
 }
 
@@ -346,28 +356,17 @@ void AttentionEmitter::emitKeyNorm(Value stage) {
   Value base = stageBase(stage, /*value=*/false);
   Value chunkValid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, lane,
                                            index(chunksPerRow));
-  int64_t iterations = llvm::divideCeil(blockN, rowsAtOnce);
-  scf::ForOp::create(
-      b, index(0), index(iterations), index(1), ValueRange{},
-      [&](OpBuilder &nested, Location, Value it, ValueRange) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nested.getInsertionBlock(),
-                            nested.getInsertionPoint());
-        Value row = add(mul(it, index(rowsAtOnce)), slot);
-        Value inTile =
-            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row,
-                                  index(blockN));
-        Value valid = arith::AndIOp::create(b, inTile, chunkValid);
-        Value offset = tileOffset(base, row, lane);
-        Value x = ifElseZeros(valid, [&]() -> SmallVector<Value> {
-                    return {toF32(loadChunk(offset))};
-                  }).front();
-        Value y = normalizeChunk(x, chunkValid, kWeight);
-        ifThen(valid, [&] {
-          storeChunk(convert(y, element), offset);
-        });
-        scf::YieldOp::create(b);
-      });
+  forEachTileRow(blockN, [&](Value row) {
+    Value inTile = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row,
+                                         index(blockN));
+    Value valid = arith::AndIOp::create(b, inTile, chunkValid);
+    Value offset = tileOffset(base, row, lane);
+    Value x = ifElseZeros(valid, [&]() -> SmallVector<Value> {
+                return {toF32(loadChunk(offset))};
+              }).front();
+    Value y = normalizeChunk(x, chunkValid, kWeight);
+    ifThen(valid, [&] { storeChunk(convert(y, element), offset); });
+  });
   gpu::BarrierOp::create(b);
 }
 
