@@ -331,6 +331,35 @@ static normjit_status getTuning(const char *entry,
   });
 }
 
+/// The report of the bucket of `rows`; null (status set) for bad input.
+static const BucketReport *findReport(const normjit_kernel *kernel,
+                                      int64_t rows, const void *output,
+                                      normjit_status &status) {
+  if (!kernel || !output) {
+    status = invalid("kernel or config output is null");
+    return nullptr;
+  }
+  if (rows <= 0) {
+    status = invalid("the row count must be positive, got " +
+                     std::to_string(rows));
+    return nullptr;
+  }
+  return &kernel->kernel->getReport(getRowBucket(rows));
+}
+
+/// normjit_kernel_get_config(2): `convert` makes the C configuration.
+template <typename Config, typename Convert>
+static normjit_status getConfig(const char *entry,
+                                const normjit_kernel *kernel, int64_t rows,
+                                Config *config, Convert convert) {
+  return guard(entry, [&] {
+    normjit_status status = NORMJIT_SUCCESS;
+    if (const BucketReport *report = findReport(kernel, rows, config, status))
+      *config = convert(report->launch);
+    return status;
+  });
+}
+
 extern "C" {
 
 const char *normjit_status_name(normjit_status status) {
@@ -596,42 +625,18 @@ normjit_status normjit_kernel_launch(const normjit_kernel *kernel,
   });
 }
 
-/// The report of the bucket of `rows`; null (status set) for bad input.
-static const BucketReport *findReport(const normjit_kernel *kernel,
-                                      int64_t rows, const void *output,
-                                      normjit_status &status) {
-  if (!kernel || !output) {
-    status = invalid("kernel or config output is null");
-    return nullptr;
-  }
-  if (rows <= 0) {
-    status = invalid("the row count must be positive, got " +
-                     std::to_string(rows));
-    return nullptr;
-  }
-  return &kernel->kernel->getReport(getRowBucket(rows));
-}
-
 normjit_status normjit_kernel_get_config(const normjit_kernel *kernel,
                                          int64_t rows,
                                          normjit_launch_config *config) {
-  return guard("normjit_kernel_get_config", [&] {
-    normjit_status status = NORMJIT_SUCCESS;
-    if (const BucketReport *report = findReport(kernel, rows, config, status))
-      *config = convertLaunch(report->launch);
-    return status;
-  });
+  return getConfig("normjit_kernel_get_config", kernel, rows, config,
+                   convertLaunch);
 }
 
 normjit_status normjit_kernel_get_config2(const normjit_kernel *kernel,
                                           int64_t rows,
                                           normjit_launch_config2 *config) {
-  return guard("normjit_kernel_get_config2", [&] {
-    normjit_status status = NORMJIT_SUCCESS;
-    if (const BucketReport *report = findReport(kernel, rows, config, status))
-      *config = convertLaunch2(report->launch);
-    return status;
-  });
+  return getConfig("normjit_kernel_get_config2", kernel, rows, config,
+                   convertLaunch2);
 }
 
 normjit_status normjit_kernel_get_tuning(const normjit_kernel *kernel,

@@ -163,37 +163,33 @@ public:
   normjit_tuning_info
   tuning(int64_t rows, std::vector<normjit_candidate> *candidates = nullptr)
       const {
-    normjit_tuning_info info{};
-    info.struct_size = sizeof(info);
-    check(normjit_kernel_get_tuning(kernel_, rows, &info, nullptr, 0));
-    if (candidates) {
-      candidates->resize(info.num_candidates);
-      check(normjit_kernel_get_tuning(kernel_, rows, &info,
-                                      candidates->data(), candidates->size()));
-      candidates->resize(std::min(candidates->size(), info.num_candidates));
-    }
-    return info;
+    return getTuning(normjit_kernel_get_tuning, rows, candidates);
   }
 
   /// tuning() with whole configurations (attention's candidates).
   normjit_tuning_info
   tuning2(int64_t rows, std::vector<normjit_candidate2> *candidates) const {
-    normjit_tuning_info info{};
-    info.struct_size = sizeof(info);
-    check(normjit_kernel_get_tuning2(kernel_, rows, &info, nullptr, 0));
-    if (candidates) {
-      candidates->resize(info.num_candidates);
-      check(normjit_kernel_get_tuning2(kernel_, rows, &info,
-                                       candidates->data(), candidates->size()));
-      candidates->resize(std::min(candidates->size(), info.num_candidates));
-    }
-    return info;
+    return getTuning(normjit_kernel_get_tuning2, rows, candidates);
   }
 
   const normjit_kernel *get() const noexcept { return kernel_; }
   explicit operator bool() const noexcept { return kernel_ != nullptr; }
 
 private:
+  template <typename Candidate, typename Get>
+  normjit_tuning_info getTuning(Get get, int64_t rows,
+                                std::vector<Candidate> *candidates) const {
+    normjit_tuning_info info{};
+    info.struct_size = sizeof(info);
+    check(get(kernel_, rows, &info, nullptr, 0));
+    if (candidates) {
+      candidates->resize(info.num_candidates);
+      check(get(kernel_, rows, &info, candidates->data(), candidates->size()));
+      candidates->resize(std::min(candidates->size(), info.num_candidates));
+    }
+    return info;
+  }
+
   normjit_kernel *kernel_ = nullptr;
 };
 

@@ -185,6 +185,18 @@ def prepare_row_norm(kind: int, input: torch.Tensor,
                 tuple(outputs), tuple(keep))
 
 
+def _add_qk_weights(buffers, keep, q_weight: Optional[torch.Tensor],
+                    k_weight: Optional[torch.Tensor], head_dim: int) -> int:
+    """Adds the QK-Norm weights (both or neither) to a launch's buffers;
+    their flag."""
+    if q_weight is None:
+        return 0
+    buffers[_capi.Q_WEIGHT] = _buffer(q_weight, head_dim)
+    buffers[_capi.K_WEIGHT] = _buffer(k_weight, head_dim)
+    keep += [q_weight, k_weight]
+    return _capi.OP_WEIGHT
+
+
 def prepare_qk_norm(qkv: torch.Tensor, num_q_heads: int, num_kv_heads: int,
                     q_weight: Optional[torch.Tensor] = None,
                     k_weight: Optional[torch.Tensor] = None, eps: float = 1e-6,
@@ -228,12 +240,8 @@ def prepare_qk_norm(qkv: torch.Tensor, num_q_heads: int, num_kv_heads: int,
     }
     keep = [x]
     flags = (_capi.OP_QK_L2 if l2 else 0) | (
-        _capi.OP_QK_MEAN_VAR if layer_norm else 0)
-    if q_weight is not None:
-        buffers[_capi.Q_WEIGHT] = _buffer(q_weight, head_dim)
-        buffers[_capi.K_WEIGHT] = _buffer(k_weight, head_dim)
-        keep += [q_weight, k_weight]
-        flags |= _capi.OP_WEIGHT
+        _capi.OP_QK_MEAN_VAR if layer_norm else 0) | _add_qk_weights(
+            buffers, keep, q_weight, k_weight, head_dim)
     desc = OpDesc(kind=_capi.OP_QK_NORM, hidden=head_dim,
                   input_type=input_type, output_type=_dtype(q, "q"),
                   param_type=param_type, flags=flags,
@@ -408,12 +416,8 @@ def prepare_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     }
     keep = [q2, k2, v2, cu_seqlens]
     flags = (_QK_NORMS[qk_norm] if qk_norm else 0) | (
-        _capi.OP_CAUSAL if causal else 0)
-    if q_norm_weight is not None:
-        buffers[_capi.Q_WEIGHT] = _buffer(q_norm_weight, head_dim)
-        buffers[_capi.K_WEIGHT] = _buffer(k_norm_weight, head_dim)
-        keep += [q_norm_weight, k_norm_weight]
-        flags |= _capi.OP_WEIGHT
+        _capi.OP_CAUSAL if causal else 0) | _add_qk_weights(
+            buffers, keep, q_norm_weight, k_norm_weight, head_dim)
     out = out.view(q.shape)
     outputs = [out]
     if return_lse:
