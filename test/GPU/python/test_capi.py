@@ -299,9 +299,9 @@ class FakeDriverTest(unittest.TestCase):
                                  capi.ERROR_INVALID_ARGUMENT)
                 self.assertIn(message, caught.exception.message)
 
+    # Row kernels' launch arguments are the 14-tensor layout of API 1 and 2
+    # (no docstring: the lit test reads unittest's one-line output).
     def test_row_kernels_keep_the_api1_launch_args(self):
-        """Row kernels' launch arguments are the 14-tensor layout of API 1
-        and 2, and libnormjit still reads it."""
         args = self.launch_args()
         self.assertEqual(args.struct_size, 8 + 14 * 32)
         self.kernel.launch(args, 2)

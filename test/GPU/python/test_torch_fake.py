@@ -5,7 +5,10 @@ and read back from the fake driver's record of the launch.
 No GPU: host tensors stand in for device memory (the fake driver runs no
 kernel, it records parameters), so the layer's CUDA-device check is
 replaced. Needs torch (any build), NORMJIT_LIBRARY (with the compiler: the
-kernels are compiled for the fake device) and NORMJIT_FAKE_CUDA.
+kernels are compiled for the fake device) and NORMJIT_FAKE_CUDA;
+NORMJIT_TEST_BUNDLE (normjit-write-test-bundle's) serves the attention
+kernels, so that these tests check the layer and the runtime, not the
+attention kernel's lowering.
 """
 
 import ctypes
@@ -23,6 +26,7 @@ from norm_opt import capi
 from fake_driver import FakeLaunch, load_fake
 
 FAKE = os.environ.get("NORMJIT_FAKE_CUDA", "")
+BUNDLE = os.environ.get("NORMJIT_TEST_BUNDLE", "")
 
 
 @unittest.skipUnless(torch is not None and FAKE, "needs torch and "
@@ -39,12 +43,13 @@ class TorchLayerTest(unittest.TestCase):
         cls.fake = load_fake(FAKE)
         cls.cache = tempfile.TemporaryDirectory()
         norm_opt.configure(driver_library=FAKE, tuning=False,
-                           cache_dir=cls.cache.name)
+                           cache_dir=cls.cache.name,
+                           bundles=[BUNDLE] if BUNDLE else [])
 
     @classmethod
     def tearDownClass(cls):
         cls.layer._device, cls.layer.run = cls.saved
-        norm_opt.configure(driver_library="", tuning=True)
+        norm_opt.configure(driver_library="", tuning=True, bundles=[])
         cls.cache.cleanup()
 
     def launch(self):
@@ -171,6 +176,7 @@ class TorchLayerTest(unittest.TestCase):
             with self.subTest(message=message):
                 self.assertRaisesRegex(error, message, call)
 
+    # The two operations of normjit-write-test-bundle.
     def test_attention(self):
         # q, k, v: column slices of one packed projection, as 3-D views.
         qkv = self.rand(100, 1024)
@@ -205,8 +211,8 @@ class TorchLayerTest(unittest.TestCase):
         self.assertEqual((out.shape, lse.shape, lse.dtype),
                          ((7, 256), (7, 4), torch.float32))
 
+    # The op's shape function: what torch.compile's fake tensors see.
     def test_attention_shapes_without_running(self):
-        """The op's shape function: what torch.compile's fake tensors see."""
         meta = lambda *shape: torch.empty(*shape, dtype=torch.bfloat16,
                                           device="meta")
         before = self.fake.fakecuda_launch_count()
