@@ -12,10 +12,12 @@
 #include "runtime/Runtime.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -40,10 +42,16 @@ static_assert(NORMJIT_NUM_BUFFERS == kNumBufferSlots);
 static_assert(NORMJIT_K == static_cast<int>(BufferSlot::K));
 static_assert(NORMJIT_RESIDUAL_OUT ==
               static_cast<int>(BufferSlot::ResidualOut));
+static_assert(NORMJIT_V == static_cast<int>(BufferSlot::V));
+static_assert(NORMJIT_CU_SEQLENS == static_cast<int>(BufferSlot::CuSeqlens));
+static_assert(NORMJIT_LSE == static_cast<int>(BufferSlot::Lse));
 static_assert(NORMJIT_BF16 == static_cast<int>(ElementType::bf16));
 static_assert(NORMJIT_F32 == static_cast<int>(ElementType::f32));
+static_assert(NORMJIT_I32 == static_cast<int>(ElementType::i32));
 static_assert(NORMJIT_OP_QK_NORM ==
               static_cast<int>(OpSpec::Kind::QKNormPrologue));
+static_assert(NORMJIT_OP_ATTENTION ==
+              static_cast<int>(OpSpec::Kind::Attention));
 static_assert(NORMJIT_OP_BATCH_NORM_STATS ==
               static_cast<int>(OpSpec::Kind::BatchNormStats));
 static_assert(NORMJIT_PLAN_TUNED ==
@@ -57,13 +65,23 @@ static_assert(NORMJIT_PLAN_HEURISTIC ==
 static_assert(NORMJIT_PLAN_FIXED ==
               static_cast<int>(BucketReport::Source::Fixed));
 
-// The first published layouts (normjit.h); API 2 added one trailing field.
+// The published layouts (normjit.h): API 2 added one trailing field to the
+// context options, API 3 trailing fields to the op desc, the launch
+// arguments (three tensors) and the tuning info.
 static_assert(sizeof(void *) == 8, "the C ABI is defined for 64-bit hosts");
-static_assert(sizeof(normjit_op_desc) == NORMJIT_OP_DESC_SIZE_V1);
-static_assert(sizeof(normjit_launch_args) == NORMJIT_LAUNCH_ARGS_SIZE_V1);
-static_assert(sizeof(normjit_tuning_info) == NORMJIT_TUNING_INFO_SIZE_V1);
+static_assert(offsetof(normjit_op_desc, scale) == NORMJIT_OP_DESC_SIZE_V1);
+static_assert(sizeof(normjit_op_desc) == NORMJIT_OP_DESC_SIZE_V3);
+static_assert(offsetof(normjit_launch_args, tensors) +
+                  NORMJIT_V * sizeof(normjit_tensor) ==
+              NORMJIT_LAUNCH_ARGS_SIZE_V1);
+static_assert(sizeof(normjit_launch_args) == NORMJIT_LAUNCH_ARGS_SIZE_V3);
+static_assert(offsetof(normjit_tuning_info, block_n) ==
+              NORMJIT_TUNING_INFO_SIZE_V1);
+static_assert(sizeof(normjit_tuning_info) == NORMJIT_TUNING_INFO_SIZE_V3);
 static_assert(offsetof(normjit_context_options, tuning_scratch_bytes) ==
               NORMJIT_CONTEXT_OPTIONS_SIZE_V1);
+static_assert(offsetof(normjit_launch_config2, block_n) ==
+              sizeof(normjit_launch_config));
 
 static thread_local std::string lastError;
 /// Set instead of lastError when storing the message failed.
@@ -100,7 +118,16 @@ static normjit_status invalid(const std::string &message) {
   return fail(Status::error(ErrorCode::InvalidArgument, message));
 }
 
-static bool isDtype(int32_t dtype) { return dtype >= 0 && dtype <= 2; }
+/// A normjit_dtype value: f32, f16, bf16 or i32.
+static bool isDtype(int32_t dtype) {
+  return dtype >= NORMJIT_F32 && dtype <= NORMJIT_I32;
+}
+
+/// The float dtypes: every tensor but cu_seqlens, and every desc type.
+static bool isFloatDtype(int32_t dtype) {
+  return isDtype(dtype) &&
+         isFloatElementType(static_cast<ElementType>(dtype));
+}
 
 /// Unknown flag bits and non-zero reserved fields are refused, not
 /// ignored, so that later versions can give them a meaning.
@@ -137,7 +164,9 @@ static std::string checkStructSize(const char *type, uint32_t size,
    offsetof(std::remove_reference_t<decltype(*(object))>, field) +             \
        sizeof((object)->field))
 
-constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_QK_MEAN_VAR << 1) - 1;
+constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_WRITE_LSE << 1) - 1;
+constexpr uint32_t kQKStatisticFlags =
+    NORMJIT_OP_QK_RMS | NORMJIT_OP_QK_L2 | NORMJIT_OP_QK_MEAN_VAR;
 constexpr uint32_t kKnownContextFlags =
     NORMJIT_CONTEXT_NO_TUNING | NORMJIT_CONTEXT_NO_DISK_CACHE;
 constexpr uint32_t kKnownKernelFlags =
@@ -157,24 +186,43 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
     status = invalid(why);
     return false;
   }
-  if (desc->kind < NORMJIT_OP_RMS_NORM || desc->kind > NORMJIT_OP_QK_NORM) {
+  if (desc->kind < NORMJIT_OP_RMS_NORM || desc->kind > NORMJIT_OP_ATTENTION) {
     status = invalid("unknown operation kind " + std::to_string(desc->kind));
     return false;
   }
   for (int32_t dtype : {desc->input_type, desc->output_type, desc->param_type,
-                        desc->addend_type, desc->skip_type})
+                        desc->addend_type, desc->skip_type}) {
     if (!isDtype(dtype)) {
       status = invalid("unknown dtype " + std::to_string(dtype));
       return false;
     }
+    if (!isFloatDtype(dtype)) {
+      status = invalid("normjit_op_desc: NORMJIT_I32 is only the dtype of "
+                       "the cu_seqlens buffer; tensors and parameters are "
+                       "f32, f16 or bf16");
+      return false;
+    }
+  }
   if (desc->flags & ~kKnownOpFlags) {
     status = invalid(describeUnknownBits("normjit_op_desc.flags", desc->flags,
                                          kKnownOpFlags));
     return false;
   }
-  if ((desc->flags & NORMJIT_OP_QK_L2) && (desc->flags & NORMJIT_OP_QK_MEAN_VAR)) {
-    status = invalid("NORMJIT_OP_QK_L2 and NORMJIT_OP_QK_MEAN_VAR exclude each "
-                     "other");
+  uint32_t statisticFlags = desc->flags & kQKStatisticFlags;
+  if (statisticFlags & (statisticFlags - 1)) {
+    status = invalid("NORMJIT_OP_QK_RMS, NORMJIT_OP_QK_L2 and "
+                     "NORMJIT_OP_QK_MEAN_VAR exclude each other");
+    return false;
+  }
+  bool attention = desc->kind == NORMJIT_OP_ATTENTION;
+  // Fields past the caller's struct_size keep their defaults (API 2
+  // callers: scale 0).
+  double scale = NORMJIT_HAS_FIELD(desc, scale) ? desc->scale : 0.0;
+  if (!attention &&
+      (scale != 0.0 ||
+       (desc->flags & (NORMJIT_OP_CAUSAL | NORMJIT_OP_WRITE_LSE)))) {
+    status = invalid("normjit_op_desc: scale, NORMJIT_OP_CAUSAL and "
+                     "NORMJIT_OP_WRITE_LSE apply to NORMJIT_OP_ATTENTION only");
     return false;
   }
   spec.kind = static_cast<OpSpec::Kind>(desc->kind);
@@ -191,10 +239,25 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
   spec.writeResidual = desc->flags & NORMJIT_OP_RESIDUAL_OUT;
   spec.f32Residual = desc->flags & NORMJIT_OP_F32_RESIDUAL;
   spec.hasSkip = desc->flags & NORMJIT_OP_SKIP;
+  // Without a statistic flag the QK-Norm prologue normalizes with RMS (API
+  // 1), attention not at all.
+  if (attention)
+    spec.qkStatistic = Statistic::None;
+  if (desc->flags & NORMJIT_OP_QK_RMS)
+    spec.qkStatistic = Statistic::RMS;
   if (desc->flags & NORMJIT_OP_QK_L2)
     spec.qkStatistic = Statistic::L2;
   if (desc->flags & NORMJIT_OP_QK_MEAN_VAR)
     spec.qkStatistic = Statistic::MeanVar;
+  if (attention) {
+    spec.causal = desc->flags & NORMJIT_OP_CAUSAL;
+    spec.writeLse = desc->flags & NORMJIT_OP_WRITE_LSE;
+    // 0: the usual 1 / sqrt(head dim); a non-positive head dim is refused
+    // by the operation's rules.
+    spec.scale = scale != 0.0 || desc->hidden <= 0
+                     ? scale
+                     : 1.0 / std::sqrt(static_cast<double>(desc->hidden));
+  }
   spec.eps = desc->eps;
   spec.alpha = desc->alpha;
   spec.weightOffset = desc->weight_offset;
@@ -202,6 +265,99 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
   spec.numQHeads = desc->num_q_heads;
   spec.numKvHeads = desc->num_kv_heads;
   return true;
+}
+
+/// Writes `defaults` into the first `size` bytes of `object` (zeros past
+/// the library's layout) and sets struct_size = size: the _init_sized
+/// functions.
+template <typename Struct>
+static void initSized(Struct *object, size_t size, const Struct &defaults) {
+  if (!object || size < sizeof(object->struct_size))
+    return;
+  // The caller's size, even a larger one (a newer header): the library
+  // then refuses it with a message, rather than ignoring fields it was
+  // given.
+  std::memset(static_cast<void *>(object), 0, size);
+  std::memcpy(static_cast<void *>(object), &defaults,
+              std::min(size, sizeof(defaults)));
+  object->struct_size =
+      static_cast<uint32_t>(std::min<size_t>(size, UINT32_MAX));
+}
+
+static normjit_launch_config convertLaunch(const LaunchConfig &launch) {
+  return {launch.vector, launch.threadsPerRow, launch.warps,
+          launch.rowsPerCta};
+}
+
+static normjit_launch_config2 convertLaunch2(const LaunchConfig &launch) {
+  return {launch.vector,     launch.threadsPerRow, launch.warps,
+          launch.rowsPerCta, launch.blockN,        launch.stages};
+}
+
+/// normjit_kernel_get_tuning(2): `write(i, candidate)` stores candidate i.
+template <typename Write>
+static normjit_status getTuning(const char *entry,
+                                const normjit_kernel *kernel, int64_t rows,
+                                normjit_tuning_info *info,
+                                const void *candidates, size_t capacity,
+                                Write write) {
+  return guard(entry, [&] {
+    if (!kernel || !info)
+      return invalid("kernel or tuning info output is null");
+    if (std::string why = checkStructSize(
+            "normjit_tuning_info", info->struct_size,
+            NORMJIT_TUNING_INFO_SIZE_V1, sizeof(normjit_tuning_info), nullptr);
+        !why.empty())
+      return invalid(why);
+    if (capacity && !candidates)
+      return invalid("capacity is " + std::to_string(capacity) +
+                     " but candidates is null");
+    if (rows <= 0)
+      return invalid("the row count must be positive, got " +
+                     std::to_string(rows));
+    const BucketReport &report = kernel->kernel->getReport(getRowBucket(rows));
+    info->source = static_cast<int32_t>(report.source);
+    info->tuned_rows = report.tunedRows;
+    info->num_candidates = report.candidates.size();
+    info->config = convertLaunch(report.launch);
+    // API 1 and 2 callers' structs end before these.
+    if (NORMJIT_HAS_FIELD(info, stages)) {
+      info->block_n = report.launch.blockN;
+      info->stages = report.launch.stages;
+    }
+    for (size_t i = 0; i < report.candidates.size() && i < capacity; ++i)
+      write(i, report.candidates[i]);
+    return NORMJIT_SUCCESS;
+  });
+}
+
+/// The report of the bucket of `rows`; null (status set) for bad input.
+static const BucketReport *findReport(const normjit_kernel *kernel,
+                                      int64_t rows, const void *output,
+                                      normjit_status &status) {
+  if (!kernel || !output) {
+    status = invalid("kernel or config output is null");
+    return nullptr;
+  }
+  if (rows <= 0) {
+    status = invalid("the row count must be positive, got " +
+                     std::to_string(rows));
+    return nullptr;
+  }
+  return &kernel->kernel->getReport(getRowBucket(rows));
+}
+
+/// normjit_kernel_get_config(2): `convert` makes the C configuration.
+template <typename Config, typename Convert>
+static normjit_status getConfig(const char *entry,
+                                const normjit_kernel *kernel, int64_t rows,
+                                Config *config, Convert convert) {
+  return guard(entry, [&] {
+    normjit_status status = NORMJIT_SUCCESS;
+    if (const BucketReport *report = findReport(kernel, rows, config, status))
+      *config = convert(report->launch);
+    return status;
+  });
 }
 
 extern "C" {
@@ -230,16 +386,9 @@ void normjit_get_version(uint32_t *major, uint32_t *minor, uint32_t *patch,
 
 void normjit_context_options_init_sized(normjit_context_options *options,
                                         size_t size) {
-  if (!options || size < sizeof(options->struct_size))
-    return;
   normjit_context_options defaults{};
   defaults.log_level = -1;
-  // The caller's size, even a larger one (a newer header): create then
-  // refuses it with a message, rather than ignoring fields it was given.
-  std::memset(options, 0, size);
-  std::memcpy(options, &defaults, std::min(size, sizeof(defaults)));
-  options->struct_size =
-      static_cast<uint32_t>(std::min<size_t>(size, UINT32_MAX));
+  initSized(options, size, defaults);
 }
 
 // The API 1 entry point (normjit.h maps the name to the sized one).
@@ -300,23 +449,26 @@ normjit_status normjit_context_create(const normjit_context_options *options,
 
 void normjit_context_destroy(normjit_context *context) { delete context; }
 
-void normjit_op_desc_init(normjit_op_desc *desc) {
-  if (!desc)
-    return;
-  *desc = normjit_op_desc{};
-  desc->struct_size = sizeof(normjit_op_desc);
-  desc->kind = NORMJIT_OP_RMS_NORM;
-  desc->input_type = desc->output_type = desc->param_type = desc->addend_type =
-      desc->skip_type = NORMJIT_BF16;
-  desc->eps = 1e-6;
-  desc->alpha = 1.0;
-  desc->groups = 1;
+void normjit_op_desc_init_sized(normjit_op_desc *desc, size_t size) {
+  normjit_op_desc defaults{};
+  defaults.kind = NORMJIT_OP_RMS_NORM;
+  defaults.input_type = defaults.output_type = defaults.param_type =
+      defaults.addend_type = defaults.skip_type = NORMJIT_BF16;
+  defaults.eps = 1e-6;
+  defaults.alpha = 1.0;
+  defaults.groups = 1;
+  initSized(desc, size, defaults);
+}
+
+// The API 1 entry point (normjit.h maps the name to the sized one).
+void(normjit_op_desc_init)(normjit_op_desc *desc) {
+  normjit_op_desc_init_sized(desc, NORMJIT_OP_DESC_SIZE_V1);
 }
 
 /// normjit_kernel_create with an optional fixed configuration.
 static normjit_status createKernel(const char *entry, normjit_context *context,
                                    const normjit_op_desc *desc,
-                                   const normjit_launch_config *config,
+                                   const std::optional<LaunchConfig> &config,
                                    uint32_t flags, normjit_kernel **kernel) {
   return guard(entry, [&] {
     if (!kernel)
@@ -334,9 +486,7 @@ static normjit_status createKernel(const char *entry, normjit_context *context,
     KernelOptions options;
     options.tune = !(flags & NORMJIT_KERNEL_NO_TUNING);
     options.refuseMisaligned = flags & NORMJIT_KERNEL_REFUSE_MISALIGNED;
-    if (config)
-      options.launch = LaunchConfig{config->vector, config->threads_per_row,
-                                    config->warps, config->rows_per_cta};
+    options.launch = config;
     std::shared_ptr<const Kernel> created;
     if (Status s = context->context->getKernel(spec, options, created); !s)
       return fail(s);
@@ -345,39 +495,77 @@ static normjit_status createKernel(const char *entry, normjit_context *context,
   });
 }
 
-static normjit_launch_config convertLaunch(const LaunchConfig &launch) {
-  return {launch.vector, launch.threadsPerRow, launch.warps,
-          launch.rowsPerCta};
+/// A fixed configuration entry point's null check, then createKernel.
+static normjit_status createWithConfig(const char *entry,
+                                       normjit_context *context,
+                                       const normjit_op_desc *desc,
+                                       const void *config,
+                                       const LaunchConfig &launch,
+                                       uint32_t flags,
+                                       normjit_kernel **kernel) {
+  if (!config) {
+    if (kernel)
+      *kernel = nullptr;
+    return guard(entry,
+                 [&] { return invalid("launch configuration is null"); });
+  }
+  return createKernel(entry, context, desc, launch, flags, kernel);
 }
 
 normjit_status normjit_kernel_create(normjit_context *context,
                                      const normjit_op_desc *desc,
                                      uint32_t flags, normjit_kernel **kernel) {
-  return createKernel("normjit_kernel_create", context, desc, nullptr, flags,
-                      kernel);
+  return createKernel("normjit_kernel_create", context, desc, std::nullopt,
+                      flags, kernel);
 }
 
 normjit_status normjit_kernel_create_with_config(
     normjit_context *context, const normjit_op_desc *desc,
     const normjit_launch_config *config, uint32_t flags,
     normjit_kernel **kernel) {
-  if (!config) {
-    if (kernel)
-      *kernel = nullptr;
-    return guard("normjit_kernel_create_with_config",
-                 [&] { return invalid("launch configuration is null"); });
-  }
-  return createKernel("normjit_kernel_create_with_config", context, desc,
-                      config, flags, kernel);
+  LaunchConfig launch;
+  if (config)
+    launch = {config->vector, config->threads_per_row, config->warps,
+              config->rows_per_cta};
+  return createWithConfig("normjit_kernel_create_with_config", context, desc,
+                          config, launch, flags, kernel);
+}
+
+normjit_status normjit_kernel_create_with_config2(
+    normjit_context *context, const normjit_op_desc *desc,
+    const normjit_launch_config2 *config, uint32_t flags,
+    normjit_kernel **kernel) {
+  LaunchConfig launch;
+  if (config)
+    launch = {config->vector,       config->threads_per_row, config->warps,
+              config->rows_per_cta, config->block_n,         config->stages};
+  return createWithConfig("normjit_kernel_create_with_config2", context, desc,
+                          config, launch, flags, kernel);
 }
 
 void normjit_kernel_destroy(normjit_kernel *kernel) { delete kernel; }
 
-void normjit_launch_args_init(normjit_launch_args *args) {
-  if (!args)
-    return;
-  *args = normjit_launch_args{};
-  args->struct_size = sizeof(normjit_launch_args);
+void normjit_launch_args_init_sized(normjit_launch_args *args, size_t size) {
+  initSized(args, size, normjit_launch_args{});
+}
+
+// The API 1 entry point (normjit.h maps the name to the sized one).
+void(normjit_launch_args_init)(normjit_launch_args *args) {
+  normjit_launch_args_init_sized(args, NORMJIT_LAUNCH_ARGS_SIZE_V1);
+}
+
+/// The tensors of `args` within its struct_size (14 for API 1 and 2
+/// callers): the library reads and writes no others.
+static int getTensorCount(const normjit_launch_args &args) {
+  size_t bytes = args.struct_size > offsetof(normjit_launch_args, tensors)
+                     ? args.struct_size - offsetof(normjit_launch_args, tensors)
+                     : 0;
+  return static_cast<int>(
+      std::min<size_t>(bytes / sizeof(normjit_tensor), NORMJIT_NUM_BUFFERS));
+}
+
+static std::string getSlotName(int slot) {
+  return std::string(getBufferSlotName(static_cast<BufferSlot>(slot)));
 }
 
 normjit_status normjit_launch_args_set(normjit_launch_args *args,
@@ -389,6 +577,12 @@ normjit_status normjit_launch_args_set(normjit_launch_args *args,
       return invalid("launch arguments are null");
     if (buffer < 0 || buffer >= NORMJIT_NUM_BUFFERS)
       return invalid("unknown buffer " + std::to_string(buffer));
+    if (buffer >= getTensorCount(*args))
+      return invalid("buffer " + std::to_string(buffer) + " ('" +
+                     getSlotName(buffer) +
+                     "') lies past normjit_launch_args.struct_size " +
+                     std::to_string(args->struct_size) +
+                     " (an older layout: call normjit_launch_args_init)");
     if (!isDtype(dtype))
       return invalid("unknown dtype " + std::to_string(dtype));
     args->tensors[buffer] = {data, dtype, 0, cols, row_stride};
@@ -414,13 +608,13 @@ normjit_status normjit_kernel_launch(const normjit_kernel *kernel,
     if (args->reserved != 0)
       return invalid("normjit_launch_args.reserved is " +
                      std::to_string(args->reserved) + ", must be 0");
-    for (int i = 0; i < NORMJIT_NUM_BUFFERS; ++i) {
+    // Tensors past the caller's struct_size stay absent.
+    for (int i = 0, count = getTensorCount(*args); i < count; ++i) {
       const normjit_tensor &t = args->tensors[i];
       if (t.reserved != 0)
         return invalid("normjit_launch_args.tensors[" + std::to_string(i) +
-                       "].reserved (buffer '" +
-                       std::string(getBufferSlotName(static_cast<BufferSlot>(i))) +
-                       "') is " + std::to_string(t.reserved) + ", must be 0");
+                       "].reserved (buffer '" + getSlotName(i) + "') is " +
+                       std::to_string(t.reserved) + ", must be 0");
       if (!isDtype(t.dtype))
         return invalid("buffer " + std::to_string(i) + " has unknown dtype " +
                        std::to_string(t.dtype));
@@ -434,15 +628,15 @@ normjit_status normjit_kernel_launch(const normjit_kernel *kernel,
 normjit_status normjit_kernel_get_config(const normjit_kernel *kernel,
                                          int64_t rows,
                                          normjit_launch_config *config) {
-  return guard("normjit_kernel_get_config", [&] {
-    if (!kernel || !config)
-      return invalid("kernel or config output is null");
-    if (rows <= 0)
-      return invalid("the row count must be positive, got " +
-                     std::to_string(rows));
-    *config = convertLaunch(kernel->kernel->getReport(getRowBucket(rows)).launch);
-    return NORMJIT_SUCCESS;
-  });
+  return getConfig("normjit_kernel_get_config", kernel, rows, config,
+                   convertLaunch);
+}
+
+normjit_status normjit_kernel_get_config2(const normjit_kernel *kernel,
+                                          int64_t rows,
+                                          normjit_launch_config2 *config) {
+  return getConfig("normjit_kernel_get_config2", kernel, rows, config,
+                   convertLaunch2);
 }
 
 normjit_status normjit_kernel_get_tuning(const normjit_kernel *kernel,
@@ -450,30 +644,25 @@ normjit_status normjit_kernel_get_tuning(const normjit_kernel *kernel,
                                          normjit_tuning_info *info,
                                          normjit_candidate *candidates,
                                          size_t capacity) {
-  return guard("normjit_kernel_get_tuning", [&] {
-    if (!kernel || !info)
-      return invalid("kernel or tuning info output is null");
-    if (std::string why = checkStructSize(
-            "normjit_tuning_info", info->struct_size,
-            NORMJIT_TUNING_INFO_SIZE_V1, sizeof(normjit_tuning_info), nullptr);
-        !why.empty())
-      return invalid(why);
-    if (capacity && !candidates)
-      return invalid("capacity is " + std::to_string(capacity) +
-                     " but candidates is null");
-    if (rows <= 0)
-      return invalid("the row count must be positive, got " +
-                     std::to_string(rows));
-    const BucketReport &report = kernel->kernel->getReport(getRowBucket(rows));
-    info->source = static_cast<int32_t>(report.source);
-    info->tuned_rows = report.tunedRows;
-    info->num_candidates = report.candidates.size();
-    info->config = convertLaunch(report.launch);
-    for (size_t i = 0; i < report.candidates.size() && i < capacity; ++i)
-      candidates[i] = {convertLaunch(report.candidates[i].launch),
-                       report.candidates[i].microseconds};
-    return NORMJIT_SUCCESS;
-  });
+  return getTuning("normjit_kernel_get_tuning", kernel, rows, info, candidates,
+                   capacity,
+                   [&](size_t i, const BucketReport::Candidate &candidate) {
+                     candidates[i] = {convertLaunch(candidate.launch),
+                                      candidate.microseconds};
+                   });
+}
+
+normjit_status normjit_kernel_get_tuning2(const normjit_kernel *kernel,
+                                          int64_t rows,
+                                          normjit_tuning_info *info,
+                                          normjit_candidate2 *candidates,
+                                          size_t capacity) {
+  return getTuning("normjit_kernel_get_tuning2", kernel, rows, info,
+                   candidates, capacity,
+                   [&](size_t i, const BucketReport::Candidate &candidate) {
+                     candidates[i] = {convertLaunch2(candidate.launch),
+                                      candidate.microseconds};
+                   });
 }
 
 normjit_status normjit_context_write_bundle(normjit_context *context,
@@ -484,11 +673,21 @@ normjit_status normjit_context_write_bundle(normjit_context *context,
       return invalid("context or path is null");
     if (count && !descs)
       return invalid("descs is null");
+    // The caller's array steps by its header's sizeof: descs[0].struct_size
+    // (checked by convertDesc before it is used as a stride).
     std::vector<OpSpec> specs(count);
+    size_t stride = count ? descs->struct_size : 0;
     for (size_t i = 0; i < count; ++i) {
+      auto *desc = reinterpret_cast<const normjit_op_desc *>(
+          reinterpret_cast<const char *>(descs) + i * stride);
       normjit_status status;
-      if (!convertDesc(&descs[i], specs[i], status))
+      if (!convertDesc(desc, specs[i], status))
         return status;
+      if (desc->struct_size != stride)
+        return invalid("descs[" + std::to_string(i) + "].struct_size is " +
+                       std::to_string(desc->struct_size) + ", descs[0]'s " +
+                       std::to_string(stride) +
+                       ": the array has one layout");
     }
     return report(context->context->writeBundle(specs, path));
   });

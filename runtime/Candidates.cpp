@@ -59,11 +59,18 @@ int64_t norm::jit::getRowBucketMinRows(RowBucket bucket) {
   return 1025;
 }
 
+int64_t norm::jit::getTuningBufferBytes(const BufferSpec &buffer,
+                                        int64_t rows) {
+  int64_t elements = buffer.cols == 0 ? kTuningSequences + 1
+                     : buffer.rows2D  ? buffer.cols * rows
+                                      : buffer.cols;
+  return elements * getElementBytes(buffer.type);
+}
+
 int64_t norm::jit::getTuningScratchBytes(const OpSpec &spec, int64_t rows) {
   int64_t bytes = 0;
   for (const BufferSpec &buffer : getBuffers(spec))
-    bytes += buffer.cols * getElementBytes(buffer.type) *
-             (buffer.rows2D ? rows : 1);
+    bytes += getTuningBufferBytes(buffer, rows);
   return bytes;
 }
 
@@ -117,9 +124,38 @@ getCtaShapes(int64_t threadsPerRow, RowBucket bucket) {
   return {{4, concurrent}};
 }
 
+/// Attention's candidates: the CTA's warps (query rows), the key tile and
+/// the pipeline depth; the vector and the threads per head row are fixed.
+static std::vector<LaunchConfig>
+getAttentionCandidates(const OpSpec &spec, const LaunchConfig &heuristic,
+                       int64_t maxSharedBytes) {
+  std::vector<LaunchConfig> candidates;
+  auto add = [&](const LaunchConfig &launch) {
+    if (verifyLaunchFor(spec, launch, maxSharedBytes) &&
+        std::find(candidates.begin(), candidates.end(), launch) ==
+            candidates.end())
+      candidates.push_back(launch);
+  };
+  add(heuristic);
+  for (int64_t warps : {2, 4, 8})
+    for (int64_t blockN : {32, 64, 128})
+      for (int64_t stages : {1, 2}) {
+        LaunchConfig launch = heuristic;
+        launch.warps = warps;
+        launch.rowsPerCta = 16 * warps;
+        launch.blockN = blockN;
+        launch.stages = stages;
+        add(launch);
+      }
+  return candidates;
+}
+
 std::vector<LaunchConfig>
 norm::jit::getTuningCandidates(const OpSpec &spec, RowBucket bucket,
-                               const LaunchConfig &heuristic) {
+                               const LaunchConfig &heuristic,
+                               int64_t maxSharedBytes) {
+  if (spec.kind == OpKind::Attention)
+    return getAttentionCandidates(spec, heuristic, maxSharedBytes);
   int64_t rowLength = getRowLength(spec);
   std::vector<LaunchConfig> candidates;
   // Staging a row that registers could hold only adds traffic.

@@ -48,8 +48,18 @@ int64_t getTuningRows(const OpSpec &spec, RowBucket bucket);
 /// The smallest row count of a bucket: 1, 2, 65, 1025.
 int64_t getRowBucketMinRows(RowBucket bucket);
 
+/// The sequences the tuner runs attention on: one of all the bucket's
+/// tokens, so that its scratch cu_seqlens holds two offsets, 0 and the
+/// tuning rows.
+constexpr int64_t kTuningSequences = 1;
+
+/// Device memory one scratch buffer of the tuner takes for `rows` rows:
+/// `rows` rows of a 2-D buffer, a 1-D buffer once, and kTuningSequences + 1
+/// offsets for a buffer whose length comes with the launch (cu_seqlens).
+int64_t getTuningBufferBytes(const BufferSpec &buffer, int64_t rows);
+
 /// Device memory the tuner's scratch buffers take for `rows` rows of
-/// `spec`: every 2-D buffer for `rows` rows, every 1-D buffer once.
+/// `spec`: getTuningBufferBytes of every buffer.
 int64_t getTuningScratchBytes(const OpSpec &spec, int64_t rows);
 
 /// The default bound of the tuner's scratch memory: twice what the largest
@@ -76,10 +86,14 @@ int64_t fitTuningRows(const OpSpec &spec, RowBucket bucket, int64_t rows,
 /// traffic. Longer rows (row kernels whose shares leave the registers even
 /// of 1024 threads) get 1024 and 512 threads per row, one row per CTA, each
 /// vector: four candidates at most, staged in shared memory or streamed as
-/// the compiler's target allows. Every candidate meets norm::verifyLaunchFor.
+/// the compiler's target allows. Attention: warps 2, 4, 8 x block_n 32, 64,
+/// 128 x stages 1, 2, at the only vector and threads per row it has, where
+/// the tiles fit `maxSharedBytes` (0: unchecked) and the accumulators the
+/// registers. Every candidate meets norm::verifyLaunchFor.
 std::vector<LaunchConfig> getTuningCandidates(const OpSpec &spec,
                                               RowBucket bucket,
-                                              const LaunchConfig &heuristic);
+                                              const LaunchConfig &heuristic,
+                                              int64_t maxSharedBytes = 0);
 
 } // namespace norm::jit
 

@@ -71,19 +71,61 @@ std::string LoadedKernel::describeMisalignment(const LaunchArgs &args,
   return "all buffers are aligned";
 }
 
-Status LoadedKernel::checkRows(int64_t rows) const {
-  int64_t gridX = getSignature().getGridX(rows);
+int64_t LoadedKernel::getBatch(const LaunchArgs &args) const {
+  return layout.hasBatch
+             ? getBatchOfOffsets(args[BufferSlot::CuSeqlens].cols)
+             : 0;
+}
+
+std::string LoadedKernel::describeAlignment() const {
+  // Grouped by alignment, widest first.
+  std::string message;
+  for (int64_t alignment = kMaxAccessBytes; alignment > 1; alignment /= 2) {
+    std::vector<std::string> names;
+    bool rows2D = false;
+    for (int i = 0; i < layout.numParams; ++i) {
+      const Param &param = layout.params[i];
+      if (param.kind != Param::Kind::Buffer || param.alignment != alignment ||
+          param.alignment <= param.elementBytes)
+        continue;
+      names.push_back(std::string(
+          getBufferSlotName(static_cast<BufferSlot>(param.slot))));
+      rows2D |= param.rows2D;
+    }
+    if (names.empty())
+      continue;
+    std::string list;
+    for (size_t i = 0; i < names.size(); ++i)
+      list += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") +
+              names[i];
+    message += std::string(message.empty() ? "align" : "; align") +
+               (rows2D ? " the pointers and row strides (in bytes) of "
+                       : " the pointers of ") +
+               list + " to " + std::to_string(alignment) + " bytes";
+  }
+  return message.empty() ? "it needs no alignment" : message;
+}
+
+Status LoadedKernel::checkRows(const LaunchArgs &args, int64_t rows) const {
+  // Rows below 2^60 bytes and a batch below 2^31 (Kernel::check): no
+  // overflow.
+  int64_t batch = getBatch(args);
+  int64_t gridX = getSignature().getGridX(rows, batch);
   if (gridX > 0x7fffffff)
     return Status::error(ErrorCode::InvalidArgument,
-                         "too many rows: " + std::to_string(rows) + " need " +
-                             std::to_string(gridX) + " CTAs");
+                         "too many rows: " + std::to_string(rows) +
+                             (layout.hasBatch
+                                  ? " in " + std::to_string(batch) +
+                                        " sequences"
+                                  : std::string()) +
+                             " need " + std::to_string(gridX) + " CTAs");
   return Status::success();
 }
 
 Status LoadedKernel::launch(const LaunchArgs &args, int64_t rows,
                             cu::Stream stream) const {
   // Kernel::launch checked it already; the tuner launches variants directly.
-  if (Status status = checkRows(rows); !status)
+  if (Status status = checkRows(args, rows); !status)
     return status;
   // Every parameter is 8 bytes: a pointer or an i64.
   uint64_t values[kMaxParams];
@@ -98,6 +140,9 @@ Status LoadedKernel::launch(const LaunchArgs &args, int64_t rows,
     case Param::Kind::Rows:
       values[i] = static_cast<uint64_t>(rows);
       break;
+    case Param::Kind::Batch:
+      values[i] = static_cast<uint64_t>(getBatchOfOffsets(tensor.cols));
+      break;
     case Param::Kind::Stride:
       values[i] = static_cast<uint64_t>(getRowStride(tensor));
       break;
@@ -105,7 +150,7 @@ Status LoadedKernel::launch(const LaunchArgs &args, int64_t rows,
     pointers[i] = &values[i];
   }
   const KernelSignature &sig = getSignature();
-  int64_t gridX = sig.getGridX(rows);
+  int64_t gridX = sig.getGridX(rows, getBatch(args));
   const CudaDriver &driver = *device->driver;
   ScopedContext scope(driver, device->context);
   if (!scope.status().ok())
@@ -140,6 +185,7 @@ Status norm::jit::computeLaunchLayout(const OpSpec &spec,
     expected[static_cast<int>(buffer.slot)] = &buffer;
   std::array<bool, kNumBufferSlots> seen{}, strideSeen{};
   bool rowsSeen = false;
+  layout.hasBatch = false;
   if (sig.params.size() > LaunchLayout::kMaxParams)
     return mismatch("too many parameters");
   if (sig.blockThreads < 1 || sig.blockThreads > 1024 || sig.sharedBytes < 0)
@@ -176,6 +222,15 @@ Status norm::jit::computeLaunchLayout(const OpSpec &spec,
       rowsSeen = true;
       param.kind = LaunchLayout::Param::Kind::Rows;
       break;
+    case KernelParam::Kind::Batch:
+      if (layout.hasBatch)
+        return mismatch("two batch counts");
+      if (!expected[static_cast<int>(BufferSlot::CuSeqlens)])
+        return mismatch("a batch without sequence offsets");
+      layout.hasBatch = true;
+      param.kind = LaunchLayout::Param::Kind::Batch;
+      param.slot = static_cast<uint8_t>(BufferSlot::CuSeqlens);
+      break;
     case KernelParam::Kind::RowStride: {
       constexpr std::string_view suffix = "_stride";
       std::string_view name = p.name;
@@ -201,6 +256,8 @@ Status norm::jit::computeLaunchLayout(const OpSpec &spec,
                       std::string(getBufferSlotName(buffer.slot)) + "'");
   if (!rowsSeen)
     return mismatch("no row count parameter");
+  if (expected[static_cast<int>(BufferSlot::CuSeqlens)] && !layout.hasBatch)
+    return mismatch("no batch parameter");
   return Status::success();
 }
 

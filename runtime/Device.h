@@ -36,21 +36,25 @@ struct DeviceState {
 /// from its signature, so that a launch only copies values.
 struct LaunchLayout {
   struct Param {
-    enum class Kind : uint8_t { Buffer, Rows, Stride } kind = Kind::Rows;
-    uint8_t slot = 0; // BufferSlot of a buffer or a stride
+    /// Batch: the sequences of `slot` (cu_seqlens), its offsets less one.
+    enum class Kind : uint8_t { Buffer, Rows, Batch, Stride } kind = Kind::Rows;
+    uint8_t slot = 0; // BufferSlot of a buffer, a stride or the batch's
     bool rows2D = false;
     int32_t elementBytes = 0;
     int64_t alignment = 1; // bytes, for pointer and stride * elementBytes
   };
-  static constexpr int kMaxParams = 2 * kNumBufferSlots + 1;
+  static constexpr int kMaxParams = 2 * kNumBufferSlots + 2;
 
   std::array<Param, kMaxParams> params{};
   int numParams = 0;
+  /// Whether the kernel takes a batch (attention): the grid counts it.
+  bool hasBatch = false;
 };
 
 /// Maps the signature's parameters onto buffer slots. Internal error when the
 /// kernel does not take exactly the operation's buffers (getBuffers), with
-/// their element types and shapes, a row count and their row strides.
+/// their element types and shapes, a row count, a batch where the operation
+/// has sequence offsets (and only there) and their row strides.
 Status computeLaunchLayout(const OpSpec &spec, const KernelSignature &signature,
                            LaunchLayout &layout);
 
@@ -76,9 +80,17 @@ struct LoadedKernel {
   bool isAligned(const LaunchArgs &args, int64_t rows) const;
   /// For messages: the first buffer that is not aligned, and how.
   std::string describeMisalignment(const LaunchArgs &args, int64_t rows) const;
+  /// For messages: what this variant needs, "align the pointers and row
+  /// strides (in bytes) of q, k, v and output to 16 bytes".
+  std::string describeAlignment() const;
 
-  /// Whether `rows` rows fit the grid of this variant (2^31 - 1 CTAs).
-  Status checkRows(int64_t rows) const;
+  /// The batch of a launch with `args`: the sequences its cu_seqlens
+  /// delimits (attention), else 0.
+  int64_t getBatch(const LaunchArgs &args) const;
+
+  /// Whether `rows` rows (and the batch of `args`) fit the grid of this
+  /// variant (2^31 - 1 CTAs).
+  Status checkRows(const LaunchArgs &args, int64_t rows) const;
 
   /// Enqueues the kernel; `args` must have been checked. No allocation.
   Status launch(const LaunchArgs &args, int64_t rows, cu::Stream stream) const;

@@ -105,7 +105,9 @@ Status ContextImpl::buildKernel(const OpSpec &spec,
   Reports reports;
   if (kernelOptions.launch) {
     const LaunchConfig &fixed = *kernelOptions.launch;
-    if (Status fits = verifyLaunchFor(spec, fixed); !fits)
+    if (Status fits = verifyLaunchFor(spec, fixed,
+                                      store->getTarget().getMaxSharedBytes());
+        !fits)
       return fits.withContext("launch configuration " +
                               fixed.getMangledSuffix() + " for " +
                               describeOpSpec(spec));

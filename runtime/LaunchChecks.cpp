@@ -65,10 +65,15 @@ Status Kernel::check(const LaunchArgs &args, int64_t rows,
     const ExpectedBuffer &want = expected[slot];
     std::string_view name = getBufferSlotName(static_cast<BufferSlot>(slot));
     if (!want.present) {
-      if (tensor.data)
-        return invalidLaunch(spec, "the operation has no '" +
-                                       std::string(name) + "' buffer");
-      continue;
+      if (!tensor.data)
+        continue;
+      std::string message =
+          "the operation has no '" + std::string(name) + "' buffer";
+      if (static_cast<BufferSlot>(slot) == BufferSlot::Lse &&
+          spec.kind == OpKind::Attention)
+        message += " (it writes no log-sum-exp: OpSpec::writeLse, "
+                   "NORMJIT_OP_WRITE_LSE)";
+      return invalidLaunch(spec, message);
     }
     if (!tensor.data)
       return invalidLaunch(spec, "buffer '" + std::string(name) + "' is null");
@@ -78,7 +83,11 @@ Status Kernel::check(const LaunchArgs &args, int64_t rows,
                                std::string(getElementTypeName(tensor.type)) +
                                ", the operation expects " +
                                std::string(getElementTypeName(want.type)));
-    if (tensor.cols != want.cols)
+    // A length that comes with the launch: attention's sequence offsets.
+    if (want.cols == 0) {
+      if (Status status = verifySequenceOffsetCount(tensor.cols); !status)
+        return invalidLaunch(spec, status.message());
+    } else if (tensor.cols != want.cols)
       return invalidLaunch(spec, "buffer '" + std::string(name) + "' has " +
                                      std::to_string(tensor.cols) +
                                      " elements per row, the operation "
@@ -108,7 +117,7 @@ Status Kernel::check(const LaunchArgs &args, int64_t rows,
            plan.scalar->isAligned(args, rows))
     chosen = plan.scalar.get();
   if (chosen) {
-    if (Status status = chosen->checkRows(rows); !status)
+    if (Status status = chosen->checkRows(args, rows); !status)
       return status;
     if (Status status = checkOverlap(args, rows); !status)
       return status;
@@ -119,6 +128,9 @@ Status Kernel::check(const LaunchArgs &args, int64_t rows,
                         plan.fast->describeMisalignment(args, rows);
   if (refuseMisaligned)
     message += " (the kernel refuses misaligned buffers)";
+  else if (!plan.scalar && spec.kind == OpKind::Attention)
+    message += "; attention has no scalar variant: " +
+               plan.fast->describeAlignment();
   else if (!plan.scalar)
     message += ", and there is no scalar variant";
   else

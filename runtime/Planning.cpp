@@ -213,7 +213,8 @@ Status ContextImpl::tune(const OpSpec &spec, Reports &reports) {
     int b = static_cast<int>(bucket);
     heuristics[b] =
         compiler.getHeuristicLaunch(spec, getTuningRows(spec, bucket));
-    candidates[b] = getTuningCandidates(spec, bucket, heuristics[b]);
+    candidates[b] = getTuningCandidates(
+        spec, bucket, heuristics[b], store->getTarget().getMaxSharedBytes());
     for (const LaunchConfig &launch : candidates[b])
       if (std::find(all.begin(), all.end(), launch) == all.end())
         all.push_back(launch);

@@ -17,6 +17,8 @@ static std::string describeParam(const KernelParam &p) {
   switch (p.kind) {
   case KernelParam::Kind::Rows:
     return "row count '" + p.name + "'";
+  case KernelParam::Kind::Batch:
+    return "batch '" + p.name + "'";
   case KernelParam::Kind::RowStride:
     return "row stride '" + p.name + "'";
   case KernelParam::Kind::Buffer:

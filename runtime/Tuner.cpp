@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 using namespace norm;
 using namespace norm::jit;
@@ -41,11 +42,11 @@ Status Tuner::allocateScratch(int64_t rows) {
   buffers.clear();
   args = LaunchArgs();
   scratchRows = 0;
+  offsetRows = 0;
   std::vector<DeviceBuffer> allocated;
   LaunchArgs scratchArgs;
   for (const BufferSpec &buffer : getBuffers(spec)) {
-    size_t bytes = buffer.cols * getElementBytes(buffer.type) *
-                   (buffer.rows2D ? rows : 1);
+    size_t bytes = getTuningBufferBytes(buffer, rows);
     DeviceBuffer scratch;
     if (Status status =
             DeviceBuffer::create(device, bytes, kScratchFill, scratch);
@@ -53,12 +54,36 @@ Status Tuner::allocateScratch(int64_t rows) {
       return status.withContext("tuning scratch buffer '" +
                                 std::string(getBufferSlotName(buffer.slot)) +
                                 "' (" + std::to_string(bytes) + " bytes)");
-    scratchArgs.set(buffer.slot, scratch.get(), buffer.type, buffer.cols);
+    // A length that comes with the launch: kTuningSequences + 1 offsets.
+    int64_t cols = buffer.cols ? buffer.cols : kTuningSequences + 1;
+    scratchArgs.set(buffer.slot, scratch.get(), buffer.type, cols);
     allocated.push_back(std::move(scratch));
   }
   buffers = std::move(allocated);
   args = scratchArgs;
   scratchRows = rows;
+  return writeSequenceOffsets(rows);
+}
+
+Status Tuner::writeSequenceOffsets(int64_t rows) {
+  const TensorArg &offsets = args[BufferSlot::CuSeqlens];
+  if (!offsets.data || offsetRows == rows)
+    return Status::success();
+  // Garbage offsets would send the kernel out of bounds: one sequence of
+  // every token timed.
+  static_assert(kTuningSequences == 1);
+  int32_t values[kTuningSequences + 1] = {0, static_cast<int32_t>(rows)};
+  const CudaDriver &driver = *device->driver;
+  ScopedContext scope(driver, device->context);
+  if (!scope.status().ok())
+    return scope.status();
+  if (Status status = driver.check(
+          driver.memcpyHtoD(reinterpret_cast<cu::DevicePtr>(offsets.data),
+                            values, sizeof(values)),
+          "cuMemcpyHtoD");
+      !status)
+    return status.withContext("tuning scratch buffer 'cu_seqlens'");
+  offsetRows = rows;
   return Status::success();
 }
 
@@ -106,6 +131,12 @@ Status Tuner::time(const LoadedKernel &kernel, int64_t rows,
                          "timing " + std::to_string(rows) +
                              " rows on scratch for " +
                              std::to_string(scratchRows));
+  if (rows > std::numeric_limits<int32_t>::max())
+    return Status::error(ErrorCode::Internal,
+                         "timing " + std::to_string(rows) +
+                             " rows: more than i32 sequence offsets hold");
+  if (Status status = writeSequenceOffsets(rows); !status)
+    return status;
   const CudaDriver &driver = *device->driver;
   ScopedContext scope(driver, device->context);
   if (!scope.status().ok())

@@ -26,8 +26,10 @@ public:
 
   /// Allocates scratch buffers for up to `rows` rows (getTuningScratchBytes),
   /// filled with small finite values in every element type, after
-  /// releasing the previous ones. A failure (the device may not have the
-  /// memory) leaves no scratch: try again with fewer rows.
+  /// releasing the previous ones; sequence offsets (attention's cu_seqlens)
+  /// are valid: one sequence of all the rows timed (time() rewrites them
+  /// for fewer). A failure (the device may not have the memory) leaves no
+  /// scratch: try again with fewer rows.
   Status allocateScratch(int64_t rows);
   int64_t getScratchRows() const { return scratchRows; }
 
@@ -37,6 +39,9 @@ public:
 
 private:
   Tuner() = default;
+  /// Makes the scratch cu_seqlens delimit one sequence of `rows` tokens.
+  Status writeSequenceOffsets(int64_t rows);
+
   Status run(const LoadedKernel &kernel, int64_t rows, int launches,
              double &milliseconds);
 
@@ -44,6 +49,8 @@ private:
   OpSpec spec;
   std::vector<DeviceBuffer> buffers;
   int64_t scratchRows = 0;
+  /// The tokens the scratch cu_seqlens delimits (0: it has none).
+  int64_t offsetRows = 0;
   LaunchArgs args;
   cu::Stream stream = nullptr;
   cu::Event start = nullptr, stop = nullptr;

@@ -47,8 +47,15 @@ extern "C" {
 
 /* The API this header declares: 1, then 2 (normjit_get_version,
  * normjit_context_options.tuning_scratch_bytes,
- * normjit_context_options_init_sized, NORMJIT_ERROR_OUT_OF_MEMORY). */
-#define NORMJIT_API_VERSION 2
+ * normjit_context_options_init_sized, NORMJIT_ERROR_OUT_OF_MEMORY), then 3
+ * (attention: NORMJIT_OP_ATTENTION, NORMJIT_I32, NORMJIT_OP_QK_RMS,
+ * NORMJIT_OP_CAUSAL, NORMJIT_OP_WRITE_LSE, normjit_op_desc.scale, the
+ * buffers NORMJIT_V, NORMJIT_CU_SEQLENS and NORMJIT_LSE, so 17 tensors in
+ * normjit_launch_args; normjit_op_desc_init_sized and
+ * normjit_launch_args_init_sized; normjit_launch_config2 with block_n and
+ * stages, normjit_kernel_get_config2, normjit_kernel_create_with_config2,
+ * normjit_kernel_get_tuning2 and normjit_tuning_info.block_n/stages). */
+#define NORMJIT_API_VERSION 3
 
 /* The library version of this header: major (libnormjit.so.1) changes only
  * when the ABI breaks, minor is the API version. */
@@ -62,6 +69,11 @@ extern "C" {
 #define NORMJIT_LAUNCH_ARGS_SIZE_V1 456
 #define NORMJIT_CONTEXT_OPTIONS_SIZE_V1 48
 #define NORMJIT_TUNING_INFO_SIZE_V1 56
+/* ... and in API 3, which grew normjit_op_desc (scale), normjit_launch_args
+ * (17 tensors) and normjit_tuning_info (block_n, stages). */
+#define NORMJIT_OP_DESC_SIZE_V3 96
+#define NORMJIT_LAUNCH_ARGS_SIZE_V3 552
+#define NORMJIT_TUNING_INFO_SIZE_V3 72
 
 typedef enum normjit_status {
   NORMJIT_SUCCESS = 0,
@@ -81,7 +93,8 @@ typedef enum normjit_status {
 typedef enum normjit_dtype {
   NORMJIT_F32 = 0,
   NORMJIT_F16 = 1,
-  NORMJIT_BF16 = 2
+  NORMJIT_BF16 = 2,
+  NORMJIT_I32 = 3 /* API 3: attention's cu_seqlens only; refused elsewhere */
 } normjit_dtype;
 
 typedef enum normjit_op_kind {
@@ -92,7 +105,8 @@ typedef enum normjit_op_kind {
   NORMJIT_OP_BATCH_NORM_INFERENCE = 4,
   NORMJIT_OP_ELEMENTWISE = 5,     /* residual add and/or cast only */
   NORMJIT_OP_BATCH_NORM_STATS = 6, /* per-column mean and variance */
-  NORMJIT_OP_QK_NORM = 7          /* per-head norm of q and k from packed qkv */
+  NORMJIT_OP_QK_NORM = 7,         /* per-head norm of q and k from packed qkv */
+  NORMJIT_OP_ATTENTION = 8        /* API 3: variable-length attention, below */
 } normjit_op_kind;
 
 /* normjit_op_desc.flags; other bits are refused (INVALID_ARGUMENT). */
@@ -104,6 +118,43 @@ typedef enum normjit_op_kind {
 #define NORMJIT_OP_SKIP (1u << 5)         /* y = skip + norm(v) (Sandwich) */
 #define NORMJIT_OP_QK_L2 (1u << 6)        /* QK-Norm with L2 instead of RMS */
 #define NORMJIT_OP_QK_MEAN_VAR (1u << 7)  /* QK-Norm with LayerNorm (no bias) */
+/* API 3. */
+#define NORMJIT_OP_QK_RMS (1u << 8)     /* QK-Norm with RMSNorm (see below) */
+#define NORMJIT_OP_CAUSAL (1u << 9)     /* attention: query i sees keys <= i */
+#define NORMJIT_OP_WRITE_LSE (1u << 10) /* attention: also write NORMJIT_LSE */
+
+/* Attention (NORMJIT_OP_ATTENTION, API 3): FlashAttention-2 forward over
+ * variable-length sequences packed token-major, with an optional QK-Norm of
+ * q and k in its prologue:
+ *   out = softmax(scale * norm(q) norm(k)^T [causal mask]) v  per head,
+ * grouped-query (num_kv_heads divides num_q_heads), bf16 or f16 q, k, v and
+ * output (input_type == output_type). Fields: hidden = head dim (a multiple
+ * of 16, 16 to 256), num_q_heads, num_kv_heads, scale (0: 1/sqrt(head dim)).
+ * The QK-Norm is the one of NORMJIT_OP_QK_RMS, NORMJIT_OP_QK_L2 or
+ * NORMJIT_OP_QK_MEAN_VAR that is set, and none when none is (so an API 2
+ * desc of kind NORMJIT_OP_QK_NORM without a statistic flag still means
+ * RMS, and NORMJIT_OP_QK_RMS says so explicitly there); it takes eps,
+ * NORMJIT_OP_WEIGHT (q_weight and k_weight, param_type, head dim each) and
+ * weight_offset. NORMJIT_OP_CAUSAL masks keys after the query within each
+ * sequence; NORMJIT_OP_WRITE_LSE also writes the f32 log-sum-exp of each
+ * query's scaled scores. Buffers, rows = total tokens:
+ *   NORMJIT_Q       rows x num_q_heads * head_dim (token t, head h at
+ *                   column h * head_dim), any row stride
+ *   NORMJIT_K, _V   rows x num_kv_heads * head_dim, any row stride (q, k
+ *                   and v may be column slices of one packed qkv tensor)
+ *   NORMJIT_CU_SEQLENS  i32, 1-D, batch + 1 offsets: cols = batch + 1 >= 2
+ *                   (the batch is cols - 1); sequence b is tokens
+ *                   [cu[b], cu[b+1]). They must start at 0, not decrease and
+ *                   end at rows: the library cannot read device memory, the
+ *                   kernel reads them as given.
+ *   NORMJIT_OUTPUT  rows x num_q_heads * head_dim, like q
+ *   NORMJIT_LSE     f32, rows x num_q_heads (with NORMJIT_OP_WRITE_LSE only)
+ *   NORMJIT_Q_WEIGHT, NORMJIT_K_WEIGHT  head_dim each (NORMJIT_OP_WEIGHT)
+ * There is no scalar fallback: q, k, v and output pointers and row strides
+ * (in bytes) must be multiples of 16 bytes (NORMJIT_ERROR_MISALIGNED
+ * otherwise). The output may not overlap any other buffer; q, k and v may
+ * overlap each other. One launch runs num_q_heads * (ceil(rows /
+ * rows_per_cta) + batch) CTAs. */
 
 /* One operation. Initialize with normjit_op_desc_init, then set fields. */
 typedef struct normjit_op_desc {
@@ -120,8 +171,11 @@ typedef struct normjit_op_desc {
   double alpha;         /* scales input when there is an addend (DeepNorm) */
   double weight_offset; /* 1.0: Gemma's (1 + weight), also for QK-Norm */
   int64_t groups;       /* GroupNorm */
-  int64_t num_q_heads;  /* QK-Norm */
-  int64_t num_kv_heads; /* QK-Norm */
+  int64_t num_q_heads;  /* QK-Norm, attention */
+  int64_t num_kv_heads; /* QK-Norm, attention */
+  /* API 3. Attention's softmax scale; 0: 1 / sqrt(head dim). Other kinds:
+   * 0 (anything else is refused). */
+  double scale;
 } normjit_op_desc;
 
 /* The buffers of a launch. */
@@ -140,11 +194,16 @@ typedef enum normjit_buffer {
   NORMJIT_K_WEIGHT = 11,
   NORMJIT_Q = 12,
   NORMJIT_K = 13,
-  NORMJIT_NUM_BUFFERS = 14
+  /* API 3: attention. */
+  NORMJIT_V = 14,
+  NORMJIT_CU_SEQLENS = 15,
+  NORMJIT_LSE = 16,
+  NORMJIT_NUM_BUFFERS = 17
 } normjit_buffer;
 
 /* A device buffer: cols elements per row, row_stride elements between rows
- * (0: cols). 1-D buffers (weights, statistics): cols elements, stride 0. */
+ * (0: cols). 1-D buffers (weights, statistics, cu_seqlens): cols elements,
+ * stride 0. */
 typedef struct normjit_tensor {
   const void *data; /* device pointer; NULL: absent */
   int32_t dtype;    /* normjit_dtype */
@@ -156,6 +215,8 @@ typedef struct normjit_tensor {
 typedef struct normjit_launch_args {
   uint32_t struct_size; /* sizeof(normjit_launch_args) */
   uint32_t reserved;    /* 0 (anything else is refused) */
+  /* API 1 and 2: 14 tensors (NORMJIT_LAUNCH_ARGS_SIZE_V1); the library
+   * reads only the tensors within struct_size, the others are absent. */
   normjit_tensor tensors[NORMJIT_NUM_BUFFERS];
 } normjit_launch_args;
 
@@ -192,6 +253,18 @@ typedef struct normjit_launch_config {
   int64_t rows_per_cta;
 } normjit_launch_config;
 
+/* API 3: a whole launch configuration, attention's included. The first four
+ * fields are normjit_launch_config's. Attention: vector 8, threads_per_row
+ * the head dim / 8 rounded up to a power of two, rows_per_cta 16 * warps. */
+typedef struct normjit_launch_config2 {
+  int64_t vector;
+  int64_t threads_per_row;
+  int64_t warps;
+  int64_t rows_per_cta;
+  int64_t block_n; /* attention: keys per tile of the key loop; else 0 */
+  int64_t stages;  /* attention: key/value tiles in flight; else 0 */
+} normjit_launch_config2;
+
 typedef struct normjit_context normjit_context;
 typedef struct normjit_kernel normjit_kernel;
 
@@ -224,8 +297,16 @@ normjit_status normjit_context_create(const normjit_context_options *options,
 /* Kernels created from the context stay valid. NULL is ignored. */
 void normjit_context_destroy(normjit_context *context);
 
-/* RMSNorm, bf16 everywhere, eps 1e-6, alpha 1, groups 1, no flags. */
+/* RMSNorm, bf16 everywhere, eps 1e-6, alpha 1, groups 1, no flags, scale 0,
+ * for the first `size` bytes of *desc, struct_size = size (as
+ * normjit_context_options_init_sized). API 3. */
+void normjit_op_desc_init_sized(normjit_op_desc *desc, size_t size);
+/* The API 1 entry point: fills the API 1 layout (NORMJIT_OP_DESC_SIZE_V1
+ * bytes). From API 3 on, the macro calls normjit_op_desc_init_sized with this
+ * header's size. */
 void normjit_op_desc_init(normjit_op_desc *desc);
+#define normjit_op_desc_init(desc)                                            \
+  normjit_op_desc_init_sized((desc), sizeof(normjit_op_desc))
 
 /* Builds, tunes and loads the kernel of desc at the first request;
  * thread-safe. Release with normjit_kernel_destroy. */
@@ -234,7 +315,15 @@ normjit_status normjit_kernel_create(normjit_context *context,
                                      uint32_t flags, normjit_kernel **kernel);
 void normjit_kernel_destroy(normjit_kernel *kernel);
 
+/* No buffers, for the first `size` bytes of *args, struct_size = size.
+ * API 3. */
+void normjit_launch_args_init_sized(normjit_launch_args *args, size_t size);
+/* The API 1 entry point: fills the API 1 layout (14 tensors,
+ * NORMJIT_LAUNCH_ARGS_SIZE_V1 bytes); the macro calls the sized one. */
 void normjit_launch_args_init(normjit_launch_args *args);
+#define normjit_launch_args_init(args)                                        \
+  normjit_launch_args_init_sized((args), sizeof(normjit_launch_args))
+/* Sets one tensor; INVALID_ARGUMENT for a buffer past args->struct_size. */
 normjit_status normjit_launch_args_set(normjit_launch_args *args,
                                        int32_t buffer, const void *data,
                                        int32_t dtype, int64_t cols,
@@ -251,10 +340,15 @@ normjit_status normjit_kernel_launch(const normjit_kernel *kernel,
                                      const normjit_launch_args *args,
                                      int64_t rows, void *stream);
 
-/* The configuration launches of `rows` rows (aligned buffers) run. */
+/* The configuration launches of `rows` rows (aligned buffers) run (for
+ * attention without block_n and stages: see normjit_kernel_get_config2). */
 normjit_status normjit_kernel_get_config(const normjit_kernel *kernel,
                                          int64_t rows,
                                          normjit_launch_config *config);
+/* API 3: the whole configuration (block_n and stages 0 for row kernels). */
+normjit_status normjit_kernel_get_config2(const normjit_kernel *kernel,
+                                          int64_t rows,
+                                          normjit_launch_config2 *config);
 
 /* Like normjit_kernel_create, but launches of every row count run `config`
  * instead of a planned configuration: for benchmarks that time each tuning
@@ -263,6 +357,12 @@ normjit_status normjit_kernel_get_config(const normjit_kernel *kernel,
 normjit_status normjit_kernel_create_with_config(
     normjit_context *context, const normjit_op_desc *desc,
     const normjit_launch_config *config, uint32_t flags,
+    normjit_kernel **kernel);
+/* API 3: the same with a whole configuration (attention needs block_n and
+ * stages; row kernels take 0 for both). */
+normjit_status normjit_kernel_create_with_config2(
+    normjit_context *context, const normjit_op_desc *desc,
+    const normjit_launch_config2 *config, uint32_t flags,
     normjit_kernel **kernel);
 
 /* normjit_tuning_info.source: where a row bucket's configuration came from. */
@@ -280,12 +380,21 @@ typedef struct normjit_tuning_info {
   int64_t tuned_rows;    /* rows the bucket was tuned at (0: not tuned) */
   size_t num_candidates; /* candidates timed in this process */
   normjit_launch_config config; /* the winner: what launches run */
+  /* API 3: the rest of the winner (attention; 0 for row kernels). */
+  int64_t block_n;
+  int64_t stages;
 } normjit_tuning_info;
 
 typedef struct normjit_candidate {
   normjit_launch_config config;
   double microseconds; /* the tuner's time per launch; < 0: it failed */
 } normjit_candidate;
+
+/* API 3: a candidate with its whole configuration. */
+typedef struct normjit_candidate2 {
+  normjit_launch_config2 config;
+  double microseconds;
+} normjit_candidate2;
 
 /* How launches of `rows` rows were planned, and the tuning candidates of
  * their row bucket timed in this process (none when the plan came from a
@@ -296,8 +405,17 @@ normjit_status normjit_kernel_get_tuning(const normjit_kernel *kernel,
                                          normjit_tuning_info *info,
                                          normjit_candidate *candidates,
                                          size_t capacity);
+/* API 3: the same with whole configurations (attention's candidates differ
+ * in block_n and stages). */
+normjit_status normjit_kernel_get_tuning2(const normjit_kernel *kernel,
+                                          int64_t rows,
+                                          normjit_tuning_info *info,
+                                          normjit_candidate2 *candidates,
+                                          size_t capacity);
 
-/* Writes a kernel bundle for the operations (tuning them first). */
+/* Writes a kernel bundle for the operations (tuning them first). descs is
+ * an array of `count` descriptions of descs[0].struct_size bytes each (every
+ * one must have that struct_size). */
 normjit_status normjit_context_write_bundle(normjit_context *context,
                                             const normjit_op_desc *descs,
                                             size_t count, const char *path);

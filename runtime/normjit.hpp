@@ -15,6 +15,17 @@
 //       .set(NORMJIT_OUTPUT, y, NORMJIT_BF16, 4096);
 //   kernel.launch(args, rows, stream);
 //
+// Attention (API 3) over variable-length sequences, token-major:
+//   normjit::Kernel attention =
+//       context.kernel(normjit::attentionDesc(128, 32, 8, NORMJIT_OP_CAUSAL));
+//   normjit::LaunchArgs a;
+//   a.set(NORMJIT_Q, q, NORMJIT_BF16, 32 * 128, qkvStride)
+//       .set(NORMJIT_K, k, NORMJIT_BF16, 8 * 128, qkvStride)
+//       .set(NORMJIT_V, v, NORMJIT_BF16, 8 * 128, qkvStride)
+//       .set(NORMJIT_CU_SEQLENS, cuSeqlens, NORMJIT_I32, batch + 1)
+//       .set(NORMJIT_OUTPUT, out, NORMJIT_BF16, 32 * 128);
+//   attention.launch(a, tokens, stream);
+//
 // A failing call throws normjit::Error: its status and normjit_last_error().
 // Context and Kernel own their handle (move-only); a kernel stays valid after
 // its context is gone. get() gives the C handle for the rest of the C API.
@@ -73,6 +84,21 @@ inline normjit_op_desc opDesc() {
   return desc;
 }
 
+/// Attention (NORMJIT_OP_ATTENTION) of `numQHeads` query and `numKvHeads`
+/// key/value heads of `headDim`, bf16, scale 1/sqrt(headDim), no QK-Norm
+/// unless `flags` has NORMJIT_OP_QK_RMS, _QK_L2 or _QK_MEAN_VAR
+/// (NORMJIT_OP_CAUSAL, NORMJIT_OP_WRITE_LSE, NORMJIT_OP_WEIGHT: normjit.h).
+inline normjit_op_desc attentionDesc(int64_t headDim, int64_t numQHeads,
+                                     int64_t numKvHeads, uint32_t flags = 0) {
+  normjit_op_desc desc = opDesc();
+  desc.kind = NORMJIT_OP_ATTENTION;
+  desc.hidden = headDim;
+  desc.num_q_heads = numQHeads;
+  desc.num_kv_heads = numKvHeads;
+  desc.flags = flags;
+  return desc;
+}
+
 /// The buffers of one launch.
 class LaunchArgs {
 public:
@@ -125,27 +151,45 @@ public:
     return config;
   }
 
+  /// The whole configuration, attention's block_n and stages included.
+  normjit_launch_config2 config2(int64_t rows) const {
+    normjit_launch_config2 config{};
+    check(normjit_kernel_get_config2(kernel_, rows, &config));
+    return config;
+  }
+
   /// How launches of `rows` rows were planned; with `candidates`, also the
   /// tuning candidates of their bucket timed in this process.
   normjit_tuning_info
   tuning(int64_t rows, std::vector<normjit_candidate> *candidates = nullptr)
       const {
-    normjit_tuning_info info{};
-    info.struct_size = sizeof(info);
-    check(normjit_kernel_get_tuning(kernel_, rows, &info, nullptr, 0));
-    if (candidates) {
-      candidates->resize(info.num_candidates);
-      check(normjit_kernel_get_tuning(kernel_, rows, &info,
-                                      candidates->data(), candidates->size()));
-      candidates->resize(std::min(candidates->size(), info.num_candidates));
-    }
-    return info;
+    return getTuning(normjit_kernel_get_tuning, rows, candidates);
+  }
+
+  /// tuning() with whole configurations (attention's candidates).
+  normjit_tuning_info
+  tuning2(int64_t rows, std::vector<normjit_candidate2> *candidates) const {
+    return getTuning(normjit_kernel_get_tuning2, rows, candidates);
   }
 
   const normjit_kernel *get() const noexcept { return kernel_; }
   explicit operator bool() const noexcept { return kernel_ != nullptr; }
 
 private:
+  template <typename Candidate, typename Get>
+  normjit_tuning_info getTuning(Get get, int64_t rows,
+                                std::vector<Candidate> *candidates) const {
+    normjit_tuning_info info{};
+    info.struct_size = sizeof(info);
+    check(get(kernel_, rows, &info, nullptr, 0));
+    if (candidates) {
+      candidates->resize(info.num_candidates);
+      check(get(kernel_, rows, &info, candidates->data(), candidates->size()));
+      candidates->resize(std::min(candidates->size(), info.num_candidates));
+    }
+    return info;
+  }
+
   normjit_kernel *kernel_ = nullptr;
 };
 
@@ -184,6 +228,17 @@ public:
     normjit_kernel *kernel = nullptr;
     check(normjit_kernel_create_with_config(context_, &desc, &config, flags,
                                             &kernel));
+    return Kernel(kernel);
+  }
+
+  /// A kernel that runs the whole `config` (attention: block_n, stages) at
+  /// every row count.
+  Kernel kernel(const normjit_op_desc &desc,
+                const normjit_launch_config2 &config,
+                uint32_t flags = 0) const {
+    normjit_kernel *kernel = nullptr;
+    check(normjit_kernel_create_with_config2(context_, &desc, &config, flags,
+                                             &kernel));
     return Kernel(kernel);
   }
 

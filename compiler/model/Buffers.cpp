@@ -133,3 +133,12 @@ int64_t norm::getBytesPerRow(const OpSpec &spec) {
       bytes += buffer.cols * getElementBytes(buffer.type);
   return bytes;
 }
+
+Status norm::verifySequenceOffsetCount(int64_t count) {
+  if (count >= 2 && count <= kMaxSequenceOffsets)
+    return Status::success();
+  return Status::invalid(
+      "'cu_seqlens' holds batch + 1 sequence offsets (0, the end of each "
+      "sequence): at least 2 and at most " +
+      std::to_string(kMaxSequenceOffsets) + ", got " + std::to_string(count));
+}

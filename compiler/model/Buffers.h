@@ -67,6 +67,20 @@ std::vector<BufferSpec> getBuffers(const OpSpec &spec);
 /// Bytes all 2-D buffers move per logical row (per token for QK-Norm).
 int64_t getBytesPerRow(const OpSpec &spec);
 
+/// The most sequence offsets a launch's `cu_seqlens` may hold: they are i32,
+/// and the grid (query heads x (query tiles + batch) CTAs) must stay
+/// countable.
+constexpr int64_t kMaxSequenceOffsets = int64_t(1) << 31;
+
+/// The rule of the 1-D buffers whose length comes with the launch
+/// (BufferSpec::cols 0: attention's `cu_seqlens`): batch + 1 offsets, at
+/// least 2 (one sequence) and at most kMaxSequenceOffsets. InvalidArgument
+/// naming `count` otherwise.
+Status verifySequenceOffsetCount(int64_t count);
+
+/// The sequences that `count` offsets delimit (the kernel's `batch`).
+inline int64_t getBatchOfOffsets(int64_t count) { return count - 1; }
+
 } // namespace norm
 
 #endif // NORM_COMPILER_MODEL_BUFFERS_H

@@ -153,10 +153,11 @@ Status norm::describeKernel(const OpSpec &spec, const LaunchConfig &launch,
     param.rowMajor2D = buffer.rows2D;
     param.readOnly = !buffer.written;
     // Attention's tiles are 16-byte vectors of bf16 or f16; its sequence
-    // offsets are read one by one.
-    param.alignment = buffer.slot == BufferSlot::CuSeqlens
-                          ? getElementBytes(buffer.type)
-                          : getBufferAlignment(buffer.type, launch.vector);
+    // offsets are read, and its log-sum-exps written, one by one.
+    bool scalar = buffer.slot == BufferSlot::CuSeqlens ||
+                  buffer.slot == BufferSlot::Lse;
+    param.alignment = scalar ? getElementBytes(buffer.type)
+                             : getBufferAlignment(buffer.type, launch.vector);
     sig.params.push_back(std::move(param));
   }
   KernelParam rows;

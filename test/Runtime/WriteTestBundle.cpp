@@ -1,8 +1,9 @@
 //===- WriteTestBundle.cpp - a kernel bundle from the fake compiler -------===//
 //
 // normjit-write-test-bundle <bundle> [hidden...]: tunes RMSNorm (bf16, with
-// weight) for each hidden size (default 4096) on the fake driver with the
-// fake compiler and writes their bundle, for tests of what serves bundles
+// weight) for each hidden size (default 4096, and then two attention
+// operations as well) on the fake driver with the fake compiler and writes
+// their bundle, for tests of what serves bundles
 // (the C API test, runtime-only builds) on machines without a GPU.
 //
 //===----------------------------------------------------------------------===//
@@ -10,6 +11,7 @@
 #include "runtime/Runtime.h"
 #include "test/Unit/Runtime/FakeCompiler.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -27,6 +29,31 @@ int main(int argc, char **argv) {
     spec.hidden = i < argc ? std::atoll(argv[i]) : 4096;
     spec.hasWeight = true;
     specs.push_back(spec);
+  }
+  // Without sizes also two attention kernels (the C API and Python tests
+  // describe the same operations): causal GQA without a QK-Norm, and a
+  // Gemma-style QK-Norm (rms, weights, 1 + w) with one key/value head that
+  // writes the log-sum-exp.
+  if (argc == 2) {
+    OpSpec causal;
+    causal.kind = OpKind::Attention;
+    causal.hidden = 128;
+    causal.numQHeads = 4;
+    causal.numKvHeads = 2;
+    causal.qkStatistic = Statistic::None;
+    causal.causal = true;
+    causal.scale = 1.0 / std::sqrt(128.0);
+    specs.push_back(causal);
+    OpSpec normed = causal;
+    normed.hidden = 64;
+    normed.numKvHeads = 1;
+    normed.causal = false;
+    normed.qkStatistic = Statistic::RMS;
+    normed.hasWeight = true;
+    normed.weightOffset = 1.0;
+    normed.writeLse = true;
+    normed.scale = 1.0 / std::sqrt(64.0);
+    specs.push_back(normed);
   }
   ContextOptions options;
   options.driverLibrary = NORM_FAKE_CUDA_LIBRARY;

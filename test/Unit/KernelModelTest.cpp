@@ -767,6 +767,7 @@ TEST(Attention, Signature) {
                 "lse", "rows", "batch", "q_stride", "k_stride", "v_stride",
                 "output_stride", "lse_stride"}));
   EXPECT_EQ(sig.params[5].alignment, 4) << "offsets are read one by one";
+  EXPECT_EQ(sig.params[7].alignment, 4) << "lse is written one by one";
   EXPECT_EQ(sig.params[0].alignment, 16);
   EXPECT_TRUE(sig.params[0].readOnly);
   EXPECT_EQ(sig.blockThreads, 128);

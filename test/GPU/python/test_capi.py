@@ -204,6 +204,110 @@ class FakeDriverTest(unittest.TestCase):
             self.assertTrue(self.last_launch().kernel.endswith(
                 kernel.config(3).suffix.encode()))
 
+    # Attention from the bundle (normjit-write-test-bundle's causal GQA
+    # operation): the grid, block and parameters the signature prescribes.
+    ATTENTION = capi.OpDesc(kind=capi.OP_ATTENTION, hidden=128, num_q_heads=4,
+                            num_kv_heads=2, flags=capi.OP_CAUSAL)
+
+    def attention_args(self, change=None):
+        """q, k and v as column slices of one packed qkv (row stride 1024),
+        three sequences; `change` replaces buffers (None removes one)."""
+        bf16 = lambda address, n, stride=0: capi.Buffer(address, capi.BF16, n,
+                                                        stride)
+        buffers = {capi.Q: bf16(0x100000, 512, 1024),
+                   capi.K: bf16(0x100400, 256, 1024),
+                   capi.V: bf16(0x100600, 256, 1024),
+                   capi.CU_SEQLENS: capi.Buffer(0x200000, capi.I32, 4),
+                   capi.OUTPUT: bf16(0x300000, 512)}
+        buffers.update(change or {})
+        return capi.make_launch_args(
+            {slot: b for slot, b in buffers.items() if b is not None})
+
+    def test_attention_launch(self):
+        self.assertEqual(self.context.library.api_version, 3)
+        kernel = self.context.kernel(self.ATTENTION)
+        config = kernel.config(100)
+        self.assertEqual((config.vector, config.threads_per_row), (8, 16))
+        self.assertEqual(config.rows_per_cta, 16 * config.warps)
+        self.assertGreater(config.block_n, 0)
+        self.assertTrue(config.suffix.endswith(
+            f"_n{config.block_n}_s{config.stages}"))
+        self.assertEqual(kernel.tuning(100).config, config)
+        kernel.launch(self.attention_args(), 100)
+        launch = self.last_launch()
+        self.assertTrue(launch.kernel.startswith(
+            b"norm_attn_causal_d128_h4x2_bf16_"), launch.kernel)
+        self.assertTrue(launch.kernel.endswith(config.suffix.encode()))
+        tiles = -(-100 // config.rows_per_cta)
+        self.assertEqual(list(launch.grid), [4 * (tiles + 3), 1, 1])
+        self.assertEqual(launch.block[0], 32 * config.warps)
+        self.assertEqual(launch.num_params, 11)
+        self.assertEqual(list(launch.params[:11]),
+                         [0x100000, 0x100400, 0x100600, 0x200000, 0x300000,
+                          100, 3, 1024, 1024, 1024, 512])
+        fixed = self.context.kernel(self.ATTENTION, config=config)
+        self.assertEqual(fixed.config(1), config)
+
+    def test_attention_refusals(self):
+        kernel = self.context.kernel(self.ATTENTION)
+        bf16 = lambda address, n, stride=0: capi.Buffer(address, capi.BF16, n,
+                                                        stride)
+        cases = [
+            ({capi.CU_SEQLENS: None}, capi.ERROR_INVALID_ARGUMENT,
+             "buffer 'cu_seqlens' is null"),
+            ({capi.CU_SEQLENS: capi.Buffer(0x200000, capi.I32, 1)},
+             capi.ERROR_INVALID_ARGUMENT, "at least 2"),
+            ({capi.CU_SEQLENS: capi.Buffer(0x200000, capi.F32, 4)},
+             capi.ERROR_INVALID_ARGUMENT,
+             "buffer 'cu_seqlens' is f32, the operation expects i32"),
+            ({capi.Q: capi.Buffer(0x100000, capi.I32, 512, 1024)},
+             capi.ERROR_INVALID_ARGUMENT,
+             "buffer 'q' is i32, the operation expects bf16"),
+            ({capi.Q: bf16(0x100002, 512, 1024)}, capi.ERROR_MISALIGNED,
+             "attention has no scalar variant: align the pointers and row "
+             "strides (in bytes) of q, k, v and output to 16 bytes"),
+            ({capi.OUTPUT: bf16(0x100400, 512, 1024)},
+             capi.ERROR_INVALID_ARGUMENT,
+             "output 'output' overlaps buffer 'k'"),
+            ({capi.V: bf16(0x100600, 264, 1024)}, capi.ERROR_INVALID_ARGUMENT,
+             "buffer 'v' has 264 elements per row, the operation expects "
+             "256"),
+            ({capi.LSE: capi.Buffer(0x400000, capi.F32, 4)},
+             capi.ERROR_INVALID_ARGUMENT,
+             "the operation has no 'lse' buffer"),
+        ]
+        before = self.fake.fakecuda_launch_count()
+        for change, status, message in cases:
+            with self.subTest(message=message):
+                with self.assertRaises(norm_opt.NormJitError) as caught:
+                    kernel.launch(self.attention_args(change), 100)
+                self.assertEqual(caught.exception.status, status)
+                self.assertIn(message, caught.exception.message)
+        self.assertEqual(self.fake.fakecuda_launch_count(), before)
+        for desc, message in [
+                (self.ATTENTION._replace(num_kv_heads=3), "heads"),
+                (self.ATTENTION._replace(hidden=100), "head dim"),
+                (self.ATTENTION._replace(scale=-1.0), "scale"),
+                (RMS._replace(flags=capi.OP_WEIGHT | capi.OP_CAUSAL),
+                 "apply to NORMJIT_OP_ATTENTION only"),
+                (self.ATTENTION._replace(input_type=capi.I32),
+                 "NORMJIT_I32 is only the dtype of the cu_seqlens buffer")]:
+            with self.subTest(message=message):
+                with self.assertRaises(norm_opt.NormJitError) as caught:
+                    self.context.kernel(desc)
+                self.assertEqual(caught.exception.status,
+                                 capi.ERROR_INVALID_ARGUMENT)
+                self.assertIn(message, caught.exception.message)
+
+    # Row kernels' launch arguments are the 14-tensor layout of API 1 and 2
+    # (no docstring: the lit test reads unittest's one-line output).
+    def test_row_kernels_keep_the_api1_launch_args(self):
+        args = self.launch_args()
+        self.assertEqual(args.struct_size, 8 + 14 * 32)
+        self.kernel.launch(args, 2)
+        self.assertEqual(self.last_launch().params[3], 2)
+        self.assertEqual(RMS._to_c().struct_size, 88)
+
     def test_kernels_outlive_their_context(self):
         context = capi.Context(driver_library=FAKE, bundles=[BUNDLE],
                                disk_cache=False)

@@ -5,7 +5,10 @@ and read back from the fake driver's record of the launch.
 No GPU: host tensors stand in for device memory (the fake driver runs no
 kernel, it records parameters), so the layer's CUDA-device check is
 replaced. Needs torch (any build), NORMJIT_LIBRARY (with the compiler: the
-kernels are compiled for the fake device) and NORMJIT_FAKE_CUDA.
+kernels are compiled for the fake device) and NORMJIT_FAKE_CUDA;
+NORMJIT_TEST_BUNDLE (normjit-write-test-bundle's) serves the attention
+kernels, so that these tests check the layer and the runtime, not the
+attention kernel's lowering.
 """
 
 import ctypes
@@ -23,6 +26,7 @@ from norm_opt import capi
 from fake_driver import FakeLaunch, load_fake
 
 FAKE = os.environ.get("NORMJIT_FAKE_CUDA", "")
+BUNDLE = os.environ.get("NORMJIT_TEST_BUNDLE", "")
 
 
 @unittest.skipUnless(torch is not None and FAKE, "needs torch and "
@@ -39,12 +43,13 @@ class TorchLayerTest(unittest.TestCase):
         cls.fake = load_fake(FAKE)
         cls.cache = tempfile.TemporaryDirectory()
         norm_opt.configure(driver_library=FAKE, tuning=False,
-                           cache_dir=cls.cache.name)
+                           cache_dir=cls.cache.name,
+                           bundles=[BUNDLE] if BUNDLE else [])
 
     @classmethod
     def tearDownClass(cls):
         cls.layer._device, cls.layer.run = cls.saved
-        norm_opt.configure(driver_library="", tuning=True)
+        norm_opt.configure(driver_library="", tuning=True, bundles=[])
         cls.cache.cleanup()
 
     def launch(self):
@@ -170,6 +175,84 @@ class TorchLayerTest(unittest.TestCase):
         for call, error, message in cases:
             with self.subTest(message=message):
                 self.assertRaisesRegex(error, message, call)
+
+    # The two operations of normjit-write-test-bundle.
+    def test_attention(self):
+        # q, k, v: column slices of one packed projection, as 3-D views.
+        qkv = self.rand(100, 1024)
+        q = qkv[:, :512].view(100, 4, 128)
+        k = qkv[:, 512:768].view(100, 2, 128)
+        v = qkv[:, 768:].view(100, 2, 128)
+        cu = torch.tensor([0, 40, 41, 100], dtype=torch.int32)
+        with torch.no_grad():
+            out = norm_opt.attention(q, k, v, causal=True, cu_seqlens=cu)
+        name, params = self.launch()
+        self.assertTrue(name.startswith("norm_attn_causal_d128_h4x2_bf16_"),
+                        name)
+        self.assertEqual(params, [q.data_ptr(), k.data_ptr(), v.data_ptr(),
+                                  cu.data_ptr(), out.data_ptr(), 100, 3,
+                                  1024, 1024, 1024, 512])
+        self.assertEqual((out.shape, out.dtype), (q.shape, q.dtype))
+
+    def test_attention_qk_norm_and_lse(self):
+        # [tokens, heads * head_dim] with head_dim from the weights; one
+        # sequence of every token when cu_seqlens is None.
+        q, k, v = self.rand(7, 256), self.rand(7, 64), self.rand(7, 64)
+        qw, kw = self.rand(64), self.rand(64)
+        out, lse = norm_opt.attention(q, k, v, qk_norm="rms", q_norm_weight=qw,
+                                      k_norm_weight=kw, qk_norm_offset=1.0,
+                                      return_lse=True, scale=0.125)
+        name, params = self.launch()
+        self.assertTrue(name.startswith("norm_attn_qkrms_d64_h4x1_bf16_"), name)
+        self.assertEqual(params[:5], [q.data_ptr(), k.data_ptr(), v.data_ptr(),
+                                      qw.data_ptr(), kw.data_ptr()])
+        self.assertEqual(params[6:], [out.data_ptr(), lse.data_ptr(), 7, 1,
+                                      256, 64, 64, 256, 4])
+        self.assertEqual((out.shape, lse.shape, lse.dtype),
+                         ((7, 256), (7, 4), torch.float32))
+
+    # The op's shape function: what torch.compile's fake tensors see.
+    def test_attention_shapes_without_running(self):
+        meta = lambda *shape: torch.empty(*shape, dtype=torch.bfloat16,
+                                          device="meta")
+        before = self.fake.fakecuda_launch_count()
+        out, lse = torch.ops.norm_opt.attention(
+            meta(9, 8, 64), meta(9, 2, 64), meta(9, 2, 64), None, None, None,
+            True, None, None, 1e-6, 0.0, True, None)
+        self.assertEqual((out.shape, out.device.type), ((9, 8, 64), "meta"))
+        self.assertEqual((lse.shape, lse.dtype), ((9, 8), torch.float32))
+        self.assertEqual(self.fake.fakecuda_launch_count(), before)
+
+    def test_attention_errors(self):
+        q, k = self.rand(5, 4, 64), self.rand(5, 2, 64)
+        cases = [
+            (lambda: norm_opt.attention(q.clone().requires_grad_(), k, k),
+             RuntimeError, "forward only"),
+            (lambda: norm_opt.attention(q.flatten(1), k.flatten(1),
+                                        k.flatten(1)), ValueError,
+             "needs head_dim="),
+            (lambda: norm_opt.attention(q, k, k, qk_norm="bad"), ValueError,
+             "qk_norm: expected None, 'rms', 'l2' or 'layer'"),
+            (lambda: norm_opt.attention(
+                q, k, k, cu_seqlens=torch.tensor([0, 5])), ValueError,
+             "cu_seqlens: expected an int32 tensor"),
+            (lambda: norm_opt.attention(q, k.half(), k), TypeError,
+             "attention takes one dtype"),
+            (lambda: norm_opt.attention(q, k[:4], k), ValueError,
+             "share cu_seqlens"),
+            (lambda: norm_opt.attention(q, self.rand(5, 3, 64),
+                                        self.rand(5, 3, 64)),
+             norm_opt.NormJitError, "divide"),
+        ]
+        for call, error, message in cases:
+            with self.subTest(message=message):
+                self.assertRaisesRegex(error, message, call)
+        with torch.no_grad():  # grad off: inputs may require it
+            self.assertRaisesRegex(
+                norm_opt.NormJitError, "divide",
+                lambda: norm_opt.attention(q.clone().requires_grad_(),
+                                           self.rand(5, 3, 64),
+                                           self.rand(5, 3, 64)))
 
 
 if __name__ == "__main__":

@@ -205,3 +205,42 @@ TEST(TuningScratch, RowsHalveUntilTheScratchFits) {
 }
 
 } // namespace
+
+namespace {
+
+// Attention: warps 2, 4, 8 x block_n 32, 64, 128 x stages 1, 2 where the
+// tiles fit the target's shared memory and the accumulators the registers;
+// the heuristic first. Scratch holds one sequence's two offsets.
+TEST(Candidates, AttentionShapes) {
+  OpSpec spec = examples::makeAttention();
+  LaunchConfig heuristic = getHeuristicLaunch(spec, -1);
+  std::vector<LaunchConfig> all =
+      getTuningCandidates(spec, RowBucket::More, heuristic, 232448);
+  ASSERT_FALSE(all.empty());
+  EXPECT_EQ(all.front(), heuristic);
+  EXPECT_EQ(all.size(), 18u) << "head dim 128 fits every shape on sm_90";
+  for (const LaunchConfig &launch : all) {
+    EXPECT_TRUE(verifyLaunchFor(spec, launch, 232448))
+        << launch.getMangledSuffix();
+    EXPECT_EQ(launch.vector, 8);
+    EXPECT_EQ(launch.threadsPerRow, 16);
+  }
+  // Head dim 256 on 99 KiB (sm_89): no block_n 128 (too many accumulators)
+  // and only the tiles that fit.
+  spec.hidden = 256;
+  heuristic = getHeuristicLaunch(spec, -1);
+  all = getTuningCandidates(spec, RowBucket::One, heuristic, 101376);
+  ASSERT_FALSE(all.empty());
+  for (const LaunchConfig &launch : all) {
+    EXPECT_TRUE(verifyLaunchFor(spec, launch, 101376))
+        << launch.getMangledSuffix();
+    EXPECT_NE(launch.blockN, 128);
+    EXPECT_LE(getAttentionSharedBytes(spec, launch), 101376);
+  }
+  EXPECT_LT(all.size(), 12u);
+  // q, k, v and output rows, both weights once, two i32 offsets.
+  EXPECT_EQ(getTuningScratchBytes(spec, 10),
+            10 * (32 + 8 + 8 + 32) * 256 * 2 + 2 * 256 * 2 + 2 * 4);
+}
+
+} // namespace

@@ -53,6 +53,17 @@ int fakecuda_launch_count(void);
 /// Launch `index` (0 = first since reset); 0 when there is no such launch
 /// or it is older than the last 4096.
 int fakecuda_get_launch(int index, struct fakecuda_launch *launch);
+/// One cuMemcpyHtoD: where, how many bytes, and the first of them.
+struct fakecuda_copy {
+  uint64_t destination;
+  size_t bytes;
+  unsigned char data[64];
+};
+
+/// Copies to the device since the last reset (the last 256 are kept).
+int fakecuda_copy_count(void);
+/// Copy `index` (0 = first since reset); 0 when there is none.
+int fakecuda_get_copy(int index, struct fakecuda_copy *copy);
 /// Device memory: cuMemAlloc fails with CUDA_ERROR_OUT_OF_MEMORY beyond
 /// `bytes` live at once (0, after reset: unlimited).
 void fakecuda_set_device_memory(size_t bytes);

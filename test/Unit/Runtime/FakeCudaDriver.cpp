@@ -130,6 +130,7 @@ struct PrimaryContext {
 };
 
 constexpr int kMaxLaunches = 4096;
+constexpr int kMaxCopies = 256;
 constexpr char kCubinMagic[] = "FAKECUBIN\n";
 
 struct State {
@@ -150,6 +151,8 @@ struct State {
   PrimaryContext primary;
   fakecuda_launch launches[kMaxLaunches];
   std::atomic<int> launchCount{0};
+  fakecuda_copy copies[kMaxCopies];
+  int copyCount = 0;
 };
 
 State &state() {
@@ -228,6 +231,7 @@ void fakecuda_reset(void) {
   s.maxThreadsPerBlock = 1024;
   s.maxSharedBytesOptin = 232448;
   s.launchCount = 0;
+  s.copyCount = 0;
   s.peakBytes = s.liveBytes;
   s.deviceMemory = 0;
 }
@@ -273,6 +277,21 @@ int fakecuda_get_launch(int index, fakecuda_launch *launch) {
       index < s.launchCount - kMaxLaunches)
     return 0;
   *launch = s.launches[index % kMaxLaunches];
+  return 1;
+}
+
+int fakecuda_copy_count(void) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.copyCount;
+}
+
+int fakecuda_get_copy(int index, fakecuda_copy *copy) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (index < 0 || index >= s.copyCount || index < s.copyCount - kMaxCopies)
+    return 0;
+  *copy = s.copies[index % kMaxCopies];
   return 1;
 }
 
@@ -637,6 +656,13 @@ Result cuMemcpyHtoD_v2(unsigned long long destination, const void *source,
   if (Result r = enter(MemcpyHtoD))
     return r;
   std::memcpy(reinterpret_cast<void *>(destination), source, bytes);
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  fakecuda_copy &copy = s.copies[s.copyCount++ % kMaxCopies];
+  copy.destination = destination;
+  copy.bytes = bytes;
+  std::memset(copy.data, 0, sizeof(copy.data));
+  std::memcpy(copy.data, source, std::min(bytes, sizeof(copy.data)));
   return kSuccess;
 }
 

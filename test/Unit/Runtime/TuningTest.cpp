@@ -10,7 +10,9 @@
 #include "test/Unit/Runtime/TestSupport.h"
 
 #include <cmath>
+#include <cstring>
 #include <mutex>
+#include <set>
 #include <thread>
 
 using namespace norm;
@@ -417,3 +419,67 @@ TEST_F(TuningTest, NoMemoryForScratchMeansTheHeuristic) {
 }
 
 } // namespace
+
+// Attention tunes warps x block_n x stages on scratch whose sequence
+// offsets are valid: one sequence of the bucket's tokens, written with
+// cuMemcpyHtoD before the kernels that read them run.
+TEST_F(TuningTest, AttentionTunesOnValidSequenceOffsets) {
+  OpSpec spec = examples::makeAttention();
+  auto compiler = makeCompiler();
+  // Fewer CTAs per launch the more query rows a CTA takes; deeper pipelines
+  // and wider key tiles cost a little each: 8 warps, block_n 32, 1 stage.
+  compiler->cost = [](const LaunchConfig &launch) {
+    return std::pair<double, double>(
+        1000.0 + launch.blockN + 100.0 * launch.stages,
+        1000.0 / launch.warps);
+  };
+  std::shared_ptr<const Kernel> kernel;
+  ASSERT_TRUE(tuned(compiler, {}, kernel, spec).ok());
+  for (RowBucket bucket : kAllRowBuckets) {
+    const BucketReport &report = kernel->getReport(bucket);
+    EXPECT_EQ(report.source, BucketReport::Source::Tuned);
+    // 18 shapes less those over kMaxAttentionAccumulators (block_n 128 at
+    // head dim 128 keeps 128 accumulators: all fit) and sm_90's 227 KiB.
+    EXPECT_GE(report.candidates.size(), 12u);
+    for (const BucketReport::Candidate &candidate : report.candidates) {
+      EXPECT_GE(candidate.microseconds, 0) << candidate.failure;
+      EXPECT_TRUE(verifyLaunchFor(spec, candidate.launch, 232448));
+    }
+    EXPECT_EQ(report.launch.warps, 8) << report.launch.getMangledSuffix();
+    EXPECT_EQ(report.launch.blockN, 32);
+    EXPECT_EQ(report.launch.stages, 1);
+  }
+  // Every tuning launch ran one sequence of its rows, on offsets copied to
+  // the scratch before.
+  std::vector<fakecuda_copy> copies(fakecuda_copy_count());
+  for (size_t i = 0; i < copies.size(); ++i)
+    ASSERT_TRUE(fakecuda_get_copy(static_cast<int>(i), &copies[i]));
+  int launches = fakecuda_launch_count();
+  ASSERT_GT(launches, 0);
+  std::set<int64_t> rowsSeen;
+  for (int i = 0; i < launches; ++i) {
+    fakecuda_launch launch;
+    ASSERT_TRUE(fakecuda_get_launch(i, &launch));
+    // q, k, v, q_weight, k_weight, cu_seqlens, output, rows, batch, ...
+    uint64_t offsets = launch.params[5];
+    int64_t rows = static_cast<int64_t>(launch.params[7]);
+    EXPECT_EQ(launch.params[8], 1u) << "batch";
+    rowsSeen.insert(rows);
+    bool copied = false;
+    for (const fakecuda_copy &copy : copies) {
+      int32_t values[2];
+      std::memcpy(values, copy.data, sizeof(values));
+      copied |= copy.destination == offsets && copy.bytes == sizeof(values) &&
+                values[0] == 0 && values[1] == rows;
+    }
+    EXPECT_TRUE(copied) << "launch " << i << " of " << rows
+                        << " rows: no offsets {0, rows} were copied there";
+    int64_t tiles = (rows + 16 * (int64_t)launch.block[0] / 32 - 1) /
+                    (16 * (int64_t)launch.block[0] / 32);
+    EXPECT_EQ(launch.grid[0], static_cast<unsigned>(32 * (tiles + 1)));
+  }
+  std::set<int64_t> tunedRows;
+  for (RowBucket bucket : kAllRowBuckets)
+    tunedRows.insert(kernel->getReport(bucket).tunedRows);
+  EXPECT_EQ(rowsSeen, tunedRows);
+}

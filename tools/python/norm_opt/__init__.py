@@ -5,6 +5,7 @@
     y = norm_opt.layer_norm(x, weight, bias, eps=1e-5)    # like F.layer_norm
     y, h = norm_opt.fused_add_rms_norm(x, residual, weight, eps=1e-6)
     q, k = norm_opt.qk_norm(qkv, 32, 8, q_weight, k_weight, eps=1e-6)
+    o = norm_opt.attention(q, k, v, causal=True, cu_seqlens=cu)  # varlen
 
 Each normalizes over the last dimension with a kernel libnormjit built for
 that hidden size and autotuned on this GPU at its first call; launches go to
@@ -19,7 +20,7 @@ from norm_opt import _capi as capi
 from norm_opt._capi import LaunchConfig, NormJitError, OpDesc, load_library
 
 __all__ = ["rms_norm", "layer_norm", "fused_add_rms_norm",
-           "fused_add_layer_norm", "qk_norm",
+           "fused_add_layer_norm", "qk_norm", "attention",
            "configure", "get_context", "NormJitError", "LaunchConfig", "OpDesc", "capi",
            "load_library"]
 
@@ -75,6 +76,41 @@ def qk_norm(qkv, num_q_heads, num_kv_heads, q_weight=None, k_weight=None,
                                   k_weight, eps, l2=l2, layer_norm=layer_norm,
                                   weight_offset=weight_offset, q_out=q_out,
                                   k_out=k_out)
+
+
+def attention(q, k, v, *, causal=False, scale=None, cu_seqlens=None,
+              qk_norm=None, q_norm_weight=None, k_norm_weight=None,
+              qk_norm_eps=1e-6, qk_norm_offset=0.0, return_lse=False,
+              head_dim=None):
+    """softmax(scale * q k^T) v per head, as F.scaled_dot_product_attention,
+    on token-major variable-length batches (FlashAttention-2's varlen
+    layout), forward only.
+
+    q is [tokens, Hq, D] or [tokens, Hq * D] (then head_dim=D is needed,
+    unless the norm weights give it), k and v [tokens, Hkv, D] or
+    [tokens, Hkv * D], Hkv dividing Hq (grouped-query attention), all bf16 or
+    all f16; the heads of a token sit side by side in its row, and rows may
+    be strided (q, k and v may be column slices of one packed qkv
+    projection). D is a multiple of 16 up to 256. Sequence b is tokens
+    cu_seqlens[b]:cu_seqlens[b + 1] (int32, batch + 1 offsets from 0 to
+    tokens, non-decreasing: the kernel reads them as given); None is one
+    sequence of every token (a host-to-device copy, so pass cu_seqlens
+    inside CUDA graphs). causal masks keys after the query within its
+    sequence; scale None is 1 / sqrt(D). qk_norm ('rms', 'l2' or 'layer',
+    LayerNorm without bias) normalizes each head of q and k first, scaled by
+    q_norm_weight / k_norm_weight ([D] each) plus qk_norm_offset (1.0:
+    Gemma's 1 + w), with qk_norm_eps. Returns the output, shaped like q, and
+    with return_lse=True also the float32 log-sum-exp [tokens, Hq] of the
+    scaled scores. Pointers and row strides must be 16-byte aligned (there
+    is no scalar fallback). Registered as torch.ops.norm_opt.attention with
+    a shape function, so torch.compile keeps it as one op; there is no
+    backward yet: inputs that require grad (with grad enabled) raise."""
+    return _torch_layer().attention(
+        q, k, v, causal=causal, scale=scale, cu_seqlens=cu_seqlens,
+        qk_norm=qk_norm, q_norm_weight=q_norm_weight,
+        k_norm_weight=k_norm_weight, qk_norm_eps=qk_norm_eps,
+        qk_norm_offset=qk_norm_offset, return_lse=return_lse,
+        head_dim=head_dim)
 
 
 from norm_opt._registry import configure, get_context  # noqa: E402

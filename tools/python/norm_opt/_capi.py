@@ -27,10 +27,10 @@ ERROR_IO = 9
 ERROR_INTERNAL = 10
 ERROR_OUT_OF_MEMORY = 11
 
-# normjit_dtype
-F32, F16, BF16 = 0, 1, 2
-DTYPE_NAMES = {F32: "f32", F16: "f16", BF16: "bf16"}
-DTYPE_BYTES = {F32: 4, F16: 2, BF16: 2}
+# normjit_dtype (I32: attention's cu_seqlens only, API 3)
+F32, F16, BF16, I32 = 0, 1, 2, 3
+DTYPE_NAMES = {F32: "f32", F16: "f16", BF16: "bf16", I32: "i32"}
+DTYPE_BYTES = {F32: 4, F16: 2, BF16: 2, I32: 4}
 
 # normjit_op_kind
 OP_RMS_NORM = 0
@@ -41,6 +41,7 @@ OP_BATCH_NORM_INFERENCE = 4
 OP_ELEMENTWISE = 5
 OP_BATCH_NORM_STATS = 6
 OP_QK_NORM = 7
+OP_ATTENTION = 8  # API 3
 
 # normjit_op_desc.flags
 OP_WEIGHT = 1 << 0
@@ -51,11 +52,18 @@ OP_F32_RESIDUAL = 1 << 4
 OP_SKIP = 1 << 5
 OP_QK_L2 = 1 << 6
 OP_QK_MEAN_VAR = 1 << 7
+OP_QK_RMS = 1 << 8  # API 3
+OP_CAUSAL = 1 << 9
+OP_WRITE_LSE = 1 << 10
 
-# normjit_buffer
+# normjit_buffer (V, CU_SEQLENS, LSE: API 3)
 INPUT, ADDEND, SKIP, WEIGHT, BIAS, MEAN, VARIANCE, OUTPUT = range(8)
 RESIDUAL_OUT, QKV, Q_WEIGHT, K_WEIGHT, Q, K = range(8, 14)
-NUM_BUFFERS = 14
+V, CU_SEQLENS, LSE = range(14, 17)
+NUM_BUFFERS = 17
+# The tensors of an API 1 / 2 normjit_launch_args: launch arguments of row
+# kernels keep that size, so they work with older libraries too.
+NUM_BUFFERS_V1 = 14
 
 # normjit_context_options.flags and normjit_kernel_create flags
 CONTEXT_NO_TUNING = 1 << 0
@@ -92,7 +100,11 @@ class _OpDesc(ctypes.Structure):
                 ("flags", ctypes.c_uint32), ("eps", ctypes.c_double),
                 ("alpha", ctypes.c_double), ("weight_offset", ctypes.c_double),
                 ("groups", ctypes.c_int64), ("num_q_heads", ctypes.c_int64),
-                ("num_kv_heads", ctypes.c_int64)]
+                ("num_kv_heads", ctypes.c_int64), ("scale", ctypes.c_double)]
+
+
+# sizeof normjit_op_desc without the API 3 field `scale`.
+_OP_DESC_SIZE_V1 = 88
 
 
 class _Tensor(ctypes.Structure):
@@ -120,38 +132,65 @@ class _LaunchConfig(ctypes.Structure):
                 ("warps", ctypes.c_int64), ("rows_per_cta", ctypes.c_int64)]
 
 
+class _LaunchConfig2(ctypes.Structure):
+    """normjit_launch_config2 (API 3): with attention's block_n, stages."""
+    _fields_ = _LaunchConfig._fields_ + [("block_n", ctypes.c_int64),
+                                         ("stages", ctypes.c_int64)]
+
+
 class _TuningInfo(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("source", ctypes.c_int32),
                 ("tuned_rows", ctypes.c_int64),
                 ("num_candidates", ctypes.c_size_t),
-                ("config", _LaunchConfig)]
+                ("config", _LaunchConfig),
+                # API 3: the rest of the winner.
+                ("block_n", ctypes.c_int64), ("stages", ctypes.c_int64)]
+
+
+_TUNING_INFO_SIZE_V1 = 56
 
 
 class _Candidate(ctypes.Structure):
     _fields_ = [("config", _LaunchConfig), ("microseconds", ctypes.c_double)]
 
 
+class _Candidate2(ctypes.Structure):
+    _fields_ = [("config", _LaunchConfig2), ("microseconds", ctypes.c_double)]
+
+
 class LaunchConfig(NamedTuple):
     """#norm.launch: elements per access, threads per row, warps per CTA,
-    rows per CTA."""
+    rows per CTA; attention also keys per tile (block_n) and tiles in
+    flight (stages), 0 for row kernels."""
     vector: int
     threads_per_row: int
     warps: int
     rows_per_cta: int
+    block_n: int = 0
+    stages: int = 0
 
     @property
     def suffix(self) -> str:
-        """The kernel name suffix, "v8_t128_w4_r1"."""
-        return (f"v{self.vector}_t{self.threads_per_row}_w{self.warps}"
-                f"_r{self.rows_per_cta}")
+        """The kernel name suffix, "v8_t128_w4_r1" (attention:
+        "v8_t16_w4_r64_n64_s2")."""
+        suffix = (f"v{self.vector}_t{self.threads_per_row}_w{self.warps}"
+                  f"_r{self.rows_per_cta}")
+        if self.block_n:
+            suffix += f"_n{self.block_n}_s{self.stages}"
+        return suffix
 
     @staticmethod
-    def _from_c(config: _LaunchConfig) -> "LaunchConfig":
+    def _from_c(config, block_n: int = 0, stages: int = 0) -> "LaunchConfig":
+        if isinstance(config, _LaunchConfig2):
+            block_n, stages = config.block_n, config.stages
         return LaunchConfig(config.vector, config.threads_per_row,
-                            config.warps, config.rows_per_cta)
+                            config.warps, config.rows_per_cta, block_n, stages)
 
     def _to_c(self) -> _LaunchConfig:
-        return _LaunchConfig(*self)
+        return _LaunchConfig(*self[:4])
+
+    def _to_c2(self) -> _LaunchConfig2:
+        return _LaunchConfig2(*self)
 
 
 class Candidate(NamedTuple):
@@ -182,9 +221,14 @@ class OpDesc(NamedTuple):
     groups: int = 1
     num_q_heads: int = 0
     num_kv_heads: int = 0
+    scale: float = 0.0  # attention (API 3); 0: 1 / sqrt(head dim)
 
     def _to_c(self) -> _OpDesc:
-        return _OpDesc(ctypes.sizeof(_OpDesc), *self)
+        # The API 1 size where the API 3 field keeps its default, so that
+        # row kernels work with older libraries too.
+        size = (_OP_DESC_SIZE_V1 if self.scale == 0.0 else
+                ctypes.sizeof(_OpDesc))
+        return _OpDesc(size, *self)
 
 
 #===------------------------------------------------------------------------===#
@@ -220,6 +264,17 @@ _OPTIONAL_SIGNATURES = {
     "normjit_kernel_get_tuning": (ctypes.c_int, [
         ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(_TuningInfo),
         ctypes.POINTER(_Candidate), ctypes.c_size_t]),
+    "normjit_get_version": (None, [ctypes.POINTER(ctypes.c_uint32)] * 4),
+    # API 3.
+    "normjit_kernel_get_config2": (ctypes.c_int, [
+        ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(_LaunchConfig2)]),
+    "normjit_kernel_create_with_config2": (ctypes.c_int, [
+        ctypes.c_void_p, ctypes.POINTER(_OpDesc),
+        ctypes.POINTER(_LaunchConfig2), ctypes.c_uint32,
+        ctypes.POINTER(ctypes.c_void_p)]),
+    "normjit_kernel_get_tuning2": (ctypes.c_int, [
+        ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(_TuningInfo),
+        ctypes.POINTER(_Candidate2), ctypes.c_size_t]),
 }
 
 
@@ -246,6 +301,16 @@ class Library:
 
     def has(self, name: str) -> bool:
         return hasattr(self.dll, name)
+
+    @property
+    def api_version(self) -> int:
+        """The C API version the library implements (1 before
+        normjit_get_version)."""
+        if not self.has("normjit_get_version"):
+            return 1
+        api = ctypes.c_uint32()
+        self.dll.normjit_get_version(None, None, None, ctypes.byref(api))
+        return api.value
 
     def status_name(self, status: int) -> str:
         return self.dll.normjit_status_name(status).decode()
@@ -323,9 +388,14 @@ class Buffer(NamedTuple):
 
 
 def make_launch_args(buffers: Dict[int, Buffer]) -> _LaunchArgs:
-    """normjit_launch_args for {slot: Buffer}; reusable across launches."""
+    """normjit_launch_args for {slot: Buffer}; reusable across launches.
+    Without attention's buffers its struct_size is the API 1 layout's (14
+    tensors), which every libnormjit reads."""
     args = _LaunchArgs()
-    args.struct_size = ctypes.sizeof(_LaunchArgs)
+    tensors = (NUM_BUFFERS if any(slot >= NUM_BUFFERS_V1 for slot in buffers)
+               else NUM_BUFFERS_V1)
+    args.struct_size = (_LaunchArgs.tensors.offset +
+                        tensors * ctypes.sizeof(_Tensor))
     for slot, buffer in buffers.items():
         if not 0 <= slot < NUM_BUFFERS:
             raise ValueError(f"unknown buffer slot {slot}")
@@ -376,28 +446,38 @@ class Kernel(_Handle):
 
     def config(self, rows: int) -> LaunchConfig:
         """The configuration launches of `rows` rows run (aligned buffers)."""
-        config = _LaunchConfig()
-        self._library.check(self._library.dll.normjit_kernel_get_config(
-            self._handle, rows, ctypes.byref(config)))
+        dll = self._library.dll
+        if self._library.has("normjit_kernel_get_config2"):
+            config = _LaunchConfig2()
+            get = dll.normjit_kernel_get_config2
+        else:
+            config = _LaunchConfig()
+            get = dll.normjit_kernel_get_config
+        self._library.check(get(self._handle, rows, ctypes.byref(config)))
         return LaunchConfig._from_c(config)
 
     def tuning(self, rows: int) -> TuningInfo:
         """Where the plan of `rows` rows came from and the candidates the
         tuner timed for its bucket in this process."""
-        get = self._library.require("normjit_kernel_get_tuning")
+        whole = self._library.has("normjit_kernel_get_tuning2")
+        get = self._library.require("normjit_kernel_get_tuning2" if whole else
+                                    "normjit_kernel_get_tuning")
         info = _TuningInfo()
-        info.struct_size = ctypes.sizeof(_TuningInfo)
+        info.struct_size = (ctypes.sizeof(_TuningInfo) if whole else
+                            _TUNING_INFO_SIZE_V1)
         self._library.check(get(self._handle, rows, ctypes.byref(info), None, 0))
         count = info.num_candidates
-        buffer = (_Candidate * max(count, 1))()
+        buffer = ((_Candidate2 if whole else _Candidate) * max(count, 1))()
         self._library.check(get(self._handle, rows, ctypes.byref(info), buffer,
                                 count))
         candidates = tuple(
             Candidate(LaunchConfig._from_c(c.config), c.microseconds)
             for c in buffer[:count])
+        winner = LaunchConfig._from_c(info.config,
+                                      info.block_n if whole else 0,
+                                      info.stages if whole else 0)
         return TuningInfo(PLAN_SOURCES.get(info.source, str(info.source)),
-                          info.tuned_rows, LaunchConfig._from_c(info.config),
-                          candidates)
+                          info.tuned_rows, winner, candidates)
 
     def _destroy(self, handle) -> None:
         self._library.dll.normjit_kernel_destroy(handle)
@@ -451,6 +531,11 @@ class Context(_Handle):
         if config is None:
             status = dll.normjit_kernel_create(self._handle, ctypes.byref(c_desc),
                                                flags, ctypes.byref(handle))
+        elif self.library.has("normjit_kernel_create_with_config2"):
+            c_config = LaunchConfig(*config)._to_c2()
+            status = dll.normjit_kernel_create_with_config2(
+                self._handle, ctypes.byref(c_desc), ctypes.byref(c_config),
+                flags, ctypes.byref(handle))
         else:
             create = self.library.require("normjit_kernel_create_with_config")
             c_config = LaunchConfig(*config)._to_c()
@@ -461,8 +546,11 @@ class Context(_Handle):
 
     def write_bundle(self, descs: Iterable[OpDesc], path: str) -> None:
         """Writes a kernel bundle of the operations (tuning them first)."""
-        descs = list(descs)
-        array = (_OpDesc * max(len(descs), 1))(*[d._to_c() for d in descs])
+        descs = [d._to_c() for d in descs]
+        # The array steps by sizeof(_OpDesc): every element says so.
+        for desc in descs:
+            desc.struct_size = ctypes.sizeof(_OpDesc)
+        array = (_OpDesc * max(len(descs), 1))(*descs)
         self.library.check(self.library.dll.normjit_context_write_bundle(
             self._handle, array, len(descs), path.encode()))
 

@@ -185,6 +185,18 @@ def prepare_row_norm(kind: int, input: torch.Tensor,
                 tuple(outputs), tuple(keep))
 
 
+def _add_qk_weights(buffers, keep, q_weight: Optional[torch.Tensor],
+                    k_weight: Optional[torch.Tensor], head_dim: int) -> int:
+    """Adds the QK-Norm weights (both or neither) to a launch's buffers;
+    their flag."""
+    if q_weight is None:
+        return 0
+    buffers[_capi.Q_WEIGHT] = _buffer(q_weight, head_dim)
+    buffers[_capi.K_WEIGHT] = _buffer(k_weight, head_dim)
+    keep += [q_weight, k_weight]
+    return _capi.OP_WEIGHT
+
+
 def prepare_qk_norm(qkv: torch.Tensor, num_q_heads: int, num_kv_heads: int,
                     q_weight: Optional[torch.Tensor] = None,
                     k_weight: Optional[torch.Tensor] = None, eps: float = 1e-6,
@@ -228,12 +240,8 @@ def prepare_qk_norm(qkv: torch.Tensor, num_q_heads: int, num_kv_heads: int,
     }
     keep = [x]
     flags = (_capi.OP_QK_L2 if l2 else 0) | (
-        _capi.OP_QK_MEAN_VAR if layer_norm else 0)
-    if q_weight is not None:
-        buffers[_capi.Q_WEIGHT] = _buffer(q_weight, head_dim)
-        buffers[_capi.K_WEIGHT] = _buffer(k_weight, head_dim)
-        keep += [q_weight, k_weight]
-        flags |= _capi.OP_WEIGHT
+        _capi.OP_QK_MEAN_VAR if layer_norm else 0) | _add_qk_weights(
+            buffers, keep, q_weight, k_weight, head_dim)
     desc = OpDesc(kind=_capi.OP_QK_NORM, hidden=head_dim,
                   input_type=input_type, output_type=_dtype(q, "q"),
                   param_type=param_type, flags=flags,
@@ -299,3 +307,187 @@ def qk_norm(qkv, num_q_heads, num_kv_heads, q_weight=None, k_weight=None,
                                k_weight, eps, l2=l2, layer_norm=layer_norm,
                                weight_offset=weight_offset, q_out=q_out,
                                k_out=k_out))
+
+
+#===------------------------------------------------------------------------===#
+# Attention
+#===------------------------------------------------------------------------===#
+
+# qk_norm= of attention: the C API's statistic flag.
+_QK_NORMS = {"rms": _capi.OP_QK_RMS, "l2": _capi.OP_QK_L2,
+             "layer": _capi.OP_QK_MEAN_VAR}
+
+
+def _heads(tensor: torch.Tensor, name: str,
+           head_dim: Optional[int]) -> Tuple[torch.Tensor, int, int]:
+    """(a [tokens, heads * head_dim] view, heads, head_dim) of a token-major
+    [tokens, heads * head_dim] or [tokens, heads, head_dim] tensor."""
+    if tensor.dim() == 3:
+        if head_dim is not None and tensor.size(2) != head_dim:
+            raise ValueError(f"{name}: head dim {tensor.size(2)}, expected "
+                             f"{head_dim}")
+        heads, head_dim = tensor.size(1), tensor.size(2)
+        # Heads side by side in each token's row: one [tokens, H * D] view
+        # (packed qkv slices included); other layouts are copied.
+        if tensor.stride(2) != 1 or (heads > 1 and tensor.stride(1) != head_dim):
+            tensor = tensor.contiguous()
+        return tensor.flatten(1), heads, head_dim
+    if tensor.dim() != 2:
+        raise ValueError(f"{name}: expected [tokens, heads * head_dim] or "
+                         f"[tokens, heads, head_dim], got shape "
+                         f"{tuple(tensor.shape)}")
+    if head_dim is None:
+        raise ValueError(f"{name}: a [tokens, heads * head_dim] tensor needs "
+                         "head_dim= (or give [tokens, heads, head_dim])")
+    if head_dim <= 0 or tensor.size(1) % head_dim:
+        raise ValueError(f"{name}: {tensor.size(1)} columns are no whole "
+                         f"number of heads of {head_dim}")
+    return tensor, tensor.size(1) // head_dim, head_dim
+
+
+def _check_forward_only(*tensors: Optional[torch.Tensor]) -> None:
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad
+                                       for t in tensors):
+        raise RuntimeError(
+            "norm_opt.attention is forward only (no backward yet): call it "
+            "under torch.no_grad() or torch.inference_mode(), or detach its "
+            "inputs")
+
+
+def prepare_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
+                      causal: bool = False, scale: Optional[float] = None,
+                      cu_seqlens: Optional[torch.Tensor] = None,
+                      qk_norm: Optional[str] = None,
+                      q_norm_weight: Optional[torch.Tensor] = None,
+                      k_norm_weight: Optional[torch.Tensor] = None,
+                      qk_norm_eps: float = 1e-6, qk_norm_offset: float = 0.0,
+                      return_lse: bool = False,
+                      head_dim: Optional[int] = None) -> Call:
+    """One attention launch (see norm_opt.attention): outputs (out[, lse])."""
+    if qk_norm is not None and qk_norm not in _QK_NORMS:
+        raise ValueError(f"qk_norm: expected None, 'rms', 'l2' or 'layer', got "
+                         f"{qk_norm!r}")
+    if (q_norm_weight is None) != (k_norm_weight is None):
+        raise ValueError("give both q_norm_weight and k_norm_weight, or neither")
+    if q_norm_weight is not None and qk_norm is None:
+        raise ValueError("q_norm_weight and k_norm_weight need qk_norm")
+    if head_dim is None and q_norm_weight is not None:
+        head_dim = q_norm_weight.size(-1) if q_norm_weight.dim() else None
+    device = _device(q, k, v, cu_seqlens, q_norm_weight, k_norm_weight)
+    input_type = _dtype(q, "q")
+    for name, t in (("k", k), ("v", v)):
+        if t.dtype != q.dtype:
+            raise TypeError(f"q is {q.dtype}, {name} is {t.dtype}: attention "
+                            "takes one dtype")
+    q2, num_q_heads, head_dim = _heads(q, "q", head_dim)
+    k2, num_kv_heads, _ = _heads(k, "k", head_dim)
+    v2, v_heads, _ = _heads(v, "v", head_dim)
+    tokens = q2.size(0)
+    if k2.size(0) != tokens or v2.size(0) != tokens:
+        raise ValueError(f"q, k and v have {tokens}, {k2.size(0)} and "
+                         f"{v2.size(0)} tokens: they share cu_seqlens")
+    if v_heads != num_kv_heads:
+        raise ValueError(f"k has {num_kv_heads} heads, v {v_heads}")
+    q2, _, q_stride = _rows(q2, num_q_heads * head_dim, "q")
+    k2, _, k_stride = _rows(k2, num_kv_heads * head_dim, "k")
+    v2, _, v_stride = _rows(v2, num_kv_heads * head_dim, "v")
+    if cu_seqlens is None:
+        # One sequence of every token (a host-to-device copy: pass
+        # cu_seqlens inside CUDA graphs).
+        cu_seqlens = torch.tensor([0, tokens], dtype=torch.int32,
+                                  device=q.device)
+    if cu_seqlens.dtype != torch.int32 or cu_seqlens.dim() != 1 or (
+            cu_seqlens.size(0) < 2):
+        raise ValueError("cu_seqlens: expected an int32 tensor of batch + 1 "
+                         f"offsets, got {cu_seqlens.dtype} of shape "
+                         f"{tuple(cu_seqlens.shape)}")
+    cu_seqlens = cu_seqlens.contiguous()
+    q_norm_weight = _param(q_norm_weight, head_dim, "q_norm_weight")
+    k_norm_weight = _param(k_norm_weight, head_dim, "k_norm_weight")
+    cols = num_q_heads * head_dim
+    out = torch.empty((tokens, cols), dtype=q.dtype, device=q.device)
+    buffers = {
+        _capi.Q: _buffer(q2, cols, q_stride),
+        _capi.K: _buffer(k2, num_kv_heads * head_dim, k_stride),
+        _capi.V: _buffer(v2, num_kv_heads * head_dim, v_stride),
+        _capi.CU_SEQLENS: Buffer(cu_seqlens.data_ptr(), _capi.I32,
+                                 cu_seqlens.size(0)),
+        _capi.OUTPUT: _buffer(out, cols, cols),
+    }
+    keep = [q2, k2, v2, cu_seqlens]
+    flags = (_QK_NORMS[qk_norm] if qk_norm else 0) | (
+        _capi.OP_CAUSAL if causal else 0) | _add_qk_weights(
+            buffers, keep, q_norm_weight, k_norm_weight, head_dim)
+    out = out.view(q.shape)
+    outputs = [out]
+    if return_lse:
+        lse = torch.empty((tokens, num_q_heads), dtype=torch.float32,
+                          device=q.device)
+        buffers[_capi.LSE] = Buffer(lse.data_ptr(), _capi.F32, num_q_heads)
+        outputs.append(lse)
+        flags |= _capi.OP_WRITE_LSE
+    desc = OpDesc(kind=_capi.OP_ATTENTION, hidden=head_dim,
+                  input_type=input_type, output_type=input_type,
+                  param_type=_param_dtype(q_norm_weight, k_norm_weight),
+                  flags=flags, eps=float(qk_norm_eps),
+                  weight_offset=float(qk_norm_offset),
+                  num_q_heads=num_q_heads, num_kv_heads=num_kv_heads,
+                  scale=float(scale) if scale is not None else 0.0)
+    return Call(device, desc, _capi.make_launch_args(buffers), tokens,
+                tuple(outputs), tuple(keep))
+
+
+def _attention_impl(q, k, v, cu_seqlens, q_norm_weight, k_norm_weight, causal,
+                    scale, qk_norm, qk_norm_eps, qk_norm_offset, return_lse,
+                    head_dim):
+    outputs = run(prepare_attention(
+        q, k, v, causal=causal, scale=scale, cu_seqlens=cu_seqlens,
+        qk_norm=qk_norm, q_norm_weight=q_norm_weight,
+        k_norm_weight=k_norm_weight, qk_norm_eps=qk_norm_eps,
+        qk_norm_offset=qk_norm_offset, return_lse=return_lse,
+        head_dim=head_dim))
+    lse = outputs[1] if return_lse else q.new_empty((0,), dtype=torch.float32)
+    return outputs[0], lse
+
+
+def _attention_fake(q, k, v, cu_seqlens, q_norm_weight, k_norm_weight, causal,
+                    scale, qk_norm, qk_norm_eps, qk_norm_offset, return_lse,
+                    head_dim):
+    """Shapes only (torch.compile's fake tensors, meta tensors)."""
+    heads = q.size(1) if q.dim() == 3 else q.size(1) // (
+        head_dim or q_norm_weight.size(0))
+    lse = q.new_empty((q.size(0), heads) if return_lse else (0,),
+                      dtype=torch.float32)
+    return q.new_empty(q.shape), lse
+
+
+# torch.ops.norm_opt.attention: a custom op with a shape function, so that
+# torch.compile keeps it as one node (the eager kernel reads data pointers).
+# CPU tensors reach the kernel too, and are refused there (norm_opt runs on
+# CUDA tensors), so that tests on the fake driver can use host memory.
+_LIBRARY = torch.library.Library("norm_opt", "DEF")
+_LIBRARY.define(
+    "attention(Tensor q, Tensor k, Tensor v, Tensor? cu_seqlens, "
+    "Tensor? q_norm_weight, Tensor? k_norm_weight, bool causal, float? scale, "
+    "str? qk_norm, float qk_norm_eps, float qk_norm_offset, bool return_lse, "
+    "int? head_dim) -> (Tensor, Tensor)")
+for _key in ("CUDA", "CPU"):
+    _LIBRARY.impl("attention", _attention_impl, _key)
+if hasattr(torch.library, "register_fake"):  # torch >= 2.4
+    torch.library.register_fake("norm_opt::attention", _attention_fake)
+else:  # fake tensors use the Meta kernel; torch < 2 has no autograd
+    # fallthrough for meta tensors, and the op has no backward anyway.
+    for _key in ("Meta", "AutogradMeta"):
+        _LIBRARY.impl("attention", _attention_fake, _key)
+
+
+def attention(q, k, v, *, causal=False, scale=None, cu_seqlens=None,
+              qk_norm=None, q_norm_weight=None, k_norm_weight=None,
+              qk_norm_eps=1e-6, qk_norm_offset=0.0, return_lse=False,
+              head_dim=None):
+    _check_forward_only(q, k, v, q_norm_weight, k_norm_weight)
+    out, lse = torch.ops.norm_opt.attention(
+        q, k, v, cu_seqlens, q_norm_weight, k_norm_weight, bool(causal),
+        None if scale is None else float(scale), qk_norm, float(qk_norm_eps),
+        float(qk_norm_offset), bool(return_lse), head_dim)
+    return (out, lse) if return_lse else out
