@@ -345,6 +345,14 @@ def _heads(tensor: torch.Tensor, name: str,
     return tensor, tensor.size(1) // head_dim, head_dim
 
 
+def _given_head_dim(head_dim: Optional[int],
+                    q_norm_weight: Optional[torch.Tensor]) -> Optional[int]:
+    """head_dim=, else the QK-Norm weight's length."""
+    if head_dim is None and q_norm_weight is not None and q_norm_weight.dim():
+        return q_norm_weight.size(-1)
+    return head_dim
+
+
 def _check_forward_only(*tensors: Optional[torch.Tensor]) -> None:
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad
                                        for t in tensors):
@@ -371,8 +379,7 @@ def prepare_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
         raise ValueError("give both q_norm_weight and k_norm_weight, or neither")
     if q_norm_weight is not None and qk_norm is None:
         raise ValueError("q_norm_weight and k_norm_weight need qk_norm")
-    if head_dim is None and q_norm_weight is not None:
-        head_dim = q_norm_weight.size(-1) if q_norm_weight.dim() else None
+    head_dim = _given_head_dim(head_dim, q_norm_weight)
     device = _device(q, k, v, cu_seqlens, q_norm_weight, k_norm_weight)
     input_type = _dtype(q, "q")
     for name, t in (("k", k), ("v", v)):
@@ -454,8 +461,7 @@ def _attention_fake(q, k, v, cu_seqlens, q_norm_weight, k_norm_weight, causal,
                     scale, qk_norm, qk_norm_eps, qk_norm_offset, return_lse,
                     head_dim):
     """Shapes only (torch.compile's fake tensors, meta tensors)."""
-    heads = q.size(1) if q.dim() == 3 else q.size(1) // (
-        head_dim or q_norm_weight.size(0))
+    _, heads, _ = _heads(q, "q", _given_head_dim(head_dim, q_norm_weight))
     lse = q.new_empty((q.size(0), heads) if return_lse else (0,),
                       dtype=torch.float32)
     return q.new_empty(q.shape), lse
