@@ -165,7 +165,9 @@ Value AttentionEmitter::tileOffset(Value base, Value row, Value chunk) {
 AttentionEmitter::FragmentRows
 AttentionEmitter::makeFragmentRows(Value rowLane, Value chunkLane,
                                    ArrayRef<int64_t> chunkConsts) {
-  FragmentRows rows{rowLane, chunkLane, {}};
+  FragmentRows rows;
+  rows.rowLane = rowLane;
+  rows.chunkLane = chunkLane;
   Value rowTerm = mul(rowLane, index(headDim));
   Value lanes = chunkLane;
   if (swizzle > 1)

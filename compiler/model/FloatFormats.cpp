@@ -116,6 +116,8 @@ uint32_t check::encode(ElementType type, double value) {
         static_cast<uint32_t>(std::ldexp(magnitude, 10 - exponent)) - 1024;
     return sign | static_cast<uint32_t>(exponent + 15) << 10 | mantissa;
   }
+  case ElementType::i32: // returned above
+    break;
   }
   return 0;
 }

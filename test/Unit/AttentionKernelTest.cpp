@@ -249,9 +249,10 @@ TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
                       << ")";
 
   EXPECT_EQ(output.findStrayWrite(getOutputPoison(c.type)), std::nullopt);
-  if (c.lse)
+  if (c.lse) {
     EXPECT_EQ(lse.findStrayWrite(getOutputPoison(ElementType::f32)),
               std::nullopt);
+  }
   for (size_t i = 0; i < inputs.size(); ++i)
     EXPECT_TRUE(inputs[i]->matches(before[i])) << "input " << i << " changed";
 }
