@@ -403,7 +403,8 @@ TEST(Compiler, CompilesPrograms) {
   EXPECT_EQ(buffers, (std::vector<std::string>{"input", "addend", "output",
                                                "residual_out"}));
 
-  // A QK-Norm fused into attention has no kernel yet: an error, no PTX.
+  // Attention with a QK-Norm: one attention kernel, the norm in its
+  // prologue, its weights and the sequence offsets among its buffers.
   const char *attention = R"mlir(
     func.func @f(%q: tensor<?x128xbf16>, %k: tensor<?x128xbf16>, %v: tensor<?x128xbf16>,
                  %w: tensor<128xbf16>) -> tensor<?x128xbf16> {
@@ -415,9 +416,17 @@ TEST(Compiler, CompilesPrograms) {
       return %o : tensor<?x128xbf16>
     })mlir";
   status = compileProgram(attention, TargetOptions(), module);
-  EXPECT_FALSE(status);
-  EXPECT_NE(status.message().find("attention kernel"), std::string::npos)
-      << status.message();
+  ASSERT_TRUE(status) << status.message();
+  ASSERT_EQ(module.kernels.size(), 1u);
+  EXPECT_EQ(module.kernels[0].kind, "attention_kernel");
+  buffers.clear();
+  for (const KernelParam &param : module.kernels[0].params)
+    if (param.kind == KernelParam::Kind::Buffer)
+      buffers.push_back(param.name);
+  EXPECT_EQ(buffers, (std::vector<std::string>{"q", "k", "v", "q_weight",
+                                               "k_weight", "cu_seqlens",
+                                               "output"}));
+  EXPECT_NE(module.ptx.find("mma.sync.aligned.m16n8k16"), std::string::npos);
 
   status = compileProgram("func.func @f(", TargetOptions(), module);
   EXPECT_FALSE(status);
