@@ -41,6 +41,28 @@ std::optional<Statistic> norm::parseStatisticName(std::string_view name) {
   return std::nullopt;
 }
 
+static constexpr RopeStyle kAllRopeStyles[] = {RopeStyle::None,
+                                               RopeStyle::NeoX, RopeStyle::GptJ};
+
+std::string_view norm::getRopeStyleName(RopeStyle style) {
+  switch (style) {
+  case RopeStyle::None:
+    return "none";
+  case RopeStyle::NeoX:
+    return "neox";
+  case RopeStyle::GptJ:
+    return "gptj";
+  }
+  return "?";
+}
+
+std::optional<RopeStyle> norm::parseRopeStyleName(std::string_view name) {
+  for (RopeStyle style : kAllRopeStyles)
+    if (getRopeStyleName(style) == name)
+      return style;
+  return std::nullopt;
+}
+
 std::string_view norm::getOpKindName(OpKind kind) {
   switch (kind) {
   case OpKind::RMSNorm:
@@ -187,6 +209,31 @@ Status norm::verifyHeadCounts(int64_t numQHeads, int64_t numKvHeads) {
   return Status::success();
 }
 
+Status norm::verifyRope(RopeStyle style, int64_t rotaryDim, double theta,
+                        int64_t headDim) {
+  if (style == RopeStyle::None)
+    return Status::success();
+  int64_t chunk = style == RopeStyle::NeoX ? 16 : 8;
+  if (rotaryDim <= 0 || rotaryDim > headDim || rotaryDim % chunk != 0)
+    return Status::invalid(
+        std::string(getRopeStyleName(style)) +
+        " rotary embeddings need a rotary dim that is a multiple of " +
+        std::to_string(chunk) + " from " + std::to_string(chunk) +
+        " to the head dim (" + std::to_string(headDim) + "), got " +
+        std::to_string(rotaryDim));
+  if (Status status = verifyPositiveFinite(theta, "rope_theta"); !status)
+    return status;
+  if (theta == 1.0)
+    return Status::invalid("rope_theta must not be 1 (every pair would turn "
+                           "at the same rate)");
+  return Status::success();
+}
+
+double norm::getRopeFrequency(double theta, int64_t rotaryDim, int64_t pair) {
+  return std::pow(theta, -2.0 * static_cast<double>(pair) /
+                             static_cast<double>(rotaryDim));
+}
+
 static bool isKnownKind(OpKind kind) {
   for (OpKind known : kAllKinds)
     if (known == kind)
@@ -242,6 +289,10 @@ static Status verifyAttention(const OpSpec &spec) {
                            "offsets and optional QK-Norm weights");
   if (spec.qkStatistic == Statistic::None && spec.hasWeight)
     return Status::invalid("QK-Norm weights need a QK-Norm statistic");
+  if (Status status = verifyRope(spec.rope, spec.rotaryDim, spec.ropeTheta,
+                                 spec.hidden);
+      !status)
+    return status;
   return verifyWeightOffset(spec.weightOffset, spec.hasWeight);
 }
 
@@ -305,8 +356,10 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
   case OpKind::Attention:
     return verifyAttention(spec);
   default:
-    if (spec.causal || spec.writeLse || spec.scale != 1.0)
-      return Status::invalid("causal, scale and lse apply to attention only");
+    if (spec.causal || spec.writeLse || spec.scale != 1.0 ||
+        spec.rope != RopeStyle::None)
+      return Status::invalid(
+          "causal, scale, lse and rope apply to attention only");
     return verifyFusedRow(spec);
   }
 }
@@ -343,6 +396,11 @@ OpSpec norm::normalizeOpSpec(const OpSpec &spec) {
     n.causal = defaults.causal;
     n.scale = defaults.scale;
     n.writeLse = defaults.writeLse;
+    n.rope = defaults.rope;
+  }
+  if (n.rope == RopeStyle::None) {
+    n.rotaryDim = defaults.rotaryDim;
+    n.ropeTheta = defaults.ropeTheta;
   }
   if (n.kind == OpKind::BatchNormStats)
     n.output = ElementType::f32;
@@ -376,6 +434,10 @@ std::string norm::getCanonicalSpec(const OpSpec &original) {
   if (s.kind == OpKind::Attention)
     os << " causal=" << s.causal << " scale=" << hexDouble(s.scale)
        << " lse=" << s.writeLse;
+  if (s.rope != RopeStyle::None)
+    os << " rope=" << getRopeStyleName(s.rope)
+       << " rotary_dim=" << s.rotaryDim
+       << " rope_theta=" << hexDouble(s.ropeTheta);
   return os.str();
 }
 
@@ -472,6 +534,16 @@ std::optional<OpSpec> norm::parseCanonicalSpec(std::string_view text,
     flag("causal", spec.causal);
     real("scale", spec.scale);
     flag("lse", spec.writeLse);
+    // Kernels without rotary embeddings have no rope fields.
+    if (std::optional<std::string> rope =
+            fields.count("rope") ? take("rope") : std::nullopt) {
+      if (std::optional<RopeStyle> style = parseRopeStyleName(*rope))
+        spec.rope = *style;
+      else
+        error = "field 'rope' is not a rotary embedding style";
+      integer("rotary_dim", spec.rotaryDim);
+      real("rope_theta", spec.ropeTheta);
+    }
   }
   if (error.empty() && !fields.empty())
     error = "unknown operation field '" + fields.begin()->first + "'";
@@ -496,6 +568,9 @@ std::string norm::describeOpSpec(const OpSpec &spec) {
       os << " causal";
     if (spec.writeLse)
       os << " +lse";
+    if (spec.rope != RopeStyle::None)
+      os << " rope " << getRopeStyleName(spec.rope) << " " << spec.rotaryDim
+         << " theta " << formatReal(spec.ropeTheta);
   }
   if (spec.groups != 1)
     os << " groups " << spec.groups;

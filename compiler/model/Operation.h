@@ -29,6 +29,17 @@ enum class Statistic { RMS, MeanVar, L2, None };
 std::string_view getStatisticName(Statistic statistic);
 std::optional<Statistic> parseStatisticName(std::string_view name);
 
+/// Rotary position embeddings of attention's q and k rows, after the
+/// QK-Norm: `neox` rotates pairs (d, d + rotary_dim / 2) (GPT-NeoX, Llama,
+/// Qwen, Gemma), `gptj` pairs (2i, 2i + 1) (GPT-J, interleaved); pair i
+/// turns by pos * theta^(-2i / rotary_dim), pos the token's index within its
+/// sequence; elements from rotary_dim on stay as they are.
+enum class RopeStyle { None, NeoX, GptJ };
+
+/// "none", "neox", "gptj" (the dialect's spelling).
+std::string_view getRopeStyleName(RopeStyle style);
+std::optional<RopeStyle> parseRopeStyleName(std::string_view name);
+
 /// One operation: what one kernel computes.
 struct OpSpec {
   enum class Kind {
@@ -69,6 +80,9 @@ struct OpSpec {
   bool causal = false;
   double scale = 1.0;              // softmax(scale * q k^T)
   bool writeLse = false;           // the f32 log-sum-exp of each score row
+  RopeStyle rope = RopeStyle::None;
+  int64_t rotaryDim = 0;           // rotated elements per head row
+  double ropeTheta = 10000.0;      // the base of the rotary frequencies
 };
 
 using OpKind = OpSpec::Kind;
@@ -127,6 +141,18 @@ Status verifyAttentionHeadDim(int64_t headDim);
 /// Query and key/value head counts: positive, and the key/value heads
 /// dividing the query heads (grouped-query attention).
 Status verifyHeadCounts(int64_t numQHeads, int64_t numKvHeads);
+
+/// Rotary embeddings over the first `rotaryDim` of `headDim` elements:
+/// rotaryDim positive and at most headDim, in whole 16-byte chunks of the
+/// pairs the kernel rotates together (a multiple of 16 for neox, whose
+/// halves are chunks, of 8 for gptj); theta positive, finite and not 1.
+Status verifyRope(RopeStyle style, int64_t rotaryDim, double theta,
+                  int64_t headDim);
+
+/// The angle per position of rotary pair `pair` (0 <= pair < rotaryDim / 2):
+/// theta^(-2 pair / rotaryDim), in double precision (the kernel's constants
+/// and the reference's angles).
+double getRopeFrequency(double theta, int64_t rotaryDim, int64_t pair);
 
 /// The longest head of an attention kernel: its output rows stay in
 /// registers, D / 2 f32 accumulators per thread.

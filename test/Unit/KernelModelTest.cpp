@@ -684,6 +684,75 @@ TEST(Attention, CanonicalTextRoundTripsAndIsolatesTheKinds) {
   EXPECT_EQ(getCanonicalSpec(plain), getCanonicalSpec(other));
 }
 
+TEST(Attention, RopeRules) {
+  OpSpec spec = examples::makeAttention();
+  spec.rope = RopeStyle::NeoX;
+  spec.rotaryDim = spec.hidden;
+  spec.ropeTheta = 1e6;
+  EXPECT_TRUE(verifyOpSpec(spec));
+  OpSpec partial = spec;
+  partial.rotaryDim = 64; // ChatGLM, half of 128
+  EXPECT_TRUE(verifyOpSpec(partial));
+  OpSpec gptj = spec;
+  gptj.rope = RopeStyle::GptJ;
+  gptj.rotaryDim = 24;
+  EXPECT_TRUE(verifyOpSpec(gptj)) << "gptj pairs fill 8-element chunks";
+  OpSpec odd = spec;
+  odd.rotaryDim = 24;
+  expectInvalid(odd, "neox rotary embeddings need a rotary dim that is a "
+                     "multiple of 16");
+  OpSpec wide = spec;
+  wide.rotaryDim = 144;
+  expectInvalid(wide, "to the head dim (128), got 144");
+  OpSpec none = spec;
+  none.rotaryDim = 0;
+  expectInvalid(none, "got 0");
+  for (double theta : {0.0, -1.0, 1.0, std::numeric_limits<double>::infinity(),
+                       std::nan("")}) {
+    OpSpec s = spec;
+    s.ropeTheta = theta;
+    expectInvalid(s, "rope_theta");
+  }
+  OpSpec row = rmsNorm();
+  row.rope = RopeStyle::NeoX;
+  expectInvalid(row, "rope apply to attention only");
+  // theta^(-2i / d): 1 at pair 0, 1 / theta at the half-way pair.
+  EXPECT_EQ(getRopeFrequency(1e4, 128, 0), 1.0);
+  EXPECT_DOUBLE_EQ(getRopeFrequency(1e4, 128, 32), 1e-2);
+  for (RopeStyle style : {RopeStyle::None, RopeStyle::NeoX, RopeStyle::GptJ})
+    EXPECT_EQ(parseRopeStyleName(getRopeStyleName(style)), style);
+  EXPECT_FALSE(parseRopeStyleName("llama"));
+}
+
+TEST(Attention, RopeIdentity) {
+  OpSpec spec = examples::makeAttention();
+  std::string plain = getCanonicalSpec(spec);
+  EXPECT_EQ(plain.find("rope"), std::string::npos)
+      << "kernels without rope keep their identity";
+  OpSpec unused = spec;
+  unused.rotaryDim = 64;
+  unused.ropeTheta = 5e5;
+  EXPECT_EQ(getCanonicalSpec(unused), plain) << "rope fields without rope";
+  spec.rope = RopeStyle::GptJ;
+  spec.rotaryDim = 64;
+  spec.ropeTheta = 1e6;
+  std::string text = getCanonicalSpec(spec);
+  EXPECT_NE(text.find("rope=gptj rotary_dim=64"), std::string::npos) << text;
+  std::string error;
+  std::optional<OpSpec> parsed = parseCanonicalSpec(text, error);
+  ASSERT_TRUE(parsed) << error;
+  EXPECT_EQ(parsed->rope, RopeStyle::GptJ);
+  EXPECT_EQ(parsed->rotaryDim, 64);
+  EXPECT_EQ(parsed->ropeTheta, 1e6);
+  EXPECT_EQ(getCanonicalSpec(*parsed), text);
+  std::string bad = text;
+  bad.replace(bad.find("gptj"), 4, "abcd");
+  EXPECT_FALSE(parseCanonicalSpec(bad, error));
+  EXPECT_NE(error.find("rotary embedding style"), std::string::npos) << error;
+  EXPECT_NE(describeOpSpec(spec).find("rope gptj 64"), std::string::npos)
+      << describeOpSpec(spec);
+}
+
 TEST(Attention, Buffers) {
   OpSpec spec = examples::makeAttention();
   spec.writeLse = true;
