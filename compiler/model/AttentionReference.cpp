@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
+#include <utility>
 
 using namespace norm;
 using namespace norm::check;
@@ -40,6 +42,10 @@ Status check::verifyAttentionProblem(const AttentionProblem &problem,
   if (p.hasQKNorm() && p.qkOffset != 0.0 &&
       !(operands.qWeight && operands.kWeight))
     return Status::invalid("attention: a weight offset needs both weights");
+  if (Status status =
+          verifyRope(p.rope, p.rotaryDim, p.ropeTheta, p.headDim);
+      !status)
+    return status.withContext("attention");
   auto check = [&](const RowsView &view, const char *name, int64_t heads) {
     if (!view.data || view.type != p.type || view.rows < p.getNumTokens() ||
         view.cols != heads * p.headDim || view.stride < view.cols)
@@ -74,8 +80,44 @@ struct HeadRows {
 };
 } // namespace
 
+/// sin.approx.f32 and cos.approx.f32 on [-pi, pi]: twice PTX's 2^-20.9.
+constexpr double kTrigError = 0x1p-20;
+
+/// The rounding of `exact` to T and how far the kernel's value may lie from
+/// it when its f32 value is within `error` of `exact` (0 unless a rounding
+/// midpoint lies inside: rounding is monotonic).
+static std::pair<double, double> roundWithin(ElementType type, double exact,
+                                             double error) {
+  double value = roundTo(type, exact);
+  double low = roundTo(type, exact - error);
+  double high = roundTo(type, exact + error);
+  return {value, std::max(value - low, high - value)};
+}
+
+/// Rotates the stored head row `x` (deviations `dx`) of position `pos` as
+/// the rotary kernel does and stores the result rounded to T.
+static void rotateRow(const AttentionProblem &p, int64_t pos, double *x,
+                      double *dx) {
+  int64_t half = p.rotaryDim / 2;
+  bool neox = p.rope == RopeStyle::NeoX;
+  for (int64_t i = 0; i < half; ++i) {
+    int64_t first = neox ? i : 2 * i, second = neox ? i + half : 2 * i + 1;
+    double angle = static_cast<double>(pos) *
+                   getRopeFrequency(p.ropeTheta, p.rotaryDim, i);
+    // The reduction's second constant is off by 2^-46 per turn.
+    double angleError = 2.01 * u * angle + 8 * u + angle * 0x1p-48 +
+                        kTrigError;
+    double a = x[first], b = x[second], da = dx[first], db = dx[second];
+    double c = std::cos(angle), s = std::sin(angle);
+    double error =
+        da + db + (std::fabs(a) + std::fabs(b) + da + db) * (angleError + 3 * u);
+    std::tie(x[first], dx[first]) = roundWithin(p.type, a * c - b * s, error);
+    std::tie(x[second], dx[second]) = roundWithin(p.type, b * c + a * s, error);
+  }
+}
+
 /// The head rows of `view` as the graph stores them: normalized and rounded
-/// to T with QK-Norm, exactly as stored without.
+/// to T with QK-Norm, exactly as stored without, then rotated.
 static HeadRows normalizeHeads(const AttentionProblem &problem,
                                const RowsView &view, const ParamView &weight,
                                int64_t heads) {
@@ -87,6 +129,10 @@ static HeadRows normalizeHeads(const AttentionProblem &problem,
   rows.deviation.assign(tokens * heads * dim, 0.0);
   rows.flips.resize(tokens * heads);
   rows.norm.assign(tokens * heads, 0.0);
+  std::vector<int64_t> positions(tokens);
+  for (size_t b = 0; b + 1 < problem.cuSeqlens.size(); ++b)
+    for (int64_t t = problem.cuSeqlens[b]; t < problem.cuSeqlens[b + 1]; ++t)
+      positions[t] = t - problem.cuSeqlens[b];
   std::vector<double> v(dim), dv(dim, 0.0);
   for (int64_t token = 0; token < tokens; ++token) {
     for (int64_t head = 0; head < heads; ++head) {
@@ -108,23 +154,17 @@ static HeadRows normalizeHeads(const AttentionProblem &problem,
           double factor = weight ? weight.at(d) + problem.qkOffset : 1.0;
           double exact = normalized * factor;
           error = error * std::fabs(factor) + 4 * u * std::fabs(exact);
-          out[d] = roundTo(type, exact);
-          // Rounding is monotonic: the kernel's value lies between the
-          // roundings of the ends of its f32 interval; no midpoint inside,
-          // no flip.
-          double low = roundTo(type, exact - error);
-          double high = roundTo(type, exact + error);
-          dev[d] = std::max(out[d] - low, high - out[d]);
-          if (dev[d] > 0.0)
-            rows.flips[index].push_back(static_cast<int32_t>(d));
+          std::tie(out[d], dev[d]) = roundWithin(type, exact, error);
         }
       }
-      // Rotary position embeddings (later) rotate `out` here, by the
-      // token's position within its sequence; their f32 error joins `dev`.
+      if (problem.rope != RopeStyle::None)
+        rotateRow(problem, positions[token], out, dev);
       double squares = 0.0;
       for (int64_t d = 0; d < dim; ++d) {
         double bound = std::fabs(out[d]) + dev[d];
         squares += bound * bound;
+        if (dev[d] > 0.0)
+          rows.flips[index].push_back(static_cast<int32_t>(d));
       }
       rows.norm[index] = std::sqrt(squares);
     }

@@ -10,6 +10,11 @@
 // and its kv head g = h / (numHeads / numKvHeads)):
 //   qn = round_T(norm(q_row) * (w + offset)), kn likewise (Reference.h's
 //        rms / l2 / mean_var forms); qn = q, kn = k without QK-Norm;
+//   with rotary embeddings, qn = round_T(rope(qn, pos)), kn likewise: the
+//        pairs (a, b) of the style turn to (a cos - b sin, b cos + a sin)
+//        (the unfused graph's norm kernel, then a rotary kernel with f32
+//        math, as vLLM's; HF's rotates in T with cos and sin rounded to T,
+//        which is less exact);
 //   s_j = scale * qn . kn_j over the unmasked keys j (causal: j <= i);
 //   pi_j = softmax(s)_j, o = sum_j pi_j v_j, output round_T(o);
 //   lse = log(sum_j exp(s_j)) (natural log, f32).
@@ -22,6 +27,13 @@
 //   rounded to T: exact unless the f64 value lies within the f32 error of a
 //   rounding midpoint ("flip-prone"); then qn (kn) may be the other
 //   neighbour, |dqn_d| <= 1 ulp of T.
+// - Rotary embeddings in f32 on the rounded qn (kn): angle pos * f32(freq)
+//   (2u relative), reduced to [-pi, pi] by two fmas with 2 pi split in two
+//   f32s (8u absolute), sin.approx / cos.approx (2^-20 absolute, twice
+//   PTX's 2^-20.9), the rotation 3u relative to |a| + |b|; a deviating
+//   input element moves each output of its pair by its deviation. The
+//   rounding to T is exact unless a midpoint lies within that error, as
+//   for the norm.
 // - Scores: f32 sums of exact products, any order: per key, in natural-log
 //   units, |ds_j| <= scale (sum_d |dq_d||k_d| + |q_d||dk_d| + |dq_d||dk_d|)
 //   + g(D) scale |qn~| |kn~| (Cauchy-Schwarz bounds sum |qn~_d kn~_d|).
@@ -88,8 +100,12 @@ struct AttentionProblem {
   double qkEps = 1e-6;
   /// Added to the weights when given (Gemma's 1 + w: 1.0).
   double qkOffset = 0.0;
-  // Rotary position embeddings: a later option, applied to qn and kn after
-  // the QK-Norm (the place is marked in referenceAttention).
+  /// Rotary embeddings of qn and kn (Operation.h's RopeStyle): pair i of
+  /// the first rotaryDim elements turns by pos * theta^(-2i / rotaryDim),
+  /// pos the token's index within its sequence.
+  RopeStyle rope = RopeStyle::None;
+  int64_t rotaryDim = 0;
+  double ropeTheta = 10000.0;
   /// Sequence b is tokens [cuSeqlens[b], cuSeqlens[b + 1]); starts at 0,
   /// non-decreasing (empty sequences allowed).
   std::vector<int64_t> cuSeqlens;

@@ -89,6 +89,9 @@ struct Config {
   bool weights;
   std::vector<int64_t> lengths;
   double scaleFactor = 1.0; // scale = scaleFactor / sqrt(dim)
+  RopeStyle rope = RopeStyle::None;
+  int64_t rotaryDim = 0; // 0: dim
+  double ropeTheta = 1e4;
 };
 
 /// Random inputs: q and k of rms ~2 (the norm has work to do), v ~ N(0, 1).
@@ -103,6 +106,9 @@ Case makeRandomCase(const Config &config, unsigned seed) {
   problem.qkEps = 1e-6;
   problem.qkOffset = config.offset;
   problem.cuSeqlens = getCuSeqlens(config.lengths);
+  problem.rope = config.rope;
+  problem.rotaryDim = config.rotaryDim ? config.rotaryDim : config.dim;
+  problem.ropeTheta = config.ropeTheta;
   double scale = config.scaleFactor / std::sqrt(double(config.dim));
   // An l2-normalized dot product is a cosine: give it the usual learned
   // temperature so that the softmax is not flat.
@@ -142,6 +148,8 @@ struct Bugs {
   bool causalShift = false;    // query i also sees key i + 1
   bool noRescale = false;      // O not rescaled when the running max grows
   bool unnormalizedQ = false;  // QK-Norm applied to k only
+  bool keyPositionShift = false; // keys turned as if one position later
+  bool ropeBackwards = false;  // rope turns by -angle
 };
 
 struct KernelResult {
@@ -188,6 +196,31 @@ std::vector<float> normalizeRow(const Case &c, const Matrix &m,
   return x;
 }
 
+/// Rotary embeddings of a stored head row in f32, as the kernel turns it:
+/// angle pos * f32(freq), reduced by two fmas, sin and cos, rounded to T.
+void rotateRow(const AttentionProblem &p, std::vector<float> &x, int64_t pos,
+               const Bugs &bugs) {
+  if (p.rope == RopeStyle::None)
+    return;
+  int64_t half = p.rotaryDim / 2;
+  const float twoPiHigh = 6.28318548f;
+  const float twoPiLow = static_cast<float>(6.283185307179586 - 6.28318548);
+  for (int64_t i = 0; i < half; ++i) {
+    bool neox = p.rope == RopeStyle::NeoX;
+    int64_t first = neox ? i : 2 * i, second = neox ? i + half : 2 * i + 1;
+    float freq =
+        static_cast<float>(getRopeFrequency(p.ropeTheta, p.rotaryDim, i));
+    float angle = static_cast<float>(pos) * freq;
+    float turns = std::nearbyint(angle * static_cast<float>(1 / 6.283185307179586));
+    float r = std::fma(-turns, twoPiLow, std::fma(-turns, twoPiHigh, angle));
+    if (bugs.ropeBackwards)
+      r = -r;
+    float c = std::cos(r), s = std::sin(r), a = x[first], b = x[second];
+    x[first] = static_cast<float>(roundTo(p.type, a * c - b * s));
+    x[second] = static_cast<float>(roundTo(p.type, b * c + a * s));
+  }
+}
+
 /// FlashAttention-2's loop in f32: key blocks of 64, running max, p in f32
 /// via exp2, l from the unrounded p, P rounded to T for P.V, O rescaled, a
 /// final divide and rounding.
@@ -199,12 +232,20 @@ KernelResult emulateKernel(const Case &c, Bugs bugs = {}) {
   result.output.assign(tokens * heads * dim, 0.0);
   result.lse.assign(heads * tokens, 0.0);
   std::vector<std::vector<float>> q(tokens * heads), k(tokens * p.numKvHeads);
-  for (int64_t t = 0; t < tokens; ++t) {
-    for (int64_t h = 0; h < heads; ++h)
-      q[t * heads + h] =
-          normalizeRow(c, c.q, c.qWeight, t, h, bugs.unnormalizedQ);
-    for (int64_t g = 0; g < p.numKvHeads; ++g)
-      k[t * p.numKvHeads + g] = normalizeRow(c, c.k, c.kWeight, t, g, false);
+  for (size_t b = 0; b + 1 < p.cuSeqlens.size(); ++b) {
+    for (int64_t t = p.cuSeqlens[b]; t < p.cuSeqlens[b + 1]; ++t) {
+      int64_t pos = t - p.cuSeqlens[b];
+      for (int64_t h = 0; h < heads; ++h) {
+        q[t * heads + h] =
+            normalizeRow(c, c.q, c.qWeight, t, h, bugs.unnormalizedQ);
+        rotateRow(p, q[t * heads + h], pos, bugs);
+      }
+      for (int64_t g = 0; g < p.numKvHeads; ++g) {
+        k[t * p.numKvHeads + g] = normalizeRow(c, c.k, c.kWeight, t, g, false);
+        rotateRow(p, k[t * p.numKvHeads + g], pos + bugs.keyPositionShift,
+                  bugs);
+      }
+    }
   }
   const float ln2 = 0.6931471805599453f;
   std::vector<float> v(tokens * p.numKvHeads * dim);
@@ -478,6 +519,107 @@ TEST(AttentionReference, RejectsTypicalBugs) {
                 0)
           << names[bug];
   }
+}
+
+double getMedianToleranceUlps(const AttentionExpected &expected,
+                              ElementType type) {
+  std::vector<double> ulps;
+  for (const Expected &e : expected.output.values)
+    ulps.push_back(e.tolerance / ulp(type, std::fabs(e.value)));
+  std::nth_element(ulps.begin(), ulps.begin() + ulps.size() / 2, ulps.end());
+  return ulps[ulps.size() / 2];
+}
+
+TEST(AttentionReference, RotaryEmbeddingsOfKnownAngles) {
+  // One head, dim 16, q = k = e_0 at every position: neox turns (e_0, e_8)
+  // by pos * 1 (pair 0's frequency is 1), so the score of query i and key j
+  // is cos(i - j), the relative position, whatever the absolute one.
+  for (RopeStyle style : {RopeStyle::NeoX, RopeStyle::GptJ}) {
+    Config config{ElementType::f16, 1, 1, 16, false, {}, 0.0, false, {3, 5}};
+    config.rope = style;
+    Case c = makeRandomCase(config, 9);
+    std::fill(c.q.data.begin(), c.q.data.end(), 0);
+    std::fill(c.k.data.begin(), c.k.data.end(), 0);
+    for (int64_t t = 0; t < 8; ++t) {
+      c.q.set(t, 0, 1.0);
+      c.k.set(t, 0, 1.0);
+      for (int64_t d = 0; d < 16; ++d)
+        c.v.set(t, d, d == 0 ? double(t) : 0.0);
+    }
+    c.problem.scale = 1.0;
+    AttentionExpected expected = referenceAttention(c.problem, c.operands());
+    // Query 1 of the first sequence (token 1), keys 0..2 at distances 1, 0,
+    // -1; v_0 = token: o_0 = sum_j softmax(cos(1 - j))_j j.
+    double w0 = std::exp(std::cos(1.0)), w1 = std::exp(1.0),
+           w2 = std::exp(std::cos(-1.0));
+    double o = (w1 * 1 + w2 * 2) / (w0 + w1 + w2);
+    const Expected &e = expected.output.at(1, 0);
+    EXPECT_NEAR(e.value, o, 2 * ulp(ElementType::f16, o))
+        << getRopeStyleName(style);
+    EXPECT_LT(e.tolerance, 8 * ulp(ElementType::f16, o));
+    // The second sequence starts its positions at 0 again: token 4 is its
+    // query 1, keys 3..7 (tokens), v_0 = 3..7.
+    double sum = 0, weighted = 0;
+    for (int64_t j = 0; j < 5; ++j) {
+      double w = std::exp(std::cos(1.0 - j));
+      sum += w;
+      weighted += w * (3 + j);
+    }
+    EXPECT_NEAR(expected.output.at(4, 0).value, weighted / sum,
+                2 * ulp(ElementType::f16, weighted / sum));
+  }
+}
+
+TEST(AttentionReference, RotaryEmbeddingsAcceptTheKernelAndCatchBugs) {
+  using E = ElementType;
+  using S = Statistic;
+  std::vector<Config> configs = {
+      {E::bf16, 8, 2, 128, true, S::RMS, 0.0, true, {1, 129, 70}},
+      {E::f16, 4, 1, 64, false, std::nullopt, 0.0, false, {70, 1, 129}},
+      {E::f16, 4, 4, 96, true, S::RMS, 1.0, true, {7, 1030}},
+      {E::bf16, 4, 1, 256, true, S::L2, 0.0, false, {129, 64}},
+  };
+  RopeStyle styles[] = {RopeStyle::NeoX, RopeStyle::GptJ, RopeStyle::NeoX,
+                        RopeStyle::GptJ};
+  int64_t rotaryDims[] = {0, 32, 0, 64}; // 0: the head dim
+  double thetas[] = {1e4, 1e6, 1e6, 1e4};
+  for (size_t i = 0; i < configs.size(); ++i) {
+    Config config = configs[i];
+    config.rope = styles[i];
+    config.rotaryDim = rotaryDims[i];
+    config.ropeTheta = thetas[i];
+    Case c = makeRandomCase(config, 200 + i);
+    ASSERT_TRUE(verifyAttentionProblem(c.problem, c.operands()).ok());
+    AttentionExpected expected = referenceAttention(c.problem, c.operands());
+    Rejections r = countRejections(expected, emulateKernel(c));
+    EXPECT_EQ(r.output, 0) << "config " << i << ", worst error / tolerance "
+                           << r.worstRatio;
+    EXPECT_EQ(r.lse, 0) << "config " << i;
+    // The rotation's f32 error widens the tolerance only a little.
+    AttentionProblem unrotated = c.problem;
+    unrotated.rope = RopeStyle::None;
+    double median = getMedianToleranceUlps(expected, config.type);
+    double plain = getMedianToleranceUlps(
+        referenceAttention(unrotated, c.operands()), config.type);
+    EXPECT_LT(median, 1.6 * plain) << "config " << i;
+    // (A shared offset of q's and k's positions would go unseen: scores
+    // depend on relative positions only, RoPE's point.)
+    Bugs shifted, backwards;
+    shifted.keyPositionShift = true;
+    backwards.ropeBackwards = true;
+    EXPECT_GT(countRejections(expected, emulateKernel(c, shifted)).output, 0)
+        << "config " << i << ": keys one position off";
+    EXPECT_GT(countRejections(expected, emulateKernel(c, backwards)).output, 0)
+        << "config " << i << ": rotation backwards";
+  }
+  Config config{E::bf16, 2, 1, 64, false, {}, 0.0, false, {8}};
+  config.rope = RopeStyle::NeoX;
+  config.rotaryDim = 24;
+  Case c = makeRandomCase(config, 1);
+  Status status = verifyAttentionProblem(c.problem, c.operands());
+  EXPECT_NE(status.message().find("attention: neox rotary embeddings need"),
+            std::string::npos)
+      << status.message();
 }
 
 TEST(AttentionReference, ToleranceIsAFewUlps) {
