@@ -162,7 +162,19 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
                 ? QKNormKindAttr()
                 : QKNormKindAttr::get(context, getQKNormKind(spec.qkStatistic)),
             ::norm::usesEps(spec) ? real(spec.eps) : FloatAttr(),
-            real(spec.weightOffset), /*launch=*/nullptr, /*kernel=*/nullptr)
+            real(spec.weightOffset),
+            spec.rope == ::norm::RopeStyle::None
+                ? RopeStyleAttr()
+                : RopeStyleAttr::get(context,
+                                     spec.rope == ::norm::RopeStyle::NeoX
+                                         ? RopeStyle::neox
+                                         : RopeStyle::gptj),
+            spec.rope == ::norm::RopeStyle::None
+                ? IntegerAttr()
+                : builder.getI64IntegerAttr(spec.rotaryDim),
+            spec.rope == ::norm::RopeStyle::None ? FloatAttr()
+                                                 : real(spec.ropeTheta),
+            /*launch=*/nullptr, /*kernel=*/nullptr)
             .getOperation());
   default:
     break;

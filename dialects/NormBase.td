@@ -108,6 +108,31 @@ def Norm_QKNormKindAttr : EnumAttr<Norm_Dialect, Norm_QKNormKind, "qk_norm"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+def Norm_RopeNeoX : I32EnumAttrCase<"neox", 1>;
+def Norm_RopeGptJ : I32EnumAttrCase<"gptj", 2>;
+
+def Norm_RopeStyle : I32EnumAttr<"RopeStyle",
+    "how rotary embeddings pair the elements of a head row",
+    [Norm_RopeNeoX, Norm_RopeGptJ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::norm";
+}
+
+def Norm_RopeStyleAttr : EnumAttr<Norm_Dialect, Norm_RopeStyle, "rope"> {
+  let summary = "the pairing of rotary position embeddings";
+  let description = [{
+    `neox` rotates the pairs `(d, d + rotary_dim / 2)` (GPT-NeoX, Llama,
+    Qwen, Gemma: `rotate_half`), `gptj` the pairs `(2i, 2i + 1)` (GPT-J,
+    ChatGLM: interleaved). Pair `i` turns by
+    `pos * rope_theta^(-2i / rotary_dim)`.
+
+    ```mlir
+    #norm.rope<neox>
+    ```
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
+
 def Norm_ReductionAdd : I32EnumAttrCase<"add", 0>;
 def Norm_ReductionMax : I32EnumAttrCase<"max", 1>;
 

@@ -364,6 +364,21 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
+/// The model's rope style of an optional `rope` attribute.
+static ::norm::RopeStyle getModelRopeStyle(std::optional<RopeStyle> style) {
+  if (!style)
+    return ::norm::RopeStyle::None;
+  return *style == RopeStyle::neox ? ::norm::RopeStyle::NeoX
+                                   : ::norm::RopeStyle::GptJ;
+}
+
+/// `rotary_dim`, the head dim by default.
+template <typename OpTy> static int64_t getRotaryDimOrHeadDim(OpTy op) {
+  if (std::optional<uint64_t> dim = op.getRotaryDim())
+    return static_cast<int64_t>(*dim);
+  return static_cast<int64_t>(op.getHeadDim());
+}
+
 /// The rules norm.attention and norm.attention_kernel share: head counts
 /// and widths, k and v alike, the scale, and the QK-Norm's fields.
 template <typename OpTy> static LogicalResult verifyAttentionFields(OpTy op) {
@@ -390,6 +405,19 @@ template <typename OpTy> static LogicalResult verifyAttentionFields(OpTy op) {
   if (failed(verifyPositiveFinite(op, op.getScale().convertToDouble(),
                                   "scale")))
     return failure();
+  if (!op.getRope()) {
+    if (op.getRotaryDimAttr() || op.getRopeThetaAttr())
+      return op.emitOpError("'rotary_dim' and 'rope_theta' need a 'rope' "
+                            "style");
+  } else {
+    if (!op.getRopeThetaAttr())
+      return op.emitOpError("'rope' needs 'rope_theta'");
+    ::norm::Status status = ::norm::verifyRope(
+        getModelRopeStyle(op.getRope()), getRotaryDimOrHeadDim(op),
+        op.getRopeThetaAttr().getValueAsDouble(), headDim);
+    if (!status)
+      return op.emitOpError(status.message());
+  }
   if (!op.getQkNorm()) {
     if (op.getQNormWeight() || op.getKNormWeight() || op.getQkNormEpsAttr() ||
         op.getQkNormOffset().convertToDouble() != 0.0)
@@ -732,6 +760,11 @@ Value ColumnStatsOp::getBuffer(BufferSlot slot) {
   spec.causal = getCausal();
   spec.scale = getScale().convertToDouble();
   spec.writeLse = bool(getLse());
+  spec.rope = getModelRopeStyle(getRope());
+  if (spec.rope != ::norm::RopeStyle::None) {
+    spec.rotaryDim = getRotaryDimOrHeadDim(*this);
+    spec.ropeTheta = getRopeThetaAttr().getValueAsDouble();
+  }
   return spec;
 }
 

@@ -265,6 +265,12 @@ def Norm_AttentionOp : Norm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     `num_kv_heads` divides `num_heads`; `k` and `v` have the same shape; the
     result has the type of `q`; `scale` is positive and finite.
 
+    With `rope`, the (normalized) query and key rows are then rotated by
+    their position within the sequence (rotary position embeddings,
+    `#norm.rope<neox>` or `<gptj>`) over their first `rotary_dim` elements
+    (default `head_dim`; a multiple of 16 for `neox`, 8 for `gptj`) with the
+    frequency base `rope_theta` (required with `rope`).
+
     ```mlir
     %o = norm.attention %q, %k, %v q_norm_weight(%wq : tensor<128xbf16>)
         k_norm_weight(%wk : tensor<128xbf16>)
@@ -281,7 +287,10 @@ def Norm_AttentionOp : Norm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
                        I64Attr:$head_dim, UnitAttr:$causal, F64Attr:$scale,
                        OptionalAttr<Norm_QKNormKindAttr>:$qk_norm,
                        OptionalAttr<F64Attr>:$qk_norm_eps,
-                       DefaultValuedAttr<F64Attr, "0.0">:$qk_norm_offset);
+                       DefaultValuedAttr<F64Attr, "0.0">:$qk_norm_offset,
+                       OptionalAttr<Norm_RopeStyleAttr>:$rope,
+                       OptionalAttr<I64Attr>:$rotary_dim,
+                       OptionalAttr<F64Attr>:$rope_theta);
   let results = (outs Norm_RowTensor:$result);
   let assemblyFormat = "$q `,` $k `,` $v " # OptParam<"q_norm_weight">.format #
       " " # OptParam<"k_norm_weight">.format # " " # Real<"scale", "scale">.format #
@@ -432,7 +441,8 @@ def Norm_AttentionKernelOp : Norm_Op<"attention_kernel", [Pure,
     key/value head `h / (num_heads / num_kv_heads)` of `k`, normalized when
     `qk_norm` is set (RMSNorm, L2 or LayerNorm without bias, the optional
     weights plus `qk_norm_offset`) and rounded to the element type, as the
-    unfused graph stores them. `q` and the output are
+    unfused graph stores them, then rotated by `rope` (see `norm.attention`)
+    and rounded again. `q` and the output are
     `tokens x (num_heads * head_dim)`, `k` and `v`
     `tokens x (num_kv_heads * head_dim)`, each with its own row stride (so
     they may be views of one packed projection). The optional `lse` result
@@ -463,6 +473,9 @@ def Norm_AttentionKernelOp : Norm_Op<"attention_kernel", [Pure,
                        OptionalAttr<Norm_QKNormKindAttr>:$qk_norm,
                        OptionalAttr<F64Attr>:$qk_norm_eps,
                        DefaultValuedAttr<F64Attr, "0.0">:$qk_norm_offset,
+                       OptionalAttr<Norm_RopeStyleAttr>:$rope,
+                       OptionalAttr<I64Attr>:$rotary_dim,
+                       OptionalAttr<F64Attr>:$rope_theta,
                        OptionalAttr<Norm_LaunchAttr>:$launch,
                        OptionalAttr<SymbolRefAttr>:$kernel);
   let results = (outs Norm_RowTensor:$output,

@@ -35,7 +35,8 @@ static LogicalResult formAttentionKernel(AttentionOp op) {
       offsets, op.getQNormWeight(), op.getKNormWeight(), op.getNumHeadsAttr(),
       op.getNumKvHeadsAttr(), op.getHeadDimAttr(), op.getCausalAttr(),
       op.getScaleAttr(), op.getQkNormAttr(), op.getQkNormEpsAttr(),
-      op.getQkNormOffsetAttr(), /*launch=*/nullptr, /*kernel=*/nullptr);
+      op.getQkNormOffsetAttr(), op.getRopeAttr(), op.getRotaryDimAttr(),
+      op.getRopeThetaAttr(), /*launch=*/nullptr, /*kernel=*/nullptr);
   kernel->setDiscardableAttrs(op->getDiscardableAttrDictionary());
   op.replaceAllUsesWith(kernel.getOutput());
   op.erase();

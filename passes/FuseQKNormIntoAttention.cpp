@@ -46,7 +46,8 @@ struct FuseQKNormIntoAttentionOp : OpRewritePattern<AttentionOp> {
         attention.getScaleAttr(),
         QKNormKindAttr::get(getContext(), q->kind),
         rewriter.getF64FloatAttr(q->eps),
-        rewriter.getF64FloatAttr(q->weightOffset));
+        rewriter.getF64FloatAttr(q->weightOffset), attention.getRopeAttr(),
+        attention.getRotaryDimAttr(), attention.getRopeThetaAttr());
     fused->setDiscardableAttrs(attention->getDiscardableAttrDictionary());
     rewriter.replaceOp(attention, fused);
     return success();

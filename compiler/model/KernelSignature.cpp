@@ -78,6 +78,8 @@ static std::string getKernelPrefix(const OpSpec &spec) {
       os << "_qk" << getStatisticName(spec.qkStatistic);
     if (spec.causal)
       os << "_causal";
+    if (spec.rope != RopeStyle::None)
+      os << "_rope" << getRopeStyleName(spec.rope) << spec.rotaryDim;
     os << "_d" << spec.hidden << "_h" << spec.numQHeads << "x"
        << spec.numKvHeads << "_" << type(spec.input);
     return os.str();

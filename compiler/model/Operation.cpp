@@ -345,6 +345,12 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
     if (Status status = verifyEps(spec.eps); !status)
       return status;
 
+  if (spec.kind != OpKind::Attention &&
+      (spec.causal || spec.writeLse || spec.scale != 1.0 ||
+       spec.rope != RopeStyle::None))
+    return Status::invalid(
+        "causal, scale, lse and rope apply to attention only");
+
   switch (spec.kind) {
   case OpKind::BatchNormStats:
     if (spec.hasWeight || spec.hasBias || spec.hasAddend || spec.hasSkip ||
@@ -356,10 +362,6 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
   case OpKind::Attention:
     return verifyAttention(spec);
   default:
-    if (spec.causal || spec.writeLse || spec.scale != 1.0 ||
-        spec.rope != RopeStyle::None)
-      return Status::invalid(
-          "causal, scale, lse and rope apply to attention only");
     return verifyFusedRow(spec);
   }
 }

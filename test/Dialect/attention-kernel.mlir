@@ -37,3 +37,25 @@ func.func @plain(%q: tensor<?x768xf16>, %k: tensor<?x96xf16>, %v: tensor<?x96xf1
       : tensor<?x768xf16>, tensor<?x96xf16>, tensor<?x96xf16> -> tensor<?x768xf16>
   return %o : tensor<?x768xf16>
 }
+
+// -----
+
+// Rotary embeddings: a partial interleaved rotation (ChatGLM), and a full
+// neox one on norm.attention whose rotary_dim defaults to the head dim.
+// CHECK-LABEL: func.func @rope
+// CHECK: norm.attention_kernel
+// CHECK-SAME: rope = #norm.rope<gptj>, rope_theta = 1.000000e+04 : f64, rotary_dim = 64 : i64
+// CHECK: norm.attention
+// CHECK-SAME: rope = #norm.rope<neox>, rope_theta = 1.000000e+06 : f64
+// CHECK-NOT: rotary_dim
+func.func @rope(%q: tensor<?x128xf16>, %cu: tensor<?xi32>) -> (tensor<?x128xf16>, tensor<?x128xf16>) {
+  %o = norm.attention_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>) scale(0.1)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64, causal,
+       rope = #norm.rope<gptj>, rotary_dim = 64 : i64, rope_theta = 1.0e+04 : f64}
+      : tensor<?x128xf16>, tensor<?x128xf16>, tensor<?x128xf16> -> tensor<?x128xf16>
+  %a = norm.attention %q, %q, %q scale(0.1)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64,
+       rope = #norm.rope<neox>, rope_theta = 1.0e+06 : f64}
+      : tensor<?x128xf16>, tensor<?x128xf16>, tensor<?x128xf16> -> tensor<?x128xf16>
+  return %o, %a : tensor<?x128xf16>, tensor<?x128xf16>
+}

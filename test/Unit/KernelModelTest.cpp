@@ -716,6 +716,9 @@ TEST(Attention, RopeRules) {
   OpSpec row = rmsNorm();
   row.rope = RopeStyle::NeoX;
   expectInvalid(row, "rope apply to attention only");
+  OpSpec prologue = examples::makeQKNorm();
+  prologue.rope = RopeStyle::NeoX;
+  expectInvalid(prologue, "rope apply to attention only");
   // theta^(-2i / d): 1 at pair 0, 1 / theta at the half-way pair.
   EXPECT_EQ(getRopeFrequency(1e4, 128, 0), 1.0);
   EXPECT_DOUBLE_EQ(getRopeFrequency(1e4, 128, 32), 1e-2);

@@ -112,3 +112,47 @@ func.func @launch_fields(%x: tensor<?x128xbf16>) -> tensor<?x128xbf16> {
 func.func @block_n() attributes {l = #norm.launch<vector = 8, threads_per_row = 16, warps = 4, rows_per_cta = 64, block_n = 48, stages = 2>} {
   return
 }
+
+// -----
+
+func.func @rope_without_theta(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>) -> tensor<?x128xbf16> {
+  // expected-error @below {{'rope' needs 'rope_theta'}}
+  %o = norm.attention_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>) scale(0.1)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64,
+       rope = #norm.rope<neox>}
+      : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>
+  return %o : tensor<?x128xbf16>
+}
+
+// -----
+
+func.func @rotary_dim_without_rope(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>) -> tensor<?x128xbf16> {
+  // expected-error @below {{'rotary_dim' and 'rope_theta' need a 'rope' style}}
+  %o = norm.attention_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>) scale(0.1)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64,
+       rotary_dim = 64 : i64}
+      : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>
+  return %o : tensor<?x128xbf16>
+}
+
+// -----
+
+func.func @rotary_dim_neox(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>) -> tensor<?x128xbf16> {
+  // expected-error @below {{neox rotary embeddings need a rotary dim that is a multiple of 16 from 16 to the head dim (128), got 40}}
+  %o = norm.attention_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>) scale(0.1)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64,
+       rope = #norm.rope<neox>, rotary_dim = 40 : i64, rope_theta = 1.0e+04 : f64}
+      : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>
+  return %o : tensor<?x128xbf16>
+}
+
+// -----
+
+func.func @rope_theta(%q: tensor<?x64xbf16>, %k: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
+  // expected-error @below {{rope_theta must be a positive finite number, got -1}}
+  %o = norm.attention %q, %k, %k scale(0.125)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64,
+       rope = #norm.rope<gptj>, rope_theta = -1.0 : f64}
+      : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x64xbf16>
+  return %o : tensor<?x64xbf16>
+}
