@@ -9,7 +9,8 @@
 // to the element type as the unfused graph stores it, to shared memory. The
 // key/value loop then streams tiles of N keys and values through shared
 // memory with cp.async, `stages` tiles in flight; each key tile is
-// normalized in place once it has arrived. Warp w owns query rows
+// normalized in place once it has arrived, and both are then rotated in
+// place by the rotary embeddings (see emitRope). Warp w owns query rows
 // [16w, 16w + 16): S = Q K^T from ldmatrix fragments, the online softmax in
 // f32 (row max and sum over the four lanes that share a row), P rounded to
 // the element type and O += P V with V's fragments from ldmatrix.trans.
@@ -108,6 +109,9 @@ private:
   void emitKeyValueCopies(Value tile, Value stage);
   /// The key tile of `stage` normalized in place.
   void emitKeyNorm(Value stage);
+  /// Rotary embeddings of rows [0, rows) of the tile at `base`, in place;
+  /// row r lies at position `positionOf(r)` of its sequence.
+  void emitRope(Value base, int64_t rows, function_ref<Value(Value)> positionOf);
 
   Value stageBase(Value stage, bool value);
 
@@ -117,7 +121,7 @@ private:
   int64_t rowsAtOnce;
   /// Chunks a swizzle group spans (a power of two dividing chunksPerRow).
   int64_t swizzle;
-  bool hasNorm;
+  bool hasNorm, hasRope;
   Type element;
   VectorType chunkType, f32Chunk;
   /// Two views of the tiles: elements (ldmatrix, cp.async) and 16-byte
@@ -139,7 +143,8 @@ AttentionEmitter::AttentionEmitter(ImplicitLocOpBuilder &b,
       blockM(sig.launch.rowsPerCta), blockN(sig.launch.blockN),
       stages(sig.launch.stages), ctaThreads(sig.launch.getThreadsPerCta()),
       chunksPerRow(spec.hidden / kChunk),
-      hasNorm(spec.qkStatistic != ::norm::Statistic::None) {
+      hasNorm(spec.qkStatistic != ::norm::Statistic::None),
+      hasRope(spec.rope != ::norm::RopeStyle::None) {
   rowsAtOnce = ctaThreads / threads;
   swizzle = 1;
   while (swizzle < 8 && chunksPerRow % (swizzle * 2) == 0)
@@ -373,6 +378,102 @@ void AttentionEmitter::emitKeyNorm(Value stage) {
 }
 
 //===----------------------------------------------------------------------===//
+// Rotary embeddings
+//===----------------------------------------------------------------------===//
+
+// The thread of chunk `lane` turns the pairs of that chunk: neox pairs
+// 8 lane + j of the first half with the chunk rotaryDim / 16 further on,
+// gptj the 4 pairs (2i, 2i + 1) inside it. Each pair has one owner, so the
+// tile is rotated in place from the rounded values the norm stored, as the
+// unfused graph rotates them, and rounded to T again. The frequencies are
+// double-precision constants picked by the lane (exact to f32, where an
+// in-kernel ex2 would cost 2^-21 of every angle); the angle pos * freq is
+// reduced to [-pi, pi] with 2 pi in two parts by fmas, where sin.approx and
+// cos.approx are accurate. (The NVVM conversion would send roundeven to
+// libdevice; the magic constant rounds with two adds.)
+void AttentionEmitter::emitRope(Value base, int64_t rows,
+                                function_ref<Value(Value)> positionOf) {
+  bool neox = spec.rope == ::norm::RopeStyle::NeoX;
+  int64_t pairsPerChunk = neox ? kChunk : kChunk / 2;
+  int64_t owners = spec.rotaryDim / (2 * pairsPerChunk);
+  VectorType pairType = VectorType::get({pairsPerChunk}, f32);
+  auto constants = [&](function_ref<double(int64_t)> value) -> Value {
+    SmallVector<float> values;
+    for (int64_t j = 0; j < pairsPerChunk; ++j)
+      values.push_back(static_cast<float>(value(j)));
+    return arith::ConstantOp::create(
+        b, DenseElementsAttr::get(pairType, ArrayRef<float>(values)));
+  };
+  auto broadcast = [&](Value scalar) -> Value {
+    return vector::BroadcastOp::create(b, pairType, scalar);
+  };
+  auto frequencies = [&](int64_t chunk) {
+    return constants([&](int64_t j) {
+      return ::norm::getRopeFrequency(spec.ropeTheta, spec.rotaryDim,
+                                      chunk * pairsPerChunk + j);
+    });
+  };
+  Value freq = frequencies(0);
+  for (int64_t chunk = 1; chunk < owners; ++chunk)
+    freq = arith::SelectOp::create(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane,
+                                 index(chunk)),
+        frequencies(chunk), freq);
+  Value owner = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, lane,
+                                      index(owners));
+  constexpr double kTwoPi = 6.283185307179586;
+  float twoPiHigh = static_cast<float>(kTwoPi);
+  float twoPiLow = static_cast<float>(kTwoPi - static_cast<double>(twoPiHigh));
+  forEachTileRow(rows, [&](Value row) {
+    Value inTile =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, index(rows));
+    ifThen(arith::AndIOp::create(b, inTile, owner), [&] {
+      Value position = arith::UIToFPOp::create(
+          b, f32,
+          arith::IndexCastUIOp::create(b, b.getI32Type(), positionOf(row)));
+      Value angle = mulf(broadcast(position), freq);
+      // Whole turns, rounded to nearest by adding and taking away 1.5 2^23
+      // (exact for |x| < 2^22: angles of positions below 2^24 are).
+      Value magic = broadcast(constantF32(0x1.8p23));
+      Value turns = subf(
+          addf(mulf(angle, broadcast(constantF32(1.0 / kTwoPi))), magic),
+          magic);
+      Value negTurns = arith::NegFOp::create(b, turns);
+      Value reduced = math::FmaOp::create(
+          b, negTurns, broadcast(constantF32(twoPiLow)),
+          math::FmaOp::create(b, negTurns, broadcast(constantF32(twoPiHigh)),
+                              angle));
+      Value cos = math::CosOp::create(b, reduced, arith::FastMathFlags::afn);
+      Value sin = math::SinOp::create(b, reduced, arith::FastMathFlags::afn);
+      // (a, b) -> (a cos - b sin, b cos + a sin).
+      auto turn = [&](Value x, Value y) -> std::pair<Value, Value> {
+        return {subf(mulf(x, cos), mulf(y, sin)),
+                addf(mulf(y, cos), mulf(x, sin))};
+      };
+      if (neox) {
+        Value first = tileOffset(base, row, lane);
+        Value second = tileOffset(base, row, add(lane, index(owners)));
+        auto [x, y] = turn(toF32(loadChunk(first)), toF32(loadChunk(second)));
+        storeChunk(convert(x, element), first);
+        storeChunk(convert(y, element), second);
+        return;
+      }
+      Value offset = tileOffset(base, row, lane);
+      Value chunk = toF32(loadChunk(offset));
+      auto [even, odd] =
+          turn(vector::ShuffleOp::create(b, chunk, chunk,
+                                         ArrayRef<int64_t>{0, 2, 4, 6}),
+               vector::ShuffleOp::create(b, chunk, chunk,
+                                         ArrayRef<int64_t>{1, 3, 5, 7}));
+      Value turned = vector::ShuffleOp::create(
+          b, even, odd, ArrayRef<int64_t>{0, 4, 1, 5, 2, 6, 3, 7});
+      storeChunk(convert(turned, element), offset);
+    });
+  });
+  gpu::BarrierOp::create(b);
+}
+
+//===----------------------------------------------------------------------===//
 // The kernel
 //===----------------------------------------------------------------------===//
 
@@ -472,6 +573,8 @@ void AttentionEmitter::emit() {
   Value qBase = add(mul(add(seqStart, qTileStart), stride("q")),
                     mul(head, index(headDim)));
   emitQueryPrologue(qBase, tileRows, chunkValid);
+  if (hasRope)
+    emitRope(index(0), blockM, [&](Value row) { return add(qTileStart, row); });
 
   // Key tiles to visit: all of the sequence's, or up to the one holding the
   // tile's last query row.
@@ -549,6 +652,10 @@ void AttentionEmitter::emit() {
         Value stage = arith::RemUIOp::create(b, tile, index(stages));
         if (hasNorm)
           emitKeyNorm(stage);
+        if (hasRope)
+          emitRope(stageBase(stage, /*value=*/false), blockN, [&](Value row) {
+            return add(mul(tile, index(blockN)), row);
+          });
 
         // S = Q K^T: 16 x N per warp.
         Value kBase = stageBase(stage, false);

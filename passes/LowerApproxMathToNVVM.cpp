@@ -1,4 +1,4 @@
-//===- LowerApproxMathToNVVM.cpp - f32 rsqrt, exp2, log2 without libdevice ===//
+//===- LowerApproxMathToNVVM.cpp - f32 math without libdevice -----------===//
 
 #include "passes/LoweringPasses.h"
 
@@ -94,6 +94,23 @@ struct LowerApproximate : OpRewritePattern<OpTy> {
   StringRef intrinsic;
 };
 
+/// An exact f32 math op as the LLVM intrinsic that NVPTX selects to one
+/// instruction (the NVVM conversion would call libdevice). Not roundeven:
+/// the NVVM conversion marks llvm.intr.roundeven illegal.
+template <typename OpTy, typename LLVMOpTy>
+struct LowerExact : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    if (!isKernelF32(op))
+      return rewriter.notifyMatchFailure(op, "not an f32 op in a kernel");
+    rewriter.replaceOpWithNewOp<LLVMOpTy>(op, op.getType(),
+                                          op->getOperands());
+    return success();
+  }
+};
+
 struct LowerApproxMathToNVVM
     : public mlir::norm::impl::NormLowerApproxMathToNVVMBase<
           LowerApproxMathToNVVM> {
@@ -105,6 +122,11 @@ struct LowerApproxMathToNVVM
                                                  "llvm.nvvm.ex2.approx.f32");
     patterns.add<LowerApproximate<math::Log2Op>>(context,
                                                  "llvm.nvvm.lg2.approx.f");
+    patterns.add<LowerApproximate<math::SinOp>>(context,
+                                                "llvm.nvvm.sin.approx.f");
+    patterns.add<LowerApproximate<math::CosOp>>(context,
+                                                "llvm.nvvm.cos.approx.f");
+    patterns.add<LowerExact<math::FmaOp, LLVM::FMAOp>>(context);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }

@@ -151,8 +151,8 @@ def NormExternDynamicSharedMemory
 
 def NormLowerApproxMathToNVVM : Pass<"norm-lower-approx-math-to-nvvm",
                                      "::mlir::gpu::GPUModuleOp"> {
-  let summary = "Lower f32 math.rsqrt, math.exp2 and math.log2 without "
-                "libdevice";
+  let summary = "Lower f32 math.rsqrt, exp2, log2, sin, cos and fma "
+                "without libdevice";
   let description = [{
     The NVVM conversion turns these math ops into calls of libdevice
     (`__nv_rsqrtf`, `__nv_exp2f`, ...), which only link when a CUDA toolkit
@@ -161,7 +161,10 @@ def NormLowerApproxMathToNVVM : Pass<"norm-lower-approx-math-to-nvvm",
     `math.rsqrt` with `afn` to `llvm.nvvm.rsqrt.approx.f`
     (`rsqrt.approx.f32`), without it to a correctly rounded square root and
     division; `math.exp2` and `math.log2` with `afn` to `ex2.approx.f32` and
-    `lg2.approx.f32` (the attention kernel's softmax).
+    `lg2.approx.f32` (the attention kernel's softmax); `math.sin` and
+    `math.cos` with `afn` to `sin.approx.f32` and `cos.approx.f32` (rotary
+    embeddings, on arguments the kernel reduced to [-pi, pi]); `math.fma`
+    to `llvm.intr.fma` (`fma.rn.f32`).
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect",
                            "::mlir::vector::VectorDialect",

@@ -80,7 +80,7 @@ struct HeadRows {
 };
 } // namespace
 
-/// sin.approx.f32 and cos.approx.f32 on [-pi, pi]: twice PTX's 2^-20.9.
+/// sin.approx.f32 and cos.approx.f32 on [-pi, pi] (PTX states 2^-20.9).
 constexpr double kTrigError = 0x1p-20;
 
 /// The rounding of `exact` to T and how far the kernel's value may lie from

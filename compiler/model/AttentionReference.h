@@ -29,8 +29,9 @@
 //   neighbour, |dqn_d| <= 1 ulp of T.
 // - Rotary embeddings in f32 on the rounded qn (kn): angle pos * f32(freq)
 //   (2u relative), reduced to [-pi, pi] by two fmas with 2 pi split in two
-//   f32s (8u absolute), sin.approx / cos.approx (2^-20 absolute, twice
-//   PTX's 2^-20.9), the rotation 3u relative to |a| + |b|; a deviating
+//   f32s (8u absolute), sin.approx / cos.approx (2^-20 absolute; PTX
+//   states 2^-20.9 on [-pi, pi]), the rotation 3u relative to |a| + |b|;
+//   a deviating
 //   input element moves each output of its pair by its deviation. The
 //   rounding to T is exact unless a midpoint lies within that error, as
 //   for the norm.

@@ -3,7 +3,8 @@
 // one KV head, and the launch shapes the tuner picks from: ptxas must
 // accept them for sm_90 and sm_80 with no stack frame and no spills. The
 // PTX uses mma.sync for bf16 and f16, ldmatrix (transposed for V), cp.async
-// with zero fill and the approximate exp2.
+// with zero fill and the approximate exp2; rotary embeddings sin.approx and
+// cos.approx on angles reduced by fma.
 //
 // REQUIRES: ptxas
 // RUN: norm-opt %s --norm-lower-to-ptx -o %t.sm90.ptx
@@ -25,12 +26,15 @@
 // CHECK-DAG: cp.async.wait_group 1
 // CHECK-DAG: ex2.approx
 // CHECK-DAG: rsqrt.approx
-// ENTRY-COUNT-8: .visible .entry
+// CHECK-DAG: sin.approx.f32
+// CHECK-DAG: cos.approx.f32
+// CHECK-DAG: fma.rn.f32
+// ENTRY-COUNT-11: .visible .entry
 // ENTRY-NOT: .visible .entry
 
 // PTXAS-NOT: error
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
-// PTXAS-COUNT-8: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-COUNT-11: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 // PTXAS-NOT: error
 
@@ -101,4 +105,35 @@ func.func @attention(%q128: tensor<?x4096xbf16>, %kv128: tensor<?x1024xbf16>,
       : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16> -> tensor<?x4096xbf16>
   return %a, %b, %c, %d, %e, %f, %g, %lse, %h : tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<?x1024xf16>,
       tensor<?x768xbf16>, tensor<?x2048xbf16>, tensor<?x2048xbf16>, tensor<?x8xf32>, tensor<?x4096xbf16>
+}
+
+// Rotary embeddings after the QK-Norm: Qwen3 (neox, theta 1e6), Gemma 3's
+// heaviest launch (head dim 256, block_n 32, lse), ChatGLM's interleaved
+// half in f16. Measured: sm_90 208 / 251 / 197 registers, sm_80 213 / 242 /
+// 197, no spills (the tightest rope launch, head dim 256 with 2 warps and 2
+// stages, takes 255 on both without spilling).
+func.func @rope(%q128: tensor<?x4096xbf16>, %kv128: tensor<?x1024xbf16>,
+                %w128: tensor<128xbf16>, %cu: tensor<?xi32>,
+                %q256: tensor<?x2048xbf16>, %kv256: tensor<?x256xbf16>, %w256: tensor<256xbf16>,
+                %h128: tensor<?x4096xf16>, %hkv128: tensor<?x256xf16>)
+    -> (tensor<?x4096xbf16>, tensor<?x2048xbf16>, tensor<?x8xf32>, tensor<?x4096xf16>) {
+  %a = norm.attention_kernel %q128, %kv128, %kv128 seqlens(%cu : tensor<?xi32>)
+      q_norm_weight(%w128 : tensor<128xbf16>) k_norm_weight(%w128 : tensor<128xbf16>)
+      scale(0.08838834764831845) qk_norm_eps(1.0e-06)
+      {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64, causal,
+       qk_norm = #norm.qk_norm<rms>, rope = #norm.rope<neox>, rope_theta = 1.0e+06 : f64}
+      : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16> -> tensor<?x4096xbf16>
+  %b, %lse = norm.attention_kernel %q256, %kv256, %kv256 seqlens(%cu : tensor<?xi32>)
+      q_norm_weight(%w256 : tensor<256xbf16>) k_norm_weight(%w256 : tensor<256xbf16>)
+      scale(0.0625) qk_norm_eps(1.0e-06) qk_norm_offset(1.0)
+      {num_heads = 8 : i64, num_kv_heads = 1 : i64, head_dim = 256 : i64, causal,
+       qk_norm = #norm.qk_norm<rms>, rope = #norm.rope<neox>, rope_theta = 1.0e+04 : f64,
+       launch = #norm.launch<vector = 8, threads_per_row = 32, warps = 4, rows_per_cta = 64, block_n = 32, stages = 1>}
+      : tensor<?x2048xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x2048xbf16>, tensor<?x8xf32>
+  %c = norm.attention_kernel %h128, %hkv128, %hkv128 seqlens(%cu : tensor<?xi32>)
+      scale(0.08838834764831845)
+      {num_heads = 32 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64, causal,
+       rope = #norm.rope<gptj>, rotary_dim = 64 : i64, rope_theta = 1.0e+04 : f64}
+      : tensor<?x4096xf16>, tensor<?x256xf16>, tensor<?x256xf16> -> tensor<?x4096xf16>
+  return %a, %b, %lse, %c : tensor<?x4096xbf16>, tensor<?x2048xbf16>, tensor<?x8xf32>, tensor<?x4096xf16>
 }

@@ -43,7 +43,19 @@ struct AttentionCase {
   bool lse = false;
   // 0: the heuristic's.
   int64_t warps = 0, blockN = 0, stages = 0;
+  RopeStyle rope = RopeStyle::None;
+  int64_t rotaryDim = 0; // 0: the head dim
+  double ropeTheta = 1e4;
 };
+
+/// `c` with rotary embeddings.
+AttentionCase withRope(AttentionCase c, RopeStyle style, int64_t rotaryDim,
+                       double theta) {
+  c.rope = style;
+  c.rotaryDim = rotaryDim ? rotaryDim : c.headDim;
+  c.ropeTheta = theta;
+  return c;
+}
 
 std::ostream &operator<<(std::ostream &os, const AttentionCase &c) {
   return os << c.name;
@@ -63,6 +75,9 @@ OpSpec getSpec(const AttentionCase &c) {
   spec.causal = c.causal;
   spec.scale = 1.0 / std::sqrt(static_cast<double>(c.headDim));
   spec.writeLse = c.lse;
+  spec.rope = c.rope;
+  spec.rotaryDim = c.rotaryDim;
+  spec.ropeTheta = c.ropeTheta;
   return spec;
 }
 
@@ -208,6 +223,9 @@ TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
   problem.qkEps = spec.eps;
   problem.qkOffset = c.offset;
   problem.cuSeqlens = cu;
+  problem.rope = c.rope;
+  problem.rotaryDim = c.rotaryDim;
+  problem.ropeTheta = c.ropeTheta;
   AttentionOperands operands;
   operands.q = {c.type, qData, tokens, qCols, qStride};
   operands.k = {c.type, kData, tokens, kvCols, kStride};
@@ -260,6 +278,7 @@ TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
 const Statistic kRms = Statistic::RMS, kL2 = Statistic::L2,
                 kMeanVar = Statistic::MeanVar, kNone = Statistic::None;
 const ElementType kBf16 = ElementType::bf16, kF16 = ElementType::f16;
+const RopeStyle kNeoX = RopeStyle::NeoX, kGptJ = RopeStyle::GptJ;
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, AttentionKernelTest,
@@ -290,7 +309,27 @@ INSTANTIATE_TEST_SUITE_P(
         AttentionCase{"w2_n128_s2", kF16, 64, 2, 2, false, kRms, false, 0.0,
                       {200}, false, false, 2, 128, 2},
         AttentionCase{"w1_n32_s1_d256", kBf16, 256, 1, 1, false, kMeanVar,
-                      true, 1.0, {33}, false, true, 1, 32, 1}),
+                      true, 1.0, {33}, false, true, 1, 32, 1},
+        // Rotary embeddings after the QK-Norm: Qwen3 (theta 1e6), Gemma 3
+        // (1e4 local layers), ChatGLM's interleaved half, a long f16
+        // sequence (angles to 1100 rad), gptj on a packed projection with
+        // the narrowest tiles.
+        withRope(AttentionCase{"rope_neox_qwen3_d128_gqa4", kBf16, 128, 8, 2,
+                               true, kRms, true, 0.0, {1, 7, 64, 129}},
+                 kNeoX, 0, 1e6),
+        withRope(AttentionCase{"rope_neox_gemma_d256", kBf16, 256, 4, 1, true,
+                               kRms, true, 1.0, {70, 33}},
+                 kNeoX, 0, 1e4),
+        withRope(AttentionCase{"rope_gptj_half_d128_f16", kF16, 128, 4, 2,
+                               true, kNone, false, 0.0, {65, 130}},
+                 kGptJ, 64, 1e4),
+        withRope(AttentionCase{"rope_neox_d96_long_f16", kF16, 96, 2, 1, true,
+                               kRms, true, 0.0, {1100}},
+                 kNeoX, 0, 1e6),
+        withRope(AttentionCase{"rope_gptj_d64_packed_w8_n16", kBf16, 64, 2, 2,
+                               false, kL2, false, 0.0, {150, 3}, true, true,
+                               8, 16, 1},
+                 kGptJ, 32, 1e4)),
     [](const testing::TestParamInfo<AttentionCase> &info) {
       return std::string(info.param.name);
     });
