@@ -54,6 +54,9 @@ static_assert(NORMJIT_OP_ATTENTION ==
               static_cast<int>(OpSpec::Kind::Attention));
 static_assert(NORMJIT_OP_BATCH_NORM_STATS ==
               static_cast<int>(OpSpec::Kind::BatchNormStats));
+static_assert(NORMJIT_ROPE_NONE == static_cast<int>(RopeStyle::None));
+static_assert(NORMJIT_ROPE_NEOX == static_cast<int>(RopeStyle::NeoX));
+static_assert(NORMJIT_ROPE_GPTJ == static_cast<int>(RopeStyle::GptJ));
 static_assert(NORMJIT_PLAN_TUNED ==
               static_cast<int>(BucketReport::Source::Tuned));
 static_assert(NORMJIT_PLAN_TUNING_CACHE ==
@@ -70,6 +73,10 @@ static_assert(NORMJIT_PLAN_FIXED ==
 // arguments (three tensors) and the tuning info.
 static_assert(sizeof(void *) == 8, "the C ABI is defined for 64-bit hosts");
 static_assert(offsetof(normjit_op_desc, scale) == NORMJIT_OP_DESC_SIZE_V1);
+// The rotary embedding fields follow scale, where API 3's first layout
+// ended: its callers get no rotary embeddings.
+static_assert(offsetof(normjit_op_desc, rope) ==
+              offsetof(normjit_op_desc, scale) + sizeof(double));
 static_assert(sizeof(normjit_op_desc) == NORMJIT_OP_DESC_SIZE_V3);
 static_assert(offsetof(normjit_launch_args, tensors) +
                   NORMJIT_V * sizeof(normjit_tensor) ==
@@ -163,6 +170,10 @@ static std::string checkStructSize(const char *type, uint32_t size,
   ((object)->struct_size >=                                                    \
    offsetof(std::remove_reference_t<decltype(*(object))>, field) +             \
        sizeof((object)->field))
+/// `field`, or its default 0 when it lies past the caller's struct_size.
+#define NORMJIT_FIELD_OR_ZERO(object, field)                                   \
+  (NORMJIT_HAS_FIELD(object, field) ? (object)->field                          \
+                                    : decltype((object)->field){})
 
 constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_WRITE_LSE << 1) - 1;
 constexpr uint32_t kQKStatisticFlags =
@@ -216,13 +227,37 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
   }
   bool attention = desc->kind == NORMJIT_OP_ATTENTION;
   // Fields past the caller's struct_size keep their defaults (API 2
-  // callers: scale 0).
-  double scale = NORMJIT_HAS_FIELD(desc, scale) ? desc->scale : 0.0;
+  // callers: scale 0; API 3's first 96-byte layout: no rotary embeddings).
+  double scale = NORMJIT_FIELD_OR_ZERO(desc, scale);
+  int32_t rope = NORMJIT_FIELD_OR_ZERO(desc, rope);
+  int32_t reserved = NORMJIT_FIELD_OR_ZERO(desc, reserved);
+  int64_t rotaryDim = NORMJIT_FIELD_OR_ZERO(desc, rotary_dim);
+  double ropeTheta = NORMJIT_FIELD_OR_ZERO(desc, rope_theta);
+  // Checked here too: the model's rule (verifyOpSpec) skips the QK-Norm
+  // prologue and column statistics, whose normalized specs would drop these
+  // fields silently, and scale 0 hides a value from it.
   if (!attention &&
-      (scale != 0.0 ||
+      (scale != 0.0 || rope != NORMJIT_ROPE_NONE ||
        (desc->flags & (NORMJIT_OP_CAUSAL | NORMJIT_OP_WRITE_LSE)))) {
-    status = invalid("normjit_op_desc: scale, NORMJIT_OP_CAUSAL and "
+    status = invalid("normjit_op_desc: scale, rope, NORMJIT_OP_CAUSAL and "
                      "NORMJIT_OP_WRITE_LSE apply to NORMJIT_OP_ATTENTION only");
+    return false;
+  }
+  if (rope < NORMJIT_ROPE_NONE || rope > NORMJIT_ROPE_GPTJ) {
+    status = invalid("normjit_op_desc.rope is " + std::to_string(rope) +
+                     ", not a normjit_rope (NORMJIT_ROPE_NONE, _NEOX or "
+                     "_GPTJ)");
+    return false;
+  }
+  if (reserved != 0) {
+    status = invalid("normjit_op_desc.reserved is " + std::to_string(reserved) +
+                     ", must be 0");
+    return false;
+  }
+  // A rotary dim or base without a style would be dropped silently.
+  if (rope == NORMJIT_ROPE_NONE && (rotaryDim != 0 || ropeTheta != 0.0)) {
+    status = invalid("normjit_op_desc: rotary_dim and rope_theta need rope "
+                     "(NORMJIT_ROPE_NEOX or NORMJIT_ROPE_GPTJ)");
     return false;
   }
   spec.kind = static_cast<OpSpec::Kind>(desc->kind);
@@ -257,6 +292,12 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
     spec.scale = scale != 0.0 || desc->hidden <= 0
                      ? scale
                      : 1.0 / std::sqrt(static_cast<double>(desc->hidden));
+    // 0: the whole head, the model's base; verifyRope judges the rest.
+    spec.rope = static_cast<RopeStyle>(rope);
+    if (spec.rope != RopeStyle::None) {
+      spec.rotaryDim = rotaryDim != 0 ? rotaryDim : desc->hidden;
+      spec.ropeTheta = ropeTheta != 0.0 ? ropeTheta : OpSpec().ropeTheta;
+    }
   }
   spec.eps = desc->eps;
   spec.alpha = desc->alpha;

@@ -54,7 +54,12 @@ extern "C" {
  * normjit_launch_args; normjit_op_desc_init_sized and
  * normjit_launch_args_init_sized; normjit_launch_config2 with block_n and
  * stages, normjit_kernel_get_config2, normjit_kernel_create_with_config2,
- * normjit_kernel_get_tuning2 and normjit_tuning_info.block_n/stages). */
+ * normjit_kernel_get_tuning2 and normjit_tuning_info.block_n/stages;
+ * attention's rotary embeddings: normjit_rope, normjit_op_desc.rope,
+ * reserved, rotary_dim and rope_theta). The rotary embedding fields joined
+ * API 3 before any release of it, so they did not start an API 4; the
+ * 96-byte normjit_op_desc that API 3 had on the way stays accepted, as every
+ * size from the first layout on is, and means no rotary embeddings. */
 #define NORMJIT_API_VERSION 3
 
 /* The library version of this header: major (libnormjit.so.1) changes only
@@ -69,9 +74,10 @@ extern "C" {
 #define NORMJIT_LAUNCH_ARGS_SIZE_V1 456
 #define NORMJIT_CONTEXT_OPTIONS_SIZE_V1 48
 #define NORMJIT_TUNING_INFO_SIZE_V1 56
-/* ... and in API 3, which grew normjit_op_desc (scale), normjit_launch_args
- * (17 tensors) and normjit_tuning_info (block_n, stages). */
-#define NORMJIT_OP_DESC_SIZE_V3 96
+/* ... and in API 3, which grew normjit_op_desc (scale, rotary embeddings),
+ * normjit_launch_args (17 tensors) and normjit_tuning_info (block_n,
+ * stages). */
+#define NORMJIT_OP_DESC_SIZE_V3 120
 #define NORMJIT_LAUNCH_ARGS_SIZE_V3 552
 #define NORMJIT_TUNING_INFO_SIZE_V3 72
 
@@ -123,10 +129,18 @@ typedef enum normjit_op_kind {
 #define NORMJIT_OP_CAUSAL (1u << 9)     /* attention: query i sees keys <= i */
 #define NORMJIT_OP_WRITE_LSE (1u << 10) /* attention: also write NORMJIT_LSE */
 
+/* normjit_op_desc.rope (API 3): attention's rotary position embeddings. */
+typedef enum normjit_rope {
+  NORMJIT_ROPE_NONE = 0,
+  NORMJIT_ROPE_NEOX = 1, /* pairs (d, d + rotary_dim / 2): NeoX, Llama, Qwen */
+  NORMJIT_ROPE_GPTJ = 2  /* pairs (2i, 2i + 1), interleaved: GPT-J */
+} normjit_rope;
+
 /* Attention (NORMJIT_OP_ATTENTION, API 3): FlashAttention-2 forward over
  * variable-length sequences packed token-major, with an optional QK-Norm of
- * q and k in its prologue:
- *   out = softmax(scale * norm(q) norm(k)^T [causal mask]) v  per head,
+ * q and k in its prologue and optional rotary embeddings after it:
+ *   out = softmax(scale * rope(norm(q)) rope(norm(k))^T [causal mask]) v
+ * per head,
  * grouped-query (num_kv_heads divides num_q_heads), bf16 or f16 q, k, v and
  * output (input_type == output_type). Fields: hidden = head dim (a multiple
  * of 16, 16 to 256), num_q_heads, num_kv_heads, scale (0: 1/sqrt(head dim)).
@@ -135,9 +149,14 @@ typedef enum normjit_op_kind {
  * desc of kind NORMJIT_OP_QK_NORM without a statistic flag still means
  * RMS, and NORMJIT_OP_QK_RMS says so explicitly there); it takes eps,
  * NORMJIT_OP_WEIGHT (q_weight and k_weight, param_type, head dim each) and
- * weight_offset. NORMJIT_OP_CAUSAL masks keys after the query within each
- * sequence; NORMJIT_OP_WRITE_LSE also writes the f32 log-sum-exp of each
- * query's scaled scores. Buffers, rows = total tokens:
+ * weight_offset. rope (NORMJIT_ROPE_NEOX or _GPTJ) rotates the first
+ * rotary_dim elements of each q and k head row (0: the head dim; a multiple
+ * of 16 for neox, of 8 for gptj), pair i by pos * rope_theta^(-2i /
+ * rotary_dim) (rope_theta 0: 10000), pos the token's index within its
+ * sequence; the other elements stay as they are. NORMJIT_OP_CAUSAL masks
+ * keys after the query within each sequence; NORMJIT_OP_WRITE_LSE also
+ * writes the f32 log-sum-exp of each query's scaled scores. Buffers, rows =
+ * total tokens:
  *   NORMJIT_Q       rows x num_q_heads * head_dim (token t, head h at
  *                   column h * head_dim), any row stride
  *   NORMJIT_K, _V   rows x num_kv_heads * head_dim, any row stride (q, k
@@ -176,6 +195,13 @@ typedef struct normjit_op_desc {
   /* API 3. Attention's softmax scale; 0: 1 / sqrt(head dim). Other kinds:
    * 0 (anything else is refused). */
   double scale;
+  /* API 3. Attention's rotary embeddings (above); other kinds take none.
+   * Without them (NORMJIT_ROPE_NONE) rotary_dim and rope_theta are 0
+   * (anything else is refused). */
+  int32_t rope;       /* normjit_rope */
+  int32_t reserved;   /* 0 (anything else is refused) */
+  int64_t rotary_dim; /* rotated elements per head row; 0: the head dim */
+  double rope_theta;  /* the frequency base; 0: 10000 */
 } normjit_op_desc;
 
 /* The buffers of a launch. */
@@ -298,8 +324,9 @@ normjit_status normjit_context_create(const normjit_context_options *options,
 void normjit_context_destroy(normjit_context *context);
 
 /* RMSNorm, bf16 everywhere, eps 1e-6, alpha 1, groups 1, no flags, scale 0,
- * for the first `size` bytes of *desc, struct_size = size (as
- * normjit_context_options_init_sized). API 3. */
+ * NORMJIT_ROPE_NONE with rotary_dim and rope_theta 0, for the first `size`
+ * bytes of *desc, struct_size = size (as normjit_context_options_init_sized).
+ * API 3. */
 void normjit_op_desc_init_sized(normjit_op_desc *desc, size_t size);
 /* The API 1 entry point: fills the API 1 layout (NORMJIT_OP_DESC_SIZE_V1
  * bytes). From API 3 on, the macro calls normjit_op_desc_init_sized with this

@@ -15,9 +15,10 @@
 //       .set(NORMJIT_OUTPUT, y, NORMJIT_BF16, 4096);
 //   kernel.launch(args, rows, stream);
 //
-// Attention (API 3) over variable-length sequences, token-major:
-//   normjit::Kernel attention =
-//       context.kernel(normjit::attentionDesc(128, 32, 8, NORMJIT_OP_CAUSAL));
+// Attention (API 3) over variable-length sequences, token-major, with
+// NeoX-style rotary embeddings of the whole head:
+//   normjit::Kernel attention = context.kernel(normjit::attentionDesc(
+//       128, 32, 8, NORMJIT_OP_CAUSAL, NORMJIT_ROPE_NEOX));
 //   normjit::LaunchArgs a;
 //   a.set(NORMJIT_Q, q, NORMJIT_BF16, 32 * 128, qkvStride)
 //       .set(NORMJIT_K, k, NORMJIT_BF16, 8 * 128, qkvStride)
@@ -87,15 +88,23 @@ inline normjit_op_desc opDesc() {
 /// Attention (NORMJIT_OP_ATTENTION) of `numQHeads` query and `numKvHeads`
 /// key/value heads of `headDim`, bf16, scale 1/sqrt(headDim), no QK-Norm
 /// unless `flags` has NORMJIT_OP_QK_RMS, _QK_L2 or _QK_MEAN_VAR
-/// (NORMJIT_OP_CAUSAL, NORMJIT_OP_WRITE_LSE, NORMJIT_OP_WEIGHT: normjit.h).
+/// (NORMJIT_OP_CAUSAL, NORMJIT_OP_WRITE_LSE, NORMJIT_OP_WEIGHT: normjit.h),
+/// rotary embeddings of style `rope` (normjit_rope) over `rotaryDim`
+/// elements of each head (0: all) with base `ropeTheta` (0: 10000).
 inline normjit_op_desc attentionDesc(int64_t headDim, int64_t numQHeads,
-                                     int64_t numKvHeads, uint32_t flags = 0) {
+                                     int64_t numKvHeads, uint32_t flags = 0,
+                                     int32_t rope = NORMJIT_ROPE_NONE,
+                                     int64_t rotaryDim = 0,
+                                     double ropeTheta = 0.0) {
   normjit_op_desc desc = opDesc();
   desc.kind = NORMJIT_OP_ATTENTION;
   desc.hidden = headDim;
   desc.num_q_heads = numQHeads;
   desc.num_kv_heads = numKvHeads;
   desc.flags = flags;
+  desc.rope = rope;
+  desc.rotary_dim = rotaryDim;
+  desc.rope_theta = ropeTheta;
   return desc;
 }
 

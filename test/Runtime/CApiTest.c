@@ -264,6 +264,10 @@ static void testKernelErrors(normjit_context *context) {
   expect("scaled rms_norm", normjit_kernel_create(context, &desc, 0, &kernel),
          NORMJIT_ERROR_INVALID_ARGUMENT);
   desc.scale = 0;
+  desc.rope = NORMJIT_ROPE_NEOX;
+  expect("rope rms_norm", normjit_kernel_create(context, &desc, 0, &kernel),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  desc.rope = NORMJIT_ROPE_NONE;
   desc.flags = 1u << 20;
   expect("unknown op flag", normjit_kernel_create(context, &desc, 0, &kernel),
          NORMJIT_ERROR_INVALID_ARGUMENT);
@@ -505,6 +509,29 @@ static void testAttention(normjit_context *context) {
          normjit_kernel_create(context, &desc, 0, &kernel), NORMJIT_SUCCESS);
   if (!kernel)
     return;
+  {
+    /* API 3's first layout ended before rope: the bytes past it are not
+     * read (no rotary embeddings), the same bytes within it are refused. */
+    union {
+      normjit_op_desc desc;
+      unsigned char bytes[sizeof(normjit_op_desc)];
+    } early;
+    size_t end = offsetof(normjit_op_desc, rope);
+    early.desc = desc;
+    memset(early.bytes + end, 0xff, sizeof(early) - end);
+    early.desc.struct_size = (uint32_t)end;
+    normjit_kernel *same = NULL;
+    expect("desc before rope",
+           normjit_kernel_create(context, &early.desc, 0, &same),
+           NORMJIT_SUCCESS);
+    normjit_kernel_destroy(same);
+    early.desc.struct_size = sizeof(normjit_op_desc);
+    same = NULL;
+    expect("garbage rope",
+           normjit_kernel_create(context, &early.desc, 0, &same),
+           NORMJIT_ERROR_INVALID_ARGUMENT);
+    CHECK(same == NULL);
+  }
   normjit_launch_config2 config;
   expect("attention config",
          normjit_kernel_get_config2(kernel, kTokens, &config),
@@ -652,6 +679,18 @@ static void testAttention(normjit_context *context) {
   desc = attentionDesc(kHeadDim, kKvHeads, 0);
   desc.input_type = desc.output_type = NORMJIT_F32;
   expect("f32 attention", normjit_kernel_create(context, &desc, 0, &refused),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  desc = attentionDesc(kHeadDim, kKvHeads, 0);
+  desc.rope = NORMJIT_ROPE_NEOX;
+  desc.rotary_dim = 24;
+  expect("rotary dim 24", normjit_kernel_create(context, &desc, 0, &refused),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  desc.rope = 3;
+  expect("unknown rope", normjit_kernel_create(context, &desc, 0, &refused),
+         NORMJIT_ERROR_INVALID_ARGUMENT);
+  desc.rope = NORMJIT_ROPE_NONE;
+  expect("rotary dim without rope",
+         normjit_kernel_create(context, &desc, 0, &refused),
          NORMJIT_ERROR_INVALID_ARGUMENT);
   CHECK(refused == NULL);
 

@@ -9,6 +9,7 @@ ctypes on the same library instance libnormjit loaded.
 
 import ctypes
 import os
+import re
 import subprocess
 import sys
 import unittest
@@ -19,6 +20,8 @@ from fake_driver import FakeLaunch, load_fake
 
 FAKE = os.environ.get("NORMJIT_FAKE_CUDA", "")
 BUNDLE = os.environ.get("NORMJIT_TEST_BUNDLE", "")
+HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir,
+                      os.pardir, os.pardir, "runtime", "normjit.h")
 HIDDEN = 4096
 RMS = capi.OpDesc(kind=capi.OP_RMS_NORM, hidden=HIDDEN, flags=capi.OP_WEIGHT)
 
@@ -53,6 +56,47 @@ class NoTorchTest(unittest.TestCase):
 
     def test_launch_config_suffix(self):
         self.assertEqual(capi.LaunchConfig(8, 128, 4, 1).suffix, "v8_t128_w4_r1")
+
+    # _OpDesc is normjit.h's normjit_op_desc field by field, and its sizes
+    # are the header's (which libnormjit asserts its sizeof against).
+    def test_op_desc_layout_is_the_headers(self):
+        with open(HEADER) as header:
+            text = header.read()
+        body = re.search(r"typedef struct normjit_op_desc \{(.*?)\} "
+                         r"normjit_op_desc;", text, re.S).group(1)
+        types = {"uint32_t": ctypes.c_uint32, "int32_t": ctypes.c_int32,
+                 "int64_t": ctypes.c_int64, "double": ctypes.c_double}
+        fields = [(name, types[kind]) for kind, name in
+                  re.findall(r"^\s*(\w+) (\w+);", body, re.M)]
+        self.assertEqual(capi._OpDesc._fields_, fields)
+        define = lambda name: int(re.search(r"#define %s (\d+)" % name,
+                                            text).group(1))
+        self.assertEqual(ctypes.sizeof(capi._OpDesc),
+                         define("NORMJIT_OP_DESC_SIZE_V3"))
+        self.assertEqual(capi._OP_DESC_SIZE_V1,
+                         define("NORMJIT_OP_DESC_SIZE_V1"))
+        ropes = [int(re.search(r"NORMJIT_ROPE_%s = (\d+)" % name, text)
+                     .group(1)) for name in ("NONE", "NEOX", "GPTJ")]
+        self.assertEqual(ropes, [capi.ROPE_NONE, capi.ROPE_NEOX,
+                                 capi.ROPE_GPTJ])
+
+    # A desc is as long as its last field that is not the default, so that
+    # older libraries read it: API 1's 88 bytes, 100 with rope alone.
+    def test_op_desc_size_follows_its_fields(self):
+        attention = capi.OpDesc(kind=capi.OP_ATTENTION, hidden=128,
+                                num_q_heads=4, num_kv_heads=2)
+        sizes = [d._to_c().struct_size for d in (
+            attention, attention._replace(scale=0.5),
+            attention._replace(rope=capi.ROPE_NEOX),
+            attention._replace(rope=capi.ROPE_GPTJ, rotary_dim=64),
+            attention._replace(rope=capi.ROPE_NEOX, rope_theta=5e5))]
+        self.assertEqual(sizes, [88, 96, 100, 112, 120])
+        c = attention._replace(rope=capi.ROPE_GPTJ, rotary_dim=64,
+                               rope_theta=5e5)._to_c()
+        self.assertEqual((c.kind, c.hidden, c.num_kv_heads, c.rope,
+                          c.reserved, c.rotary_dim, c.rope_theta),
+                         (capi.OP_ATTENTION, 128, 2, capi.ROPE_GPTJ, 0, 64,
+                          5e5))
 
 
 @unittest.skipUnless(FAKE and BUNDLE, "needs NORMJIT_FAKE_CUDA and "
@@ -291,7 +335,21 @@ class FakeDriverTest(unittest.TestCase):
                 (RMS._replace(flags=capi.OP_WEIGHT | capi.OP_CAUSAL),
                  "apply to NORMJIT_OP_ATTENTION only"),
                 (self.ATTENTION._replace(input_type=capi.I32),
-                 "NORMJIT_I32 is only the dtype of the cu_seqlens buffer")]:
+                 "NORMJIT_I32 is only the dtype of the cu_seqlens buffer"),
+                # Rotary embeddings (refused before compiling anything: the
+                # kernel generator has none yet).
+                (self.ATTENTION._replace(rope=capi.ROPE_NEOX, rotary_dim=24),
+                 "attention: neox rotary embeddings need a rotary dim that is "
+                 "a multiple of 16 from 16 to the head dim (128), got 24"),
+                (self.ATTENTION._replace(rope=capi.ROPE_GPTJ, rope_theta=1.0),
+                 "attention: rope_theta must not be 1"),
+                (RMS._replace(rope=capi.ROPE_NEOX),
+                 "normjit_op_desc: scale, rope, NORMJIT_OP_CAUSAL and "
+                 "NORMJIT_OP_WRITE_LSE apply to NORMJIT_OP_ATTENTION only"),
+                (self.ATTENTION._replace(rotary_dim=64),
+                 "normjit_op_desc: rotary_dim and rope_theta need rope"),
+                (self.ATTENTION._replace(rope=3),
+                 "normjit_op_desc.rope is 3, not a normjit_rope")]:
             with self.subTest(message=message):
                 with self.assertRaises(norm_opt.NormJitError) as caught:
                     self.context.kernel(desc)

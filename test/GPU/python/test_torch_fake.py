@@ -223,6 +223,26 @@ class TorchLayerTest(unittest.TestCase):
         self.assertEqual((lse.shape, lse.dtype), ((9, 8), torch.float32))
         self.assertEqual(self.fake.fakecuda_launch_count(), before)
 
+    # rope= to the op desc (no launch: the kernel generator has no rotary
+    # embeddings yet); the torch op passes them through.
+    def test_attention_rope_desc(self):
+        q, k = self.rand(5, 4, 64), self.rand(5, 2, 64)
+        fields = lambda call: (call.desc.rope, call.desc.rotary_dim,
+                               call.desc.rope_theta)
+        prepare = self.layer.prepare_attention
+        self.assertEqual(fields(prepare(q, k, k)), (capi.ROPE_NONE, 0, 0.0))
+        self.assertEqual(fields(prepare(q, k, k, rope="neox")),
+                         (capi.ROPE_NEOX, 0, 10000.0))
+        call = prepare(q, k, k, rope="gptj", rotary_dim=32, rope_theta=5e5)
+        self.assertEqual(fields(call), (capi.ROPE_GPTJ, 32, 5e5))
+        self.assertEqual(call.desc._to_c().struct_size, 120)
+        meta = lambda *shape: torch.empty(*shape, dtype=torch.bfloat16,
+                                          device="meta")
+        out, _ = torch.ops.norm_opt.attention(
+            meta(9, 8, 64), meta(9, 2, 64), meta(9, 2, 64), None, None, None,
+            True, None, None, 1e-6, 0.0, False, None, "neox", 32, 5e5)
+        self.assertEqual(out.shape, (9, 8, 64))
+
     def test_attention_errors(self):
         q, k = self.rand(5, 4, 64), self.rand(5, 2, 64)
         cases = [
@@ -243,6 +263,22 @@ class TorchLayerTest(unittest.TestCase):
             (lambda: norm_opt.attention(q, self.rand(5, 3, 64),
                                         self.rand(5, 3, 64)),
              norm_opt.NormJitError, "divide"),
+            (lambda: norm_opt.attention(q, k, k, rope="llama"), ValueError,
+             "rope: expected None, 'neox' or 'gptj', got 'llama'"),
+            (lambda: norm_opt.attention(q, k, k, rotary_dim=32), ValueError,
+             "rotary_dim and rope_theta need rope='neox' or 'gptj'"),
+            (lambda: norm_opt.attention(q, k, k, rope_theta=5e5), ValueError,
+             "rotary_dim and rope_theta need rope='neox' or 'gptj'"),
+            # 0 would be the C API's default, not what was asked for.
+            (lambda: norm_opt.attention(q, k, k, rope="neox", rotary_dim=0),
+             ValueError, "rotary_dim: expected a positive number"),
+            (lambda: norm_opt.attention(q, k, k, rope="gptj", rope_theta=0),
+             ValueError, "rope_theta: expected a positive frequency base"),
+            # libnormjit's rules, before any kernel is built.
+            (lambda: norm_opt.attention(q, k, k, rope="neox", rotary_dim=24),
+             norm_opt.NormJitError, "neox rotary embeddings need a rotary "
+             r"dim that is a multiple of 16 from 16 to the head dim \(64\), "
+             "got 24"),
         ]
         for call, error, message in cases:
             with self.subTest(message=message):

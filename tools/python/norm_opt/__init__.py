@@ -81,7 +81,7 @@ def qk_norm(qkv, num_q_heads, num_kv_heads, q_weight=None, k_weight=None,
 def attention(q, k, v, *, causal=False, scale=None, cu_seqlens=None,
               qk_norm=None, q_norm_weight=None, k_norm_weight=None,
               qk_norm_eps=1e-6, qk_norm_offset=0.0, return_lse=False,
-              head_dim=None):
+              head_dim=None, rope=None, rotary_dim=None, rope_theta=10000.0):
     """softmax(scale * q k^T) v per head, as F.scaled_dot_product_attention,
     on token-major variable-length batches (FlashAttention-2's varlen
     layout), forward only.
@@ -99,18 +99,25 @@ def attention(q, k, v, *, causal=False, scale=None, cu_seqlens=None,
     sequence; scale None is 1 / sqrt(D). qk_norm ('rms', 'l2' or 'layer',
     LayerNorm without bias) normalizes each head of q and k first, scaled by
     q_norm_weight / k_norm_weight ([D] each) plus qk_norm_offset (1.0:
-    Gemma's 1 + w), with qk_norm_eps. Returns the output, shaped like q, and
-    with return_lse=True also the float32 log-sum-exp [tokens, Hq] of the
-    scaled scores. Pointers and row strides must be 16-byte aligned (there
-    is no scalar fallback). Registered as torch.ops.norm_opt.attention with
-    a shape function, so torch.compile keeps it as one op; there is no
-    backward yet: inputs that require grad (with grad enabled) raise."""
+    Gemma's 1 + w), with qk_norm_eps. rope ('neox': pairs (d, d +
+    rotary_dim / 2), Llama, Qwen; 'gptj': pairs (2i, 2i + 1)) then rotates
+    the first rotary_dim elements (None: all D) of each head of q and k,
+    pair i by pos * rope_theta^(-2i / rotary_dim), pos the token's index
+    within its sequence (libnormjit refuses, with NormJitError, rotary dims
+    that are no multiple of 16 for neox, of 8 for gptj). Returns the
+    output, shaped like q, and with return_lse=True also the float32
+    log-sum-exp [tokens, Hq] of the scaled scores. Pointers and row strides
+    must be 16-byte aligned (there is no scalar fallback). Registered as
+    torch.ops.norm_opt.attention with a shape function, so torch.compile
+    keeps it as one op; there is no backward yet: inputs that require grad
+    (with grad enabled) raise."""
     return _torch_layer().attention(
         q, k, v, causal=causal, scale=scale, cu_seqlens=cu_seqlens,
         qk_norm=qk_norm, q_norm_weight=q_norm_weight,
         k_norm_weight=k_norm_weight, qk_norm_eps=qk_norm_eps,
         qk_norm_offset=qk_norm_offset, return_lse=return_lse,
-        head_dim=head_dim)
+        head_dim=head_dim, rope=rope, rotary_dim=rotary_dim,
+        rope_theta=rope_theta)
 
 
 from norm_opt._registry import configure, get_context  # noqa: E402

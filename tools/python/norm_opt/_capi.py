@@ -43,6 +43,9 @@ OP_BATCH_NORM_STATS = 6
 OP_QK_NORM = 7
 OP_ATTENTION = 8  # API 3
 
+# normjit_rope: normjit_op_desc.rope of attention (API 3)
+ROPE_NONE, ROPE_NEOX, ROPE_GPTJ = 0, 1, 2
+
 # normjit_op_desc.flags
 OP_WEIGHT = 1 << 0
 OP_BIAS = 1 << 1
@@ -100,10 +103,14 @@ class _OpDesc(ctypes.Structure):
                 ("flags", ctypes.c_uint32), ("eps", ctypes.c_double),
                 ("alpha", ctypes.c_double), ("weight_offset", ctypes.c_double),
                 ("groups", ctypes.c_int64), ("num_q_heads", ctypes.c_int64),
-                ("num_kv_heads", ctypes.c_int64), ("scale", ctypes.c_double)]
+                ("num_kv_heads", ctypes.c_int64),
+                # API 3.
+                ("scale", ctypes.c_double), ("rope", ctypes.c_int32),
+                ("reserved", ctypes.c_int32), ("rotary_dim", ctypes.c_int64),
+                ("rope_theta", ctypes.c_double)]
 
 
-# sizeof normjit_op_desc without the API 3 field `scale`.
+# sizeof normjit_op_desc without the API 3 fields (scale and after).
 _OP_DESC_SIZE_V1 = 88
 
 
@@ -222,13 +229,20 @@ class OpDesc(NamedTuple):
     num_q_heads: int = 0
     num_kv_heads: int = 0
     scale: float = 0.0  # attention (API 3); 0: 1 / sqrt(head dim)
+    rope: int = ROPE_NONE  # attention's rotary embeddings (API 3)
+    rotary_dim: int = 0  # 0: the head dim
+    rope_theta: float = 0.0  # 0: 10000
 
     def _to_c(self) -> _OpDesc:
-        # The API 1 size where the API 3 field keeps its default, so that
-        # row kernels work with older libraries too.
-        size = (_OP_DESC_SIZE_V1 if self.scale == 0.0 else
-                ctypes.sizeof(_OpDesc))
-        return _OpDesc(size, *self)
+        # Up to the last field that differs from its default (at least the
+        # API 1 layout), so that every library that has the fields used
+        # reads the desc: row kernels work with API 1 libraries too.
+        size = _OP_DESC_SIZE_V1
+        for name, value in self._asdict().items():
+            if value != self._field_defaults[name]:
+                field = getattr(_OpDesc, name)
+                size = max(size, field.offset + field.size)
+        return _OpDesc(struct_size=size, **self._asdict())
 
 
 #===------------------------------------------------------------------------===#

@@ -316,6 +316,31 @@ def qk_norm(qkv, num_q_heads, num_kv_heads, q_weight=None, k_weight=None,
 # qk_norm= of attention: the C API's statistic flag.
 _QK_NORMS = {"rms": _capi.OP_QK_RMS, "l2": _capi.OP_QK_L2,
              "layer": _capi.OP_QK_MEAN_VAR}
+# rope= of attention: normjit_rope.
+_ROPES = {None: _capi.ROPE_NONE, "neox": _capi.ROPE_NEOX,
+          "gptj": _capi.ROPE_GPTJ}
+_DEFAULT_ROPE_THETA = 10000.0
+
+
+def _rope_fields(rope: Optional[str], rotary_dim: Optional[int],
+                 rope_theta: float) -> Tuple[int, int, float]:
+    """normjit_op_desc's (rope, rotary_dim, rope_theta). libnormjit checks
+    the values; here only what its zero defaults would hide."""
+    if rope not in _ROPES:
+        raise ValueError(f"rope: expected None, 'neox' or 'gptj', got {rope!r}")
+    if rope is None:
+        if rotary_dim is not None or rope_theta != _DEFAULT_ROPE_THETA:
+            raise ValueError("rotary_dim and rope_theta need rope='neox' or "
+                             "'gptj'")
+        return _capi.ROPE_NONE, 0, 0.0
+    # 0 means "the default" in the C API: None and 10000.0 say that here.
+    if rotary_dim is not None and int(rotary_dim) == 0:
+        raise ValueError("rotary_dim: expected a positive number of rotated "
+                         "elements per head (None: the head dim), got 0")
+    if float(rope_theta) == 0.0:
+        raise ValueError("rope_theta: expected a positive frequency base, "
+                         "got 0")
+    return _ROPES[rope], int(rotary_dim or 0), float(rope_theta)
 
 
 def _heads(tensor: torch.Tensor, name: str,
@@ -370,11 +395,15 @@ def prepare_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
                       k_norm_weight: Optional[torch.Tensor] = None,
                       qk_norm_eps: float = 1e-6, qk_norm_offset: float = 0.0,
                       return_lse: bool = False,
-                      head_dim: Optional[int] = None) -> Call:
+                      head_dim: Optional[int] = None,
+                      rope: Optional[str] = None,
+                      rotary_dim: Optional[int] = None,
+                      rope_theta: float = _DEFAULT_ROPE_THETA) -> Call:
     """One attention launch (see norm_opt.attention): outputs (out[, lse])."""
     if qk_norm is not None and qk_norm not in _QK_NORMS:
         raise ValueError(f"qk_norm: expected None, 'rms', 'l2' or 'layer', got "
                          f"{qk_norm!r}")
+    rope, rotary_dim, rope_theta = _rope_fields(rope, rotary_dim, rope_theta)
     if (q_norm_weight is None) != (k_norm_weight is None):
         raise ValueError("give both q_norm_weight and k_norm_weight, or neither")
     if q_norm_weight is not None and qk_norm is None:
@@ -439,27 +468,32 @@ def prepare_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
                   flags=flags, eps=float(qk_norm_eps),
                   weight_offset=float(qk_norm_offset),
                   num_q_heads=num_q_heads, num_kv_heads=num_kv_heads,
-                  scale=float(scale) if scale is not None else 0.0)
+                  scale=float(scale) if scale is not None else 0.0,
+                  rope=rope, rotary_dim=rotary_dim, rope_theta=rope_theta)
     return Call(device, desc, _capi.make_launch_args(buffers), tokens,
                 tuple(outputs), tuple(keep))
 
 
 def _attention_impl(q, k, v, cu_seqlens, q_norm_weight, k_norm_weight, causal,
                     scale, qk_norm, qk_norm_eps, qk_norm_offset, return_lse,
-                    head_dim):
+                    head_dim, rope=None, rotary_dim=None,
+                    rope_theta=_DEFAULT_ROPE_THETA):
+    # Defaults as in the schema: older torch passes only the given arguments.
     outputs = run(prepare_attention(
         q, k, v, causal=causal, scale=scale, cu_seqlens=cu_seqlens,
         qk_norm=qk_norm, q_norm_weight=q_norm_weight,
         k_norm_weight=k_norm_weight, qk_norm_eps=qk_norm_eps,
         qk_norm_offset=qk_norm_offset, return_lse=return_lse,
-        head_dim=head_dim))
+        head_dim=head_dim, rope=rope, rotary_dim=rotary_dim,
+        rope_theta=rope_theta))
     lse = outputs[1] if return_lse else q.new_empty((0,), dtype=torch.float32)
     return outputs[0], lse
 
 
 def _attention_fake(q, k, v, cu_seqlens, q_norm_weight, k_norm_weight, causal,
                     scale, qk_norm, qk_norm_eps, qk_norm_offset, return_lse,
-                    head_dim):
+                    head_dim, rope=None, rotary_dim=None,
+                    rope_theta=_DEFAULT_ROPE_THETA):
     """Shapes only (torch.compile's fake tensors, meta tensors)."""
     _, heads, _ = _heads(q, "q", _given_head_dim(head_dim, q_norm_weight))
     lse = q.new_empty((q.size(0), heads) if return_lse else (0,),
@@ -476,7 +510,8 @@ _LIBRARY.define(
     "attention(Tensor q, Tensor k, Tensor v, Tensor? cu_seqlens, "
     "Tensor? q_norm_weight, Tensor? k_norm_weight, bool causal, float? scale, "
     "str? qk_norm, float qk_norm_eps, float qk_norm_offset, bool return_lse, "
-    "int? head_dim) -> (Tensor, Tensor)")
+    "int? head_dim, str? rope=None, int? rotary_dim=None, "
+    "float rope_theta=10000.0) -> (Tensor, Tensor)")
 for _key in ("CUDA", "CPU"):
     _LIBRARY.impl("attention", _attention_impl, _key)
 if hasattr(torch.library, "register_fake"):  # torch >= 2.4
@@ -490,10 +525,12 @@ else:  # fake tensors use the Meta kernel; torch < 2 has no autograd
 def attention(q, k, v, *, causal=False, scale=None, cu_seqlens=None,
               qk_norm=None, q_norm_weight=None, k_norm_weight=None,
               qk_norm_eps=1e-6, qk_norm_offset=0.0, return_lse=False,
-              head_dim=None):
+              head_dim=None, rope=None, rotary_dim=None,
+              rope_theta=_DEFAULT_ROPE_THETA):
     _check_forward_only(q, k, v, q_norm_weight, k_norm_weight)
     out, lse = torch.ops.norm_opt.attention(
         q, k, v, cu_seqlens, q_norm_weight, k_norm_weight, bool(causal),
         None if scale is None else float(scale), qk_norm, float(qk_norm_eps),
-        float(qk_norm_offset), bool(return_lse), head_dim)
+        float(qk_norm_offset), bool(return_lse), head_dim, rope,
+        None if rotary_dim is None else int(rotary_dim), float(rope_theta))
     return (out, lse) if return_lse else out

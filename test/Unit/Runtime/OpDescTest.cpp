@@ -1,0 +1,235 @@
+//===- OpDescTest.cpp - the C API's operation descriptions ----------------===//
+//
+// normjit_op_desc through the C API entry points to the kernel model's
+// operation: a bundle written with the fake compiler holds the expected
+// operations, and a C context without a compiler (RuntimeTests links
+// NoCompiler.cpp) finds a desc's kernel there only when the desc converts
+// to exactly one of them (bundles are keyed by the canonical operation);
+// otherwise NotFound names the operation it converted to.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/normjit.hpp"
+
+#include "test/Unit/Runtime/TestSupport.h"
+
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+using namespace norm;
+using namespace norm::jit;
+using namespace norm::jit::test;
+
+namespace {
+
+constexpr int64_t kHeadDim = 128;
+
+/// Causal attention of 4 query and 2 key/value heads of kHeadDim, without a
+/// QK-Norm: what attentionDesc(kHeadDim, 4, 2, NORMJIT_OP_CAUSAL) is.
+OpSpec makeAttention(RopeStyle rope = RopeStyle::None, int64_t rotaryDim = 0,
+                     double theta = 10000.0) {
+  OpSpec spec;
+  spec.kind = OpKind::Attention;
+  spec.hidden = kHeadDim;
+  spec.numQHeads = 4;
+  spec.numKvHeads = 2;
+  spec.qkStatistic = Statistic::None;
+  spec.causal = true;
+  spec.scale = 1.0 / std::sqrt(static_cast<double>(kHeadDim));
+  spec.rope = rope;
+  spec.rotaryDim = rotaryDim;
+  spec.ropeTheta = theta;
+  return spec;
+}
+
+normjit_op_desc makeAttentionDesc(int32_t rope = NORMJIT_ROPE_NONE,
+                                  int64_t rotaryDim = 0, double theta = 0.0) {
+  return normjit::attentionDesc(kHeadDim, 4, 2, NORMJIT_OP_CAUSAL, rope,
+                                rotaryDim, theta);
+}
+
+/// `desc` as a program whose header's struct ends at `end` passes it:
+/// struct_size `end`, garbage after.
+normjit_op_desc endingAt(normjit_op_desc desc, size_t end) {
+  std::memset(reinterpret_cast<unsigned char *>(&desc) + end, 0xA5,
+              sizeof(desc) - end);
+  desc.struct_size = static_cast<uint32_t>(end);
+  return desc;
+}
+
+class OpDescTest : public FakeDriverTest {
+protected:
+  /// A C context serving only a bundle of `specs`.
+  void openBundleOf(const std::vector<OpSpec> &specs) {
+    std::string path = dir / "kernels.njb";
+    std::unique_ptr<Context> writer;
+    ASSERT_TRUE(Context::create(
+                    makeFakeOptions(std::make_shared<FakeCompiler>()), writer)
+                    .ok());
+    Status written = writer->writeBundle(specs, path);
+    ASSERT_TRUE(written.ok()) << written.message();
+    normjit_context_options options = normjit::contextOptions();
+    options.driver_library = NORM_FAKE_CUDA_LIBRARY;
+    const char *bundles[] = {path.c_str()};
+    options.bundles = bundles;
+    options.num_bundles = 1;
+    options.flags = NORMJIT_CONTEXT_NO_TUNING | NORMJIT_CONTEXT_NO_DISK_CACHE;
+    options.log_level = 0;
+    context.emplace(options);
+  }
+
+  /// normjit_kernel_create's status for `desc`, and its message.
+  std::pair<normjit_status, std::string> create(const normjit_op_desc &desc) {
+    normjit_kernel *kernel = nullptr;
+    normjit_status status =
+        normjit_kernel_create(context->get(), &desc, 0, &kernel);
+    std::string message = status == NORMJIT_SUCCESS ? "" : normjit_last_error();
+    if (status == NORMJIT_SUCCESS) {
+      // From the bundle, not planned otherwise.
+      normjit_tuning_info info{};
+      info.struct_size = sizeof(info);
+      EXPECT_EQ(normjit_kernel_get_tuning(kernel, 1, &info, nullptr, 0),
+                NORMJIT_SUCCESS);
+      EXPECT_EQ(info.source, NORMJIT_PLAN_BUNDLE);
+    }
+    normjit_kernel_destroy(kernel);
+    return {status, message};
+  }
+
+  TempDir dir;
+  std::optional<normjit::Context> context;
+};
+
+TEST_F(OpDescTest, InitLeavesRotaryEmbeddingsOff) {
+  normjit_op_desc desc;
+  std::memset(&desc, 0xA5, sizeof(desc));
+  normjit_op_desc_init(&desc);
+  EXPECT_EQ(desc.struct_size, sizeof(normjit_op_desc));
+  EXPECT_EQ(desc.rope, NORMJIT_ROPE_NONE);
+  EXPECT_EQ(desc.reserved, 0);
+  EXPECT_EQ(desc.rotary_dim, 0);
+  EXPECT_EQ(desc.rope_theta, 0.0);
+}
+
+TEST_F(OpDescTest, RotaryEmbeddingsReachTheOperation) {
+  openBundleOf({makeAttention(RopeStyle::NeoX, kHeadDim, 10000.0),
+                makeAttention(RopeStyle::GptJ, 64, 1e6)});
+  // Rotary dim 0 is the head dim, base 0 is 10000, also spelled out.
+  EXPECT_EQ(create(makeAttentionDesc(NORMJIT_ROPE_NEOX)).first,
+            NORMJIT_SUCCESS);
+  EXPECT_EQ(
+      create(makeAttentionDesc(NORMJIT_ROPE_NEOX, kHeadDim, 10000.0)).first,
+      NORMJIT_SUCCESS);
+  EXPECT_EQ(create(makeAttentionDesc(NORMJIT_ROPE_GPTJ, 64, 1e6)).first,
+            NORMJIT_SUCCESS);
+
+  // A struct_size that ends after `rope` gives the later fields their
+  // defaults; the bytes past it are not read.
+  EXPECT_EQ(create(endingAt(makeAttentionDesc(NORMJIT_ROPE_NEOX),
+                            offsetof(normjit_op_desc, rotary_dim)))
+                .first,
+            NORMJIT_SUCCESS);
+
+  // Neither is the operation without rotary embeddings, nor gptj at the
+  // default base: NotFound names what the desc converted to.
+  auto [status, message] = create(makeAttentionDesc());
+  EXPECT_EQ(status, NORMJIT_ERROR_NOT_FOUND);
+  EXPECT_NE(message.find("attention h128 bf16 heads 4/2 none causal "
+                         "no-weight is in no kernel bundle"),
+            std::string::npos)
+      << message;
+  std::tie(status, message) = create(makeAttentionDesc(NORMJIT_ROPE_GPTJ, 64));
+  EXPECT_EQ(status, NORMJIT_ERROR_NOT_FOUND);
+  EXPECT_NE(message.find("attention h128 bf16 heads 4/2 none causal rope "
+                         "gptj 64 theta 10000.0 no-weight is in no kernel "
+                         "bundle"),
+            std::string::npos)
+      << message;
+  // The defaults follow the head dim.
+  normjit_op_desc small =
+      normjit::attentionDesc(64, 4, 2, 0, NORMJIT_ROPE_NEOX);
+  std::tie(status, message) = create(small);
+  EXPECT_EQ(status, NORMJIT_ERROR_NOT_FOUND);
+  EXPECT_NE(message.find("attention h64 bf16 heads 4/2 none rope neox 64 "
+                         "theta 10000.0 no-weight"),
+            std::string::npos)
+      << message;
+}
+
+// Callers of API 3's first layout, which ended at scale (96 bytes), get no
+// rotary embeddings whatever lies past their struct.
+TEST_F(OpDescTest, DescsEndingBeforeRopeMeanNoRotaryEmbeddings) {
+  openBundleOf({makeAttention()});
+  ASSERT_EQ(offsetof(normjit_op_desc, rope), 96u);
+  normjit_op_desc old =
+      endingAt(makeAttentionDesc(), offsetof(normjit_op_desc, rope));
+  EXPECT_EQ(create(old).first, NORMJIT_SUCCESS);
+  // The same bytes inside struct_size are read, and refused.
+  old.struct_size = sizeof(normjit_op_desc);
+  auto [status, message] = create(old);
+  EXPECT_EQ(status, NORMJIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(message, "normjit_op_desc.rope is -1515870811, not a normjit_rope "
+                     "(NORMJIT_ROPE_NONE, _NEOX or _GPTJ)");
+  // And the operation with rotary embeddings is another one.
+  EXPECT_EQ(create(makeAttentionDesc(NORMJIT_ROPE_NEOX)).first,
+            NORMJIT_ERROR_NOT_FOUND);
+}
+
+TEST_F(OpDescTest, RotaryEmbeddingRefusals) {
+  openBundleOf({makeAttention()});
+  normjit_op_desc rms = normjit::opDesc();
+  rms.hidden = 4096;
+  rms.rope = NORMJIT_ROPE_NEOX;
+  normjit_op_desc qkNorm = normjit::opDesc();
+  qkNorm.kind = NORMJIT_OP_QK_NORM;
+  qkNorm.hidden = kHeadDim;
+  qkNorm.num_q_heads = 4;
+  qkNorm.num_kv_heads = 2;
+  qkNorm.rope = NORMJIT_ROPE_GPTJ;
+  normjit_op_desc unknown = makeAttentionDesc(3);
+  normjit_op_desc reserved = makeAttentionDesc(NORMJIT_ROPE_NEOX);
+  reserved.reserved = 1;
+  const std::string attentionOnly =
+      "normjit_op_desc: scale, rope, NORMJIT_OP_CAUSAL and "
+      "NORMJIT_OP_WRITE_LSE apply to NORMJIT_OP_ATTENTION only";
+  const std::string needRope = "normjit_op_desc: rotary_dim and rope_theta "
+                               "need rope (NORMJIT_ROPE_NEOX or "
+                               "NORMJIT_ROPE_GPTJ)";
+  struct Case {
+    const char *what;
+    normjit_op_desc desc;
+    std::string message;
+  } cases[] = {
+      {"neox 24", makeAttentionDesc(NORMJIT_ROPE_NEOX, 24),
+       "attention: neox rotary embeddings need a rotary dim that is a "
+       "multiple of 16 from 16 to the head dim (128), got 24"},
+      {"gptj past the head", makeAttentionDesc(NORMJIT_ROPE_GPTJ, 136),
+       "attention: gptj rotary embeddings need a rotary dim that is a "
+       "multiple of 8 from 8 to the head dim (128), got 136"},
+      {"negative rotary dim", makeAttentionDesc(NORMJIT_ROPE_GPTJ, -8),
+       "attention: gptj rotary embeddings need a rotary dim that is a "
+       "multiple of 8 from 8 to the head dim (128), got -8"},
+      {"negative base", makeAttentionDesc(NORMJIT_ROPE_NEOX, 0, -1.0),
+       "attention: rope_theta must be a positive finite number, got -1.0"},
+      {"base 1", makeAttentionDesc(NORMJIT_ROPE_NEOX, 0, 1.0),
+       "attention: rope_theta must not be 1 (every pair would turn at the "
+       "same rate)"},
+      {"rms_norm", rms, attentionOnly},
+      {"qk_norm", qkNorm, attentionOnly},
+      {"unknown style", unknown,
+       "normjit_op_desc.rope is 3, not a normjit_rope (NORMJIT_ROPE_NONE, "
+       "_NEOX or _GPTJ)"},
+      {"rotary dim alone", makeAttentionDesc(NORMJIT_ROPE_NONE, 64), needRope},
+      {"base alone", makeAttentionDesc(NORMJIT_ROPE_NONE, 0, 5e5), needRope},
+      {"reserved", reserved, "normjit_op_desc.reserved is 1, must be 0"},
+  };
+  // Refused, not served the bundle's operation without rotary embeddings.
+  for (const Case &c : cases) {
+    auto [status, message] = create(c.desc);
+    EXPECT_EQ(status, NORMJIT_ERROR_INVALID_ARGUMENT) << c.what;
+    EXPECT_EQ(message, c.message) << c.what;
+  }
+}
+
+} // namespace
