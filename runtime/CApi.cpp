@@ -233,9 +233,9 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
   int32_t reserved = NORMJIT_FIELD_OR_ZERO(desc, reserved);
   int64_t rotaryDim = NORMJIT_FIELD_OR_ZERO(desc, rotary_dim);
   double ropeTheta = NORMJIT_FIELD_OR_ZERO(desc, rope_theta);
-  // Checked here too: the model's rule (verifyOpSpec) skips the QK-Norm
-  // prologue and column statistics, whose normalized specs would drop these
-  // fields silently, and scale 0 hides a value from it.
+  // Checked here before the conversion, which reads these fields only for
+  // attention (scale 0 is the C default, 1 / sqrt(head dim)): a message in
+  // the C API's names. verifyOpSpec states the same rule for OpSpecs.
   if (!attention &&
       (scale != 0.0 || rope != NORMJIT_ROPE_NONE ||
        (desc->flags & (NORMJIT_OP_CAUSAL | NORMJIT_OP_WRITE_LSE)))) {

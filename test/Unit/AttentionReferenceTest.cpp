@@ -627,11 +627,7 @@ TEST(AttentionReference, ToleranceIsAFewUlps) {
   config.lengths = {1, 129, 70, 7};
   Case c = makeRandomCase(config, 3);
   AttentionExpected expected = referenceAttention(c.problem, c.operands());
-  std::vector<double> ulps;
-  for (const Expected &e : expected.output.values)
-    ulps.push_back(e.tolerance / ulp(ElementType::bf16, std::fabs(e.value)));
-  std::nth_element(ulps.begin(), ulps.begin() + ulps.size() / 2, ulps.end());
-  double median = ulps[ulps.size() / 2];
+  double median = getMedianToleranceUlps(expected, ElementType::bf16);
   Rejections r = countRejections(expected, emulateKernel(c));
   RecordProperty("median_tolerance_ulps", std::to_string(median));
   RecordProperty("worst_error_over_tolerance", std::to_string(r.worstRatio));

@@ -14,12 +14,13 @@
 // with their scalar fallbacks; no libdevice calls.
 // PTX-NOT: .extern .func
 // PTX-DAG: .visible .entry norm_rms_h4096_bf16_bf16_{{[0-9a-f]+}}_v8_t512_w16_r1(
-// PTX-DAG: .visible .entry norm_attn_qkrms_causal_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2(
+// PTX-DAG: .visible .entry norm_attn_qkrms_causal_ropeneox128_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2(
 // PTX-DAG: .visible .entry norm_rms_add_h4096_bf16_bf16_{{[0-9a-f]+}}_v8_t512_w16_r1(
 // PTX-DAG: ld.global.nc.v4.b32
 // PTX-DAG: shfl.sync.bfly
 // PTX-DAG: rsqrt.approx
 // PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX-DAG: sin.approx.f32
 // JSON: "name": "norm_rms_h4096_bf16_bf16_{{[0-9a-f]+}}_v8_t512_w16_r1"
 // JSON-SAME: "grid": "ceil(rows / 1)"
 // JSON: "kind": "attention_kernel"
@@ -32,7 +33,8 @@
 
 // Four kernels, in program order: the attention kernel reads q, k and v
 // straight from the packed projection (three views with its row stride)
-// and normalizes q and k as it loads them.
+// and normalizes and rotates q and k (Qwen3's RoPE, theta 1e6) as it
+// loads them.
 // FUSE-LABEL: func.func @decoder_block
 //  FUSE-SAME: (%[[X:[^:]*]]: tensor<?x4096xbf16>, %[[ATTN_W:[^:]*]]: tensor<4096xbf16>, %[[Q_W:[^:]*]]: tensor<128xbf16>, %[[K_W:[^:]*]]: tensor<128xbf16>, %[[MLP_W:[^:]*]]: tensor<4096xbf16>, %[[FINAL_W:[^:]*]]: tensor<4096xbf16>)
 //  FUSE-NOT: norm.rms_norm
@@ -44,7 +46,7 @@
 //      FUSE: %[[V:.*]] = tensor.extract_slice %[[QKV]][0, 5120] [%{{.*}}, 1024] [1, 1]
 //      FUSE: %[[CU:.*]] = tensor.from_elements %{{.*}}, %{{.*}} : tensor<2xi32>
 //      FUSE: %[[ATT:.*]] = norm.attention_kernel %[[Q]], %[[K]], %[[V]] seqlens(%[[CU]] : tensor<2xi32>) q_norm_weight(%[[Q_W]] : tensor<128xbf16>) k_norm_weight(%[[K_W]] : tensor<128xbf16>) scale(0.08838834764831845) qk_norm_eps(1.0e-06)
-// FUSE-SAME: {causal, head_dim = 128 : i64, num_heads = 32 : i64, num_kv_heads = 8 : i64, qk_norm = #norm.qk_norm<rms>}
+// FUSE-SAME: {causal, head_dim = 128 : i64, num_heads = 32 : i64, num_kv_heads = 8 : i64, qk_norm = #norm.qk_norm<rms>, rope = #norm.rope<neox>, rope_theta = 1.000000e+06 : f64}
 //      FUSE: %[[O:.*]] = call @o_proj(%[[ATT]])
 //      FUSE: %[[N2:.*]], %[[H1:.*]] = norm.fused_row <rms> %[[X]] addend(%[[O]] : tensor<?x4096xbf16>) weight(%[[MLP_W]] : tensor<4096xbf16>) eps(1.0e-06) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>, tensor<?x4096xbf16>
 //      FUSE: %[[M:.*]] = call @mlp(%[[N2]])
@@ -60,7 +62,7 @@
 // PROLOGUE-LABEL: func.func @decoder_block
 //       PROLOGUE: norm.fused_row <rms>
 //       PROLOGUE: %[[Q:.*]], %[[K:.*]] = norm.qk_norm_prologue <rms>
-//       PROLOGUE: norm.attention_kernel %[[Q]], %[[K]], %{{.*}} seqlens(%{{.*}} : tensor<2xi32>) scale(0.08838834764831845) {causal, head_dim = 128 : i64, num_heads = 32 : i64, num_kv_heads = 8 : i64}
+//       PROLOGUE: norm.attention_kernel %[[Q]], %[[K]], %{{.*}} seqlens(%{{.*}} : tensor<2xi32>) scale(0.08838834764831845) {causal, head_dim = 128 : i64, num_heads = 32 : i64, num_kv_heads = 8 : i64, rope = #norm.rope<neox>, rope_theta = 1.000000e+06 : f64}
 //       PROLOGUE: norm.fused_row <rms> %{{.*}} addend
 //       PROLOGUE: norm.fused_row <rms> %{{.*}} addend
 
@@ -72,8 +74,9 @@
 // (external functions); norm-opt compiles the normalization layers and the
 // attention into fused kernels:
 //   - rms_norm(x)                              -> one row kernel
-//   - per-head RMSNorm of q and k, attention   -> one attention kernel, the
-//                                                 QK-Norm in its prologue
+//   - per-head RMSNorm of q and k, RoPE,       -> one attention kernel, the
+//     attention                                   QK-Norm and RoPE in its
+//                                                 prologue
 //   - x + o, rms_norm(x + o)                   -> one fused add+RMSNorm kernel
 //   - h + m, final rms_norm(h + m)             -> one fused add+RMSNorm kernel
 
@@ -126,7 +129,8 @@ func.func @decoder_block(%x: tensor<?x4096xbf16>,
       : tensor<?x8x128xbf16> into tensor<?x1024xbf16>
 
   %attn = norm.attention %qn, %kn, %v scale(0.08838834764831845)
-      {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64, causal}
+      {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64, causal,
+       rope = #norm.rope<neox>, rope_theta = 1.0e+06 : f64}
       : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16> -> tensor<?x4096xbf16>
   %o = func.call @o_proj(%attn) : (tensor<?x4096xbf16>) -> tensor<?x4096xbf16>
   %h1 = norm.residual_add %x, %o : tensor<?x4096xbf16>, tensor<?x4096xbf16> -> tensor<?x4096xbf16>
