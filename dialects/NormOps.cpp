@@ -361,7 +361,7 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
 }
 
 //===----------------------------------------------------------------------===//
-// AttentionOp
+// RotaryOp and AttentionOp
 //===----------------------------------------------------------------------===//
 
 /// The model's rope style of an optional `rope` attribute.
@@ -377,6 +377,30 @@ template <typename OpTy> static int64_t getRotaryDimOrHeadDim(OpTy op) {
   if (std::optional<uint64_t> dim = op.getRotaryDim())
     return static_cast<int64_t>(*dim);
   return static_cast<int64_t>(op.getHeadDim());
+}
+
+/// The model's rules of a rotary embedding of `style` (rotary_dim and
+/// rope_theta as attributes) on heads of `headDim`.
+static LogicalResult verifyRopeFields(Operation *op,
+                                      std::optional<RopeStyle> style,
+                                      int64_t rotaryDim, FloatAttr theta,
+                                      int64_t headDim) {
+  ::norm::Status status = ::norm::verifyRope(
+      getModelRopeStyle(style), rotaryDim, theta.getValueAsDouble(), headDim);
+  if (!status)
+    return op->emitOpError(status.message());
+  return success();
+}
+
+LogicalResult RotaryOp::verify() {
+  int64_t heads = getNumHeads(), headDim = getHeadDim();
+  if (failed(verifyPositive(*this, heads, "num_heads")) ||
+      failed(verifyPositive(*this, headDim, "head_dim")) ||
+      failed(verifyHeadsWidth(*this, getInput().getType(), "input", heads,
+                              "num_heads", headDim)))
+    return failure();
+  return verifyRopeFields(*this, getStyle(), getRotaryDimOrHeadDim(*this),
+                          getRopeThetaAttr(), headDim);
 }
 
 /// The rules norm.attention and norm.attention_kernel share: head counts
@@ -412,11 +436,9 @@ template <typename OpTy> static LogicalResult verifyAttentionFields(OpTy op) {
   } else {
     if (!op.getRopeThetaAttr())
       return op.emitOpError("'rope' needs 'rope_theta'");
-    ::norm::Status status = ::norm::verifyRope(
-        getModelRopeStyle(op.getRope()), getRotaryDimOrHeadDim(op),
-        op.getRopeThetaAttr().getValueAsDouble(), headDim);
-    if (!status)
-      return op.emitOpError(status.message());
+    if (failed(verifyRopeFields(op, op.getRope(), getRotaryDimOrHeadDim(op),
+                                op.getRopeThetaAttr(), headDim)))
+      return failure();
   }
   if (!op.getQkNorm()) {
     if (op.getQNormWeight() || op.getKNormWeight() || op.getQkNormEpsAttr() ||

@@ -248,6 +248,33 @@ def Norm_CastOp : Norm_Op<"cast", [Pure,
   let hasCanonicalizer = 1;
 }
 
+def Norm_RotaryOp : Norm_Op<"rotary", [Pure, SameOperandsAndResultType]> {
+  let summary = "rotary position embeddings of the heads of token rows";
+  let description = [{
+    Rotates each `head_dim`-long head of each row of `input`
+    (`tokens x (num_heads * head_dim)`, one sequence, row `i` at position
+    `i`): the pairs of `style` (`neox`: `(d, d + rotary_dim / 2)`, `gptj`:
+    `(2i, 2i + 1)`) of the first `rotary_dim` elements (default `head_dim`)
+    turn by `pos * rope_theta^(-2i / rotary_dim)`, in f32, and the result is
+    rounded to the element type. This is the layer op of a model's graph;
+    `norm-fuse-rotary-into-attention` moves it into the `norm.attention`
+    that reads it (q and k both), where the attention kernel applies it in
+    its prologue. On its own it is not a kernel op.
+
+    ```mlir
+    %qr = norm.rotary <neox> %q {num_heads = 32 : i64, head_dim = 128 : i64,
+                                 rope_theta = 1.0e+06 : f64}
+        : tensor<?x4096xbf16>
+    ```
+  }];
+  let arguments = (ins Norm_RowTensor:$input, Norm_RopeStyleAttr:$style,
+                       I64Attr:$num_heads, I64Attr:$head_dim,
+                       OptionalAttr<I64Attr>:$rotary_dim, F64Attr:$rope_theta);
+  let results = (outs Norm_RowTensor:$result);
+  let assemblyFormat = "$style $input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
 def Norm_AttentionOp : Norm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   let summary = "multi-head attention with an optional QK-Norm prologue";
   let description = [{

@@ -66,6 +66,22 @@ def FuseResidualAddIntoNorm : Pass<"norm-fuse-residual-add-into-norm"> {
   let dependentDialects = ["::mlir::norm::NormDialect"];
 }
 
+def FuseRotaryIntoAttention : Pass<"norm-fuse-rotary-into-attention"> {
+  let summary = "Move the rotary embeddings of q and k into norm.attention";
+  let description = [{
+    Matches `norm.attention` whose `q` and `k` are both `norm.rotary` results
+    with the same style, rotary dim and theta, with the attention's heads
+    (`num_heads` for q, `num_kv_heads` for k) and `head_dim`, used only by
+    the attention: the attention then reads the unrotated `q` and `k` and
+    carries `rope`, `rotary_dim` and `rope_theta`. Attention ops that
+    already rotate, or that carry a `qk_norm` (it would then run before the
+    rotation instead of after), are left alone; so run this before
+    `norm-fuse-qk-norm-into-attention`, which then finds the norms that
+    feed the rotations.
+  }];
+  let dependentDialects = ["::mlir::norm::NormDialect"];
+}
+
 def FuseQKNormIntoAttention : Pass<"norm-fuse-qk-norm-into-attention"> {
   let summary = "Move per-head QK-Norm into the norm.attention op";
   let description = [{

@@ -18,6 +18,8 @@ void mlir::norm::buildNormFusePipeline(OpPassManager &pm,
   pm.addPass(createFuseSandwichNorm());
   pm.addPass(createFuseResidualAddIntoNorm(
       FuseResidualAddIntoNormOptions{options.f32Residual}));
+  // Rotations first: the QK-Norm fusion then finds the norms they read.
+  pm.addPass(createFuseRotaryIntoAttention());
   // QK-Norm that cannot move into the attention (its normalized q or k has
   // other users) still gets the prologue kernel.
   if (options.qkNorm == QKNormPlacement::Attention)

@@ -80,17 +80,28 @@ void GenerateKernels::runOnOperation() {
   // one are for the default target.
   target = getTargetOptions(getOperation());
 
-  // A norm.attention is not a kernel op: left alone, its fused QK-Norm
-  // would silently vanish from the kernels.
-  WalkResult attention = getOperation().walk([](AttentionOp op) {
-    if (!op.getQkNorm())
-      return WalkResult::advance();
-    op.emitOpError("with a fused QK-Norm is not a kernel op; "
-                   "norm-form-attention-kernels (part of norm-fuse and "
-                   "norm-to-ptx) turns it into norm.attention_kernel");
-    return WalkResult::interrupt();
+  // A norm.attention is not a kernel op: left alone, its fused QK-Norm or
+  // rotation would silently vanish from the kernels; a norm.rotary only
+  // runs inside an attention kernel.
+  WalkResult leftover = getOperation().walk([](Operation *op) {
+    if (auto attention = dyn_cast<AttentionOp>(op)) {
+      if (!attention.getQkNorm() && !attention.getRope())
+        return WalkResult::advance();
+      op->emitOpError("with a fused QK-Norm or rotary embedding is not a "
+                      "kernel op; norm-form-attention-kernels (part of "
+                      "norm-fuse and norm-to-ptx) turns it into "
+                      "norm.attention_kernel");
+      return WalkResult::interrupt();
+    }
+    if (isa<RotaryOp>(op)) {
+      op->emitOpError("is not a kernel op; norm-fuse-rotary-into-attention "
+                      "(part of norm-fuse) moves it into the norm.attention "
+                      "that reads it (q and k alike)");
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
   });
-  if (attention.wasInterrupted())
+  if (leftover.wasInterrupted())
     return signalPassFailure();
 
   SmallVector<KernelOpInterface> kernelOps;

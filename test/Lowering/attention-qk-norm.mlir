@@ -9,7 +9,7 @@
 // PTX: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 func.func @fused(%q: tensor<?x512xbf16>, %k: tensor<?x128xbf16>, %v: tensor<?x128xbf16>,
                  %wq: tensor<128xbf16>, %wk: tensor<128xbf16>) -> tensor<?x512xbf16> {
-  // expected-error @below {{with a fused QK-Norm is not a kernel op; norm-form-attention-kernels (part of norm-fuse and norm-to-ptx) turns it into norm.attention_kernel}}
+  // expected-error @below {{with a fused QK-Norm or rotary embedding is not a kernel op; norm-form-attention-kernels (part of norm-fuse and norm-to-ptx) turns it into norm.attention_kernel}}
   %o = norm.attention %q, %k, %v q_norm_weight(%wq : tensor<128xbf16>)
       k_norm_weight(%wk : tensor<128xbf16>) scale(0.08838834764831845)
       qk_norm_eps(1.0e-06)

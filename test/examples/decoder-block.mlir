@@ -7,7 +7,9 @@
 // RUN: FileCheck %s --check-prefix=PTX < %t/block.ptx
 // RUN: FileCheck %s --check-prefix=JSON < %t/block.json
 // CHECK-LABEL: func.func @decoder_block
-// CHECK-COUNT-5: norm.rms_norm
+// CHECK-COUNT-3: norm.rms_norm
+// CHECK-COUNT-2: norm.rotary <neox>
+// CHECK-COUNT-2: norm.rms_norm
 
 // norm-to-ptx: the first norm, attention with the QK-Norm in its prologue,
 // fused add+RMSNorm twice with the same weights' shape; the row kernels
@@ -55,7 +57,7 @@
 
 // Exactly four kernel ops, and no layer op left.
 // KERNELS-COUNT-4: norm.{{fused_row|attention_kernel}}
-//     KERNELS-NOT: norm.{{fused_row|qk_norm_prologue|column_stats|rms_norm|residual_add|cast|attention }}
+//     KERNELS-NOT: norm.{{fused_row|qk_norm_prologue|column_stats|rms_norm|residual_add|cast|rotary|attention }}
 
 // qk-norm=prologue: the stand-alone QK-Norm kernel writes q and k, which
 // the attention kernel then reads again.
@@ -128,9 +130,14 @@ func.func @decoder_block(%x: tensor<?x4096xbf16>,
   %kn = tensor.collapse_shape %kn_heads [[0], [1, 2]]
       : tensor<?x8x128xbf16> into tensor<?x1024xbf16>
 
-  %attn = norm.attention %qn, %kn, %v scale(0.08838834764831845)
-      {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64, causal,
-       rope = #norm.rope<neox>, rope_theta = 1.0e+06 : f64}
+  // RoPE (rotate_half, theta 1e6) of the normalized q and k.
+  %qr = norm.rotary <neox> %qn {num_heads = 32 : i64, head_dim = 128 : i64,
+                                rope_theta = 1.0e+06 : f64} : tensor<?x4096xbf16>
+  %kr = norm.rotary <neox> %kn {num_heads = 8 : i64, head_dim = 128 : i64,
+                                rope_theta = 1.0e+06 : f64} : tensor<?x1024xbf16>
+
+  %attn = norm.attention %qr, %kr, %v scale(0.08838834764831845)
+      {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64, causal}
       : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16> -> tensor<?x4096xbf16>
   %o = func.call @o_proj(%attn) : (tensor<?x4096xbf16>) -> tensor<?x4096xbf16>
   %h1 = norm.residual_add %x, %o : tensor<?x4096xbf16>, tensor<?x4096xbf16> -> tensor<?x4096xbf16>

@@ -1,0 +1,76 @@
+//===- FuseRotaryIntoAttention.cpp - RoPE as part of the attention --------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/NormOps.h"
+
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::norm {
+#define GEN_PASS_DEF_FUSEROTARYINTOATTENTION
+#include "passes/FusionPasses.h.inc"
+} // namespace mlir::norm
+
+using namespace mlir;
+using namespace mlir::norm;
+
+namespace {
+
+/// The rotation that produces `value` for `heads` heads of `headDim`, if
+/// the attention is its only user.
+static RotaryOp matchRotary(Value value, uint64_t heads, uint64_t headDim) {
+  auto rotary = value.getDefiningOp<RotaryOp>();
+  if (!rotary || !value.hasOneUse() || rotary.getNumHeads() != heads ||
+      rotary.getHeadDim() != headDim)
+    return {};
+  return rotary;
+}
+
+struct FuseRotaryIntoAttentionOp : OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AttentionOp attention,
+                                PatternRewriter &rewriter) const override {
+    if (attention.getRope())
+      return rewriter.notifyMatchFailure(attention, "rotates already");
+    if (attention.getQkNorm())
+      return rewriter.notifyMatchFailure(
+          attention, "its QK-Norm would run before the rotation");
+    RotaryOp q = matchRotary(attention.getQ(), attention.getNumHeads(),
+                             attention.getHeadDim());
+    RotaryOp k = matchRotary(attention.getK(), attention.getNumKvHeads(),
+                             attention.getHeadDim());
+    if (!q || !k)
+      return rewriter.notifyMatchFailure(attention,
+                                         "q or k is not rotated for it alone");
+    if (q.getStyle() != k.getStyle() ||
+        q.getRotaryDimAttr() != k.getRotaryDimAttr() ||
+        q.getRopeThetaAttr() != k.getRopeThetaAttr())
+      return rewriter.notifyMatchFailure(attention,
+                                         "q and k rotate differently");
+
+    rewriter.modifyOpInPlace(attention, [&] {
+      attention.getQMutable().assign(q.getInput());
+      attention.getKMutable().assign(k.getInput());
+      attention.setRopeAttr(RopeStyleAttr::get(getContext(), q.getStyle()));
+      attention.setRotaryDimAttr(q.getRotaryDimAttr());
+      attention.setRopeThetaAttr(q.getRopeThetaAttr());
+    });
+    rewriter.eraseOp(q);
+    rewriter.eraseOp(k);
+    return success();
+  }
+};
+
+struct FuseRotaryIntoAttentionPass
+    : mlir::norm::impl::FuseRotaryIntoAttentionBase<
+          FuseRotaryIntoAttentionPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<FuseRotaryIntoAttentionOp>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,31 @@
+// Diagnostics of norm.rotary (RUN line in ../rotary.mlir).
+
+func.func @width(%q: tensor<?x4096xbf16>) -> tensor<?x4096xbf16> {
+  // expected-error @below {{'input' must have num_heads (16) x head_dim (128) columns, got 'tensor<?x4096xbf16>'}}
+  %0 = norm.rotary <neox> %q {num_heads = 16 : i64, head_dim = 128 : i64, rope_theta = 1.0e+04 : f64} : tensor<?x4096xbf16>
+  return %0 : tensor<?x4096xbf16>
+}
+
+// -----
+
+func.func @rotary_dim(%q: tensor<?x256xbf16>) -> tensor<?x256xbf16> {
+  // expected-error @below {{gptj rotary embeddings need a rotary dim that is a multiple of 8 from 8 to the head dim (128), got 12}}
+  %0 = norm.rotary <gptj> %q {num_heads = 2 : i64, head_dim = 128 : i64, rotary_dim = 12 : i64, rope_theta = 1.0e+04 : f64} : tensor<?x256xbf16>
+  return %0 : tensor<?x256xbf16>
+}
+
+// -----
+
+func.func @theta(%q: tensor<?x128xbf16>) -> tensor<?x128xbf16> {
+  // expected-error @below {{rope_theta must not be 1}}
+  %0 = norm.rotary <neox> %q {num_heads = 1 : i64, head_dim = 128 : i64, rope_theta = 1.0 : f64} : tensor<?x128xbf16>
+  return %0 : tensor<?x128xbf16>
+}
+
+// -----
+
+func.func @heads(%q: tensor<?x128xbf16>) -> tensor<?x128xbf16> {
+  // expected-error @below {{num_heads must be positive, got 0}}
+  %0 = norm.rotary <neox> %q {num_heads = 0 : i64, head_dim = 128 : i64, rope_theta = 1.0e+04 : f64} : tensor<?x128xbf16>
+  return %0 : tensor<?x128xbf16>
+}
