@@ -545,6 +545,19 @@ def device_usable(torch) -> bool:
         return False
 
 
+def raise_recompile_limits(torch) -> None:
+    """Every shape compiles anew (static shapes): no recompile limit."""
+    try:
+        import torch._dynamo
+        for name in ("cache_size_limit", "recompile_limit",
+                     "accumulated_cache_size_limit",
+                     "accumulated_recompile_limit"):
+            if hasattr(torch._dynamo.config, name):
+                setattr(torch._dynamo.config, name, 4096)
+    except ImportError:  # no torch.compile: that anchor will record errors
+        pass
+
+
 def run(args) -> int:
     plan = build_plan(args.ops, args.hidden, args.rows, args.dtypes)
     if args.dry_run:
@@ -564,16 +577,7 @@ def run(args) -> int:
               file=sys.stderr)
     import norm_opt
     from norm_opt import _registry, _torch as norm_torch
-    # Every shape compiles anew (static shapes): no recompile limit.
-    try:
-        import torch._dynamo
-        for name in ("cache_size_limit", "recompile_limit",
-                     "accumulated_cache_size_limit",
-                     "accumulated_recompile_limit"):
-            if hasattr(torch._dynamo.config, name):
-                setattr(torch._dynamo.config, name, 4096)
-    except ImportError:  # no torch.compile: that anchor will record errors
-        pass
+    raise_recompile_limits(torch)
     norm_opt.configure(cache_dir=args.cache_dir, bundles=args.bundle,
                        tuning=not args.no_tune)
     anchors = tuple(a for a in args.anchors
