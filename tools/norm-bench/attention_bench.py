@@ -37,8 +37,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 
-import norm_bench  # noqa: E402  (environment, device_usable; no torch)
+import norm_bench  # noqa: E402  (the run's machinery; no torch)
 import report  # noqa: E402
+from norm_bench import describe  # noqa: E402
 
 VARIANTS = ("qknorm", "qknorm_rope")
 HEADS = ((32, 8), (32, 32))        # query, key/value heads
@@ -53,10 +54,6 @@ QUICK = dict(shapes=((4, 4096),), heads=((32, 8),))
 # RMS without RoPE. The targets: no slower than compile, then than sdpa.
 REFERENCE_US = {(4, 4096): {"sdpa": 1042, "eager": 1583, "compile": 1158},
                 (1, 16384): {"sdpa": 3831, "eager": 4331, "compile": 3921}}
-
-
-def describe(error: Exception) -> str:
-    return f"{type(error).__name__}: {error}"[:400]
 
 
 def causal_flops(batch: int, heads: int, seqlen: int, head_dim: int) -> int:
@@ -448,18 +445,8 @@ class AttentionBench:
         except Exception:  # informative only
             return None
 
-    def record_time(self, record: dict, name: str, function) -> None:
-        try:
-            timing = function()
-            record["times_us"][name] = round(timing.us, 3)
-            record["spread"][name] = round(timing.spread, 3)
-            if timing.method != "graph":
-                record.setdefault("methods", {})[name] = timing.method
-        except Exception as error:  # recorded, the run goes on
-            record["errors"][name] = describe(error)
-            self.torch.cuda.synchronize()
-
     def measure_point(self, point: Point, seed: int) -> dict:
+        """The point's checks, then ours and the anchors but compile."""
         record = dict(point._asdict(), tokens=point.tokens, flops=point.flops,
                       times_us={}, spread={}, errors={}, gqa=self.gqa)
         check = self.checks.get(point.kernel)
@@ -482,8 +469,9 @@ class AttentionBench:
         record["plan_source"] = kernel.tuning(point.tokens).source
         for name in ("ours",) + self.args.anchors:
             if name != "compile":  # the second pass
-                self.record_time(record, name,
-                                 lambda: self.time(self.calls(name, point, s)))
+                norm_bench.record_timing(
+                    self.torch, record, name,
+                    lambda: self.time(self.calls(name, point, s)))
         if "sdpa" in self.args.anchors:
             record["sdpa_kernel"] = self.sdpa_kernel(
                 self.calls("sdpa", point, s))
@@ -493,8 +481,9 @@ class AttentionBench:
         """torch.compile of eager at this point's shapes (its compile happens
         in the warm-up, outside the timing)."""
         s = self.make_inputs(point, (point.seqlen,) * point.batch, seed)
-        self.record_time(record, "compile",
-                         lambda: self.time(self.calls("compile", point, s)))
+        norm_bench.record_timing(
+            self.torch, record, "compile",
+            lambda: self.time(self.calls("compile", point, s)))
 
 
 def run(args) -> int:
@@ -528,11 +517,7 @@ def run(args) -> int:
                      "agree_limit": AGREE_LIMIT},
         "checks": [], "points": [], "not_measured": []}
 
-    def save():
-        with open(args.out + ".tmp", "w") as f:
-            json.dump(results, f, indent=1)
-        os.replace(args.out + ".tmp", args.out)
-
+    save = norm_bench.results_writer(results, args.out)
     start = time.monotonic()
     deadline = start + args.budget_s
     print(f"attention-bench: {len(plan)} points on "
@@ -558,48 +543,23 @@ def run(args) -> int:
               f"(max {check.get('max_ulps')} ulps, build "
               f"{check.get('build_s')} s)", flush=True)
         save()
-    status = 0 if all(c["ok"] for c in results["checks"]) else 1
-    measured = []
-    for index, point in enumerate(plan):
-        if time.monotonic() >= deadline:
-            results["not_measured"].append(f"{point.label}: time budget")
-            continue
-        try:
-            record = bench.measure_point(point, seed=index)
-        except Exception as error:
-            results["not_measured"].append(
-                f"{point.label}: {describe(error)}")
-            if norm_bench.device_usable(torch):
-                continue
-            print(f"attention-bench: stopped at {point.label}: {error}",
-                  file=sys.stderr)
-            results["not_measured"] += [f"{p.label}: not reached"
-                                        for p in plan[index + 1:]]
-            status = 1
-            break
-        results["points"].append(record)
-        if "not_timed" not in record:
-            measured.append((index, point, record))
-        else:
-            status = 1
+
+    def done(index, point, record):
         print(f"  [{index + 1}/{len(plan)}] {point.label}: ours "
               f"{record['times_us'].get('ours', '-')} us, sdpa "
               f"{record['times_us'].get('sdpa', '-')} us, "
               f"{time.monotonic() - start:.0f} s", flush=True)
-        save()
         torch.cuda.empty_cache()
-    if "compile" in args.anchors:
-        for count, (index, point, record) in enumerate(measured):
-            if time.monotonic() >= deadline:
-                results["not_measured"] += [
-                    f"{p.label}: compile: time budget"
-                    for _, p, _ in measured[count:]]
-                break
-            bench.measure_compiled(point, record, seed=index)
-            print(f"  compile {point.label}: "
-                  f"{record['times_us'].get('compile', '-')} us, "
-                  f"{time.monotonic() - start:.0f} s", flush=True)
-            save()
+    measured, stopped = norm_bench.measure_points(
+        torch, plan, lambda index, point: bench.measure_point(point, index),
+        results, deadline, save, done, "attention-bench")
+    timed = [m for m in measured if "not_timed" not in m[2]]
+    status = int(stopped or len(timed) < len(measured) or not all(
+        c["ok"] for c in results["checks"]))
+    if "compile" in args.anchors and not stopped:
+        norm_bench.compile_pass(
+            timed, lambda index, point, record: bench.measure_compiled(
+                point, record, index), results, deadline, save, start)
     results["elapsed_s"] = round(time.monotonic() - start, 1)
     save()
     sys.stdout.write("\n" + report.format_attention_console(results))
