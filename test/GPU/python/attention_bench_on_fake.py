@@ -11,9 +11,7 @@ is marked and none is timed. Times mean nothing.
     python3 attention_bench_on_fake.py [--unwritten] ARGS
 """
 
-import os
 import sys
-import time
 import types
 
 import torch
@@ -39,30 +37,12 @@ def main():
     argv = [a for a in sys.argv[1:] if a != "--unwritten"]
     bench_on_fake.fake_cuda()
     for name in ("tensor", "arange"):
-        def on_host(make):
-            def made(*args, **kwargs):
-                kwargs.pop("device", None)
-                return make(*args, **kwargs)
-            return made
-        setattr(torch, name, on_host(getattr(torch, name)))
+        setattr(torch, name, bench_on_fake.on_host(getattr(torch, name)))
     if not hasattr(F, "scaled_dot_product_attention"):
         F.scaled_dot_product_attention = sdpa
-    here = os.path.dirname(os.path.abspath(__file__))
-    tools = os.path.join(here, "..", "..", "..", "tools")
-    sys.path[:0] = [os.path.join(tools, "python"),
-                    os.path.join(tools, "norm-bench")]
+    bench_on_fake.use_tools()
     import attention_bench
-    import timing
     from norm_opt import _capi, _registry, _torch
-
-    def measure(calls, **kwargs):  # each call once: they run, nothing is timed
-        start = time.perf_counter()
-        for call in calls:
-            call()
-        return timing.Timing((time.perf_counter() - start) * 1e6 / len(calls),
-                             0.0, len(calls), "graph")
-    timing.measure = measure
-    _torch._device = lambda *tensors: 0
 
     def run(call, config=None, stream=None):
         if not unwritten:
