@@ -140,13 +140,9 @@ def parse_args(argv=None):
         args.shapes = _pairs(args.shapes, "x")
     except ValueError as error:
         parser.error(str(error))
-    for name, values, known in (("--variants", args.variants, VARIANTS),
-                                ("--anchors", args.anchors,
-                                 report.ATTENTION_ANCHORS)):
-        unknown = [v for v in values if v not in known]
-        if unknown:
-            parser.error(f"{name}: unknown {', '.join(unknown)} (known: "
-                         f"{', '.join(known)})")
+    norm_bench.check_known(
+        parser, ("--variants", args.variants, VARIANTS),
+        ("--anchors", args.anchors, report.ATTENTION_ANCHORS))
     if any(len(h) != 2 or min(h) <= 0 or h[0] % h[1] for h in args.heads):
         parser.error("--heads: expected Hq/Hkv, Hkv dividing Hq")
     if any(len(s) != 2 or min(s) <= 0 for s in args.shapes):

@@ -102,6 +102,15 @@ def build_plan(ops=OPS, hidden=HIDDEN, rows=ROWS, dtypes=DTYPES) -> List[Point]:
     return points
 
 
+def check_known(parser, *options) -> None:
+    """parser.error for values of (option, values, known) not in known."""
+    for name, values, known in options:
+        unknown = [v for v in values if v not in known]
+        if unknown:
+            parser.error(f"{name}: unknown {', '.join(unknown)} (known: "
+                         f"{', '.join(known)})")
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n")[0],
@@ -160,14 +169,9 @@ def parse_args(argv=None):
         args.anchors = tuple(a for a in args.anchors.split(",") if a)
     except ValueError as error:
         parser.error(str(error))
-    for name, values, known in (("--ops", args.ops, OPS),
-                                ("--dtypes", args.dtypes, DTYPES),
-                                ("--anchors", args.anchors,
-                                 ("copy",) + report.ANCHORS)):
-        unknown = [v for v in values if v not in known]
-        if unknown:
-            parser.error(f"{name}: unknown {', '.join(unknown)} (known: "
-                         f"{', '.join(known)})")
+    check_known(parser, ("--ops", args.ops, OPS),
+                ("--dtypes", args.dtypes, DTYPES),
+                ("--anchors", args.anchors, ("copy",) + report.ANCHORS))
     if any(h <= 0 for h in args.hidden) or any(r <= 0 for r in args.rows):
         parser.error("hidden sizes and row counts must be positive")
     return args
