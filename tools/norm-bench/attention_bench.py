@@ -255,7 +255,7 @@ class AttentionBench:
             x = torch.zeros(1, 2, 1, 16, dtype=torch.bfloat16, device="cuda")
             F.scaled_dot_product_attention(x, x[:, :1], x[:, :1],
                                            enable_gqa=True)
-        except TypeError:  # torch < 2.5
+        except Exception:  # torch < 2.5: TypeError
             self.gqa = "repeat_interleave (timed)"
 
     # Inputs ------------------------------------------------------------------
@@ -409,7 +409,10 @@ class AttentionBench:
         """Our output at the point (poisoned first) against eager's."""
         torch = self.torch
         call = self.prepare_ours(point, s)
+        start = time.monotonic()
         self.ours.run(call)  # may tune this row count: before the poison
+        torch.cuda.synchronize()
+        first_s = time.monotonic() - start
         call.outputs[0].fill_(float("nan"))
         self.ours.run(call)
         want = self.eager_fn(point.rope)(*self.eager_args(point, s))
@@ -419,7 +422,8 @@ class AttentionBench:
         rel = float((got - want).nan_to_num(float("inf")).norm() / want.norm())
         torch.cuda.synchronize()
         return {"ok": nan == 0 and rel <= AGREE_LIMIT, "nan_outputs": nan,
-                "rel_error": rel, "limit": AGREE_LIMIT}
+                "rel_error": rel, "limit": AGREE_LIMIT,
+                "first_call_s": round(first_s, 2)}
 
     # Measuring ---------------------------------------------------------------
 
@@ -436,7 +440,8 @@ class AttentionBench:
                 self.torch.cuda.synchronize()
             events = [(getattr(e, "device_time_total", None)
                        or getattr(e, "cuda_time_total", 0), e.key)
-                      for e in prof.key_averages()]
+                      for e in prof.key_averages()
+                      if not e.key.startswith("aten::")]
             return max(events)[1][:120] if events else None
         except Exception:  # informative only
             return None
