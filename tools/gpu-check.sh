@@ -5,7 +5,7 @@
 # time budget. Needs `.carry/` from tools/prepare-gpu-carry.sh.
 #
 #   bash tools/gpu-check.sh [--budget-s 380] [--out DIR] [--quick] [--dry-run]
-#                           [--skip step,...]
+#                           [--skip step,...] [--attention-s 120]
 #
 # Steps (each logged, each under a time limit that leaves the benchmark at
 # least --bench-min-s; a failing step does not stop the others):
@@ -22,15 +22,22 @@
 #   initcheck
 #   runtime-only  the runtime-only build serves the tuned bundle
 #   bench       tools/norm-bench/norm_bench.py with the time that is left
+#               (less --attention-s where the benchmark keeps --bench-min-s)
+#   attention   tools/norm-bench/attention_bench.py (prefill attention) with
+#               at most --attention-s; skipped when under 60 s are left, or
+#               without torch's CUDA or the compiler in libnormjit
 # Writes to $OUT (or --out): summary.txt, checks.json, bench-results.json,
-# RESULTS.md, tuned.njb, logs.tar.gz. Prints the summary and a short table
-# last. Exit status: 0 when every step that ran passed.
+# attention-results.json, RESULTS.md, tuned.njb, logs.tar.gz. Prints the
+# summary and short tables last. Exit status: 0 when every step that ran
+# passed.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$PWD
 budget=380
 bench_min=150
 bench_max=240
+attention_s=120
+attention_min=60
 quick=0
 dry_run=0
 skip=","
@@ -41,12 +48,13 @@ while [ $# -gt 0 ]; do
     --budget-s) budget=$2; shift 2 ;;
     --bench-min-s) bench_min=$2; shift 2 ;;
     --bench-max-s) bench_max=$2; shift 2 ;;
+    --attention-s) attention_s=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --carry) carry=$2; shift 2 ;;
     --quick) quick=1; shift ;;
     --dry-run) dry_run=1; shift ;;
     --skip) skip=",$2,"; shift 2 ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "gpu-check.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -300,8 +308,17 @@ json.dump(checks, sys.stdout, indent=1)
 EOF
 
 # bench --------------------------------------------------------------------------------
+if ! skipped attention && [ "$attention_s" -gt 0 ]; then
+  run_attention=1
+else
+  run_attention=0
+fi
 if ! skipped bench; then
   left=$(( budget - $(elapsed) - 15 ))
+  # The attention benchmark's share, where this one keeps its minimum.
+  if [ $run_attention = 1 ] && [ $(( left - attention_s )) -ge "$bench_min" ]; then
+    left=$(( left - attention_s ))
+  fi
   bench_budget=$(( left < bench_max ? left : bench_max ))
   bench_args=(--out "$out/bench-results.json" --markdown "$out/RESULTS.md"
               --checks "$work/checks.json" --budget-s "$bench_budget"
@@ -330,6 +347,32 @@ if ! skipped bench; then
   verdict bench $status "points on|stopped at"
 fi
 
+# attention ----------------------------------------------------------------------------
+if [ $run_attention = 1 ]; then
+  left=$(( budget - $(elapsed) - 15 ))
+  attention_budget=$(( left < attention_s ? left : attention_s ))
+  attention_args=(--out "$out/attention-results.json" --budget-s "$attention_budget"
+                  --cache-dir "$work/attention-cache")
+  [ $quick = 1 ] && attention_args+=(--quick)
+  if [ $dry_run = 1 ]; then
+    echo "[dry-run] attention (budget ${attention_budget} s): python3 tools/norm-bench/attention_bench.py ${attention_args[*]}"
+    python3 "$root/tools/norm-bench/attention_bench.py" --dry-run "${attention_args[@]}" | sed -n 1p
+  elif [ $static_ok = 0 ]; then
+    record attention SKIP "no libnormjit with the compiler (attention kernels are built here)"
+  elif [ "$attention_budget" -lt "$attention_min" ]; then
+    record attention SKIP "no time left in the budget (${attention_budget} s)"
+  elif ! python3 -c "import sys, torch, norm_opt; sys.exit(not torch.cuda.is_available())" \
+      > "$logs/attention.log" 2>&1; then
+    record attention SKIP "no torch with CUDA or no norm_opt (logs/attention.log)"
+  else
+    echo "[$(elapsed) s] attention (budget ${attention_budget} s) ..."
+    timeout --kill-after=10 $((attention_budget + 60)) python3 "$root/tools/norm-bench/attention_bench.py" \
+      "${attention_args[@]}" >> "$logs/attention.log" 2>&1
+    status=$?
+    verdict attention $status "kernels within tolerance|no slower than sdpa|stopped at"
+  fi
+fi
+
 # Results ------------------------------------------------------------------------------
 if [ $dry_run = 0 ]; then
   nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv \
@@ -340,13 +383,19 @@ if [ $dry_run = 0 ]; then
   tar -C "$work" -czf "$out/logs.tar.gz" logs
   echo
   echo "=== logs (tails) ==="
-  for log in gpu-check torch memcheck racecheck bench; do
+  for log in gpu-check torch memcheck racecheck bench attention; do
     [ -f "$logs/$log.log" ] && grep -qE "FAIL|ERROR|Error|error" "$logs/$log.log" &&
       { echo "--- $log"; grep -E "FAIL|ERROR|Error|error" "$logs/$log.log" | head -4 | cut -c1-160; }
   done
   echo
-  if [ -f "$out/bench-results.json" ]; then
-    python3 "$root/tools/norm-bench/report.py" "$out/bench-results.json" --short || true
+  # RESULTS.md again, with the attention section; the short tables.
+  report_args=()
+  [ -f "$out/bench-results.json" ] && report_args+=("$out/bench-results.json")
+  [ -f "$out/attention-results.json" ] &&
+    report_args+=(--attention "$out/attention-results.json")
+  if [ ${#report_args[@]} -gt 0 ]; then
+    python3 "$root/tools/norm-bench/report.py" "${report_args[@]}" --short \
+      --checks "$work/checks.json" --markdown "$out/RESULTS.md" || true
   fi
 fi
 if [ $dry_run = 1 ]; then

@@ -102,6 +102,15 @@ def build_plan(ops=OPS, hidden=HIDDEN, rows=ROWS, dtypes=DTYPES) -> List[Point]:
     return points
 
 
+def check_known(parser, *options) -> None:
+    """parser.error for values of (option, values, known) not in known."""
+    for name, values, known in options:
+        unknown = [v for v in values if v not in known]
+        if unknown:
+            parser.error(f"{name}: unknown {', '.join(unknown)} (known: "
+                         f"{', '.join(known)})")
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n")[0],
@@ -160,14 +169,9 @@ def parse_args(argv=None):
         args.anchors = tuple(a for a in args.anchors.split(",") if a)
     except ValueError as error:
         parser.error(str(error))
-    for name, values, known in (("--ops", args.ops, OPS),
-                                ("--dtypes", args.dtypes, DTYPES),
-                                ("--anchors", args.anchors,
-                                 ("copy",) + report.ANCHORS)):
-        unknown = [v for v in values if v not in known]
-        if unknown:
-            parser.error(f"{name}: unknown {', '.join(unknown)} (known: "
-                         f"{', '.join(known)})")
+    check_known(parser, ("--ops", args.ops, OPS),
+                ("--dtypes", args.dtypes, DTYPES),
+                ("--anchors", args.anchors, ("copy",) + report.ANCHORS))
     if any(h <= 0 for h in args.hidden) or any(r <= 0 for r in args.rows):
         parser.error("hidden sizes and row counts must be positive")
     return args
@@ -406,15 +410,7 @@ class Bench:
         prepared = [self.prepare_ours(point, s) for s in sets]
 
         def attempt(name, function):
-            try:
-                timing = function()
-                record["times_us"][name] = round(timing.us, 3)
-                record["spread"][name] = round(timing.spread, 3)
-                if timing.method != "graph":
-                    record.setdefault("methods", {})[name] = timing.method
-            except Exception as error:  # recorded, the run goes on
-                record["errors"][name] = f"{type(error).__name__}: {error}"[:400]
-                self.torch.cuda.synchronize()
+            record_timing(self.torch, record, name, function)
 
         kernel = None
         try:
@@ -448,13 +444,8 @@ class Bench:
         """torch.compile of the eager function at this point's shapes (its
         compile happens in the warm-up, outside the timing)."""
         sets = [self.make_set(point) for _ in range(record["sets"])]
-        try:
-            timing = self.time(self.calls("compile", point, sets))
-            record["times_us"]["compile"] = round(timing.us, 3)
-            record["spread"]["compile"] = round(timing.spread, 3)
-        except Exception as error:
-            record["errors"]["compile"] = f"{type(error).__name__}: {error}"[:400]
-            self.torch.cuda.synchronize()
+        record_timing(self.torch, record, "compile",
+                      lambda: self.time(self.calls("compile", point, sets)))
 
     def tuner_check(self, point, prepared, kernel, record, deadline):
         args = self.args
@@ -537,12 +528,98 @@ class Bench:
                 if e}
 
 
+def describe(error: Exception) -> str:
+    return f"{type(error).__name__}: {error}"[:400]
+
+
+def record_timing(torch, record: dict, name: str, function) -> None:
+    """function() (a timing.Timing) into record's times_us and spread (and
+    methods, when not a graph), or its error into errors: the run goes on."""
+    try:
+        timing = function()
+        record["times_us"][name] = round(timing.us, 3)
+        record["spread"][name] = round(timing.spread, 3)
+        if timing.method != "graph":
+            record.setdefault("methods", {})[name] = timing.method
+    except Exception as error:
+        record["errors"][name] = describe(error)
+        torch.cuda.synchronize()
+
+
+def results_writer(results: dict, path: str):
+    """save(): the results JSON, written whole (a run cut short keeps it)."""
+    def save():
+        with open(path + ".tmp", "w") as f:
+            json.dump(results, f, indent=1)
+        os.replace(path + ".tmp", path)
+    return save
+
+
+def measure_points(torch, plan, measure, results: dict, deadline: float,
+                   save, done, tag: str):
+    """The first pass: record = measure(index, point) for each point in
+    order while the budget lasts, into results["points"], then done(index,
+    point, record) and save(); what is left out goes to not_measured. A
+    failure that leaves the device unusable (a kernel fault leaves the CUDA
+    context so) stops the pass. Returns ([(index, point, record)], status)."""
+    measured = []
+    for index, point in enumerate(plan):
+        if time.monotonic() >= deadline:
+            results["not_measured"].append(f"{point.label}: time budget")
+            continue
+        try:
+            record = measure(index, point)
+        except Exception as error:
+            results["not_measured"].append(f"{point.label}: {describe(error)}")
+            if device_usable(torch):
+                continue
+            print(f"{tag}: stopped at {point.label}: {error}", file=sys.stderr)
+            results["not_measured"] += [f"{p.label}: not reached"
+                                        for p in plan[index + 1:]]
+            save()
+            return measured, 1
+        results["points"].append(record)
+        measured.append((index, point, record))
+        done(index, point, record)
+        save()
+    return measured, 0
+
+
+def compile_pass(measured, measure, results: dict, deadline: float, save,
+                 start: float) -> None:
+    """The second pass: torch.compile, whose compiles take seconds each,
+    measure(index, point, record) over `measured` with the time left."""
+    for count, (index, point, record) in enumerate(measured):
+        if time.monotonic() >= deadline:
+            results["not_measured"] += [f"{p.label}: compile: time budget"
+                                        for _, p, _ in measured[count:]]
+            return
+        measure(index, point, record)
+        print(f"  compile {point.label}: "
+              f"{record['times_us'].get('compile', '-')} us, "
+              f"{time.monotonic() - start:.0f} s", flush=True)
+        save()
+
+
 def device_usable(torch) -> bool:
     try:
         torch.cuda.synchronize()
         return torch.ones(1, device="cuda").add_(1).item() == 2
     except Exception:
         return False
+
+
+def raise_recompile_limits(torch) -> None:
+    """Every shape compiles anew (static shapes): no recompile limit."""
+    try:
+        import torch._dynamo
+        for name in ("cache_size_limit", "recompile_limit",
+                     "accumulated_cache_size_limit",
+                     "accumulated_recompile_limit"):
+            if hasattr(torch._dynamo.config, name):
+                setattr(torch._dynamo.config, name, 4096)
+    except ImportError:  # no torch.compile: that anchor will record errors
+        pass
 
 
 def run(args) -> int:
@@ -564,16 +641,7 @@ def run(args) -> int:
               file=sys.stderr)
     import norm_opt
     from norm_opt import _registry, _torch as norm_torch
-    # Every shape compiles anew (static shapes): no recompile limit.
-    try:
-        import torch._dynamo
-        for name in ("cache_size_limit", "recompile_limit",
-                     "accumulated_cache_size_limit",
-                     "accumulated_recompile_limit"):
-            if hasattr(torch._dynamo.config, name):
-                setattr(torch._dynamo.config, name, 4096)
-    except ImportError:  # no torch.compile: that anchor will record errors
-        pass
+    raise_recompile_limits(torch)
     norm_opt.configure(cache_dir=args.cache_dir, bundles=args.bundle,
                        tuning=not args.no_tune)
     anchors = tuple(a for a in args.anchors
@@ -589,11 +657,7 @@ def run(args) -> int:
                      "tuning": not args.no_tune, "bundles": args.bundle},
         "points": [], "not_measured": []}
 
-    def save():
-        with open(args.out + ".tmp", "w") as f:
-            json.dump(results, f, indent=1)
-        os.replace(args.out + ".tmp", args.out)
-
+    save = results_writer(results, args.out)
     start = time.monotonic()
     deadline = start + args.budget_s
     bench = Bench(args, torch, F, norm_torch, _registry, triton_kernels)
@@ -606,50 +670,23 @@ def run(args) -> int:
           + (f", {len(build_errors)} failed" if build_errors else ""),
           flush=True)
     save()
-    status = 0
-    measured = []  # (point, record) of the first pass
-    for index, point in enumerate(plan):
-        if time.monotonic() >= deadline:
-            results["not_measured"].append(f"{point.label}: time budget")
-            continue
-        try:
-            record = bench.measure_point(point, deadline)
-        except Exception as error:
-            results["not_measured"].append(
-                f"{point.label}: {type(error).__name__}: {error}"[:400])
-            if device_usable(torch):
-                continue
-            # A kernel fault leaves the CUDA context unusable: stop here.
-            print(f"norm-bench: stopped at {point.label}: {error}",
-                  file=sys.stderr)
-            results["not_measured"] += [f"{p.label}: not reached"
-                                        for p in plan[index + 1:]]
-            status = 1
-            save()
-            break
-        results["points"].append(record)
-        measured.append((point, record))
+
+    def done(index, point, record):
         for reason in record.pop("not_measured", []):
             results["not_measured"].append(f"{point.label}: {reason}")
         ours = record["times_us"].get("ours")
         print(f"  [{index + 1}/{len(plan)}] {point.label}: ours "
               f"{ours if ours else '-'} us ({record.get('config', '-')}), "
               f"{time.monotonic() - start:.0f} s", flush=True)
-        save()
-    # Second pass: torch.compile, whose compiles take seconds each, with
-    # the time that is left, fused add + RMSNorm first.
+    measured, status = measure_points(
+        torch, plan, lambda index, point: bench.measure_point(point, deadline),
+        results, deadline, save, done, "norm-bench")
+    # Second pass: torch.compile with the time that is left, fused add +
+    # RMSNorm first.
     if "compile" in anchors and status == 0:
-        order = sorted(measured, key=lambda m: m[0].op != "add_rms")
-        for count, (point, record) in enumerate(order):
-            if time.monotonic() >= deadline:
-                results["not_measured"] += [f"{p.label}: compile: time budget"
-                                            for p, _ in order[count:]]
-                break
-            bench.measure_compiled(point, record)
-            print(f"  compile {point.label}: "
-                  f"{record['times_us'].get('compile', '-')} us, "
-                  f"{time.monotonic() - start:.0f} s", flush=True)
-            save()
+        compile_pass(sorted(measured, key=lambda m: m[1].op != "add_rms"),
+                     lambda index, point, record: bench.measure_compiled(
+                         point, record), results, deadline, save, start)
     results["elapsed_s"] = round(time.monotonic() - start, 1)
     save()
     if args.markdown:

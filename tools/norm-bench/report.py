@@ -3,6 +3,7 @@
 
     report.py results.json                       # the console table
     report.py results.json --markdown RESULTS.md [--checks checks.json]
+    report.py [results.json] --attention attention.json [--markdown F]
 
 Needs no torch and no GPU: the device run writes the JSON, this turns it
 into the table printed at the end of the run and into RESULTS.md. Every
@@ -14,7 +15,10 @@ Columns: copy and ours in microseconds (medians of CUDA-graph replays);
 tensor counts its read and its write); "<anchor>/ours": the anchor's time
 over ours (above 1: ours is faster); "pick/best": the time of the
 configuration the autotuner picked over the fastest candidate it tried,
-both re-timed at this row count.
+both re-timed at this row count. Prefill attention (attention_bench.py):
+each time in microseconds with its TFLOP/s (4 B Hq T^2 D / 2 per time),
+"<anchor>/ours" as above, and whether ours met the targets (no slower than
+torch.compile, then than SDPA alone, in the same run).
 """
 
 import argparse
@@ -36,12 +40,12 @@ OP_TITLES = {
 TUNER_LIMIT = 1.03  # the pick within 3% of the best candidate
 
 
-def load(path: str) -> dict:
+def load(path: str, schema: int = SCHEMA) -> dict:
     with open(path) as f:
         results = json.load(f)
-    if results.get("schema") != SCHEMA:
+    if results.get("schema") != schema:
         raise ValueError(f"{path}: schema {results.get('schema')!r}, "
-                         f"expected {SCHEMA}")
+                         f"expected {schema}")
     return results
 
 
@@ -166,17 +170,23 @@ def is_short(point: dict) -> bool:
         point["op"] not in ("layer", "add_layer") or point["hidden"] == 4096)
 
 
-def format_console(results: dict, short: bool = False) -> str:
-    points = [p for p in results.get("points", []) if not short or is_short(p)]
-    rows = [HEADER] + [_row(p) for p in points]
+def _text_table(rows: List[List[str]], first_right: int) -> List[str]:
+    """Aligned columns: numbers (from `first_right` to the one before the
+    last) to the right, a rule under the header."""
     widths = _widths(rows)
     out = []
     for i, row in enumerate(rows):
-        out.append("  ".join(cell.rjust(w) if 1 < j < len(row) - 1 else
-                             cell.ljust(w) for j, (cell, w) in
+        out.append("  ".join(cell.rjust(w) if first_right <= j < len(row) - 1
+                             else cell.ljust(w) for j, (cell, w) in
                              enumerate(zip(row, widths))).rstrip())
         if i == 0:
             out.append("-" * len(out[0]))
+    return out
+
+
+def format_console(results: dict, short: bool = False) -> str:
+    points = [p for p in results.get("points", []) if not short or is_short(p)]
+    out = _text_table([HEADER] + [_row(p) for p in points], 2)
     if short:
         out.append(f"({len(points)} of {len(results.get('points', []))} "
                    "points shown: bf16, hidden " +
@@ -184,6 +194,146 @@ def format_console(results: dict, short: bool = False) -> str:
                    "results file and RESULTS.md)")
     out += [""] + summarize(results)
     return "\n".join(out) + "\n"
+
+
+#===------------------------------------------------------------------------===#
+# Prefill attention (attention_bench.py's results)
+#===------------------------------------------------------------------------===#
+
+ATTENTION_SCHEMA = "attention/1"  # not the row results' SCHEMA
+ATTENTION_ANCHORS = ("sdpa", "eager", "compile")
+# The issue's targets, in order: no slower than torch.compile of QK-Norm +
+# SDPA, then no slower than SDPA alone.
+ATTENTION_TARGETS = ("compile", "sdpa")
+ATTENTION_TOLERANCE = "|out - ref| <= 8 ulp_bf16(ref) + 2^-8 sum_j p_j |v_j|"
+ATTENTION_HEADER = (["point", "ours us (TFLOP/s)"]
+                    + [f"{a} us (TFLOP/s)" for a in ATTENTION_ANCHORS]
+                    + [f"{a}/ours" for a in ATTENTION_ANCHORS]
+                    + [f"<= {a}" for a in ATTENTION_TARGETS] + ["notes"])
+
+
+def attention_label(point: dict) -> str:
+    return (f"{point['variant']} B{point['batch']} T{point['seqlen']} "
+            f"H{point['q_heads']}/{point['kv_heads']}")
+
+
+def tflops(point: dict, name: str) -> Optional[float]:
+    us = _time(point, name)
+    return point["flops"] / (us * 1e6) if us else None
+
+
+def target_met(point: dict, anchor: str) -> Optional[bool]:
+    ratio = anchor_ratio(point, anchor)
+    return None if ratio is None else ratio >= 1.0
+
+
+def _attention_flags(point: dict) -> List[str]:
+    flags = []
+    if not (point.get("check") or {}).get("ok", False):
+        flags.append("WRONG (float64 check)")
+    elif point.get("agreement") and not point["agreement"].get("ok", True):
+        flags.append("DISAGREES with eager")
+    if point.get("not_timed"):
+        flags.append("not timed")
+    if point.get("errors"):
+        flags.append("errors")
+    return flags
+
+
+def _attention_row(point: dict) -> List[str]:
+    cells = [attention_label(point)]
+    for name in ("ours",) + ATTENTION_ANCHORS:
+        us, rate = _time(point, name), tflops(point, name)
+        cells.append("-" if us is None else f"{us:.1f} ({rate:.0f})")
+    cells += [_fmt(anchor_ratio(point, a), ".2f") for a in ATTENTION_ANCHORS]
+    for anchor in ATTENTION_TARGETS:
+        met = target_met(point, anchor)
+        cells.append("-" if met is None else "met" if met else "missed")
+    notes = [point["config"]] if point.get("config") else []
+    cells.append(" ".join(notes + _attention_flags(point)) or "-")
+    return cells
+
+
+def summarize_attention(results: dict) -> List[str]:
+    checks = results.get("checks", [])
+    failed = [c for c in checks if not c.get("ok")]
+    ulps = [c["max_ulps"] for c in checks if c.get("max_ulps") is not None]
+    lines = [f"float64 checks ({ATTENTION_TOLERANCE}): "
+             f"{len(checks) - len(failed)} of {len(checks)} kernels within "
+             "tolerance"
+             + (f", max {max(ulps):.1f} bf16 ulps" if ulps else "")
+             + (": FAILED " + ", ".join(c["kernel"] for c in failed)
+                if failed else "")]
+    points = results.get("points", [])
+    for anchor in ATTENTION_TARGETS:
+        verdicts = [target_met(p, anchor) for p in points]
+        judged = [v for v in verdicts if v is not None]
+        lines.append(f"target: ours no slower than {anchor}: met at "
+                     f"{sum(judged)} of {len(judged)} measured points")
+    missing = results.get("not_measured", [])
+    if missing:
+        lines.append(f"not measured: {len(missing)} entries (see below or the "
+                     "results file)")
+    return lines
+
+
+def format_attention_console(results: dict) -> str:
+    rows = [ATTENTION_HEADER] + [_attention_row(p)
+                                 for p in results.get("points", [])]
+    out = _text_table(rows, 1) + [""] + summarize_attention(results)
+    return "\n".join(out) + "\n"
+
+
+def attention_markdown(results: dict) -> List[str]:
+    settings = results.get("settings", {})
+    gqa = settings.get("gqa", "?")
+    out = ["## Prefill attention (causal, bf16, head dim 128)", "",
+           f"Medians of {settings.get('replays', '?')} CUDA-graph replays "
+           f"(about {settings.get('target_us', '?')} us of launches each, "
+           "after warm-up; one buffer set: every working set is several "
+           "times the L2 cache). ours: `norm_opt.attention` with QK-Norm "
+           f"(RMS, weights, eps {settings.get('eps', '?')}) and, for "
+           f"qknorm_rope, RoPE (neox, theta {settings.get('rope_theta', '?')}) "
+           "in one launch, on packed tokens [B*T, H*D] with cu_seqlens. "
+           "sdpa: `F.scaled_dot_product_attention(is_causal=True)` alone on "
+           "q and k normalized (and rotated) beforehand; eager: "
+           "`F.rms_norm` of each head of q and k, RoPE (HF's rotate_half in "
+           "f32, then bf16; cos/sin tables made outside the timing), SDPA; "
+           "compile: `torch.compile` of eager (static shapes). The anchors "
+           "take contiguous [B, H, T, D]: each runs on its natural layout, "
+           "the same values, and no layout transpose is timed for anyone. "
+           f"GQA in SDPA: {gqa}. TFLOP/s = 4 B Hq T^2 D / 2 / time "
+           "(FlashAttention's causal convention; the prologue not counted). "
+           "Ratios are the anchor's time over ours: above 1, ours is faster; "
+           "a target is met when ours is no slower than that anchor in this "
+           "run (shared/ANCHORS.md, H200, 32 heads, QK-Norm: at B=4 T=4096 "
+           "compile 1158 us, sdpa 1042 us; at B=1 T=16384 3921 and 3831 us).",
+           "", f"Before timing, each kernel against a float64 reference of "
+           "the unfused graph (norm, round to bf16, RoPE, round to bf16, "
+           "attention in float64) at sequence lengths "
+           f"{settings.get('check_seqlens', '?')}, output NaN-poisoned first; "
+           f"tolerance {ATTENTION_TOLERANCE}. At each point our output "
+           "(poisoned) against eager's: ||ours - eager|| / ||eager|| <= "
+           f"{settings.get('agree_limit', '?')}. A failed check marks the "
+           "point and skips its timing.", "",
+           "| kernel | max bf16 ulps | worst / tolerance | outside | "
+           "unwritten | build s | verdict |", "|---|---|---|---|---|---|---|"]
+    for c in results.get("checks", []):
+        verdict = "ok" if c.get("ok") else f"FAILED {c.get('error', '')}"
+        out.append(f"| {c['kernel']} | {_fmt(c.get('max_ulps'), '.1f')} | "
+                   f"{_fmt(c.get('worst_of_tolerance'), '.3f')} | "
+                   f"{c.get('bad_elements', '-')} | {c.get('nan_outputs', '-')}"
+                   f" | {_fmt(c.get('build_s'), '.1f')} | {verdict.strip()} |")
+    out += ["", "| " + " | ".join(ATTENTION_HEADER) + " |",
+            "|" + "---|" * len(ATTENTION_HEADER)]
+    out += ["| " + " | ".join(_attention_row(p)) + " |"
+            for p in results.get("points", [])]
+    out += [""] + [f"- {line}" for line in summarize_attention(results)]
+    out += [f"- not measured: {m}" for m in results.get("not_measured", [])]
+    out += [f"- {attention_label(p)}, {k}: {v}"
+            for p in results.get("points", [])
+            for k, v in p.get("errors", {}).items()]
+    return out
 
 
 def _environment_lines(env: Dict[str, str]) -> List[str]:
@@ -195,14 +345,31 @@ def _environment_lines(env: Dict[str, str]) -> List[str]:
     return [f"| {label} | {env.get(key, 'unknown')} |" for key, label in keys]
 
 
-def format_markdown(results: dict, checks: Optional[dict] = None) -> str:
-    env = results.get("environment", {})
-    settings = results.get("settings", {})
+def format_markdown(results: Optional[dict], checks: Optional[dict] = None,
+                    attention: Optional[dict] = None) -> str:
+    """RESULTS.md: the row kernels' tables (results), then the prefill
+    attention section (attention); either may be None (not measured)."""
+    env = (results or attention or {}).get("environment", {})
     out = ["# norm-bench results", "",
-           "Written by `tools/norm-bench/report.py` from the results file of "
+           "Written by `tools/norm-bench/report.py` from the results files of "
            "one device run of `tools/gpu-check.sh`; regenerate, do not edit.",
            "", "| | |", "|---|---|"] + _environment_lines(env)
-    out += ["", "## Method", "",
+    if checks:
+        out += ["", "## Correctness (this run)", ""]
+        out += [f"- {name}: {entry}" for name, entry in checks.items()]
+    if results is not None:
+        out += [""] + _row_kernels_markdown(results)
+    else:
+        out += ["", "## Row kernels", "", "Not measured in this run."]
+    out += [""] + (attention_markdown(attention) if attention is not None
+                   else ["## Prefill attention", "", "Not measured in this "
+                         "run."])
+    return "\n".join(out) + "\n"
+
+
+def _row_kernels_markdown(results: dict) -> List[str]:
+    settings = results.get("settings", {})
+    out = ["## Method", "",
             f"Medians of {settings.get('replays', '?')} CUDA-graph replays "
             f"(about {settings.get('target_us', '?')} us of launches each, "
             "after warm-up), inputs rotated among "
@@ -217,11 +384,6 @@ def format_markdown(results: dict, checks: Optional[dict] = None) -> str:
             "per-head rows: 32 per token. Ratios are the anchor's time over "
             "ours: above 1, ours is faster. pick/best re-times every "
             "candidate the autotuner tried, at the measured row count.", ""]
-    if checks:
-        out += ["## Correctness (this run)", ""]
-        for name, entry in checks.items():
-            out.append(f"- {name}: {entry}")
-        out.append("")
     out += ["## Summary", ""] + [f"- {line}" for line in summarize(results)]
     for op, title in OP_TITLES.items():
         points = [p for p in results.get("points", []) if p["op"] == op]
@@ -244,12 +406,15 @@ def format_markdown(results: dict, checks: Optional[dict] = None) -> str:
         out += ["", "## Errors", ""]
         out += [f"- {p['op']} {p['dtype']} h{p['hidden']} rows "
                 f"{_rows_label(p)}, {k}: {v}" for p, k, v in errors[:100]]
-    return "\n".join(out) + "\n"
+    return out
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("results", help="results JSON from norm_bench.py")
+    parser.add_argument("results", nargs="?",
+                        help="results JSON from norm_bench.py")
+    parser.add_argument("--attention", help="results JSON from "
+                        "attention_bench.py (its table, a RESULTS.md section)")
     parser.add_argument("--markdown", help="write RESULTS.md here")
     parser.add_argument("--checks", help="JSON of correctness results "
                         "(gpu-check.sh) to include")
@@ -257,8 +422,12 @@ def main(argv=None) -> int:
                         help="print a subset of the points (bf16, hidden "
                         f"{', '.join(map(str, SHORT_HIDDEN))})")
     args = parser.parse_args(argv)
+    if not args.results and not args.attention:
+        parser.error("give a results file, --attention FILE or both")
     try:
-        results = load(args.results)
+        results = load(args.results) if args.results else None
+        attention = (load(args.attention, ATTENTION_SCHEMA)
+                     if args.attention else None)
         checks = None
         if args.checks:
             with open(args.checks) as f:
@@ -268,8 +437,12 @@ def main(argv=None) -> int:
         return 1
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write(format_markdown(results, checks))
-    sys.stdout.write(format_console(results, args.short))
+            f.write(format_markdown(results, checks, attention))
+    if results is not None:
+        sys.stdout.write(format_console(results, args.short))
+    if attention is not None:
+        sys.stdout.write(("\n" if results is not None else "")
+                         + format_attention_console(attention))
     return 0
 
 

@@ -51,6 +51,14 @@ class Scope:
         return False
 
 
+def on_host(make):
+    """torch's tensor factory `make` with device= dropped."""
+    def made(*args, **kwargs):
+        kwargs.pop("device", None)
+        return make(*args, **kwargs)
+    return made
+
+
 def fake_cuda():
     cuda = torch.cuda
     cuda.is_available = lambda: True
@@ -62,11 +70,6 @@ def fake_cuda():
     cuda.synchronize = lambda *args: None
     torch.compile = lambda fn, dynamic=False: fn
     for name in ("rand", "empty", "full", "randn", "zeros", "ones"):
-        def on_host(make):
-            def made(*args, **kwargs):
-                kwargs.pop("device", None)
-                return make(*args, **kwargs)
-            return made
         setattr(torch, name, on_host(getattr(torch, name)))
     empty_like = torch.empty_like
     torch.empty_like = lambda tensor, **kwargs: empty_like(tensor)
@@ -79,16 +82,17 @@ def fake_cuda():
     F.rms_norm = rms_norm
 
 
-def main():
-    fake_cuda()
+def use_tools():
+    """norm_opt and norm-bench importable; timing.measure runs each call once
+    (nothing is timed); norm_opt's CUDA-device check off."""
     here = os.path.dirname(os.path.abspath(__file__))
     tools = os.path.join(here, "..", "..", "..", "tools")
     sys.path[:0] = [os.path.join(tools, "python"),
                     os.path.join(tools, "norm-bench")]
     import timing
-    from norm_opt import _registry, _torch
+    from norm_opt import _torch
 
-    def measure(calls, **kwargs):  # each call once: they run, nothing is timed
+    def measure(calls, **kwargs):
         start = time.perf_counter()
         for call in calls:
             call()
@@ -96,6 +100,12 @@ def main():
                              0.0, len(calls), "graph")
     timing.measure = measure
     _torch._device = lambda *tensors: 0
+
+
+def main():
+    fake_cuda()
+    use_tools()
+    from norm_opt import _registry
     _registry.configure(driver_library=os.environ["NORMJIT_FAKE_CUDA"])
     import norm_bench
     return norm_bench.main(sys.argv[1:])
