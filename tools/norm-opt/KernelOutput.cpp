@@ -1,6 +1,7 @@
 //===- KernelOutput.cpp - norm-opt's .ptx and .cubin outputs --------------===//
 
 #include "tools/norm-opt/KernelOutput.h"
+#include "tools/norm-opt/InputGuards.h"
 
 #include "compiler/Compiler.h"
 #include "compiler/KernelBundle.h"
@@ -55,6 +56,8 @@ LogicalResult writeKernelBundle(llvm::StringRef inputFilename,
       openInputFile(inputFilename, &error);
   if (!input)
     return fail(error);
+  if (failed(rejectCrashingInput(*input, registry, config)))
+    return failure();
 
   // The passes and diagnostics exactly as MlirOptMain runs them; the result
   // travels as bytecode to be read back here.

@@ -9,6 +9,7 @@
 #include "dialects/NormDialect.h"
 #include "passes/HostPasses.h"
 #include "passes/Pipelines.h"
+#include "tools/norm-opt/InputGuards.h"
 #include "tools/norm-opt/KernelOutput.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -18,7 +19,11 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Transforms/Passes.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <cstdlib>
 
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
@@ -42,6 +47,30 @@ int main(int argc, char **argv) {
   if (norm::isKernelBundleOutput(outputFilename))
     return mlir::asMainReturnCode(
         norm::writeKernelBundle(inputFilename, outputFilename, registry));
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, inputFilename, outputFilename, registry));
+  mlir::MlirOptMainConfig config = mlir::MlirOptMainConfig::createFromCLOptions();
+  if (config.shouldShowDialects() || config.shouldListPasses())
+    return mlir::asMainReturnCode(mlir::MlirOptMain(
+        argc, argv, inputFilename, outputFilename, registry));
+
+  // MlirOptMain's own steps, with the input guard before the parse.
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      mlir::openInputFile(inputFilename, &error);
+  if (!input) {
+    llvm::errs() << error << "\n";
+    return EXIT_FAILURE;
+  }
+  if (mlir::failed(norm::rejectCrashingInput(*input, registry, config)))
+    return EXIT_FAILURE;
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      mlir::openOutputFile(outputFilename, &error);
+  if (!output) {
+    llvm::errs() << error << "\n";
+    return EXIT_FAILURE;
+  }
+  if (mlir::failed(
+          mlir::MlirOptMain(output->os(), std::move(input), registry, config)))
+    return EXIT_FAILURE;
+  output->keep();
+  return EXIT_SUCCESS;
 }
