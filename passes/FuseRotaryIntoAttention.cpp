@@ -52,7 +52,7 @@ struct FuseRotaryIntoAttentionOp : OpRewritePattern<AttentionOp> {
     rewriter.modifyOpInPlace(attention, [&] {
       attention.getQMutable().assign(q.getInput());
       attention.getKMutable().assign(k.getInput());
-      attention.setRopeAttr(RopeStyleAttr::get(getContext(), q.getStyle()));
+      attention.setRopeAttr(q.getStyleAttr());
       attention.setRotaryDimAttr(q.getRotaryDimAttr());
       attention.setRopeThetaAttr(q.getRopeThetaAttr());
     });

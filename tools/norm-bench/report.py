@@ -40,6 +40,13 @@ OP_TITLES = {
 TUNER_LIMIT = 1.03  # the pick within 3% of the best candidate
 
 
+def not_measured_line(results: dict, where: str) -> List[str]:
+    """The summary line of the entries a run could not measure, if any."""
+    missing = results.get("not_measured", [])
+    return ([f"not measured: {len(missing)} entries (see {where})"]
+            if missing else [])
+
+
 def load(path: str, schema: int = SCHEMA) -> dict:
     with open(path) as f:
         results = json.load(f)
@@ -154,10 +161,7 @@ def summarize(results: dict) -> List[str]:
             lines.append(f"{anchor}/ours: median {values[len(values) // 2]:.2f}, "
                          f"range {values[0]:.2f}-{values[-1]:.2f} over "
                          f"{len(values)} points")
-    missing = results.get("not_measured", [])
-    if missing:
-        lines.append(f"not measured: {len(missing)} entries (see the results "
-                     "file)")
+    lines += not_measured_line(results, "the results file")
     return lines
 
 
@@ -270,10 +274,7 @@ def summarize_attention(results: dict) -> List[str]:
         judged = [v for v in verdicts if v is not None]
         lines.append(f"target: ours no slower than {anchor}: met at "
                      f"{sum(judged)} of {len(judged)} measured points")
-    missing = results.get("not_measured", [])
-    if missing:
-        lines.append(f"not measured: {len(missing)} entries (see below or the "
-                     "results file)")
+    lines += not_measured_line(results, "below or the results file")
     return lines
 
 
