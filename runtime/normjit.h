@@ -224,7 +224,14 @@ typedef enum normjit_buffer {
   NORMJIT_V = 14,
   NORMJIT_CU_SEQLENS = 15,
   NORMJIT_LSE = 16,
-  NORMJIT_NUM_BUFFERS = 17
+  /* API 4: decode attention's KV cache (updated in place) and its lengths;
+   * its workspace and semaphores are the runtime's own. */
+  NORMJIT_K_CACHE = 17,
+  NORMJIT_V_CACHE = 18,
+  NORMJIT_CACHE_SEQLENS = 19,
+  NORMJIT_WORKSPACE = 20,
+  NORMJIT_SEMAPHORES = 21,
+  NORMJIT_NUM_BUFFERS = 22
 } normjit_buffer;
 
 /* A device buffer: cols elements per row, row_stride elements between rows

@@ -111,11 +111,19 @@ static LaunchConfig getAttentionHeuristic(const OpSpec &spec) {
   launch.rowsPerCta = 16 * launch.warps;
   launch.blockN = spec.hidden > 128 ? 32 : 64;
   launch.stages = 2;
+  if (spec.kind == OpKind::AttentionDecode) {
+    // A decode tile holds a token's query heads of one kv head (a few rows
+    // per sequence): a warp per 16 of them, so that the heads of a group
+    // read their cache once and no warp idles on padding.
+    int64_t group = spec.numQHeads / spec.numKvHeads;
+    launch.warps = std::clamp<int64_t>((group + 15) / 16, 1, 4);
+    launch.rowsPerCta = 16 * launch.warps;
+  }
   return launch;
 }
 
 LaunchConfig norm::getHeuristicLaunch(const OpSpec &spec, int64_t rows) {
-  if (spec.kind == OpKind::Attention)
+  if (isAttention(spec.kind))
     return getAttentionHeuristic(spec);
   int64_t vector = getMaxVector(spec);
   if (spec.kind == OpKind::BatchNormStats) {
