@@ -579,8 +579,9 @@ void AttentionEmitter::emitCacheAppend(Value tile, Value stage) {
       arith::CmpIOp::create(b, arith::CmpIPredicate::eq, qTileStart,
                             index(0)));
   int64_t chunks = blockN * chunksPerRow;
+  int64_t iterations = llvm::divideCeil(chunks, ctaThreads);
   ifThen(arith::AndIOp::create(b, keys.isNew, writer), [&] {
-    for (int64_t i = 0; i < llvm::divideCeil(chunks, ctaThreads); ++i) {
+    for (int64_t i = 0; i < iterations; ++i) {
       Value chunk = add(tid, index(i * ctaThreads));
       Value row = arith::DivUIOp::create(b, chunk, index(chunksPerRow));
       Value col = arith::RemUIOp::create(b, chunk, index(chunksPerRow));
@@ -1172,8 +1173,10 @@ void AttentionEmitter::emit() {
             ValueRange{mulf(vector::ExtractOp::create(b, acc, 2 * h), inverse),
                        mulf(vector::ExtractOp::create(b, acc, 2 * h + 1),
                             inverse)});
+        // Pairs of elements at even columns: 4-byte aligned.
         vector::StoreOp::create(b, convert(pair, element), output,
-                                add(rowBase, index(8 * d)));
+                                add(rowBase, index(8 * d)),
+                                /*nontemporal=*/false, llvm::Align(4));
       }
       if (spec.writeLse) {
         Value isFirst = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, t,

@@ -81,7 +81,10 @@ static_assert(sizeof(normjit_op_desc) == NORMJIT_OP_DESC_SIZE_V3);
 static_assert(offsetof(normjit_launch_args, tensors) +
                   NORMJIT_V * sizeof(normjit_tensor) ==
               NORMJIT_LAUNCH_ARGS_SIZE_V1);
-static_assert(sizeof(normjit_launch_args) == NORMJIT_LAUNCH_ARGS_SIZE_V3);
+static_assert(offsetof(normjit_launch_args, tensors) +
+                  NORMJIT_K_CACHE * sizeof(normjit_tensor) ==
+              NORMJIT_LAUNCH_ARGS_SIZE_V3);
+static_assert(sizeof(normjit_launch_args) == NORMJIT_LAUNCH_ARGS_SIZE_V4);
 static_assert(offsetof(normjit_tuning_info, block_n) ==
               NORMJIT_TUNING_INFO_SIZE_V1);
 static_assert(sizeof(normjit_tuning_info) == NORMJIT_TUNING_INFO_SIZE_V3);

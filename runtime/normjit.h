@@ -80,6 +80,9 @@ extern "C" {
 #define NORMJIT_OP_DESC_SIZE_V3 120
 #define NORMJIT_LAUNCH_ARGS_SIZE_V3 552
 #define NORMJIT_TUNING_INFO_SIZE_V3 72
+/* ... and in API 4, which grew normjit_launch_args (22 tensors: decode's
+ * caches). */
+#define NORMJIT_LAUNCH_ARGS_SIZE_V4 712
 
 typedef enum normjit_status {
   NORMJIT_SUCCESS = 0,

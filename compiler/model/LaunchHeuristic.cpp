@@ -112,11 +112,13 @@ static LaunchConfig getAttentionHeuristic(const OpSpec &spec) {
   launch.blockN = spec.hidden > 128 ? 32 : 64;
   launch.stages = 2;
   if (spec.kind == OpKind::AttentionDecode) {
-    // A decode tile holds a token's query heads of one kv head (a few rows
-    // per sequence): a warp per 16 of them, so that the heads of a group
-    // read their cache once and no warp idles on padding.
+    // A decode tile holds the query heads of one kv head for a few tokens:
+    // 4 warps, so that 128 threads stream the cache (the tile's padding
+    // rows cost tensor-core work, which decode has to spare; one warp
+    // would also spill at head dim 128), more where a token's group of
+    // heads needs them, so that the group reads its cache once.
     int64_t group = spec.numQHeads / spec.numKvHeads;
-    launch.warps = std::clamp<int64_t>((group + 15) / 16, 1, 4);
+    launch.warps = std::clamp<int64_t>((group + 15) / 16, 4, 8);
     launch.rowsPerCta = 16 * launch.warps;
   }
   return launch;
