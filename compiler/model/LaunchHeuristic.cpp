@@ -27,6 +27,8 @@
 
 #include "compiler/model/Launch.h"
 
+#include "compiler/model/Buffers.h"
+
 #include <algorithm>
 
 using namespace norm;
@@ -145,4 +147,20 @@ LaunchConfig norm::getHeuristicLaunch(const OpSpec &spec, int64_t rows) {
   int64_t threads = pickThreadsPerRow(spec, vector);
   return completeLaunch(vector, threads,
                         rows > 0 ? rows * getRowsPerToken(spec) : -1);
+}
+
+int64_t norm::getDecodeSplits(const OpSpec &spec, int64_t rowsPerCta,
+                              const DecodeShape &shape, int64_t smCount,
+                              int64_t blockN) {
+  if (blockN <= 0)
+    blockN = getHeuristicLaunch(spec, shape.rows).blockN;
+  int64_t ctasPerSplit = std::max<int64_t>(
+      spec.numKvHeads * getDecodeTiles(spec, rowsPerCta, shape), 1);
+  int64_t waves = 2 * std::max<int64_t>(smCount, 1);
+  int64_t keyTiles =
+      std::max<int64_t>(divideCeil(shape.cacheCapacity, std::max<int64_t>(
+                                                            blockN, 1)),
+                        1);
+  return std::clamp<int64_t>(divideCeil(waves, ctasPerSplit), 1,
+                             std::min(kMaxDecodeSplits, keyTiles));
 }
