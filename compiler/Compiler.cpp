@@ -104,10 +104,20 @@ buildKernelModule(Session &session, const OpSpec &spec,
   mlir::norm::setTargetOptions(*module, target);
 
   std::vector<BufferSpec> buffers = ::norm::getBuffers(spec);
+  auto isInput = [](const BufferSpec &buffer) {
+    return !buffer.scratch && (!buffer.written || buffer.updated);
+  };
+  auto isResult = [](const BufferSpec &buffer) {
+    return !buffer.scratch && buffer.written;
+  };
   SmallVector<Type> inputs, results;
-  for (const BufferSpec &buffer : buffers)
-    (buffer.written ? results : inputs)
-        .push_back(mlir::norm::getBufferType(context, buffer, /*rows=*/-1));
+  for (const BufferSpec &buffer : buffers) {
+    Type type = mlir::norm::getBufferType(context, buffer, /*rows=*/-1);
+    if (isInput(buffer))
+      inputs.push_back(type);
+    if (isResult(buffer))
+      results.push_back(type);
+  }
   OpBuilder builder = OpBuilder::atBlockEnd(module->getBody());
   auto func = func::FuncOp::create(builder, loc, "kernel",
                                    builder.getFunctionType(inputs, results));
@@ -116,7 +126,7 @@ buildKernelModule(Session &session, const OpSpec &spec,
   llvm::SmallDenseMap<int, Value> arguments;
   unsigned next = 0;
   for (const BufferSpec &buffer : buffers)
-    if (!buffer.written)
+    if (isInput(buffer))
       arguments[static_cast<int>(buffer.slot)] = body->getArgument(next++);
   FailureOr<mlir::norm::KernelOpInterface> op = mlir::norm::createKernelOp(
       builder, loc, spec, /*rows=*/-1, [&](::norm::BufferSlot slot) {
@@ -127,7 +137,7 @@ buildKernelModule(Session &session, const OpSpec &spec,
   op->setLaunchAttr(mlir::norm::getLaunchAttr(context, launch));
   SmallVector<Value> returned;
   for (const BufferSpec &buffer : buffers)
-    if (buffer.written)
+    if (isResult(buffer))
       returned.push_back(op->getBuffer(buffer.slot));
   func::ReturnOp::create(builder, loc, returned);
   if (failed(verify(*module)))

@@ -120,9 +120,12 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
   llvm::SmallDenseMap<int, Type> results;
   for (const ::norm::BufferSpec &buffer : ::norm::getBuffers(spec)) {
     int slot = static_cast<int>(buffer.slot);
+    // Scratch is the kernel's alone; an updated buffer is both.
+    if (buffer.scratch)
+      continue;
     if (buffer.written)
       results[slot] = getBufferType(context, buffer, rows);
-    else
+    if (!buffer.written || buffer.updated)
       inputs[slot] = getInput(buffer.slot);
   }
   auto input = [&](BufferSlot slot) { return inputs.lookup(int(slot)); };
@@ -148,34 +151,48 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
             real(spec.weightOffset), /*launch=*/nullptr, /*kernel=*/nullptr)
             .getOperation());
   case OpKind::Attention:
+  case OpKind::AttentionDecode: {
+    bool rope = spec.rope != ::norm::RopeStyle::None;
+    QKNormKindAttr qkNorm =
+        spec.qkStatistic == ::norm::Statistic::None
+            ? QKNormKindAttr()
+            : QKNormKindAttr::get(context, getQKNormKind(spec.qkStatistic));
+    FloatAttr eps = ::norm::usesEps(spec) ? real(spec.eps) : FloatAttr();
+    RopeStyleAttr style =
+        rope ? RopeStyleAttr::get(context, spec.rope == ::norm::RopeStyle::NeoX
+                                               ? RopeStyle::neox
+                                               : RopeStyle::gptj)
+             : RopeStyleAttr();
+    IntegerAttr rotaryDim =
+        rope ? builder.getI64IntegerAttr(spec.rotaryDim) : IntegerAttr();
+    FloatAttr theta = rope ? real(spec.ropeTheta) : FloatAttr();
+    IntegerAttr heads = builder.getI64IntegerAttr(spec.numQHeads);
+    IntegerAttr kvHeads = builder.getI64IntegerAttr(spec.numKvHeads);
+    IntegerAttr headDim = builder.getI64IntegerAttr(spec.hidden);
+    if (spec.kind == OpKind::AttentionDecode)
+      return KernelOpInterface(
+          AttentionDecodeKernelOp::create(
+              builder, loc, result(BufferSlot::Output),
+              result(BufferSlot::KCache), result(BufferSlot::VCache),
+              input(BufferSlot::Q), input(BufferSlot::K), input(BufferSlot::V),
+              input(BufferSlot::CuSeqlens), input(BufferSlot::KCache),
+              input(BufferSlot::VCache), input(BufferSlot::CacheSeqlens),
+              input(BufferSlot::QWeight), input(BufferSlot::KWeight), heads,
+              kvHeads, headDim, real(spec.scale), qkNorm, eps,
+              real(spec.weightOffset), style, rotaryDim, theta,
+              /*launch=*/nullptr, /*kernel=*/nullptr)
+              .getOperation());
     return KernelOpInterface(
         AttentionKernelOp::create(
             builder, loc, result(BufferSlot::Output), result(BufferSlot::Lse),
             input(BufferSlot::Q), input(BufferSlot::K), input(BufferSlot::V),
             input(BufferSlot::CuSeqlens), input(BufferSlot::QWeight),
-            input(BufferSlot::KWeight),
-            builder.getI64IntegerAttr(spec.numQHeads),
-            builder.getI64IntegerAttr(spec.numKvHeads),
-            builder.getI64IntegerAttr(spec.hidden),
+            input(BufferSlot::KWeight), heads, kvHeads, headDim,
             spec.causal ? builder.getUnitAttr() : UnitAttr(), real(spec.scale),
-            spec.qkStatistic == ::norm::Statistic::None
-                ? QKNormKindAttr()
-                : QKNormKindAttr::get(context, getQKNormKind(spec.qkStatistic)),
-            ::norm::usesEps(spec) ? real(spec.eps) : FloatAttr(),
-            real(spec.weightOffset),
-            spec.rope == ::norm::RopeStyle::None
-                ? RopeStyleAttr()
-                : RopeStyleAttr::get(context,
-                                     spec.rope == ::norm::RopeStyle::NeoX
-                                         ? RopeStyle::neox
-                                         : RopeStyle::gptj),
-            spec.rope == ::norm::RopeStyle::None
-                ? IntegerAttr()
-                : builder.getI64IntegerAttr(spec.rotaryDim),
-            spec.rope == ::norm::RopeStyle::None ? FloatAttr()
-                                                 : real(spec.ropeTheta),
+            qkNorm, eps, real(spec.weightOffset), style, rotaryDim, theta,
             /*launch=*/nullptr, /*kernel=*/nullptr)
             .getOperation());
+  }
   default:
     break;
   }

@@ -616,6 +616,42 @@ LogicalResult AttentionKernelOp::verify() {
   return verifyKernelModel(*this);
 }
 
+LogicalResult AttentionDecodeKernelOp::verify() {
+  if (failed(verifyRequiredSegments(*this, {0, 1, 2, 3, 4, 5, 6})) ||
+      failed(verifyAttentionFields(*this)) ||
+      failed(verifySameResultType(*this, getQ().getType(),
+                                  getOutput().getType())))
+    return failure();
+  Type element = getElementTypeOrSelf(getQ().getType());
+  for (auto [v, name] :
+       {std::pair{getK(), "k"}, std::pair{getV(), "v"},
+        std::pair{getKCache(), "k_cache"}, std::pair{getVCache(), "v_cache"}})
+    if (getElementTypeOrSelf(v.getType()) != element)
+      return emitOpError() << "'" << name << "' must have the element type of "
+                           << "'q' (" << element << "), got " << v.getType();
+  // The caches hold the rows of k and v: the same columns, their own rows.
+  for (auto [cache, name] : {std::pair{getKCache(), "k_cache"},
+                             std::pair{getVCache(), "v_cache"}}) {
+    int64_t cols = cast<RankedTensorType>(cache.getType()).getDimSize(1);
+    int64_t want = cast<RankedTensorType>(getK().getType()).getDimSize(1);
+    if (cols != want)
+      return emitOpError() << "'" << name << "' must have the columns of 'k' ("
+                           << want << "), got " << cache.getType();
+  }
+  if (failed(verifyCompatibleShape(getKCache().getType(),
+                                   getVCache().getType())))
+    return emitOpError() << "'k_cache' and 'v_cache' must have the same "
+                            "shape, got "
+                         << getKCache().getType() << " and "
+                         << getVCache().getType();
+  if (getKCacheOut().getType() != getKCache().getType() ||
+      getVCacheOut().getType() != getVCache().getType())
+    return emitOpError("the updated caches have the types of the caches");
+  if (bool(getQNormWeight()) != bool(getKNormWeight()))
+    return emitOpError("'q_norm_weight' and 'k_norm_weight' go together");
+  return verifyKernelModel(*this);
+}
+
 //===----------------------------------------------------------------------===//
 // Kernel ops as the kernel model describes them
 //===----------------------------------------------------------------------===//
@@ -808,6 +844,56 @@ Value AttentionKernelOp::getBuffer(BufferSlot slot) {
     return getOutput();
   case BufferSlot::Lse:
     return getLse();
+  default:
+    return {};
+  }
+}
+
+::norm::OpSpec AttentionDecodeKernelOp::getOpSpec() {
+  ::norm::OpSpec spec;
+  spec.kind = OpKind::AttentionDecode;
+  spec.hidden = getHeadDim();
+  spec.input = spec.output = getElementTypeOf(getQ());
+  spec.param = getParamType({getQNormWeight(), getKNormWeight()});
+  spec.hasWeight = bool(getQNormWeight());
+  spec.numQHeads = getNumHeads();
+  spec.numKvHeads = getNumKvHeads();
+  spec.qkStatistic = getQkNorm() ? getModelStatistic(*getQkNorm())
+                                 : ::norm::Statistic::None;
+  spec.eps = getQkNormEpsAttr() ? getQkNormEpsAttr().getValueAsDouble() : 0.0;
+  spec.weightOffset = getQkNormOffset().convertToDouble();
+  spec.scale = getScale().convertToDouble();
+  spec.rope = getModelRopeStyle(getRope());
+  if (spec.rope != ::norm::RopeStyle::None) {
+    spec.rotaryDim = getRotaryDimOrHeadDim(*this);
+    spec.ropeTheta = getRopeThetaAttr().getValueAsDouble();
+  }
+  return spec;
+}
+
+Value AttentionDecodeKernelOp::getBuffer(BufferSlot slot) {
+  switch (slot) {
+  case BufferSlot::Q:
+    return getQ();
+  case BufferSlot::K:
+    return getK();
+  case BufferSlot::V:
+    return getV();
+  case BufferSlot::QWeight:
+    return getQNormWeight();
+  case BufferSlot::KWeight:
+    return getKNormWeight();
+  case BufferSlot::CuSeqlens:
+    return getCuSeqlens();
+  case BufferSlot::CacheSeqlens:
+    return getCacheSeqlens();
+  case BufferSlot::Output:
+    return getOutput();
+  // The updated caches: the kernel's values are the results.
+  case BufferSlot::KCache:
+    return getKCacheOut();
+  case BufferSlot::VCache:
+    return getVCacheOut();
   default:
     return {};
   }

@@ -516,6 +516,73 @@ def Norm_AttentionKernelOp : Norm_Op<"attention_kernel", [Pure,
   let hasVerifier = 1;
 }
 
+def Norm_AttentionDecodeKernelOp : Norm_Op<"attention_decode_kernel", [Pure,
+    AttrSizedOperandSegments, Norm_KernelOp]> {
+  let summary = "decode attention against a KV cache: QK-Norm, RoPE, append, attend";
+  let description = [{
+    The decode kernel of `norm.attention`, in one launch: sequence `b` has
+    `cache_seqlens[b]` rows in its cache (`k_cache` and `v_cache`, rows
+    `b * capacity` to `(b + 1) * capacity - 1`, already normalized and
+    rotated) and new tokens `cu_seqlens[b]` to `cu_seqlens[b + 1]` in `q`,
+    `k` and `v` (a few per sequence: one, or a speculative draft). The new
+    tokens' q and k rows are normalized and rotated as in
+    `norm.attention_kernel`, at positions `cache_seqlens[b] + i`; their k
+    and v rows are appended to the cache (rows past `capacity` are not
+    written), and each new token attends to the cache and the new tokens up
+    to itself. The results are the output and the caches, updated in place:
+    the kernel writes only the appended rows.
+
+    One CTA holds the query rows (new tokens x the query heads of one kv
+    head, so that the heads of a group read the cache once) of a tile, and
+    one of `kv_splits` (a launch parameter) ranges of the cache; the last
+    range also holds the new keys. Splits write their normalized output and
+    log-sum-exp to a workspace, and the last to finish combines them in
+    split order (flash-decoding, deterministic).
+
+    ```mlir
+    %o, %kc, %vc = norm.attention_decode_kernel %q, %k, %v seqlens(%cu : tensor<?xi32>)
+        cache(%k_cache, %v_cache lengths %cache_len : tensor<?xi32>)
+        q_norm_weight(%wq : tensor<128xbf16>) k_norm_weight(%wk : tensor<128xbf16>)
+        scale(0.08838834764831845) qk_norm_eps(1.0e-06)
+        {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64,
+         qk_norm = #norm.qk_norm<rms>, rope = #norm.rope<neox>,
+         rope_theta = 1.0e+06 : f64}
+        : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>,
+          tensor<?x1024xbf16>, tensor<?x1024xbf16>
+       -> tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
+    ```
+  }];
+  let arguments = (ins Norm_RowTensor:$q, Norm_RowTensor:$k, Norm_RowTensor:$v,
+                       TensorRankOf<[I32], [1]>:$cu_seqlens,
+                       Norm_RowTensor:$k_cache, Norm_RowTensor:$v_cache,
+                       TensorRankOf<[I32], [1]>:$cache_seqlens,
+                       Optional<Norm_ParamTensor>:$q_norm_weight,
+                       Optional<Norm_ParamTensor>:$k_norm_weight,
+                       I64Attr:$num_heads, I64Attr:$num_kv_heads,
+                       I64Attr:$head_dim, F64Attr:$scale,
+                       OptionalAttr<Norm_QKNormKindAttr>:$qk_norm,
+                       OptionalAttr<F64Attr>:$qk_norm_eps,
+                       DefaultValuedAttr<F64Attr, "0.0">:$qk_norm_offset,
+                       OptionalAttr<Norm_RopeStyleAttr>:$rope,
+                       OptionalAttr<I64Attr>:$rotary_dim,
+                       OptionalAttr<F64Attr>:$rope_theta,
+                       OptionalAttr<Norm_LaunchAttr>:$launch,
+                       OptionalAttr<SymbolRefAttr>:$kernel);
+  let results = (outs Norm_RowTensor:$output, Norm_RowTensor:$k_cache_out,
+                      Norm_RowTensor:$v_cache_out);
+  let assemblyFormat = "$q `,` $k `,` $v `seqlens` `(` $cu_seqlens `:` "
+      "type($cu_seqlens) `)` `cache` `(` $k_cache `,` $v_cache `lengths` "
+      "$cache_seqlens `:` type($cache_seqlens) `)` " #
+      OptParam<"q_norm_weight">.format # " " #
+      OptParam<"k_norm_weight">.format # " " # Real<"scale", "scale">.format #
+      " " # OptReal<"qk_norm_eps", "qk_norm_eps">.format # " " #
+      OptReal<"qk_norm_offset", "qk_norm_offset">.format # " attr-dict `:` "
+      "type($q) `,` type($k) `,` type($v) `,` type($k_cache) `,` "
+      "type($v_cache) `->` type($output) `,` type($k_cache_out) `,` "
+      "type($v_cache_out)";
+  let hasVerifier = 1;
+}
+
 def Norm_ColumnStatsOp : Norm_Op<"column_stats", [Pure, Norm_KernelOp]> {
   let summary = "per-channel mean and biased variance over all rows";
   let description = [{

@@ -16,6 +16,16 @@
 // the element type and O += P V with V's fragments from ldmatrix.trans.
 // Causal kernels stop at the tile that holds the tile's last query row.
 //
+// The decode kernel (norm.attention_decode_kernel) is the same loop over
+// other rows: a CTA's query rows are the new tokens x the query heads of
+// one kv head (token-major), so that a group reads its cache once, and its
+// key tiles are one of kv_splits ranges of the cache followed, in the last
+// range, by the new keys, which are normalized and rotated as they arrive
+// and written to the cache by the first query tile's CTA. Each split
+// stores its normalized output and log2-sum-exp to the workspace; the last
+// CTA of a tile to finish (a semaphore per tile, fenced on both sides)
+// combines them in split order and resets the semaphore.
+//
 // Shared memory holds tiles of D-element rows in 16-byte chunks whose
 // position in the row is XORed with the row index (within groups of up to 8
 // chunks), so that the 8 row addresses of an ldmatrix hit different banks.
@@ -35,6 +45,7 @@
 #include "dialects/NormOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -101,17 +112,42 @@ private:
   Value normalizeChunk(Value x, Value validChunk, Value weight);
   /// Runs `body` for rows [0, rows) of a tile, rowsAtOnce at a time (in an
   /// scf.for with uniform bounds: the body may hold row reductions); `row`
-  /// is this thread's row, which may lie past `rows` in the last step.
-  void forEachTileRow(int64_t rows, function_ref<void(Value row)> body);
+  /// is this thread's row, which may lie past `rows` in the last step. With
+  /// `active` (uniform), not at all unless it holds.
+  void forEachTileRow(int64_t rows, function_ref<void(Value row)> body,
+                      Value active = {});
   /// The query tile into shared memory, normalized.
-  void emitQueryPrologue(Value qBase, Value tileRows, Value chunkValid);
+  void emitQueryPrologue(Value tileRows, Value chunkValid);
   /// cp.async of key and value tile `tile` into stage `stage`.
   void emitKeyValueCopies(Value tile, Value stage);
-  /// The key tile of `stage` normalized in place.
-  void emitKeyNorm(Value stage);
-  /// Rotary embeddings of rows [0, rows) of the tile at `base`, in place;
-  /// row r lies at position `positionOf(r)` of its sequence.
-  void emitRope(Value base, int64_t rows, function_ref<Value(Value)> positionOf);
+  /// The key tile of `stage` normalized in place (if `active`).
+  void emitKeyNorm(Value stage, Value active);
+  /// Rotary embeddings of rows [0, rows) of the tile at `base`, in place (if
+  /// `active`); row r lies at position `positionOf(r)` of its sequence.
+  void emitRope(Value base, int64_t rows, function_ref<Value(Value)> positionOf,
+                Value active = {});
+
+  //===--- Decode ----------------------------------------------------------===//
+
+  /// Query row `row` of the tile: its token within the sequence and its
+  /// query head.
+  Value rowToken(Value row);
+  Value rowHead(Value row);
+  /// Where the keys of tile `tile` of this CTA's range start (a position in
+  /// the cache, or an index among the new tokens) and end.
+  struct KeyTile {
+    Value isNew, first, end;
+  };
+  KeyTile getKeyTile(Value tile);
+  /// The new rows of the k and v tiles of `stage` appended to the cache.
+  void emitCacheAppend(Value tile, Value stage);
+  /// The epilogue of a split: the normalized rows and log2-sum-exps of
+  /// `loop` to the workspace, and the combine by the last split.
+  /// Without `combined` (one split), the semaphore is left alone.
+  void emitSplitEpilogue(scf::ForOp loop, ArrayRef<Value> rowSums,
+                         Value tileRows, Value tileIndex, Value combined);
+  /// The output row chunk of query row `row` at element `column`.
+  Value outputOffset(Value row, Value column);
 
   Value stageBase(Value stage, bool value);
 
@@ -131,6 +167,13 @@ private:
   // row within the sequence, the head and its key/value head.
   Value seqStart, seqLength, qTileStart, head, kvHead, found;
   Value qWeight, kWeight;
+  // Decode: query heads per kv head (1 for prefill), the sequence, its
+  // cache rows (base row, length before the append, capacity), this CTA's
+  // split of them and its cache tiles.
+  bool decode;
+  int64_t group;
+  Value seq, cacheBase, cacheLength, capacity, splits, split, isLastSplit;
+  Value splitStart, splitEnd, cacheTiles;
 };
 
 } // namespace
@@ -144,7 +187,9 @@ AttentionEmitter::AttentionEmitter(ImplicitLocOpBuilder &b,
       stages(sig.launch.stages), ctaThreads(sig.launch.getThreadsPerCta()),
       chunksPerRow(spec.hidden / kChunk),
       hasNorm(spec.qkStatistic != ::norm::Statistic::None),
-      hasRope(spec.rope != ::norm::RopeStyle::None) {
+      hasRope(spec.rope != ::norm::RopeStyle::None),
+      decode(spec.kind == ::norm::OpKind::AttentionDecode),
+      group(decode ? spec.numQHeads / spec.numKvHeads : 1) {
   rowsAtOnce = ctaThreads / threads;
   swizzle = 1;
   while (swizzle < 8 && chunksPerRow % (swizzle * 2) == 0)
@@ -281,9 +326,13 @@ Value AttentionEmitter::normalizeChunk(Value x, Value validChunk,
 }
 
 void AttentionEmitter::forEachTileRow(int64_t rows,
-                                      function_ref<void(Value row)> body) {
+                                      function_ref<void(Value row)> body,
+                                      Value active) {
+  Value steps = index(llvm::divideCeil(rows, rowsAtOnce));
+  if (active)
+    steps = arith::SelectOp::create(b, active, steps, index(0));
   scf::ForOp::create(
-      b, index(0), index(llvm::divideCeil(rows, rowsAtOnce)), index(1),
+      b, index(0), steps, index(1),
       ValueRange{}, [&](OpBuilder &nested, Location, Value it, ValueRange) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(nested.getInsertionBlock(),
@@ -293,8 +342,7 @@ void AttentionEmitter::forEachTileRow(int64_t rows,
       });
 }
 
-void AttentionEmitter::emitQueryPrologue(Value qBase, Value tileRows,
-                                         Value chunkValid) {
+void AttentionEmitter::emitQueryPrologue(Value tileRows, Value chunkValid) {
   Value q = arg("q");
   Value chunkStart = mul(lane, index(kChunk));
   forEachTileRow(blockM, [&](Value row) {
@@ -302,8 +350,10 @@ void AttentionEmitter::emitQueryPrologue(Value qBase, Value tileRows,
         arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, tileRows);
     Value valid = arith::AndIOp::create(b, inRange, chunkValid);
     Value x = ifElseZeros(valid, [&]() -> SmallVector<Value> {
-                Value at =
-                    add(add(qBase, mul(row, stride("q"))), chunkStart);
+                Value token = add(seqStart, rowToken(row));
+                Value at = add(add(mul(token, stride("q")),
+                                   mul(rowHead(row), index(headDim))),
+                               chunkStart);
                 return {toF32(vector::LoadOp::create(b, chunkType, q, at,
                                                      /*nontemporal=*/false,
                                                      alignmentOf(q)))};
@@ -323,43 +373,53 @@ void AttentionEmitter::emitQueryPrologue(Value qBase, Value tileRows,
 void AttentionEmitter::emitKeyValueCopies(Value tile, Value stage) {
   int64_t chunks = blockN * chunksPerRow;
   int64_t iterations = llvm::divideCeil(chunks, ctaThreads);
-  Value tileStart = mul(tile, index(blockN));
-  for (bool value : {false, true}) {
-    Value source = arg(value ? "v" : "k");
-    Value base = stageBase(stage, value);
-    for (int64_t i = 0; i < iterations; ++i) {
-      Value chunk = add(tid, index(i * ctaThreads));
-      auto copy = [&] {
-        Value row = arith::DivUIOp::create(b, chunk, index(chunksPerRow));
-        Value col = arith::RemUIOp::create(b, chunk, index(chunksPerRow));
-        // Keys past the sequence are zeros; their row stays an address
-        // inside the sequence's first row for the (empty) read.
-        Value key = add(tileStart, row);
-        Value inside =
-            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, key, seqLength);
-        Value token = add(seqStart, arith::SelectOp::create(b, inside, key,
-                                                            index(0)));
-        Value at = add(add(mul(token, stride(value ? "v" : "k")),
-                           mul(kvHead, index(headDim))),
-                       mul(col, index(kChunk)));
-        Value count =
-            arith::SelectOp::create(b, inside, index(kChunk), index(0));
-        AsyncCopyOp::create(b, source, ValueRange{at}, shared,
-                            ValueRange{tileOffset(base, row, col)}, count,
-                            kChunk);
-      };
-      if ((i + 1) * ctaThreads <= chunks)
-        copy();
-      else
-        ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk,
-                                     index(chunks)),
-               copy);
+  KeyTile keys = getKeyTile(tile);
+  // From `k` and `v` at token rows `firstRow` + key (new keys), or from
+  // the caches (prefill reads a sequence; decode's cache range).
+  auto copies = [&](StringRef kName, StringRef vName, Value firstRow) {
+    for (bool value : {false, true}) {
+      StringRef name = value ? vName : kName;
+      Value source = arg(name);
+      Value base = stageBase(stage, value);
+      for (int64_t i = 0; i < iterations; ++i) {
+        Value chunk = add(tid, index(i * ctaThreads));
+        auto copy = [&] {
+          Value row = arith::DivUIOp::create(b, chunk, index(chunksPerRow));
+          Value col = arith::RemUIOp::create(b, chunk, index(chunksPerRow));
+          // Keys past the range are zeros; their row stays an address
+          // inside the range's first row for the (empty) read.
+          Value key = add(keys.first, row);
+          Value inside =
+              arith::CmpIOp::create(b, arith::CmpIPredicate::ult, key, keys.end);
+          Value token = add(firstRow, arith::SelectOp::create(
+                                          b, inside, key, keys.first));
+          Value at = add(add(mul(token, stride(name)),
+                             mul(kvHead, index(headDim))),
+                         mul(col, index(kChunk)));
+          Value count =
+              arith::SelectOp::create(b, inside, index(kChunk), index(0));
+          AsyncCopyOp::create(b, source, ValueRange{at}, shared,
+                              ValueRange{tileOffset(base, row, col)}, count,
+                              kChunk);
+        };
+        if ((i + 1) * ctaThreads <= chunks)
+          copy();
+        else
+          ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk,
+                                       index(chunks)),
+                 copy);
+      }
     }
-  }
+  };
+  if (!decode)
+    copies("k", "v", seqStart);
+  else
+    ifThen(keys.isNew, [&] { copies("k", "v", seqStart); },
+           [&] { copies("k_cache", "v_cache", cacheBase); });
   AsyncCommitOp::create(b);
 }
 
-void AttentionEmitter::emitKeyNorm(Value stage) {
+void AttentionEmitter::emitKeyNorm(Value stage, Value active) {
   Value base = stageBase(stage, /*value=*/false);
   Value chunkValid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, lane,
                                            index(chunksPerRow));
@@ -373,7 +433,7 @@ void AttentionEmitter::emitKeyNorm(Value stage) {
               }).front();
     Value y = normalizeChunk(x, chunkValid, kWeight);
     ifThen(valid, [&] { storeChunk(convert(y, element), offset); });
-  });
+  }, active);
   gpu::BarrierOp::create(b);
 }
 
@@ -392,7 +452,8 @@ void AttentionEmitter::emitKeyNorm(Value stage) {
 // cos.approx are accurate. (The NVVM conversion would send roundeven to
 // libdevice; the magic constant rounds with two adds.)
 void AttentionEmitter::emitRope(Value base, int64_t rows,
-                                function_ref<Value(Value)> positionOf) {
+                                function_ref<Value(Value)> positionOf,
+                                Value active) {
   bool neox = spec.rope == ::norm::RopeStyle::NeoX;
   int64_t pairsPerChunk = neox ? kChunk : kChunk / 2;
   int64_t owners = spec.rotaryDim / (2 * pairsPerChunk);
@@ -469,8 +530,250 @@ void AttentionEmitter::emitRope(Value base, int64_t rows,
           b, even, odd, ArrayRef<int64_t>{0, 4, 1, 5, 2, 6, 3, 7});
       storeChunk(convert(turned, element), offset);
     });
+  }, active);
+  gpu::BarrierOp::create(b);
+}
+
+//===----------------------------------------------------------------------===//
+// Query rows, key tiles and the decode epilogue
+//===----------------------------------------------------------------------===//
+
+Value AttentionEmitter::rowToken(Value row) {
+  Value flat = add(qTileStart, row);
+  return decode ? arith::DivUIOp::create(b, flat, index(group)).getResult()
+                : flat;
+}
+
+Value AttentionEmitter::rowHead(Value row) {
+  if (!decode)
+    return head;
+  Value flat = add(qTileStart, row);
+  return add(mul(kvHead, index(group)),
+             arith::RemUIOp::create(b, flat, index(group)));
+}
+
+AttentionEmitter::KeyTile AttentionEmitter::getKeyTile(Value tile) {
+  if (!decode)
+    return {Value(), mul(tile, index(blockN)), seqLength};
+  Value isNew =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::uge, tile, cacheTiles);
+  Value newFirst = mul(arith::SubIOp::create(b, tile, cacheTiles), index(blockN));
+  Value cacheFirst = add(splitStart, mul(tile, index(blockN)));
+  return {isNew, arith::SelectOp::create(b, isNew, newFirst, cacheFirst),
+          arith::SelectOp::create(b, isNew, seqLength, splitEnd)};
+}
+
+Value AttentionEmitter::outputOffset(Value row, Value column) {
+  Value token = add(seqStart, rowToken(row));
+  return add(mul(token, stride("output")),
+             add(mul(rowHead(row), index(headDim)), column));
+}
+
+// The CTA of the last split and first query tile writes the new keys (as
+// normalized and rotated in shared memory) and values; rows past the
+// capacity are dropped, so no sequence's cache spills into the next.
+void AttentionEmitter::emitCacheAppend(Value tile, Value stage) {
+  KeyTile keys = getKeyTile(tile);
+  Value writer = arith::AndIOp::create(
+      b, arith::AndIOp::create(b, isLastSplit, found),
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, qTileStart,
+                            index(0)));
+  int64_t chunks = blockN * chunksPerRow;
+  int64_t iterations = llvm::divideCeil(chunks, ctaThreads);
+  ifThen(arith::AndIOp::create(b, keys.isNew, writer), [&] {
+    for (int64_t i = 0; i < iterations; ++i) {
+      Value chunk = add(tid, index(i * ctaThreads));
+      Value row = arith::DivUIOp::create(b, chunk, index(chunksPerRow));
+      Value col = arith::RemUIOp::create(b, chunk, index(chunksPerRow));
+      Value key = add(keys.first, row);
+      Value position = add(cacheLength, key);
+      Value valid = arith::AndIOp::create(
+          b,
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, key, seqLength),
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, position,
+                                capacity));
+      if ((i + 1) * ctaThreads > chunks)
+        valid = arith::AndIOp::create(
+            b, valid,
+            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk,
+                                  index(chunks)));
+      ifThen(valid, [&] {
+        for (bool value : {false, true}) {
+          StringRef name = value ? "v_cache" : "k_cache";
+          Value cache = arg(name);
+          Value at = add(add(mul(add(cacheBase, position), stride(name)),
+                             mul(kvHead, index(headDim))),
+                         mul(col, index(kChunk)));
+          vector::StoreOp::create(
+              b, loadChunk(tileOffset(stageBase(stage, value), row, col)),
+              cache, at, /*nontemporal=*/false, alignmentOf(cache));
+        }
+      });
+    }
+  });
+}
+
+void AttentionEmitter::emitSplitEpilogue(scf::ForOp loop,
+                                         ArrayRef<Value> rowSums,
+                                         Value tileRows, Value tileIndex,
+                                         Value combined) {
+  MLIRContext *context = b.getContext();
+  int64_t heads = spec.numQHeads, outBlocks = headDim / 8;
+  double negInf = -std::numeric_limits<double>::infinity();
+  Value workspace = arg("workspace"), semaphores = arg("semaphores");
+  Value rows = indexArg("rows");
+  Value t = arith::RemUIOp::create(b, laneInWarp, index(4));
+  Value warpRow = add(mul(warp, index(16)),
+                      arith::DivUIOp::create(b, laneInWarp, index(4)));
+  // Entry (split, token, head): its output row at entry * D, its
+  // log2-sum-exp at lseBase + entry.
+  Value lseBase = mul(mul(splits, rows), index(heads * headDim));
+  auto entryOf = [&](Value splitIndex, Value row) {
+    Value token = add(seqStart, rowToken(row));
+    return add(mul(add(mul(splitIndex, rows), token), index(heads)),
+               rowHead(row));
+  };
+  VectorType pairType = VectorType::get({2}, f32);
+  for (int64_t h = 0; h < 2; ++h) {
+    Value row = add(warpRow, index(8 * h));
+    Value sum = rowSums[h];
+    // A split without keys (a short cache) has l = 0: it adds nothing.
+    Value empty = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, sum,
+                                        constantF32(0.0));
+    Value inverse = arith::SelectOp::create(
+        b, empty, constantF32(0.0),
+        arith::DivFOp::create(b, constantF32(1.0), sum));
+    ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, tileRows),
+           [&] {
+      Value entry = entryOf(split, row);
+      Value rowBase = add(mul(entry, index(headDim)), mul(t, index(2)));
+      for (int64_t d = 0; d < outBlocks; ++d) {
+        Value acc = loop.getResult(4 + d);
+        Value pair = vector::FromElementsOp::create(
+            b, pairType,
+            ValueRange{mulf(vector::ExtractOp::create(b, acc, 2 * h), inverse),
+                       mulf(vector::ExtractOp::create(b, acc, 2 * h + 1),
+                            inverse)});
+        vector::StoreOp::create(b, pair, workspace,
+                                add(rowBase, index(8 * d)),
+                                /*nontemporal=*/false, llvm::Align(8));
+      }
+      ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, t, index(0)),
+             [&] {
+        Value lse = addf(loop.getResult(h),
+                         math::Log2Op::create(b, sum,
+                                              arith::FastMathFlags::afn));
+        lse = arith::SelectOp::create(b, empty, constantF32(negInf), lse);
+        memref::StoreOp::create(b, lse, workspace,
+                                ValueRange{add(lseBase, entry)});
+      });
+    });
+  }
+
+  // The semaphore of (tile, kv head): the release fence makes this CTA's
+  // partials (all threads' stores, ordered by the barrier) visible before
+  // its count, the acquire fence of the last CTA the others' before its
+  // reads.
+  gpu::BarrierOp::create(b);
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup);
+  Value flag = memref::ViewOp::create(
+      b, MemRefType::get({1}, b.getI32Type(), nullptr, workgroup),
+      gpu::DynamicSharedMemoryOp::create(
+          b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), nullptr,
+                             workgroup)),
+      index(0), ValueRange{});
+  auto fence = [&] {
+    LLVM::FenceOp::create(b, LLVM::AtomicOrdering::acq_rel, "device");
+  };
+  Value i32One = arith::ConstantIntOp::create(b, 1, 32);
+  Value i32Zero = arith::ConstantIntOp::create(b, 0, 32);
+  Value first =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, index(0));
+  ifThen(first, [&] {
+    memref::StoreOp::create(b, i32Zero, flag, ValueRange{index(0)});
+  });
+  ifThen(arith::AndIOp::create(b, first, combined), [&] {
+    Value at = add(mul(tileIndex, index(spec.numKvHeads)), kvHead);
+    fence();
+    Value before = memref::AtomicRMWOp::create(
+        b, arith::AtomicRMWKind::addi, i32One, semaphores, ValueRange{at});
+    Value last = arith::CmpIOp::create(
+        b, arith::CmpIPredicate::eq,
+        arith::IndexCastOp::create(b, b.getIndexType(), before),
+        arith::SubIOp::create(b, splits, index(1)));
+    ifThen(last, [&] {
+      memref::StoreOp::create(b, i32Zero, semaphores, ValueRange{at});
+      fence();
+      memref::StoreOp::create(b, i32One, flag, ValueRange{index(0)});
+    });
   });
   gpu::BarrierOp::create(b);
+  Value isLast = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::ne,
+      memref::LoadOp::create(b, flag, ValueRange{index(0)}), i32Zero);
+
+  // The combine, in split order: out = sum_s 2^(lse_s - m) o_s /
+  // sum_s 2^(lse_s - m), one 4-element quad of a row per thread and step.
+  int64_t quads = headDim / 4;
+  VectorType quadType = VectorType::get({4}, f32);
+  ifThen(isLast, [&] {
+    Value steps = index(llvm::divideCeil(blockM * quads, ctaThreads));
+    scf::ForOp::create(
+        b, index(0), steps, index(1), ValueRange{},
+        [&](OpBuilder &nested, Location, Value step, ValueRange) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nested.getInsertionBlock(),
+                              nested.getInsertionPoint());
+          Value item = add(tid, mul(step, index(ctaThreads)));
+          Value row = arith::DivUIOp::create(b, item, index(quads));
+          Value quad = arith::RemUIOp::create(b, item, index(quads));
+          ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row,
+                                       tileRows),
+                 [&] {
+            auto combine = scf::ForOp::create(
+                b, index(0), splits, index(1),
+                ValueRange{constantF32(negInf), constantF32(0.0),
+                           zero(quadType)},
+                [&](OpBuilder &inner, Location, Value s, ValueRange state) {
+                  OpBuilder::InsertionGuard guard(b);
+                  b.setInsertionPoint(inner.getInsertionBlock(),
+                                      inner.getInsertionPoint());
+                  Value entry = entryOf(s, row);
+                  Value lse = memref::LoadOp::create(
+                      b, workspace, ValueRange{add(lseBase, entry)});
+                  Value o = vector::LoadOp::create(
+                      b, quadType, workspace,
+                      add(mul(entry, index(headDim)), mul(quad, index(4))),
+                      /*nontemporal=*/false, llvm::Align(16));
+                  Value m = arith::MaximumFOp::create(b, state[0], lse);
+                  Value isInf = arith::CmpFOp::create(
+                      b, arith::CmpFPredicate::OEQ, m, constantF32(negInf));
+                  Value mUsed =
+                      arith::SelectOp::create(b, isInf, constantF32(0.0), m);
+                  Value rescale = math::Exp2Op::create(
+                      b, subf(state[0], mUsed), arith::FastMathFlags::afn);
+                  Value w = math::Exp2Op::create(b, subf(lse, mUsed),
+                                                 arith::FastMathFlags::afn);
+                  auto quadOf = [&](Value x) {
+                    return vector::BroadcastOp::create(b, quadType, x);
+                  };
+                  Value acc = addf(mulf(state[2], quadOf(rescale)),
+                                   mulf(o, quadOf(w)));
+                  Value l = addf(mulf(state[1], rescale), w);
+                  scf::YieldOp::create(b, ValueRange{m, l, acc});
+                });
+            Value inverse = arith::DivFOp::create(b, constantF32(1.0),
+                                                  combine.getResult(1));
+            Value out = mulf(combine.getResult(2),
+                             vector::BroadcastOp::create(b, quadType, inverse));
+            vector::StoreOp::create(b, convert(out, element), arg("output"),
+                                    outputOffset(row, mul(quad, index(4))),
+                                    /*nontemporal=*/false, llvm::Align(8));
+          });
+          scf::YieldOp::create(b);
+        });
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -480,7 +783,7 @@ void AttentionEmitter::emitRope(Value base, int64_t rows,
 void AttentionEmitter::emit() {
   MLIRContext *context = b.getContext();
   int64_t heads = spec.numQHeads;
-  int64_t group = spec.numQHeads / spec.numKvHeads;
+  int64_t headsPerKvHead = spec.numQHeads / spec.numKvHeads;
   tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   warp = arith::DivUIOp::create(b, tid, index(32));
   laneInWarp = arith::RemUIOp::create(b, tid, index(32));
@@ -508,18 +811,36 @@ void AttentionEmitter::emit() {
   // sequences' tiles in order (ceil(length / M) each), head bid % H. CTAs
   // past the last tile (the grid counts one spare tile per sequence) do no
   // work: every loop below runs zero times and nothing is stored.
-  head = arith::RemUIOp::create(b, bid, index(heads));
-  kvHead = arith::DivUIOp::create(b, head, index(group));
-  Value tileIndex = arith::DivUIOp::create(b, bid, index(heads));
+  Value tileIndex;
+  if (decode) {
+    // Decode: CTA `bid` is kv head bid % Hkv, split (bid / Hkv) % splits,
+    // query tile bid / (Hkv splits).
+    int64_t kvHeads = spec.numKvHeads;
+    splits = indexArg("kv_splits");
+    kvHead = arith::RemUIOp::create(b, bid, index(kvHeads));
+    Value rest = arith::DivUIOp::create(b, bid, index(kvHeads));
+    split = arith::RemUIOp::create(b, rest, splits);
+    tileIndex = arith::DivUIOp::create(b, rest, splits);
+    isLastSplit = arith::CmpIOp::create(
+        b, arith::CmpIPredicate::eq, split,
+        arith::SubIOp::create(b, splits, index(1)));
+  } else {
+    head = arith::RemUIOp::create(b, bid, index(heads));
+    kvHead = arith::DivUIOp::create(b, head, index(headsPerKvHead));
+    tileIndex = arith::DivUIOp::create(b, bid, index(heads));
+  }
   Value cuSeqlens = arg("cu_seqlens");
   auto offsetAt = [&](Value i) {
     return arith::IndexCastOp::create(
         b, b.getIndexType(), memref::LoadOp::create(b, cuSeqlens, i));
   };
   Value falseValue = arith::ConstantIntOp::create(b, 0, 1);
+  // Sequences of `length` tokens have length x group query rows (group
+  // heads a token in decode tiles).
   auto search = scf::ForOp::create(
       b, index(0), indexArg("batch"), index(1),
-      ValueRange{index(0), index(0), index(0), index(0), falseValue},
+      ValueRange{index(0), index(0), index(0), index(0), falseValue,
+                 index(0)},
       [&](OpBuilder &nested, Location, Value seq, ValueRange state) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(nested.getInsertionBlock(),
@@ -528,7 +849,8 @@ void AttentionEmitter::emit() {
         Value start = offsetAt(seq);
         Value length = arith::SubIOp::create(b, offsetAt(add(seq, index(1))),
                                              start);
-        Value tiles = arith::CeilDivUIOp::create(b, length, index(blockM));
+        Value tiles = arith::CeilDivUIOp::create(
+            b, mul(length, index(group)), index(blockM));
         Value end = add(tilesBefore, tiles);
         Value here = arith::AndIOp::create(
             b,
@@ -543,14 +865,17 @@ void AttentionEmitter::emit() {
         scf::YieldOp::create(
             b, ValueRange{end, pick(start, state[1]), pick(length, state[2]),
                           pick(mul(tileInSeq, index(blockM)), state[3]),
-                          arith::OrIOp::create(b, here, state[4])});
+                          arith::OrIOp::create(b, here, state[4]),
+                          pick(seq, state[5])});
       });
   seqStart = search.getResult(1);
   seqLength = search.getResult(2);
   qTileStart = search.getResult(3);
   found = search.getResult(4);
+  seq = search.getResult(5);
+  Value seqRows = mul(seqLength, index(group));
   Value remaining = arith::SubIOp::create(
-      b, arith::MaxSIOp::create(b, seqLength, qTileStart), qTileStart);
+      b, arith::MaxSIOp::create(b, seqRows, qTileStart), qTileStart);
   Value tileRows = arith::SelectOp::create(
       b, found, arith::MinSIOp::create(b, remaining, index(blockM)), index(0));
 
@@ -570,15 +895,47 @@ void AttentionEmitter::emit() {
     }
   }
 
-  Value qBase = add(mul(add(seqStart, qTileStart), stride("q")),
-                    mul(head, index(headDim)));
-  emitQueryPrologue(qBase, tileRows, chunkValid);
+  // Decode: the sequence's cache rows (its length clamped to the capacity,
+  // so that reads stay inside its rows) and this split's range of them,
+  // whole key tiles each; the last split also holds the new keys.
+  Value keyTiles;
+  if (decode) {
+    capacity = indexArg("cache_capacity");
+    cacheBase = mul(seq, capacity);
+    Value stored = ifElseZeros(found, [&]() -> SmallVector<Value> {
+                     return {arith::IndexCastOp::create(
+                         b, b.getIndexType(),
+                         memref::LoadOp::create(b, arg("cache_seqlens"),
+                                                ValueRange{seq}))};
+                   }).front();
+    cacheLength = arith::MinSIOp::create(
+        b, arith::MaxSIOp::create(b, stored, index(0)), capacity);
+    Value perSplit = mul(
+        arith::CeilDivUIOp::create(
+            b, arith::CeilDivUIOp::create(b, cacheLength, splits),
+            index(blockN)),
+        index(blockN));
+    splitStart = arith::MinUIOp::create(b, mul(split, perSplit), cacheLength);
+    splitEnd = arith::MinUIOp::create(b, add(splitStart, perSplit), cacheLength);
+    cacheTiles = arith::CeilDivUIOp::create(
+        b, arith::SubIOp::create(b, splitEnd, splitStart), index(blockN));
+    Value newTiles = arith::SelectOp::create(
+        b, isLastSplit, arith::CeilDivUIOp::create(b, seqLength, index(blockN)),
+        index(0));
+    keyTiles = add(cacheTiles, newTiles);
+  }
+
+  emitQueryPrologue(tileRows, chunkValid);
   if (hasRope)
-    emitRope(index(0), blockM, [&](Value row) { return add(qTileStart, row); });
+    emitRope(index(0), blockM, [&](Value row) {
+      Value token = rowToken(row);
+      return decode ? add(cacheLength, token) : token;
+    });
 
   // Key tiles to visit: all of the sequence's, or up to the one holding the
   // tile's last query row.
-  Value keyTiles = arith::CeilDivUIOp::create(b, seqLength, index(blockN));
+  if (!decode)
+    keyTiles = arith::CeilDivUIOp::create(b, seqLength, index(blockN));
   if (spec.causal) {
     Value lastRow = add(qTileStart, tileRows);
     keyTiles = arith::MinUIOp::create(
@@ -650,12 +1007,18 @@ void AttentionEmitter::emit() {
         AsyncWaitOp::create(b, stages - 1);
         gpu::BarrierOp::create(b);
         Value stage = arith::RemUIOp::create(b, tile, index(stages));
+        // Decode normalizes and rotates the new keys only: the cache holds
+        // them as they were appended.
+        KeyTile keys = getKeyTile(tile);
         if (hasNorm)
-          emitKeyNorm(stage);
+          emitKeyNorm(stage, keys.isNew);
         if (hasRope)
           emitRope(stageBase(stage, /*value=*/false), blockN, [&](Value row) {
-            return add(mul(tile, index(blockN)), row);
-          });
+            Value key = add(keys.first, row);
+            return decode ? add(cacheLength, key) : key;
+          }, keys.isNew);
+        if (decode)
+          emitCacheAppend(tile, stage);
 
         // S = Q K^T: 16 x N per warp.
         Value kBase = stageBase(stage, false);
@@ -682,14 +1045,22 @@ void AttentionEmitter::emit() {
         // Mask keys past the sequence and, causal, after the query row;
         // scale to log2 units. Per row, keys [0, limit) of this lane's
         // columns 2t + 8n + i % 2 are kept: one i32 compare per element.
-        Value keyBase = add(mul(tile, index(blockN)), mul(t, index(2)));
+        Value keyBase = add(keys.first, mul(t, index(2)));
         Value queryRow = add(qTileStart, warpRow);
         SmallVector<Value> limit(2);
         for (int64_t h = 0; h < 2; ++h) {
-          Value end = seqLength;
+          Value end = keys.end;
           if (spec.causal)
             end = arith::MinUIOp::create(
                 b, end, add(queryRow, index(8 * h + 1)));
+          // A new token sees the new keys up to itself.
+          if (decode)
+            end = arith::SelectOp::create(
+                b, keys.isNew,
+                arith::MinUIOp::create(
+                    b, end, add(rowToken(add(warpRow, index(8 * h))),
+                                index(1))),
+                end);
           limit[h] = arith::IndexCastOp::create(
               b, b.getI32Type(), arith::SubIOp::create(b, end, keyBase));
         }
@@ -775,18 +1146,26 @@ void AttentionEmitter::emit() {
   AsyncWaitOp::create(b, 0);
 
   // O / l, stored by the rows inside the sequence; the log-sum-exp in
-  // natural-log units.
+  // natural-log units. Decode with several splits leaves its rows to the
+  // combine.
   Value output = arg("output");
+  SmallVector<Value> rowSums;
+  for (int64_t h = 0; h < 2; ++h)
+    rowSums.push_back(allReduceSum(loop.getResult(2 + h), 4));
+  Value direct = arith::ConstantIntOp::create(b, 1, 1);
+  if (decode)
+    direct = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, splits,
+                                   index(1));
   for (int64_t h = 0; h < 2; ++h) {
-    Value sum = allReduceSum(loop.getResult(2 + h), 4);
+    Value sum = rowSums[h];
     Value row = add(warpRow, index(8 * h));
-    Value inTile =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, tileRows);
-    Value token = add(seqStart, add(qTileStart, row));
+    Value inTile = arith::AndIOp::create(
+        b, direct,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, tileRows));
+    Value token = add(seqStart, rowToken(row));
     Value inverse = arith::DivFOp::create(b, constantF32(1.0), sum);
     ifThen(inTile, [&] {
-      Value rowBase = add(mul(token, stride("output")),
-                          add(mul(head, index(headDim)), mul(t, index(2))));
+      Value rowBase = outputOffset(row, mul(t, index(2)));
       for (int64_t d = 0; d < outBlocks; ++d) {
         Value acc = loop.getResult(4 + d);
         Value pair = vector::FromElementsOp::create(
@@ -794,8 +1173,10 @@ void AttentionEmitter::emit() {
             ValueRange{mulf(vector::ExtractOp::create(b, acc, 2 * h), inverse),
                        mulf(vector::ExtractOp::create(b, acc, 2 * h + 1),
                             inverse)});
+        // Pairs of elements at even columns: 4-byte aligned.
         vector::StoreOp::create(b, convert(pair, element), output,
-                                add(rowBase, index(8 * d)));
+                                add(rowBase, index(8 * d)),
+                                /*nontemporal=*/false, llvm::Align(4));
       }
       if (spec.writeLse) {
         Value isFirst = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, t,
@@ -812,6 +1193,11 @@ void AttentionEmitter::emit() {
       }
     });
   }
+  if (decode)
+    emitSplitEpilogue(
+        loop, rowSums, arith::SelectOp::create(b, direct, index(0), tileRows),
+        tileIndex,
+        arith::XOrIOp::create(b, direct, arith::ConstantIntOp::create(b, 1, 1)));
 }
 
 void mlir::norm::emitAttentionKernel(ImplicitLocOpBuilder &b,

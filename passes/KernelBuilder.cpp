@@ -66,7 +66,7 @@ gpu::GPUFuncOp mlir::norm::buildKernel(OpBuilder &builder, Location loc,
   // the CTAs per SM already; without this hint ptxas aims at more CTAs
   // with fewer registers and spills (sm_80, head dim 128: 168 registers
   // and 16 bytes spilled, against 198 and none).
-  if (spec.kind == ::norm::OpKind::Attention)
+  if (::norm::isAttention(spec.kind))
     func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                   builder.getI32IntegerAttr(1));
 
@@ -82,6 +82,7 @@ gpu::GPUFuncOp mlir::norm::buildKernel(OpBuilder &builder, Location loc,
     emitColumnStatsKernel(b, func, sig, spec);
     break;
   case ::norm::OpKind::Attention:
+  case ::norm::OpKind::AttentionDecode:
     emitAttentionKernel(b, func, sig, spec);
     break;
   default:

@@ -98,8 +98,10 @@ def NormGenerateKernels : Pass<"norm-generate-kernels", "::mlir::ModuleOp"> {
     (`..._stream`). Vector kernels come with their scalar fallback
     (`norm::getScalarFallback`) unless `scalar-fallback=false`.
 
-    `norm.attention` with a QK-Norm needs an attention kernel that norm-opt
-    does not generate: that is an error at the op.
+    `norm.attention_kernel` and `norm.attention_decode_kernel` become the
+    attention kernels of `passes/AttentionKernel.cpp`; a `norm.attention`
+    (or `norm.rotary`) left unformed is an error at the op, naming the pass
+    that forms it.
   }];
   let options = [
     Option<"scalarFallback", "scalar-fallback", "bool", "true",

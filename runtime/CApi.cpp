@@ -52,6 +52,14 @@ static_assert(NORMJIT_OP_QK_NORM ==
               static_cast<int>(OpSpec::Kind::QKNormPrologue));
 static_assert(NORMJIT_OP_ATTENTION ==
               static_cast<int>(OpSpec::Kind::Attention));
+static_assert(NORMJIT_OP_ATTENTION_DECODE ==
+              static_cast<int>(OpSpec::Kind::AttentionDecode));
+static_assert(NORMJIT_K_CACHE == static_cast<int>(BufferSlot::KCache));
+static_assert(NORMJIT_V_CACHE == static_cast<int>(BufferSlot::VCache));
+static_assert(NORMJIT_CACHE_SEQLENS ==
+              static_cast<int>(BufferSlot::CacheSeqlens));
+static_assert(NORMJIT_WORKSPACE == static_cast<int>(BufferSlot::Workspace));
+static_assert(NORMJIT_SEMAPHORES == static_cast<int>(BufferSlot::Semaphores));
 static_assert(NORMJIT_OP_BATCH_NORM_STATS ==
               static_cast<int>(OpSpec::Kind::BatchNormStats));
 static_assert(NORMJIT_ROPE_NONE == static_cast<int>(RopeStyle::None));
@@ -70,7 +78,8 @@ static_assert(NORMJIT_PLAN_FIXED ==
 
 // The published layouts (normjit.h): API 2 added one trailing field to the
 // context options, API 3 trailing fields to the op desc, the launch
-// arguments (three tensors) and the tuning info.
+// arguments (three tensors) and the tuning info, API 4 the launch arguments
+// (five tensors and cache_rows).
 static_assert(sizeof(void *) == 8, "the C ABI is defined for 64-bit hosts");
 static_assert(offsetof(normjit_op_desc, scale) == NORMJIT_OP_DESC_SIZE_V1);
 // The rotary embedding fields follow scale, where API 3's first layout
@@ -81,7 +90,13 @@ static_assert(sizeof(normjit_op_desc) == NORMJIT_OP_DESC_SIZE_V3);
 static_assert(offsetof(normjit_launch_args, tensors) +
                   NORMJIT_V * sizeof(normjit_tensor) ==
               NORMJIT_LAUNCH_ARGS_SIZE_V1);
-static_assert(sizeof(normjit_launch_args) == NORMJIT_LAUNCH_ARGS_SIZE_V3);
+static_assert(offsetof(normjit_launch_args, tensors) +
+                  NORMJIT_K_CACHE * sizeof(normjit_tensor) ==
+              NORMJIT_LAUNCH_ARGS_SIZE_V3);
+static_assert(offsetof(normjit_launch_args, cache_rows) ==
+              offsetof(normjit_launch_args, tensors) +
+                  NORMJIT_NUM_BUFFERS * sizeof(normjit_tensor));
+static_assert(sizeof(normjit_launch_args) == NORMJIT_LAUNCH_ARGS_SIZE_V4);
 static_assert(offsetof(normjit_tuning_info, block_n) ==
               NORMJIT_TUNING_INFO_SIZE_V1);
 static_assert(sizeof(normjit_tuning_info) == NORMJIT_TUNING_INFO_SIZE_V3);
@@ -197,7 +212,8 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
     status = invalid(why);
     return false;
   }
-  if (desc->kind < NORMJIT_OP_RMS_NORM || desc->kind > NORMJIT_OP_ATTENTION) {
+  if (desc->kind < NORMJIT_OP_RMS_NORM ||
+      desc->kind > NORMJIT_OP_ATTENTION_DECODE) {
     status = invalid("unknown operation kind " + std::to_string(desc->kind));
     return false;
   }
@@ -225,7 +241,10 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
                      "NORMJIT_OP_QK_MEAN_VAR exclude each other");
     return false;
   }
-  bool attention = desc->kind == NORMJIT_OP_ATTENTION;
+  // Prefill or decode: the same fields (decode refuses causal and lse in
+  // verifyOpSpec).
+  bool attention = desc->kind == NORMJIT_OP_ATTENTION ||
+                   desc->kind == NORMJIT_OP_ATTENTION_DECODE;
   // Fields past the caller's struct_size keep their defaults (API 2
   // callers: scale 0; API 3's first 96-byte layout: no rotary embeddings).
   double scale = NORMJIT_FIELD_OR_ZERO(desc, scale);
@@ -239,6 +258,8 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
   if (!attention &&
       (scale != 0.0 || rope != NORMJIT_ROPE_NONE ||
        (desc->flags & (NORMJIT_OP_CAUSAL | NORMJIT_OP_WRITE_LSE)))) {
+    // (Decode takes scale and rope too, and refuses causal and lse in
+    // verifyOpSpec; the message stays API 3's.)
     status = invalid("normjit_op_desc: scale, rope, NORMJIT_OP_CAUSAL and "
                      "NORMJIT_OP_WRITE_LSE apply to NORMJIT_OP_ATTENTION only");
     return false;
@@ -662,6 +683,20 @@ normjit_status normjit_kernel_launch(const normjit_kernel *kernel,
       converted.tensors[i] = {t.data, static_cast<ElementType>(t.dtype), t.cols,
                               t.row_stride};
     }
+    // API 4: the caches' rows (0 past the caller's struct_size, and for
+    // every operation but decode; the launch checks judge them).
+    int64_t cacheRows = NORMJIT_FIELD_OR_ZERO(args, cache_rows);
+    if (cacheRows < 0)
+      return invalid("normjit_launch_args.cache_rows is " +
+                     std::to_string(cacheRows) + ", must not be negative");
+    if (cacheRows != 0 &&
+        kernel->kernel->getSpec().kind != OpKind::AttentionDecode)
+      return invalid("normjit_launch_args.cache_rows is " +
+                     std::to_string(cacheRows) +
+                     ": only NORMJIT_OP_ATTENTION_DECODE has a KV cache; "
+                     "leave it 0");
+    for (BufferSlot cache : {BufferSlot::KCache, BufferSlot::VCache})
+      converted.tensors[static_cast<int>(cache)].rows = cacheRows;
     return report(kernel->kernel->launch(converted, rows, stream));
   });
 }

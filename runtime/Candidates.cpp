@@ -156,6 +156,9 @@ norm::jit::getTuningCandidates(const OpSpec &spec, RowBucket bucket,
                                int64_t maxSharedBytes) {
   if (spec.kind == OpKind::Attention)
     return getAttentionCandidates(spec, heuristic, maxSharedBytes);
+  // Decode attention is not tuned (Planning.cpp): the heuristic alone.
+  if (spec.kind == OpKind::AttentionDecode)
+    return {heuristic};
   int64_t rowLength = getRowLength(spec);
   std::vector<LaunchConfig> candidates;
   // Staging a row that registers could hold only adds traffic.

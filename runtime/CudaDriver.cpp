@@ -109,6 +109,7 @@ Status CudaDriver::load(const std::string &library,
   need(driver->memAlloc, {"cuMemAlloc_v2"});
   need(driver->memFree, {"cuMemFree_v2"});
   need(driver->memsetD8, {"cuMemsetD8_v2"});
+  need(driver->memsetD32Async, {"cuMemsetD32Async"});
   need(driver->memcpyHtoD, {"cuMemcpyHtoD_v2"});
   need(driver->memcpyDtoH, {"cuMemcpyDtoH_v2"});
   need(driver->streamCreate, {"cuStreamCreate"});

@@ -141,6 +141,8 @@ struct CudaDriver {
   cu::Result (*memFree)(cu::DevicePtr pointer) = nullptr;
   cu::Result (*memsetD8)(cu::DevicePtr pointer, unsigned char value,
                          size_t count) = nullptr;
+  cu::Result (*memsetD32Async)(cu::DevicePtr pointer, unsigned value,
+                              size_t count, cu::Stream stream) = nullptr;
   cu::Result (*memcpyHtoD)(cu::DevicePtr destination, const void *source,
                            size_t bytes) = nullptr;
   cu::Result (*memcpyDtoH)(void *destination, cu::DevicePtr source,

@@ -34,6 +34,9 @@ static bool isParamAligned(const LaunchLayout::Param &param,
   if (address % param.alignment != 0)
     return false;
   // A single row never steps by its stride.
+  // Decode's caches have rows of their own.
+  if (tensor.rows)
+    rows = tensor.rows;
   return !param.rows2D || rows <= 1 ||
          (getRowStride(tensor) * param.elementBytes) % param.alignment == 0;
 }
@@ -106,11 +109,12 @@ std::string LoadedKernel::describeAlignment() const {
   return message.empty() ? "it needs no alignment" : message;
 }
 
-Status LoadedKernel::checkRows(const LaunchArgs &args, int64_t rows) const {
-  // Rows below 2^60 bytes and a batch below 2^31 (Kernel::check): no
-  // overflow.
+Status LoadedKernel::checkRows(const LaunchArgs &args, int64_t rows,
+                               int64_t splits) const {
+  // Rows below 2^60 bytes, a batch below 2^31 (Kernel::check) and at most
+  // kMaxDecodeSplits: no overflow.
   int64_t batch = getBatch(args);
-  int64_t gridX = getSignature().getGridX(rows, batch);
+  int64_t gridX = getSignature().getGridX(rows, batch, splits);
   if (gridX > 0x7fffffff)
     return Status::error(ErrorCode::InvalidArgument,
                          "too many rows: " + std::to_string(rows) +
@@ -123,9 +127,18 @@ Status LoadedKernel::checkRows(const LaunchArgs &args, int64_t rows) const {
 }
 
 Status LoadedKernel::launch(const LaunchArgs &args, int64_t rows,
-                            cu::Stream stream) const {
+                            cu::Stream stream,
+                            const DecodeLaunch *decode) const {
+  if (layout.isDecode && (!decode || decode->capacity < 1 ||
+                          decode->splits < 1 ||
+                          decode->splits > kMaxDecodeSplits))
+    return Status::error(ErrorCode::Internal,
+                         "decode kernel " + getSignature().name +
+                             " launched without its splits and cache "
+                             "capacity");
+  int64_t splits = decode ? decode->splits : 1;
   // Kernel::launch checked it already; the tuner launches variants directly.
-  if (Status status = checkRows(args, rows); !status)
+  if (Status status = checkRows(args, rows, splits); !status)
     return status;
   // Every parameter is 8 bytes: a pointer or an i64.
   uint64_t values[kMaxParams];
@@ -146,11 +159,17 @@ Status LoadedKernel::launch(const LaunchArgs &args, int64_t rows,
     case Param::Kind::Stride:
       values[i] = static_cast<uint64_t>(getRowStride(tensor));
       break;
+    case Param::Kind::KvSplits:
+      values[i] = static_cast<uint64_t>(splits);
+      break;
+    case Param::Kind::CacheCapacity:
+      values[i] = static_cast<uint64_t>(decode ? decode->capacity : 0);
+      break;
     }
     pointers[i] = &values[i];
   }
   const KernelSignature &sig = getSignature();
-  int64_t gridX = sig.getGridX(rows, getBatch(args));
+  int64_t gridX = sig.getGridX(rows, getBatch(args), splits);
   const CudaDriver &driver = *device->driver;
   ScopedContext scope(driver, device->context);
   if (!scope.status().ok())
@@ -184,8 +203,9 @@ Status norm::jit::computeLaunchLayout(const OpSpec &spec,
   for (const BufferSpec &buffer : buffers)
     expected[static_cast<int>(buffer.slot)] = &buffer;
   std::array<bool, kNumBufferSlots> seen{}, strideSeen{};
-  bool rowsSeen = false;
+  bool rowsSeen = false, splitsSeen = false, capacitySeen = false;
   layout.hasBatch = false;
+  layout.isDecode = spec.kind == OpKind::AttentionDecode;
   if (sig.params.size() > LaunchLayout::kMaxParams)
     return mismatch("too many parameters");
   if (sig.blockThreads < 1 || sig.blockThreads > 1024 || sig.sharedBytes < 0)
@@ -231,6 +251,18 @@ Status norm::jit::computeLaunchLayout(const OpSpec &spec,
       param.kind = LaunchLayout::Param::Kind::Batch;
       param.slot = static_cast<uint8_t>(BufferSlot::CuSeqlens);
       break;
+    case KernelParam::Kind::KvSplits:
+    case KernelParam::Kind::CacheCapacity: {
+      bool &seenOnce = p.kind == KernelParam::Kind::KvSplits ? splitsSeen
+                                                             : capacitySeen;
+      if (!layout.isDecode || seenOnce)
+        return mismatch("unexpected parameter '" + p.name + "'");
+      seenOnce = true;
+      param.kind = p.kind == KernelParam::Kind::KvSplits
+                       ? LaunchLayout::Param::Kind::KvSplits
+                       : LaunchLayout::Param::Kind::CacheCapacity;
+      break;
+    }
     case KernelParam::Kind::RowStride: {
       constexpr std::string_view suffix = "_stride";
       std::string_view name = p.name;
@@ -258,6 +290,8 @@ Status norm::jit::computeLaunchLayout(const OpSpec &spec,
     return mismatch("no row count parameter");
   if (expected[static_cast<int>(BufferSlot::CuSeqlens)] && !layout.hasBatch)
     return mismatch("no batch parameter");
+  if (layout.isDecode && !(splitsSeen && capacitySeen))
+    return mismatch("no kv_splits or cache_capacity parameter");
   return Status::success();
 }
 
@@ -394,6 +428,25 @@ DeviceBuffer::~DeviceBuffer() {
   (void)device->driver->memFree(pointer);
 }
 
+Status DeviceBuffer::allocate(std::shared_ptr<DeviceState> device,
+                              size_t bytes, DeviceBuffer &buffer) {
+  const CudaDriver &driver = *device->driver;
+  ScopedContext scope(driver, device->context);
+  if (!scope.status().ok())
+    return scope.status();
+  DeviceBuffer created;
+  created.device = std::move(device);
+  bytes = std::max<size_t>(bytes, 1);
+  if (Status status =
+          driver.check(driver.memAlloc(&created.pointer, bytes), "cuMemAlloc");
+      !status) {
+    created.pointer = 0;
+    return status;
+  }
+  buffer = std::move(created);
+  return Status::success();
+}
+
 Status DeviceBuffer::create(std::shared_ptr<DeviceState> device, size_t bytes,
                             unsigned char fill, DeviceBuffer &buffer) {
   const CudaDriver &driver = *device->driver;
@@ -415,4 +468,85 @@ Status DeviceBuffer::create(std::shared_ptr<DeviceState> device, size_t bytes,
     return status;
   buffer = std::move(created);
   return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// DecodeScratch
+//===----------------------------------------------------------------------===//
+
+Status DecodeScratch::reserve(cu::Stream stream, int64_t workspaceElements,
+                              int64_t semaphoreCount, PerStream *&result) {
+  PerStream *scratch = nullptr;
+  for (const std::unique_ptr<PerStream> &entry : streams)
+    if (entry->stream == stream)
+      scratch = entry.get();
+  bool growWorkspace = !scratch || scratch->workspaceElements < workspaceElements;
+  bool growSemaphores = !scratch || scratch->semaphoreCount < semaphoreCount;
+  if (scratch && !growWorkspace && !growSemaphores) {
+    result = scratch;
+    return Status::success();
+  }
+  const CudaDriver &driver = *device->driver;
+  ScopedContext scope(driver, device->context);
+  if (!scope.status().ok())
+    return scope.status();
+  // Kernels of this stream may still use the buffers that are replaced.
+  if (scratch)
+    if (Status status = driver.check(driver.streamSynchronize(stream),
+                                     "cuStreamSynchronize");
+        !status)
+      return status.withContext("growing the decode workspace of a stream");
+  // Nothing changes until every new buffer is there.
+  DeviceBuffer workspace, semaphores;
+  int64_t elements = std::max<int64_t>(workspaceElements, 1);
+  int64_t count = std::max<int64_t>(semaphoreCount, 1);
+  if (growWorkspace)
+    if (Status status =
+            DeviceBuffer::allocate(device, elements * 4, workspace);
+        !status)
+      return status.withContext("decode workspace (" +
+                                std::to_string(elements * 4) + " bytes)");
+  if (growSemaphores) {
+    if (Status status = DeviceBuffer::allocate(device, count * 4, semaphores);
+        !status)
+      return status.withContext("decode semaphores (" +
+                                std::to_string(count * 4) + " bytes)");
+    // Zero before the first kernel, in stream order; kernels leave them so.
+    if (Status status = driver.check(
+            driver.memsetD32Async(
+                reinterpret_cast<cu::DevicePtr>(semaphores.get()), 0,
+                static_cast<size_t>(count), stream),
+            "cuMemsetD32Async");
+        !status)
+      return status.withContext("zeroing the decode semaphores");
+  }
+  if (!scratch) {
+    streams.push_back(std::make_unique<PerStream>());
+    scratch = streams.back().get();
+    scratch->stream = stream;
+  }
+  // Move-assignment swaps: the replaced buffers are freed with the locals.
+  if (growWorkspace) {
+    scratch->workspace = std::move(workspace);
+    scratch->workspaceElements = elements;
+  }
+  if (growSemaphores) {
+    scratch->semaphores = std::move(semaphores);
+    scratch->semaphoreCount = count;
+  }
+  result = scratch;
+  return Status::success();
+}
+
+size_t DecodeScratch::getStreamCount() {
+  std::lock_guard<std::mutex> lock(mutex);
+  return streams.size();
+}
+
+int64_t DecodeScratch::getBytes() {
+  std::lock_guard<std::mutex> lock(mutex);
+  int64_t bytes = 0;
+  for (const std::unique_ptr<PerStream> &entry : streams)
+    bytes += 4 * (entry->workspaceElements + entry->semaphoreCount);
+  return bytes;
 }

@@ -16,6 +16,9 @@
 
 #include <array>
 #include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 namespace norm::jit {
 
@@ -37,18 +40,35 @@ struct DeviceState {
 struct LaunchLayout {
   struct Param {
     /// Batch: the sequences of `slot` (cu_seqlens), its offsets less one.
-    enum class Kind : uint8_t { Buffer, Rows, Batch, Stride } kind = Kind::Rows;
+    /// KvSplits, CacheCapacity: decode's (DecodeLaunch).
+    enum class Kind : uint8_t {
+      Buffer,
+      Rows,
+      Batch,
+      Stride,
+      KvSplits,
+      CacheCapacity
+    } kind = Kind::Rows;
     uint8_t slot = 0; // BufferSlot of a buffer, a stride or the batch's
     bool rows2D = false;
     int32_t elementBytes = 0;
     int64_t alignment = 1; // bytes, for pointer and stride * elementBytes
   };
-  static constexpr int kMaxParams = 2 * kNumBufferSlots + 2;
+  static constexpr int kMaxParams = 2 * kNumBufferSlots + 4;
 
   std::array<Param, kMaxParams> params{};
   int numParams = 0;
   /// Whether the kernel takes a batch (attention): the grid counts it.
   bool hasBatch = false;
+  /// Whether it is decode attention's (kv_splits, cache_capacity).
+  bool isDecode = false;
+};
+
+/// The launch values only decode attention has: the CTAs its keys split
+/// over and each sequence's cache rows.
+struct DecodeLaunch {
+  int64_t splits = 1;
+  int64_t capacity = 0;
 };
 
 /// Maps the signature's parameters onto buffer slots. Internal error when the
@@ -90,10 +110,14 @@ struct LoadedKernel {
 
   /// Whether `rows` rows (and the batch of `args`) fit the grid of this
   /// variant (2^31 - 1 CTAs).
-  Status checkRows(const LaunchArgs &args, int64_t rows) const;
+  Status checkRows(const LaunchArgs &args, int64_t rows,
+                   int64_t splits = 1) const;
 
   /// Enqueues the kernel; `args` must have been checked. No allocation.
-  Status launch(const LaunchArgs &args, int64_t rows, cu::Stream stream) const;
+  /// Decode kernels need `decode` (and args with the workspace and
+  /// semaphores).
+  Status launch(const LaunchArgs &args, int64_t rows, cu::Stream stream,
+                const DecodeLaunch *decode = nullptr) const;
 };
 
 /// Loads `binary` on the device: the cached cubin where there is one for
@@ -117,11 +141,65 @@ public:
   /// Allocates `bytes` (at least 1) and fills every byte with `fill`.
   static Status create(std::shared_ptr<DeviceState> device, size_t bytes,
                        unsigned char fill, DeviceBuffer &buffer);
+  /// Allocates `bytes` (at least 1), left as they are.
+  static Status allocate(std::shared_ptr<DeviceState> device, size_t bytes,
+                         DeviceBuffer &buffer);
   void *get() const { return reinterpret_cast<void *>(pointer); }
 
 private:
   std::shared_ptr<DeviceState> device;
   cu::DevicePtr pointer = 0;
+};
+
+/// Decode attention's scratch, owned by a context: per stream (kernels on
+/// one stream run one after another, so they may share it; kernels on two
+/// streams may not), a workspace for the partial outputs of the split keys
+/// and the semaphores of their combine. A stream's buffers are allocated at
+/// its first decode launch, grown (after synchronizing that stream, whose
+/// kernels may still use the old ones) when a launch needs more, and freed
+/// with the context. New semaphores are zeroed once with cuMemsetD32Async
+/// on the stream, before the kernel; every kernel leaves them zero.
+class DecodeScratch {
+public:
+  explicit DecodeScratch(std::shared_ptr<DeviceState> device)
+      : device(std::move(device)) {}
+
+  /// Sets the workspace (`workspaceElements` f32) and the semaphores
+  /// (`semaphoreCount` i32) of `stream` in `args`, allocating or growing
+  /// them first, then calls `launch()` under the lock, so that no other
+  /// thread grows them while the launch picks them up.
+  template <typename Launch>
+  Status run(cu::Stream stream, int64_t workspaceElements,
+             int64_t semaphoreCount, LaunchArgs &args, Launch &&launch) {
+    std::lock_guard<std::mutex> lock(mutex);
+    PerStream *scratch = nullptr;
+    if (Status status =
+            reserve(stream, workspaceElements, semaphoreCount, scratch);
+        !status)
+      return status;
+    args.set(BufferSlot::Workspace, scratch->workspace.get(),
+             ElementType::f32, workspaceElements);
+    args.set(BufferSlot::Semaphores, scratch->semaphores.get(),
+             ElementType::i32, semaphoreCount);
+    return launch();
+  }
+
+  /// Streams with scratch, and its bytes (for tests and logs).
+  size_t getStreamCount();
+  int64_t getBytes();
+
+private:
+  struct PerStream {
+    cu::Stream stream = nullptr;
+    DeviceBuffer workspace, semaphores;
+    int64_t workspaceElements = 0, semaphoreCount = 0;
+  };
+  Status reserve(cu::Stream stream, int64_t workspaceElements,
+                 int64_t semaphoreCount, PerStream *&scratch);
+
+  std::shared_ptr<DeviceState> device;
+  std::mutex mutex;
+  std::vector<std::unique_ptr<PerStream>> streams;
 };
 
 } // namespace norm::jit

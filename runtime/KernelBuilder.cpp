@@ -152,7 +152,10 @@ Status ContextImpl::buildKernel(const OpSpec &spec,
   kernel->refuseMisaligned = kernelOptions.refuseMisaligned;
   for (const BufferSpec &buffer : getBuffers(spec))
     kernel->expected[static_cast<int>(buffer.slot)] = {
-        true, buffer.rows2D, buffer.written, buffer.type, buffer.cols};
+        true,        buffer.rows2D, buffer.written, buffer.type,
+        buffer.cols, buffer.updated, buffer.scratch};
+  kernel->decodeScratch = decodeScratch;
+  kernel->smCount = std::max(device->info.multiprocessors, 1);
   for (BucketReport &report : reports) {
     Kernel::Plan &plan = kernel->plans[static_cast<int>(report.bucket)];
     size_t fast = find(report.launch);

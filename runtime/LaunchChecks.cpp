@@ -59,11 +59,27 @@ static bool overlap(const Footprint &a, const Footprint &b) {
 }
 
 Status Kernel::check(const LaunchArgs &args, int64_t rows,
-                     const LoadedKernel *&variant) const {
+                     const LoadedKernel *&variant,
+                     DecodeLaunch *decode) const {
   for (int slot = 0; slot < kNumBufferSlots; ++slot) {
     const TensorArg &tensor = args.tensors[slot];
     const ExpectedBuffer &want = expected[slot];
     std::string_view name = getBufferSlotName(static_cast<BufferSlot>(slot));
+    if (want.scratch) {
+      if (tensor.data)
+        return invalidLaunch(
+            spec, "buffer '" + std::string(name) +
+                      "' is the library's own (decode's workspace and "
+                      "semaphores are allocated per context and stream): "
+                      "leave it empty");
+      continue;
+    }
+    if (tensor.rows != 0 && !want.updated)
+      return invalidLaunch(
+          spec, "buffer '" + std::string(name) +
+                    "' has rows of its own (" + std::to_string(tensor.rows) +
+                    "), but only decode's k_cache and v_cache do (cache_rows); "
+                    "its rows are the launch's");
     if (!want.present) {
       if (!tensor.data)
         continue;
@@ -83,8 +99,21 @@ Status Kernel::check(const LaunchArgs &args, int64_t rows,
                                std::string(getElementTypeName(tensor.type)) +
                                ", the operation expects " +
                                std::string(getElementTypeName(want.type)));
-    // A length that comes with the launch: attention's sequence offsets.
-    if (want.cols == 0) {
+    // A length that comes with the launch: attention's sequence offsets,
+    // decode's cache lengths (one per sequence: cu_seqlens comes first).
+    if (want.cols == 0 && static_cast<BufferSlot>(slot) ==
+                              BufferSlot::CacheSeqlens) {
+      int64_t batch = getBatchOfOffsets(args[BufferSlot::CuSeqlens].cols);
+      int64_t length = getLaunchLength(spec, BufferSlot::CacheSeqlens, 1,
+                                       DecodeShape{rows, batch, 0, 1});
+      if (tensor.cols != length)
+        return invalidLaunch(
+            spec, "buffer 'cache_seqlens' has " + std::to_string(tensor.cols) +
+                      " elements, the operation expects " +
+                      std::to_string(length) +
+                      ": one cache length per sequence of cu_seqlens (" +
+                      std::to_string(batch) + " sequences)");
+    } else if (want.cols == 0) {
       if (Status status = verifySequenceOffsetCount(tensor.cols); !status)
         return invalidLaunch(spec, status.message());
     } else if (tensor.cols != want.cols)
@@ -99,13 +128,20 @@ Status Kernel::check(const LaunchArgs &args, int64_t rows,
                                        "' takes no row stride");
       continue;
     }
+    // Decode's caches: batch x capacity rows of their own.
+    int64_t bufferRows = want.updated ? tensor.rows : rows;
+    if (want.updated && bufferRows < 1)
+      return invalidLaunch(
+          spec, "buffer '" + std::string(name) +
+                    "' has no rows: give the cache's rows, batch x capacity "
+                    "(normjit_launch_args.cache_rows, LaunchArgs::setCache)");
     int64_t stride = tensor.rowStride ? tensor.rowStride : tensor.cols;
     if (stride < tensor.cols)
       return invalidLaunch(spec, "row stride of '" + std::string(name) + "' (" +
                                      std::to_string(tensor.rowStride) +
                                      ") is shorter than its rows");
     // The last element must be addressable: (rows - 1) * stride + cols.
-    if ((rows - 1) > (INT64_MAX / 8 - tensor.cols) / stride)
+    if ((bufferRows - 1) > (INT64_MAX / 8 - tensor.cols) / stride)
       return invalidLaunch(spec, "buffer '" + std::string(name) +
                                      "' would span more than 2^60 bytes");
   }
@@ -117,7 +153,15 @@ Status Kernel::check(const LaunchArgs &args, int64_t rows,
            plan.scalar->isAligned(args, rows))
     chosen = plan.scalar.get();
   if (chosen) {
-    if (Status status = chosen->checkRows(args, rows); !status)
+    DecodeLaunch decodeLaunch;
+    if (spec.kind == OpKind::AttentionDecode)
+      if (Status status = getDecodeLaunch(args, rows, *chosen, decodeLaunch);
+          !status)
+        return status;
+    if (decode)
+      *decode = decodeLaunch;
+    if (Status status = chosen->checkRows(args, rows, decodeLaunch.splits);
+        !status)
       return status;
     if (Status status = checkOverlap(args, rows); !status)
       return status;
@@ -128,7 +172,7 @@ Status Kernel::check(const LaunchArgs &args, int64_t rows,
                         plan.fast->describeMisalignment(args, rows);
   if (refuseMisaligned)
     message += " (the kernel refuses misaligned buffers)";
-  else if (!plan.scalar && spec.kind == OpKind::Attention)
+  else if (!plan.scalar && isAttention(spec.kind))
     message += "; attention has no scalar variant: " +
                plan.fast->describeAlignment();
   else if (!plan.scalar)
@@ -145,23 +189,24 @@ Status Kernel::checkOverlap(const LaunchArgs &args, int64_t rows) const {
   for (int slot = 0; slot < kNumBufferSlots; ++slot) {
     const TensorArg &tensor = args.tensors[slot];
     const ExpectedBuffer &want = expected[slot];
-    if (!want.present)
+    // The library's own scratch overlaps nothing of the caller's.
+    if (!want.present || want.scratch)
       continue;
     int64_t bytes = getElementBytes(want.type);
     Footprint &footprint = footprints[slot];
     footprint.start = reinterpret_cast<uintptr_t>(tensor.data);
     footprint.width = tensor.cols * bytes;
     if (want.rows2D) {
-      footprint.rows = rows;
+      footprint.rows = want.updated ? tensor.rows : rows;
       footprint.stride = (tensor.rowStride ? tensor.rowStride : tensor.cols) *
                          bytes;
     }
   }
   for (int a = 0; a < kNumBufferSlots; ++a) {
-    if (!expected[a].present)
+    if (!expected[a].present || expected[a].scratch)
       continue;
     for (int b = a + 1; b < kNumBufferSlots; ++b) {
-      if (!expected[b].present ||
+      if (!expected[b].present || expected[b].scratch ||
           !(expected[a].written || expected[b].written) ||
           !overlap(footprints[a], footprints[b]))
         continue;
@@ -197,9 +242,62 @@ Status Kernel::launchChecked(const LaunchArgs &args, int64_t rows,
   if (rows == 0)
     return Status::success();
   const LoadedKernel *variant = nullptr;
-  if (Status status = check(args, rows, variant); !status)
+  DecodeLaunch decode;
+  if (Status status = check(args, rows, variant, &decode); !status)
     return status;
-  return variant->launch(args, rows, static_cast<cu::Stream>(stream));
+  auto cuStream = static_cast<cu::Stream>(stream);
+  if (spec.kind != OpKind::AttentionDecode)
+    return variant->launch(args, rows, cuStream);
+  std::shared_ptr<DecodeScratch> scratch = decodeScratch.lock();
+  if (!scratch)
+    return invalidLaunch(spec, "the context of this decode kernel is gone, "
+                               "and with it the workspace and semaphores "
+                               "of its launches: launch it while its "
+                               "context lives");
+  int64_t rowsPerCta = variant->getSignature().launch.rowsPerCta;
+  DecodeShape shape{rows, variant->getBatch(args), decode.capacity,
+                    decode.splits};
+  int64_t workspace =
+      getLaunchLength(spec, BufferSlot::Workspace, rowsPerCta, shape);
+  int64_t semaphores =
+      getLaunchLength(spec, BufferSlot::Semaphores, rowsPerCta, shape);
+  LaunchArgs full = args;
+  return scratch->run(cuStream, workspace, semaphores, full, [&] {
+    return variant->launch(full, rows, cuStream, &decode);
+  });
+}
+
+Status Kernel::getDecodeLaunch(const LaunchArgs &args, int64_t rows,
+                               const LoadedKernel &variant,
+                               DecodeLaunch &decode) const {
+  int64_t batch = variant.getBatch(args);
+  int64_t cacheRows = args[BufferSlot::KCache].rows;
+  if (args[BufferSlot::VCache].rows != cacheRows)
+    return invalidLaunch(spec, "'k_cache' has " + std::to_string(cacheRows) +
+                                   " rows and 'v_cache' " +
+                                   std::to_string(
+                                       args[BufferSlot::VCache].rows) +
+                                   ": one capacity for both");
+  if (batch < 1 || cacheRows % batch != 0)
+    return invalidLaunch(
+        spec, "the caches' " + std::to_string(cacheRows) +
+                  " rows are not a multiple of the batch (" +
+                  std::to_string(batch) +
+                  " sequences of cu_seqlens): each sequence owns capacity = "
+                  "cache rows / batch rows, so the cache rows must be batch "
+                  "x capacity");
+  const LaunchConfig &launch = variant.getSignature().launch;
+  decode.capacity = cacheRows / batch;
+  decode.splits = getDecodeSplits(
+      spec, launch.rowsPerCta, DecodeShape{rows, batch, decode.capacity, 1},
+      smCount, launch.blockN);
+  // The workspace's f32 elements stay countable (rows bounded by q's 2^60
+  // bytes, but not times the splits).
+  int64_t perRow = decode.splits * spec.numQHeads * (spec.hidden + 1);
+  if (rows > INT64_MAX / 8 / perRow)
+    return invalidLaunch(spec, "too many rows for the decode workspace: " +
+                                   std::to_string(rows));
+  return Status::success();
 }
 
 Status Kernel::getLaunchFor(const LaunchArgs &args, int64_t rows,

@@ -61,7 +61,14 @@ Status ContextImpl::plan(const OpSpec &spec, bool tune, Reports &reports) {
             store->getTarget().chip +
             ", and this libnormjit has no compiler (a runtime-only build): "
             "add it to a bundle with norm-tune");
-  if (tune) {
+  // Decode attention is not tuned (yet): the tuner's scratch would need KV
+  // caches, their lengths and the workspace of the split keys. Its plan is
+  // the kernel model's heuristic, whose splits follow each launch.
+  if (tune && spec.kind == OpKind::AttentionDecode)
+    log.log(LogLevel::Info, "not tuning " + describeOpSpec(spec) +
+                                ": decode attention runs the heuristic's "
+                                "configuration");
+  if (tune && spec.kind != OpKind::AttentionDecode) {
     std::shared_ptr<const Reports> tuned;
     if (Status status = tunings.getOrBuild(
             getCanonicalSpec(spec),

@@ -53,6 +53,10 @@ struct TensorArg {
   ElementType type = ElementType::bf16;
   int64_t cols = 0;
   int64_t rowStride = 0;
+  /// The rows of a buffer whose rows are not the launch's (decode's KV
+  /// caches, BufferSpec::updated: batch x cache capacity); 0 for every
+  /// other buffer.
+  int64_t rows = 0;
 };
 
 /// The buffers of one launch by slot; a slot the operation does not use
@@ -63,6 +67,17 @@ struct LaunchArgs {
   LaunchArgs &set(BufferSlot slot, const void *data, ElementType type,
                   int64_t cols, int64_t rowStride = 0) {
     tensors[static_cast<int>(slot)] = {data, type, cols, rowStride};
+    return *this;
+  }
+  /// Decode's KV cache: k_cache and v_cache of `cacheRows` rows (batch x
+  /// cache capacity).
+  LaunchArgs &setCache(const void *kCache, const void *vCache,
+                       ElementType type, int64_t cacheRows, int64_t cols,
+                       int64_t rowStride = 0) {
+    set(BufferSlot::KCache, kCache, type, cols, rowStride);
+    set(BufferSlot::VCache, vCache, type, cols, rowStride);
+    tensors[static_cast<int>(BufferSlot::KCache)].rows = cacheRows;
+    tensors[static_cast<int>(BufferSlot::VCache)].rows = cacheRows;
     return *this;
   }
   const TensorArg &operator[](BufferSlot slot) const {
@@ -145,6 +160,8 @@ struct BucketReport {
 
 class Context;
 class ContextImpl;
+class DecodeScratch;
+struct DecodeLaunch;
 struct LoadedKernel;
 
 /// A loaded, tuned kernel for one operation; shared, immutable, and valid
@@ -167,6 +184,12 @@ public:
   /// input, as in a fused add + RMSNorm that updates the residual stream)
   /// needs a separate output buffer. Buffers interleaved with the same row
   /// stride (the halves of one packed tensor) do not overlap.
+  ///
+  /// Decode attention (OpKind::AttentionDecode) also takes the KV caches
+  /// (LaunchArgs::setCache) and cache_seqlens; its workspace and semaphores
+  /// are the context's, per stream, allocated (and the semaphores zeroed)
+  /// at the first launch on a stream that needs more than it has: leave
+  /// them empty. A decode kernel whose context is gone fails to launch.
   Status launch(const LaunchArgs &args, int64_t rows, void *stream) const;
 
   /// The configuration a launch of `rows` rows with `args` would run.
@@ -191,13 +214,21 @@ private:
     bool written = false;
     ElementType type = ElementType::f32;
     int64_t cols = 0;
+    bool updated = false; // rows of its own (TensorArg::rows)
+    bool scratch = false; // the runtime's: the caller leaves it empty
   };
 
   Kernel() = default;
   Status launchChecked(const LaunchArgs &args, int64_t rows,
                        void *stream) const;
+  /// `decode` (decode attention only): its splits and cache capacity.
   Status check(const LaunchArgs &args, int64_t rows,
-               const LoadedKernel *&variant) const;
+               const LoadedKernel *&variant,
+               DecodeLaunch *decode = nullptr) const;
+  /// The decode parameters of a launch checked buffer by buffer.
+  Status getDecodeLaunch(const LaunchArgs &args, int64_t rows,
+                         const LoadedKernel &variant,
+                         DecodeLaunch &decode) const;
   /// InvalidArgument when an output shares a byte with another buffer.
   Status checkOverlap(const LaunchArgs &args, int64_t rows) const;
 
@@ -205,6 +236,10 @@ private:
   bool refuseMisaligned = false;
   std::array<ExpectedBuffer, kNumBufferSlots> expected{};
   std::array<Plan, kNumRowBuckets> plans;
+  /// Decode attention: the context's workspace and semaphores (gone with
+  /// the context), and the SMs its splits fill.
+  std::weak_ptr<DecodeScratch> decodeScratch;
+  int64_t smCount = 1;
 };
 
 class Context {

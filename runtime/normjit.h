@@ -59,8 +59,11 @@ extern "C" {
  * reserved, rotary_dim and rope_theta). The rotary embedding fields joined
  * API 3 before any release of it, so they did not start an API 4; the
  * 96-byte normjit_op_desc that API 3 had on the way stays accepted, as every
- * size from the first layout on is, and means no rotary embeddings. */
-#define NORMJIT_API_VERSION 3
+ * size from the first layout on is, and means no rotary embeddings. Then 4
+ * (decode attention: NORMJIT_OP_ATTENTION_DECODE, the buffers
+ * NORMJIT_K_CACHE, NORMJIT_V_CACHE and NORMJIT_CACHE_SEQLENS, so 22 tensors
+ * in normjit_launch_args, and its trailing cache_rows). */
+#define NORMJIT_API_VERSION 4
 
 /* The library version of this header: major (libnormjit.so.1) changes only
  * when the ABI breaks, minor is the API version. */
@@ -80,6 +83,9 @@ extern "C" {
 #define NORMJIT_OP_DESC_SIZE_V3 120
 #define NORMJIT_LAUNCH_ARGS_SIZE_V3 552
 #define NORMJIT_TUNING_INFO_SIZE_V3 72
+/* ... and in API 4, which grew normjit_launch_args (22 tensors and
+ * cache_rows). */
+#define NORMJIT_LAUNCH_ARGS_SIZE_V4 720
 
 typedef enum normjit_status {
   NORMJIT_SUCCESS = 0,
@@ -112,7 +118,8 @@ typedef enum normjit_op_kind {
   NORMJIT_OP_ELEMENTWISE = 5,     /* residual add and/or cast only */
   NORMJIT_OP_BATCH_NORM_STATS = 6, /* per-column mean and variance */
   NORMJIT_OP_QK_NORM = 7,         /* per-head norm of q and k from packed qkv */
-  NORMJIT_OP_ATTENTION = 8        /* API 3: variable-length attention, below */
+  NORMJIT_OP_ATTENTION = 8,       /* API 3: variable-length attention, below */
+  NORMJIT_OP_ATTENTION_DECODE = 9 /* API 4: attention over a KV cache, below */
 } normjit_op_kind;
 
 /* normjit_op_desc.flags; other bits are refused (INVALID_ARGUMENT). */
@@ -175,6 +182,34 @@ typedef enum normjit_rope {
  * overlap each other. One launch runs num_q_heads * (ceil(rows /
  * rows_per_cta) + batch) CTAs. */
 
+/* Decode attention (NORMJIT_OP_ATTENTION_DECODE, API 4): one launch
+ * normalizes and rotates the new tokens' q and k as attention does (the same
+ * desc fields: hidden, heads, scale, the QK-Norm flags, NORMJIT_OP_WEIGHT,
+ * eps, weight_offset, rope), appends their k and v to a KV cache in place,
+ * and attends each new token's query to its sequence's cache up to and
+ * including its own position (causal by position: NORMJIT_OP_CAUSAL and
+ * NORMJIT_OP_WRITE_LSE are refused). The keys are split over several CTAs
+ * per query tile and kv head, combined in the kernel in a fixed order.
+ * Buffers, rows = new tokens of all sequences:
+ *   NORMJIT_Q, _K, _V, NORMJIT_OUTPUT, the weights, NORMJIT_CU_SEQLENS
+ *                   as for attention (cu_seqlens: the new tokens' offsets;
+ *                   one token per sequence is the usual decode step)
+ *   NORMJIT_CACHE_SEQLENS  i32, 1-D, batch entries: cols = batch (the
+ *                   batch of cu_seqlens); the cache length of each sequence
+ *                   before this launch's tokens
+ *   NORMJIT_K_CACHE, _V_CACHE  in and out: cache_rows x num_kv_heads *
+ *                   head_dim, any row stride; sequence b owns rows
+ *                   [b * capacity, (b + 1) * capacity), capacity =
+ *                   cache_rows / batch (which must divide). New token i of
+ *                   sequence b goes to row b * capacity + cache_seqlens[b] +
+ *                   i; rows past the capacity are dropped.
+ * The caches may overlap no other buffer (nor each other). The workspace and
+ * semaphores of the split keys are the library's (NORMJIT_WORKSPACE and
+ * NORMJIT_SEMAPHORES must stay absent): allocated per context and stream at
+ * the first launch on that stream that needs them (or more of them), so the
+ * first decode launch of each stream is not capturable in a CUDA graph and
+ * later ones of no larger shape are. */
+
 /* One operation. Initialize with normjit_op_desc_init, then set fields. */
 typedef struct normjit_op_desc {
   uint32_t struct_size; /* sizeof(normjit_op_desc) */
@@ -224,7 +259,14 @@ typedef enum normjit_buffer {
   NORMJIT_V = 14,
   NORMJIT_CU_SEQLENS = 15,
   NORMJIT_LSE = 16,
-  NORMJIT_NUM_BUFFERS = 17
+  /* API 4: decode attention's KV cache (updated in place) and its lengths;
+   * its workspace and semaphores are the runtime's own. */
+  NORMJIT_K_CACHE = 17,
+  NORMJIT_V_CACHE = 18,
+  NORMJIT_CACHE_SEQLENS = 19,
+  NORMJIT_WORKSPACE = 20,
+  NORMJIT_SEMAPHORES = 21,
+  NORMJIT_NUM_BUFFERS = 22
 } normjit_buffer;
 
 /* A device buffer: cols elements per row, row_stride elements between rows
@@ -241,9 +283,14 @@ typedef struct normjit_tensor {
 typedef struct normjit_launch_args {
   uint32_t struct_size; /* sizeof(normjit_launch_args) */
   uint32_t reserved;    /* 0 (anything else is refused) */
-  /* API 1 and 2: 14 tensors (NORMJIT_LAUNCH_ARGS_SIZE_V1); the library
-   * reads only the tensors within struct_size, the others are absent. */
+  /* API 1 and 2: 14 tensors (NORMJIT_LAUNCH_ARGS_SIZE_V1), API 3: 17
+   * (NORMJIT_LAUNCH_ARGS_SIZE_V3); the library reads only the tensors within
+   * struct_size, the others are absent. */
   normjit_tensor tensors[NORMJIT_NUM_BUFFERS];
+  /* API 4. The rows of NORMJIT_K_CACHE and NORMJIT_V_CACHE (decode: batch *
+   * cache capacity); 0 for every other operation (anything else is
+   * refused). */
+  int64_t cache_rows;
 } normjit_launch_args;
 
 /* normjit_context_options.flags; other bits are refused. */

@@ -108,6 +108,23 @@ inline normjit_op_desc attentionDesc(int64_t headDim, int64_t numQHeads,
   return desc;
 }
 
+/// Decode attention (NORMJIT_OP_ATTENTION_DECODE, API 4): attentionDesc's
+/// fields and flags (QK-Norm, NORMJIT_OP_WEIGHT, rotary embeddings); it is
+/// causal by position, so NORMJIT_OP_CAUSAL and NORMJIT_OP_WRITE_LSE are
+/// refused. Launch with the caches (LaunchArgs::setCache) and
+/// NORMJIT_CACHE_SEQLENS.
+inline normjit_op_desc attentionDecodeDesc(int64_t headDim, int64_t numQHeads,
+                                           int64_t numKvHeads,
+                                           uint32_t flags = 0,
+                                           int32_t rope = NORMJIT_ROPE_NONE,
+                                           int64_t rotaryDim = 0,
+                                           double ropeTheta = 0.0) {
+  normjit_op_desc desc = attentionDesc(headDim, numQHeads, numKvHeads, flags,
+                                       rope, rotaryDim, ropeTheta);
+  desc.kind = NORMJIT_OP_ATTENTION_DECODE;
+  return desc;
+}
+
 /// The buffers of one launch.
 class LaunchArgs {
 public:
@@ -118,6 +135,17 @@ public:
                   int64_t cols, int64_t rowStride = 0) {
     check(normjit_launch_args_set(&args_, buffer, data, dtype, cols,
                                   rowStride));
+    return *this;
+  }
+
+  /// Decode's KV cache: k_cache and v_cache of `cacheRows` rows (batch x
+  /// capacity) of `cols` elements, `rowStride` apart (0: cols).
+  LaunchArgs &setCache(const void *kCache, const void *vCache, int32_t dtype,
+                       int64_t cacheRows, int64_t cols,
+                       int64_t rowStride = 0) {
+    set(NORMJIT_K_CACHE, kCache, dtype, cols, rowStride);
+    set(NORMJIT_V_CACHE, vCache, dtype, cols, rowStride);
+    args_.cache_rows = cacheRows;
     return *this;
   }
 

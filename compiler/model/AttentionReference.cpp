@@ -118,21 +118,50 @@ static void rotateRow(const AttentionProblem &p, int64_t pos, double *x,
 
 /// The head rows of `view` as the graph stores them: normalized and rounded
 /// to T with QK-Norm, exactly as stored without, then rotated.
-static HeadRows normalizeHeads(const AttentionProblem &problem,
-                               const RowsView &view, const ParamView &weight,
-                               int64_t heads) {
-  int64_t tokens = problem.getNumTokens(), dim = problem.headDim;
-  ElementType type = problem.type;
-  HeadRows rows;
-  rows.headDim = dim;
-  rows.value.assign(tokens * heads * dim, 0.0);
-  rows.deviation.assign(tokens * heads * dim, 0.0);
-  rows.flips.resize(tokens * heads);
-  rows.norm.assign(tokens * heads, 0.0);
-  std::vector<int64_t> positions(tokens);
+/// Per token of `problem`, its position: its index within its sequence
+/// plus `offsets[b]` (decode's cache lengths) when given.
+static std::vector<int64_t>
+getPositions(const AttentionProblem &problem,
+             const std::vector<int64_t> *offsets = nullptr) {
+  std::vector<int64_t> positions(problem.getNumTokens());
   for (size_t b = 0; b + 1 < problem.cuSeqlens.size(); ++b)
     for (int64_t t = problem.cuSeqlens[b]; t < problem.cuSeqlens[b + 1]; ++t)
-      positions[t] = t - problem.cuSeqlens[b];
+      positions[t] = t - problem.cuSeqlens[b] + (offsets ? (*offsets)[b] : 0);
+  return positions;
+}
+
+/// The 2-norm bound and flip list of row `index` of `rows`, from its values
+/// and deviations.
+static void finishRow(HeadRows &rows, int64_t index) {
+  double squares = 0.0;
+  const double *out = rows.row(index), *dev = rows.rowDeviation(index);
+  rows.flips[index].clear();
+  for (int64_t d = 0; d < rows.headDim; ++d) {
+    double bound = std::fabs(out[d]) + dev[d];
+    squares += bound * bound;
+    if (dev[d] > 0.0)
+      rows.flips[index].push_back(static_cast<int32_t>(d));
+  }
+  rows.norm[index] = std::sqrt(squares);
+}
+
+static HeadRows makeHeadRows(int64_t rowCount, int64_t dim) {
+  HeadRows rows;
+  rows.headDim = dim;
+  rows.value.assign(rowCount * dim, 0.0);
+  rows.deviation.assign(rowCount * dim, 0.0);
+  rows.flips.resize(rowCount);
+  rows.norm.assign(rowCount, 0.0);
+  return rows;
+}
+
+static HeadRows normalizeHeads(const AttentionProblem &problem,
+                               const RowsView &view, const ParamView &weight,
+                               int64_t heads,
+                               const std::vector<int64_t> &positions) {
+  int64_t tokens = problem.getNumTokens(), dim = problem.headDim;
+  ElementType type = problem.type;
+  HeadRows rows = makeHeadRows(tokens * heads, dim);
   std::vector<double> v(dim), dv(dim, 0.0);
   for (int64_t token = 0; token < tokens; ++token) {
     for (int64_t head = 0; head < heads; ++head) {
@@ -159,14 +188,7 @@ static HeadRows normalizeHeads(const AttentionProblem &problem,
       }
       if (problem.rope != RopeStyle::None)
         rotateRow(problem, positions[token], out, dev);
-      double squares = 0.0;
-      for (int64_t d = 0; d < dim; ++d) {
-        double bound = std::fabs(out[d]) + dev[d];
-        squares += bound * bound;
-        if (dev[d] > 0.0)
-          rows.flips[index].push_back(static_cast<int32_t>(d));
-      }
-      rows.norm[index] = std::sqrt(squares);
+      finishRow(rows, index);
     }
   }
   return rows;
@@ -182,117 +204,256 @@ static double getSubnormalError(ElementType type) {
   return std::max(ulp(type, 0.0) / 2, kF32MinNormal);
 }
 
-AttentionExpected check::referenceAttention(const AttentionProblem &problem,
-                                            const AttentionOperands &operands) {
-  const AttentionProblem &p = problem;
+namespace {
+/// The attention of the graph over prepared rows: qn (queries x heads), kn
+/// and v (keys x kv heads), query i attending to keys [keyBegin[i],
+/// keyEnd[i]).
+struct Attend {
+  const AttentionProblem &p;
+  const HeadRows &qn, &kn;
+  const std::vector<double> &v; // keys x numKvHeads x headDim
+  std::vector<int64_t> keyBegin, keyEnd;
+  /// The kernel combines the outputs of up to kMaxDecodeSplits key ranges
+  /// (decode's split-KV): the extra roundings of each range's log2-sum-exp
+  /// and of the combine.
+  bool splitCombine = false;
+
+  void run(ExpectedRows &output, ExpectedRows *lseRows) const;
+};
+} // namespace
+
+/// See kMaxDecodeSplits (Buffers.h): the combine's terms.
+constexpr int64_t kMaxCombinedSplits = 64;
+
+void Attend::run(ExpectedRows &output, ExpectedRows *lseRows) const {
   ElementType type = p.type;
-  int64_t tokens = p.getNumTokens(), dim = p.headDim;
-  AttentionExpected expected;
-  expected.output = ExpectedRows(tokens, p.numHeads * dim);
-  expected.lse = ExpectedRows(p.numHeads, tokens);
-
-  HeadRows qn = normalizeHeads(p, operands.q, operands.qWeight, p.numHeads);
-  HeadRows kn = normalizeHeads(p, operands.k, operands.kWeight, p.numKvHeads);
-  std::vector<double> v(tokens * p.numKvHeads * dim);
-  for (int64_t token = 0; token < tokens; ++token)
-    for (int64_t col = 0; col < p.numKvHeads * dim; ++col)
-      v[token * p.numKvHeads * dim + col] = operands.v.at(token, col);
-
+  int64_t dim = p.headDim, queries = keyBegin.size();
   double uT = getUnitRoundoff(type), minNormal = getMinNormal(type);
   double subnormal = 1.01 * getSubnormalError(type);
   double dotError = getStatisticError(dim);
   std::vector<double> s, tau, weight;
   std::vector<char> prone;
   std::vector<double> o(dim), spread(dim), magnitude(dim), small(dim);
+  auto vRow = [&](int64_t key, int64_t g) {
+    return v.data() + (key * p.numKvHeads + g) * dim;
+  };
 
-  for (size_t b = 0; b + 1 < p.cuSeqlens.size(); ++b) {
-    int64_t start = p.cuSeqlens[b], end = p.cuSeqlens[b + 1];
-    for (int64_t i = start; i < end; ++i) {
-      int64_t keys = (p.causal ? i + 1 : end) - start;
-      double accumulation = 2 * getStatisticError(2 * keys) + 4 * u;
-      s.resize(keys);
-      tau.resize(keys);
-      weight.resize(keys);
-      prone.resize(keys);
-      for (int64_t h = 0; h < p.numHeads; ++h) {
-        int64_t g = p.getKvHead(h), qIndex = i * p.numHeads + h;
-        const double *q = qn.row(qIndex), *dq = qn.rowDeviation(qIndex);
+  for (int64_t i = 0; i < queries; ++i) {
+    int64_t start = keyBegin[i], keys = keyEnd[i] - keyBegin[i];
+    double accumulation = 2 * getStatisticError(2 * keys) + 4 * u;
+    if (splitCombine)
+      accumulation += 2 * getStatisticError(2 * kMaxCombinedSplits) + 4 * u;
+    s.resize(keys);
+    tau.resize(keys);
+    weight.resize(keys);
+    prone.resize(keys);
+    for (int64_t h = 0; h < p.numHeads; ++h) {
+      int64_t g = p.getKvHead(h), qIndex = i * p.numHeads + h;
+      const double *q = qn.row(qIndex), *dq = qn.rowDeviation(qIndex);
 
-        // Scores and their errors (before the exp argument's).
-        for (int64_t j = 0; j < keys; ++j) {
-          int64_t kIndex = (start + j) * p.numKvHeads + g;
-          const double *k = kn.row(kIndex), *dk = kn.rowDeviation(kIndex);
-          double dot = 0.0;
-          for (int64_t d = 0; d < dim; ++d)
-            dot += q[d] * k[d];
-          double flip = 0.0;
-          for (int32_t d : qn.flips[qIndex])
-            flip += dq[d] * (std::fabs(k[d]) + dk[d]);
-          for (int32_t d : kn.flips[kIndex])
-            flip += std::fabs(q[d]) * dk[d];
-          s[j] = p.scale * dot;
-          tau[j] = std::fabs(p.scale) *
-                   (flip + dotError * qn.norm[qIndex] * kn.norm[kIndex]);
-        }
-        double m = *std::max_element(s.begin(), s.end());
-        double largest = 0.0;
-        for (double score : s)
-          largest = std::max(largest, std::fabs(score));
-
-        // The graph's softmax and output, and the log perturbations.
-        double sum = 0.0, tauMax = 0.0;
-        for (int64_t j = 0; j < keys; ++j) {
-          weight[j] = std::exp(s[j] - m);
-          sum += weight[j];
-          tau[j] += 4 * u * (std::fabs(s[j]) + largest) + kApproxError;
-          tauMax = std::max(tauMax, tau[j]);
-        }
-        std::fill(o.begin(), o.end(), 0.0);
-        double tauBar = 0.0, perturbed = 0.0;
-        for (int64_t j = 0; j < keys; ++j) {
-          // The kernel's p in the final frame is >= e^(s - m - tau - tauMax).
-          prone[j] = weight[j] * std::exp(-tau[j] - tauMax) < minNormal;
-          weight[j] /= sum;
-          tauBar += weight[j] * tau[j];
-          perturbed += weight[j] * std::exp(tau[j]);
-          const double *vj = v.data() + ((start + j) * p.numKvHeads + g) * dim;
-          for (int64_t d = 0; d < dim; ++d)
-            o[d] += weight[j] * vj[d];
-        }
-
-        std::fill(spread.begin(), spread.end(), 0.0);
-        std::fill(magnitude.begin(), magnitude.end(), 0.0);
-        std::fill(small.begin(), small.end(), 0.0);
-        for (int64_t j = 0; j < keys; ++j) {
-          const double *vj = v.data() + ((start + j) * p.numKvHeads + g) * dim;
-          double shift = weight[j] * std::expm1(tau[j]);
-          double bound = weight[j] * std::exp(tau[j] + tauBar);
-          for (int64_t d = 0; d < dim; ++d) {
-            spread[d] += shift * std::fabs(vj[d] - o[d]);
-            magnitude[d] += bound * std::fabs(vj[d]);
-          }
-          if (prone[j])
-            for (int64_t d = 0; d < dim; ++d)
-              small[d] += std::fabs(vj[d]);
-        }
-        double zInverse = std::exp(tauBar);
-        for (int64_t d = 0; d < dim; ++d) {
-          double rounding = uT * magnitude[d] + subnormal * small[d];
-          double error = zInverse * spread[d] + rounding +
-                         accumulation * (magnitude[d] + rounding);
-          expected.output.at(i, h * dim + d) = {
-              roundTo(type, o[d]), error + ulp(type, std::fabs(o[d]) + error)};
-        }
-
-        double logSum = std::log(sum), lse = m + logSum;
-        double error = std::log(perturbed) +
-                       1.01 * getStatisticError(2 * keys) +
-                       kApproxError * (1 + std::fabs(logSum)) +
-                       4 * u * (std::fabs(m) + std::fabs(logSum));
-        expected.lse.at(h, i) = {
-            lse, error + ulp(ElementType::f32, std::fabs(lse) + error)};
+      // Scores and their errors (before the exp argument's).
+      for (int64_t j = 0; j < keys; ++j) {
+        int64_t kIndex = (start + j) * p.numKvHeads + g;
+        const double *k = kn.row(kIndex), *dk = kn.rowDeviation(kIndex);
+        double dot = 0.0;
+        for (int64_t d = 0; d < dim; ++d)
+          dot += q[d] * k[d];
+        double flip = 0.0;
+        for (int32_t d : qn.flips[qIndex])
+          flip += dq[d] * (std::fabs(k[d]) + dk[d]);
+        for (int32_t d : kn.flips[kIndex])
+          flip += std::fabs(q[d]) * dk[d];
+        s[j] = p.scale * dot;
+        tau[j] = std::fabs(p.scale) *
+                 (flip + dotError * qn.norm[qIndex] * kn.norm[kIndex]);
       }
+      double m = *std::max_element(s.begin(), s.end());
+      double largest = 0.0;
+      for (double score : s)
+        largest = std::max(largest, std::fabs(score));
+      // A range's lse = m + lg2(l) (lg2.approx, 4u of the sum) and the
+      // combine's ex2.approx of lse - max (2u of each), in log2 units:
+      // the same log perturbation of every key of the range.
+      double combineTau = 0.0;
+      if (splitCombine)
+        combineTau = std::log(2.0) *
+                     (2 * kApproxError +
+                      8 * u * (2 * largest / std::log(2.0) +
+                               std::log2(static_cast<double>(keys)) + 1));
+
+      // The graph's softmax and output, and the log perturbations.
+      double sum = 0.0, tauMax = 0.0;
+      for (int64_t j = 0; j < keys; ++j) {
+        weight[j] = std::exp(s[j] - m);
+        sum += weight[j];
+        tau[j] += 4 * u * (std::fabs(s[j]) + largest) + kApproxError +
+                  combineTau;
+        tauMax = std::max(tauMax, tau[j]);
+      }
+      std::fill(o.begin(), o.end(), 0.0);
+      double tauBar = 0.0, perturbed = 0.0;
+      for (int64_t j = 0; j < keys; ++j) {
+        // The kernel's p in the final frame is >= e^(s - m - tau - tauMax).
+        prone[j] = weight[j] * std::exp(-tau[j] - tauMax) < minNormal;
+        weight[j] /= sum;
+        tauBar += weight[j] * tau[j];
+        perturbed += weight[j] * std::exp(tau[j]);
+        const double *vj = vRow(start + j, g);
+        for (int64_t d = 0; d < dim; ++d)
+          o[d] += weight[j] * vj[d];
+      }
+
+      std::fill(spread.begin(), spread.end(), 0.0);
+      std::fill(magnitude.begin(), magnitude.end(), 0.0);
+      std::fill(small.begin(), small.end(), 0.0);
+      for (int64_t j = 0; j < keys; ++j) {
+        const double *vj = vRow(start + j, g);
+        double shift = weight[j] * std::expm1(tau[j]);
+        double bound = weight[j] * std::exp(tau[j] + tauBar);
+        for (int64_t d = 0; d < dim; ++d) {
+          spread[d] += shift * std::fabs(vj[d] - o[d]);
+          magnitude[d] += bound * std::fabs(vj[d]);
+        }
+        if (prone[j])
+          for (int64_t d = 0; d < dim; ++d)
+            small[d] += std::fabs(vj[d]);
+      }
+      double zInverse = std::exp(tauBar);
+      for (int64_t d = 0; d < dim; ++d) {
+        double rounding = uT * magnitude[d] + subnormal * small[d];
+        double error = zInverse * spread[d] + rounding +
+                       accumulation * (magnitude[d] + rounding);
+        output.at(i, h * dim + d) = {
+            roundTo(type, o[d]), error + ulp(type, std::fabs(o[d]) + error)};
+      }
+
+      if (!lseRows)
+        continue;
+      double logSum = std::log(sum), lse = m + logSum;
+      double error = std::log(perturbed) + 1.01 * getStatisticError(2 * keys) +
+                     kApproxError * (1 + std::fabs(logSum)) +
+                     4 * u * (std::fabs(m) + std::fabs(logSum));
+      lseRows->at(h, i) = {lse,
+                           error + ulp(ElementType::f32, std::fabs(lse) + error)};
     }
   }
+}
+
+/// The v rows of `view` as doubles, keys x cols.
+static void appendRows(std::vector<double> &out, const RowsView &view,
+                       int64_t first, int64_t count) {
+  for (int64_t row = first; row < first + count; ++row)
+    for (int64_t col = 0; col < view.cols; ++col)
+      out.push_back(view.at(row, col));
+}
+
+AttentionExpected check::referenceAttention(const AttentionProblem &problem,
+                                            const AttentionOperands &operands) {
+  const AttentionProblem &p = problem;
+  int64_t tokens = p.getNumTokens(), dim = p.headDim;
+  AttentionExpected expected;
+  expected.output = ExpectedRows(tokens, p.numHeads * dim);
+  expected.lse = ExpectedRows(p.numHeads, tokens);
+
+  std::vector<int64_t> positions = getPositions(p);
+  HeadRows qn =
+      normalizeHeads(p, operands.q, operands.qWeight, p.numHeads, positions);
+  HeadRows kn =
+      normalizeHeads(p, operands.k, operands.kWeight, p.numKvHeads, positions);
+  std::vector<double> v;
+  appendRows(v, operands.v, 0, tokens);
+  Attend attend{p, qn, kn, v, {}, {}};
+  for (size_t b = 0; b + 1 < p.cuSeqlens.size(); ++b)
+    for (int64_t i = p.cuSeqlens[b]; i < p.cuSeqlens[b + 1]; ++i) {
+      attend.keyBegin.push_back(p.cuSeqlens[b]);
+      attend.keyEnd.push_back(p.causal ? i + 1 : p.cuSeqlens[b + 1]);
+    }
+  attend.run(expected.output, &expected.lse);
+  return expected;
+}
+
+Status check::verifyDecodeProblem(const DecodeProblem &problem,
+                                  const DecodeOperands &operands) {
+  const AttentionProblem &p = problem.step;
+  if (p.causal)
+    return Status::invalid("decode: causal by position; 'causal' is prefill's");
+  if (Status status = verifyAttentionProblem(p, operands.step); !status)
+    return status;
+  int64_t batch = static_cast<int64_t>(p.cuSeqlens.size()) - 1;
+  if (static_cast<int64_t>(problem.cacheSeqlens.size()) != batch)
+    return Status::invalid("decode: one cache length per sequence");
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t length = problem.cacheSeqlens[b];
+    int64_t added = p.cuSeqlens[b + 1] - p.cuSeqlens[b];
+    if (length < 0 || length + added > problem.cacheCapacity)
+      return Status::invalid("decode: sequence " + std::to_string(b) +
+                             " does not fit the cache's capacity");
+  }
+  for (const RowsView *cache : {&operands.kCache, &operands.vCache})
+    if (!cache->data || cache->type != p.type ||
+        cache->rows < batch * problem.cacheCapacity ||
+        cache->cols != p.numKvHeads * p.headDim || cache->stride < cache->cols)
+      return Status::invalid("decode: a cache does not match the problem");
+  return Status::success();
+}
+
+DecodeExpected check::referenceDecode(const DecodeProblem &problem,
+                                      const DecodeOperands &operands) {
+  const AttentionProblem &p = problem.step;
+  int64_t tokens = p.getNumTokens(), dim = p.headDim;
+  int64_t kvCols = p.numKvHeads * dim;
+  DecodeExpected expected;
+  expected.output = ExpectedRows(tokens, p.numHeads * dim);
+  expected.kAppended = ExpectedRows(tokens, kvCols);
+  expected.vAppended = ExpectedRows(tokens, kvCols);
+
+  std::vector<int64_t> positions = getPositions(p, &problem.cacheSeqlens);
+  HeadRows qn = normalizeHeads(p, operands.step.q, operands.step.qWeight,
+                               p.numHeads, positions);
+  HeadRows added = normalizeHeads(p, operands.step.k, operands.step.kWeight,
+                                  p.numKvHeads, positions);
+  // The keys each sequence attends to: its cache rows as stored, then its
+  // new rows as appended.
+  int64_t keys = 0, batch = static_cast<int64_t>(p.cuSeqlens.size()) - 1;
+  for (int64_t b = 0; b < batch; ++b)
+    keys += problem.cacheSeqlens[b] + p.cuSeqlens[b + 1] - p.cuSeqlens[b];
+  HeadRows kn = makeHeadRows(keys * p.numKvHeads, dim);
+  std::vector<double> v;
+  Attend attend{p, qn, kn, v, {}, {}};
+  attend.splitCombine = true;
+  int64_t key = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t cached = problem.cacheSeqlens[b];
+    int64_t first = p.cuSeqlens[b], count = p.cuSeqlens[b + 1] - first;
+    int64_t begin = key;
+    for (int64_t row = 0; row < cached; ++row, ++key)
+      for (int64_t g = 0; g < p.numKvHeads; ++g) {
+        int64_t index = key * p.numKvHeads + g;
+        for (int64_t d = 0; d < dim; ++d)
+          kn.value[index * dim + d] = operands.kCache.at(
+              b * problem.cacheCapacity + row, g * dim + d);
+        finishRow(kn, index);
+      }
+    appendRows(v, operands.vCache, b * problem.cacheCapacity, cached);
+    for (int64_t t = first; t < first + count; ++t, ++key)
+      for (int64_t g = 0; g < p.numKvHeads; ++g) {
+        int64_t index = key * p.numKvHeads + g, from = t * p.numKvHeads + g;
+        std::copy_n(added.row(from), dim, kn.value.data() + index * dim);
+        std::copy_n(added.rowDeviation(from), dim,
+                    kn.deviation.data() + index * dim);
+        finishRow(kn, index);
+        for (int64_t d = 0; d < dim; ++d)
+          expected.kAppended.at(t, g * dim + d) = {added.row(from)[d],
+                                                   added.rowDeviation(from)[d]};
+      }
+    appendRows(v, operands.step.v, first, count);
+    for (int64_t t = first; t < first + count; ++t) {
+      for (int64_t col = 0; col < kvCols; ++col)
+        expected.vAppended.at(t, col) = {operands.step.v.at(t, col), 0.0};
+      attend.keyBegin.push_back(begin);
+      attend.keyEnd.push_back(begin + cached + (t - first) + 1);
+    }
+  }
+  attend.run(expected.output, nullptr);
   return expected;
 }

@@ -63,7 +63,19 @@
 //
 // Assumed of the kernel: round-to-nearest conversions (P may be subnormal
 // in T, not flushed), l from the unrounded p (as FlashAttention-2), one
-// pass over the keys (no split-KV combine).
+// pass over the keys, or (decode) up to 64 key ranges combined: each
+// range's f32 output o_s = O_s / l_s and log2-sum-exp m_s + lg2.approx(l_s)
+// (2^-21 + 4u (|m_s| + |log2 l_s|)), weighed by ex2.approx(lse_s - max)
+// (2^-21 + 4u of the argument): a log perturbation of every key of the
+// range, ln 2 (2^-20 + 8u (2 max|s| log2 e + log2 n + 1)), and the
+// combine's f32 sums, 2 g(128) + 4u more of the accumulation.
+//
+// Decode (referenceDecode): the keys of sequence b are its cache rows as
+// stored (no norm, no rotation: they were appended so), then its new rows
+// normalized and rotated at positions cacheSeqlens[b] + i; new token i
+// attends to the cache and the new tokens up to itself. The appended k rows
+// are the graph's kn (exact unless flip-prone: then 1 ulp), the v rows the
+// stored v.
 //
 // The expected output value is round_T(o) (the graph's output); the expected
 // lse is the exact one. In effect: 1 ulp plus u_T sum_j pi_j |v_j|, the
@@ -143,6 +155,39 @@ Status verifyAttentionProblem(const AttentionProblem &problem,
 
 AttentionExpected referenceAttention(const AttentionProblem &problem,
                                      const AttentionOperands &operands);
+
+/// One decode step: `step` holds the new tokens (cuSeqlens; its `causal`
+/// must be false: decode is causal by position), sequence b has
+/// cacheSeqlens[b] rows at rows b x cacheCapacity on of the caches.
+struct DecodeProblem {
+  AttentionProblem step;
+  std::vector<int64_t> cacheSeqlens;
+  int64_t cacheCapacity = 0;
+};
+
+/// The new tokens' q, k, v and weights, and the caches before the append
+/// (batch x cacheCapacity rows of numKvHeads x headDim).
+struct DecodeOperands {
+  AttentionOperands step;
+  RowsView kCache, vCache;
+};
+
+struct DecodeExpected {
+  /// New tokens x numHeads * headDim.
+  ExpectedRows output;
+  /// New tokens x numKvHeads * headDim: the rows appended to the caches
+  /// (token t of sequence b at cache row b x capacity + cacheSeqlens[b] +
+  /// t - cuSeqlens[b]); every other cache row stays as it was.
+  ExpectedRows kAppended, vAppended;
+};
+
+/// Whether `problem` and `operands` fit together (as verifyAttentionProblem,
+/// and every sequence's cache plus its new tokens within the capacity).
+Status verifyDecodeProblem(const DecodeProblem &problem,
+                           const DecodeOperands &operands);
+
+DecodeExpected referenceDecode(const DecodeProblem &problem,
+                               const DecodeOperands &operands);
 
 } // namespace norm::check
 

@@ -10,7 +10,9 @@ static constexpr BufferSlot kAllSlots[] = {
     BufferSlot::Variance, BufferSlot::Output,  BufferSlot::ResidualOut,
     BufferSlot::Qkv,      BufferSlot::QWeight, BufferSlot::KWeight,
     BufferSlot::Q,        BufferSlot::K,       BufferSlot::V,
-    BufferSlot::CuSeqlens, BufferSlot::Lse};
+    BufferSlot::CuSeqlens, BufferSlot::Lse,   BufferSlot::KCache,
+    BufferSlot::VCache,   BufferSlot::CacheSeqlens, BufferSlot::Workspace,
+    BufferSlot::Semaphores};
 static_assert(sizeof(kAllSlots) / sizeof(kAllSlots[0]) == kNumBufferSlots);
 
 std::string_view norm::getBufferSlotName(BufferSlot slot) {
@@ -49,6 +51,16 @@ std::string_view norm::getBufferSlotName(BufferSlot slot) {
     return "cu_seqlens";
   case BufferSlot::Lse:
     return "lse";
+  case BufferSlot::KCache:
+    return "k_cache";
+  case BufferSlot::VCache:
+    return "v_cache";
+  case BufferSlot::CacheSeqlens:
+    return "cache_seqlens";
+  case BufferSlot::Workspace:
+    return "workspace";
+  case BufferSlot::Semaphores:
+    return "semaphores";
   }
   return "?";
 }
@@ -88,7 +100,8 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
     rows(BufferSlot::K, spec.output, kv * h, true);
     return buffers;
   }
-  case OpKind::Attention: {
+  case OpKind::Attention:
+  case OpKind::AttentionDecode: {
     int64_t q = spec.numQHeads, kv = spec.numKvHeads;
     rows(BufferSlot::Q, spec.input, q * h, false);
     rows(BufferSlot::K, spec.input, kv * h, false);
@@ -98,6 +111,19 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
       vector(BufferSlot::KWeight, spec.param, h, false);
     }
     vector(BufferSlot::CuSeqlens, ElementType::i32, /*cols=*/0, false);
+    if (spec.kind == OpKind::AttentionDecode) {
+      vector(BufferSlot::CacheSeqlens, ElementType::i32, 0, false);
+      rows(BufferSlot::Output, spec.output, q * h, true);
+      for (BufferSlot cache : {BufferSlot::KCache, BufferSlot::VCache}) {
+        rows(cache, spec.input, kv * h, true);
+        buffers.back().updated = true;
+      }
+      vector(BufferSlot::Workspace, ElementType::f32, 0, true);
+      buffers.back().scratch = true;
+      vector(BufferSlot::Semaphores, ElementType::i32, 0, true);
+      buffers.back().scratch = true;
+      return buffers;
+    }
     rows(BufferSlot::Output, spec.output, q * h, true);
     // Token-major like every other buffer: row t holds the heads of token t.
     if (spec.writeLse)
@@ -126,10 +152,32 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
   return buffers;
 }
 
+int64_t norm::getDecodeTiles(const OpSpec &spec, int64_t rowsPerCta,
+                             const DecodeShape &shape) {
+  return getQueryTiles(shape.rows, spec.numQHeads / spec.numKvHeads,
+                       rowsPerCta, shape.batch);
+}
+
+int64_t norm::getLaunchLength(const OpSpec &spec, BufferSlot slot,
+                              int64_t rowsPerCta, const DecodeShape &shape) {
+  switch (slot) {
+  case BufferSlot::CuSeqlens:
+    return shape.batch + 1;
+  case BufferSlot::CacheSeqlens:
+    return shape.batch;
+  case BufferSlot::Workspace:
+    return shape.splits * shape.rows * spec.numQHeads * (spec.hidden + 1);
+  case BufferSlot::Semaphores:
+    return spec.numKvHeads * getDecodeTiles(spec, rowsPerCta, shape);
+  default:
+    return 0;
+  }
+}
+
 int64_t norm::getBytesPerRow(const OpSpec &spec) {
   int64_t bytes = 0;
   for (const BufferSpec &buffer : getBuffers(spec))
-    if (buffer.rows2D)
+    if (buffer.rows2D && !buffer.updated)
       bytes += buffer.cols * getElementBytes(buffer.type);
   return bytes;
 }

@@ -37,8 +37,13 @@ enum class BufferSlot : int {
   V,
   CuSeqlens,
   Lse,
+  KCache,
+  VCache,
+  CacheSeqlens,
+  Workspace,
+  Semaphores,
 };
-constexpr int kNumBufferSlots = 17;
+constexpr int kNumBufferSlots = 22;
 
 /// "input", "residual_out", "q_weight", ...: the names of the kernel ops'
 /// operands and results and of kernel parameters.
@@ -50,18 +55,28 @@ struct BufferSpec {
   BufferSlot slot;
   ElementType type;
   /// Row length (2-D) or element count (1-D); 0 for a 1-D buffer whose
-  /// length comes with the launch (attention's batch + 1 sequence offsets).
+  /// length comes with the launch (attention's batch + 1 sequence offsets,
+  /// decode's cache lengths and workspace: see getLaunchLength).
   int64_t cols;
   bool rows2D;  // rows x cols, with a row stride
   bool written; // an output
+  /// Read and written in place (decode's KV cache): an operand of the
+  /// kernel op whose new value is a result. Its rows are the cache's,
+  /// batch x cache_capacity, not the launch's tokens.
+  bool updated = false;
+  /// Scratch the runtime owns (decode's split-KV partials and their
+  /// semaphores), not a tensor of the graph.
+  bool scratch = false;
 };
 
 /// The buffers of the kernel of `spec` in parameter order: the inputs
 /// (norm.fused_row: input, addend, skip, weight, bias, mean, variance;
 /// norm.qk_norm_prologue: qkv, q_weight, k_weight; norm.column_stats:
-/// input; norm.attention_kernel: q, k, v, q_weight, k_weight, cu_seqlens),
-/// then the outputs (output, residual_out; q, k; mean, variance; output,
-/// lse).
+/// input; norm.attention_kernel: q, k, v, q_weight, k_weight, cu_seqlens;
+/// norm.attention_decode_kernel: the same and cache_seqlens), then the
+/// outputs (output, residual_out; q, k; mean, variance; output, lse;
+/// output, k_cache and v_cache (updated), workspace and semaphores
+/// (scratch)).
 std::vector<BufferSpec> getBuffers(const OpSpec &spec);
 
 /// Bytes all 2-D buffers move per logical row (per token for QK-Norm).
@@ -80,6 +95,39 @@ Status verifySequenceOffsetCount(int64_t count);
 
 /// The sequences that `count` offsets delimit (the kernel's `batch`).
 inline int64_t getBatchOfOffsets(int64_t count) { return count - 1; }
+
+/// One decode launch: `rows` new tokens of `batch` sequences, a cache of
+/// `cacheCapacity` rows per sequence, the keys split over `splits` CTAs.
+struct DecodeShape {
+  int64_t rows = 0, batch = 0, cacheCapacity = 0, splits = 1;
+};
+
+/// The query tiles an attention grid counts per head (prefill) or kv head
+/// (decode): each sequence's query rows (tokens x `group` heads, token-major)
+/// in tiles of `rowsPerCta`, the last partial, so ceil(rows x group /
+/// rowsPerCta) + batch at most, the bound the grid uses.
+inline int64_t getQueryTiles(int64_t rows, int64_t group, int64_t rowsPerCta,
+                             int64_t batch) {
+  return (rows * group + rowsPerCta - 1) / rowsPerCta + batch;
+}
+
+/// getQueryTiles of a decode launch, whose rows are the query heads of one
+/// kv head.
+int64_t getDecodeTiles(const OpSpec &spec, int64_t rowsPerCta,
+                       const DecodeShape &shape);
+
+/// The elements of a 1-D buffer whose length comes with the launch
+/// (BufferSpec::cols 0): cu_seqlens batch + 1, cache_seqlens batch; decode's
+/// workspace splits x rows x heads x (head_dim + 1) f32 (each split's
+/// normalized output row and its log2-sum-exp) and its semaphores, one i32
+/// per query tile and kv head, zero before the first launch (every launch
+/// leaves them zero).
+int64_t getLaunchLength(const OpSpec &spec, BufferSlot slot,
+                        int64_t rowsPerCta, const DecodeShape &shape);
+
+/// The most CTAs over which a decode launch splits a sequence's keys (each
+/// split of a query tile runs the combine's loop over all of them).
+constexpr int64_t kMaxDecodeSplits = 64;
 
 } // namespace norm
 

@@ -17,12 +17,13 @@
 
 using namespace norm;
 
-int64_t KernelSignature::getGridX(int64_t rows, int64_t batch) const {
+int64_t KernelSignature::getGridX(int64_t rows, int64_t batch,
+                                  int64_t splits) const {
   if (fixedGridX)
     return fixedGridX;
   if (isAttention())
-    return rowMultiplier *
-           ((rows + launch.rowsPerCta - 1) / launch.rowsPerCta + batch);
+    return rowMultiplier * (isDecode() ? splits : 1) *
+           getQueryTiles(rows, queryGroup, launch.rowsPerCta, batch);
   int64_t kernelRows = rows * rowMultiplier;
   return (kernelRows + launch.rowsPerCta - 1) / launch.rowsPerCta;
 }
@@ -31,6 +32,11 @@ std::string KernelSignature::getGridFormula() const {
   std::ostringstream os;
   if (fixedGridX) {
     os << fixedGridX;
+    return os.str();
+  }
+  if (isDecode()) {
+    os << rowMultiplier << " * kv_splits * (ceil(rows * " << queryGroup
+       << " / " << launch.rowsPerCta << ") + batch)";
     return os.str();
   }
   if (isAttention()) {
@@ -73,7 +79,8 @@ static std::string getKernelPrefix(const OpSpec &spec) {
        << "_f32";
     return os.str();
   case OpKind::Attention:
-    os << "norm_attn";
+  case OpKind::AttentionDecode:
+    os << (spec.kind == OpKind::Attention ? "norm_attn" : "norm_decode");
     if (spec.qkStatistic != Statistic::None)
       os << "_qk" << getStatisticName(spec.qkStatistic);
     if (spec.causal)
@@ -143,6 +150,9 @@ Status norm::describeKernel(const OpSpec &spec, const LaunchConfig &launch,
     // One "row" of work per `vector` columns.
     int64_t tiles = (normal.hidden + launch.vector - 1) / launch.vector;
     sig.fixedGridX = (tiles + launch.rowsPerCta - 1) / launch.rowsPerCta;
+  } else if (normal.kind == OpKind::AttentionDecode) {
+    sig.rowMultiplier = normal.numKvHeads;
+    sig.queryGroup = normal.numQHeads / normal.numKvHeads;
   } else {
     sig.rowMultiplier = getRowsPerToken(normal);
   }
@@ -155,22 +165,37 @@ Status norm::describeKernel(const OpSpec &spec, const LaunchConfig &launch,
     param.rowMajor2D = buffer.rows2D;
     param.readOnly = !buffer.written;
     // Attention's tiles are 16-byte vectors of bf16 or f16; its sequence
-    // offsets are read, and its log-sum-exps written, one by one.
-    bool scalar = buffer.slot == BufferSlot::CuSeqlens ||
-                  buffer.slot == BufferSlot::Lse;
+    // offsets and cache lengths are read, and its log-sum-exps, partials
+    // and semaphores written, one by one.
+    bool scalar = !buffer.rows2D && buffer.cols == 0;
+    scalar |= buffer.slot == BufferSlot::Lse;
     param.alignment = scalar ? getElementBytes(buffer.type)
                              : getBufferAlignment(buffer.type, launch.vector);
+    // The runtime allocates the partials, whose quads the combine reads
+    // whole.
+    if (buffer.slot == BufferSlot::Workspace)
+      param.alignment = 16;
     sig.params.push_back(std::move(param));
   }
   KernelParam rows;
   rows.kind = KernelParam::Kind::Rows;
   rows.name = "rows";
   sig.params.push_back(rows);
-  if (normal.kind == OpKind::Attention) {
+  if (isAttention(normal.kind)) {
     KernelParam batch;
     batch.kind = KernelParam::Kind::Batch;
     batch.name = "batch";
     sig.params.push_back(batch);
+  }
+  if (normal.kind == OpKind::AttentionDecode) {
+    for (auto [kind, name] :
+         {std::pair{KernelParam::Kind::KvSplits, "kv_splits"},
+          std::pair{KernelParam::Kind::CacheCapacity, "cache_capacity"}}) {
+      KernelParam param;
+      param.kind = kind;
+      param.name = name;
+      sig.params.push_back(param);
+    }
   }
   for (const BufferSpec &buffer : buffers) {
     if (!buffer.rows2D)
@@ -213,6 +238,10 @@ static std::string_view getParamKindName(KernelParam::Kind kind) {
     return "batch";
   case KernelParam::Kind::RowStride:
     return "row_stride";
+  case KernelParam::Kind::KvSplits:
+    return "kv_splits";
+  case KernelParam::Kind::CacheCapacity:
+    return "cache_capacity";
   }
   return "?";
 }
@@ -230,7 +259,10 @@ std::string KernelSignature::toJson() const {
   os << "}, \"block_threads\": " << blockThreads
      << ", \"grid\": " << quote(getGridFormula())
      << ", \"row_multiplier\": " << rowMultiplier
-     << ", \"fixed_grid_x\": " << fixedGridX
+     << ", \"fixed_grid_x\": " << fixedGridX;
+  if (queryGroup != 1)
+    os << ", \"query_group\": " << queryGroup;
+  os
      << ", \"shared_bytes\": " << sharedBytes;
   if (!fallback.empty())
     os << ", \"fallback\": " << quote(fallback);
@@ -512,6 +544,8 @@ std::optional<KernelSignature> signatureFromJson(const Json &json,
   sig.blockThreads = fields.integer("block_threads");
   sig.rowMultiplier = fields.integer("row_multiplier");
   sig.fixedGridX = fields.integer("fixed_grid_x");
+  if (json.object.count("query_group"))
+    sig.queryGroup = fields.integer("query_group");
   sig.sharedBytes = fields.integer("shared_bytes");
   if (json.object.count("fallback"))
     sig.fallback = fields.string("fallback");
@@ -554,6 +588,10 @@ std::optional<KernelSignature> signatureFromJson(const Json &json,
         param.kind = KernelParam::Kind::Batch;
       } else if (kind == "row_stride") {
         param.kind = KernelParam::Kind::RowStride;
+      } else if (kind == "kv_splits") {
+        param.kind = KernelParam::Kind::KvSplits;
+      } else if (kind == "cache_capacity") {
+        param.kind = KernelParam::Kind::CacheCapacity;
       } else if (error.empty()) {
         error = "unknown parameter kind '" + kind + "'";
       }
@@ -565,6 +603,7 @@ std::optional<KernelSignature> signatureFromJson(const Json &json,
   if (sig.name.empty() || sig.launch.rowsPerCta <= 0 ||
       sig.launch.warps <= 0 || sig.launch.vector <= 0 ||
       sig.launch.threadsPerRow <= 0 || sig.rowMultiplier <= 0 ||
+      sig.queryGroup <= 0 ||
       sig.blockThreads != sig.launch.getThreadsPerCta()) {
     error = "inconsistent kernel signature '" + sig.name + "'";
     return std::nullopt;

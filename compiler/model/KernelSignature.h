@@ -33,7 +33,7 @@
 namespace norm {
 
 struct KernelParam {
-  enum class Kind { Buffer, Rows, Batch, RowStride };
+  enum class Kind { Buffer, Rows, Batch, RowStride, KvSplits, CacheCapacity };
   Kind kind = Kind::Buffer;
   /// The operand or result name: "input", "addend", "weight", "output", ...
   /// Strides are named after their buffer with "_stride".
@@ -71,8 +71,15 @@ struct KernelSignature {
   /// empty when there is none in the same bundle.
   std::string fallback;
 
-  int64_t getGridX(int64_t rows, int64_t batch = 0) const;
+  /// Decode attention: query heads per kv head, the rows of a query tile
+  /// per token (1 otherwise); rowMultiplier is the kv heads.
+  int64_t queryGroup = 1;
+
+  /// decode: rowMultiplier (kv heads) x splits x getQueryTiles(rows,
+  /// queryGroup, rowsPerCta, batch).
+  int64_t getGridX(int64_t rows, int64_t batch = 0, int64_t splits = 1) const;
   bool isAttention() const { return launch.isAttention(); }
+  bool isDecode() const { return kind == "attention_decode_kernel"; }
   /// A one-line formula for people, e.g. "ceil(rows * 40 / 4)".
   std::string getGridFormula() const;
 
@@ -81,7 +88,7 @@ struct KernelSignature {
     return name == other.name && kind == other.kind && hidden == other.hidden &&
            launch == other.launch && params == other.params &&
            rowMultiplier == other.rowMultiplier &&
-           fixedGridX == other.fixedGridX &&
+           fixedGridX == other.fixedGridX && queryGroup == other.queryGroup &&
            blockThreads == other.blockThreads &&
            sharedBytes == other.sharedBytes;
   }

@@ -138,7 +138,7 @@ Status norm::verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch,
                              int64_t maxSharedBytes) {
   if (Status status = verifyLaunch(launch); !status)
     return status;
-  if (spec.kind == OpKind::Attention)
+  if (isAttention(spec.kind))
     return verifyAttentionLaunch(spec, launch, maxSharedBytes);
   if (launch.isAttention())
     return Status::invalid("block_n and stages apply to attention only");
@@ -283,7 +283,7 @@ RowStorage norm::getRowStorage(const OpSpec &spec, const LaunchConfig &launch,
 
 int64_t norm::getSharedBytes(const OpSpec &spec, const LaunchConfig &launch,
                              int64_t maxSharedBytes) {
-  if (spec.kind == OpKind::Attention)
+  if (isAttention(spec.kind))
     return getAttentionSharedBytes(spec, launch);
   if (getRowStorage(spec, launch, maxSharedBytes) != RowStorage::Shared)
     return 0;
@@ -314,7 +314,7 @@ static int64_t nextThreadsPerRow(int64_t threads) {
 std::optional<LaunchConfig> norm::getScalarFallback(const OpSpec &spec,
                                                     const LaunchConfig &launch) {
   // Attention needs its 16-byte tiles (cp.async, ldmatrix).
-  if (launch.vector == 1 || spec.kind == OpKind::Attention)
+  if (launch.vector == 1 || isAttention(spec.kind))
     return std::nullopt;
   LaunchConfig scalar = launch;
   scalar.vector = 1;

@@ -27,6 +27,8 @@
 
 #include "compiler/model/Launch.h"
 
+#include "compiler/model/Buffers.h"
+
 #include <algorithm>
 
 using namespace norm;
@@ -111,11 +113,21 @@ static LaunchConfig getAttentionHeuristic(const OpSpec &spec) {
   launch.rowsPerCta = 16 * launch.warps;
   launch.blockN = spec.hidden > 128 ? 32 : 64;
   launch.stages = 2;
+  if (spec.kind == OpKind::AttentionDecode) {
+    // A decode tile holds the query heads of one kv head for a few tokens:
+    // 4 warps, so that 128 threads stream the cache (the tile's padding
+    // rows cost tensor-core work, which decode has to spare; one warp
+    // would also spill at head dim 128), more where a token's group of
+    // heads needs them, so that the group reads its cache once.
+    int64_t group = spec.numQHeads / spec.numKvHeads;
+    launch.warps = std::clamp<int64_t>((group + 15) / 16, 4, 8);
+    launch.rowsPerCta = 16 * launch.warps;
+  }
   return launch;
 }
 
 LaunchConfig norm::getHeuristicLaunch(const OpSpec &spec, int64_t rows) {
-  if (spec.kind == OpKind::Attention)
+  if (isAttention(spec.kind))
     return getAttentionHeuristic(spec);
   int64_t vector = getMaxVector(spec);
   if (spec.kind == OpKind::BatchNormStats) {
@@ -135,4 +147,20 @@ LaunchConfig norm::getHeuristicLaunch(const OpSpec &spec, int64_t rows) {
   int64_t threads = pickThreadsPerRow(spec, vector);
   return completeLaunch(vector, threads,
                         rows > 0 ? rows * getRowsPerToken(spec) : -1);
+}
+
+int64_t norm::getDecodeSplits(const OpSpec &spec, int64_t rowsPerCta,
+                              const DecodeShape &shape, int64_t smCount,
+                              int64_t blockN) {
+  if (blockN <= 0)
+    blockN = getHeuristicLaunch(spec, shape.rows).blockN;
+  int64_t ctasPerSplit = std::max<int64_t>(
+      spec.numKvHeads * getDecodeTiles(spec, rowsPerCta, shape), 1);
+  int64_t waves = 2 * std::max<int64_t>(smCount, 1);
+  int64_t keyTiles =
+      std::max<int64_t>(divideCeil(shape.cacheCapacity, std::max<int64_t>(
+                                                            blockN, 1)),
+                        1);
+  return std::clamp<int64_t>(divideCeil(waves, ctasPerSplit), 1,
+                             std::min(kMaxDecodeSplits, keyTiles));
 }

@@ -15,7 +15,8 @@ using namespace norm;
 static constexpr OpKind kAllKinds[] = {
     OpKind::RMSNorm,        OpKind::LayerNorm,          OpKind::L2Norm,
     OpKind::GroupNorm,      OpKind::BatchNormInference, OpKind::Elementwise,
-    OpKind::BatchNormStats, OpKind::QKNormPrologue,     OpKind::Attention};
+    OpKind::BatchNormStats, OpKind::QKNormPrologue,     OpKind::Attention,
+    OpKind::AttentionDecode};
 
 static constexpr Statistic kAllStatistics[] = {
     Statistic::RMS, Statistic::MeanVar, Statistic::L2, Statistic::None};
@@ -83,6 +84,8 @@ std::string_view norm::getOpKindName(OpKind kind) {
     return "qk_norm";
   case OpKind::Attention:
     return "attention";
+  case OpKind::AttentionDecode:
+    return "attention_decode";
   }
   return "?";
 }
@@ -102,6 +105,8 @@ std::string_view norm::getKernelOpName(OpKind kind) {
     return "qk_norm_prologue";
   case OpKind::Attention:
     return "attention_kernel";
+  case OpKind::AttentionDecode:
+    return "attention_decode_kernel";
   default:
     return "fused_row";
   }
@@ -118,6 +123,7 @@ Statistic norm::getStatistic(const OpSpec &spec) {
     return Statistic::L2;
   case OpKind::QKNormPrologue:
   case OpKind::Attention:
+  case OpKind::AttentionDecode:
     return spec.qkStatistic;
   default:
     return Statistic::None;
@@ -131,7 +137,7 @@ bool norm::usesEps(const OpSpec &spec) {
 
 bool norm::isFusedRow(const OpSpec &spec) {
   return spec.kind != OpKind::BatchNormStats &&
-         spec.kind != OpKind::QKNormPrologue && spec.kind != OpKind::Attention;
+         spec.kind != OpKind::QKNormPrologue && !isAttention(spec.kind);
 }
 
 int64_t norm::getRowLength(const OpSpec &spec) {
@@ -143,7 +149,7 @@ int64_t norm::getRowLength(const OpSpec &spec) {
 int64_t norm::getRowsPerToken(const OpSpec &spec) {
   if (spec.kind == OpKind::QKNormPrologue)
     return spec.numQHeads + spec.numKvHeads;
-  if (spec.kind == OpKind::Attention)
+  if (isAttention(spec.kind))
     return spec.numQHeads;
   if (isFusedRow(spec))
     return spec.groups;
@@ -293,6 +299,11 @@ static Status verifyAttention(const OpSpec &spec) {
                                  spec.hidden);
       !status)
     return status;
+  if (spec.kind == OpKind::AttentionDecode && (spec.causal || spec.writeLse))
+    return Status::invalid("decode attention is causal by position (a new "
+                           "token sees the cache and the new tokens before "
+                           "it) and writes no lse: 'causal' and 'lse' apply "
+                           "to prefill attention");
   return verifyWeightOffset(spec.weightOffset, spec.hasWeight);
 }
 
@@ -334,7 +345,7 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
     return Status::invalid("unknown QK-Norm statistic " +
                            std::to_string(static_cast<int>(spec.qkStatistic)));
   const char *size =
-      spec.kind == OpKind::QKNormPrologue || spec.kind == OpKind::Attention
+      spec.kind == OpKind::QKNormPrologue || isAttention(spec.kind)
           ? "head dim"
           : "hidden size";
   if (spec.hidden <= 0 || spec.hidden > kMaxRowLength)
@@ -345,7 +356,7 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
     if (Status status = verifyEps(spec.eps); !status)
       return status;
 
-  if (spec.kind != OpKind::Attention &&
+  if (!isAttention(spec.kind) &&
       (spec.causal || spec.writeLse || spec.scale != 1.0 ||
        spec.rope != RopeStyle::None))
     return Status::invalid(
@@ -360,6 +371,7 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
   case OpKind::QKNormPrologue:
     return verifyQKNorm(spec);
   case OpKind::Attention:
+  case OpKind::AttentionDecode:
     return verifyAttention(spec);
   default:
     return verifyFusedRow(spec);
@@ -390,11 +402,11 @@ OpSpec norm::normalizeOpSpec(const OpSpec &spec) {
     n.statsType = defaults.statsType;
   if (!usesEps(n))
     n.eps = 0.0;
-  if (n.kind != OpKind::QKNormPrologue && n.kind != OpKind::Attention) {
+  if (n.kind != OpKind::QKNormPrologue && !isAttention(n.kind)) {
     n.numQHeads = n.numKvHeads = 0;
     n.qkStatistic = defaults.qkStatistic;
   }
-  if (n.kind != OpKind::Attention) {
+  if (!isAttention(n.kind)) {
     n.causal = defaults.causal;
     n.scale = defaults.scale;
     n.writeLse = defaults.writeLse;
@@ -433,7 +445,7 @@ std::string norm::getCanonicalSpec(const OpSpec &original) {
      << " qk_statistic=" << getStatisticName(s.qkStatistic);
   // Only attention has these: the identities (and kernel names) of the
   // other kinds stay what they were.
-  if (s.kind == OpKind::Attention)
+  if (isAttention(s.kind))
     os << " causal=" << s.causal << " scale=" << hexDouble(s.scale)
        << " lse=" << s.writeLse;
   if (s.rope != RopeStyle::None)
@@ -532,7 +544,7 @@ std::optional<OpSpec> norm::parseCanonicalSpec(std::string_view text,
     else
       error = "field 'qk_statistic' is not a statistic";
   }
-  if (spec.kind == OpKind::Attention) {
+  if (isAttention(spec.kind)) {
     flag("causal", spec.causal);
     real("scale", spec.scale);
     flag("lse", spec.writeLse);
@@ -560,12 +572,12 @@ std::string norm::describeOpSpec(const OpSpec &spec) {
      << getElementTypeName(spec.input);
   if (spec.output != spec.input && spec.kind != OpKind::BatchNormStats)
     os << "->" << getElementTypeName(spec.output);
-  if (spec.kind == OpKind::QKNormPrologue || spec.kind == OpKind::Attention) {
+  if (spec.kind == OpKind::QKNormPrologue || isAttention(spec.kind)) {
     os << " heads " << spec.numQHeads << "/" << spec.numKvHeads;
     if (spec.qkStatistic != Statistic::RMS)
       os << " " << getStatisticName(spec.qkStatistic);
   }
-  if (spec.kind == OpKind::Attention) {
+  if (isAttention(spec.kind)) {
     if (spec.causal)
       os << " causal";
     if (spec.writeLse)

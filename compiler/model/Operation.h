@@ -52,6 +52,7 @@ struct OpSpec {
     BatchNormStats,     // norm.column_stats
     QKNormPrologue,     // norm.qk_norm_prologue
     Attention,          // norm.attention_kernel (prefill, variable length)
+    AttentionDecode,    // norm.attention_decode_kernel (new tokens + cache)
   };
   Kind kind = Kind::RMSNorm;
   int64_t hidden = 0; // row length (head_dim for QK-Norm and attention)
@@ -76,7 +77,8 @@ struct OpSpec {
   /// rms, l2 or mean_var per head; attention: none without a QK-Norm.
   Statistic qkStatistic = Statistic::RMS;
   // Attention only (q, k, v and the output are `input`; weights `param`;
-  // `eps` and `weightOffset` are the QK-Norm's):
+  // `eps` and `weightOffset` are the QK-Norm's; decode attends causally by
+  // position and has neither `causal` nor `writeLse`):
   bool causal = false;
   double scale = 1.0;              // softmax(scale * q k^T)
   bool writeLse = false;           // the f32 log-sum-exp of each score row
@@ -87,12 +89,18 @@ struct OpSpec {
 
 using OpKind = OpSpec::Kind;
 
+/// Either attention kernel: prefill (Attention) or decode (AttentionDecode).
+inline bool isAttention(OpKind kind) {
+  return kind == OpKind::Attention || kind == OpKind::AttentionDecode;
+}
+
 /// "rms_norm", "layer_norm", ..., "qk_norm".
 std::string_view getOpKindName(OpKind kind);
 std::optional<OpKind> parseOpKindName(std::string_view name);
 
-/// The kernel op that implements `kind`: "fused_row", "qk_norm_prologue" or
-/// "column_stats" (the signature's kind).
+/// The kernel op that implements `kind`: "fused_row", "qk_norm_prologue",
+/// "column_stats", "attention_kernel" or "attention_decode_kernel" (the
+/// signature's kind).
 std::string_view getKernelOpName(OpKind kind);
 
 /// The per-row statistic of the kernel of `spec` (none for column

@@ -865,4 +865,69 @@ TEST(Attention, Signature) {
   EXPECT_FALSE(describeKernel(gemma, big, sm89, refused));
 }
 
+TEST(KernelModel, DecodeAttentionKernels) {
+  OpSpec spec = examples::makeAttention();
+  spec.kind = OpKind::AttentionDecode;
+  spec.causal = false;
+  ASSERT_TRUE(verifyOpSpec(spec));
+  // Decode is causal by position and writes no lse.
+  OpSpec causal = spec;
+  causal.causal = true;
+  EXPECT_FALSE(verifyOpSpec(causal));
+  OpSpec lse = spec;
+  lse.writeLse = true;
+  EXPECT_FALSE(verifyOpSpec(lse));
+  EXPECT_NE(getCanonicalSpec(spec), getCanonicalSpec(examples::makeAttention()));
+  std::string error;
+  std::optional<OpSpec> back = parseCanonicalSpec(getCanonicalSpec(spec), error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_EQ(getCanonicalSpec(*back), getCanonicalSpec(spec));
+
+  LaunchConfig launch = getHeuristicLaunch(spec, -1);
+  EXPECT_EQ(launch.warps, 4);
+  KernelSignature sig;
+  ASSERT_TRUE(describeKernel(spec, launch, TargetOptions(), sig));
+  EXPECT_EQ(sig.kind, "attention_decode_kernel");
+  EXPECT_TRUE(sig.isDecode());
+  EXPECT_EQ(sig.name.rfind("norm_decode_qkrms_d128_h32x8_bf16_", 0), 0u)
+      << sig.name;
+  std::vector<std::string> params;
+  for (const KernelParam &p : sig.params)
+    params.push_back(p.name);
+  EXPECT_EQ(params,
+            (std::vector<std::string>{
+                "q", "k", "v", "q_weight", "k_weight", "cu_seqlens",
+                "cache_seqlens", "output", "k_cache", "v_cache", "workspace",
+                "semaphores", "rows", "batch", "kv_splits", "cache_capacity",
+                "q_stride", "k_stride", "v_stride", "output_stride",
+                "k_cache_stride", "v_cache_stride"}));
+  EXPECT_FALSE(sig.params[8].readOnly) << "the cache is updated in place";
+  EXPECT_EQ(sig.params[10].alignment, 16) << "the combine reads quads";
+  EXPECT_EQ(sig.params[11].alignment, 4);
+  // 8 kv heads x 3 splits x (ceil(5 tokens x 4 heads / 64) + 2 sequences).
+  EXPECT_EQ(sig.queryGroup, 4);
+  EXPECT_EQ(sig.getGridX(5, 2, 3), 8 * 3 * (1 + 2));
+  EXPECT_EQ(sig.getGridFormula(), "8 * kv_splits * (ceil(rows * 4 / 64) + batch)");
+  std::optional<KernelSignature> parsed =
+      KernelSignature::fromJson(sig.toJson(), error);
+  ASSERT_TRUE(parsed) << error;
+  EXPECT_TRUE(parsed->describesSameKernel(sig));
+
+  // The buffers whose length comes with the launch.
+  DecodeShape shape{5, 2, 100, 3};
+  EXPECT_EQ(getLaunchLength(spec, BufferSlot::CuSeqlens, 64, shape), 3);
+  EXPECT_EQ(getLaunchLength(spec, BufferSlot::CacheSeqlens, 64, shape), 2);
+  EXPECT_EQ(getLaunchLength(spec, BufferSlot::Workspace, 64, shape),
+            3 * 5 * 32 * 129);
+  EXPECT_EQ(getLaunchLength(spec, BufferSlot::Semaphores, 64, shape), 8 * 3);
+  std::vector<BufferSpec> buffers = getBuffers(spec);
+  int updated = 0, scratch = 0;
+  for (const BufferSpec &buffer : buffers) {
+    updated += buffer.updated;
+    scratch += buffer.scratch;
+  }
+  EXPECT_EQ(updated, 2);
+  EXPECT_EQ(scratch, 2);
+}
+
 } // namespace

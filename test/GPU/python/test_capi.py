@@ -54,6 +54,28 @@ class NoTorchTest(unittest.TestCase):
         self.assertIn("cannot load the CUDA driver '/nonexistent/libcuda.so.1'",
                       error.message)
 
+    # normjit_launch_args: the header's API 4 size (22 tensors and
+    # cache_rows), and the oldest layout that holds a launch's buffers.
+    def test_launch_args_sizes(self):
+        with open(HEADER) as header:
+            text = header.read()
+        define = lambda name: int(re.search(r"#define %s (\d+)" % name,
+                                            text).group(1))
+        self.assertEqual(ctypes.sizeof(capi._LaunchArgs),
+                         define("NORMJIT_LAUNCH_ARGS_SIZE_V4"))
+        self.assertEqual(capi.NUM_BUFFERS, int(re.search(
+            r"NORMJIT_NUM_BUFFERS = (\d+)", text).group(1)))
+        buffer = capi.Buffer(0x10000, capi.BF16, 8)
+        sizes = [capi.make_launch_args({slot: buffer}).struct_size
+                 for slot in (capi.INPUT, capi.V, capi.K_CACHE)]
+        self.assertEqual(sizes, [define("NORMJIT_LAUNCH_ARGS_SIZE_V1"),
+                                 define("NORMJIT_LAUNCH_ARGS_SIZE_V3"),
+                                 define("NORMJIT_LAUNCH_ARGS_SIZE_V4")])
+        args = capi.make_launch_args({capi.K_CACHE: buffer}, cache_rows=64)
+        self.assertEqual(args.cache_rows, 64)
+        with self.assertRaises(ValueError):
+            capi.make_launch_args({}, cache_rows=-1)
+
     def test_launch_config_suffix(self):
         self.assertEqual(capi.LaunchConfig(8, 128, 4, 1).suffix, "v8_t128_w4_r1")
 
@@ -268,7 +290,7 @@ class FakeDriverTest(unittest.TestCase):
             {slot: b for slot, b in buffers.items() if b is not None})
 
     def test_attention_launch(self):
-        self.assertEqual(self.context.library.api_version, 3)
+        self.assertEqual(self.context.library.api_version, 4)
         kernel = self.context.kernel(self.ATTENTION)
         config = kernel.config(100)
         self.assertEqual((config.vector, config.threads_per_row), (8, 16))

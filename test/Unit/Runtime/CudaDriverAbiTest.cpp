@@ -107,6 +107,7 @@ CHECK_ENTRY(launchKernel, cuLaunchKernel);
 CHECK_ENTRY(memAlloc, cuMemAlloc);
 CHECK_ENTRY(memFree, cuMemFree);
 CHECK_ENTRY(memsetD8, cuMemsetD8);
+CHECK_ENTRY(memsetD32Async, cuMemsetD32Async);
 CHECK_ENTRY(memcpyHtoD, cuMemcpyHtoD);
 CHECK_ENTRY(memcpyDtoH, cuMemcpyDtoH);
 CHECK_ENTRY(streamCreate, cuStreamCreate);

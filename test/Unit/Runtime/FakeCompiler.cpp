@@ -56,7 +56,7 @@ LaunchConfig FakeCompiler::getHeuristicLaunch(const OpSpec &spec,
                                               int64_t rows) {
   ++heuristicCalls;
   // Attention has no ladder: the kernel model's configuration.
-  if (spec.kind == OpKind::Attention)
+  if (isAttention(spec.kind))
     return norm::getHeuristicLaunch(spec, rows);
   int64_t length = getRowLength(spec);
   LaunchConfig launch;

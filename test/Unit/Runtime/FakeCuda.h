@@ -64,6 +64,18 @@ struct fakecuda_copy {
 int fakecuda_copy_count(void);
 /// Copy `index` (0 = first since reset); 0 when there is none.
 int fakecuda_get_copy(int index, struct fakecuda_copy *copy);
+/// One cuMemsetD32Async: where, the value, how many 32-bit words, on which
+/// stream, and how many launches had been made before it.
+struct fakecuda_memset {
+  uint64_t pointer;
+  unsigned value;
+  size_t count;
+  void *stream;
+  int launches_before;
+};
+/// The last cuMemsetD32Async since the reset; 0 when there was none.
+int fakecuda_last_memset_d32(struct fakecuda_memset *memset);
+
 /// Device memory: cuMemAlloc fails with CUDA_ERROR_OUT_OF_MEMORY beyond
 /// `bytes` live at once (0, after reset: unlimited).
 void fakecuda_set_device_memory(size_t bytes);

@@ -54,6 +54,7 @@ enum Entry {
   MemAlloc,
   MemFree,
   MemsetD8,
+  MemsetD32Async,
   MemcpyHtoD,
   MemcpyDtoH,
   StreamCreate,
@@ -91,6 +92,7 @@ const char *const kEntryNames[NumEntries] = {"cuInit",
                                              "cuMemAlloc",
                                              "cuMemFree",
                                              "cuMemsetD8",
+                                             "cuMemsetD32Async",
                                              "cuMemcpyHtoD",
                                              "cuMemcpyDtoH",
                                              "cuStreamCreate",
@@ -153,6 +155,7 @@ struct State {
   std::atomic<int> launchCount{0};
   fakecuda_copy copies[kMaxCopies];
   int copyCount = 0;
+  fakecuda_memset lastMemsetD32{};
 };
 
 State &state() {
@@ -298,6 +301,14 @@ int fakecuda_get_copy(int index, fakecuda_copy *copy) {
 void fakecuda_set_device_memory(size_t bytes) {
   std::lock_guard<std::mutex> lock(state().mutex);
   state().deviceMemory = bytes;
+}
+
+int fakecuda_last_memset_d32(struct fakecuda_memset *memset) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (state().calls[MemsetD32Async] == 0)
+    return 0;
+  *memset = state().lastMemsetD32;
+  return 1;
 }
 
 size_t fakecuda_peak_allocated_bytes(void) {
@@ -637,6 +648,31 @@ Result cuMemFree_v2(unsigned long long pointer) {
   s.liveBytes -= it->second;
   s.allocations.erase(it);
   std::free(memory);
+  return kSuccess;
+}
+
+Result cuMemsetD32Async(unsigned long long pointer, unsigned value,
+                        size_t count, void *stream) {
+  if (Result r = enter(MemsetD32Async))
+    return r;
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!getStream(stream))
+    return kInvalidHandle;
+  // Within one allocation, as the real driver checks.
+  auto *start = reinterpret_cast<unsigned char *>(pointer);
+  bool inside = false;
+  for (const auto &[memory, bytes] : s.allocations) {
+    auto *base = static_cast<unsigned char *>(memory);
+    if (start >= base && start + count * 4 <= base + bytes)
+      inside = true;
+  }
+  if (!inside || pointer % 4 != 0)
+    return kInvalidValue;
+  auto *words = reinterpret_cast<uint32_t *>(pointer);
+  for (size_t i = 0; i < count; ++i)
+    words[i] = value;
+  s.lastMemsetD32 = {pointer, value, count, stream, s.launchCount.load()};
   return kSuccess;
 }
 

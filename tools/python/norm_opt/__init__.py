@@ -20,7 +20,7 @@ from norm_opt import _capi as capi
 from norm_opt._capi import LaunchConfig, NormJitError, OpDesc, load_library
 
 __all__ = ["rms_norm", "layer_norm", "fused_add_rms_norm",
-           "fused_add_layer_norm", "qk_norm", "attention",
+           "fused_add_layer_norm", "qk_norm", "attention", "attention_decode",
            "configure", "get_context", "NormJitError", "LaunchConfig", "OpDesc", "capi",
            "load_library"]
 
@@ -118,6 +118,39 @@ def attention(q, k, v, *, causal=False, scale=None, cu_seqlens=None,
         qk_norm_offset=qk_norm_offset, return_lse=return_lse,
         head_dim=head_dim, rope=rope, rotary_dim=rotary_dim,
         rope_theta=rope_theta)
+
+
+
+def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None,
+                     *, scale=None, qk_norm=None, q_norm_weight=None,
+                     k_norm_weight=None, qk_norm_eps=1e-6, qk_norm_offset=0.0,
+                     head_dim=None, rope=None, rotary_dim=None,
+                     rope_theta=10000.0):
+    """One decode step of attention over a KV cache, forward only, in one
+    kernel: q and k of the new tokens are normalized (qk_norm,
+    q_norm_weight, k_norm_weight, qk_norm_eps, qk_norm_offset) and rotated
+    (rope, rotary_dim, rope_theta) as in norm_opt.attention, k and v are
+    appended to k_cache and v_cache IN PLACE (token i of sequence b at
+    position cache_seqlens[b] + i; positions past the capacity are
+    dropped), and each new token attends to its sequence's cache up to and
+    including its own position. q, k, v as in norm_opt.attention
+    ([tokens, heads, D] or [tokens, heads * D] with head_dim=); k_cache and
+    v_cache [batch, capacity, Hkv, D] or [batch * capacity, Hkv * D], the
+    dtype of q, with one row stride (never copied); cache_seqlens int32
+    [batch], the cache lengths before this step (not updated: add the new
+    tokens yourself); cu_seqlens int32 [batch + 1] offsets of the new tokens,
+    None: one new token per sequence (created on the device at each call:
+    pass it inside CUDA graphs). Returns the output, shaped like q.
+    libnormjit splits the keys over several CTAs with a workspace of its
+    own per stream, allocated at the first call on a stream that needs it
+    (so make one call before capturing a CUDA graph). Not a torch.ops op
+    yet: torch.compile sees it as Python."""
+    return _torch_layer().attention_decode(
+        q, k, v, k_cache, v_cache, cache_seqlens, cu_seqlens, scale=scale,
+        qk_norm=qk_norm, q_norm_weight=q_norm_weight,
+        k_norm_weight=k_norm_weight, qk_norm_eps=qk_norm_eps,
+        qk_norm_offset=qk_norm_offset, head_dim=head_dim, rope=rope,
+        rotary_dim=rotary_dim, rope_theta=rope_theta)
 
 
 from norm_opt._registry import configure, get_context  # noqa: E402

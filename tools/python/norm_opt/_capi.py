@@ -42,6 +42,7 @@ OP_ELEMENTWISE = 5
 OP_BATCH_NORM_STATS = 6
 OP_QK_NORM = 7
 OP_ATTENTION = 8  # API 3
+OP_ATTENTION_DECODE = 9  # API 4
 
 # normjit_rope: normjit_op_desc.rope of attention (API 3)
 ROPE_NONE, ROPE_NEOX, ROPE_GPTJ = 0, 1, 2
@@ -59,14 +60,18 @@ OP_QK_RMS = 1 << 8  # API 3
 OP_CAUSAL = 1 << 9
 OP_WRITE_LSE = 1 << 10
 
-# normjit_buffer (V, CU_SEQLENS, LSE: API 3)
+# normjit_buffer (V, CU_SEQLENS, LSE: API 3; K_CACHE .. SEMAPHORES: API 4,
+# decode attention, whose WORKSPACE and SEMAPHORES are libnormjit's own)
 INPUT, ADDEND, SKIP, WEIGHT, BIAS, MEAN, VARIANCE, OUTPUT = range(8)
 RESIDUAL_OUT, QKV, Q_WEIGHT, K_WEIGHT, Q, K = range(8, 14)
 V, CU_SEQLENS, LSE = range(14, 17)
-NUM_BUFFERS = 17
+K_CACHE, V_CACHE, CACHE_SEQLENS, WORKSPACE, SEMAPHORES = range(17, 22)
+NUM_BUFFERS = 22
 # The tensors of an API 1 / 2 normjit_launch_args: launch arguments of row
-# kernels keep that size, so they work with older libraries too.
+# kernels keep that size, so they work with older libraries too; those of
+# prefill attention the API 3 size (17 tensors).
 NUM_BUFFERS_V1 = 14
+NUM_BUFFERS_V3 = 17
 
 # normjit_context_options.flags and normjit_kernel_create flags
 CONTEXT_NO_TUNING = 1 << 0
@@ -122,7 +127,9 @@ class _Tensor(ctypes.Structure):
 
 class _LaunchArgs(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("reserved", ctypes.c_uint32),
-                ("tensors", _Tensor * NUM_BUFFERS)]
+                ("tensors", _Tensor * NUM_BUFFERS),
+                # API 4: the rows of the KV caches (decode attention).
+                ("cache_rows", ctypes.c_int64)]
 
 
 class _ContextOptions(ctypes.Structure):
@@ -401,15 +408,25 @@ class Buffer(NamedTuple):
     row_stride: int = 0
 
 
-def make_launch_args(buffers: Dict[int, Buffer]) -> _LaunchArgs:
+def make_launch_args(buffers: Dict[int, Buffer],
+                     cache_rows: int = 0) -> _LaunchArgs:
     """normjit_launch_args for {slot: Buffer}; reusable across launches.
-    Without attention's buffers its struct_size is the API 1 layout's (14
-    tensors), which every libnormjit reads."""
+    Its struct_size is the oldest layout that holds the buffers: API 1's (14
+    tensors) for row kernels, API 3's (17) for attention, API 4's (22
+    tensors and cache_rows, the rows of decode's KV caches) for decode, so
+    that every libnormjit that has the buffers reads it."""
     args = _LaunchArgs()
-    tensors = (NUM_BUFFERS if any(slot >= NUM_BUFFERS_V1 for slot in buffers)
-               else NUM_BUFFERS_V1)
-    args.struct_size = (_LaunchArgs.tensors.offset +
-                        tensors * ctypes.sizeof(_Tensor))
+    if cache_rows < 0:
+        raise ValueError(f"cache_rows: expected a row count, got {cache_rows}")
+    if cache_rows or any(slot >= NUM_BUFFERS_V3 for slot in buffers):
+        args.struct_size = ctypes.sizeof(_LaunchArgs)
+        args.cache_rows = cache_rows
+    else:
+        tensors = (NUM_BUFFERS_V3 if any(slot >= NUM_BUFFERS_V1
+                                         for slot in buffers)
+                   else NUM_BUFFERS_V1)
+        args.struct_size = (_LaunchArgs.tensors.offset +
+                            tensors * ctypes.sizeof(_Tensor))
     for slot, buffer in buffers.items():
         if not 0 <= slot < NUM_BUFFERS:
             raise ValueError(f"unknown buffer slot {slot}")

@@ -534,3 +534,123 @@ def attention(q, k, v, *, causal=False, scale=None, cu_seqlens=None,
         float(qk_norm_offset), bool(return_lse), head_dim, rope,
         None if rotary_dim is None else int(rotary_dim), float(rope_theta))
     return (out, lse) if return_lse else out
+
+
+#===------------------------------------------------------------------------===#
+# Decode attention
+#===------------------------------------------------------------------------===#
+
+
+def _cache_rows(cache: torch.Tensor, name: str, batch: int, kv_heads: int,
+                head_dim: int) -> Tuple[int, int]:
+    """(rows, row stride) of a KV cache, [batch, capacity, Hkv, D] or
+    [batch * capacity, Hkv * D]. The kernel writes it in place, so it is
+    never copied: its rows must have one stride."""
+    cols = kv_heads * head_dim
+    if cache.dim() == 4:
+        if cache.size(0) != batch or cache.size(2) != kv_heads or (
+                cache.size(3) != head_dim):
+            raise ValueError(f"{name}: expected [{batch}, capacity, "
+                             f"{kv_heads}, {head_dim}], got shape "
+                             f"{tuple(cache.shape)}")
+        flat = cache.flatten(2) if cache.stride(3) == 1 and (
+            kv_heads == 1 or cache.stride(2) == head_dim) else None
+    elif cache.dim() == 2:
+        if cache.size(1) != cols:
+            raise ValueError(f"{name}: expected [batch * capacity, {cols}], "
+                             f"got shape {tuple(cache.shape)}")
+        flat = cache
+    else:
+        raise ValueError(f"{name}: expected [batch, capacity, heads, "
+                         f"head_dim] or [batch * capacity, heads * head_dim], "
+                         f"got shape {tuple(cache.shape)}")
+    stride = _row_stride(flat) if flat is not None else None
+    if stride is None:
+        raise ValueError(f"{name}: its rows have no single stride (the "
+                         "kernel updates the cache in place, so it cannot be "
+                         "copied): pass a cache whose heads are contiguous")
+    return flat.numel() // cols if cols else 0, stride
+
+
+def prepare_attention_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                             k_cache: torch.Tensor, v_cache: torch.Tensor,
+                             cache_seqlens: torch.Tensor,
+                             cu_seqlens: Optional[torch.Tensor] = None, *,
+                             scale: Optional[float] = None,
+                             qk_norm: Optional[str] = None,
+                             q_norm_weight: Optional[torch.Tensor] = None,
+                             k_norm_weight: Optional[torch.Tensor] = None,
+                             qk_norm_eps: float = 1e-6,
+                             qk_norm_offset: float = 0.0,
+                             head_dim: Optional[int] = None,
+                             rope: Optional[str] = None,
+                             rotary_dim: Optional[int] = None,
+                             rope_theta: float = _DEFAULT_ROPE_THETA) -> Call:
+    """One decode launch (see norm_opt.attention_decode): outputs (out,)."""
+    if cache_seqlens.dtype != torch.int32 or cache_seqlens.dim() != 1 or (
+            cache_seqlens.size(0) < 1):
+        raise ValueError("cache_seqlens: expected an int32 tensor of one "
+                         f"cache length per sequence, got {cache_seqlens.dtype}"
+                         f" of shape {tuple(cache_seqlens.shape)}")
+    batch = cache_seqlens.size(0)
+    tokens = q.size(0)
+    if cu_seqlens is None:
+        # One new token per sequence (a device allocation: pass cu_seqlens
+        # inside CUDA graphs).
+        if tokens != batch:
+            raise ValueError(f"q has {tokens} tokens for {batch} sequences: "
+                             "without cu_seqlens each sequence has one new "
+                             "token")
+        cu_seqlens = torch.arange(batch + 1, dtype=torch.int32,
+                                  device=q.device)
+    if cu_seqlens.dim() != 1 or cu_seqlens.size(0) != batch + 1:
+        raise ValueError(f"cu_seqlens: expected batch + 1 = {batch + 1} "
+                         f"offsets, got shape {tuple(cu_seqlens.shape)}")
+    # The new tokens' part is prefill attention's (q, k, v, QK-Norm, RoPE,
+    # cu_seqlens): its call, with the caches added and the kind changed.
+    call = prepare_attention(q, k, v, scale=scale, cu_seqlens=cu_seqlens,
+                             qk_norm=qk_norm, q_norm_weight=q_norm_weight,
+                             k_norm_weight=k_norm_weight,
+                             qk_norm_eps=qk_norm_eps,
+                             qk_norm_offset=qk_norm_offset, head_dim=head_dim,
+                             rope=rope, rotary_dim=rotary_dim,
+                             rope_theta=rope_theta)
+    desc = call.desc._replace(kind=_capi.OP_ATTENTION_DECODE)
+    _device(q, k_cache, v_cache, cache_seqlens)
+    for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if cache.dtype != q.dtype:
+            raise TypeError(f"q is {q.dtype}, {name} is {cache.dtype}: "
+                            "attention takes one dtype")
+    kv_heads, dim = desc.num_kv_heads, desc.hidden
+    k_rows, k_stride = _cache_rows(k_cache, "k_cache", batch, kv_heads, dim)
+    v_rows, v_stride = _cache_rows(v_cache, "v_cache", batch, kv_heads, dim)
+    if k_rows != v_rows:
+        raise ValueError(f"k_cache has {k_rows} rows, v_cache {v_rows}")
+    cache_seqlens = cache_seqlens.contiguous()
+    # The buffers of the prepared call, read back from its launch arguments.
+    buffers = {slot: Buffer(t.data or 0, t.dtype, t.cols, t.row_stride)
+               for slot, t in enumerate(call.args.tensors) if t.data}
+    cols = kv_heads * dim
+    buffers[_capi.K_CACHE] = Buffer(k_cache.data_ptr(), desc.input_type, cols,
+                                    k_stride)
+    buffers[_capi.V_CACHE] = Buffer(v_cache.data_ptr(), desc.input_type, cols,
+                                    v_stride)
+    buffers[_capi.CACHE_SEQLENS] = Buffer(cache_seqlens.data_ptr(), _capi.I32,
+                                          batch)
+    args = _capi.make_launch_args(buffers, cache_rows=k_rows)
+    return Call(call.device, desc, args, tokens, call.outputs,
+                call.keep + (k_cache, v_cache, cache_seqlens))
+
+
+def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens,
+                     cu_seqlens=None, *, scale=None, qk_norm=None,
+                     q_norm_weight=None, k_norm_weight=None, qk_norm_eps=1e-6,
+                     qk_norm_offset=0.0, head_dim=None, rope=None,
+                     rotary_dim=None, rope_theta=_DEFAULT_ROPE_THETA):
+    _check_forward_only(q, k, v, q_norm_weight, k_norm_weight)
+    return run(prepare_attention_decode(
+        q, k, v, k_cache, v_cache, cache_seqlens, cu_seqlens, scale=scale,
+        qk_norm=qk_norm, q_norm_weight=q_norm_weight,
+        k_norm_weight=k_norm_weight, qk_norm_eps=qk_norm_eps,
+        qk_norm_offset=qk_norm_offset, head_dim=head_dim, rope=rope,
+        rotary_dim=rotary_dim, rope_theta=rope_theta))[0]

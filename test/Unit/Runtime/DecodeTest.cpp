@@ -1,0 +1,477 @@
+//===- DecodeTest.cpp - decode attention in libnormjit --------------------===//
+//
+// Decode attention (OpKind::AttentionDecode, NORMJIT_OP_ATTENTION_DECODE) on
+// the fake driver: its desc through the C API, the checks of its KV cache
+// and cache lengths, the workspace and semaphores the library allocates per
+// context and stream (zeroed once, grown, freed with the context) and the
+// parameters and grid of its launches (kv_splits, cache_capacity).
+//
+// The caller's buffers are host memory: the fake driver records launch
+// parameters without reading them, and the checks look at addresses only.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/normjit.hpp"
+
+#include "test/Unit/Runtime/TestSupport.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+using namespace norm;
+using namespace norm::jit;
+using namespace norm::jit::test;
+
+// The fake driver's own entry points, for streams of the caller.
+extern "C" int cuStreamCreate(void **stream, unsigned flags);
+extern "C" int cuStreamDestroy_v2(void *stream);
+
+namespace {
+
+constexpr int64_t kHeadDim = 128, kQHeads = 8, kKvHeads = 2;
+constexpr int64_t kQCols = kQHeads * kHeadDim, kKvCols = kKvHeads * kHeadDim;
+
+/// Decode of 8 query and 2 key/value heads of 128 (4 query heads per kv
+/// head), no QK-Norm: what attentionDecodeDesc(128, 8, 2) converts to.
+OpSpec makeDecode() {
+  OpSpec spec;
+  spec.kind = OpKind::AttentionDecode;
+  spec.hidden = kHeadDim;
+  spec.numQHeads = kQHeads;
+  spec.numKvHeads = kKvHeads;
+  spec.qkStatistic = Statistic::None;
+  spec.scale = 1.0 / std::sqrt(static_cast<double>(kHeadDim));
+  return spec;
+}
+
+/// Host memory standing in for device buffers (256-byte aligned).
+class HostBuffers {
+public:
+  char *get(size_t bytes) {
+    void *memory = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+    owned.emplace_back(static_cast<char *>(memory));
+    return owned.back().get();
+  }
+
+private:
+  struct Free {
+    void operator()(char *p) const { std::free(p); }
+  };
+  std::vector<std::unique_ptr<char, Free>> owned;
+};
+
+/// The buffers of one decode launch: `rows` new tokens of `batch`
+/// sequences, `capacity` cache rows per sequence.
+struct DecodeBuffers {
+  char *q, *k, *v, *cuSeqlens, *cacheSeqlens, *output, *kCache, *vCache;
+
+  DecodeBuffers(HostBuffers &host, int64_t rows, int64_t batch,
+                int64_t capacity) {
+    q = host.get(rows * kQCols * 2);
+    k = host.get(rows * kKvCols * 2);
+    v = host.get(rows * kKvCols * 2);
+    cuSeqlens = host.get((batch + 1) * 4);
+    cacheSeqlens = host.get(batch * 4);
+    output = host.get(rows * kQCols * 2);
+    kCache = host.get(batch * capacity * kKvCols * 2);
+    vCache = host.get(batch * capacity * kKvCols * 2);
+  }
+
+  LaunchArgs args(int64_t batch, int64_t cacheRows) const {
+    LaunchArgs a;
+    a.set(BufferSlot::Q, q, ElementType::bf16, kQCols)
+        .set(BufferSlot::K, k, ElementType::bf16, kKvCols)
+        .set(BufferSlot::V, v, ElementType::bf16, kKvCols)
+        .set(BufferSlot::CuSeqlens, cuSeqlens, ElementType::i32, batch + 1)
+        .set(BufferSlot::CacheSeqlens, cacheSeqlens, ElementType::i32, batch)
+        .set(BufferSlot::Output, output, ElementType::bf16, kQCols)
+        .setCache(kCache, vCache, ElementType::bf16, cacheRows, kKvCols);
+    return a;
+  }
+};
+
+/// ceil(a / b).
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+class DecodeTest : public FakeDriverTest {
+protected:
+  void SetUp() override {
+    FakeDriverTest::SetUp();
+    compiler = std::make_shared<FakeCompiler>();
+    ASSERT_TRUE(Context::create(makeFakeOptions(compiler), context).ok());
+    Status status = context->getKernel(makeDecode(), {}, kernel);
+    ASSERT_TRUE(status.ok()) << status.message();
+  }
+
+  fakecuda_launch lastLaunch() {
+    fakecuda_launch launch{};
+    EXPECT_TRUE(fakecuda_get_launch(fakecuda_launch_count() - 1, &launch));
+    return launch;
+  }
+
+  Status launch(const LaunchArgs &args, int64_t rows, void *stream = nullptr) {
+    return kernel->launch(args, rows, stream);
+  }
+
+  std::shared_ptr<FakeCompiler> compiler;
+  std::unique_ptr<Context> context;
+  std::shared_ptr<const Kernel> kernel;
+  HostBuffers host;
+};
+
+//===----------------------------------------------------------------------===//
+// Splits (the kernel model's heuristic)
+//===----------------------------------------------------------------------===//
+
+TEST(DecodeSplits, FillTwoWavesWithinTheCache) {
+  OpSpec spec = makeDecode();
+  // 2 sequences of one token: ceil(2 * 4 / 16) + 2 = 3 tiles per kv head,
+  // 6 CTAs per split; 2 waves of 132 SMs want 44 splits.
+  EXPECT_EQ(getDecodeSplits(spec, 16, DecodeShape{2, 2, 4096, 1}, 132, 64),
+            44);
+  // A short cache caps them at its key tiles: ceil(256 / 64) = 4.
+  EXPECT_EQ(getDecodeSplits(spec, 16, DecodeShape{2, 2, 256, 1}, 132, 64), 4);
+  // Never more than kMaxDecodeSplits.
+  EXPECT_EQ(getDecodeSplits(spec, 16, DecodeShape{1, 1, 1 << 20, 1}, 1000, 64),
+            kMaxDecodeSplits);
+  // A grid that fills the waves alone: one split.
+  EXPECT_EQ(getDecodeSplits(spec, 16, DecodeShape{512, 512, 4096, 1}, 132, 64),
+            1);
+  // blockN 0: the heuristic's (64 at head dim 128).
+  EXPECT_EQ(getDecodeSplits(spec, 16, DecodeShape{2, 2, 256, 1}, 132), 4);
+}
+
+//===----------------------------------------------------------------------===//
+// Launches
+//===----------------------------------------------------------------------===//
+
+TEST_F(DecodeTest, ParametersAndGrid) {
+  const int64_t rows = 2, batch = 2, capacity = 4096;
+  DecodeBuffers buffers(host, rows, batch, capacity);
+  Status status = launch(buffers.args(batch, batch * capacity), rows);
+  ASSERT_TRUE(status.ok()) << status.message();
+
+  const LaunchConfig &config = kernel->getReport(RowBucket::UpTo64).launch;
+  EXPECT_EQ(kernel->getReport(RowBucket::UpTo64).source,
+            BucketReport::Source::Heuristic);
+  int64_t tiles = ceilDiv(rows * (kQHeads / kKvHeads), config.rowsPerCta) +
+                  batch;
+  int64_t splits = std::min<int64_t>(
+      {ceilDiv(2 * context->getDeviceInfo().multiprocessors,
+               kKvHeads * tiles),
+       kMaxDecodeSplits, ceilDiv(capacity, config.blockN)});
+  ASSERT_GT(splits, 1); // the test must see splits that are not the default
+  fakecuda_launch recorded = lastLaunch();
+  EXPECT_EQ(recorded.grid[0], static_cast<unsigned>(kKvHeads * splits * tiles));
+  EXPECT_EQ(recorded.block[0], config.warps * 32);
+  // q, k, v, cu_seqlens, cache_seqlens, output, k_cache, v_cache,
+  // workspace, semaphores, rows, batch, kv_splits, cache_capacity, then the
+  // strides of q, k, v, output, k_cache, v_cache.
+  ASSERT_EQ(recorded.num_params, 20);
+  auto address = [](const void *p) { return reinterpret_cast<uint64_t>(p); };
+  std::vector<uint64_t> before = {
+      address(buffers.q),           address(buffers.k),
+      address(buffers.v),           address(buffers.cuSeqlens),
+      address(buffers.cacheSeqlens), address(buffers.output),
+      address(buffers.kCache),      address(buffers.vCache)};
+  for (size_t i = 0; i < before.size(); ++i)
+    EXPECT_EQ(recorded.params[i], before[i]) << "parameter " << i;
+  uint64_t workspace = recorded.params[8], semaphores = recorded.params[9];
+  EXPECT_NE(workspace, 0u);
+  EXPECT_EQ(workspace % 16, 0u);
+  EXPECT_NE(semaphores, 0u);
+  std::vector<uint64_t> after = {rows,    batch,   uint64_t(splits),
+                                 uint64_t(capacity), kQCols,  kKvCols,
+                                 kKvCols, kQCols,  kKvCols, kKvCols};
+  for (size_t i = 0; i < after.size(); ++i)
+    EXPECT_EQ(recorded.params[10 + i], after[i]) << "parameter " << 10 + i;
+}
+
+TEST_F(DecodeTest, WorkspaceOnceZeroedOnceGrownAndFreed) {
+  const int64_t capacity = 1024;
+  DecodeBuffers small(host, 2, 2, capacity);
+  ASSERT_EQ(fakecuda_live_allocations(), 0);
+  ASSERT_TRUE(launch(small.args(2, 2 * capacity), 2).ok());
+  // The workspace and the semaphores.
+  EXPECT_EQ(fakecuda_live_allocations(), 2);
+  EXPECT_EQ(fakecuda_call_count("cuMemsetD32Async"), 1);
+  fakecuda_launch first = lastLaunch();
+  fakecuda_memset zeroed{};
+  ASSERT_TRUE(fakecuda_last_memset_d32(&zeroed));
+  EXPECT_EQ(zeroed.pointer, first.params[9]);
+  EXPECT_EQ(zeroed.value, 0u);
+  const LaunchConfig &config = kernel->getReport(RowBucket::UpTo64).launch;
+  int64_t tiles = ceilDiv(2 * (kQHeads / kKvHeads), config.rowsPerCta) + 2;
+  EXPECT_EQ(zeroed.count, static_cast<size_t>(kKvHeads * tiles));
+  EXPECT_EQ(zeroed.stream, nullptr);
+  // Before the kernel, on its stream.
+  EXPECT_EQ(zeroed.launches_before, fakecuda_launch_count() - 1);
+  for (size_t i = 0; i < zeroed.count; ++i)
+    EXPECT_EQ(reinterpret_cast<const int32_t *>(zeroed.pointer)[i], 0);
+
+  // The same shape again: the same buffers, nothing allocated or zeroed.
+  ASSERT_TRUE(launch(small.args(2, 2 * capacity), 2).ok());
+  fakecuda_launch second = lastLaunch();
+  EXPECT_EQ(second.params[8], first.params[8]);
+  EXPECT_EQ(second.params[9], first.params[9]);
+  EXPECT_EQ(fakecuda_call_count("cuMemAlloc"), 2);
+  EXPECT_EQ(fakecuda_call_count("cuMemsetD32Async"), 1);
+  EXPECT_EQ(fakecuda_call_count("cuStreamSynchronize"), 0);
+
+  // A larger batch needs more of both: the stream is synchronized, the
+  // buffers replaced (the old ones freed) and the new semaphores zeroed.
+  DecodeBuffers large(host, 64, 64, capacity);
+  ASSERT_TRUE(launch(large.args(64, 64 * capacity), 64).ok());
+  EXPECT_EQ(fakecuda_call_count("cuStreamSynchronize"), 1);
+  EXPECT_EQ(fakecuda_call_count("cuMemAlloc"), 4);
+  EXPECT_EQ(fakecuda_live_allocations(), 2);
+  EXPECT_EQ(fakecuda_call_count("cuMemsetD32Async"), 2);
+  ASSERT_TRUE(fakecuda_last_memset_d32(&zeroed));
+  EXPECT_EQ(zeroed.pointer, lastLaunch().params[9]);
+  int64_t largeTiles =
+      ceilDiv(64 * (kQHeads / kKvHeads), config.rowsPerCta) + 64;
+  EXPECT_EQ(zeroed.count, static_cast<size_t>(kKvHeads * largeTiles));
+
+  // Back to the small shape: the grown buffers serve it.
+  ASSERT_TRUE(launch(small.args(2, 2 * capacity), 2).ok());
+  EXPECT_EQ(fakecuda_call_count("cuMemAlloc"), 4);
+
+  // Freed with the context; its kernels then refuse to launch.
+  context.reset();
+  EXPECT_EQ(fakecuda_live_allocations(), 0);
+  Status status = launch(small.args(2, 2 * capacity), 2);
+  EXPECT_EQ(status.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(status.message().find("context of this decode kernel is gone"),
+            std::string::npos)
+      << status.message();
+}
+
+TEST_F(DecodeTest, EachStreamHasItsOwnWorkspace) {
+  DecodeBuffers buffers(host, 2, 2, 512);
+  void *stream = nullptr;
+  ASSERT_EQ(cuStreamCreate(&stream, 0), 0);
+  ASSERT_TRUE(launch(buffers.args(2, 1024), 2, nullptr).ok());
+  uint64_t onDefault = lastLaunch().params[8];
+  ASSERT_TRUE(launch(buffers.args(2, 1024), 2, stream).ok());
+  EXPECT_NE(lastLaunch().params[8], onDefault);
+  EXPECT_EQ(fakecuda_live_allocations(), 4);
+  EXPECT_EQ(fakecuda_call_count("cuMemsetD32Async"), 2);
+  ASSERT_EQ(cuStreamDestroy_v2(stream), 0);
+}
+
+//===----------------------------------------------------------------------===//
+// Launch checks
+//===----------------------------------------------------------------------===//
+
+/// The launch's status and message, expecting InvalidArgument.
+std::string refused(const Status &status) {
+  EXPECT_EQ(status.code(), ErrorCode::InvalidArgument) << status.message();
+  return status.message();
+}
+
+TEST_F(DecodeTest, RefusesCacheSeqlensOfAnotherBatch) {
+  DecodeBuffers buffers(host, 3, 3, 64);
+  LaunchArgs args = buffers.args(3, 3 * 64);
+  args.set(BufferSlot::CacheSeqlens, buffers.cacheSeqlens, ElementType::i32,
+           2);
+  std::string message = refused(launch(args, 3));
+  EXPECT_NE(message.find("'cache_seqlens' has 2 elements, the operation "
+                         "expects 3"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(fakecuda_launch_count(), 0);
+  EXPECT_EQ(fakecuda_live_allocations(), 0);
+}
+
+TEST_F(DecodeTest, RefusesCacheRowsNotDividedByTheBatch) {
+  DecodeBuffers buffers(host, 2, 2, 64);
+  std::string message = refused(launch(buffers.args(2, 2 * 64 - 1), 2));
+  EXPECT_NE(message.find("127 rows are not a multiple of the batch (2 "
+                         "sequences"),
+            std::string::npos)
+      << message;
+  // No rows at all.
+  message = refused(launch(buffers.args(2, 0), 2));
+  EXPECT_NE(message.find("'k_cache' has no rows"), std::string::npos)
+      << message;
+  EXPECT_EQ(fakecuda_launch_count(), 0);
+}
+
+TEST_F(DecodeTest, RefusesCachesOverlappingOtherBuffers) {
+  DecodeBuffers buffers(host, 2, 2, 64);
+  // k_cache over k (in an allocation that holds the whole cache).
+  char *big = host.get(128 * kKvCols * 2);
+  LaunchArgs args = buffers.args(2, 128);
+  args.set(BufferSlot::K, big, ElementType::bf16, kKvCols);
+  args.setCache(big, buffers.vCache, ElementType::bf16, 128, kKvCols);
+  std::string message = refused(launch(args, 2));
+  EXPECT_NE(message.find("output 'k_cache' overlaps buffer 'k'"),
+            std::string::npos)
+      << message;
+  // Its last row over the start of another buffer: the cache's rows count,
+  // not the launch's.
+  char *shared = host.get(2 * 64 * kKvCols * 2 + 64);
+  args = buffers.args(2, 128);
+  args.setCache(shared, buffers.vCache, ElementType::bf16, 128, kKvCols);
+  args.set(BufferSlot::CacheSeqlens, shared + 127 * kKvCols * 2,
+           ElementType::i32, 2);
+  message = refused(launch(args, 2));
+  EXPECT_NE(message.find("output 'k_cache' overlaps buffer 'cache_seqlens'"),
+            std::string::npos)
+      << message;
+  // The two caches over each other.
+  args = buffers.args(2, 128);
+  args.setCache(buffers.kCache, buffers.kCache + 64, ElementType::bf16, 128,
+                kKvCols);
+  message = refused(launch(args, 2));
+  EXPECT_NE(message.find("overlaps buffer"), std::string::npos) << message;
+  EXPECT_EQ(fakecuda_launch_count(), 0);
+}
+
+TEST_F(DecodeTest, RefusesWorkspaceOfTheCaller) {
+  DecodeBuffers buffers(host, 2, 2, 64);
+  for (BufferSlot slot : {BufferSlot::Workspace, BufferSlot::Semaphores}) {
+    LaunchArgs args = buffers.args(2, 128);
+    args.set(slot, host.get(4096), ElementType::f32, 1024);
+    std::string message = refused(launch(args, 2));
+    EXPECT_NE(message.find("is the library's own"), std::string::npos)
+        << message;
+  }
+  // Rows of their own are the caches' alone.
+  LaunchArgs args = buffers.args(2, 128);
+  args.tensors[static_cast<int>(BufferSlot::Q)].rows = 2;
+  std::string message = refused(launch(args, 2));
+  EXPECT_NE(message.find("'q' has rows of its own"), std::string::npos)
+      << message;
+  EXPECT_EQ(fakecuda_launch_count(), 0);
+}
+
+//===----------------------------------------------------------------------===//
+// The C API
+//===----------------------------------------------------------------------===//
+
+class DecodeCApiTest : public FakeDriverTest {
+protected:
+  /// A C context serving only a bundle of makeDecode().
+  void SetUp() override {
+    FakeDriverTest::SetUp();
+    std::string path = dir / "kernels.njb";
+    std::unique_ptr<Context> writer;
+    ASSERT_TRUE(Context::create(
+                    makeFakeOptions(std::make_shared<FakeCompiler>()), writer)
+                    .ok());
+    Status written = writer->writeBundle({makeDecode()}, path);
+    ASSERT_TRUE(written.ok()) << written.message();
+    normjit_context_options options = normjit::contextOptions();
+    options.driver_library = NORM_FAKE_CUDA_LIBRARY;
+    const char *bundles[] = {path.c_str()};
+    options.bundles = bundles;
+    options.num_bundles = 1;
+    options.flags = NORMJIT_CONTEXT_NO_TUNING | NORMJIT_CONTEXT_NO_DISK_CACHE;
+    options.log_level = 0;
+    context.emplace(options);
+  }
+
+  std::pair<normjit_status, std::string> create(const normjit_op_desc &desc,
+                                                normjit_kernel **out = nullptr) {
+    normjit_kernel *kernel = nullptr;
+    normjit_status status =
+        normjit_kernel_create(context->get(), &desc, 0, &kernel);
+    std::string message = status == NORMJIT_SUCCESS ? "" : normjit_last_error();
+    if (out)
+      *out = kernel;
+    else
+      normjit_kernel_destroy(kernel);
+    return {status, message};
+  }
+
+  TempDir dir;
+  std::optional<normjit::Context> context;
+  HostBuffers host;
+};
+
+TEST_F(DecodeCApiTest, DescConvertsToTheBundledDecode) {
+  normjit_op_desc desc = normjit::attentionDecodeDesc(kHeadDim, kQHeads,
+                                                      kKvHeads);
+  EXPECT_EQ(desc.kind, NORMJIT_OP_ATTENTION_DECODE);
+  auto [status, message] = create(desc);
+  EXPECT_EQ(status, NORMJIT_SUCCESS) << message;
+  // Prefill attention of the same fields is another operation.
+  desc.kind = NORMJIT_OP_ATTENTION;
+  std::tie(status, message) = create(desc);
+  EXPECT_EQ(status, NORMJIT_ERROR_NOT_FOUND) << message;
+  // A kind past decode is unknown.
+  desc.kind = NORMJIT_OP_ATTENTION_DECODE + 1;
+  std::tie(status, message) = create(desc);
+  EXPECT_EQ(status, NORMJIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(message.find("unknown operation kind 10"), std::string::npos)
+      << message;
+}
+
+TEST_F(DecodeCApiTest, RefusesCausalAndLse) {
+  for (uint32_t flag : {NORMJIT_OP_CAUSAL, NORMJIT_OP_WRITE_LSE}) {
+    auto [status, message] =
+        create(normjit::attentionDecodeDesc(kHeadDim, kQHeads, kKvHeads, flag));
+    EXPECT_EQ(status, NORMJIT_ERROR_INVALID_ARGUMENT) << flag;
+    // verifyOpSpec's rule.
+    EXPECT_NE(message.find("decode attention is causal by position"),
+              std::string::npos)
+        << message;
+  }
+}
+
+TEST_F(DecodeCApiTest, LaunchCarriesCacheRowsAndRefusesWorkspace) {
+  normjit_kernel *kernel = nullptr;
+  ASSERT_EQ(create(normjit::attentionDecodeDesc(kHeadDim, kQHeads, kKvHeads),
+                   &kernel)
+                .first,
+            NORMJIT_SUCCESS);
+  const int64_t capacity = 256;
+  DecodeBuffers b(host, 2, 2, capacity);
+  normjit::LaunchArgs args;
+  EXPECT_EQ(args.get()->struct_size, NORMJIT_LAUNCH_ARGS_SIZE_V4);
+  args.set(NORMJIT_Q, b.q, NORMJIT_BF16, kQCols)
+      .set(NORMJIT_K, b.k, NORMJIT_BF16, kKvCols)
+      .set(NORMJIT_V, b.v, NORMJIT_BF16, kKvCols)
+      .set(NORMJIT_CU_SEQLENS, b.cuSeqlens, NORMJIT_I32, 3)
+      .set(NORMJIT_CACHE_SEQLENS, b.cacheSeqlens, NORMJIT_I32, 2)
+      .set(NORMJIT_OUTPUT, b.output, NORMJIT_BF16, kQCols)
+      .setCache(b.kCache, b.vCache, NORMJIT_BF16, 2 * capacity, kKvCols);
+  ASSERT_EQ(normjit_kernel_launch(kernel, args.get(), 2, nullptr),
+            NORMJIT_SUCCESS)
+      << normjit_last_error();
+  fakecuda_launch recorded{};
+  ASSERT_TRUE(fakecuda_get_launch(fakecuda_launch_count() - 1, &recorded));
+  EXPECT_EQ(recorded.params[13], uint64_t(capacity)); // cache_capacity
+
+  // An API 3 caller has no caches: refused as missing, not read past its
+  // struct.
+  normjit_launch_args old = *args.get();
+  old.struct_size = NORMJIT_LAUNCH_ARGS_SIZE_V3;
+  EXPECT_EQ(normjit_kernel_launch(kernel, &old, 2, nullptr),
+            NORMJIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(normjit_last_error()).find("'k_cache' is null"),
+            std::string::npos)
+      << normjit_last_error();
+
+  normjit_launch_args withWorkspace = *args.get();
+  ASSERT_EQ(normjit_launch_args_set(&withWorkspace, NORMJIT_WORKSPACE,
+                                    host.get(1024), NORMJIT_F32, 256, 0),
+            NORMJIT_SUCCESS);
+  EXPECT_EQ(normjit_kernel_launch(kernel, &withWorkspace, 2, nullptr),
+            NORMJIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(normjit_last_error()).find("is the library's own"),
+            std::string::npos)
+      << normjit_last_error();
+
+  normjit_launch_args negative = *args.get();
+  negative.cache_rows = -1;
+  EXPECT_EQ(normjit_kernel_launch(kernel, &negative, 2, nullptr),
+            NORMJIT_ERROR_INVALID_ARGUMENT);
+  normjit_kernel_destroy(kernel);
+}
+
+} // namespace
