@@ -245,7 +245,7 @@ static void testKernelErrors(normjit_context *context) {
   expect("unknown kernel flag",
          normjit_kernel_create(context, &desc, 1u << 7, &kernel),
          NORMJIT_ERROR_INVALID_ARGUMENT);
-  desc.kind = 9;
+  desc.kind = 10;
   expect("unknown kind", normjit_kernel_create(context, &desc, 0, &kernel),
          NORMJIT_ERROR_INVALID_ARGUMENT);
   desc.kind = NORMJIT_OP_RMS_NORM;
