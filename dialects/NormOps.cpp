@@ -592,19 +592,33 @@ LogicalResult ColumnStatsOp::verify() {
   return verifyKernelModel(*this);
 }
 
+/// What both attention kernel ops check besides verifyAttentionFields: the
+/// output has q's type, the `others` have q's element type, and the QK-Norm
+/// weights come together.
+template <typename OpTy>
+static LogicalResult
+verifyAttentionKernelOperands(OpTy op,
+                              ArrayRef<std::pair<Value, StringRef>> others) {
+  if (failed(verifyAttentionFields(op)) ||
+      failed(verifySameResultType(op, op.getQ().getType(),
+                                  op.getOutput().getType())))
+    return failure();
+  Type element = getElementTypeOrSelf(op.getQ().getType());
+  for (auto [v, name] : others)
+    if (getElementTypeOrSelf(v.getType()) != element)
+      return op.emitOpError() << "'" << name
+                              << "' must have the element type of 'q' ("
+                              << element << "), got " << v.getType();
+  if (bool(op.getQNormWeight()) != bool(op.getKNormWeight()))
+    return op.emitOpError("'q_norm_weight' and 'k_norm_weight' go together");
+  return success();
+}
+
 LogicalResult AttentionKernelOp::verify() {
   if (failed(verifyRequiredSegments(*this, {0, 1, 2, 3})) ||
-      failed(verifyAttentionFields(*this)) ||
-      failed(verifySameResultType(*this, getQ().getType(),
-                                  getOutput().getType())))
+      failed(verifyAttentionKernelOperands(*this, {{getK(), "k"},
+                                                   {getV(), "v"}})))
     return failure();
-  Type element = getElementTypeOrSelf(getQ().getType());
-  for (auto [v, name] : {std::pair{getK(), "k"}, std::pair{getV(), "v"}})
-    if (getElementTypeOrSelf(v.getType()) != element)
-      return emitOpError() << "'" << name << "' must have the element type of "
-                           << "'q' (" << element << "), got " << v.getType();
-  if (bool(getQNormWeight()) != bool(getKNormWeight()))
-    return emitOpError("'q_norm_weight' and 'k_norm_weight' go together");
   if (Value lse = getLse()) {
     auto type = cast<RankedTensorType>(lse.getType());
     auto q = cast<RankedTensorType>(getQ().getType());
@@ -618,17 +632,12 @@ LogicalResult AttentionKernelOp::verify() {
 
 LogicalResult AttentionDecodeKernelOp::verify() {
   if (failed(verifyRequiredSegments(*this, {0, 1, 2, 3, 4, 5, 6})) ||
-      failed(verifyAttentionFields(*this)) ||
-      failed(verifySameResultType(*this, getQ().getType(),
-                                  getOutput().getType())))
+      failed(verifyAttentionKernelOperands(
+          *this, {{getK(), "k"},
+                  {getV(), "v"},
+                  {getKCache(), "k_cache"},
+                  {getVCache(), "v_cache"}})))
     return failure();
-  Type element = getElementTypeOrSelf(getQ().getType());
-  for (auto [v, name] :
-       {std::pair{getK(), "k"}, std::pair{getV(), "v"},
-        std::pair{getKCache(), "k_cache"}, std::pair{getVCache(), "v_cache"}})
-    if (getElementTypeOrSelf(v.getType()) != element)
-      return emitOpError() << "'" << name << "' must have the element type of "
-                           << "'q' (" << element << "), got " << v.getType();
   // The caches hold the rows of k and v: the same columns, their own rows.
   for (auto [cache, name] : {std::pair{getKCache(), "k_cache"},
                              std::pair{getVCache(), "v_cache"}}) {
@@ -647,8 +656,6 @@ LogicalResult AttentionDecodeKernelOp::verify() {
   if (getKCacheOut().getType() != getKCache().getType() ||
       getVCacheOut().getType() != getVCache().getType())
     return emitOpError("the updated caches have the types of the caches");
-  if (bool(getQNormWeight()) != bool(getKNormWeight()))
-    return emitOpError("'q_norm_weight' and 'k_norm_weight' go together");
   return verifyKernelModel(*this);
 }
 
@@ -802,100 +809,83 @@ Value ColumnStatsOp::getBuffer(BufferSlot slot) {
   }
 }
 
-::norm::OpSpec AttentionKernelOp::getOpSpec() {
+/// The operation of either attention kernel op (`kind`): heads, types,
+/// the QK-Norm and the rotary embeddings they share.
+template <typename OpTy>
+static ::norm::OpSpec getAttentionOpSpec(OpTy op, OpKind kind) {
   ::norm::OpSpec spec;
-  spec.kind = OpKind::Attention;
-  spec.hidden = getHeadDim();
-  spec.input = spec.output = getElementTypeOf(getQ());
-  spec.param = getParamType({getQNormWeight(), getKNormWeight()});
-  spec.hasWeight = bool(getQNormWeight());
-  spec.numQHeads = getNumHeads();
-  spec.numKvHeads = getNumKvHeads();
-  spec.qkStatistic = getQkNorm() ? getModelStatistic(*getQkNorm())
-                                 : ::norm::Statistic::None;
-  spec.eps = getQkNormEpsAttr() ? getQkNormEpsAttr().getValueAsDouble() : 0.0;
-  spec.weightOffset = getQkNormOffset().convertToDouble();
-  spec.causal = getCausal();
-  spec.scale = getScale().convertToDouble();
-  spec.writeLse = bool(getLse());
-  spec.rope = getModelRopeStyle(getRope());
+  spec.kind = kind;
+  spec.hidden = op.getHeadDim();
+  spec.input = spec.output = getElementTypeOf(op.getQ());
+  spec.param = getParamType({op.getQNormWeight(), op.getKNormWeight()});
+  spec.hasWeight = bool(op.getQNormWeight());
+  spec.numQHeads = op.getNumHeads();
+  spec.numKvHeads = op.getNumKvHeads();
+  spec.qkStatistic = op.getQkNorm() ? getModelStatistic(*op.getQkNorm())
+                                    : ::norm::Statistic::None;
+  spec.eps =
+      op.getQkNormEpsAttr() ? op.getQkNormEpsAttr().getValueAsDouble() : 0.0;
+  spec.weightOffset = op.getQkNormOffset().convertToDouble();
+  spec.scale = op.getScale().convertToDouble();
+  spec.rope = getModelRopeStyle(op.getRope());
   if (spec.rope != ::norm::RopeStyle::None) {
-    spec.rotaryDim = getRotaryDimOrHeadDim(*this);
-    spec.ropeTheta = getRopeThetaAttr().getValueAsDouble();
+    spec.rotaryDim = getRotaryDimOrHeadDim(op);
+    spec.ropeTheta = op.getRopeThetaAttr().getValueAsDouble();
   }
   return spec;
 }
 
-Value AttentionKernelOp::getBuffer(BufferSlot slot) {
+/// The buffers both attention kernel ops have.
+template <typename OpTy>
+static Value getAttentionBuffer(OpTy op, BufferSlot slot) {
   switch (slot) {
   case BufferSlot::Q:
-    return getQ();
+    return op.getQ();
   case BufferSlot::K:
-    return getK();
+    return op.getK();
   case BufferSlot::V:
-    return getV();
+    return op.getV();
   case BufferSlot::QWeight:
-    return getQNormWeight();
+    return op.getQNormWeight();
   case BufferSlot::KWeight:
-    return getKNormWeight();
+    return op.getKNormWeight();
   case BufferSlot::CuSeqlens:
-    return getCuSeqlens();
+    return op.getCuSeqlens();
   case BufferSlot::Output:
-    return getOutput();
-  case BufferSlot::Lse:
-    return getLse();
+    return op.getOutput();
   default:
     return {};
   }
 }
 
-::norm::OpSpec AttentionDecodeKernelOp::getOpSpec() {
-  ::norm::OpSpec spec;
-  spec.kind = OpKind::AttentionDecode;
-  spec.hidden = getHeadDim();
-  spec.input = spec.output = getElementTypeOf(getQ());
-  spec.param = getParamType({getQNormWeight(), getKNormWeight()});
-  spec.hasWeight = bool(getQNormWeight());
-  spec.numQHeads = getNumHeads();
-  spec.numKvHeads = getNumKvHeads();
-  spec.qkStatistic = getQkNorm() ? getModelStatistic(*getQkNorm())
-                                 : ::norm::Statistic::None;
-  spec.eps = getQkNormEpsAttr() ? getQkNormEpsAttr().getValueAsDouble() : 0.0;
-  spec.weightOffset = getQkNormOffset().convertToDouble();
-  spec.scale = getScale().convertToDouble();
-  spec.rope = getModelRopeStyle(getRope());
-  if (spec.rope != ::norm::RopeStyle::None) {
-    spec.rotaryDim = getRotaryDimOrHeadDim(*this);
-    spec.ropeTheta = getRopeThetaAttr().getValueAsDouble();
-  }
+::norm::OpSpec AttentionKernelOp::getOpSpec() {
+  ::norm::OpSpec spec = getAttentionOpSpec(*this, OpKind::Attention);
+  spec.causal = getCausal();
+  spec.writeLse = bool(getLse());
   return spec;
+}
+
+Value AttentionKernelOp::getBuffer(BufferSlot slot) {
+  if (slot == BufferSlot::Lse)
+    return getLse();
+  return getAttentionBuffer(*this, slot);
+}
+
+::norm::OpSpec AttentionDecodeKernelOp::getOpSpec() {
+  return getAttentionOpSpec(*this, OpKind::AttentionDecode);
 }
 
 Value AttentionDecodeKernelOp::getBuffer(BufferSlot slot) {
   switch (slot) {
-  case BufferSlot::Q:
-    return getQ();
-  case BufferSlot::K:
-    return getK();
-  case BufferSlot::V:
-    return getV();
-  case BufferSlot::QWeight:
-    return getQNormWeight();
-  case BufferSlot::KWeight:
-    return getKNormWeight();
-  case BufferSlot::CuSeqlens:
-    return getCuSeqlens();
   case BufferSlot::CacheSeqlens:
     return getCacheSeqlens();
-  case BufferSlot::Output:
-    return getOutput();
   // The updated caches: the kernel's values are the results.
   case BufferSlot::KCache:
     return getKCacheOut();
   case BufferSlot::VCache:
     return getVCacheOut();
   default:
-    return {};
+    return getAttentionBuffer(*this, slot);
   }
 }
 

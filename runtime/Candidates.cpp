@@ -154,11 +154,9 @@ std::vector<LaunchConfig>
 norm::jit::getTuningCandidates(const OpSpec &spec, RowBucket bucket,
                                const LaunchConfig &heuristic,
                                int64_t maxSharedBytes) {
-  if (spec.kind == OpKind::Attention)
+  // Decode's tiles are prefill's (Planning.cpp does not tune it yet).
+  if (isAttention(spec.kind))
     return getAttentionCandidates(spec, heuristic, maxSharedBytes);
-  // Decode attention is not tuned (Planning.cpp): the heuristic alone.
-  if (spec.kind == OpKind::AttentionDecode)
-    return {heuristic};
   int64_t rowLength = getRowLength(spec);
   std::vector<LaunchConfig> candidates;
   // Staging a row that registers could hold only adds traffic.

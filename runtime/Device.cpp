@@ -454,16 +454,12 @@ Status DeviceBuffer::create(std::shared_ptr<DeviceState> device, size_t bytes,
   if (!scope.status().ok())
     return scope.status();
   DeviceBuffer created;
-  created.device = std::move(device);
-  bytes = std::max<size_t>(bytes, 1);
-  if (Status status =
-          driver.check(driver.memAlloc(&created.pointer, bytes), "cuMemAlloc");
-      !status) {
-    created.pointer = 0;
+  if (Status status = allocate(device, bytes, created); !status)
     return status;
-  }
-  if (Status status = driver.check(
-          driver.memsetD8(created.pointer, fill, bytes), "cuMemsetD8");
+  if (Status status =
+          driver.check(driver.memsetD8(created.pointer, fill,
+                                       std::max<size_t>(bytes, 1)),
+                       "cuMemsetD8");
       !status)
     return status;
   buffer = std::move(created);

@@ -2,6 +2,7 @@
 
 #include "compiler/model/AttentionReference.h"
 
+#include "compiler/model/Buffers.h"
 #include "compiler/model/FloatFormats.h"
 #include "compiler/model/ReferenceDetail.h"
 
@@ -222,8 +223,6 @@ struct Attend {
 };
 } // namespace
 
-/// See kMaxDecodeSplits (Buffers.h): the combine's terms.
-constexpr int64_t kMaxCombinedSplits = 64;
 
 void Attend::run(ExpectedRows &output, ExpectedRows *lseRows) const {
   ElementType type = p.type;
@@ -242,7 +241,7 @@ void Attend::run(ExpectedRows &output, ExpectedRows *lseRows) const {
     int64_t start = keyBegin[i], keys = keyEnd[i] - keyBegin[i];
     double accumulation = 2 * getStatisticError(2 * keys) + 4 * u;
     if (splitCombine)
-      accumulation += 2 * getStatisticError(2 * kMaxCombinedSplits) + 4 * u;
+      accumulation += 2 * getStatisticError(2 * kMaxDecodeSplits) + 4 * u;
     s.resize(keys);
     tau.resize(keys);
     weight.resize(keys);
@@ -339,7 +338,7 @@ void Attend::run(ExpectedRows &output, ExpectedRows *lseRows) const {
   }
 }
 
-/// The v rows of `view` as doubles, keys x cols.
+/// Rows [first, first + count) of `view`, as doubles, appended to `out`.
 static void appendRows(std::vector<double> &out, const RowsView &view,
                        int64_t first, int64_t count) {
   for (int64_t row = first; row < first + count; ++row)
@@ -384,10 +383,9 @@ Status check::verifyDecodeProblem(const DecodeProblem &problem,
     return Status::invalid("decode: one cache length per sequence");
   for (int64_t b = 0; b < batch; ++b) {
     int64_t length = problem.cacheSeqlens[b];
-    int64_t added = p.cuSeqlens[b + 1] - p.cuSeqlens[b];
-    if (length < 0 || length + added > problem.cacheCapacity)
-      return Status::invalid("decode: sequence " + std::to_string(b) +
-                             " does not fit the cache's capacity");
+    if (length < 0 || length > problem.cacheCapacity)
+      return Status::invalid("decode: the cache of sequence " +
+                             std::to_string(b) + " exceeds its capacity");
   }
   for (const RowsView *cache : {&operands.kCache, &operands.vCache})
     if (!cache->data || cache->type != p.type ||

@@ -177,12 +177,13 @@ struct DecodeExpected {
   ExpectedRows output;
   /// New tokens x numKvHeads * headDim: the rows appended to the caches
   /// (token t of sequence b at cache row b x capacity + cacheSeqlens[b] +
-  /// t - cuSeqlens[b]); every other cache row stays as it was.
+  /// t - cuSeqlens[b], where that is below the capacity: later rows are
+  /// dropped, though attended to); every other cache row stays as it was.
   ExpectedRows kAppended, vAppended;
 };
 
 /// Whether `problem` and `operands` fit together (as verifyAttentionProblem,
-/// and every sequence's cache plus its new tokens within the capacity).
+/// and every sequence's cache within the capacity).
 Status verifyDecodeProblem(const DecodeProblem &problem,
                            const DecodeOperands &operands);
 

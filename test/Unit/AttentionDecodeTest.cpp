@@ -3,8 +3,8 @@
 // The generated decode attention kernel (norm.attention_decode_kernel) on
 // the host execution path against the float64 reference of the unfused
 // sequence (QK-Norm, RoPE at the cache positions, cache append, attention):
-// caches of several lengths (empty, one row, tile tails, over 1000), one
-// or several new tokens per sequence, GQA ratios 1 to 32, every split
+// caches of several lengths (empty, one row, tile tails, over 1000, full),
+// one or several new tokens per sequence, GQA ratios 1 to 32, every split
 // count from one to more splits than key tiles (empty ranges), launch
 // shapes. Outputs and the workspace are poisoned first; every cache row
 // but the appended ones, the gaps and the guards must stay as they were,
@@ -13,12 +13,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/HostExecution.h"
 #include "compiler/model/AttentionReference.h"
 #include "compiler/model/Buffers.h"
 #include "compiler/model/FloatFormats.h"
+#include "test/Unit/AttentionHarness.h"
 #include "tools/norm-cpu-check/Buffers.h"
-#include "tools/norm-cpu-check/KernelSource.h"
 
 #include <gtest/gtest.h>
 
@@ -52,23 +51,9 @@ std::ostream &operator<<(std::ostream &os, const DecodeCase &c) {
 }
 
 OpSpec getSpec(const DecodeCase &c) {
-  OpSpec spec;
-  spec.kind = OpKind::AttentionDecode;
-  spec.hidden = c.headDim;
-  spec.input = spec.output = spec.param = c.type;
-  spec.numQHeads = c.heads;
-  spec.numKvHeads = c.kvHeads;
-  spec.qkStatistic = c.norm;
-  spec.hasWeight = c.weights;
-  spec.weightOffset = c.offset;
-  spec.eps = c.norm == Statistic::None ? 0.0 : 1e-6;
-  spec.scale = 1.0 / std::sqrt(static_cast<double>(c.headDim));
-  spec.rope = c.rope;
-  if (c.rope != RopeStyle::None) {
-    spec.rotaryDim = c.rotaryDim ? c.rotaryDim : c.headDim;
-    spec.ropeTheta = c.ropeTheta;
-  }
-  return spec;
+  return makeAttentionSpec(OpKind::AttentionDecode, c.type, c.headDim, c.heads,
+                           c.kvHeads, c.norm, c.weights, c.offset, c.rope,
+                           c.rotaryDim, c.ropeTheta);
 }
 
 class AttentionDecodeTest : public testing::TestWithParam<DecodeCase> {};
@@ -76,24 +61,10 @@ class AttentionDecodeTest : public testing::TestWithParam<DecodeCase> {};
 TEST_P(AttentionDecodeTest, MatchesTheUnfusedSequence) {
   const DecodeCase &c = GetParam();
   OpSpec spec = getSpec(c);
-  LaunchConfig launch = getHeuristicLaunch(spec, -1);
-  if (c.warps) {
-    launch.warps = c.warps;
-    launch.rowsPerCta = 16 * c.warps;
-  }
-  if (c.blockN)
-    launch.blockN = c.blockN;
-  if (c.stages)
-    launch.stages = c.stages;
+  LaunchConfig launch = getForcedLaunch(spec, c.warps, c.blockN, c.stages);
   KernelSource source;
-  std::unique_ptr<KernelProvider> provider = createGeneratedKernels();
-  Status built = provider->build(spec, launch, source);
-  ASSERT_TRUE(built) << built.message();
   std::unique_ptr<HostKernels> kernels;
-  HostCompileOptions options;
-  options.cpu = "x86-64";
-  options.optLevel = 0; // see AttentionKernelTest
-  Status compiled = HostKernels::compile(source.mlir, options, kernels);
+  Status compiled = compileForHost(spec, launch, source, kernels);
   ASSERT_TRUE(compiled) << compiled.message();
 
   int64_t d = c.headDim, qCols = c.heads * d, kvCols = c.kvHeads * d;
@@ -269,6 +240,9 @@ TEST_P(AttentionDecodeTest, MatchesTheUnfusedSequence) {
   // reference allows either neighbour, and must then match byte for byte.
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t t = cu[b]; t < cu[b + 1]; ++t) {
+      // Rows past the capacity are dropped: the next sequence's stay.
+      if (c.cacheLengths[b] + (t - cu[b]) >= capacity)
+        continue;
       int64_t row = b * capacity + c.cacheLengths[b] + (t - cu[b]);
       for (auto [cache, want, rows] :
            {std::tuple{kCache.get(), kWant.get(), &expected.kAppended},
@@ -325,9 +299,13 @@ INSTANTIATE_TEST_SUITE_P(
                    0.0, kNoRope, 0, 0, {200}, {2}, 256, 5},
         DecodeCase{"short_cache_many_splits", kF16, 128, 4, 2, kMeanVar, true,
                    0.0, kNeoX, 64, 1e4, {10, 0}, {1, 2}, 16, 4},
-        // 32 query heads on one KV head: a tile of two warps per token.
+        // 32 query heads on one KV head: two tokens a tile of 4 warps.
         DecodeCase{"mqa32_d128", kBf16, 128, 32, 1, kRms, true, 0.0, kNeoX, 0,
                    1e6, {100, 0}, {1, 1}, 128, 2},
+        // A full cache: of 3 new tokens, the first fills it and the others
+        // are attended to but not appended (the next sequence's rows stay).
+        DecodeCase{"full_cache_drops_rows", kBf16, 64, 4, 2, kRms, true, 0.0,
+                   kNeoX, 0, 1e4, {7, 2}, {3, 1}, 8, 2},
         // Launch shapes: 4 warps (several tokens a tile), the narrowest
         // key tiles, one stage.
         DecodeCase{"w4_n16_s1", kBf16, 128, 4, 1, kRms, true, 0.0, kNeoX, 0,

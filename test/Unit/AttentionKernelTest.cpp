@@ -13,11 +13,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/HostExecution.h"
 #include "compiler/model/AttentionReference.h"
 #include "compiler/model/FloatFormats.h"
+#include "test/Unit/AttentionHarness.h"
 #include "tools/norm-cpu-check/Buffers.h"
-#include "tools/norm-cpu-check/KernelSource.h"
 
 #include <gtest/gtest.h>
 
@@ -62,36 +61,12 @@ std::ostream &operator<<(std::ostream &os, const AttentionCase &c) {
 }
 
 OpSpec getSpec(const AttentionCase &c) {
-  OpSpec spec;
-  spec.kind = OpKind::Attention;
-  spec.hidden = c.headDim;
-  spec.input = spec.output = spec.param = c.type;
-  spec.numQHeads = c.heads;
-  spec.numKvHeads = c.kvHeads;
-  spec.qkStatistic = c.norm;
-  spec.hasWeight = c.weights;
-  spec.weightOffset = c.offset;
-  spec.eps = c.norm == Statistic::None ? 0.0 : 1e-6;
+  OpSpec spec = makeAttentionSpec(OpKind::Attention, c.type, c.headDim,
+                                  c.heads, c.kvHeads, c.norm, c.weights,
+                                  c.offset, c.rope, c.rotaryDim, c.ropeTheta);
   spec.causal = c.causal;
-  spec.scale = 1.0 / std::sqrt(static_cast<double>(c.headDim));
   spec.writeLse = c.lse;
-  spec.rope = c.rope;
-  spec.rotaryDim = c.rotaryDim;
-  spec.ropeTheta = c.ropeTheta;
   return spec;
-}
-
-LaunchConfig getLaunch(const AttentionCase &c, const OpSpec &spec) {
-  LaunchConfig launch = getHeuristicLaunch(spec, -1);
-  if (c.warps) {
-    launch.warps = c.warps;
-    launch.rowsPerCta = 16 * c.warps;
-  }
-  if (c.blockN)
-    launch.blockN = c.blockN;
-  if (c.stages)
-    launch.stages = c.stages;
-  return launch;
 }
 
 class AttentionKernelTest : public testing::TestWithParam<AttentionCase> {};
@@ -99,18 +74,10 @@ class AttentionKernelTest : public testing::TestWithParam<AttentionCase> {};
 TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
   const AttentionCase &c = GetParam();
   OpSpec spec = getSpec(c);
-  LaunchConfig launch = getLaunch(c, spec);
+  LaunchConfig launch = getForcedLaunch(spec, c.warps, c.blockN, c.stages);
   KernelSource source;
-  std::unique_ptr<KernelProvider> provider = createGeneratedKernels();
-  Status built = provider->build(spec, launch, source);
-  ASSERT_TRUE(built) << built.message();
   std::unique_ptr<HostKernels> kernels;
-  HostCompileOptions options;
-  options.cpu = "x86-64"; // results must not depend on this machine's CPU
-  // The same IR at -O0: compiling the unrolled fragment code at -O2 takes
-  // ten times longer than running it.
-  options.optLevel = 0;
-  Status compiled = HostKernels::compile(source.mlir, options, kernels);
+  Status compiled = compileForHost(spec, launch, source, kernels);
   ASSERT_TRUE(compiled) << compiled.message();
 
   int64_t d = c.headDim, qCols = c.heads * d, kvCols = c.kvHeads * d;

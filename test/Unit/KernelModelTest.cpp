@@ -821,6 +821,14 @@ TEST(Attention, LaunchRules) {
   EXPECT_EQ(getAttentionThreadsPerRow(64), 8);
 }
 
+/// The names of the kernel's parameters, in ABI order.
+std::vector<std::string> getParamNames(const KernelSignature &sig) {
+  std::vector<std::string> names;
+  for (const KernelParam &p : sig.params)
+    names.push_back(p.name);
+  return names;
+}
+
 TEST(Attention, Signature) {
   OpSpec spec = examples::makeAttention();
   spec.writeLse = true;
@@ -830,10 +838,7 @@ TEST(Attention, Signature) {
   EXPECT_EQ(sig.kind, "attention_kernel");
   EXPECT_EQ(sig.name.rfind("norm_attn_qkrms_causal_d128_h32x8_bf16_", 0), 0u)
       << sig.name;
-  std::vector<std::string> params;
-  for (const KernelParam &p : sig.params)
-    params.push_back(p.name);
-  EXPECT_EQ(params,
+  EXPECT_EQ(getParamNames(sig),
             (std::vector<std::string>{
                 "q", "k", "v", "q_weight", "k_weight", "cu_seqlens", "output",
                 "lse", "rows", "batch", "q_stride", "k_stride", "v_stride",
@@ -891,10 +896,7 @@ TEST(KernelModel, DecodeAttentionKernels) {
   EXPECT_TRUE(sig.isDecode());
   EXPECT_EQ(sig.name.rfind("norm_decode_qkrms_d128_h32x8_bf16_", 0), 0u)
       << sig.name;
-  std::vector<std::string> params;
-  for (const KernelParam &p : sig.params)
-    params.push_back(p.name);
-  EXPECT_EQ(params,
+  EXPECT_EQ(getParamNames(sig),
             (std::vector<std::string>{
                 "q", "k", "v", "q_weight", "k_weight", "cu_seqlens",
                 "cache_seqlens", "output", "k_cache", "v_cache", "workspace",

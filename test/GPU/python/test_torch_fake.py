@@ -223,8 +223,7 @@ class TorchLayerTest(unittest.TestCase):
         self.assertEqual((lse.shape, lse.dtype), ((9, 8), torch.float32))
         self.assertEqual(self.fake.fakecuda_launch_count(), before)
 
-    # rope= to the op desc (no launch: the kernel generator has no rotary
-    # embeddings yet); the torch op passes them through.
+    # rope= to the op desc (no launch); the torch op passes them through.
     def test_attention_rope_desc(self):
         q, k = self.rand(5, 4, 64), self.rand(5, 2, 64)
         fields = lambda call: (call.desc.rope, call.desc.rotary_dim,
@@ -242,6 +241,35 @@ class TorchLayerTest(unittest.TestCase):
             meta(9, 8, 64), meta(9, 2, 64), meta(9, 2, 64), None, None, None,
             True, None, None, 1e-6, 0.0, False, None, "neox", 32, 5e5)
         self.assertEqual(out.shape, (9, 8, 64))
+
+    # Decode (compiled for the fake device: the bundle has no decode
+    # kernel): the new tokens, the caches in place as [batch, capacity,
+    # heads, head_dim] views, the library's own workspace and semaphores,
+    # one new token per sequence without cu_seqlens.
+    def test_attention_decode(self):
+        q, k, v = self.rand(2, 256), self.rand(2, 128), self.rand(2, 128)
+        k_cache, v_cache = self.rand(2, 16, 2, 64), self.rand(2, 16, 2, 64)
+        lengths = torch.tensor([3, 0], dtype=torch.int32)
+        out = norm_opt.attention_decode(q, k, v, k_cache, v_cache, lengths,
+                                        head_dim=64, rope="neox")
+        name, params = self.launch()
+        self.assertTrue(name.startswith("norm_decode_ropeneox64_d64_h4x2_"
+                                        "bf16_"), name)
+        self.assertEqual(params[:3], [q.data_ptr(), k.data_ptr(),
+                                      v.data_ptr()])
+        self.assertEqual(params[4:8], [lengths.data_ptr(), out.data_ptr(),
+                                       k_cache.data_ptr(), v_cache.data_ptr()])
+        # cu_seqlens, the workspace and the semaphores: the layer's and the
+        # library's allocations.
+        self.assertTrue(all(params[i] != 0 for i in (3, 8, 9)), params)
+        rows, batch, splits, capacity = params[10:14]
+        self.assertEqual((rows, batch, capacity), (2, 2, 16))
+        self.assertGreaterEqual(splits, 1)
+        self.assertEqual(params[14:], [256, 128, 128, 256, 128, 128])
+        self.assertEqual((out.shape, out.dtype), (q.shape, q.dtype))
+        with self.assertRaisesRegex(ValueError, "one new token"):
+            norm_opt.attention_decode(self.rand(3, 256), k, v, k_cache,
+                                      v_cache, lengths, head_dim=64)
 
     def test_attention_errors(self):
         q, k = self.rand(5, 4, 64), self.rand(5, 2, 64)

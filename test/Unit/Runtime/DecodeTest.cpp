@@ -13,7 +13,7 @@
 
 #include "runtime/normjit.hpp"
 
-#include "test/Unit/Runtime/TestSupport.h"
+#include "test/Unit/Runtime/CApiBundle.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -353,26 +353,11 @@ TEST_F(DecodeTest, RefusesWorkspaceOfTheCaller) {
 // The C API
 //===----------------------------------------------------------------------===//
 
-class DecodeCApiTest : public FakeDriverTest {
+class DecodeCApiTest : public CApiBundleTest {
 protected:
-  /// A C context serving only a bundle of makeDecode().
   void SetUp() override {
-    FakeDriverTest::SetUp();
-    std::string path = dir / "kernels.njb";
-    std::unique_ptr<Context> writer;
-    ASSERT_TRUE(Context::create(
-                    makeFakeOptions(std::make_shared<FakeCompiler>()), writer)
-                    .ok());
-    Status written = writer->writeBundle({makeDecode()}, path);
-    ASSERT_TRUE(written.ok()) << written.message();
-    normjit_context_options options = normjit::contextOptions();
-    options.driver_library = NORM_FAKE_CUDA_LIBRARY;
-    const char *bundles[] = {path.c_str()};
-    options.bundles = bundles;
-    options.num_bundles = 1;
-    options.flags = NORMJIT_CONTEXT_NO_TUNING | NORMJIT_CONTEXT_NO_DISK_CACHE;
-    options.log_level = 0;
-    context.emplace(options);
+    CApiBundleTest::SetUp();
+    openBundleOf({makeDecode()});
   }
 
   std::pair<normjit_status, std::string> create(const normjit_op_desc &desc,
@@ -388,8 +373,6 @@ protected:
     return {status, message};
   }
 
-  TempDir dir;
-  std::optional<normjit::Context> context;
   HostBuffers host;
 };
 

@@ -11,7 +11,7 @@
 
 #include "runtime/normjit.hpp"
 
-#include "test/Unit/Runtime/TestSupport.h"
+#include "test/Unit/Runtime/CApiBundle.h"
 
 #include <cmath>
 #include <cstring>
@@ -58,27 +58,8 @@ normjit_op_desc endingAt(normjit_op_desc desc, size_t end) {
   return desc;
 }
 
-class OpDescTest : public FakeDriverTest {
+class OpDescTest : public CApiBundleTest {
 protected:
-  /// A C context serving only a bundle of `specs`.
-  void openBundleOf(const std::vector<OpSpec> &specs) {
-    std::string path = dir / "kernels.njb";
-    std::unique_ptr<Context> writer;
-    ASSERT_TRUE(Context::create(
-                    makeFakeOptions(std::make_shared<FakeCompiler>()), writer)
-                    .ok());
-    Status written = writer->writeBundle(specs, path);
-    ASSERT_TRUE(written.ok()) << written.message();
-    normjit_context_options options = normjit::contextOptions();
-    options.driver_library = NORM_FAKE_CUDA_LIBRARY;
-    const char *bundles[] = {path.c_str()};
-    options.bundles = bundles;
-    options.num_bundles = 1;
-    options.flags = NORMJIT_CONTEXT_NO_TUNING | NORMJIT_CONTEXT_NO_DISK_CACHE;
-    options.log_level = 0;
-    context.emplace(options);
-  }
-
   /// normjit_kernel_create's status for `desc`, and its message.
   std::pair<normjit_status, std::string> create(const normjit_op_desc &desc) {
     normjit_kernel *kernel = nullptr;
@@ -96,9 +77,6 @@ protected:
     normjit_kernel_destroy(kernel);
     return {status, message};
   }
-
-  TempDir dir;
-  std::optional<normjit::Context> context;
 };
 
 TEST_F(OpDescTest, InitLeavesRotaryEmbeddingsOff) {

@@ -1,0 +1,81 @@
+//===- AttentionHarness.h - attention kernels on the host path --*- C++ -*-===//
+//
+// What the prefill and decode kernel tests share: the operation of a case,
+// its launch with forced fields, and the kernel generated and compiled for
+// the host execution path.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_TEST_UNIT_ATTENTIONHARNESS_H
+#define NORM_TEST_UNIT_ATTENTIONHARNESS_H
+
+#include "compiler/HostExecution.h"
+#include "compiler/model/KernelModel.h"
+#include "tools/norm-cpu-check/KernelSource.h"
+
+#include <cmath>
+#include <memory>
+
+namespace norm::check {
+
+/// Attention of `kind` with scale 1 / sqrt(headDim), eps 1e-6 with a
+/// QK-Norm, and rotary embeddings over `rotaryDim` elements (0: the head
+/// dim) when `rope` is set.
+inline OpSpec makeAttentionSpec(OpKind kind, ElementType type, int64_t headDim,
+                                int64_t heads, int64_t kvHeads, Statistic norm,
+                                bool weights, double offset, RopeStyle rope,
+                                int64_t rotaryDim, double theta) {
+  OpSpec spec;
+  spec.kind = kind;
+  spec.hidden = headDim;
+  spec.input = spec.output = spec.param = type;
+  spec.numQHeads = heads;
+  spec.numKvHeads = kvHeads;
+  spec.qkStatistic = norm;
+  spec.hasWeight = weights;
+  spec.weightOffset = offset;
+  spec.eps = norm == Statistic::None ? 0.0 : 1e-6;
+  spec.scale = 1.0 / std::sqrt(static_cast<double>(headDim));
+  spec.rope = rope;
+  if (rope != RopeStyle::None) {
+    spec.rotaryDim = rotaryDim ? rotaryDim : headDim;
+    spec.ropeTheta = theta;
+  }
+  return spec;
+}
+
+/// The heuristic's launch with `warps`, `blockN` and `stages` forced where
+/// they are not 0.
+inline LaunchConfig getForcedLaunch(const OpSpec &spec, int64_t warps,
+                                    int64_t blockN, int64_t stages) {
+  LaunchConfig launch = getHeuristicLaunch(spec, -1);
+  if (warps) {
+    launch.warps = warps;
+    launch.rowsPerCta = 16 * warps;
+  }
+  if (blockN)
+    launch.blockN = blockN;
+  if (stages)
+    launch.stages = stages;
+  return launch;
+}
+
+/// The generated kernel of `spec` and `launch`, compiled for the baseline
+/// x86-64 CPU (results must not depend on this machine's) at -O0: compiling
+/// the unrolled fragment code at -O2 takes ten times longer than running
+/// it.
+inline Status compileForHost(const OpSpec &spec, const LaunchConfig &launch,
+                             KernelSource &source,
+                             std::unique_ptr<HostKernels> &kernels) {
+  std::unique_ptr<KernelProvider> provider = createGeneratedKernels();
+  if (Status built = provider->build(spec, launch, source); !built)
+    return built;
+  HostCompileOptions options;
+  options.cpu = "x86-64";
+  options.optLevel = 0;
+  return HostKernels::compile(source.mlir, options, kernels);
+}
+
+} // namespace norm::check
+
+#endif // NORM_TEST_UNIT_ATTENTIONHARNESS_H
