@@ -5,7 +5,7 @@
 # time budget. Needs `.carry/` from tools/prepare-gpu-carry.sh.
 #
 #   bash tools/gpu-check.sh [--budget-s 380] [--out DIR] [--quick] [--dry-run]
-#                           [--skip step,...] [--attention-s 120]
+#                           [--skip step,...] [--attention-s 120] [--decode-s 90]
 #
 # Steps (each logged, each under a time limit that leaves the benchmark at
 # least --bench-min-s; a failing step does not stop the others):
@@ -16,6 +16,7 @@
 #               against a float64 reference, guard bytes, odd sizes, 0 rows
 #   tools       normjit-example, norm-tune (tuned bundle), normjit-bench
 #   torch       test/GPU/python/test_torch.py: norm_opt vs float64 and torch
+#               (with test_torch_ops.py: the torch.library ops, torch.compile)
 #   memcheck    compute-sanitizer memcheck / racecheck / synccheck /
 #   racecheck   initcheck on normjit-gpu-check --quick (the last two only
 #   synccheck   when the budget allows)
@@ -26,10 +27,12 @@
 #   attention   tools/norm-bench/attention_bench.py (prefill attention) with
 #               at most --attention-s; skipped when under 60 s are left, or
 #               without torch's CUDA or the compiler in libnormjit
+#   decode      tools/norm-bench/decode_bench.py (decode attention) with at
+#               most --decode-s; skipped as attention is (under 45 s left)
 # Writes to $OUT (or --out): summary.txt, checks.json, bench-results.json,
-# attention-results.json, RESULTS.md, tuned.njb, logs.tar.gz. Prints the
-# summary and short tables last. Exit status: 0 when every step that ran
-# passed.
+# attention-results.json, decode-results.json, RESULTS.md, tuned.njb,
+# logs.tar.gz. Prints the summary and short tables last. Exit status: 0
+# when every step that ran passed.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$PWD
@@ -38,6 +41,8 @@ bench_min=150
 bench_max=240
 attention_s=120
 attention_min=60
+decode_s=90
+decode_min=45
 quick=0
 dry_run=0
 skip=","
@@ -49,6 +54,7 @@ while [ $# -gt 0 ]; do
     --bench-min-s) bench_min=$2; shift 2 ;;
     --bench-max-s) bench_max=$2; shift 2 ;;
     --attention-s) attention_s=$2; shift 2 ;;
+    --decode-s) decode_s=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --carry) carry=$2; shift 2 ;;
     --quick) quick=1; shift ;;
@@ -313,11 +319,20 @@ if ! skipped attention && [ "$attention_s" -gt 0 ]; then
 else
   run_attention=0
 fi
+if ! skipped decode && [ "$decode_s" -gt 0 ]; then
+  run_decode=1
+else
+  run_decode=0
+fi
 if ! skipped bench; then
   left=$(( budget - $(elapsed) - 15 ))
-  # The attention benchmark's share, where this one keeps its minimum.
+  # The attention benchmarks' shares (prefill, then decode), each where this
+  # one keeps its minimum.
   if [ $run_attention = 1 ] && [ $(( left - attention_s )) -ge "$bench_min" ]; then
     left=$(( left - attention_s ))
+  fi
+  if [ $run_decode = 1 ] && [ $(( left - decode_s )) -ge "$bench_min" ]; then
+    left=$(( left - decode_s ))
   fi
   bench_budget=$(( left < bench_max ? left : bench_max ))
   bench_args=(--out "$out/bench-results.json" --markdown "$out/RESULTS.md"
@@ -347,30 +362,42 @@ if ! skipped bench; then
   verdict bench $status "points on|stopped at"
 fi
 
-# attention ----------------------------------------------------------------------------
-if [ $run_attention = 1 ]; then
+# attention, decode -----------------------------------------------------------------
+# torch_bench NAME SCRIPT SHARE MINIMUM SUCCESS-PATTERN: a torch benchmark of
+# attention kernels (built here: they need the compiler) with at most SHARE
+# seconds, skipped under MINIMUM; results to $out/NAME-results.json.
+torch_bench() {
+  local name=$1 script=$2 share=$3 minimum=$4 pattern=$5 left budget_s
   left=$(( budget - $(elapsed) - 15 ))
-  attention_budget=$(( left < attention_s ? left : attention_s ))
-  attention_args=(--out "$out/attention-results.json" --budget-s "$attention_budget"
-                  --cache-dir "$work/attention-cache")
-  [ $quick = 1 ] && attention_args+=(--quick)
+  budget_s=$(( left < share ? left : share ))
+  local args=(--out "$out/$name-results.json" --budget-s "$budget_s"
+              --cache-dir "$work/$name-cache")
+  [ $quick = 1 ] && args+=(--quick)
   if [ $dry_run = 1 ]; then
-    echo "[dry-run] attention (budget ${attention_budget} s): python3 tools/norm-bench/attention_bench.py ${attention_args[*]}"
-    python3 "$root/tools/norm-bench/attention_bench.py" --dry-run "${attention_args[@]}" | sed -n 1p
+    echo "[dry-run] $name (budget ${budget_s} s): python3 tools/norm-bench/$script ${args[*]}"
+    python3 "$root/tools/norm-bench/$script" --dry-run "${args[@]}" | sed -n 1p
   elif [ $static_ok = 0 ]; then
-    record attention SKIP "no libnormjit with the compiler (attention kernels are built here)"
-  elif [ "$attention_budget" -lt "$attention_min" ]; then
-    record attention SKIP "no time left in the budget (${attention_budget} s)"
+    record "$name" SKIP "no libnormjit with the compiler (attention kernels are built here)"
+  elif [ "$budget_s" -lt "$minimum" ]; then
+    record "$name" SKIP "no time left in the budget (${budget_s} s)"
   elif ! python3 -c "import sys, torch, norm_opt; sys.exit(not torch.cuda.is_available())" \
-      > "$logs/attention.log" 2>&1; then
-    record attention SKIP "no torch with CUDA or no norm_opt (logs/attention.log)"
+      > "$logs/$name.log" 2>&1; then
+    record "$name" SKIP "no torch with CUDA or no norm_opt (logs/$name.log)"
   else
-    echo "[$(elapsed) s] attention (budget ${attention_budget} s) ..."
-    timeout --kill-after=10 $((attention_budget + 60)) python3 "$root/tools/norm-bench/attention_bench.py" \
-      "${attention_args[@]}" >> "$logs/attention.log" 2>&1
+    echo "[$(elapsed) s] $name (budget ${budget_s} s) ..."
+    timeout --kill-after=10 $((budget_s + 60)) python3 "$root/tools/norm-bench/$script" \
+      "${args[@]}" >> "$logs/$name.log" 2>&1
     status=$?
-    verdict attention $status "kernels within tolerance|no slower than sdpa|stopped at"
+    verdict "$name" $status "$pattern"
   fi
+}
+if [ $run_attention = 1 ]; then
+  torch_bench attention attention_bench.py "$attention_s" "$attention_min" \
+    "kernels within tolerance|no slower than sdpa|stopped at"
+fi
+if [ $run_decode = 1 ]; then
+  torch_bench decode decode_bench.py "$decode_s" "$decode_min" \
+    "faster than eager|of copy bandwidth|stopped at"
 fi
 
 # Results ------------------------------------------------------------------------------
@@ -383,16 +410,18 @@ if [ $dry_run = 0 ]; then
   tar -C "$work" -czf "$out/logs.tar.gz" logs
   echo
   echo "=== logs (tails) ==="
-  for log in gpu-check torch memcheck racecheck bench attention; do
+  for log in gpu-check torch memcheck racecheck bench attention decode; do
     [ -f "$logs/$log.log" ] && grep -qE "FAIL|ERROR|Error|error" "$logs/$log.log" &&
       { echo "--- $log"; grep -E "FAIL|ERROR|Error|error" "$logs/$log.log" | head -4 | cut -c1-160; }
   done
   echo
-  # RESULTS.md again, with the attention section; the short tables.
+  # RESULTS.md again, with the attention sections; the short tables.
   report_args=()
   [ -f "$out/bench-results.json" ] && report_args+=("$out/bench-results.json")
   [ -f "$out/attention-results.json" ] &&
     report_args+=(--attention "$out/attention-results.json")
+  [ -f "$out/decode-results.json" ] &&
+    report_args+=(--decode "$out/decode-results.json")
   if [ ${#report_args[@]} -gt 0 ]; then
     python3 "$root/tools/norm-bench/report.py" "${report_args[@]}" --short \
       --checks "$work/checks.json" --markdown "$out/RESULTS.md" || true

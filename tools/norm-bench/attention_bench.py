@@ -190,6 +190,30 @@ def rope_tables(torch, seqlen: int, dim: int, theta: float):
     return emb.cos().float(), emb.sin().float()
 
 
+def normalize_reference(torch, x, w, heads):
+    """RMS-normalize each head of token rows x times w in float64, rounded to
+    bf16: [tokens, heads, D] float64."""
+    d = w.numel()
+    x = x.to(torch.float64).view(-1, heads, d)
+    x = x * torch.rsqrt(x.square().mean(-1, keepdim=True) + EPS)
+    return (x * w.to(torch.float64)).to(torch.bfloat16).to(torch.float64)
+
+
+def rotate_reference(torch, x, positions):
+    """RoPE neox (theta ROPE_THETA) of [tokens, heads, D] float64 by each
+    token's position, in float64, rounded to bf16."""
+    f64 = torch.float64
+    d = x.size(-1)
+    half = d // 2
+    freq = ROPE_THETA ** (-2 * torch.arange(half, dtype=f64,
+                                            device=x.device) / d)
+    angle = positions.to(f64)[:, None, None] * freq
+    c, s = angle.cos(), angle.sin()
+    a, b = x[..., :half], x[..., half:]
+    return torch.cat((a * c - b * s, b * c + a * s), -1).to(
+        torch.bfloat16).to(f64)
+
+
 def reference(torch, q, k, v, qw, kw, cu_seqlens, q_heads, kv_heads, rope):
     """The unfused graph in float64, as norm_opt.attention documents it:
     RMS-normalize each head of q and k times its weight, round to bf16;
@@ -197,23 +221,13 @@ def reference(torch, q, k, v, qw, kw, cu_seqlens, q_heads, kv_heads, rope):
     attention per sequence in float64. Returns (out, sum_j p_j |v_j|), both
     [tokens, Hq, D] float64."""
     d = qw.numel()
-    bf16, f64 = torch.bfloat16, torch.float64
+    f64 = torch.float64
     positions = torch.cat([torch.arange(int(e - s), device=q.device)
                            for s, e in zip(cu_seqlens[:-1], cu_seqlens[1:])])
 
     def prologue(x, w, heads):
-        x = x.to(f64).view(-1, heads, d)
-        x = x * torch.rsqrt(x.square().mean(-1, keepdim=True) + EPS)
-        x = (x * w.to(f64)).to(bf16).to(f64)
-        if rope:
-            half = d // 2
-            freq = ROPE_THETA ** (-2 * torch.arange(half, dtype=f64,
-                                                    device=x.device) / d)
-            angle = positions.to(f64)[:, None, None] * freq
-            c, s = angle.cos(), angle.sin()
-            a, b = x[..., :half], x[..., half:]
-            x = torch.cat((a * c - b * s, b * c + a * s), -1).to(bf16).to(f64)
-        return x
+        x = normalize_reference(torch, x, w, heads)
+        return rotate_reference(torch, x, positions) if rope else x
 
     qn, kn = prologue(q, qw, q_heads), prologue(k, kw, kv_heads)
     vv = v.to(f64).view(-1, kv_heads, d)
@@ -293,15 +307,15 @@ class AttentionBench:
 
     # Implementations ---------------------------------------------------------
 
-    def sdpa(self, q, k, v):
+    def sdpa(self, q, k, v, causal=True):
         if self.gqa == "enable_gqa":
             return self.F.scaled_dot_product_attention(
-                q, k, v, is_causal=True, enable_gqa=q.size(1) != k.size(1))
+                q, k, v, is_causal=causal, enable_gqa=q.size(1) != k.size(1))
         group = q.size(1) // k.size(1)
         if group > 1:
             k = k.repeat_interleave(group, 1)
             v = v.repeat_interleave(group, 1)
-        return self.F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
     def prologue_fn(self, rope: bool):
         """Eager QK-Norm (+ RoPE) of [B, H, T, D] q and k."""

@@ -219,6 +219,19 @@ def environment(torch, triton_version: Optional[str]) -> Dict[str, object]:
     }
 
 
+def l2_bytes(torch) -> int:
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return getattr(props, "L2_cache_size", 50 << 20) or 50 << 20
+
+
+def buffer_sets(working: int, l2: int, factor: float, max_sets: int) -> int:
+    """How many buffer sets of `working` bytes each to rotate among so that
+    they span `factor` times the L2 cache (at most max_sets)."""
+    if working >= factor * l2:
+        return 1
+    return max(1, min(max_sets, math.ceil(factor * l2 / working)))
+
+
 class Bench:
     def __init__(self, args, torch, F, norm_torch, registry, triton_kernels):
         self.args = args
@@ -228,8 +241,7 @@ class Bench:
         self.registry = registry
         self.triton = triton_kernels
         self.device = torch.cuda.current_device()
-        props = torch.cuda.get_device_properties(self.device)
-        self.l2 = getattr(props, "L2_cache_size", 50 << 20) or 50 << 20
+        self.l2 = l2_bytes(torch)
         self.dtypes = {"bf16": torch.bfloat16, "f16": torch.float16}
         self.compiled = {}
         self.tuner_s = 0.0
@@ -239,11 +251,8 @@ class Bench:
     # Inputs ------------------------------------------------------------------
 
     def sets(self, point: Point) -> int:
-        working = point.bytes()["ours"]
-        if working >= self.args.rotate_factor * self.l2:
-            return 1
-        return max(1, min(self.args.max_sets,
-                          math.ceil(self.args.rotate_factor * self.l2 / working)))
+        return buffer_sets(point.bytes()["ours"], self.l2,
+                           self.args.rotate_factor, self.args.max_sets)
 
     def make_set(self, point: Point) -> dict:
         torch = self.torch

@@ -4,6 +4,7 @@
     report.py results.json                       # the console table
     report.py results.json --markdown RESULTS.md [--checks checks.json]
     report.py [results.json] --attention attention.json [--markdown F]
+    report.py [results.json] [--attention F] --decode decode.json [--markdown F]
 
 Needs no torch and no GPU: the device run writes the JSON, this turns it
 into the table printed at the end of the run and into RESULTS.md. Every
@@ -18,7 +19,11 @@ configuration the autotuner picked over the fastest candidate it tried,
 both re-timed at this row count. Prefill attention (attention_bench.py):
 each time in microseconds with its TFLOP/s (4 B Hq T^2 D / 2 per time),
 "<anchor>/ours" as above, and whether ours met the targets (no slower than
-torch.compile, then than SDPA alone, in the same run).
+torch.compile, then than SDPA alone, in the same run). Decode attention
+(decode_bench.py): times in microseconds, "BW/copy" as above over the bytes
+of one step, "<anchor>/ours", and the targets (at least 1.2x faster than
+the unfused eager step; at least 80% of copy bandwidth at cache lengths of
+8K and more).
 """
 
 import argparse
@@ -337,6 +342,182 @@ def attention_markdown(results: dict) -> List[str]:
     return out
 
 
+#===------------------------------------------------------------------------===#
+# Decode attention (decode_bench.py's results)
+#===------------------------------------------------------------------------===#
+
+DECODE_SCHEMA = "decode/1"
+DECODE_ANCHORS = ("copy", "sdpa", "eager", "compile")
+# The issue's targets: at least 1.2x faster than the unfused step (eager) at
+# every point; at least 80% of copy bandwidth at cache lengths >= 8K.
+DECODE_SPEEDUP = 1.2
+DECODE_BANDWIDTH = 0.8
+DECODE_BANDWIDTH_MIN_LENGTH = 8192
+DECODE_K_TOLERANCE = ("|k - ref| <= 2 ulp_bf16(ref) + ulp_bf16(n_i) + "
+                      "ulp_bf16(n_pair(i)), n: normalized k before RoPE")
+_DECODE_TIMES = ("ours", "copy", "sdpa", "eager", "compile")
+_DECODE_RATIOS = ("sdpa", "eager", "compile")
+DECODE_HEADER = ([f"{n} us" for n in _DECODE_TIMES] + ["BW/copy"]
+                 + [f"{a}/ours" for a in _DECODE_RATIOS]
+                 + [f">= {DECODE_SPEEDUP}x eager",
+                    f">= {DECODE_BANDWIDTH:.0%} copy"])
+DECODE_HEADER = ["point"] + DECODE_HEADER + ["notes"]
+
+
+def decode_label(point: dict) -> str:
+    return (f"B{point['batch']} L{point['length']} "
+            f"H{point['q_heads']}/{point['kv_heads']}")
+
+
+def decode_targets_text(length: int) -> str:
+    """The targets a point of this cache length is judged by."""
+    return f"targets: eager/ours >= {DECODE_SPEEDUP}" + (
+        f", BW/copy >= {DECODE_BANDWIDTH:.0%}"
+        if length >= DECODE_BANDWIDTH_MIN_LENGTH else "")
+
+
+def decode_speedup_met(point: dict) -> Optional[bool]:
+    ratio = anchor_ratio(point, "eager")
+    return None if ratio is None else ratio >= DECODE_SPEEDUP
+
+
+def decode_bandwidth_met(point: dict) -> Optional[bool]:
+    """None where not measured or where the target does not apply."""
+    if point["length"] < DECODE_BANDWIDTH_MIN_LENGTH:
+        return None
+    fraction = bandwidth_fraction(point)
+    return None if fraction is None else fraction >= DECODE_BANDWIDTH
+
+
+def _verdict(met: Optional[bool], applies: bool = True) -> str:
+    if not applies:
+        return "n/a"
+    return "-" if met is None else "met" if met else "missed"
+
+
+def _decode_row(point: dict) -> List[str]:
+    cells = [decode_label(point)]
+    cells += [_fmt(_time(point, n), ".1f") for n in _DECODE_TIMES]
+    bw = bandwidth_fraction(point)
+    cells.append(_fmt(None if bw is None else 100 * bw, ".0f", "%"))
+    cells += [_fmt(anchor_ratio(point, a), ".2f") for a in _DECODE_RATIOS]
+    cells.append(_verdict(decode_speedup_met(point)))
+    cells.append(_verdict(decode_bandwidth_met(point), point["length"] >=
+                          DECODE_BANDWIDTH_MIN_LENGTH))
+    notes = [point["config"]] if point.get("config") else []
+    cells.append(" ".join(notes + _attention_flags(point)) or "-")
+    return cells
+
+
+def _check_verdict(check: dict) -> str:
+    return "ok" if check.get("ok") else (
+        "FAILED " + check.get("error", "")).strip()
+
+
+def summarize_decode(results: dict) -> List[str]:
+    checks = results.get("checks", [])
+    failed = [c for c in checks if not c.get("ok")]
+    ulps = [c["max_ulps"] for c in checks if c.get("max_ulps") is not None]
+    k_ulps = [c["k_max_ulps"] for c in checks
+              if c.get("k_max_ulps") is not None]
+    lines = [f"float64 checks (output {ATTENTION_TOLERANCE}; appended k "
+             f"{DECODE_K_TOLERANCE}; appended v exact; other cache rows "
+             f"unchanged): {len(checks) - len(failed)} of {len(checks)} "
+             "kernels within tolerance"
+             + (f", max {max(ulps):.1f} bf16 ulps" if ulps else "")
+             + (f", appended k max {max(k_ulps):.1f} ulps" if k_ulps else "")
+             + (": FAILED " + ", ".join(c["kernel"] for c in failed)
+                if failed else "")]
+    points = results.get("points", [])
+    judged = [v for v in map(decode_speedup_met, points) if v is not None]
+    lines.append(f"target: ours >= {DECODE_SPEEDUP}x faster than eager (the "
+                 f"unfused step): met at {sum(judged)} of {len(judged)} "
+                 "measured points")
+    judged = [v for v in map(decode_bandwidth_met, points) if v is not None]
+    lines.append(f"target: ours >= {DECODE_BANDWIDTH:.0%} of copy bandwidth "
+                 f"at cache lengths >= {DECODE_BANDWIDTH_MIN_LENGTH}: met at "
+                 f"{sum(judged)} of {len(judged)} measured points")
+    fractions = sorted(f for f in map(bandwidth_fraction, points) if f)
+    if fractions:
+        lines.append(f"ours: bandwidth / copy median "
+                     f"{100 * fractions[len(fractions) // 2]:.0f}%, range "
+                     f"{100 * fractions[0]:.0f}-{100 * fractions[-1]:.0f}% "
+                     f"over {len(fractions)} points")
+    lines += not_measured_line(results, "below or the results file")
+    return lines
+
+
+def format_decode_console(results: dict) -> str:
+    rows = [DECODE_HEADER] + [_decode_row(p)
+                              for p in results.get("points", [])]
+    out = _text_table(rows, 1) + [""] + summarize_decode(results)
+    return "\n".join(out) + "\n"
+
+
+def decode_markdown(results: dict) -> List[str]:
+    settings = results.get("settings", {})
+    out = ["## Decode attention (bf16, head dim 128, one new token per "
+           "sequence)", "",
+           f"Medians of {settings.get('replays', '?')} CUDA-graph replays "
+           f"(about {settings.get('target_us', '?')} us of launches each, "
+           "after warm-up), buffer sets rotated until they span "
+           f"{settings.get('rotate_factor', '?')}x the L2 cache. L is the "
+           "cache length before the step (the new token attends to L + 1 "
+           f"keys; capacity L + {settings.get('headroom', '?')}). ours: "
+           "`norm_opt.attention_decode` with QK-Norm (RMS, weights, eps "
+           f"{settings.get('eps', '?')}), RoPE (neox, theta "
+           f"{settings.get('rope_theta', '?')}), the append of k and v to "
+           "caches [B, capacity, Hkv, D] and split-KV attention in one "
+           "launch. copy: a device copy of the cache rows the step reads "
+           "(K and V). sdpa: `F.scaled_dot_product_attention` alone over "
+           "the cache's first L + 1 rows, q normalized and rotated and the "
+           "new row written beforehand; eager (the unfused step): "
+           "`F.rms_norm` of each head of q and k, RoPE (HF's rotate_half in "
+           "f32, then bf16), `index_copy_` of k and v into caches [B, Hkv, "
+           "capacity, D] (HF's StaticCache), SDPA over the first L + 1 "
+           "rows; compile: `torch.compile` of eager (static shapes). "
+           f"GQA in SDPA: {settings.get('gqa', '?')}. BW/copy: our bytes "
+           "(q, the new k and v, the cache rows read, the two rows written, "
+           "the output, each once) per second over the copy's (its read "
+           "and its write). Ratios are the anchor's time over ours: above "
+           f"1, ours is faster. Targets: eager/ours >= {DECODE_SPEEDUP} at "
+           f"every point; BW/copy >= {DECODE_BANDWIDTH:.0%} at L >= "
+           f"{DECODE_BANDWIDTH_MIN_LENGTH} (n/a below).", "",
+           "Before timing, the kernel against a float64 reference of the "
+           "step (norm, round to bf16, RoPE at the cache length, round to "
+           "bf16, append, attention in float64) at cache lengths "
+           f"{settings.get('check_lengths', '?')} (capacity "
+           f"{settings.get('check_capacity', '?')}), the output and the "
+           "cache rows past each length NaN-poisoned first: output "
+           f"{ATTENTION_TOLERANCE}; appended k {DECODE_K_TOLERANCE}; "
+           "appended v bit-exact; every other cache row unchanged. At each "
+           "point our output and appended rows (poisoned) against eager's: "
+           "||ours - eager|| / ||eager|| <= "
+           f"{settings.get('agree_limit', '?')}, v rows equal. A failed "
+           "check marks the point and skips its timing.", "",
+           "| kernel | max bf16 ulps | worst / tolerance | outside | "
+           "unwritten | bad k rows | bad v rows | other rows changed | "
+           "build s | verdict |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for c in results.get("checks", []):
+        out.append(f"| {c['kernel']} | {_fmt(c.get('max_ulps'), '.1f')} | "
+                   f"{_fmt(c.get('worst_of_tolerance'), '.3f')} | "
+                   f"{c.get('bad_elements', '-')} | "
+                   f"{c.get('nan_outputs', '-')} | "
+                   f"{c.get('bad_k_rows', '-')} | {c.get('bad_v_rows', '-')}"
+                   f" | {c.get('cache_disturbed', '-')} | "
+                   f"{_fmt(c.get('build_s'), '.1f')} | {_check_verdict(c)} |")
+    out += ["", "| " + " | ".join(DECODE_HEADER) + " |",
+            "|" + "---|" * len(DECODE_HEADER)]
+    out += ["| " + " | ".join(_decode_row(p)) + " |"
+            for p in results.get("points", [])]
+    out += [""] + [f"- {line}" for line in summarize_decode(results)]
+    out += [f"- not measured: {m}" for m in results.get("not_measured", [])]
+    out += [f"- {decode_label(p)}, {k}: {v}"
+            for p in results.get("points", [])
+            for k, v in p.get("errors", {}).items()]
+    return out
+
+
 def _environment_lines(env: Dict[str, str]) -> List[str]:
     keys = [("gpu", "GPU"), ("sms", "SMs"), ("l2_mib", "L2 (MiB)"),
             ("driver", "driver"), ("cuda", "CUDA (PyTorch's)"),
@@ -347,10 +528,12 @@ def _environment_lines(env: Dict[str, str]) -> List[str]:
 
 
 def format_markdown(results: Optional[dict], checks: Optional[dict] = None,
-                    attention: Optional[dict] = None) -> str:
+                    attention: Optional[dict] = None,
+                    decode: Optional[dict] = None) -> str:
     """RESULTS.md: the row kernels' tables (results), then the prefill
-    attention section (attention); either may be None (not measured)."""
-    env = (results or attention or {}).get("environment", {})
+    attention section (attention) and the decode section (decode); each may
+    be None (not measured)."""
+    env = (results or attention or decode or {}).get("environment", {})
     out = ["# norm-bench results", "",
            "Written by `tools/norm-bench/report.py` from the results files of "
            "one device run of `tools/gpu-check.sh`; regenerate, do not edit.",
@@ -364,6 +547,9 @@ def format_markdown(results: Optional[dict], checks: Optional[dict] = None,
         out += ["", "## Row kernels", "", "Not measured in this run."]
     out += [""] + (attention_markdown(attention) if attention is not None
                    else ["## Prefill attention", "", "Not measured in this "
+                         "run."])
+    out += [""] + (decode_markdown(decode) if decode is not None
+                   else ["## Decode attention", "", "Not measured in this "
                          "run."])
     return "\n".join(out) + "\n"
 
@@ -416,6 +602,8 @@ def main(argv=None) -> int:
                         help="results JSON from norm_bench.py")
     parser.add_argument("--attention", help="results JSON from "
                         "attention_bench.py (its table, a RESULTS.md section)")
+    parser.add_argument("--decode", help="results JSON from "
+                        "decode_bench.py (its table, a RESULTS.md section)")
     parser.add_argument("--markdown", help="write RESULTS.md here")
     parser.add_argument("--checks", help="JSON of correctness results "
                         "(gpu-check.sh) to include")
@@ -423,12 +611,14 @@ def main(argv=None) -> int:
                         help="print a subset of the points (bf16, hidden "
                         f"{', '.join(map(str, SHORT_HIDDEN))})")
     args = parser.parse_args(argv)
-    if not args.results and not args.attention:
-        parser.error("give a results file, --attention FILE or both")
+    if not (args.results or args.attention or args.decode):
+        parser.error("give a results file, --attention FILE, --decode FILE "
+                     "or several")
     try:
         results = load(args.results) if args.results else None
         attention = (load(args.attention, ATTENTION_SCHEMA)
                      if args.attention else None)
+        decode = load(args.decode, DECODE_SCHEMA) if args.decode else None
         checks = None
         if args.checks:
             with open(args.checks) as f:
@@ -438,12 +628,15 @@ def main(argv=None) -> int:
         return 1
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write(format_markdown(results, checks, attention))
+            f.write(format_markdown(results, checks, attention, decode))
+    tables = []
     if results is not None:
-        sys.stdout.write(format_console(results, args.short))
+        tables.append(format_console(results, args.short))
     if attention is not None:
-        sys.stdout.write(("\n" if results is not None else "")
-                         + format_attention_console(attention))
+        tables.append(format_attention_console(attention))
+    if decode is not None:
+        tables.append(format_decode_console(decode))
+    sys.stdout.write("\n".join(tables))
     return 0
 
 

@@ -4,10 +4,11 @@ A measurement takes a list of zero-argument callables, one per buffer set
 (rotating sets keeps a working set that fits in L2 from being timed at L2
 speed). They are warmed up on a side stream (compiles, autotuning and lazy
 initialization stay out of the numbers), then K launches cycling through
-the sets are captured into one CUDA graph, so that launch gaps and Python
-stay out too; the graph is replayed `replays` times, each timed with CUDA
-events, and the median per launch is reported. Where capture fails, the
-same launches are timed with events outside a graph ("events").
+the sets are captured into one CUDA graph on that stream, so that launch
+gaps and Python stay out too; the graph is replayed `replays` times, each
+timed with CUDA events, and the median per launch is reported. Where
+capture fails, the same launches are timed with events outside a graph
+("events").
 """
 
 import math
@@ -63,7 +64,9 @@ def measure(calls: List[Callable[[], object]], *, target_us: float = 200.0,
     method = "graph"
     try:
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        # Captured on the warm-up's stream: what a call sets up per stream
+        # at its first launch there (libnormjit's decode workspace) is set up.
+        with torch.cuda.graph(graph, stream=side):
             sequence()
         run = graph.replay
         run()

@@ -25,10 +25,10 @@ def sdpa(q, k, v, is_causal=False, enable_gqa=False):  # torch < 2.0
         k = k.repeat_interleave(q.size(-3) // k.size(-3), -3)
         v = v.repeat_interleave(q.size(-3) // v.size(-3), -3)
     scores = q.float() @ k.float().transpose(-1, -2) / q.size(-1) ** 0.5
-    if is_causal:
-        t = q.size(-2)
+    if is_causal:  # torch's mask: aligned to the top left
         scores = scores.masked_fill(
-            torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
+            torch.ones(q.size(-2), k.size(-2), dtype=torch.bool).triu(1),
+            float("-inf"))
     return (scores.softmax(-1) @ v.float()).to(q.dtype)
 
 

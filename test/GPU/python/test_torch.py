@@ -4,7 +4,8 @@ against torch's own functions.
 Outputs are poisoned (NaN) and sit between NaN guard elements that must stay
 bit-identical; inputs are fresh random values for every case; tolerances
 are per output dtype. The sweep runs heuristic kernels (tuning off, so that
-it compiles quickly); TunedKernelsTest runs tuned ones.
+it compiles quickly); TunedKernelsTest runs tuned ones; test_torch_ops.py's
+tests (the torch.library ops, no device needed) run here too.
 
 Environment: NORMJIT_LIBRARY (libnormjit.so with its compiler);
 NORM_REQUIRE_GPU=1 fails instead of skipping without torch or a device.
@@ -22,6 +23,9 @@ except ImportError:  # the suite is skipped
     HAVE_CUDA = False
 
 import norm_opt
+# The torch.library ops' tests, which need no device, run here too: the
+# device run has the torch its compile test is for.
+from test_torch_ops import DecodeOpTest  # noqa: F401
 
 if os.environ.get("NORM_REQUIRE_GPU") == "1" and not HAVE_CUDA:
     raise SystemExit("test_torch.py: NORM_REQUIRE_GPU=1, but torch or a CUDA "
@@ -345,6 +349,43 @@ class LayoutTest(HeuristicCase):
         x, w = self.rand(8, 256), self.rand(256)
         self.assertClose(norm_opt.rms_norm(x, w), F.rms_norm(x, (256,), w).double(),
                          "eps None", factor=2)
+
+
+@unittest.skipUnless(HAVE_CUDA, "needs torch and a CUDA device")
+class DecodeCompileTest(HeuristicCase):
+    """torch.ops.norm_opt.attention_decode under torch.compile: one op, the
+    same output and cache rows as the eager call (the float64 check of the
+    kernel itself is decode_bench.py's)."""
+
+    def test_compiled_matches_eager_and_writes_the_caches(self):
+        if not hasattr(torch, "compile"):
+            self.skipTest("no torch.compile")
+        batch, capacity, dim = 3, 256, 128
+        lengths = torch.tensor([0, 100, 255], dtype=torch.int32,
+                               device="cuda")
+        q, k, v = (self.rand(batch, heads * dim) for heads in (8, 2, 2))
+        qw, kw = self.rand(dim), self.rand(dim)
+        caches = self.rand(2, batch, capacity, 2, dim)
+        rows, at = torch.arange(batch, device="cuda"), lengths.long()
+        caches[:, rows, at] = float("nan")
+
+        def step(q, k, v, k_cache, v_cache):
+            return norm_opt.attention_decode(
+                q, k, v, k_cache, v_cache, lengths, qk_norm="rms",
+                q_norm_weight=qw, k_norm_weight=kw, head_dim=dim,
+                rope="neox", rope_theta=1e6)
+
+        eager_caches = caches.clone()
+        with torch.no_grad():
+            want = step(q, k, v, eager_caches[0], eager_caches[1])
+            got = torch.compile(step, fullgraph=True)(q, k, v, caches[0],
+                                                      caches[1])
+        torch.cuda.synchronize()
+        self.assertFalse(bool(eager_caches[:, rows, at].isnan().any()),
+                         "the eager call appended no rows")
+        self.assertTrue(torch.equal(bits(got), bits(want)))
+        self.assertTrue(torch.equal(bits(caches), bits(eager_caches)),
+                        "the compiled call's cache writes differ")
 
 
 @unittest.skipUnless(HAVE_CUDA, "needs torch and a CUDA device")

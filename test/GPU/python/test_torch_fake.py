@@ -271,6 +271,22 @@ class TorchLayerTest(unittest.TestCase):
             norm_opt.attention_decode(self.rand(3, 256), k, v, k_cache,
                                       v_cache, lengths, head_dim=64)
 
+    # torch.ops.norm_opt.attention_decode (which norm_opt.attention_decode
+    # calls, above: its caches are the caller's, never copies): meta tensors
+    # reach its shape function, never the driver.
+    def test_attention_decode_op_without_running(self):
+        meta = lambda *shape: torch.empty(*shape, dtype=torch.bfloat16,
+                                          device="meta")
+        before = self.fake.fakecuda_launch_count()
+        out = torch.ops.norm_opt.attention_decode(
+            meta(2, 4, 64), meta(2, 2, 64), meta(2, 2, 64),
+            meta(2, 16, 2, 64), meta(2, 16, 2, 64),
+            torch.empty(2, dtype=torch.int32, device="meta"), None, None,
+            None, None, "rms", 1e-6, 0.0, None, "neox", None, 1e6)
+        self.assertEqual((out.shape, out.dtype, out.device.type),
+                         ((2, 4, 64), torch.bfloat16, "meta"))
+        self.assertEqual(self.fake.fakecuda_launch_count(), before)
+
     def test_attention_errors(self):
         q, k = self.rand(5, 4, 64), self.rand(5, 2, 64)
         cases = [

@@ -6,6 +6,7 @@
     y, h = norm_opt.fused_add_rms_norm(x, residual, weight, eps=1e-6)
     q, k = norm_opt.qk_norm(qkv, 32, 8, q_weight, k_weight, eps=1e-6)
     o = norm_opt.attention(q, k, v, causal=True, cu_seqlens=cu)  # varlen
+    o = norm_opt.attention_decode(q, k, v, k_cache, v_cache, lengths)
 
 Each normalizes over the last dimension with a kernel libnormjit built for
 that hidden size and autotuned on this GPU at its first call; launches go to
@@ -143,8 +144,11 @@ def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None,
     pass it inside CUDA graphs). Returns the output, shaped like q.
     libnormjit splits the keys over several CTAs with a workspace of its
     own per stream, allocated at the first call on a stream that needs it
-    (so make one call before capturing a CUDA graph). Not a torch.ops op
-    yet: torch.compile sees it as Python."""
+    (so make one call before capturing a CUDA graph). Registered as
+    torch.ops.norm_opt.attention_decode, its schema marking k_cache and
+    v_cache as written (Tensor(a!), Tensor(b!)), with a shape function, so
+    torch.compile (fullgraph=True included) keeps it as one op and keeps
+    the cache writes; forward only, as attention."""
     return _torch_layer().attention_decode(
         q, k, v, k_cache, v_cache, cache_seqlens, cu_seqlens, scale=scale,
         qk_norm=qk_norm, q_norm_weight=q_norm_weight,

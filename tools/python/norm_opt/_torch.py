@@ -379,12 +379,16 @@ def _given_head_dim(head_dim: Optional[int],
 
 
 def _check_forward_only(*tensors: Optional[torch.Tensor]) -> None:
-    if torch.is_grad_enabled() and any(t is not None and t.requires_grad
-                                       for t in tensors):
-        raise RuntimeError(
-            "norm_opt.attention is forward only (no backward yet): call it "
-            "under torch.no_grad() or torch.inference_mode(), or detach its "
-            "inputs")
+    # A loop, not any() of a generator: torch.compile traces it without a
+    # graph break on every version.
+    if not torch.is_grad_enabled():
+        return
+    for t in tensors:
+        if t is not None and t.requires_grad:
+            raise RuntimeError(
+                "norm_opt.attention is forward only (no backward yet): call "
+                "it under torch.no_grad() or torch.inference_mode(), or "
+                "detach its inputs")
 
 
 def prepare_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
@@ -642,15 +646,60 @@ def prepare_attention_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                 call.keep + (k_cache, v_cache, cache_seqlens))
 
 
-def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens,
-                     cu_seqlens=None, *, scale=None, qk_norm=None,
-                     q_norm_weight=None, k_norm_weight=None, qk_norm_eps=1e-6,
-                     qk_norm_offset=0.0, head_dim=None, rope=None,
-                     rotary_dim=None, rope_theta=_DEFAULT_ROPE_THETA):
-    _check_forward_only(q, k, v, q_norm_weight, k_norm_weight)
+def _attention_decode_impl(q, k, v, k_cache, v_cache, cache_seqlens,
+                           cu_seqlens, q_norm_weight, k_norm_weight, scale,
+                           qk_norm, qk_norm_eps, qk_norm_offset, head_dim,
+                           rope=None, rotary_dim=None,
+                           rope_theta=_DEFAULT_ROPE_THETA):
     return run(prepare_attention_decode(
         q, k, v, k_cache, v_cache, cache_seqlens, cu_seqlens, scale=scale,
         qk_norm=qk_norm, q_norm_weight=q_norm_weight,
         k_norm_weight=k_norm_weight, qk_norm_eps=qk_norm_eps,
         qk_norm_offset=qk_norm_offset, head_dim=head_dim, rope=rope,
         rotary_dim=rotary_dim, rope_theta=rope_theta))[0]
+
+
+def _attention_decode_fake(q, k, v, k_cache, v_cache, cache_seqlens,
+                           cu_seqlens, q_norm_weight, k_norm_weight, scale,
+                           qk_norm, qk_norm_eps, qk_norm_offset, head_dim,
+                           rope=None, rotary_dim=None,
+                           rope_theta=_DEFAULT_ROPE_THETA):
+    """Shapes only: the output, like q; the caches are left alone (the
+    schema says that the kernel writes them)."""
+    _heads(q, "q", _given_head_dim(head_dim, q_norm_weight))
+    return q.new_empty(q.shape)
+
+
+# torch.ops.norm_opt.attention_decode: k_cache and v_cache are written in
+# place (Tensor(a!), Tensor(b!)), so functionalization (torch.compile)
+# keeps the writes; the output is new and aliases no input.
+_LIBRARY.define(
+    "attention_decode(Tensor q, Tensor k, Tensor v, Tensor(a!) k_cache, "
+    "Tensor(b!) v_cache, Tensor cache_seqlens, Tensor? cu_seqlens, "
+    "Tensor? q_norm_weight, Tensor? k_norm_weight, float? scale, "
+    "str? qk_norm, float qk_norm_eps, float qk_norm_offset, int? head_dim, "
+    "str? rope=None, int? rotary_dim=None, float rope_theta=10000.0) -> "
+    "Tensor")
+for _key in ("CUDA", "CPU"):
+    _LIBRARY.impl("attention_decode", _attention_decode_impl, _key)
+if hasattr(torch.library, "register_fake"):
+    torch.library.register_fake("norm_opt::attention_decode",
+                                _attention_decode_fake)
+else:
+    for _key in ("Meta", "AutogradMeta"):
+        _LIBRARY.impl("attention_decode", _attention_decode_fake, _key)
+
+
+def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens,
+                     cu_seqlens=None, *, scale=None, qk_norm=None,
+                     q_norm_weight=None, k_norm_weight=None, qk_norm_eps=1e-6,
+                     qk_norm_offset=0.0, head_dim=None, rope=None,
+                     rotary_dim=None, rope_theta=_DEFAULT_ROPE_THETA):
+    _check_forward_only(q, k, v, k_cache, v_cache, q_norm_weight,
+                        k_norm_weight)
+    return torch.ops.norm_opt.attention_decode(
+        q, k, v, k_cache, v_cache, cache_seqlens, cu_seqlens, q_norm_weight,
+        k_norm_weight, None if scale is None else float(scale), qk_norm,
+        float(qk_norm_eps), float(qk_norm_offset),
+        None if head_dim is None else int(head_dim), rope,
+        None if rotary_dim is None else int(rotary_dim), float(rope_theta))
