@@ -76,6 +76,8 @@ RankedTensorType mlir::norm::getBufferType(MLIRContext *context,
                                            const ::norm::BufferSpec &buffer,
                                            int64_t rows) {
   Type element = getMlirType(context, buffer.type);
+  if (buffer.ownRows)
+    rows = -1;
   if (!buffer.rows2D)
     return RankedTensorType::get(
         {buffer.cols > 0 ? buffer.cols : ShapedType::kDynamic}, element);
@@ -165,7 +167,8 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
              : RopeStyleAttr();
     IntegerAttr rotaryDim =
         rope ? builder.getI64IntegerAttr(spec.rotaryDim) : IntegerAttr();
-    FloatAttr theta = rope ? real(spec.ropeTheta) : FloatAttr();
+    FloatAttr theta =
+        rope && !spec.ropeTable ? real(spec.ropeTheta) : FloatAttr();
     IntegerAttr heads = builder.getI64IntegerAttr(spec.numQHeads);
     IntegerAttr kvHeads = builder.getI64IntegerAttr(spec.numKvHeads);
     IntegerAttr headDim = builder.getI64IntegerAttr(spec.hidden);
@@ -177,7 +180,8 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
               input(BufferSlot::Q), input(BufferSlot::K), input(BufferSlot::V),
               input(BufferSlot::CuSeqlens), input(BufferSlot::KCache),
               input(BufferSlot::VCache), input(BufferSlot::CacheSeqlens),
-              input(BufferSlot::QWeight), input(BufferSlot::KWeight), heads,
+              input(BufferSlot::QWeight), input(BufferSlot::KWeight),
+              input(BufferSlot::Positions), input(BufferSlot::RopeTable), heads,
               kvHeads, headDim, real(spec.scale), qkNorm, eps,
               real(spec.weightOffset), style, rotaryDim, theta,
               /*launch=*/nullptr, /*kernel=*/nullptr)
@@ -187,7 +191,8 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
             builder, loc, result(BufferSlot::Output), result(BufferSlot::Lse),
             input(BufferSlot::Q), input(BufferSlot::K), input(BufferSlot::V),
             input(BufferSlot::CuSeqlens), input(BufferSlot::QWeight),
-            input(BufferSlot::KWeight), heads, kvHeads, headDim,
+            input(BufferSlot::KWeight), input(BufferSlot::Positions),
+            input(BufferSlot::RopeTable), heads, kvHeads, headDim,
             spec.causal ? builder.getUnitAttr() : UnitAttr(), real(spec.scale),
             qkNorm, eps, real(spec.weightOffset), style, rotaryDim, theta,
             /*launch=*/nullptr, /*kernel=*/nullptr)

@@ -379,28 +379,58 @@ template <typename OpTy> static int64_t getRotaryDimOrHeadDim(OpTy op) {
   return static_cast<int64_t>(op.getHeadDim());
 }
 
-/// The model's rules of a rotary embedding of `style` (rotary_dim and
-/// rope_theta as attributes) on heads of `headDim`.
-static LogicalResult verifyRopeFields(Operation *op,
-                                      std::optional<RopeStyle> style,
-                                      int64_t rotaryDim, FloatAttr theta,
-                                      int64_t headDim) {
+/// The rules of a rotary embedding, wherever one is (norm.rotary, the
+/// attention ops): `rope` set for rotary_dim, rope_theta, positions and a
+/// table; rope_theta exactly when no table gives the angles; the model's
+/// rule of the style and rotary dim; one position per token of `rows`; a
+/// table of rotary_dim columns.
+template <typename OpTy>
+static LogicalResult verifyRopeOperands(OpTy op, std::optional<RopeStyle> style,
+                                        Type rows, int64_t headDim) {
+  Value positions = op.getPositions(), table = op.getRopeTable();
+  if (!style) {
+    if (op.getRotaryDimAttr() || op.getRopeThetaAttr() || positions || table)
+      return op.emitOpError("'rotary_dim', 'rope_theta', 'positions' and "
+                            "'rope_table' need a 'rope' style");
+    return success();
+  }
+  FloatAttr theta = op.getRopeThetaAttr();
+  if (table && theta)
+    return op.emitOpError("the angles come from 'rope_table' or from "
+                          "'rope_theta', not both");
+  if (!table && !theta)
+    return op.emitOpError("'rope' needs 'rope_theta' or a 'rope_table'");
+  int64_t rotaryDim = getRotaryDimOrHeadDim(op);
   ::norm::Status status = ::norm::verifyRope(
-      getModelRopeStyle(style), rotaryDim, theta.getValueAsDouble(), headDim);
+      getModelRopeStyle(style), rotaryDim,
+      theta ? theta.getValueAsDouble() : 0.0, headDim, /*fromTable=*/bool(table));
   if (!status)
     return op->emitOpError(status.message());
+  if (positions &&
+      failed(verifyCompatibleShape(
+          cast<ShapedType>(positions.getType()).getDimSize(0),
+          cast<ShapedType>(rows).getDimSize(0))))
+    return op.emitOpError() << "'positions' must hold one position per token ("
+                            << rows << "), got " << positions.getType();
+  if (table) {
+    int64_t cols = cast<ShapedType>(table.getType()).getDimSize(1);
+    if (cols != rotaryDim)
+      return op.emitOpError() << "'rope_table' must have rotary_dim ("
+                              << rotaryDim << ") columns, got "
+                              << table.getType();
+  }
   return success();
 }
 
 LogicalResult RotaryOp::verify() {
   int64_t heads = getNumHeads(), headDim = getHeadDim();
-  if (failed(verifyPositive(*this, heads, "num_heads")) ||
+  if (failed(verifyRequiredSegments(*this, {0})) ||
+      failed(verifyPositive(*this, heads, "num_heads")) ||
       failed(verifyPositive(*this, headDim, "head_dim")) ||
       failed(verifyHeadsWidth(*this, getInput().getType(), "input", heads,
                               "num_heads", headDim)))
     return failure();
-  return verifyRopeFields(*this, getStyle(), getRotaryDimOrHeadDim(*this),
-                          getRopeThetaAttr(), headDim);
+  return verifyRopeOperands(*this, getStyle(), getInput().getType(), headDim);
 }
 
 /// The rules norm.attention and norm.attention_kernel share: head counts
@@ -429,17 +459,9 @@ template <typename OpTy> static LogicalResult verifyAttentionFields(OpTy op) {
   if (failed(verifyPositiveFinite(op, op.getScale().convertToDouble(),
                                   "scale")))
     return failure();
-  if (!op.getRope()) {
-    if (op.getRotaryDimAttr() || op.getRopeThetaAttr())
-      return op.emitOpError("'rotary_dim' and 'rope_theta' need a 'rope' "
-                            "style");
-  } else {
-    if (!op.getRopeThetaAttr())
-      return op.emitOpError("'rope' needs 'rope_theta'");
-    if (failed(verifyRopeFields(op, op.getRope(), getRotaryDimOrHeadDim(op),
-                                op.getRopeThetaAttr(), headDim)))
-      return failure();
-  }
+  if (failed(verifyRopeOperands(op, op.getRope(), op.getQ().getType(),
+                                headDim)))
+    return failure();
   if (!op.getQkNorm()) {
     if (op.getQNormWeight() || op.getKNormWeight() || op.getQkNormEpsAttr() ||
         op.getQkNormOffset().convertToDouble() != 0.0)
@@ -830,7 +852,10 @@ static ::norm::OpSpec getAttentionOpSpec(OpTy op, OpKind kind) {
   spec.rope = getModelRopeStyle(op.getRope());
   if (spec.rope != ::norm::RopeStyle::None) {
     spec.rotaryDim = getRotaryDimOrHeadDim(op);
-    spec.ropeTheta = op.getRopeThetaAttr().getValueAsDouble();
+    if (FloatAttr theta = op.getRopeThetaAttr())
+      spec.ropeTheta = theta.getValueAsDouble();
+    spec.ropePositions = bool(op.getPositions());
+    spec.ropeTable = bool(op.getRopeTable());
   }
   return spec;
 }
@@ -851,6 +876,10 @@ static Value getAttentionBuffer(OpTy op, BufferSlot slot) {
     return op.getKNormWeight();
   case BufferSlot::CuSeqlens:
     return op.getCuSeqlens();
+  case BufferSlot::Positions:
+    return op.getPositions();
+  case BufferSlot::RopeTable:
+    return op.getRopeTable();
   case BufferSlot::Output:
     return op.getOutput();
   default:

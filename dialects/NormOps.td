@@ -18,6 +18,9 @@ include "mlir/IR/SymbolInterfaces.td"
 // precise message instead of a type-constraint failure.
 def Norm_RowTensor : TensorRankOf<[F32, F16, BF16], [2]>;
 def Norm_ParamTensor : TensorRankOf<[F32, F16, BF16], [1]>;
+// Rotary embeddings: one i32 position per token, and cos/sin rows.
+def Norm_PositionsTensor : TensorRankOf<[I32], [1]>;
+def Norm_RopeTableTensor : TensorRankOf<[F32], [2]>;
 
 // Attributes an op does not define are refused unless a dialect prefix
 // says whose they are: a misspelt `weight_ofset` must not compile to a
@@ -248,7 +251,8 @@ def Norm_CastOp : Norm_Op<"cast", [Pure,
   let hasCanonicalizer = 1;
 }
 
-def Norm_RotaryOp : Norm_Op<"rotary", [Pure, SameOperandsAndResultType]> {
+def Norm_RotaryOp : Norm_Op<"rotary", [Pure, AttrSizedOperandSegments,
+    AllTypesMatch<["input", "result"]>]> {
   let summary = "rotary position embeddings of the heads of token rows";
   let description = [{
     Rotates each `head_dim`-long head of each row of `input`
@@ -256,7 +260,12 @@ def Norm_RotaryOp : Norm_Op<"rotary", [Pure, SameOperandsAndResultType]> {
     `i`): the pairs of `style` (`neox`: `(d, d + rotary_dim / 2)`, `gptj`:
     `(2i, 2i + 1)`) of the first `rotary_dim` elements (default `head_dim`)
     turn by `pos * rope_theta^(-2i / rotary_dim)`, in f32, and the result is
-    rounded to the element type. This is the layer op of a model's graph;
+    rounded to the element type. With `positions` (i32, one per row), row
+    `i` is at position `positions[i]`; with `rope_table` (f32,
+    `positions x rotary_dim`: the cosines of row `p`'s angles, then their
+    sines, as FlashInfer's and vLLM's `cos_sin_cache`) the angles are the
+    table's, and `rope_theta` is absent (otherwise it is required). A
+    position outside the table rotates its row to NaN. This is the layer op of a model's graph;
     `norm-fuse-rotary-into-attention` moves it into the `norm.attention`
     that reads it (q and k both), where the attention kernel applies it in
     its prologue. On its own it is not a kernel op.
@@ -267,11 +276,16 @@ def Norm_RotaryOp : Norm_Op<"rotary", [Pure, SameOperandsAndResultType]> {
         : tensor<?x4096xbf16>
     ```
   }];
-  let arguments = (ins Norm_RowTensor:$input, Norm_RopeStyleAttr:$style,
+  let arguments = (ins Norm_RowTensor:$input,
+                       Optional<Norm_PositionsTensor>:$positions,
+                       Optional<Norm_RopeTableTensor>:$rope_table,
+                       Norm_RopeStyleAttr:$style,
                        I64Attr:$num_heads, I64Attr:$head_dim,
-                       OptionalAttr<I64Attr>:$rotary_dim, F64Attr:$rope_theta);
+                       OptionalAttr<I64Attr>:$rotary_dim,
+                       OptionalAttr<F64Attr>:$rope_theta);
   let results = (outs Norm_RowTensor:$result);
-  let assemblyFormat = "$style $input attr-dict `:` type($input)";
+  let assemblyFormat = "$style $input " # OptParam<"positions">.format # " " #
+      OptParam<"rope_table">.format # " attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
 
@@ -296,7 +310,11 @@ def Norm_AttentionOp : Norm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     their position within the sequence (rotary position embeddings,
     `#norm.rope<neox>` or `<gptj>`) over their first `rotary_dim` elements
     (default `head_dim`; a multiple of 16 for `neox`, 8 for `gptj`) with the
-    frequency base `rope_theta` (required with `rope`).
+    frequency base `rope_theta`; or at the optional `positions` (i32, one
+    per token), or with the angles of a `rope_table` instead of
+    `rope_theta` (see `norm.rotary`). `rope_theta` is required with `rope`
+    unless a table gives the angles. Positions move the rotations only: the
+    causal mask stays by index within the sequence.
 
     ```mlir
     %o = norm.attention %q, %k, %v q_norm_weight(%wq : tensor<128xbf16>)
@@ -310,6 +328,8 @@ def Norm_AttentionOp : Norm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   let arguments = (ins Norm_RowTensor:$q, Norm_RowTensor:$k, Norm_RowTensor:$v,
                        Optional<Norm_ParamTensor>:$q_norm_weight,
                        Optional<Norm_ParamTensor>:$k_norm_weight,
+                       Optional<Norm_PositionsTensor>:$positions,
+                       Optional<Norm_RopeTableTensor>:$rope_table,
                        I64Attr:$num_heads, I64Attr:$num_kv_heads,
                        I64Attr:$head_dim, UnitAttr:$causal, F64Attr:$scale,
                        OptionalAttr<Norm_QKNormKindAttr>:$qk_norm,
@@ -320,7 +340,8 @@ def Norm_AttentionOp : Norm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
                        OptionalAttr<F64Attr>:$rope_theta);
   let results = (outs Norm_RowTensor:$result);
   let assemblyFormat = "$q `,` $k `,` $v " # OptParam<"q_norm_weight">.format #
-      " " # OptParam<"k_norm_weight">.format # " " # Real<"scale", "scale">.format #
+      " " # OptParam<"k_norm_weight">.format # " " # OptParam<"positions">.format #
+      " " # OptParam<"rope_table">.format # " " # Real<"scale", "scale">.format #
       " " # OptReal<"qk_norm_eps", "qk_norm_eps">.format # " " #
       OptReal<"qk_norm_offset", "qk_norm_offset">.format # " attr-dict `:` type($q) `,` "
       "type($k) `,` type($v) `->` type($result)";
@@ -468,8 +489,10 @@ def Norm_AttentionKernelOp : Norm_Op<"attention_kernel", [Pure,
     key/value head `h / (num_heads / num_kv_heads)` of `k`, normalized when
     `qk_norm` is set (RMSNorm, L2 or LayerNorm without bias, the optional
     weights plus `qk_norm_offset`) and rounded to the element type, as the
-    unfused graph stores them, then rotated by `rope` (see `norm.attention`)
-    and rounded again. `q` and the output are
+    unfused graph stores them, then rotated by `rope` (see `norm.attention`:
+    by theta, or the `rope_table`'s angles, at each token's index within its
+    sequence or at its `positions` entry) and rounded again. `q` and the
+    output are
     `tokens x (num_heads * head_dim)`, `k` and `v`
     `tokens x (num_kv_heads * head_dim)`, each with its own row stride (so
     they may be views of one packed projection). The optional `lse` result
@@ -495,6 +518,8 @@ def Norm_AttentionKernelOp : Norm_Op<"attention_kernel", [Pure,
                        TensorRankOf<[I32], [1]>:$cu_seqlens,
                        Optional<Norm_ParamTensor>:$q_norm_weight,
                        Optional<Norm_ParamTensor>:$k_norm_weight,
+                       Optional<Norm_PositionsTensor>:$positions,
+                       Optional<Norm_RopeTableTensor>:$rope_table,
                        I64Attr:$num_heads, I64Attr:$num_kv_heads,
                        I64Attr:$head_dim, UnitAttr:$causal, F64Attr:$scale,
                        OptionalAttr<Norm_QKNormKindAttr>:$qk_norm,
@@ -509,7 +534,8 @@ def Norm_AttentionKernelOp : Norm_Op<"attention_kernel", [Pure,
                       Optional<TensorRankOf<[F32], [2]>>:$lse);
   let assemblyFormat = "$q `,` $k `,` $v `seqlens` `(` $cu_seqlens `:` "
       "type($cu_seqlens) `)` " # OptParam<"q_norm_weight">.format # " " #
-      OptParam<"k_norm_weight">.format # " " # Real<"scale", "scale">.format #
+      OptParam<"k_norm_weight">.format # " " # OptParam<"positions">.format #
+      " " # OptParam<"rope_table">.format # " " # Real<"scale", "scale">.format #
       " " # OptReal<"qk_norm_eps", "qk_norm_eps">.format # " " #
       OptReal<"qk_norm_offset", "qk_norm_offset">.format # " attr-dict `:` "
       "type($q) `,` type($k) `,` type($v) `->` type($output) (`,` type($lse)^)?";
@@ -526,7 +552,8 @@ def Norm_AttentionDecodeKernelOp : Norm_Op<"attention_decode_kernel", [Pure,
     rotated) and new tokens `cu_seqlens[b]` to `cu_seqlens[b + 1]` in `q`,
     `k` and `v` (a few per sequence: one, or a speculative draft). The new
     tokens' q and k rows are normalized and rotated as in
-    `norm.attention_kernel`, at positions `cache_seqlens[b] + i`; their k
+    `norm.attention_kernel`, at positions `cache_seqlens[b] + i` (or their
+    `positions` entries); their k
     and v rows are appended to the cache (rows past `capacity` are not
     written), and each new token attends to the cache and the new tokens up
     to itself. The results are the output and the caches, updated in place:
@@ -558,6 +585,8 @@ def Norm_AttentionDecodeKernelOp : Norm_Op<"attention_decode_kernel", [Pure,
                        TensorRankOf<[I32], [1]>:$cache_seqlens,
                        Optional<Norm_ParamTensor>:$q_norm_weight,
                        Optional<Norm_ParamTensor>:$k_norm_weight,
+                       Optional<Norm_PositionsTensor>:$positions,
+                       Optional<Norm_RopeTableTensor>:$rope_table,
                        I64Attr:$num_heads, I64Attr:$num_kv_heads,
                        I64Attr:$head_dim, F64Attr:$scale,
                        OptionalAttr<Norm_QKNormKindAttr>:$qk_norm,
@@ -574,7 +603,8 @@ def Norm_AttentionDecodeKernelOp : Norm_Op<"attention_decode_kernel", [Pure,
       "type($cu_seqlens) `)` `cache` `(` $k_cache `,` $v_cache `lengths` "
       "$cache_seqlens `:` type($cache_seqlens) `)` " #
       OptParam<"q_norm_weight">.format # " " #
-      OptParam<"k_norm_weight">.format # " " # Real<"scale", "scale">.format #
+      OptParam<"k_norm_weight">.format # " " # OptParam<"positions">.format #
+      " " # OptParam<"rope_table">.format # " " # Real<"scale", "scale">.format #
       " " # OptReal<"qk_norm_eps", "qk_norm_eps">.format # " " #
       OptReal<"qk_norm_offset", "qk_norm_offset">.format # " attr-dict `:` "
       "type($q) `,` type($k) `,` type($v) `,` type($k_cache) `,` "

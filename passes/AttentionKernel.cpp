@@ -123,9 +123,20 @@ private:
   /// The key tile of `stage` normalized in place (if `active`).
   void emitKeyNorm(Value stage, Value active);
   /// Rotary embeddings of rows [0, rows) of the tile at `base`, in place (if
-  /// `active`); row r lies at position `positionOf(r)` of its sequence.
-  void emitRope(Value base, int64_t rows, function_ref<Value(Value)> positionOf,
+  /// `active`); row r is token `tokenOf(r)` of the sequence (an index among
+  /// the new tokens in decode).
+  void emitRope(Value base, int64_t rows, function_ref<Value(Value)> tokenOf,
                 Value active = {});
+  /// What the angles of a lane's pairs come from: its frequencies (theta),
+  /// or its first pair of a table row and the table's rows.
+  struct RopeAngles {
+    VectorType pairType;
+    Value frequency, firstPair, tableRows;
+  };
+  RopeAngles prepareRopeAngles(VectorType pairType, int64_t pairsPerChunk,
+                               int64_t owners);
+  /// The cosines and sines of the lane's pairs for token `token`.
+  std::pair<Value, Value> getRopeAngles(const RopeAngles &angles, Value token);
 
   //===--- Decode ----------------------------------------------------------===//
 
@@ -445,67 +456,25 @@ void AttentionEmitter::emitKeyNorm(Value stage, Value active) {
 // 8 lane + j of the first half with the chunk rotaryDim / 16 further on,
 // gptj the 4 pairs (2i, 2i + 1) inside it. Each pair has one owner, so the
 // tile is rotated in place from the rounded values the norm stored, as the
-// unfused graph rotates them, and rounded to T again. The frequencies are
-// double-precision constants picked by the lane (exact to f32, where an
-// in-kernel ex2 would cost 2^-21 of every angle); the angle pos * freq is
-// reduced to [-pi, pi] with 2 pi in two parts by fmas, where sin.approx and
-// cos.approx are accurate. (The NVVM conversion would send roundeven to
-// libdevice; the magic constant rounds with two adds.)
+// unfused graph rotates them, and rounded to T again. Rows past their
+// sequence (a tile's tail) stay as they are.
 void AttentionEmitter::emitRope(Value base, int64_t rows,
-                                function_ref<Value(Value)> positionOf,
+                                function_ref<Value(Value)> tokenOf,
                                 Value active) {
   bool neox = spec.rope == ::norm::RopeStyle::NeoX;
   int64_t pairsPerChunk = neox ? kChunk : kChunk / 2;
   int64_t owners = spec.rotaryDim / (2 * pairsPerChunk);
   VectorType pairType = VectorType::get({pairsPerChunk}, f32);
-  auto constants = [&](function_ref<double(int64_t)> value) -> Value {
-    SmallVector<float> values;
-    for (int64_t j = 0; j < pairsPerChunk; ++j)
-      values.push_back(static_cast<float>(value(j)));
-    return arith::ConstantOp::create(
-        b, DenseElementsAttr::get(pairType, ArrayRef<float>(values)));
-  };
-  auto broadcast = [&](Value scalar) -> Value {
-    return vector::BroadcastOp::create(b, pairType, scalar);
-  };
-  auto frequencies = [&](int64_t chunk) {
-    return constants([&](int64_t j) {
-      return ::norm::getRopeFrequency(spec.ropeTheta, spec.rotaryDim,
-                                      chunk * pairsPerChunk + j);
-    });
-  };
-  Value freq = frequencies(0);
-  for (int64_t chunk = 1; chunk < owners; ++chunk)
-    freq = arith::SelectOp::create(
-        b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane,
-                                 index(chunk)),
-        frequencies(chunk), freq);
   Value owner = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, lane,
                                       index(owners));
-  constexpr double kTwoPi = 6.283185307179586;
-  float twoPiHigh = static_cast<float>(kTwoPi);
-  float twoPiLow = static_cast<float>(kTwoPi - static_cast<double>(twoPiHigh));
+  RopeAngles angles = prepareRopeAngles(pairType, pairsPerChunk, owners);
   forEachTileRow(rows, [&](Value row) {
-    Value inTile =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, index(rows));
-    ifThen(arith::AndIOp::create(b, inTile, owner), [&] {
-      Value position = arith::UIToFPOp::create(
-          b, f32,
-          arith::IndexCastUIOp::create(b, b.getI32Type(), positionOf(row)));
-      Value angle = mulf(broadcast(position), freq);
-      // Whole turns, rounded to nearest by adding and taking away 1.5 2^23
-      // (exact for |x| < 2^22: angles of positions below 2^24 are).
-      Value magic = broadcast(constantF32(0x1.8p23));
-      Value turns = subf(
-          addf(mulf(angle, broadcast(constantF32(1.0 / kTwoPi))), magic),
-          magic);
-      Value negTurns = arith::NegFOp::create(b, turns);
-      Value reduced = math::FmaOp::create(
-          b, negTurns, broadcast(constantF32(twoPiLow)),
-          math::FmaOp::create(b, negTurns, broadcast(constantF32(twoPiHigh)),
-                              angle));
-      Value cos = math::CosOp::create(b, reduced, arith::FastMathFlags::afn);
-      Value sin = math::SinOp::create(b, reduced, arith::FastMathFlags::afn);
+    Value token = tokenOf(row);
+    Value exists = arith::AndIOp::create(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, index(rows)),
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, token, seqLength));
+    ifThen(arith::AndIOp::create(b, exists, owner), [&] {
+      auto [cos, sin] = getRopeAngles(angles, token);
       // (a, b) -> (a cos - b sin, b cos + a sin).
       auto turn = [&](Value x, Value y) -> std::pair<Value, Value> {
         return {subf(mulf(x, cos), mulf(y, sin)),
@@ -532,6 +501,94 @@ void AttentionEmitter::emitRope(Value base, int64_t rows,
     });
   }, active);
   gpu::BarrierOp::create(b);
+}
+
+// The frequencies are double-precision constants picked by the lane (exact
+// to f32, where an in-kernel ex2 would cost 2^-21 of every angle). A table
+// needs the lane's first pair, its rows and their count.
+AttentionEmitter::RopeAngles
+AttentionEmitter::prepareRopeAngles(VectorType pairType, int64_t pairsPerChunk,
+                                    int64_t owners) {
+  RopeAngles angles;
+  angles.pairType = pairType;
+  if (spec.ropeTable) {
+    angles.firstPair = mul(lane, index(pairsPerChunk));
+    angles.tableRows = indexArg("rope_table_rows");
+    return angles;
+  }
+  auto frequencies = [&](int64_t chunk) -> Value {
+    SmallVector<float> values;
+    for (int64_t j = 0; j < pairsPerChunk; ++j)
+      values.push_back(static_cast<float>(::norm::getRopeFrequency(
+          spec.ropeTheta, spec.rotaryDim, chunk * pairsPerChunk + j)));
+    return arith::ConstantOp::create(
+        b, DenseElementsAttr::get(pairType, ArrayRef<float>(values)));
+  };
+  angles.frequency = frequencies(0);
+  for (int64_t chunk = 1; chunk < owners; ++chunk)
+    angles.frequency = arith::SelectOp::create(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane,
+                                 index(chunk)),
+        frequencies(chunk), angles.frequency);
+  return angles;
+}
+
+// The position of token `token` of the sequence: its positions entry, or
+// its index (after the cache, in decode). Its angles: from the table's row
+// (NaN outside the table, so that a bad position cannot pass unseen), or
+// pos * freq reduced to [-pi, pi] with 2 pi in two parts by fmas, where
+// sin.approx and cos.approx are accurate. (The NVVM conversion would send
+// roundeven to libdevice; the magic constant rounds with two adds.)
+std::pair<Value, Value>
+AttentionEmitter::getRopeAngles(const RopeAngles &angles, Value token) {
+  Type i32 = b.getI32Type();
+  Value position;
+  if (spec.ropePositions)
+    position = memref::LoadOp::create(b, arg("positions"),
+                                      ValueRange{add(seqStart, token)});
+  else
+    position = arith::IndexCastUIOp::create(
+        b, i32, decode ? add(cacheLength, token) : token);
+  VectorType pairType = angles.pairType;
+  auto broadcast = [&](Value scalar) -> Value {
+    return vector::BroadcastOp::create(b, pairType, scalar);
+  };
+  if (spec.ropeTable) {
+    // Negative positions wrap to huge ones: outside the table too.
+    Value row = arith::IndexCastOp::create(b, b.getIndexType(), position);
+    Value inTable = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row,
+                                          angles.tableRows);
+    Value table = arg("rope_table");
+    SmallVector<Value> values = ifElseZeros(inTable, [&]() -> SmallVector<Value> {
+      Value at = add(mul(row, stride("rope_table")), angles.firstPair);
+      Value sinAt = add(at, index(spec.rotaryDim / 2));
+      return {vector::LoadOp::create(b, pairType, table, at,
+                                     /*nontemporal=*/false, alignmentOf(table)),
+              vector::LoadOp::create(b, pairType, table, sinAt,
+                                     /*nontemporal=*/false,
+                                     alignmentOf(table))};
+    });
+    Value nan = broadcast(constantF32(std::numeric_limits<double>::quiet_NaN()));
+    return {arith::SelectOp::create(b, inTable, values[0], nan),
+            arith::SelectOp::create(b, inTable, values[1], nan)};
+  }
+  constexpr double kTwoPi = 6.283185307179586;
+  float twoPiHigh = static_cast<float>(kTwoPi);
+  float twoPiLow = static_cast<float>(kTwoPi - static_cast<double>(twoPiHigh));
+  Value angle = mulf(broadcast(arith::SIToFPOp::create(b, f32, position)),
+                     angles.frequency);
+  // Whole turns, rounded to nearest by adding and taking away 1.5 2^23
+  // (exact for |x| < 2^22: angles of positions below 2^24 are).
+  Value magic = broadcast(constantF32(0x1.8p23));
+  Value turns = subf(
+      addf(mulf(angle, broadcast(constantF32(1.0 / kTwoPi))), magic), magic);
+  Value negTurns = arith::NegFOp::create(b, turns);
+  Value reduced = math::FmaOp::create(
+      b, negTurns, broadcast(constantF32(twoPiLow)),
+      math::FmaOp::create(b, negTurns, broadcast(constantF32(twoPiHigh)),
+                          angle));
+  return {math::CosOp::create(b, reduced, arith::FastMathFlags::afn),
+          math::SinOp::create(b, reduced, arith::FastMathFlags::afn)};
 }
 
 //===----------------------------------------------------------------------===//
@@ -927,10 +984,7 @@ void AttentionEmitter::emit() {
 
   emitQueryPrologue(tileRows, chunkValid);
   if (hasRope)
-    emitRope(index(0), blockM, [&](Value row) {
-      Value token = rowToken(row);
-      return decode ? add(cacheLength, token) : token;
-    });
+    emitRope(index(0), blockM, [&](Value row) { return rowToken(row); });
 
   // Key tiles to visit: all of the sequence's, or up to the one holding the
   // tile's last query row.
@@ -1013,10 +1067,9 @@ void AttentionEmitter::emit() {
         if (hasNorm)
           emitKeyNorm(stage, keys.isNew);
         if (hasRope)
-          emitRope(stageBase(stage, /*value=*/false), blockN, [&](Value row) {
-            Value key = add(keys.first, row);
-            return decode ? add(cacheLength, key) : key;
-          }, keys.isNew);
+          emitRope(stageBase(stage, /*value=*/false), blockN,
+                   [&](Value row) { return add(keys.first, row); },
+                   keys.isNew);
         if (decode)
           emitCacheAppend(tile, stage);
 

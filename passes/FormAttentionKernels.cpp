@@ -32,7 +32,8 @@ static LogicalResult formAttentionKernel(AttentionOp op) {
       ValueRange{start, end});
   auto kernel = AttentionKernelOp::create(
       b, loc, op.getType(), /*lse=*/Type(), op.getQ(), op.getK(), op.getV(),
-      offsets, op.getQNormWeight(), op.getKNormWeight(), op.getNumHeadsAttr(),
+      offsets, op.getQNormWeight(), op.getKNormWeight(), op.getPositions(),
+      op.getRopeTable(), op.getNumHeadsAttr(),
       op.getNumKvHeadsAttr(), op.getHeadDimAttr(), op.getCausalAttr(),
       op.getScaleAttr(), op.getQkNormAttr(), op.getQkNormEpsAttr(),
       op.getQkNormOffsetAttr(), op.getRopeAttr(), op.getRotaryDimAttr(),

@@ -41,6 +41,7 @@ struct FuseQKNormIntoAttentionOp : OpRewritePattern<AttentionOp> {
     auto fused = AttentionOp::create(
         rewriter, attention.getLoc(), attention.getType(), q->source,
         k->source, attention.getV(), q->weight, k->weight,
+        attention.getPositions(), attention.getRopeTable(),
         attention.getNumHeadsAttr(), attention.getNumKvHeadsAttr(),
         attention.getHeadDimAttr(), attention.getCausalAttr(),
         attention.getScaleAttr(),

@@ -45,7 +45,9 @@ struct FuseRotaryIntoAttentionOp : OpRewritePattern<AttentionOp> {
                                          "q or k is not rotated for it alone");
     if (q.getStyle() != k.getStyle() ||
         q.getRotaryDimAttr() != k.getRotaryDimAttr() ||
-        q.getRopeThetaAttr() != k.getRopeThetaAttr())
+        q.getRopeThetaAttr() != k.getRopeThetaAttr() ||
+        q.getPositions() != k.getPositions() ||
+        q.getRopeTable() != k.getRopeTable())
       return rewriter.notifyMatchFailure(attention,
                                          "q and k rotate differently");
 
@@ -55,6 +57,10 @@ struct FuseRotaryIntoAttentionOp : OpRewritePattern<AttentionOp> {
       attention.setRopeAttr(q.getStyleAttr());
       attention.setRotaryDimAttr(q.getRotaryDimAttr());
       attention.setRopeThetaAttr(q.getRopeThetaAttr());
+      if (Value positions = q.getPositions())
+        attention.getPositionsMutable().assign(positions);
+      if (Value table = q.getRopeTable())
+        attention.getRopeTableMutable().assign(table);
     });
     rewriter.eraseOp(q);
     rewriter.eraseOp(k);

@@ -60,6 +60,9 @@ static_assert(NORMJIT_CACHE_SEQLENS ==
               static_cast<int>(BufferSlot::CacheSeqlens));
 static_assert(NORMJIT_WORKSPACE == static_cast<int>(BufferSlot::Workspace));
 static_assert(NORMJIT_SEMAPHORES == static_cast<int>(BufferSlot::Semaphores));
+static_assert(NORMJIT_POSITIONS == static_cast<int>(BufferSlot::Positions));
+static_assert(NORMJIT_ROPE_TABLE == static_cast<int>(BufferSlot::RopeTable));
+static_assert(NORMJIT_NUM_BUFFERS == kNumBufferSlots);
 static_assert(NORMJIT_OP_BATCH_NORM_STATS ==
               static_cast<int>(OpSpec::Kind::BatchNormStats));
 static_assert(NORMJIT_ROPE_NONE == static_cast<int>(RopeStyle::None));
@@ -79,7 +82,8 @@ static_assert(NORMJIT_PLAN_FIXED ==
 // The published layouts (normjit.h): API 2 added one trailing field to the
 // context options, API 3 trailing fields to the op desc, the launch
 // arguments (three tensors) and the tuning info, API 4 the launch arguments
-// (five tensors and cache_rows).
+// (five tensors and cache_rows), API 5 two tensors before cache_rows (read
+// at its API 4 place from API 4's layout) and rope_table_rows.
 static_assert(sizeof(void *) == 8, "the C ABI is defined for 64-bit hosts");
 static_assert(offsetof(normjit_op_desc, scale) == NORMJIT_OP_DESC_SIZE_V1);
 // The rotary embedding fields follow scale, where API 3's first layout
@@ -93,10 +97,14 @@ static_assert(offsetof(normjit_launch_args, tensors) +
 static_assert(offsetof(normjit_launch_args, tensors) +
                   NORMJIT_K_CACHE * sizeof(normjit_tensor) ==
               NORMJIT_LAUNCH_ARGS_SIZE_V3);
+static_assert(offsetof(normjit_launch_args, tensors) +
+                  NORMJIT_POSITIONS * sizeof(normjit_tensor) +
+                  sizeof(int64_t) ==
+              NORMJIT_LAUNCH_ARGS_SIZE_V4);
 static_assert(offsetof(normjit_launch_args, cache_rows) ==
               offsetof(normjit_launch_args, tensors) +
                   NORMJIT_NUM_BUFFERS * sizeof(normjit_tensor));
-static_assert(sizeof(normjit_launch_args) == NORMJIT_LAUNCH_ARGS_SIZE_V4);
+static_assert(sizeof(normjit_launch_args) == NORMJIT_LAUNCH_ARGS_SIZE_V5);
 static_assert(offsetof(normjit_tuning_info, block_n) ==
               NORMJIT_TUNING_INFO_SIZE_V1);
 static_assert(sizeof(normjit_tuning_info) == NORMJIT_TUNING_INFO_SIZE_V3);
@@ -190,7 +198,10 @@ static std::string checkStructSize(const char *type, uint32_t size,
   (NORMJIT_HAS_FIELD(object, field) ? (object)->field                          \
                                     : decltype((object)->field){})
 
-constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_WRITE_LSE << 1) - 1;
+constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_ROPE_TABLE << 1) - 1;
+constexpr uint32_t kAttentionOpFlags =
+    NORMJIT_OP_CAUSAL | NORMJIT_OP_WRITE_LSE | NORMJIT_OP_ROPE_POSITIONS |
+    NORMJIT_OP_ROPE_TABLE;
 constexpr uint32_t kQKStatisticFlags =
     NORMJIT_OP_QK_RMS | NORMJIT_OP_QK_L2 | NORMJIT_OP_QK_MEAN_VAR;
 constexpr uint32_t kKnownContextFlags =
@@ -257,11 +268,12 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
   // the C API's names. verifyOpSpec states the same rule for OpSpecs.
   if (!attention &&
       (scale != 0.0 || rope != NORMJIT_ROPE_NONE ||
-       (desc->flags & (NORMJIT_OP_CAUSAL | NORMJIT_OP_WRITE_LSE)))) {
+       (desc->flags & kAttentionOpFlags))) {
     // (Decode takes scale and rope too, and refuses causal and lse in
     // verifyOpSpec; the message stays API 3's.)
-    status = invalid("normjit_op_desc: scale, rope, NORMJIT_OP_CAUSAL and "
-                     "NORMJIT_OP_WRITE_LSE apply to NORMJIT_OP_ATTENTION only");
+    status = invalid("normjit_op_desc: scale, rope, NORMJIT_OP_CAUSAL, "
+                     "NORMJIT_OP_WRITE_LSE and NORMJIT_OP_ROPE_* apply to "
+                     "NORMJIT_OP_ATTENTION only");
     return false;
   }
   if (rope < NORMJIT_ROPE_NONE || rope > NORMJIT_ROPE_GPTJ) {
@@ -276,9 +288,18 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
     return false;
   }
   // A rotary dim or base without a style would be dropped silently.
-  if (rope == NORMJIT_ROPE_NONE && (rotaryDim != 0 || ropeTheta != 0.0)) {
-    status = invalid("normjit_op_desc: rotary_dim and rope_theta need rope "
-                     "(NORMJIT_ROPE_NEOX or NORMJIT_ROPE_GPTJ)");
+  bool ropeFlags =
+      desc->flags & (NORMJIT_OP_ROPE_POSITIONS | NORMJIT_OP_ROPE_TABLE);
+  if (rope == NORMJIT_ROPE_NONE &&
+      (rotaryDim != 0 || ropeTheta != 0.0 || ropeFlags)) {
+    status = invalid("normjit_op_desc: rotary_dim, rope_theta, "
+                     "NORMJIT_OP_ROPE_POSITIONS and NORMJIT_OP_ROPE_TABLE "
+                     "need rope (NORMJIT_ROPE_NEOX or NORMJIT_ROPE_GPTJ)");
+    return false;
+  }
+  if ((desc->flags & NORMJIT_OP_ROPE_TABLE) && ropeTheta != 0.0) {
+    status = invalid("normjit_op_desc: with NORMJIT_OP_ROPE_TABLE the table "
+                     "gives the angles; rope_theta must be 0");
     return false;
   }
   spec.kind = static_cast<OpSpec::Kind>(desc->kind);
@@ -318,6 +339,8 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
     if (spec.rope != RopeStyle::None) {
       spec.rotaryDim = rotaryDim != 0 ? rotaryDim : desc->hidden;
       spec.ropeTheta = ropeTheta != 0.0 ? ropeTheta : OpSpec().ropeTheta;
+      spec.ropePositions = desc->flags & NORMJIT_OP_ROPE_POSITIONS;
+      spec.ropeTable = desc->flags & NORMJIT_OP_ROPE_TABLE;
     }
   }
   spec.eps = desc->eps;
@@ -626,6 +649,21 @@ static int getTensorCount(const normjit_launch_args &args) {
       std::min<size_t>(bytes / sizeof(normjit_tensor), NORMJIT_NUM_BUFFERS));
 }
 
+/// cache_rows where the caller's layout has it: after 24 tensors (API 5), or
+/// after API 4's 22.
+static int64_t getCacheRows(const normjit_launch_args &args) {
+  if (NORMJIT_HAS_FIELD(&args, cache_rows))
+    return args.cache_rows;
+  if (args.struct_size < NORMJIT_LAUNCH_ARGS_SIZE_V4)
+    return 0;
+  int64_t rows;
+  std::memcpy(&rows,
+              reinterpret_cast<const char *>(&args) +
+                  NORMJIT_LAUNCH_ARGS_SIZE_V4 - sizeof(int64_t),
+              sizeof(rows));
+  return rows;
+}
+
 static std::string getSlotName(int slot) {
   return std::string(getBufferSlotName(static_cast<BufferSlot>(slot)));
 }
@@ -666,6 +704,15 @@ normjit_status normjit_kernel_launch(const normjit_kernel *kernel,
             "normjit_launch_args_init");
         !why.empty())
       return invalid(why);
+    // Between API 4's and API 5's layouts, cache_rows has no place.
+    if (args->struct_size > NORMJIT_LAUNCH_ARGS_SIZE_V4 &&
+        args->struct_size < NORMJIT_LAUNCH_ARGS_SIZE_V5)
+      return invalid("normjit_launch_args.struct_size is " +
+                     std::to_string(args->struct_size) + ", between API 4's " +
+                     std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V4) +
+                     " and API 5's " +
+                     std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V5) +
+                     " (call normjit_launch_args_init_sized)");
     LaunchArgs converted;
     if (args->reserved != 0)
       return invalid("normjit_launch_args.reserved is " +
@@ -685,7 +732,7 @@ normjit_status normjit_kernel_launch(const normjit_kernel *kernel,
     }
     // API 4: the caches' rows (0 past the caller's struct_size, and for
     // every operation but decode; the launch checks judge them).
-    int64_t cacheRows = NORMJIT_FIELD_OR_ZERO(args, cache_rows);
+    int64_t cacheRows = getCacheRows(*args);
     if (cacheRows < 0)
       return invalid("normjit_launch_args.cache_rows is " +
                      std::to_string(cacheRows) + ", must not be negative");
@@ -697,6 +744,17 @@ normjit_status normjit_kernel_launch(const normjit_kernel *kernel,
                      "leave it 0");
     for (BufferSlot cache : {BufferSlot::KCache, BufferSlot::VCache})
       converted.tensors[static_cast<int>(cache)].rows = cacheRows;
+    // API 5: the rope table's rows.
+    int64_t tableRows = NORMJIT_FIELD_OR_ZERO(args, rope_table_rows);
+    if (tableRows < 0)
+      return invalid("normjit_launch_args.rope_table_rows is " +
+                     std::to_string(tableRows) + ", must not be negative");
+    if (tableRows != 0 && !kernel->kernel->getSpec().ropeTable)
+      return invalid("normjit_launch_args.rope_table_rows is " +
+                     std::to_string(tableRows) +
+                     ": only attention with NORMJIT_OP_ROPE_TABLE has a "
+                     "rope table; leave it 0");
+    converted.tensors[static_cast<int>(BufferSlot::RopeTable)].rows = tableRows;
     return report(kernel->kernel->launch(converted, rows, stream));
   });
 }

@@ -165,6 +165,9 @@ Status LoadedKernel::launch(const LaunchArgs &args, int64_t rows,
     case Param::Kind::CacheCapacity:
       values[i] = static_cast<uint64_t>(decode ? decode->capacity : 0);
       break;
+    case Param::Kind::TableRows:
+      values[i] = static_cast<uint64_t>(tensor.rows);
+      break;
     }
     pointers[i] = &values[i];
   }
@@ -203,7 +206,8 @@ Status norm::jit::computeLaunchLayout(const OpSpec &spec,
   for (const BufferSpec &buffer : buffers)
     expected[static_cast<int>(buffer.slot)] = &buffer;
   std::array<bool, kNumBufferSlots> seen{}, strideSeen{};
-  bool rowsSeen = false, splitsSeen = false, capacitySeen = false;
+  bool rowsSeen = false, splitsSeen = false, capacitySeen = false,
+       tableRowsSeen = false;
   layout.hasBatch = false;
   layout.isDecode = spec.kind == OpKind::AttentionDecode;
   if (sig.params.size() > LaunchLayout::kMaxParams)
@@ -263,6 +267,13 @@ Status norm::jit::computeLaunchLayout(const OpSpec &spec,
                        : LaunchLayout::Param::Kind::CacheCapacity;
       break;
     }
+    case KernelParam::Kind::RopeTableRows:
+      if (!expected[static_cast<int>(BufferSlot::RopeTable)] || tableRowsSeen)
+        return mismatch("unexpected parameter '" + p.name + "'");
+      tableRowsSeen = true;
+      param.kind = LaunchLayout::Param::Kind::TableRows;
+      param.slot = static_cast<uint8_t>(BufferSlot::RopeTable);
+      break;
     case KernelParam::Kind::RowStride: {
       constexpr std::string_view suffix = "_stride";
       std::string_view name = p.name;
@@ -292,6 +303,8 @@ Status norm::jit::computeLaunchLayout(const OpSpec &spec,
     return mismatch("no batch parameter");
   if (layout.isDecode && !(splitsSeen && capacitySeen))
     return mismatch("no kv_splits or cache_capacity parameter");
+  if (expected[static_cast<int>(BufferSlot::RopeTable)] && !tableRowsSeen)
+    return mismatch("no rope_table_rows parameter");
   return Status::success();
 }
 

@@ -40,21 +40,23 @@ struct DeviceState {
 struct LaunchLayout {
   struct Param {
     /// Batch: the sequences of `slot` (cu_seqlens), its offsets less one.
-    /// KvSplits, CacheCapacity: decode's (DecodeLaunch).
+    /// KvSplits, CacheCapacity: decode's (DecodeLaunch). TableRows: the
+    /// rows of `slot` (the rope table).
     enum class Kind : uint8_t {
       Buffer,
       Rows,
       Batch,
       Stride,
       KvSplits,
-      CacheCapacity
+      CacheCapacity,
+      TableRows
     } kind = Kind::Rows;
     uint8_t slot = 0; // BufferSlot of a buffer, a stride or the batch's
     bool rows2D = false;
     int32_t elementBytes = 0;
     int64_t alignment = 1; // bytes, for pointer and stride * elementBytes
   };
-  static constexpr int kMaxParams = 2 * kNumBufferSlots + 4;
+  static constexpr int kMaxParams = 2 * kNumBufferSlots + 5;
 
   std::array<Param, kMaxParams> params{};
   int numParams = 0;

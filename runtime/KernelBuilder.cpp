@@ -153,7 +153,7 @@ Status ContextImpl::buildKernel(const OpSpec &spec,
   for (const BufferSpec &buffer : getBuffers(spec))
     kernel->expected[static_cast<int>(buffer.slot)] = {
         true,        buffer.rows2D, buffer.written, buffer.type,
-        buffer.cols, buffer.updated, buffer.scratch};
+        buffer.cols, buffer.ownRows, buffer.scratch};
   kernel->decodeScratch = decodeScratch;
   kernel->smCount = std::max(device->info.multiprocessors, 1);
   for (BucketReport &report : reports) {

@@ -74,12 +74,13 @@ Status Kernel::check(const LaunchArgs &args, int64_t rows,
                       "leave it empty");
       continue;
     }
-    if (tensor.rows != 0 && !want.updated)
+    if (tensor.rows != 0 && !want.ownRows)
       return invalidLaunch(
           spec, "buffer '" + std::string(name) +
                     "' has rows of its own (" + std::to_string(tensor.rows) +
-                    "), but only decode's k_cache and v_cache do (cache_rows); "
-                    "its rows are the launch's");
+                    "), but only decode's k_cache and v_cache (cache_rows) "
+                    "and the rope table (rope_table_rows) do; its rows are "
+                    "the launch's");
     if (!want.present) {
       if (!tensor.data)
         continue;
@@ -100,9 +101,19 @@ Status Kernel::check(const LaunchArgs &args, int64_t rows,
                                ", the operation expects " +
                                std::string(getElementTypeName(want.type)));
     // A length that comes with the launch: attention's sequence offsets,
-    // decode's cache lengths (one per sequence: cu_seqlens comes first).
-    if (want.cols == 0 && static_cast<BufferSlot>(slot) ==
-                              BufferSlot::CacheSeqlens) {
+    // decode's cache lengths (one per sequence: cu_seqlens comes first),
+    // rotary positions (one per token).
+    if (want.cols == 0 &&
+        static_cast<BufferSlot>(slot) == BufferSlot::Positions) {
+      int64_t length = getLaunchLength(spec, BufferSlot::Positions, 1,
+                                       DecodeShape{rows, 0, 0, 1});
+      if (tensor.cols != length)
+        return invalidLaunch(
+            spec, "buffer 'positions' has " + std::to_string(tensor.cols) +
+                      " elements, the operation expects " +
+                      std::to_string(length) + ": one per token (rows)");
+    } else if (want.cols == 0 && static_cast<BufferSlot>(slot) ==
+                                     BufferSlot::CacheSeqlens) {
       int64_t batch = getBatchOfOffsets(args[BufferSlot::CuSeqlens].cols);
       int64_t length = getLaunchLength(spec, BufferSlot::CacheSeqlens, 1,
                                        DecodeShape{rows, batch, 0, 1});
@@ -128,13 +139,25 @@ Status Kernel::check(const LaunchArgs &args, int64_t rows,
                                        "' takes no row stride");
       continue;
     }
-    // Decode's caches: batch x capacity rows of their own.
-    int64_t bufferRows = want.updated ? tensor.rows : rows;
-    if (want.updated && bufferRows < 1)
+    // Decode's caches (batch x capacity) and the rope table have rows of
+    // their own.
+    int64_t bufferRows = want.ownRows ? tensor.rows : rows;
+    if (want.ownRows && bufferRows < 1)
       return invalidLaunch(
-          spec, "buffer '" + std::string(name) +
-                    "' has no rows: give the cache's rows, batch x capacity "
-                    "(normjit_launch_args.cache_rows, LaunchArgs::setCache)");
+          spec,
+          "buffer '" + std::string(name) + "' has no rows: give " +
+              (static_cast<BufferSlot>(slot) == BufferSlot::RopeTable
+                   ? "the table's positions (normjit_launch_args."
+                     "rope_table_rows, LaunchArgs::setRopeTable)"
+                   : "the cache's rows, batch x capacity "
+                     "(normjit_launch_args.cache_rows, "
+                     "LaunchArgs::setCache)"));
+    if (static_cast<BufferSlot>(slot) == BufferSlot::RopeTable &&
+        bufferRows > kMaxRopeTableRows)
+      return invalidLaunch(spec, "the rope table has " +
+                                     std::to_string(bufferRows) +
+                                     " rows; positions are i32, so at most " +
+                                     std::to_string(kMaxRopeTableRows));
     int64_t stride = tensor.rowStride ? tensor.rowStride : tensor.cols;
     if (stride < tensor.cols)
       return invalidLaunch(spec, "row stride of '" + std::string(name) + "' (" +
@@ -197,7 +220,7 @@ Status Kernel::checkOverlap(const LaunchArgs &args, int64_t rows) const {
     footprint.start = reinterpret_cast<uintptr_t>(tensor.data);
     footprint.width = tensor.cols * bytes;
     if (want.rows2D) {
-      footprint.rows = want.updated ? tensor.rows : rows;
+      footprint.rows = want.ownRows ? tensor.rows : rows;
       footprint.stride = (tensor.rowStride ? tensor.rowStride : tensor.cols) *
                          bytes;
     }

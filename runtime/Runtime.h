@@ -53,9 +53,9 @@ struct TensorArg {
   ElementType type = ElementType::bf16;
   int64_t cols = 0;
   int64_t rowStride = 0;
-  /// The rows of a buffer whose rows are not the launch's (decode's KV
-  /// caches, BufferSpec::updated: batch x cache capacity); 0 for every
-  /// other buffer.
+  /// The rows of a buffer whose rows are not the launch's
+  /// (BufferSpec::ownRows: decode's KV caches, batch x cache capacity; the
+  /// rope table, its positions); 0 for every other buffer.
   int64_t rows = 0;
 };
 
@@ -78,6 +78,14 @@ struct LaunchArgs {
     set(BufferSlot::VCache, vCache, type, cols, rowStride);
     tensors[static_cast<int>(BufferSlot::KCache)].rows = cacheRows;
     tensors[static_cast<int>(BufferSlot::VCache)].rows = cacheRows;
+    return *this;
+  }
+  /// Rotary angles: `rows` positions of cos and sin (f32, rotary_dim
+  /// columns, `rowStride` floats apart).
+  LaunchArgs &setRopeTable(const void *table, int64_t rows, int64_t cols,
+                           int64_t rowStride = 0) {
+    set(BufferSlot::RopeTable, table, ElementType::f32, cols, rowStride);
+    tensors[static_cast<int>(BufferSlot::RopeTable)].rows = rows;
     return *this;
   }
   const TensorArg &operator[](BufferSlot slot) const {
@@ -214,7 +222,7 @@ private:
     bool written = false;
     ElementType type = ElementType::f32;
     int64_t cols = 0;
-    bool updated = false; // rows of its own (TensorArg::rows)
+    bool ownRows = false; // rows of its own (TensorArg::rows)
     bool scratch = false; // the runtime's: the caller leaves it empty
   };
 

@@ -62,8 +62,13 @@ extern "C" {
  * size from the first layout on is, and means no rotary embeddings. Then 4
  * (decode attention: NORMJIT_OP_ATTENTION_DECODE, the buffers
  * NORMJIT_K_CACHE, NORMJIT_V_CACHE and NORMJIT_CACHE_SEQLENS, so 22 tensors
- * in normjit_launch_args, and its trailing cache_rows). */
-#define NORMJIT_API_VERSION 4
+ * in normjit_launch_args, and its trailing cache_rows). Then 5 (rotary
+ * embeddings at explicit positions or from a cos/sin table:
+ * NORMJIT_OP_ROPE_POSITIONS, NORMJIT_OP_ROPE_TABLE, the buffers
+ * NORMJIT_POSITIONS and NORMJIT_ROPE_TABLE, so 24 tensors in
+ * normjit_launch_args, then cache_rows and rope_table_rows; the library
+ * still reads API 4's layout, whose cache_rows followed 22 tensors). */
+#define NORMJIT_API_VERSION 5
 
 /* The library version of this header: major (libnormjit.so.1) changes only
  * when the ABI breaks, minor is the API version. */
@@ -86,6 +91,8 @@ extern "C" {
 /* ... and in API 4, which grew normjit_launch_args (22 tensors and
  * cache_rows). */
 #define NORMJIT_LAUNCH_ARGS_SIZE_V4 720
+/* ... and in API 5 (24 tensors, cache_rows, rope_table_rows). */
+#define NORMJIT_LAUNCH_ARGS_SIZE_V5 792
 
 typedef enum normjit_status {
   NORMJIT_SUCCESS = 0,
@@ -135,6 +142,10 @@ typedef enum normjit_op_kind {
 #define NORMJIT_OP_QK_RMS (1u << 8)     /* QK-Norm with RMSNorm (see below) */
 #define NORMJIT_OP_CAUSAL (1u << 9)     /* attention: query i sees keys <= i */
 #define NORMJIT_OP_WRITE_LSE (1u << 10) /* attention: also write NORMJIT_LSE */
+/* API 5, attention with rope: positions from NORMJIT_POSITIONS, angles
+ * from NORMJIT_ROPE_TABLE (see below). */
+#define NORMJIT_OP_ROPE_POSITIONS (1u << 11)
+#define NORMJIT_OP_ROPE_TABLE (1u << 12)
 
 /* normjit_op_desc.rope (API 3): attention's rotary position embeddings. */
 typedef enum normjit_rope {
@@ -160,7 +171,15 @@ typedef enum normjit_rope {
  * rotary_dim elements of each q and k head row (0: the head dim; a multiple
  * of 16 for neox, of 8 for gptj), pair i by pos * rope_theta^(-2i /
  * rotary_dim) (rope_theta 0: 10000), pos the token's index within its
- * sequence; the other elements stay as they are. NORMJIT_OP_CAUSAL masks
+ * sequence; the other elements stay as they are. API 5: with
+ * NORMJIT_OP_ROPE_POSITIONS, pos is the token's entry of NORMJIT_POSITIONS
+ * (i32, 1-D, cols = rows); with NORMJIT_OP_ROPE_TABLE the angles come from
+ * NORMJIT_ROPE_TABLE (f32, rope_table_rows x rotary_dim, any row stride
+ * that is a multiple of 4 floats, 16-byte aligned: row p holds cos(p f_i)
+ * at column i and sin(p f_i) at rotary_dim / 2 + i, FlashInfer's and
+ * vLLM's cos_sin_cache, so any frequency scaling is the table's) and
+ * rope_theta must be 0; a position outside the table rotates its row to
+ * NaN. Positions move the rotations only: the causal mask stays by index. NORMJIT_OP_CAUSAL masks
  * keys after the query within each sequence; NORMJIT_OP_WRITE_LSE also
  * writes the f32 log-sum-exp of each query's scaled scores. Buffers, rows =
  * total tokens:
@@ -266,7 +285,11 @@ typedef enum normjit_buffer {
   NORMJIT_CACHE_SEQLENS = 19,
   NORMJIT_WORKSPACE = 20,
   NORMJIT_SEMAPHORES = 21,
-  NORMJIT_NUM_BUFFERS = 22
+  /* API 5: rotary positions and angles (NORMJIT_OP_ROPE_POSITIONS,
+   * NORMJIT_OP_ROPE_TABLE). */
+  NORMJIT_POSITIONS = 22,
+  NORMJIT_ROPE_TABLE = 23,
+  NORMJIT_NUM_BUFFERS = 24
 } normjit_buffer;
 
 /* A device buffer: cols elements per row, row_stride elements between rows
@@ -284,13 +307,16 @@ typedef struct normjit_launch_args {
   uint32_t struct_size; /* sizeof(normjit_launch_args) */
   uint32_t reserved;    /* 0 (anything else is refused) */
   /* API 1 and 2: 14 tensors (NORMJIT_LAUNCH_ARGS_SIZE_V1), API 3: 17
-   * (NORMJIT_LAUNCH_ARGS_SIZE_V3); the library reads only the tensors within
-   * struct_size, the others are absent. */
+   * (NORMJIT_LAUNCH_ARGS_SIZE_V3), API 4: 22, API 5: 24; the library reads
+   * only the tensors within struct_size, the others are absent. */
   normjit_tensor tensors[NORMJIT_NUM_BUFFERS];
   /* API 4. The rows of NORMJIT_K_CACHE and NORMJIT_V_CACHE (decode: batch *
    * cache capacity); 0 for every other operation (anything else is
-   * refused). */
+   * refused). API 4's layout had 22 tensors before it. */
   int64_t cache_rows;
+  /* API 5. The rows (positions) of NORMJIT_ROPE_TABLE; 0 without a table
+   * (anything else is refused). */
+  int64_t rope_table_rows;
 } normjit_launch_args;
 
 /* normjit_context_options.flags; other bits are refused. */

@@ -90,7 +90,8 @@ inline normjit_op_desc opDesc() {
 /// unless `flags` has NORMJIT_OP_QK_RMS, _QK_L2 or _QK_MEAN_VAR
 /// (NORMJIT_OP_CAUSAL, NORMJIT_OP_WRITE_LSE, NORMJIT_OP_WEIGHT: normjit.h),
 /// rotary embeddings of style `rope` (normjit_rope) over `rotaryDim`
-/// elements of each head (0: all) with base `ropeTheta` (0: 10000).
+/// elements of each head (0: all) with base `ropeTheta` (0: 10000; 0 with
+/// NORMJIT_OP_ROPE_TABLE, whose table gives the angles).
 inline normjit_op_desc attentionDesc(int64_t headDim, int64_t numQHeads,
                                      int64_t numKvHeads, uint32_t flags = 0,
                                      int32_t rope = NORMJIT_ROPE_NONE,
@@ -146,6 +147,16 @@ public:
     set(NORMJIT_K_CACHE, kCache, dtype, cols, rowStride);
     set(NORMJIT_V_CACHE, vCache, dtype, cols, rowStride);
     args_.cache_rows = cacheRows;
+    return *this;
+  }
+
+  /// The rotary angles of NORMJIT_OP_ROPE_TABLE (API 5): `tableRows`
+  /// positions of `cols` (rotary_dim) f32, `rowStride` floats apart (0:
+  /// cols).
+  LaunchArgs &setRopeTable(const void *table, int64_t tableRows, int64_t cols,
+                           int64_t rowStride = 0) {
+    set(NORMJIT_ROPE_TABLE, table, NORMJIT_F32, cols, rowStride);
+    args_.rope_table_rows = tableRows;
     return *this;
   }
 

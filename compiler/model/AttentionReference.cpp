@@ -43,10 +43,23 @@ Status check::verifyAttentionProblem(const AttentionProblem &problem,
   if (p.hasQKNorm() && p.qkOffset != 0.0 &&
       !(operands.qWeight && operands.kWeight))
     return Status::invalid("attention: a weight offset needs both weights");
+  bool table = !p.ropeTable.empty();
   if (Status status =
-          verifyRope(p.rope, p.rotaryDim, p.ropeTheta, p.headDim);
+          verifyRope(p.rope, p.rotaryDim, p.ropeTheta, p.headDim, table);
       !status)
     return status.withContext("attention");
+  if (!p.positions.empty() &&
+      static_cast<int64_t>(p.positions.size()) != p.getNumTokens())
+    return Status::invalid("attention: one position per token");
+  if (table) {
+    int64_t rows = static_cast<int64_t>(p.ropeTable.size()) / p.rotaryDim;
+    if (rows * p.rotaryDim != static_cast<int64_t>(p.ropeTable.size()))
+      return Status::invalid("attention: the rope table holds whole rows");
+    for (int64_t position : p.positions)
+      if (position < 0 || position >= rows)
+        return Status::invalid("attention: a position outside the rope "
+                               "table");
+  }
   auto check = [&](const RowsView &view, const char *name, int64_t heads) {
     if (!view.data || view.type != p.type || view.rows < p.getNumTokens() ||
         view.cols != heads * p.headDim || view.stride < view.cols)
@@ -101,17 +114,28 @@ static void rotateRow(const AttentionProblem &p, int64_t pos, double *x,
                       double *dx) {
   int64_t half = p.rotaryDim / 2;
   bool neox = p.rope == RopeStyle::NeoX;
+  const float *row =
+      p.ropeTable.empty() ? nullptr : p.ropeTable.data() + pos * p.rotaryDim;
   for (int64_t i = 0; i < half; ++i) {
     int64_t first = neox ? i : 2 * i, second = neox ? i + half : 2 * i + 1;
-    double angle = static_cast<double>(pos) *
-                   getRopeFrequency(p.ropeTheta, p.rotaryDim, i);
-    // The reduction's second constant is off by 2^-46 per turn.
-    double angleError = 2.01 * u * angle + 8 * u + angle * 0x1p-48 +
-                        kTrigError;
+    double c, s, angleError = 0.0;
+    if (row) {
+      c = row[i];
+      s = row[half + i];
+    } else {
+      double angle = static_cast<double>(pos) *
+                     getRopeFrequency(p.ropeTheta, p.rotaryDim, i);
+      // The reduction's second constant is off by 2^-46 per turn.
+      angleError = 2.01 * u * std::fabs(angle) + 8 * u +
+                   std::fabs(angle) * 0x1p-48 + kTrigError;
+      c = std::cos(angle);
+      s = std::sin(angle);
+    }
     double a = x[first], b = x[second], da = dx[first], db = dx[second];
-    double c = std::cos(angle), s = std::sin(angle);
-    double error =
-        da + db + (std::fabs(a) + std::fabs(b) + da + db) * (angleError + 3 * u);
+    // A table's cos and sin may exceed 1 a little; theta's do not.
+    double gain = std::max({1.0, std::fabs(c), std::fabs(s)});
+    double error = gain * (da + db + (std::fabs(a) + std::fabs(b) + da + db) *
+                                         (angleError + 3 * u));
     std::tie(x[first], dx[first]) = roundWithin(p.type, a * c - b * s, error);
     std::tie(x[second], dx[second]) = roundWithin(p.type, b * c + a * s, error);
   }
@@ -124,6 +148,8 @@ static void rotateRow(const AttentionProblem &p, int64_t pos, double *x,
 static std::vector<int64_t>
 getPositions(const AttentionProblem &problem,
              const std::vector<int64_t> *offsets = nullptr) {
+  if (!problem.positions.empty())
+    return problem.positions;
   std::vector<int64_t> positions(problem.getNumTokens());
   for (size_t b = 0; b + 1 < problem.cuSeqlens.size(); ++b)
     for (int64_t t = problem.cuSeqlens[b]; t < problem.cuSeqlens[b + 1]; ++t)

@@ -27,7 +27,8 @@
 //   rounded to T: exact unless the f64 value lies within the f32 error of a
 //   rounding midpoint ("flip-prone"); then qn (kn) may be the other
 //   neighbour, |dqn_d| <= 1 ulp of T.
-// - Rotary embeddings in f32 on the rounded qn (kn): angle pos * f32(freq)
+// - Rotary embeddings in f32 on the rounded qn (kn): from a table, its f32
+//   cos and sin as given, so the rotation's 3u alone; else angle pos * f32(freq)
 //   (2u relative), reduced to [-pi, pi] by two fmas with 2 pi split in two
 //   f32s (8u absolute), sin.approx / cos.approx (2^-20 absolute; PTX
 //   states 2^-20.9 on [-pi, pi]), the rotation 3u relative to |a| + |b|;
@@ -119,6 +120,15 @@ struct AttentionProblem {
   RopeStyle rope = RopeStyle::None;
   int64_t rotaryDim = 0;
   double ropeTheta = 10000.0;
+  /// Per token (of `cuSeqlens`: the new tokens in decode), its position
+  /// (OpSpec::ropePositions); empty: its index within the sequence (after
+  /// the cache in decode).
+  std::vector<int64_t> positions;
+  /// The angles instead of ropeTheta (OpSpec::ropeTable): contiguous rows
+  /// of rotaryDim f32, the cosines of position p's pairs, then their sines.
+  /// Every position must lie inside (the kernel's NaN rows are not a
+  /// reference's business).
+  std::vector<float> ropeTable;
   /// Sequence b is tokens [cuSeqlens[b], cuSeqlens[b + 1]); starts at 0,
   /// non-decreasing (empty sequences allowed).
   std::vector<int64_t> cuSeqlens;

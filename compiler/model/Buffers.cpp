@@ -12,7 +12,7 @@ static constexpr BufferSlot kAllSlots[] = {
     BufferSlot::Q,        BufferSlot::K,       BufferSlot::V,
     BufferSlot::CuSeqlens, BufferSlot::Lse,   BufferSlot::KCache,
     BufferSlot::VCache,   BufferSlot::CacheSeqlens, BufferSlot::Workspace,
-    BufferSlot::Semaphores};
+    BufferSlot::Semaphores, BufferSlot::Positions, BufferSlot::RopeTable};
 static_assert(sizeof(kAllSlots) / sizeof(kAllSlots[0]) == kNumBufferSlots);
 
 std::string_view norm::getBufferSlotName(BufferSlot slot) {
@@ -61,6 +61,10 @@ std::string_view norm::getBufferSlotName(BufferSlot slot) {
     return "workspace";
   case BufferSlot::Semaphores:
     return "semaphores";
+  case BufferSlot::Positions:
+    return "positions";
+  case BufferSlot::RopeTable:
+    return "rope_table";
   }
   return "?";
 }
@@ -111,12 +115,20 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
       vector(BufferSlot::KWeight, spec.param, h, false);
     }
     vector(BufferSlot::CuSeqlens, ElementType::i32, /*cols=*/0, false);
-    if (spec.kind == OpKind::AttentionDecode) {
+    bool decode = spec.kind == OpKind::AttentionDecode;
+    if (decode)
       vector(BufferSlot::CacheSeqlens, ElementType::i32, 0, false);
+    if (spec.ropePositions)
+      vector(BufferSlot::Positions, ElementType::i32, 0, false);
+    if (spec.ropeTable) {
+      rows(BufferSlot::RopeTable, ElementType::f32, spec.rotaryDim, false);
+      buffers.back().ownRows = true;
+    }
+    if (decode) {
       rows(BufferSlot::Output, spec.output, q * h, true);
       for (BufferSlot cache : {BufferSlot::KCache, BufferSlot::VCache}) {
         rows(cache, spec.input, kv * h, true);
-        buffers.back().updated = true;
+        buffers.back().updated = buffers.back().ownRows = true;
       }
       vector(BufferSlot::Workspace, ElementType::f32, 0, true);
       buffers.back().scratch = true;
@@ -165,6 +177,8 @@ int64_t norm::getLaunchLength(const OpSpec &spec, BufferSlot slot,
     return shape.batch + 1;
   case BufferSlot::CacheSeqlens:
     return shape.batch;
+  case BufferSlot::Positions:
+    return shape.rows;
   case BufferSlot::Workspace:
     return shape.splits * shape.rows * spec.numQHeads * (spec.hidden + 1);
   case BufferSlot::Semaphores:
@@ -177,7 +191,7 @@ int64_t norm::getLaunchLength(const OpSpec &spec, BufferSlot slot,
 int64_t norm::getBytesPerRow(const OpSpec &spec) {
   int64_t bytes = 0;
   for (const BufferSpec &buffer : getBuffers(spec))
-    if (buffer.rows2D && !buffer.updated)
+    if (buffer.rows2D && !buffer.ownRows)
       bytes += buffer.cols * getElementBytes(buffer.type);
   return bytes;
 }

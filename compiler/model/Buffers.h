@@ -42,8 +42,10 @@ enum class BufferSlot : int {
   CacheSeqlens,
   Workspace,
   Semaphores,
+  Positions,
+  RopeTable,
 };
-constexpr int kNumBufferSlots = 22;
+constexpr int kNumBufferSlots = 24;
 
 /// "input", "residual_out", "q_weight", ...: the names of the kernel ops'
 /// operands and results and of kernel parameters.
@@ -61,9 +63,11 @@ struct BufferSpec {
   bool rows2D;  // rows x cols, with a row stride
   bool written; // an output
   /// Read and written in place (decode's KV cache): an operand of the
-  /// kernel op whose new value is a result. Its rows are the cache's,
-  /// batch x cache_capacity, not the launch's tokens.
+  /// kernel op whose new value is a result.
   bool updated = false;
+  /// 2-D with rows of its own, not the launch's tokens: decode's caches
+  /// (batch x cache_capacity) and the rope table (rope_table_rows).
+  bool ownRows = false;
   /// Scratch the runtime owns (decode's split-KV partials and their
   /// semaphores), not a tensor of the graph.
   bool scratch = false;
@@ -72,8 +76,9 @@ struct BufferSpec {
 /// The buffers of the kernel of `spec` in parameter order: the inputs
 /// (norm.fused_row: input, addend, skip, weight, bias, mean, variance;
 /// norm.qk_norm_prologue: qkv, q_weight, k_weight; norm.column_stats:
-/// input; norm.attention_kernel: q, k, v, q_weight, k_weight, cu_seqlens;
-/// norm.attention_decode_kernel: the same and cache_seqlens), then the
+/// input; norm.attention_kernel: q, k, v, q_weight, k_weight, cu_seqlens,
+/// positions, rope_table; norm.attention_decode_kernel: q, k, v, q_weight,
+/// k_weight, cu_seqlens, cache_seqlens, positions, rope_table), then the
 /// outputs (output, residual_out; q, k; mean, variance; output, lse;
 /// output, k_cache and v_cache (updated), workspace and semaphores
 /// (scratch)).
@@ -102,6 +107,9 @@ struct DecodeShape {
   int64_t rows = 0, batch = 0, cacheCapacity = 0, splits = 1;
 };
 
+/// The most rows of a rope table (positions are i32).
+constexpr int64_t kMaxRopeTableRows = int64_t(1) << 31;
+
 /// The query tiles an attention grid counts per head (prefill) or kv head
 /// (decode): each sequence's query rows (tokens x `group` heads, token-major)
 /// in tiles of `rowsPerCta`, the last partial, so ceil(rows x group /
@@ -117,7 +125,8 @@ int64_t getDecodeTiles(const OpSpec &spec, int64_t rowsPerCta,
                        const DecodeShape &shape);
 
 /// The elements of a 1-D buffer whose length comes with the launch
-/// (BufferSpec::cols 0): cu_seqlens batch + 1, cache_seqlens batch; decode's
+/// (BufferSpec::cols 0): cu_seqlens batch + 1, cache_seqlens batch,
+/// positions one per token (`rows`); decode's
 /// workspace splits x rows x heads x (head_dim + 1) f32 (each split's
 /// normalized output row and its log2-sum-exp) and its semaphores, one i32
 /// per query tile and kv head, zero before the first launch (every launch

@@ -86,7 +86,9 @@ static std::string getKernelPrefix(const OpSpec &spec) {
     if (spec.causal)
       os << "_causal";
     if (spec.rope != RopeStyle::None)
-      os << "_rope" << getRopeStyleName(spec.rope) << spec.rotaryDim;
+      os << "_rope" << getRopeStyleName(spec.rope) << spec.rotaryDim
+         << (spec.ropeTable ? "_table" : "")
+         << (spec.ropePositions ? "_pos" : "");
     os << "_d" << spec.hidden << "_h" << spec.numQHeads << "x"
        << spec.numKvHeads << "_" << type(spec.input);
     return os.str();
@@ -172,8 +174,9 @@ Status norm::describeKernel(const OpSpec &spec, const LaunchConfig &launch,
     param.alignment = scalar ? getElementBytes(buffer.type)
                              : getBufferAlignment(buffer.type, launch.vector);
     // The runtime allocates the partials, whose quads the combine reads
-    // whole.
-    if (buffer.slot == BufferSlot::Workspace)
+    // whole; the rope table's rows are read in f32 quads.
+    if (buffer.slot == BufferSlot::Workspace ||
+        buffer.slot == BufferSlot::RopeTable)
       param.alignment = 16;
     sig.params.push_back(std::move(param));
   }
@@ -196,6 +199,12 @@ Status norm::describeKernel(const OpSpec &spec, const LaunchConfig &launch,
       param.name = name;
       sig.params.push_back(param);
     }
+  }
+  if (normal.ropeTable) {
+    KernelParam tableRows;
+    tableRows.kind = KernelParam::Kind::RopeTableRows;
+    tableRows.name = "rope_table_rows";
+    sig.params.push_back(tableRows);
   }
   for (const BufferSpec &buffer : buffers) {
     if (!buffer.rows2D)
@@ -242,6 +251,8 @@ static std::string_view getParamKindName(KernelParam::Kind kind) {
     return "kv_splits";
   case KernelParam::Kind::CacheCapacity:
     return "cache_capacity";
+  case KernelParam::Kind::RopeTableRows:
+    return "rope_table_rows";
   }
   return "?";
 }
@@ -592,6 +603,8 @@ std::optional<KernelSignature> signatureFromJson(const Json &json,
         param.kind = KernelParam::Kind::KvSplits;
       } else if (kind == "cache_capacity") {
         param.kind = KernelParam::Kind::CacheCapacity;
+      } else if (kind == "rope_table_rows") {
+        param.kind = KernelParam::Kind::RopeTableRows;
       } else if (error.empty()) {
         error = "unknown parameter kind '" + kind + "'";
       }

@@ -13,7 +13,9 @@
 //      k_weight, q, k; norm.column_stats: input, mean, variance);
 //   2. `rows` (i64): the logical row count (tokens for the QK-Norm prologue
 //      and attention); attention then takes `batch` (i64), the sequences
-//      that `cu_seqlens` (batch + 1 offsets) delimits;
+//      that `cu_seqlens` (batch + 1 offsets) delimits; decode then
+//      `kv_splits` and `cache_capacity` (i64); a rope table's rows
+//      `rope_table_rows` (i64);
 //   3. one row stride (i64, in elements) per 2-D buffer, in buffer order.
 //
 //===----------------------------------------------------------------------===//
@@ -33,7 +35,15 @@
 namespace norm {
 
 struct KernelParam {
-  enum class Kind { Buffer, Rows, Batch, RowStride, KvSplits, CacheCapacity };
+  enum class Kind {
+    Buffer,
+    Rows,
+    Batch,
+    RowStride,
+    KvSplits,
+    CacheCapacity,
+    RopeTableRows,
+  };
   Kind kind = Kind::Buffer;
   /// The operand or result name: "input", "addend", "weight", "output", ...
   /// Strides are named after their buffer with "_stride".

@@ -216,7 +216,7 @@ Status norm::verifyHeadCounts(int64_t numQHeads, int64_t numKvHeads) {
 }
 
 Status norm::verifyRope(RopeStyle style, int64_t rotaryDim, double theta,
-                        int64_t headDim) {
+                        int64_t headDim, bool fromTable) {
   if (style == RopeStyle::None)
     return Status::success();
   int64_t chunk = style == RopeStyle::NeoX ? 16 : 8;
@@ -227,6 +227,8 @@ Status norm::verifyRope(RopeStyle style, int64_t rotaryDim, double theta,
         std::to_string(chunk) + " from " + std::to_string(chunk) +
         " to the head dim (" + std::to_string(headDim) + "), got " +
         std::to_string(rotaryDim));
+  if (fromTable)
+    return Status::success();
   if (Status status = verifyPositiveFinite(theta, "rope_theta"); !status)
     return status;
   if (theta == 1.0)
@@ -296,9 +298,12 @@ static Status verifyAttention(const OpSpec &spec) {
   if (spec.qkStatistic == Statistic::None && spec.hasWeight)
     return Status::invalid("QK-Norm weights need a QK-Norm statistic");
   if (Status status = verifyRope(spec.rope, spec.rotaryDim, spec.ropeTheta,
-                                 spec.hidden);
+                                 spec.hidden, spec.ropeTable);
       !status)
     return status;
+  if (spec.rope == RopeStyle::None && (spec.ropePositions || spec.ropeTable))
+    return Status::invalid("rotary positions and tables need a rotary "
+                           "embedding style (rope)");
   if (spec.kind == OpKind::AttentionDecode && (spec.causal || spec.writeLse))
     return Status::invalid("decode attention is causal by position (a new "
                            "token sees the cache and the new tokens before "
@@ -358,7 +363,7 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
 
   if (!isAttention(spec.kind) &&
       (spec.causal || spec.writeLse || spec.scale != 1.0 ||
-       spec.rope != RopeStyle::None))
+       spec.rope != RopeStyle::None || spec.ropePositions || spec.ropeTable))
     return Status::invalid(
         "causal, scale, lse and rope apply to attention only");
 
@@ -414,8 +419,11 @@ OpSpec norm::normalizeOpSpec(const OpSpec &spec) {
   }
   if (n.rope == RopeStyle::None) {
     n.rotaryDim = defaults.rotaryDim;
-    n.ropeTheta = defaults.ropeTheta;
+    n.ropePositions = defaults.ropePositions;
+    n.ropeTable = defaults.ropeTable;
   }
+  if (n.rope == RopeStyle::None || n.ropeTable)
+    n.ropeTheta = defaults.ropeTheta;
   if (n.kind == OpKind::BatchNormStats)
     n.output = ElementType::f32;
   return n;
@@ -452,6 +460,11 @@ std::string norm::getCanonicalSpec(const OpSpec &original) {
     os << " rope=" << getRopeStyleName(s.rope)
        << " rotary_dim=" << s.rotaryDim
        << " rope_theta=" << hexDouble(s.ropeTheta);
+  // Only where set, as above.
+  if (s.ropePositions)
+    os << " rope_positions=1";
+  if (s.ropeTable)
+    os << " rope_table=1";
   return os.str();
 }
 
@@ -557,6 +570,10 @@ std::optional<OpSpec> norm::parseCanonicalSpec(std::string_view text,
         error = "field 'rope' is not a rotary embedding style";
       integer("rotary_dim", spec.rotaryDim);
       real("rope_theta", spec.ropeTheta);
+      if (fields.count("rope_positions"))
+        flag("rope_positions", spec.ropePositions);
+      if (fields.count("rope_table"))
+        flag("rope_table", spec.ropeTable);
     }
   }
   if (error.empty() && !fields.empty())
@@ -582,9 +599,15 @@ std::string norm::describeOpSpec(const OpSpec &spec) {
       os << " causal";
     if (spec.writeLse)
       os << " +lse";
-    if (spec.rope != RopeStyle::None)
-      os << " rope " << getRopeStyleName(spec.rope) << " " << spec.rotaryDim
-         << " theta " << formatReal(spec.ropeTheta);
+    if (spec.rope != RopeStyle::None) {
+      os << " rope " << getRopeStyleName(spec.rope) << " " << spec.rotaryDim;
+      if (spec.ropeTable)
+        os << " table";
+      else
+        os << " theta " << formatReal(spec.ropeTheta);
+      if (spec.ropePositions)
+        os << " positions";
+    }
   }
   if (spec.groups != 1)
     os << " groups " << spec.groups;

@@ -33,7 +33,9 @@ std::optional<Statistic> parseStatisticName(std::string_view name);
 /// QK-Norm: `neox` rotates pairs (d, d + rotary_dim / 2) (GPT-NeoX, Llama,
 /// Qwen, Gemma), `gptj` pairs (2i, 2i + 1) (GPT-J, interleaved); pair i
 /// turns by pos * theta^(-2i / rotary_dim), pos the token's index within its
-/// sequence; elements from rotary_dim on stay as they are.
+/// sequence (or its entry in a positions buffer), or by the angle whose
+/// cosine and sine a table gives; elements from rotary_dim on stay as they
+/// are.
 enum class RopeStyle { None, NeoX, GptJ };
 
 /// "none", "neox", "gptj" (the dialect's spelling).
@@ -85,6 +87,16 @@ struct OpSpec {
   RopeStyle rope = RopeStyle::None;
   int64_t rotaryDim = 0;           // rotated elements per head row
   double ropeTheta = 10000.0;      // the base of the rotary frequencies
+  /// Positions from a `positions` buffer (i32, one per token), not the
+  /// token's index within its sequence (plus the cache length in decode).
+  /// They turn the rotations only: the causal mask stays by index.
+  bool ropePositions = false;
+  /// Angles from a `rope_table` buffer, not rope_theta: f32 rows of
+  /// rotary_dim, row p holding cos(p freq_i) at column i and sin(p freq_i)
+  /// at rotary_dim / 2 + i (FlashInfer's and vLLM's cos_sin_cache), so any
+  /// frequency scaling (linear, NTK, Llama 3, YaRN) is the caller's table.
+  /// A position outside the table rotates its row to NaN.
+  bool ropeTable = false;
 };
 
 using OpKind = OpSpec::Kind;
@@ -153,9 +165,10 @@ Status verifyHeadCounts(int64_t numQHeads, int64_t numKvHeads);
 /// Rotary embeddings over the first `rotaryDim` of `headDim` elements:
 /// rotaryDim positive and at most headDim, in whole 16-byte chunks of the
 /// pairs the kernel rotates together (a multiple of 16 for neox, whose
-/// halves are chunks, of 8 for gptj); theta positive, finite and not 1.
+/// halves are chunks, of 8 for gptj); theta positive, finite and not 1
+/// unless the angles come `fromTable` (which needs no theta).
 Status verifyRope(RopeStyle style, int64_t rotaryDim, double theta,
-                  int64_t headDim);
+                  int64_t headDim, bool fromTable = false);
 
 /// The angle per position of rotary pair `pair` (0 <= pair < rotaryDim / 2):
 /// theta^(-2 pair / rotaryDim), in double precision (the kernel's constants

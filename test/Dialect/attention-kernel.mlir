@@ -59,3 +59,35 @@ func.func @rope(%q: tensor<?x128xf16>, %cu: tensor<?xi32>) -> (tensor<?x128xf16>
       : tensor<?x128xf16>, tensor<?x128xf16>, tensor<?x128xf16> -> tensor<?x128xf16>
   return %o, %a : tensor<?x128xf16>, tensor<?x128xf16>
 }
+
+// -----
+
+// Positions and a cos/sin table on both attention ops and on the decode
+// kernel; theta is absent with a table.
+// CHECK-LABEL: func.func @rope_table
+// CHECK: norm.attention_kernel %{{.*}}, %{{.*}}, %{{.*}} seqlens(%{{.*}} : tensor<?xi32>) positions(%{{.*}} : tensor<?xi32>) rope_table(%{{.*}} : tensor<?x128xf32>) scale(0.1)
+// CHECK-SAME: rope = #norm.rope<neox>}
+// CHECK: norm.attention %{{.*}}, %{{.*}}, %{{.*}} rope_table(%{{.*}} : tensor<?x64xf32>) scale(0.1)
+// CHECK-SAME: rope = #norm.rope<gptj>, rotary_dim = 64 : i64}
+// CHECK: norm.attention_decode_kernel {{.*}} positions(%{{.*}} : tensor<?xi32>) scale(0.1)
+// CHECK-SAME: rope_theta = 1.000000e+06 : f64
+func.func @rope_table(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>, %p: tensor<?xi32>,
+                      %t: tensor<?x128xf32>, %t64: tensor<?x64xf32>, %len: tensor<?xi32>)
+    -> (tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>) {
+  %o = norm.attention_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>)
+      positions(%p : tensor<?xi32>) rope_table(%t : tensor<?x128xf32>) scale(0.1)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64, causal,
+       rope = #norm.rope<neox>}
+      : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %a = norm.attention %q, %q, %q rope_table(%t64 : tensor<?x64xf32>) scale(0.1)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64,
+       rope = #norm.rope<gptj>, rotary_dim = 64 : i64}
+      : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %d, %kc, %vc = norm.attention_decode_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>)
+      cache(%q, %q lengths %len : tensor<?xi32>) positions(%p : tensor<?xi32>) scale(0.1)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64,
+       rope = #norm.rope<neox>, rope_theta = 1.0e+06 : f64}
+      : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>
+     -> tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>
+  return %o, %a, %d : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>
+}

@@ -46,6 +46,35 @@ func.func @norm_then_rotate(%q: tensor<?x512xbf16>, %k: tensor<?x128xbf16>, %v: 
 
 // -----
 
+// A table's angles at explicit positions move in with the rotation (and
+// from there into the kernel op); q and k rotated at different positions
+// stay apart.
+// CHECK-LABEL: func.func @table
+//  CHECK-SAME: (%[[Q:[^:]*]]: tensor<?x512xbf16>, %[[K:[^:]*]]: tensor<?x128xbf16>, %[[V:[^:]*]]: tensor<?x128xbf16>, %[[P:[^:]*]]: tensor<?xi32>, %[[T:[^:]*]]: tensor<?x128xf32>
+//       CHECK: norm.attention %[[Q]], %[[K]], %[[V]] positions(%[[P]] : tensor<?xi32>) rope_table(%[[T]] : tensor<?x128xf32>)
+//  CHECK-SAME: rope = #norm.rope<neox>}
+//       CHECK: norm.rotary
+//       CHECK: norm.rotary
+//       CHECK: norm.attention
+//   CHECK-NOT: rope =
+//       CHECK: return
+func.func @table(%q: tensor<?x512xbf16>, %k: tensor<?x128xbf16>, %v: tensor<?x128xbf16>,
+                 %p: tensor<?xi32>, %t: tensor<?x128xf32>, %p2: tensor<?xi32>) -> (tensor<?x512xbf16>, tensor<?x512xbf16>) {
+  %qr = norm.rotary <neox> %q positions(%p : tensor<?xi32>) rope_table(%t : tensor<?x128xf32>) {num_heads = 4 : i64, head_dim = 128 : i64} : tensor<?x512xbf16>
+  %kr = norm.rotary <neox> %k positions(%p : tensor<?xi32>) rope_table(%t : tensor<?x128xf32>) {num_heads = 1 : i64, head_dim = 128 : i64} : tensor<?x128xbf16>
+  %o = norm.attention %qr, %kr, %v scale(0.08838834764831845)
+      {num_heads = 4 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64, causal}
+      : tensor<?x512xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x512xbf16>
+  %q2 = norm.rotary <neox> %q positions(%p : tensor<?xi32>) {num_heads = 4 : i64, head_dim = 128 : i64, rope_theta = 1.0e+04 : f64} : tensor<?x512xbf16>
+  %k2 = norm.rotary <neox> %k positions(%p2 : tensor<?xi32>) {num_heads = 1 : i64, head_dim = 128 : i64, rope_theta = 1.0e+04 : f64} : tensor<?x128xbf16>
+  %o2 = norm.attention %q2, %k2, %v scale(0.08838834764831845)
+      {num_heads = 4 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64, causal}
+      : tensor<?x512xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x512xbf16>
+  return %o, %o2 : tensor<?x512xbf16>, tensor<?x512xbf16>
+}
+
+// -----
+
 // Left alone: only q rotated; q and k rotated with different bases; a
 // rotated q with another user; an attention whose QK-Norm would then run
 // before the rotation.

@@ -54,3 +54,34 @@ func.func @gptj(%q: tensor<?x256xf16>, %k: tensor<?x256xf16>, %v: tensor<?x256xf
       : tensor<?x256xf16>, tensor<?x256xf16>, tensor<?x256xf16> -> tensor<?x256xf16>
   return %o : tensor<?x256xf16>
 }
+
+// -----
+
+// Angles from a table at explicit positions: the lane's 8 cosines and 8
+// sines are two f32 vector loads of the table row at the token's position
+// (NaN outside the table), and no sin/cos is computed.
+// PTX: .visible .entry norm_attn_causal_ropeneox128_table_pos_d128_h2x1_bf16_{{[0-9a-f]+}}_
+// PTX-NOT: sin.approx
+// PTX: ld.global.nc.s32
+// PTX: 0f7FC00000
+// PTX: ld.global.nc.v4.b32
+// PTX-NOT: sin.approx
+// PTX: ret;
+// IR-LABEL: gpu.func @norm_attn_causal_ropeneox128_table_pos
+// IR-SAME: %[[POS:[^:]*]]: memref<{{[0-9]+}}xi32> {llvm.align = 4 : i64, llvm.noalias, llvm.readonly}, %[[TABLE:[^:]*]]: memref<{{[0-9]+}}xf32> {llvm.align = 16 : i64, llvm.noalias, llvm.readonly}
+// IR-NOT: math.sin
+// IR: memref.load %[[POS]]
+// IR: vector.load %[[TABLE]][%{{.*}}] {alignment = 16 : i64} : memref<{{[0-9]+}}xf32>, vector<8xf32>
+// IR-NEXT: vector.load %[[TABLE]][%{{.*}}] {alignment = 16 : i64} : memref<{{[0-9]+}}xf32>, vector<8xf32>
+// IR: arith.constant 0x7FC00000 : f32
+// IR-NOT: math.sin
+// IR: gpu.barrier
+func.func @table(%q: tensor<?x256xbf16>, %k: tensor<?x128xbf16>, %v: tensor<?x128xbf16>,
+                 %p: tensor<?xi32>, %t: tensor<?x128xf32>) -> tensor<?x256xbf16> {
+  %o = norm.attention %q, %k, %v positions(%p : tensor<?xi32>) rope_table(%t : tensor<?x128xf32>)
+      scale(0.08838834764831845)
+      {num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64,
+       causal, rope = #norm.rope<neox>}
+      : tensor<?x256xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x256xbf16>
+  return %o : tensor<?x256xbf16>
+}

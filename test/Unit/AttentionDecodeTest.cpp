@@ -21,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -44,16 +45,29 @@ struct DecodeCase {
   int64_t capacity, splits;
   // 0: the heuristic's.
   int64_t warps = 0, blockN = 0, stages = 0;
+  // The angles from a (Llama 3 scaled) table of theta's frequencies; the
+  // positions from a buffer (each new token 5 past its cache position).
+  bool table = false, positions = false;
 };
+
+/// `c` with a rope table and, if asked, explicit positions.
+DecodeCase withTable(DecodeCase c, bool positions) {
+  c.table = true;
+  c.positions = positions;
+  return c;
+}
 
 std::ostream &operator<<(std::ostream &os, const DecodeCase &c) {
   return os << c.name;
 }
 
 OpSpec getSpec(const DecodeCase &c) {
-  return makeAttentionSpec(OpKind::AttentionDecode, c.type, c.headDim, c.heads,
-                           c.kvHeads, c.norm, c.weights, c.offset, c.rope,
-                           c.rotaryDim, c.ropeTheta);
+  OpSpec spec = makeAttentionSpec(OpKind::AttentionDecode, c.type, c.headDim,
+                                  c.heads, c.kvHeads, c.norm, c.weights,
+                                  c.offset, c.rope, c.rotaryDim, c.ropeTheta);
+  spec.ropeTable = c.table;
+  spec.ropePositions = c.positions;
+  return spec;
 }
 
 class AttentionDecodeTest : public testing::TestWithParam<DecodeCase> {};
@@ -97,6 +111,26 @@ TEST_P(AttentionDecodeTest, MatchesTheUnfusedSequence) {
   for (int64_t i = 0; i < batch; ++i)
     lengths.store(0, i, static_cast<double>(c.cacheLengths[i]));
 
+  // Positions and the table of their angles.
+  std::vector<int64_t> positions(tokens);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = cu[b]; t < cu[b + 1]; ++t)
+      positions[t] = c.cacheLengths[b] + (t - cu[b]) + (c.positions ? 5 : 0);
+  GuardedBuffer positionBuffer(ElementType::i32, 1, tokens, tokens);
+  positionBuffer.fill(getInputGuard(ElementType::i32));
+  for (int64_t t = 0; t < tokens; ++t)
+    positionBuffer.store(0, t, static_cast<double>(positions[t]));
+  int64_t rotaryDim = c.rotaryDim ? c.rotaryDim : d;
+  int64_t tableRows =
+      *std::max_element(positions.begin(), positions.end()) + 2;
+  std::vector<float> tableValues =
+      makeRopeTable(c.ropeTheta, rotaryDim, tableRows, rotaryDim);
+  GuardedBuffer table(ElementType::f32, tableRows, rotaryDim, rotaryDim);
+  table.fill(getInputGuard(ElementType::f32));
+  for (int64_t p = 0; p < tableRows; ++p)
+    for (int64_t col = 0; col < rotaryDim; ++col)
+      table.store(p, col, tableValues[p * rotaryDim + col]);
+
   // The caches: every row holds values (rows past a sequence's length
   // too, which the kernel must neither read nor write), and a copy of
   // what they must hold afterwards.
@@ -130,7 +164,8 @@ TEST_P(AttentionDecodeTest, MatchesTheUnfusedSequence) {
 
   std::vector<const GuardedBuffer *> inputs = {&q,       &k,      &v,
                                                &qWeight, &kWeight, &offsets,
-                                               &lengths};
+                                               &lengths, &positionBuffer,
+                                               &table};
   std::vector<std::vector<uint8_t>> before;
   for (const GuardedBuffer *buffer : inputs)
     before.push_back(buffer->snapshot());
@@ -143,6 +178,8 @@ TEST_P(AttentionDecodeTest, MatchesTheUnfusedSequence) {
       {"k_weight", &kWeight},
       {"cu_seqlens", &offsets},
       {"cache_seqlens", &lengths},
+      {"positions", &positionBuffer},
+      {"rope_table", &table},
       {"output", &output},
       {"k_cache", kCache.get()},
       {"v_cache", vCache.get()},
@@ -163,6 +200,9 @@ TEST_P(AttentionDecodeTest, MatchesTheUnfusedSequence) {
       continue;
     case KernelParam::Kind::CacheCapacity:
       integers.push_back(capacity);
+      continue;
+    case KernelParam::Kind::RopeTableRows:
+      integers.push_back(tableRows);
       continue;
     case KernelParam::Kind::RowStride: {
       std::string buffer = param.name.substr(0, param.name.size() - 7);
@@ -206,6 +246,10 @@ TEST_P(AttentionDecodeTest, MatchesTheUnfusedSequence) {
   step.rope = spec.rope;
   step.rotaryDim = spec.rotaryDim;
   step.ropeTheta = spec.ropeTheta;
+  if (c.positions)
+    step.positions = positions;
+  if (c.table)
+    step.ropeTable = tableValues;
   problem.cacheSeqlens = c.cacheLengths;
   problem.cacheCapacity = capacity;
   DecodeOperands operands;
@@ -309,7 +353,17 @@ INSTANTIATE_TEST_SUITE_P(
         // Launch shapes: 4 warps (several tokens a tile), the narrowest
         // key tiles, one stage.
         DecodeCase{"w4_n16_s1", kBf16, 128, 4, 1, kRms, true, 0.0, kNeoX, 0,
-                   1e4, {70, 33}, {2, 5}, 96, 3, 4, 16, 1}),
+                   1e4, {70, 33}, {2, 5}, 96, 3, 4, 16, 1},
+        // Angles from a table (Llama 3.1's scaled frequencies), at the
+        // cache positions and at explicit ones; GPT-J over part of the head.
+        withTable(DecodeCase{"table_neox_d128_gqa4", kBf16, 128, 8, 2, kRms,
+                             true, 0.0, kNeoX, 0, 5e5, {0, 63, 130},
+                             {1, 2, 1}, 160, 3},
+                  /*positions=*/false),
+        withTable(DecodeCase{"table_pos_gptj_d64_f16", kF16, 64, 4, 1, kL2,
+                             false, 0.0, kGptJ, 32, 1e4, {5, 64}, {3, 1}, 80,
+                             2},
+                  /*positions=*/true)),
     [](const testing::TestParamInfo<DecodeCase> &info) {
       return std::string(info.param.name);
     });

@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <memory>
+#include <vector>
 
 namespace norm::check {
 
@@ -74,6 +75,40 @@ inline Status compileForHost(const OpSpec &spec, const LaunchConfig &launch,
   options.cpu = "x86-64";
   options.optLevel = 0;
   return HostKernels::compile(source.mlir, options, kernels);
+}
+
+/// Llama 3's scaled rotary frequency of pair `pair` (factor 8, low and high
+/// frequency factors 1 and 4, an original context of 8192: the rope_scaling
+/// of Llama 3.1's config), which only a table can give the kernel.
+inline double getLlama3Frequency(double theta, int64_t rotaryDim,
+                                 int64_t pair) {
+  constexpr double kFactor = 8, kLow = 1, kHigh = 4, kContext = 8192;
+  constexpr double kPi = 3.141592653589793;
+  double frequency = getRopeFrequency(theta, rotaryDim, pair);
+  double wavelength = 2 * kPi / frequency;
+  if (wavelength < kContext / kHigh)
+    return frequency;
+  if (wavelength > kContext / kLow)
+    return frequency / kFactor;
+  double smooth = (kContext / wavelength - kLow) / (kHigh - kLow);
+  return (1 - smooth) * frequency / kFactor + smooth * frequency;
+}
+
+/// A rope table of `rows` positions (FlashInfer's cos_sin_cache layout:
+/// row p holds cos(p f_i), then sin(p f_i), rounded to f32), row-major with
+/// `stride` floats from row to row.
+inline std::vector<float> makeRopeTable(double theta, int64_t rotaryDim,
+                                        int64_t rows, int64_t stride) {
+  int64_t half = rotaryDim / 2;
+  std::vector<float> table(rows * stride, 0.0f);
+  for (int64_t p = 0; p < rows; ++p)
+    for (int64_t i = 0; i < half; ++i) {
+      double angle =
+          static_cast<double>(p) * getLlama3Frequency(theta, rotaryDim, i);
+      table[p * stride + i] = static_cast<float>(std::cos(angle));
+      table[p * stride + half + i] = static_cast<float>(std::sin(angle));
+    }
+  return table;
 }
 
 } // namespace norm::check

@@ -45,6 +45,11 @@ struct AttentionCase {
   RopeStyle rope = RopeStyle::None;
   int64_t rotaryDim = 0; // 0: the head dim
   double ropeTheta = 1e4;
+  // The angles from a (Llama 3 scaled) table of theta's frequencies; the
+  // positions from a buffer (a start per sequence, the second and later
+  // sequences' in reverse); the last token of each sequence outside the
+  // table (causal cases: only its own output may turn NaN).
+  bool table = false, positions = false, badPositions = false;
 };
 
 /// `c` with rotary embeddings.
@@ -53,6 +58,25 @@ AttentionCase withRope(AttentionCase c, RopeStyle style, int64_t rotaryDim,
   c.rope = style;
   c.rotaryDim = rotaryDim ? rotaryDim : c.headDim;
   c.ropeTheta = theta;
+  return c;
+}
+
+/// `c` with its rotary angles from a table and positions as asked.
+AttentionCase withRopeTable(AttentionCase c, RopeStyle style,
+                            int64_t rotaryDim, bool positions,
+                            bool badPositions = false) {
+  c = withRope(c, style, rotaryDim, 5e5);
+  c.table = true;
+  c.positions = positions;
+  c.badPositions = badPositions;
+  return c;
+}
+
+/// `c` with its positions from a buffer, angles from theta.
+AttentionCase withRopePositions(AttentionCase c, RopeStyle style,
+                                int64_t rotaryDim, double theta) {
+  c = withRope(c, style, rotaryDim, theta);
+  c.positions = true;
   return c;
 }
 
@@ -66,6 +90,8 @@ OpSpec getSpec(const AttentionCase &c) {
                                   c.offset, c.rope, c.rotaryDim, c.ropeTheta);
   spec.causal = c.causal;
   spec.writeLse = c.lse;
+  spec.ropeTable = c.table;
+  spec.ropePositions = c.positions;
   return spec;
 }
 
@@ -130,8 +156,52 @@ TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
   GuardedBuffer lse(ElementType::f32, tokens, c.heads, c.heads + 4);
   lse.fill(getOutputPoison(ElementType::f32));
 
+  // Explicit positions: sequence b from 300 + 37 b, the later ones
+  // backwards; the last token of each outside the table when asked (one
+  // past its end, or -1), which the reference takes as position 0.
+  std::vector<int64_t> positions(tokens), referencePositions;
+  std::vector<bool> poisoned(tokens, false);
+  int64_t tableRows = 0;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = cu[b]; t < cu[b + 1]; ++t) {
+      int64_t i = t - cu[b], length = cu[b + 1] - cu[b];
+      positions[t] = 300 + 37 * b + (b == 0 ? i : length - 1 - i);
+      tableRows = std::max(tableRows, positions[t] + 3);
+    }
+  if (!c.positions)
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t t = cu[b]; t < cu[b + 1]; ++t)
+        tableRows = std::max(tableRows, t - cu[b] + 1);
+  referencePositions = positions;
+  if (c.badPositions)
+    for (int64_t b = 0; b < batch; ++b)
+      if (cu[b + 1] > cu[b]) {
+        int64_t last = cu[b + 1] - 1;
+        positions[last] = b % 2 ? -1 : tableRows;
+        referencePositions[last] = 0;
+        poisoned[last] = true;
+      }
+  GuardedBuffer positionBuffer(ElementType::i32, 1, std::max<int64_t>(tokens, 1),
+                               std::max<int64_t>(tokens, 1));
+  positionBuffer.fill(getInputGuard(ElementType::i32));
+  for (int64_t t = 0; t < tokens; ++t)
+    positionBuffer.store(0, t, static_cast<double>(positions[t]));
+  int64_t rotaryDim = c.rotaryDim ? c.rotaryDim : d;
+  int64_t tableStride = rotaryDim + 4;
+  std::vector<float> tableValues =
+      makeRopeTable(c.ropeTheta, rotaryDim, tableRows, tableStride);
+  GuardedBuffer table(ElementType::f32, tableRows, rotaryDim, tableStride);
+  table.fill(getInputGuard(ElementType::f32));
+  std::vector<float> contiguousTable;
+  for (int64_t p = 0; p < tableRows; ++p)
+    for (int64_t col = 0; col < rotaryDim; ++col) {
+      table.store(p, col, tableValues[p * tableStride + col]);
+      contiguousTable.push_back(tableValues[p * tableStride + col]);
+    }
+
   std::vector<std::vector<uint8_t>> before;
-  std::vector<const GuardedBuffer *> inputs = {&qWeight, &kWeight, &offsets};
+  std::vector<const GuardedBuffer *> inputs = {&qWeight, &kWeight, &offsets,
+                                               &positionBuffer, &table};
   for (const auto &buffer : {qkv.get(), q.get(), k.get(), v.get()})
     if (buffer)
       inputs.push_back(buffer);
@@ -150,13 +220,18 @@ TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
       integers.push_back(batch);
       continue;
     }
+    if (param.kind == KernelParam::Kind::RopeTableRows) {
+      integers.push_back(tableRows);
+      continue;
+    }
     if (param.kind == KernelParam::Kind::RowStride) {
       const std::string &n = param.name;
-      integers.push_back(n == "q_stride"        ? qStride
-                         : n == "k_stride"      ? kStride
-                         : n == "v_stride"      ? vStride
-                         : n == "output_stride" ? output.getStride()
-                                                : lse.getStride());
+      integers.push_back(n == "q_stride"            ? qStride
+                         : n == "k_stride"          ? kStride
+                         : n == "v_stride"          ? vStride
+                         : n == "output_stride"     ? output.getStride()
+                         : n == "rope_table_stride" ? table.getStride()
+                                                    : lse.getStride());
       continue;
     }
     const std::string &n = param.name;
@@ -166,6 +241,8 @@ TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
                     : n == "q_weight"   ? qWeight.data()
                     : n == "k_weight"   ? kWeight.data()
                     : n == "cu_seqlens" ? offsets.data()
+                    : n == "positions"  ? positionBuffer.data()
+                    : n == "rope_table" ? table.data()
                     : n == "output"     ? output.data()
                     : n == "lse"        ? lse.data()
                                         : nullptr;
@@ -193,6 +270,10 @@ TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
   problem.rope = c.rope;
   problem.rotaryDim = c.rotaryDim;
   problem.ropeTheta = c.ropeTheta;
+  if (c.positions)
+    problem.positions = referencePositions;
+  if (c.table)
+    problem.ropeTable = contiguousTable;
   AttentionOperands operands;
   operands.q = {c.type, qData, tokens, qCols, qStride};
   operands.k = {c.type, kData, tokens, kvCols, kStride};
@@ -201,7 +282,8 @@ TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
     operands.qWeight = qWeight.paramView();
     operands.kWeight = kWeight.paramView();
   }
-  ASSERT_TRUE(verifyAttentionProblem(problem, operands));
+  Status valid = verifyAttentionProblem(problem, operands);
+  ASSERT_TRUE(valid) << valid.message();
   AttentionExpected expected = referenceAttention(problem, operands);
 
   int64_t wrong = 0;
@@ -209,6 +291,14 @@ TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t col = 0; col < qCols; ++col) {
       double actual = output.load(t, col);
+      // A query outside the table: NaN, whatever the reference says.
+      if (poisoned[t]) {
+        if (!std::isnan(actual) && !wrong++)
+          first = "output[" + std::to_string(t) + "][" + std::to_string(col) +
+                  "] = " + std::to_string(actual) +
+                  ", expected NaN (its position lies outside the table)";
+        continue;
+      }
       const Expected &e = expected.output.at(t, col);
       if (e.accepts(actual))
         continue;
@@ -220,6 +310,8 @@ TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
   if (c.lse)
     for (int64_t t = 0; t < tokens; ++t)
       for (int64_t h = 0; h < c.heads; ++h) {
+        if (poisoned[t])
+          continue;
         double actual = lse.load(t, h);
         const Expected &e = expected.lse.at(h, t);
         if (e.accepts(actual))
@@ -296,7 +388,25 @@ INSTANTIATE_TEST_SUITE_P(
         withRope(AttentionCase{"rope_gptj_d64_packed_w8_n16", kBf16, 64, 2, 2,
                                false, kL2, false, 0.0, {150, 3}, true, true,
                                8, 16, 1},
-                 kGptJ, 32, 1e4)),
+                 kGptJ, 32, 1e4),
+        // Angles from a table (Llama 3.1's scaled frequencies) and
+        // positions from a buffer: a chunked prefill's offsets, sequences
+        // backwards; NeoX with GQA 4 and every tile tail, GPT-J over part
+        // of the head, positions alone with theta, and positions outside
+        // the table (their rows NaN, nothing else).
+        withRopeTable(AttentionCase{"table_pos_neox_d128_gqa4", kBf16, 128, 8,
+                                    2, true, kRms, true, 0.0, {1, 7, 64, 129}},
+                      kNeoX, 0, /*positions=*/true),
+        withRopeTable(AttentionCase{"table_gptj_half_d64_f16", kF16, 64, 2, 1,
+                                    false, kL2, false, 0.0, {65, 20}},
+                      kGptJ, 32, /*positions=*/false),
+        withRopePositions(AttentionCase{"pos_theta_neox_d256_mqa", kBf16, 256,
+                                        4, 1, true, kRms, true, 1.0,
+                                        {33, 70}},
+                          kNeoX, 128, 1e4),
+        withRopeTable(AttentionCase{"table_bad_positions_nan", kBf16, 128, 2,
+                                    1, true, kRms, true, 0.0, {5, 9, 40}},
+                      kNeoX, 0, /*positions=*/true, /*badPositions=*/true)),
     [](const testing::TestParamInfo<AttentionCase> &info) {
       return std::string(info.param.name);
     });

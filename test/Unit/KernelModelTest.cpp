@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -754,6 +755,101 @@ TEST(Attention, RopeIdentity) {
   EXPECT_NE(error.find("rotary embedding style"), std::string::npos) << error;
   EXPECT_NE(describeOpSpec(spec).find("rope gptj 64"), std::string::npos)
       << describeOpSpec(spec);
+}
+
+TEST(Attention, RopeTablesAndPositions) {
+  OpSpec spec = examples::makeAttention();
+  spec.rope = RopeStyle::NeoX;
+  spec.rotaryDim = 64;
+  spec.ropeTheta = 0.0; // unused with a table
+  spec.ropeTable = spec.ropePositions = true;
+  EXPECT_TRUE(verifyOpSpec(spec)) << verifyOpSpec(spec).message();
+  OpSpec theta = spec;
+  theta.ropeTable = false;
+  expectInvalid(theta, "rope_theta");
+  OpSpec noRope = spec;
+  noRope.rope = RopeStyle::None;
+  expectInvalid(noRope, "rotary positions and tables need a rotary");
+  OpSpec row = rmsNorm();
+  row.ropePositions = true;
+  expectInvalid(row, "rope apply to attention only");
+
+  // Identity: only where set; theta is not part of a table's kernel.
+  std::string text = getCanonicalSpec(spec);
+  EXPECT_NE(text.find(" rope_positions=1 rope_table=1"), std::string::npos)
+      << text;
+  OpSpec otherTheta = spec;
+  otherTheta.ropeTheta = 1e6;
+  EXPECT_EQ(getCanonicalSpec(otherTheta), text);
+  std::string error;
+  std::optional<OpSpec> parsed = parseCanonicalSpec(text, error);
+  ASSERT_TRUE(parsed) << error;
+  EXPECT_TRUE(parsed->ropeTable && parsed->ropePositions);
+  EXPECT_EQ(getCanonicalSpec(*parsed), text);
+  OpSpec implicit = spec;
+  implicit.ropeTable = implicit.ropePositions = false;
+  implicit.ropeTheta = 1e4;
+  EXPECT_EQ(getCanonicalSpec(implicit).find("rope_positions"),
+            std::string::npos);
+  EXPECT_NE(describeOpSpec(spec).find("rope neox 64 table positions"),
+            std::string::npos)
+      << describeOpSpec(spec);
+
+  // Buffers: positions (i32, one per token) and the table (f32 rows of
+  // rotary_dim, rows of its own) after the sequence offsets.
+  for (OpKind kind : {OpKind::Attention, OpKind::AttentionDecode}) {
+    OpSpec s = spec;
+    s.kind = kind;
+    s.causal = kind == OpKind::Attention && spec.causal;
+    std::vector<std::string> names;
+    const BufferSpec *table = nullptr;
+    std::vector<BufferSpec> buffers = getBuffers(s);
+    for (const BufferSpec &b : buffers) {
+      names.push_back(std::string(getBufferSlotName(b.slot)));
+      if (b.slot == BufferSlot::RopeTable)
+        table = &b;
+    }
+    auto at = [&](const char *name) {
+      return std::find(names.begin(), names.end(), name) - names.begin();
+    };
+    EXPECT_EQ(at("positions"), at("rope_table") - 1);
+    EXPECT_LT(at("cu_seqlens"), at("positions"));
+    EXPECT_LT(at("rope_table"), at("output"));
+    ASSERT_NE(table, nullptr);
+    EXPECT_EQ(table->type, ElementType::f32);
+    EXPECT_EQ(table->cols, 64);
+    EXPECT_TRUE(table->rows2D && table->ownRows && !table->written);
+    EXPECT_EQ(getLaunchLength(s, BufferSlot::Positions, 16,
+                              DecodeShape{37, 2, 0, 1}),
+              37);
+    // The table is not a per-token row: its bytes are not the rows'.
+    OpSpec without = s;
+    without.ropeTable = without.ropePositions = false;
+    without.ropeTheta = 1e4;
+    EXPECT_EQ(getBytesPerRow(s), getBytesPerRow(without));
+
+    KernelSignature sig;
+    Status described =
+        describeKernel(s, getHeuristicLaunch(s, -1), TargetOptions(), sig);
+    ASSERT_TRUE(described) << described.message();
+    EXPECT_NE(sig.name.find("_ropeneox64_table_pos_"), std::string::npos)
+        << sig.name;
+    int tableRows = 0;
+    for (const KernelParam &p : sig.params) {
+      tableRows += p.kind == KernelParam::Kind::RopeTableRows;
+      if (p.name == "rope_table") {
+        EXPECT_EQ(p.alignment, 16) << "the table's rows are read in quads";
+        EXPECT_TRUE(p.readOnly);
+      }
+      if (p.name == "positions")
+        EXPECT_EQ(p.alignment, 4);
+    }
+    EXPECT_EQ(tableRows, 1);
+    std::optional<KernelSignature> back =
+        KernelSignature::fromJson(sig.toJson(), error);
+    ASSERT_TRUE(back) << error;
+    EXPECT_TRUE(back->describesSameKernel(sig));
+  }
 }
 
 TEST(Attention, Buffers) {

@@ -116,7 +116,7 @@ func.func @block_n() attributes {l = #norm.launch<vector = 8, threads_per_row = 
 // -----
 
 func.func @rope_without_theta(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>) -> tensor<?x128xbf16> {
-  // expected-error @below {{'rope' needs 'rope_theta'}}
+  // expected-error @below {{'rope' needs 'rope_theta' or a 'rope_table'}}
   %o = norm.attention_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>) scale(0.1)
       {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64,
        rope = #norm.rope<neox>}
@@ -127,7 +127,7 @@ func.func @rope_without_theta(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>) -> ten
 // -----
 
 func.func @rotary_dim_without_rope(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>) -> tensor<?x128xbf16> {
-  // expected-error @below {{'rotary_dim' and 'rope_theta' need a 'rope' style}}
+  // expected-error @below {{'rotary_dim', 'rope_theta', 'positions' and 'rope_table' need a 'rope' style}}
   %o = norm.attention_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>) scale(0.1)
       {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64,
        rotary_dim = 64 : i64}
@@ -155,4 +155,25 @@ func.func @rope_theta(%q: tensor<?x64xbf16>, %k: tensor<?x64xbf16>) -> tensor<?x
        rope = #norm.rope<gptj>, rope_theta = -1.0 : f64}
       : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x64xbf16> -> tensor<?x64xbf16>
   return %o : tensor<?x64xbf16>
+}
+
+// -----
+
+func.func @positions_without_rope(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>, %p: tensor<?xi32>) -> tensor<?x128xbf16> {
+  // expected-error @below {{'rotary_dim', 'rope_theta', 'positions' and 'rope_table' need a 'rope' style}}
+  %o = norm.attention_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>) positions(%p : tensor<?xi32>) scale(0.1)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64}
+      : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>
+  return %o : tensor<?x128xbf16>
+}
+
+// -----
+
+func.func @table_and_theta(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>, %t: tensor<?x128xf32>) -> tensor<?x128xbf16> {
+  // expected-error @below {{the angles come from 'rope_table' or from 'rope_theta', not both}}
+  %o = norm.attention_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>) rope_table(%t : tensor<?x128xf32>) scale(0.1)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64,
+       rope = #norm.rope<neox>, rope_theta = 1.0e+04 : f64}
+      : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>
+  return %o : tensor<?x128xbf16>
 }

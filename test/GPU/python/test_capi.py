@@ -54,15 +54,23 @@ class NoTorchTest(unittest.TestCase):
         self.assertIn("cannot load the CUDA driver '/nonexistent/libcuda.so.1'",
                       error.message)
 
-    # normjit_launch_args: the header's API 4 size (22 tensors and
-    # cache_rows), and the oldest layout that holds a launch's buffers.
+    # normjit_launch_args: the header's API 5 size (24 tensors, cache_rows
+    # and rope_table_rows), and the oldest layout that holds a launch's
+    # buffers.
     def test_launch_args_sizes(self):
         with open(HEADER) as header:
             text = header.read()
         define = lambda name: int(re.search(r"#define %s (\d+)" % name,
                                             text).group(1))
         self.assertEqual(ctypes.sizeof(capi._LaunchArgs),
-                         define("NORMJIT_LAUNCH_ARGS_SIZE_V4"))
+                         define("NORMJIT_LAUNCH_ARGS_SIZE_V5"))
+        for name in ("POSITIONS", "ROPE_TABLE"):
+            self.assertEqual(getattr(capi, name), int(re.search(
+                r"NORMJIT_%s = (\d+)" % name, text).group(1)))
+        for name in ("ROPE_POSITIONS", "ROPE_TABLE"):
+            self.assertEqual(getattr(capi, "OP_" + name), 1 << int(re.search(
+                r"#define NORMJIT_OP_%s \(1u << (\d+)\)" % name,
+                text).group(1)))
         self.assertEqual(capi.NUM_BUFFERS, int(re.search(
             r"NORMJIT_NUM_BUFFERS = (\d+)", text).group(1)))
         buffer = capi.Buffer(0x10000, capi.BF16, 8)
@@ -70,11 +78,17 @@ class NoTorchTest(unittest.TestCase):
                  for slot in (capi.INPUT, capi.V, capi.K_CACHE)]
         self.assertEqual(sizes, [define("NORMJIT_LAUNCH_ARGS_SIZE_V1"),
                                  define("NORMJIT_LAUNCH_ARGS_SIZE_V3"),
-                                 define("NORMJIT_LAUNCH_ARGS_SIZE_V4")])
+                                 define("NORMJIT_LAUNCH_ARGS_SIZE_V5")])
         args = capi.make_launch_args({capi.K_CACHE: buffer}, cache_rows=64)
         self.assertEqual(args.cache_rows, 64)
+        args = capi.make_launch_args({capi.ROPE_TABLE: buffer},
+                                     rope_table_rows=4096)
+        self.assertEqual(args.rope_table_rows, 4096)
+        self.assertEqual(args.struct_size, define("NORMJIT_LAUNCH_ARGS_SIZE_V5"))
         with self.assertRaises(ValueError):
             capi.make_launch_args({}, cache_rows=-1)
+        with self.assertRaises(ValueError):
+            capi.make_launch_args({}, rope_table_rows=-1)
 
     def test_launch_config_suffix(self):
         self.assertEqual(capi.LaunchConfig(8, 128, 4, 1).suffix, "v8_t128_w4_r1")
@@ -290,7 +304,7 @@ class FakeDriverTest(unittest.TestCase):
             {slot: b for slot, b in buffers.items() if b is not None})
 
     def test_attention_launch(self):
-        self.assertEqual(self.context.library.api_version, 4)
+        self.assertEqual(self.context.library.api_version, 5)
         kernel = self.context.kernel(self.ATTENTION)
         config = kernel.config(100)
         self.assertEqual((config.vector, config.threads_per_row), (8, 16))
@@ -366,10 +380,13 @@ class FakeDriverTest(unittest.TestCase):
                 (self.ATTENTION._replace(rope=capi.ROPE_GPTJ, rope_theta=1.0),
                  "attention: rope_theta must not be 1"),
                 (RMS._replace(rope=capi.ROPE_NEOX),
-                 "normjit_op_desc: scale, rope, NORMJIT_OP_CAUSAL and "
-                 "NORMJIT_OP_WRITE_LSE apply to NORMJIT_OP_ATTENTION only"),
+                 "normjit_op_desc: scale, rope, NORMJIT_OP_CAUSAL, "
+                 "NORMJIT_OP_WRITE_LSE and NORMJIT_OP_ROPE_* apply to "
+                 "NORMJIT_OP_ATTENTION only"),
                 (self.ATTENTION._replace(rotary_dim=64),
-                 "normjit_op_desc: rotary_dim and rope_theta need rope"),
+                 "normjit_op_desc: rotary_dim, rope_theta, "
+                 "NORMJIT_OP_ROPE_POSITIONS and NORMJIT_OP_ROPE_TABLE need "
+                 "rope"),
                 (self.ATTENTION._replace(rope=3),
                  "normjit_op_desc.rope is 3, not a normjit_rope")]:
             with self.subTest(message=message):

@@ -415,7 +415,7 @@ TEST_F(DecodeCApiTest, LaunchCarriesCacheRowsAndRefusesWorkspace) {
   const int64_t capacity = 256;
   DecodeBuffers b(host, 2, 2, capacity);
   normjit::LaunchArgs args;
-  EXPECT_EQ(args.get()->struct_size, NORMJIT_LAUNCH_ARGS_SIZE_V4);
+  EXPECT_EQ(args.get()->struct_size, NORMJIT_LAUNCH_ARGS_SIZE_V5);
   args.set(NORMJIT_Q, b.q, NORMJIT_BF16, kQCols)
       .set(NORMJIT_K, b.k, NORMJIT_BF16, kKvCols)
       .set(NORMJIT_V, b.v, NORMJIT_BF16, kKvCols)
@@ -427,6 +427,25 @@ TEST_F(DecodeCApiTest, LaunchCarriesCacheRowsAndRefusesWorkspace) {
             NORMJIT_SUCCESS)
       << normjit_last_error();
   fakecuda_launch recorded{};
+  ASSERT_TRUE(fakecuda_get_launch(fakecuda_launch_count() - 1, &recorded));
+  EXPECT_EQ(recorded.params[13], uint64_t(capacity)); // cache_capacity
+
+  // A program built against API 4's header: 22 tensors, then cache_rows
+  // (where API 5 has tensors[22]).
+  struct LaunchArgsV4 {
+    uint32_t struct_size, reserved;
+    normjit_tensor tensors[22];
+    int64_t cache_rows;
+  } v4{};
+  static_assert(sizeof(v4) == NORMJIT_LAUNCH_ARGS_SIZE_V4);
+  v4.struct_size = NORMJIT_LAUNCH_ARGS_SIZE_V4;
+  std::memcpy(v4.tensors, args.get()->tensors, sizeof(v4.tensors));
+  v4.cache_rows = 2 * capacity;
+  normjit_launch_args asV4;
+  std::memset(&asV4, 0xA5, sizeof(asV4));
+  std::memcpy(&asV4, &v4, sizeof(v4));
+  ASSERT_EQ(normjit_kernel_launch(kernel, &asV4, 2, nullptr), NORMJIT_SUCCESS)
+      << normjit_last_error();
   ASSERT_TRUE(fakecuda_get_launch(fakecuda_launch_count() - 1, &recorded));
   EXPECT_EQ(recorded.params[13], uint64_t(capacity)); // cache_capacity
 

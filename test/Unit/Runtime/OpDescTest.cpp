@@ -168,12 +168,20 @@ TEST_F(OpDescTest, RotaryEmbeddingRefusals) {
   normjit_op_desc unknown = makeAttentionDesc(3);
   normjit_op_desc reserved = makeAttentionDesc(NORMJIT_ROPE_NEOX);
   reserved.reserved = 1;
+  normjit_op_desc rmsPositions = normjit::opDesc();
+  rmsPositions.hidden = 4096;
+  rmsPositions.flags = NORMJIT_OP_ROPE_POSITIONS;
+  normjit_op_desc tableWithTheta = makeAttentionDesc(NORMJIT_ROPE_NEOX, 0, 1e6);
+  tableWithTheta.flags |= NORMJIT_OP_ROPE_TABLE;
+  normjit_op_desc tableWithoutRope = makeAttentionDesc();
+  tableWithoutRope.flags |= NORMJIT_OP_ROPE_TABLE;
   const std::string attentionOnly =
-      "normjit_op_desc: scale, rope, NORMJIT_OP_CAUSAL and "
-      "NORMJIT_OP_WRITE_LSE apply to NORMJIT_OP_ATTENTION only";
-  const std::string needRope = "normjit_op_desc: rotary_dim and rope_theta "
-                               "need rope (NORMJIT_ROPE_NEOX or "
-                               "NORMJIT_ROPE_GPTJ)";
+      "normjit_op_desc: scale, rope, NORMJIT_OP_CAUSAL, NORMJIT_OP_WRITE_LSE "
+      "and NORMJIT_OP_ROPE_* apply to NORMJIT_OP_ATTENTION only";
+  const std::string needRope =
+      "normjit_op_desc: rotary_dim, rope_theta, NORMJIT_OP_ROPE_POSITIONS and "
+      "NORMJIT_OP_ROPE_TABLE need rope (NORMJIT_ROPE_NEOX or "
+      "NORMJIT_ROPE_GPTJ)";
   struct Case {
     const char *what;
     normjit_op_desc desc;
@@ -201,6 +209,11 @@ TEST_F(OpDescTest, RotaryEmbeddingRefusals) {
       {"rotary dim alone", makeAttentionDesc(NORMJIT_ROPE_NONE, 64), needRope},
       {"base alone", makeAttentionDesc(NORMJIT_ROPE_NONE, 0, 5e5), needRope},
       {"reserved", reserved, "normjit_op_desc.reserved is 1, must be 0"},
+      {"rms_norm positions", rmsPositions, attentionOnly},
+      {"table and theta", tableWithTheta,
+       "normjit_op_desc: with NORMJIT_OP_ROPE_TABLE the table gives the "
+       "angles; rope_theta must be 0"},
+      {"table without rope", tableWithoutRope, needRope},
   };
   // Refused, not served the bundle's operation without rotary embeddings.
   for (const Case &c : cases) {
@@ -208,6 +221,24 @@ TEST_F(OpDescTest, RotaryEmbeddingRefusals) {
     EXPECT_EQ(status, NORMJIT_ERROR_INVALID_ARGUMENT) << c.what;
     EXPECT_EQ(message, c.message) << c.what;
   }
+}
+
+TEST_F(OpDescTest, RopeTablesAndPositionsReachTheOperation) {
+  OpSpec table = makeAttention(RopeStyle::NeoX, 64);
+  table.ropeTable = table.ropePositions = true;
+  OpSpec positions = makeAttention(RopeStyle::GptJ, kHeadDim, 1e6);
+  positions.ropePositions = true;
+  openBundleOf({table, positions});
+  normjit_op_desc tableDesc = makeAttentionDesc(NORMJIT_ROPE_NEOX, 64);
+  tableDesc.flags |= NORMJIT_OP_ROPE_TABLE | NORMJIT_OP_ROPE_POSITIONS;
+  EXPECT_EQ(create(tableDesc).first, NORMJIT_SUCCESS) << normjit_last_error();
+  normjit_op_desc positionsDesc = makeAttentionDesc(NORMJIT_ROPE_GPTJ, 0, 1e6);
+  positionsDesc.flags |= NORMJIT_OP_ROPE_POSITIONS;
+  EXPECT_EQ(create(positionsDesc).first, NORMJIT_SUCCESS)
+      << normjit_last_error();
+  // Without the positions flag: another operation.
+  positionsDesc.flags &= ~NORMJIT_OP_ROPE_POSITIONS;
+  EXPECT_EQ(create(positionsDesc).first, NORMJIT_ERROR_NOT_FOUND);
 }
 
 } // namespace

@@ -59,6 +59,8 @@ OP_QK_MEAN_VAR = 1 << 7
 OP_QK_RMS = 1 << 8  # API 3
 OP_CAUSAL = 1 << 9
 OP_WRITE_LSE = 1 << 10
+OP_ROPE_POSITIONS = 1 << 11  # API 5: positions from the POSITIONS buffer
+OP_ROPE_TABLE = 1 << 12  # API 5: angles from the ROPE_TABLE buffer
 
 # normjit_buffer (V, CU_SEQLENS, LSE: API 3; K_CACHE .. SEMAPHORES: API 4,
 # decode attention, whose WORKSPACE and SEMAPHORES are libnormjit's own)
@@ -66,7 +68,8 @@ INPUT, ADDEND, SKIP, WEIGHT, BIAS, MEAN, VARIANCE, OUTPUT = range(8)
 RESIDUAL_OUT, QKV, Q_WEIGHT, K_WEIGHT, Q, K = range(8, 14)
 V, CU_SEQLENS, LSE = range(14, 17)
 K_CACHE, V_CACHE, CACHE_SEQLENS, WORKSPACE, SEMAPHORES = range(17, 22)
-NUM_BUFFERS = 22
+POSITIONS, ROPE_TABLE = 22, 23  # API 5: rotary positions and cos/sin table
+NUM_BUFFERS = 24
 # The tensors of an API 1 / 2 normjit_launch_args: launch arguments of row
 # kernels keep that size, so they work with older libraries too; those of
 # prefill attention the API 3 size (17 tensors).
@@ -129,7 +132,9 @@ class _LaunchArgs(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("reserved", ctypes.c_uint32),
                 ("tensors", _Tensor * NUM_BUFFERS),
                 # API 4: the rows of the KV caches (decode attention).
-                ("cache_rows", ctypes.c_int64)]
+                ("cache_rows", ctypes.c_int64),
+                # API 5: the rows of the rope table.
+                ("rope_table_rows", ctypes.c_int64)]
 
 
 class _ContextOptions(ctypes.Structure):
@@ -408,19 +413,25 @@ class Buffer(NamedTuple):
     row_stride: int = 0
 
 
-def make_launch_args(buffers: Dict[int, Buffer],
-                     cache_rows: int = 0) -> _LaunchArgs:
+def make_launch_args(buffers: Dict[int, Buffer], cache_rows: int = 0,
+                     rope_table_rows: int = 0) -> _LaunchArgs:
     """normjit_launch_args for {slot: Buffer}; reusable across launches.
     Its struct_size is the oldest layout that holds the buffers: API 1's (14
-    tensors) for row kernels, API 3's (17) for attention, API 4's (22
-    tensors and cache_rows, the rows of decode's KV caches) for decode, so
-    that every libnormjit that has the buffers reads it."""
+    tensors) for row kernels, API 3's (17) for attention, API 5's (24
+    tensors, cache_rows, the rows of decode's KV caches, and
+    rope_table_rows) for decode and rope tables, so that every libnormjit
+    that has the buffers reads it (API 4's decode layout is the C
+    header's business: this layer ships with its library)."""
     args = _LaunchArgs()
-    if cache_rows < 0:
-        raise ValueError(f"cache_rows: expected a row count, got {cache_rows}")
-    if cache_rows or any(slot >= NUM_BUFFERS_V3 for slot in buffers):
+    for name, count in (("cache_rows", cache_rows),
+                        ("rope_table_rows", rope_table_rows)):
+        if count < 0:
+            raise ValueError(f"{name}: expected a row count, got {count}")
+    if (cache_rows or rope_table_rows or
+            any(slot >= NUM_BUFFERS_V3 for slot in buffers)):
         args.struct_size = ctypes.sizeof(_LaunchArgs)
         args.cache_rows = cache_rows
+        args.rope_table_rows = rope_table_rows
     else:
         tensors = (NUM_BUFFERS_V3 if any(slot >= NUM_BUFFERS_V1
                                          for slot in buffers)
