@@ -29,6 +29,9 @@ std::optional<RowBucket> norm::jit::parseRowBucketName(std::string_view name) {
   return std::nullopt;
 }
 
+/// The fewest rows the largest bucket is tuned at.
+static constexpr int64_t kMinLargeTuningRows = 2048;
+
 int64_t norm::jit::getTuningRows(const OpSpec &spec, RowBucket bucket) {
   switch (bucket) {
   case RowBucket::One:
@@ -40,9 +43,13 @@ int64_t norm::jit::getTuningRows(const OpSpec &spec, RowBucket bucket) {
   case RowBucket::More:
     break;
   }
+  // Decode's sequences' caches move its bytes (getDecodeTuningShape).
+  if (spec.kind == OpKind::AttentionDecode)
+    return kMinLargeTuningRows;
   constexpr int64_t kBudget = int64_t(256) << 20;
   int64_t perRow = std::max<int64_t>(getBytesPerRow(spec), 1);
-  return std::clamp<int64_t>(kBudget / perRow, 2048, int64_t(1) << 20);
+  return std::clamp<int64_t>(kBudget / perRow, kMinLargeTuningRows,
+                             int64_t(1) << 20);
 }
 
 int64_t norm::jit::getRowBucketMinRows(RowBucket bucket) {
@@ -59,25 +66,72 @@ int64_t norm::jit::getRowBucketMinRows(RowBucket bucket) {
   return 1025;
 }
 
-int64_t norm::jit::getTuningBufferBytes(const BufferSpec &buffer,
-                                        int64_t rows) {
-  int64_t elements = buffer.cols == 0 ? kTuningSequences + 1
-                     : buffer.rows2D  ? buffer.cols * rows
-                                      : buffer.cols;
-  return elements * getElementBytes(buffer.type);
+DecodeShape norm::jit::getDecodeTuningShape(const OpSpec &spec, int64_t rows) {
+  // The bytes of one key and its value: a row of each cache.
+  int64_t keyBytes = 0;
+  for (const BufferSpec &buffer : getBuffers(spec))
+    if (buffer.updated)
+      keyBytes += buffer.cols * getElementBytes(buffer.type);
+  int64_t length = kDecodeTuningCacheBytes /
+                   std::max<int64_t>(keyBytes * std::max<int64_t>(rows, 1), 1);
+  return DecodeShape{rows, rows,
+                     std::clamp(length, kMinDecodeTuningCacheLength,
+                                kMaxDecodeTuningCacheLength),
+                     1};
 }
 
-int64_t norm::jit::getTuningScratchBytes(const OpSpec &spec, int64_t rows) {
+DecodeShape norm::jit::getDecodeTuningLaunch(const OpSpec &spec, int64_t rows,
+                                             const LaunchConfig &launch,
+                                             int64_t smCount) {
+  DecodeShape shape = getDecodeTuningShape(spec, rows);
+  shape.splits =
+      getDecodeSplits(spec, launch.rowsPerCta, shape, smCount, launch.blockN);
+  return shape;
+}
+
+/// The elements of a buffer whose length comes with the launch: prefill's
+/// offsets of kTuningSequences, the most a decode launch of `run` takes.
+static int64_t getTuningLaunchLength(const OpSpec &spec, BufferSlot slot,
+                                     int64_t rows, const TuningRun &run) {
+  if (spec.kind != OpKind::AttentionDecode)
+    return getLaunchLength(spec, slot, 1,
+                           DecodeShape{rows, kTuningSequences, 0, 1});
+  int64_t most = 0;
+  for (const LaunchConfig &launch : run.launches)
+    most =
+        std::max(most, getLaunchLength(spec, slot, launch.rowsPerCta,
+                                       getDecodeTuningLaunch(spec, rows, launch,
+                                                             run.smCount)));
+  return most;
+}
+
+int64_t norm::jit::getTuningBufferElements(const OpSpec &spec,
+                                           const BufferSpec &buffer,
+                                           int64_t rows, const TuningRun &run) {
+  if (buffer.cols == 0)
+    return getTuningLaunchLength(spec, buffer.slot, rows, run);
+  if (!buffer.rows2D)
+    return buffer.cols;
+  if (!buffer.updated)
+    return buffer.cols * rows;
+  DecodeShape shape = getDecodeTuningShape(spec, rows);
+  return buffer.cols * shape.batch * shape.cacheCapacity;
+}
+
+int64_t norm::jit::getTuningScratchBytes(const OpSpec &spec, int64_t rows,
+                                         const TuningRun &run) {
   int64_t bytes = 0;
   for (const BufferSpec &buffer : getBuffers(spec))
-    bytes += getTuningBufferBytes(buffer, rows);
+    bytes += getTuningBufferElements(spec, buffer, rows, run) *
+             getElementBytes(buffer.type);
   return bytes;
 }
 
 int64_t norm::jit::fitTuningRows(const OpSpec &spec, RowBucket bucket,
-                                 int64_t rows, int64_t budget) {
+                                 int64_t rows, int64_t budget,
+                                 const TuningRun &run) {
   int64_t smallest = getRowBucketMinRows(bucket);
-  while (getTuningScratchBytes(spec, rows) > budget) {
+  while (getTuningScratchBytes(spec, rows, run) > budget) {
     if (rows <= smallest)
       return 0;
     rows = std::max(rows / 2, smallest);
@@ -124,6 +178,23 @@ getCtaShapes(int64_t threadsPerRow, RowBucket bucket) {
   return {{4, concurrent}};
 }
 
+/// The warps attention candidates try: prefill's 2, 4 and 8; decode's from
+/// the fewest whose 16 query rows each hold one token's query heads of a kv
+/// head (so that the group reads its cache once), doubled up to prefill's
+/// most: more threads stream the cache, or hold several tokens' groups. A
+/// group beyond the most gets the most.
+static std::vector<int64_t> getAttentionWarps(const OpSpec &spec) {
+  constexpr int64_t kMostWarps = 8;
+  if (spec.kind != OpKind::AttentionDecode)
+    return {2, 4, kMostWarps};
+  int64_t group = spec.numQHeads / std::max<int64_t>(spec.numKvHeads, 1);
+  std::vector<int64_t> warps;
+  for (int64_t w = std::min(divideCeil(group, 16), kMostWarps); w <= kMostWarps;
+       w *= 2)
+    warps.push_back(w);
+  return warps;
+}
+
 /// Attention's candidates: the CTA's warps (query rows), the key tile and
 /// the pipeline depth; the vector and the threads per head row are fixed.
 static std::vector<LaunchConfig>
@@ -137,7 +208,7 @@ getAttentionCandidates(const OpSpec &spec, const LaunchConfig &heuristic,
       candidates.push_back(launch);
   };
   add(heuristic);
-  for (int64_t warps : {2, 4, 8})
+  for (int64_t warps : getAttentionWarps(spec))
     for (int64_t blockN : {32, 64, 128})
       for (int64_t stages : {1, 2}) {
         LaunchConfig launch = heuristic;
@@ -154,7 +225,6 @@ std::vector<LaunchConfig>
 norm::jit::getTuningCandidates(const OpSpec &spec, RowBucket bucket,
                                const LaunchConfig &heuristic,
                                int64_t maxSharedBytes) {
-  // Decode's tiles are prefill's (Planning.cpp does not tune it yet).
   if (isAttention(spec.kind))
     return getAttentionCandidates(spec, heuristic, maxSharedBytes);
   int64_t rowLength = getRowLength(spec);

@@ -42,7 +42,8 @@ std::optional<RowBucket> parseRowBucketName(std::string_view name);
 
 /// The row count a bucket is tuned at. The largest bucket uses enough rows to
 /// move about 256 MiB, well beyond the L2 cache of any current GPU, so that
-/// it is timed at DRAM bandwidth as large batches run.
+/// it is timed at DRAM bandwidth as large batches run; decode attention,
+/// whose traffic is its caches', at 2048 new tokens.
 int64_t getTuningRows(const OpSpec &spec, RowBucket bucket);
 
 /// The smallest row count of a bucket: 1, 2, 65, 1025.
@@ -53,14 +54,48 @@ int64_t getRowBucketMinRows(RowBucket bucket);
 /// tuning rows.
 constexpr int64_t kTuningSequences = 1;
 
-/// Device memory one scratch buffer of the tuner takes for `rows` rows:
-/// `rows` rows of a 2-D buffer, a 1-D buffer once, and kTuningSequences + 1
-/// offsets for a buffer whose length comes with the launch (cu_seqlens).
-int64_t getTuningBufferBytes(const BufferSpec &buffer, int64_t rows);
+/// About the bytes of KV cache a decode tuning run reads: the largest row
+/// bucket's traffic, beyond L2 (a decode step streams its caches).
+constexpr int64_t kDecodeTuningCacheBytes = int64_t(256) << 20;
+/// The cache lengths decode attention is tuned at: a long context for one
+/// sequence, a short one (a tile of 64 keys) where many share the bytes.
+constexpr int64_t kMinDecodeTuningCacheLength = 64;
+constexpr int64_t kMaxDecodeTuningCacheLength = 4096;
+
+/// The decode step the tuner times at `rows` new tokens: one token of each
+/// of `rows` sequences (batch = rows), each with a cache of
+/// kDecodeTuningCacheBytes / (rows x the bytes of a key and its value),
+/// clamped to [kMinDecodeTuningCacheLength, kMaxDecodeTuningCacheLength],
+/// as its capacity; `splits` 1 (see getDecodeTuningLaunch).
+DecodeShape getDecodeTuningShape(const OpSpec &spec, int64_t rows);
+
+/// getDecodeTuningShape with the splits a launch of `launch` takes on
+/// `smCount` SMs (getDecodeSplits, as Kernel::launch computes them).
+DecodeShape getDecodeTuningLaunch(const OpSpec &spec, int64_t rows,
+                                  const LaunchConfig &launch, int64_t smCount);
+
+/// What one bucket's tuning run times, as far as its scratch depends on it:
+/// decode's workspace and semaphores follow each configuration's splits and
+/// query tiles, and the splits the SMs.
+struct TuningRun {
+  std::vector<LaunchConfig> launches;
+  int64_t smCount = 1;
+};
+
+/// Elements of one scratch buffer of the tuner for `rows` rows of `spec`:
+/// `rows` rows of a 2-D buffer (decode's caches: batch x capacity rows of
+/// getDecodeTuningShape), a 1-D buffer once, and for a buffer whose length
+/// comes with the launch its getLaunchLength: prefill's cu_seqlens
+/// kTuningSequences + 1 offsets; decode's buffers the most any launch of
+/// `run` takes (its workspace and semaphores follow the configuration; none
+/// without launches).
+int64_t getTuningBufferElements(const OpSpec &spec, const BufferSpec &buffer,
+                                int64_t rows, const TuningRun &run = {});
 
 /// Device memory the tuner's scratch buffers take for `rows` rows of
-/// `spec`: getTuningBufferBytes of every buffer.
-int64_t getTuningScratchBytes(const OpSpec &spec, int64_t rows);
+/// `spec`: getTuningBufferElements of every buffer, in bytes.
+int64_t getTuningScratchBytes(const OpSpec &spec, int64_t rows,
+                              const TuningRun &run = {});
 
 /// The default bound of the tuner's scratch memory: twice what the largest
 /// bucket is meant to move (getTuningRows), so that only rows beyond
@@ -71,7 +106,7 @@ constexpr int64_t kDefaultTuningScratchBytes = int64_t(512) << 20;
 /// `rows`, halved (down to the bucket's smallest row count) until the
 /// scratch fits; 0 when not even the smallest fits.
 int64_t fitTuningRows(const OpSpec &spec, RowBucket bucket, int64_t rows,
-                      int64_t budget);
+                      int64_t budget, const TuningRun &run = {});
 
 /// The configurations the tuner times for `bucket`, the heuristic's first (a
 /// tie keeps it). Built from the shape of the row, not from a search:
@@ -89,7 +124,11 @@ int64_t fitTuningRows(const OpSpec &spec, RowBucket bucket, int64_t rows,
 /// the compiler's target allows. Attention: warps 2, 4, 8 x block_n 32, 64,
 /// 128 x stages 1, 2, at the only vector and threads per row it has, where
 /// the tiles fit `maxSharedBytes` (0: unchecked) and the accumulators the
-/// registers. Every candidate meets norm::verifyLaunchFor.
+/// registers. Decode attention, whose query tile holds a token's query
+/// heads of one kv head: warps from the fewest whose 16 rows each hold that
+/// group, doubled up to 8, x the same block_n and stages, in every bucket
+/// (each runs one token per sequence). Every candidate meets
+/// norm::verifyLaunchFor.
 std::vector<LaunchConfig> getTuningCandidates(const OpSpec &spec,
                                               RowBucket bucket,
                                               const LaunchConfig &heuristic,

@@ -51,6 +51,7 @@ public:
 
 private:
   using Reports = std::array<BucketReport, kNumRowBuckets>;
+  using Runs = std::array<TuningRun, kNumRowBuckets>;
 
   Status getVariant(const OpSpec &spec, const LaunchConfig &launch,
                     std::shared_ptr<const LoadedKernel> &kernel);
@@ -68,14 +69,16 @@ private:
   /// Plans `report`'s bucket with the heuristic, logging why.
   void useHeuristic(const OpSpec &spec, BucketReport &report,
                     const std::string &why);
-  /// Tunes `pending` at rows whose scratch fits options.tuningScratchBytes:
-  /// fewer rows, or the heuristic for buckets not even the smallest fits.
+  /// Tunes `pending` at rows whose scratch (for the launches of their
+  /// runs) fits options.tuningScratchBytes: fewer rows, or the heuristic
+  /// for buckets not even the smallest fits.
   void fitScratchBudget(const OpSpec &spec, std::vector<RowBucket> &pending,
-                        Reports &reports);
-  /// Allocates the tuner's scratch, halving the rows of the largest buckets
-  /// (then the heuristic for them) while the device refuses.
-  Status allocateScratch(const OpSpec &spec, Tuner &tuner,
-                         std::vector<RowBucket> &pending, Reports &reports);
+                        const Runs &runs, Reports &reports);
+  /// Allocates the tuner's scratch for `report`'s bucket, halving its rows
+  /// while the device refuses; false, the heuristic planned, when not even
+  /// the bucket's smallest row count fits.
+  bool allocateScratch(const OpSpec &spec, Tuner &tuner, const TuningRun &run,
+                       BucketReport &report);
   Status buildKernel(const OpSpec &spec, const KernelOptions &options,
                      std::shared_ptr<const Kernel> &kernel);
 

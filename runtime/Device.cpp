@@ -483,6 +483,16 @@ Status DeviceBuffer::create(std::shared_ptr<DeviceState> device, size_t bytes,
 // DecodeScratch
 //===----------------------------------------------------------------------===//
 
+Status norm::jit::zeroDecodeSemaphores(const CudaDriver &driver,
+                                       const void *semaphores, int64_t count,
+                                       cu::Stream stream) {
+  return driver
+      .check(driver.memsetD32Async(reinterpret_cast<cu::DevicePtr>(semaphores),
+                                   0, static_cast<size_t>(count), stream),
+             "cuMemsetD32Async")
+      .withContext("zeroing the decode semaphores");
+}
+
 Status DecodeScratch::reserve(cu::Stream stream, int64_t workspaceElements,
                               int64_t semaphoreCount, PerStream *&result) {
   PerStream *scratch = nullptr;
@@ -521,13 +531,10 @@ Status DecodeScratch::reserve(cu::Stream stream, int64_t workspaceElements,
       return status.withContext("decode semaphores (" +
                                 std::to_string(count * 4) + " bytes)");
     // Zero before the first kernel, in stream order; kernels leave them so.
-    if (Status status = driver.check(
-            driver.memsetD32Async(
-                reinterpret_cast<cu::DevicePtr>(semaphores.get()), 0,
-                static_cast<size_t>(count), stream),
-            "cuMemsetD32Async");
+    if (Status status =
+            zeroDecodeSemaphores(driver, semaphores.get(), count, stream);
         !status)
-      return status.withContext("zeroing the decode semaphores");
+      return status;
   }
   if (!scratch) {
     streams.push_back(std::make_unique<PerStream>());

@@ -14,6 +14,7 @@
 #include "runtime/KernelStore.h"
 #include "runtime/Runtime.h"
 
+#include <algorithm>
 #include <array>
 #include <memory>
 #include <mutex>
@@ -31,6 +32,9 @@ struct DeviceState {
   DeviceInfo info;
   /// "driver=13000 cc=9.0": what a cubin in the cache was linked for.
   std::string cubinTag;
+
+  /// The SMs decode's splits are computed for (at least 1).
+  int64_t getSmCount() const { return std::max(info.multiprocessors, 1); }
 
   ~DeviceState();
 };
@@ -152,6 +156,12 @@ private:
   std::shared_ptr<DeviceState> device;
   cu::DevicePtr pointer = 0;
 };
+
+/// Zeroes `count` decode semaphores at `semaphores` with cuMemsetD32Async on
+/// `stream`, before the kernels enqueued after it (which leave them zero).
+/// The device's context must be current.
+Status zeroDecodeSemaphores(const CudaDriver &driver, const void *semaphores,
+                            int64_t count, cu::Stream stream);
 
 /// Decode attention's scratch, owned by a context: per stream (kernels on
 /// one stream run one after another, so they may share it; kernels on two

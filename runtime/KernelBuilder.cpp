@@ -155,7 +155,7 @@ Status ContextImpl::buildKernel(const OpSpec &spec,
         true,        buffer.rows2D, buffer.written, buffer.type,
         buffer.cols, buffer.ownRows, buffer.scratch};
   kernel->decodeScratch = decodeScratch;
-  kernel->smCount = std::max(device->info.multiprocessors, 1);
+  kernel->smCount = device->getSmCount();
   for (BucketReport &report : reports) {
     Kernel::Plan &plan = kernel->plans[static_cast<int>(report.bucket)];
     size_t fast = find(report.launch);

@@ -61,14 +61,7 @@ Status ContextImpl::plan(const OpSpec &spec, bool tune, Reports &reports) {
             store->getTarget().chip +
             ", and this libnormjit has no compiler (a runtime-only build): "
             "add it to a bundle with norm-tune");
-  // Decode attention is not tuned (yet): the tuner's scratch would need KV
-  // caches, their lengths and the workspace of the split keys. Its plan is
-  // the kernel model's heuristic, whose splits follow each launch.
-  if (tune && spec.kind == OpKind::AttentionDecode)
-    log.log(LogLevel::Info, "not tuning " + describeOpSpec(spec) +
-                                ": decode attention runs the heuristic's "
-                                "configuration");
-  if (tune && spec.kind != OpKind::AttentionDecode) {
+  if (tune) {
     std::shared_ptr<const Reports> tuned;
     if (Status status = tunings.getOrBuild(
             getCanonicalSpec(spec),
@@ -134,23 +127,22 @@ void ContextImpl::useHeuristic(const OpSpec &spec, BucketReport &report,
 
 void ContextImpl::fitScratchBudget(const OpSpec &spec,
                                    std::vector<RowBucket> &pending,
-                                   Reports &reports) {
+                                   const Runs &runs, Reports &reports) {
   int64_t budget = options.tuningScratchBytes > 0
                        ? options.tuningScratchBytes
                        : kDefaultTuningScratchBytes;
   std::vector<RowBucket> fitting;
   for (RowBucket bucket : pending) {
     BucketReport &report = reports[static_cast<int>(bucket)];
-    int64_t rows = fitTuningRows(spec, bucket, report.tunedRows, budget);
+    const TuningRun &run = runs[static_cast<int>(bucket)];
+    int64_t rows = fitTuningRows(spec, bucket, report.tunedRows, budget, run);
     if (rows == 0) {
-      useHeuristic(spec, report,
-                   "its scratch for " +
-                       std::to_string(getRowBucketMinRows(bucket)) +
-                       " rows takes " +
-                       std::to_string(getTuningScratchBytes(
-                           spec, getRowBucketMinRows(bucket))) +
-                       " bytes, more than the budget of " +
-                       std::to_string(budget));
+      int64_t smallest = getRowBucketMinRows(bucket);
+      useHeuristic(
+          spec, report,
+          "its scratch for " + std::to_string(smallest) + " rows takes " +
+              std::to_string(getTuningScratchBytes(spec, smallest, run)) +
+              " bytes, more than the budget of " + std::to_string(budget));
       continue;
     }
     if (rows < report.tunedRows)
@@ -167,38 +159,24 @@ void ContextImpl::fitScratchBudget(const OpSpec &spec,
   pending = std::move(fitting);
 }
 
-Status ContextImpl::allocateScratch(const OpSpec &spec, Tuner &tuner,
-                                    std::vector<RowBucket> &pending,
-                                    Reports &reports) {
-  while (!pending.empty()) {
-    int64_t rows = 0;
-    for (RowBucket bucket : pending)
-      rows = std::max(rows, reports[static_cast<int>(bucket)].tunedRows);
-    Status status = tuner.allocateScratch(rows);
+bool ContextImpl::allocateScratch(const OpSpec &spec, Tuner &tuner,
+                                  const TuningRun &run, BucketReport &report) {
+  int64_t smallest = getRowBucketMinRows(report.bucket);
+  while (true) {
+    Status status = tuner.allocateScratch(report.tunedRows, run);
     if (status.ok())
-      return status;
-    // The device has less memory than the budget: the buckets that need the
-    // most rows tune at half as many, or not at all.
-    std::vector<RowBucket> remaining;
-    for (RowBucket bucket : pending) {
-      BucketReport &report = reports[static_cast<int>(bucket)];
-      if (report.tunedRows == rows && rows <= getRowBucketMinRows(bucket)) {
-        useHeuristic(spec, report, status.message());
-        continue;
-      }
-      if (report.tunedRows == rows) {
-        report.tunedRows = std::max(rows / 2, getRowBucketMinRows(bucket));
-        log.log(LogLevel::Info, "tuning " + describeOpSpec(spec) +
-                                    " for rows " +
-                                    std::string(getRowBucketName(bucket)) +
-                                    " at " + std::to_string(report.tunedRows) +
-                                    " rows: " + status.message());
-      }
-      remaining.push_back(bucket);
+      return true;
+    // The device has less memory than the budget: fewer rows, or none.
+    if (report.tunedRows <= smallest) {
+      useHeuristic(spec, report, status.message());
+      return false;
     }
-    pending = std::move(remaining);
+    report.tunedRows = std::max(report.tunedRows / 2, smallest);
+    log.log(LogLevel::Info, "tuning " + describeOpSpec(spec) + " for rows " +
+                                std::string(getRowBucketName(report.bucket)) +
+                                " at " + std::to_string(report.tunedRows) +
+                                " rows: " + status.message());
   }
-  return Status::success();
 }
 
 Status ContextImpl::tune(const OpSpec &spec, Reports &reports) {
@@ -208,24 +186,27 @@ Status ContextImpl::tune(const OpSpec &spec, Reports &reports) {
   std::string what = describeOpSpec(spec);
 
   std::vector<RowBucket> pending = loadCachedTunings(spec, reports);
-  fitScratchBudget(spec, pending, reports);
-  if (pending.empty())
-    return Status::success();
-
-  // Compile every candidate of every pending bucket at once.
-  std::vector<LaunchConfig> all;
-  std::array<std::vector<LaunchConfig>, kNumRowBuckets> candidates;
+  // The candidates first: decode's scratch follows them.
+  Runs runs;
   std::array<LaunchConfig, kNumRowBuckets> heuristics;
   for (RowBucket bucket : pending) {
     int b = static_cast<int>(bucket);
     heuristics[b] =
         compiler.getHeuristicLaunch(spec, getTuningRows(spec, bucket));
-    candidates[b] = getTuningCandidates(
-        spec, bucket, heuristics[b], store->getTarget().getMaxSharedBytes());
-    for (const LaunchConfig &launch : candidates[b])
+    runs[b] = {getTuningCandidates(spec, bucket, heuristics[b],
+                                   store->getTarget().getMaxSharedBytes()),
+               device->getSmCount()};
+  }
+  fitScratchBudget(spec, pending, runs, reports);
+  if (pending.empty())
+    return Status::success();
+
+  // Compile every candidate of every pending bucket at once.
+  std::vector<LaunchConfig> all;
+  for (RowBucket bucket : pending)
+    for (const LaunchConfig &launch : runs[static_cast<int>(bucket)].launches)
       if (std::find(all.begin(), all.end(), launch) == all.end())
         all.push_back(launch);
-  }
   std::vector<std::shared_ptr<const LoadedKernel>> loaded;
   std::vector<Status> loadStatus = getVariants(spec, all, loaded);
   auto indexOf = [&](const LaunchConfig &launch) {
@@ -236,24 +217,25 @@ Status ContextImpl::tune(const OpSpec &spec, Reports &reports) {
   std::unique_ptr<Tuner> tuner;
   if (Status status = Tuner::create(device, spec, tuner); !status)
     return status.withContext("tuning " + what);
-  if (Status status = allocateScratch(spec, *tuner, pending, reports); !status)
-    return status.withContext("tuning " + what);
   for (RowBucket bucket : pending) {
     int b = static_cast<int>(bucket);
     BucketReport &report = reports[b];
+    // Each bucket's scratch is its own: decode's caches are not monotone in
+    // the rows, and the budget judged each bucket alone.
+    if (!allocateScratch(spec, *tuner, runs[b], report))
+      continue;
     report.source = BucketReport::Source::Tuned;
     std::ostringstream table;
     table << "tuning " << what << " at " << report.tunedRows << " rows (bucket "
           << getRowBucketName(bucket) << ") on " << deviceId << ":";
     const BucketReport::Candidate *best = nullptr;
     Status firstFailure;
-    for (const LaunchConfig &launch : candidates[b]) {
+    for (const LaunchConfig &launch : runs[b].launches) {
       BucketReport::Candidate candidate{launch, -1, {}};
       size_t i = indexOf(launch);
       Status status = loadStatus[i];
       if (status.ok())
-        status =
-            tuner->time(*loaded[i], report.tunedRows, candidate.microseconds);
+        status = tuner->time(*loaded[i], candidate.microseconds);
       if (!status.ok()) {
         candidate.microseconds = -1;
         candidate.failure = status.message();

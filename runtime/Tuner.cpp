@@ -38,15 +38,22 @@ Status Tuner::create(std::shared_ptr<DeviceState> device, const OpSpec &spec,
   return Status::success();
 }
 
-Status Tuner::allocateScratch(int64_t rows) {
+Status Tuner::allocateScratch(int64_t rows, const TuningRun &run) {
   buffers.clear();
   args = LaunchArgs();
   scratchRows = 0;
-  offsetRows = 0;
+  if (rows < 1 || rows > std::numeric_limits<int32_t>::max())
+    return Status::error(ErrorCode::Internal,
+                         "tuning scratch for " + std::to_string(rows) +
+                             " rows: more than i32 sequence offsets count");
+  bool decode = spec.kind == OpKind::AttentionDecode;
+  DecodeShape shape = decode ? getDecodeTuningShape(spec, rows)
+                             : DecodeShape{rows, kTuningSequences, 0, 1};
   std::vector<DeviceBuffer> allocated;
   LaunchArgs scratchArgs;
   for (const BufferSpec &buffer : getBuffers(spec)) {
-    size_t bytes = getTuningBufferBytes(buffer, rows);
+    int64_t elements = getTuningBufferElements(spec, buffer, rows, run);
+    size_t bytes = elements * getElementBytes(buffer.type);
     DeviceBuffer scratch;
     if (Status status =
             DeviceBuffer::create(device, bytes, kScratchFill, scratch);
@@ -54,37 +61,69 @@ Status Tuner::allocateScratch(int64_t rows) {
       return status.withContext("tuning scratch buffer '" +
                                 std::string(getBufferSlotName(buffer.slot)) +
                                 "' (" + std::to_string(bytes) + " bytes)");
-    // A length that comes with the launch: kTuningSequences + 1 offsets.
-    int64_t cols = buffer.cols ? buffer.cols : kTuningSequences + 1;
+    // 2-D buffers have rows of `cols`; the caches rows of their own.
+    int64_t cols = buffer.rows2D ? buffer.cols : elements;
     scratchArgs.set(buffer.slot, scratch.get(), buffer.type, cols);
+    if (buffer.updated)
+      scratchArgs.tensors[static_cast<int>(buffer.slot)].rows =
+          shape.batch * shape.cacheCapacity;
     allocated.push_back(std::move(scratch));
   }
   buffers = std::move(allocated);
   args = scratchArgs;
+  // Garbage offsets would send the kernel out of bounds: `batch` sequences
+  // of the rows, evenly.
+  std::vector<int32_t> offsets;
+  for (int64_t b = 0; b <= shape.batch; ++b)
+    offsets.push_back(static_cast<int32_t>(b * rows / shape.batch));
+  if (Status status = write(BufferSlot::CuSeqlens, offsets); !status)
+    return status;
+  // Each decode sequence attends to its whole cache, its new token last.
+  if (decode) {
+    std::vector<int32_t> lengths(shape.batch, shape.cacheCapacity - 1);
+    if (Status status = write(BufferSlot::CacheSeqlens, lengths); !status)
+      return status;
+  }
   scratchRows = rows;
-  return writeSequenceOffsets(rows);
+  smCount = run.smCount;
+  return Status::success();
 }
 
-Status Tuner::writeSequenceOffsets(int64_t rows) {
-  const TensorArg &offsets = args[BufferSlot::CuSeqlens];
-  if (!offsets.data || offsetRows == rows)
+Status Tuner::write(BufferSlot slot, const std::vector<int32_t> &values) {
+  const TensorArg &buffer = args[slot];
+  if (!buffer.data)
     return Status::success();
-  // Garbage offsets would send the kernel out of bounds: one sequence of
-  // every token timed.
-  static_assert(kTuningSequences == 1);
-  int32_t values[kTuningSequences + 1] = {0, static_cast<int32_t>(rows)};
   const CudaDriver &driver = *device->driver;
   ScopedContext scope(driver, device->context);
   if (!scope.status().ok())
     return scope.status();
-  if (Status status = driver.check(
-          driver.memcpyHtoD(reinterpret_cast<cu::DevicePtr>(offsets.data),
-                            values, sizeof(values)),
-          "cuMemcpyHtoD");
-      !status)
-    return status.withContext("tuning scratch buffer 'cu_seqlens'");
-  offsetRows = rows;
-  return Status::success();
+  return driver
+      .check(driver.memcpyHtoD(reinterpret_cast<cu::DevicePtr>(buffer.data),
+                               values.data(), values.size() * sizeof(int32_t)),
+             "cuMemcpyHtoD")
+      .withContext("tuning scratch buffer '" +
+                   std::string(getBufferSlotName(slot)) + "'");
+}
+
+Status Tuner::prepareDecode(const LoadedKernel &kernel, DecodeLaunch &decode) {
+  const LaunchConfig &launch = kernel.getSignature().launch;
+  DecodeShape shape = getDecodeTuningLaunch(spec, scratchRows, launch, smCount);
+  decode = {shape.splits, shape.cacheCapacity};
+  // The scratch was sized for the launches of its run.
+  for (BufferSlot slot : {BufferSlot::Workspace, BufferSlot::Semaphores}) {
+    int64_t needed = getLaunchLength(spec, slot, launch.rowsPerCta, shape);
+    if (needed > args[slot].cols)
+      return Status::error(ErrorCode::Internal,
+                           "tuning " + launch.getMangledSuffix() + " needs " +
+                               std::to_string(needed) + " elements of '" +
+                               std::string(getBufferSlotName(slot)) +
+                               "', the scratch has " +
+                               std::to_string(args[slot].cols));
+  }
+  // Every launch leaves the semaphores zero; the first needs them so too.
+  const TensorArg &semaphores = args[BufferSlot::Semaphores];
+  return zeroDecodeSemaphores(*device->driver, semaphores.data, semaphores.cols,
+                              stream);
 }
 
 Tuner::~Tuner() {
@@ -97,15 +136,16 @@ Tuner::~Tuner() {
     (void)driver.streamDestroy(stream);
 }
 
-Status Tuner::run(const LoadedKernel &kernel, int64_t rows, int launches,
-                  double &milliseconds) {
+Status Tuner::run(const LoadedKernel &kernel, const DecodeLaunch *decode,
+                  int launches, double &milliseconds) {
   const CudaDriver &driver = *device->driver;
   if (Status status =
           driver.check(driver.eventRecord(start, stream), "cuEventRecord");
       !status)
     return status;
   for (int i = 0; i < launches; ++i)
-    if (Status status = kernel.launch(args, rows, stream); !status)
+    if (Status status = kernel.launch(args, scratchRows, stream, decode);
+        !status)
       return status;
   if (Status status =
           driver.check(driver.eventRecord(stop, stream), "cuEventRecord");
@@ -124,26 +164,24 @@ Status Tuner::run(const LoadedKernel &kernel, int64_t rows, int launches,
   return Status::success();
 }
 
-Status Tuner::time(const LoadedKernel &kernel, int64_t rows,
-                   double &microseconds) {
-  if (rows < 1 || rows > scratchRows)
-    return Status::error(ErrorCode::Internal,
-                         "timing " + std::to_string(rows) +
-                             " rows on scratch for " +
-                             std::to_string(scratchRows));
-  if (rows > std::numeric_limits<int32_t>::max())
-    return Status::error(ErrorCode::Internal,
-                         "timing " + std::to_string(rows) +
-                             " rows: more than i32 sequence offsets hold");
-  if (Status status = writeSequenceOffsets(rows); !status)
-    return status;
+Status Tuner::time(const LoadedKernel &kernel, double &microseconds) {
+  if (scratchRows < 1)
+    return Status::error(ErrorCode::Internal, "timing without scratch");
   const CudaDriver &driver = *device->driver;
   ScopedContext scope(driver, device->context);
   if (!scope.status().ok())
     return scope.status();
+  DecodeLaunch decode;
+  const DecodeLaunch *decodeLaunch = nullptr;
+  if (spec.kind == OpKind::AttentionDecode) {
+    if (Status status = prepareDecode(kernel, decode); !status)
+      return status;
+    decodeLaunch = &decode;
+  }
   // Warm up (first-launch costs, caches) and catch launch errors untimed.
   for (int i = 0; i < 2; ++i)
-    if (Status status = kernel.launch(args, rows, stream); !status)
+    if (Status status = kernel.launch(args, scratchRows, stream, decodeLaunch);
+        !status)
       return status;
   if (Status status =
           driver.check(driver.streamSynchronize(stream), "cuStreamSynchronize");
@@ -152,7 +190,7 @@ Status Tuner::time(const LoadedKernel &kernel, int64_t rows,
 
   constexpr int kProbeLaunches = 3;
   double probe = 0;
-  if (Status status = run(kernel, rows, kProbeLaunches, probe); !status)
+  if (Status status = run(kernel, decodeLaunch, kProbeLaunches, probe); !status)
     return status;
   double perLaunch = probe / kProbeLaunches;
   int launches = perLaunch > 0
@@ -162,7 +200,7 @@ Status Tuner::time(const LoadedKernel &kernel, int64_t rows,
   double best = probe / kProbeLaunches;
   for (int trial = 0; trial < kTrials; ++trial) {
     double ms = 0;
-    if (Status status = run(kernel, rows, launches, ms); !status)
+    if (Status status = run(kernel, decodeLaunch, launches, ms); !status)
       return status;
     best = std::min(best, ms / launches);
   }

@@ -11,6 +11,7 @@
 #ifndef NORM_RUNTIME_TUNER_H
 #define NORM_RUNTIME_TUNER_H
 
+#include "runtime/Candidates.h"
 #include "runtime/Device.h"
 
 #include <vector>
@@ -24,33 +25,38 @@ public:
                        std::unique_ptr<Tuner> &tuner);
   ~Tuner();
 
-  /// Allocates scratch buffers for up to `rows` rows (getTuningScratchBytes),
-  /// filled with small finite values in every element type, after
-  /// releasing the previous ones; sequence offsets (attention's cu_seqlens)
-  /// are valid: one sequence of all the rows timed (time() rewrites them
-  /// for fewer). A failure (the device may not have the memory) leaves no
-  /// scratch: try again with fewer rows.
-  Status allocateScratch(int64_t rows);
+  /// Allocates scratch buffers for timing the launches of `run` at `rows`
+  /// rows (getTuningBufferElements), after releasing the previous ones,
+  /// filled with small finite values in every element type. Sequence
+  /// offsets are valid: attention's one sequence of all the rows, decode's
+  /// one token per sequence (getDecodeTuningShape), whose cache lengths
+  /// leave room for it. A failure (the device may not have the memory)
+  /// leaves no scratch: try again with fewer rows.
+  Status allocateScratch(int64_t rows, const TuningRun &run = {});
   int64_t getScratchRows() const { return scratchRows; }
 
-  /// The time of one launch of `kernel` at `rows` rows (at most the
-  /// scratch's), in microseconds.
-  Status time(const LoadedKernel &kernel, int64_t rows, double &microseconds);
+  /// The time of one launch of `kernel` at the scratch's rows, in
+  /// microseconds. Decode kernels take their tuning launch's splits
+  /// (getDecodeTuningLaunch), and their semaphores are zeroed before their
+  /// first launch (each launch leaves them zero for the next).
+  Status time(const LoadedKernel &kernel, double &microseconds);
 
 private:
   Tuner() = default;
-  /// Makes the scratch cu_seqlens delimit one sequence of `rows` tokens.
-  Status writeSequenceOffsets(int64_t rows);
+  /// Copies `values` to the scratch buffer of `slot`.
+  Status write(BufferSlot slot, const std::vector<int32_t> &values);
+  /// Decode's splits and capacity for `kernel`, its semaphores zeroed.
+  Status prepareDecode(const LoadedKernel &kernel, DecodeLaunch &decode);
 
-  Status run(const LoadedKernel &kernel, int64_t rows, int launches,
-             double &milliseconds);
+  Status run(const LoadedKernel &kernel, const DecodeLaunch *decode,
+             int launches, double &milliseconds);
 
   std::shared_ptr<DeviceState> device;
   OpSpec spec;
   std::vector<DeviceBuffer> buffers;
   int64_t scratchRows = 0;
-  /// The tokens the scratch cu_seqlens delimits (0: it has none).
-  int64_t offsetRows = 0;
+  /// The SMs the scratch's decode launches split for (TuningRun::smCount).
+  int64_t smCount = 1;
   LaunchArgs args;
   cu::Stream stream = nullptr;
   cu::Event start = nullptr, stop = nullptr;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <gtest/gtest.h>
+#include <set>
 
 using namespace norm;
 using namespace norm::jit;
@@ -241,6 +242,150 @@ TEST(Candidates, AttentionShapes) {
   // q, k, v and output rows, both weights once, two i32 offsets.
   EXPECT_EQ(getTuningScratchBytes(spec, 10),
             10 * (32 + 8 + 8 + 32) * 256 * 2 + 2 * 256 * 2 + 2 * 4);
+}
+
+} // namespace
+
+namespace {
+
+/// Decode attention of `qHeads` query and `kvHeads` key/value heads of
+/// `headDim`, no QK-Norm.
+OpSpec makeDecode(int64_t qHeads, int64_t kvHeads, int64_t headDim = 128) {
+  OpSpec spec;
+  spec.kind = OpKind::AttentionDecode;
+  spec.hidden = headDim;
+  spec.numQHeads = qHeads;
+  spec.numKvHeads = kvHeads;
+  spec.qkStatistic = Statistic::None;
+  spec.scale = 0.125;
+  return spec;
+}
+
+std::set<int64_t> warpsOf(const std::vector<LaunchConfig> &candidates) {
+  std::set<int64_t> warps;
+  for (const LaunchConfig &launch : candidates)
+    warps.insert(launch.warps);
+  return warps;
+}
+
+// Decode's query tile holds a token's query heads of one kv head: warps
+// start at the fewest whose 16 rows hold the group and double up to 8, in
+// every bucket, x block_n 32, 64, 128 x stages 1, 2; the heuristic first.
+TEST(Candidates, DecodeWarpsFollowTheGroup) {
+  struct Case {
+    int64_t qHeads, kvHeads;
+    std::set<int64_t> warps;
+    size_t count;
+  };
+  // Head dim 128 fits every key tile and stage on sm_90: 6 per warp count.
+  for (const Case &c :
+       {Case{8, 2, {1, 2, 4, 8}, 24}, Case{32, 8, {1, 2, 4, 8}, 24},
+        Case{32, 1, {2, 4, 8}, 18}, Case{64, 1, {4, 8}, 12},
+        Case{128, 1, {8}, 6},
+        // 3 and 6 warps hold 48 heads, and the heuristic's 4 competes.
+        Case{48, 1, {3, 4, 6}, 13},
+        // No CTA holds 256 heads: the most warps.
+        Case{256, 1, {8}, 6}}) {
+    OpSpec spec = makeDecode(c.qHeads, c.kvHeads);
+    LaunchConfig heuristic = getHeuristicLaunch(spec, -1);
+    std::vector<LaunchConfig> all =
+        getTuningCandidates(spec, RowBucket::UpTo64, heuristic, 232448);
+    ASSERT_FALSE(all.empty());
+    EXPECT_EQ(all.front(), heuristic);
+    EXPECT_EQ(warpsOf(all), c.warps) << c.qHeads << "/" << c.kvHeads;
+    EXPECT_EQ(all.size(), c.count) << c.qHeads << "/" << c.kvHeads;
+    for (const LaunchConfig &launch : all) {
+      EXPECT_TRUE(verifyLaunchFor(spec, launch, 232448))
+          << launch.getMangledSuffix();
+      EXPECT_EQ(launch.rowsPerCta, 16 * launch.warps);
+    }
+    for (RowBucket bucket : kAllRowBuckets)
+      EXPECT_EQ(getTuningCandidates(spec, bucket, heuristic, 232448), all);
+  }
+  // Head dim 256 on 99 KiB: what the accumulators and shared memory allow.
+  OpSpec wide = makeDecode(8, 2, 256);
+  std::vector<LaunchConfig> all = getTuningCandidates(
+      wide, RowBucket::One, getHeuristicLaunch(wide, -1), 101376);
+  ASSERT_FALSE(all.empty());
+  EXPECT_LT(all.size(), 24u);
+  for (const LaunchConfig &launch : all) {
+    EXPECT_TRUE(verifyLaunchFor(wide, launch, 101376))
+        << launch.getMangledSuffix();
+    EXPECT_NE(launch.blockN, 128);
+  }
+}
+
+// One new token per sequence, the caches holding about 256 MiB: a long
+// context for one sequence, short ones for many.
+TEST(TuningScratch, DecodeShapes) {
+  OpSpec spec = makeDecode(32, 8); // a key and its value: 4 KiB
+  auto shape = [&](int64_t rows) { return getDecodeTuningShape(spec, rows); };
+  EXPECT_EQ(shape(1).batch, 1);
+  EXPECT_EQ(shape(1).cacheCapacity, kMaxDecodeTuningCacheLength);
+  EXPECT_EQ(shape(64).batch, 64);
+  EXPECT_EQ(shape(64).cacheCapacity, 1024);
+  EXPECT_EQ(shape(1024).cacheCapacity, 64);
+  EXPECT_EQ(shape(2048).cacheCapacity, kMinDecodeTuningCacheLength);
+  EXPECT_EQ(getTuningRows(spec, RowBucket::More), 2048);
+  // The splits are the kernel model's for each configuration.
+  LaunchConfig launch = getHeuristicLaunch(spec, 1);
+  DecodeShape timed = getDecodeTuningLaunch(spec, 1, launch, 132);
+  EXPECT_EQ(timed.splits, getDecodeSplits(spec, launch.rowsPerCta, shape(1),
+                                          132, launch.blockN));
+  EXPECT_GT(timed.splits, 1);
+}
+
+// The scratch holds the rows, the caches of every sequence, their offsets
+// and lengths, and the workspace and semaphores of the launch that needs
+// the most; the budget counts all of it.
+TEST(TuningScratch, DecodeCountsCachesAndTheLargestWorkspace) {
+  OpSpec spec = makeDecode(4, 1); // 512 bytes a key and its value
+  auto elementsOf = [&](BufferSlot slot, int64_t rows, const TuningRun &run) {
+    for (const BufferSpec &buffer : getBuffers(spec))
+      if (buffer.slot == slot)
+        return getTuningBufferElements(spec, buffer, rows, run);
+    ADD_FAILURE() << "no buffer " << getBufferSlotName(slot);
+    return int64_t(0);
+  };
+  LaunchConfig n128 = getHeuristicLaunch(spec, 1), n64 = n128, w1 = n128;
+  n128.blockN = 128;
+  n64.blockN = 64;
+  w1.warps = 1;
+  w1.rowsPerCta = 16;
+  // 1000 SMs want more splits than 4096 keys have tiles of 128 (32), not
+  // more than of 64 (64, kMaxDecodeSplits).
+  TuningRun wide{{n128}, 1000}, both{{n64, n128}, 1000};
+  EXPECT_EQ(elementsOf(BufferSlot::Workspace, 1, wide), 32 * 4 * 129);
+  EXPECT_EQ(elementsOf(BufferSlot::Workspace, 1, both), 64 * 4 * 129);
+  // 64 sequences: 16-row tiles (one warp) make the most semaphores,
+  // kv heads x (ceil(64 x 4 / 16) + 64).
+  TuningRun tiles{{n128, w1}, 132};
+  EXPECT_EQ(elementsOf(BufferSlot::Semaphores, 64, tiles), 16 + 64);
+  EXPECT_EQ(elementsOf(BufferSlot::CuSeqlens, 64, tiles), 65);
+  EXPECT_EQ(elementsOf(BufferSlot::CacheSeqlens, 64, tiles), 64);
+  // 64 sequences of 4096 keys.
+  EXPECT_EQ(elementsOf(BufferSlot::KCache, 64, tiles), 64 * 4096 * 128);
+  EXPECT_EQ(elementsOf(BufferSlot::Q, 64, tiles), 64 * 4 * 128);
+  int64_t workspace = elementsOf(BufferSlot::Workspace, 64, tiles);
+  EXPECT_EQ(getTuningScratchBytes(spec, 64, tiles),
+            64 * (4 + 1 + 1 + 4) * 128 * 2 + 2 * 64 * 4096 * 128 * 2 + 65 * 4 +
+                64 * 4 + workspace * 4 + 80 * 4);
+
+  // The budget: 2048 sequences of 64 keys of a 4 KiB key and value take
+  // 512 MiB of caches; 1025 of them half that.
+  OpSpec llama = makeDecode(32, 8);
+  LaunchConfig heuristic = getHeuristicLaunch(llama, 2048);
+  TuningRun run{getTuningCandidates(llama, RowBucket::More, heuristic, 232448),
+                132};
+  EXPECT_GT(getTuningScratchBytes(llama, 2048, run),
+            kDefaultTuningScratchBytes);
+  EXPECT_EQ(fitTuningRows(llama, RowBucket::More, 2048,
+                          kDefaultTuningScratchBytes, run),
+            1025);
+  EXPECT_LE(getTuningScratchBytes(llama, 1025, run),
+            kDefaultTuningScratchBytes);
+  // A single sequence's 4096 keys (16 MiB) do not fit 8 MiB.
+  EXPECT_EQ(fitTuningRows(llama, RowBucket::One, 1, 8 << 20, run), 0);
 }
 
 } // namespace

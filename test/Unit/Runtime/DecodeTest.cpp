@@ -262,6 +262,46 @@ TEST_F(DecodeTest, EachStreamHasItsOwnWorkspace) {
   ASSERT_EQ(cuStreamDestroy_v2(stream), 0);
 }
 
+// A tuned kernel launches each bucket's winner, with the splits the kernel
+// model gives that configuration for the launch's shape.
+TEST_F(DecodeTest, TunedKernelsLaunchTheirWinners) {
+  auto tuning = std::make_shared<FakeCompiler>();
+  // One stage and block_n 128 win; fewer CTAs cost less.
+  tuning->cost = [](const LaunchConfig &launch) {
+    return std::pair<double, double>(
+        50000.0 + 1000.0 * launch.stages + 10.0 * (128 - launch.blockN), 10.0);
+  };
+  std::unique_ptr<Context> tunedContext;
+  ASSERT_TRUE(
+      Context::create(makeFakeOptions(tuning, {}, true), tunedContext).ok());
+  std::shared_ptr<const Kernel> tuned;
+  Status status = tunedContext->getKernel(makeDecode(), {}, tuned);
+  ASSERT_TRUE(status.ok()) << status.message();
+  const BucketReport &report = tuned->getReport(RowBucket::UpTo64);
+  EXPECT_EQ(report.source, BucketReport::Source::Tuned);
+  EXPECT_EQ(report.launch.blockN, 128);
+  EXPECT_EQ(report.launch.stages, 1);
+  EXPECT_NE(report.launch, kernel->getReport(RowBucket::UpTo64).launch)
+      << "the heuristic won: the test cannot tell the plans apart";
+
+  const int64_t rows = 2, batch = 2, capacity = 4096;
+  DecodeBuffers buffers(host, rows, batch, capacity);
+  status = tuned->launch(buffers.args(batch, batch * capacity), rows, nullptr);
+  ASSERT_TRUE(status.ok()) << status.message();
+  fakecuda_launch recorded = lastLaunch();
+  std::string name = recorded.kernel;
+  std::string suffix = "_" + report.launch.getMangledSuffix();
+  EXPECT_EQ(name.substr(name.size() - suffix.size()), suffix) << name;
+  DecodeShape shape{rows, batch, capacity, 1};
+  shape.splits = getDecodeSplits(makeDecode(), report.launch.rowsPerCta, shape,
+                                 132, report.launch.blockN);
+  EXPECT_EQ(recorded.params[12], uint64_t(shape.splits));
+  EXPECT_EQ(
+      recorded.grid[0],
+      unsigned(kKvHeads * shape.splits *
+               getDecodeTiles(makeDecode(), report.launch.rowsPerCta, shape)));
+}
+
 //===----------------------------------------------------------------------===//
 // Launch checks
 //===----------------------------------------------------------------------===//

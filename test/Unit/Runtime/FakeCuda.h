@@ -53,11 +53,13 @@ int fakecuda_launch_count(void);
 /// Launch `index` (0 = first since reset); 0 when there is no such launch
 /// or it is older than the last 4096.
 int fakecuda_get_launch(int index, struct fakecuda_launch *launch);
-/// One cuMemcpyHtoD: where, how many bytes, and the first of them.
+/// One cuMemcpyHtoD: where, how many bytes, the first of them, and how many
+/// launches had been made before it.
 struct fakecuda_copy {
   uint64_t destination;
   size_t bytes;
   unsigned char data[64];
+  int launches_before;
 };
 
 /// Copies to the device since the last reset (the last 256 are kept).
@@ -73,8 +75,25 @@ struct fakecuda_memset {
   void *stream;
   int launches_before;
 };
+/// The successful cuMemsetD32Async calls since the last reset (the last 4096
+/// are kept).
+int fakecuda_memset_d32_count(void);
+/// Call `index` (0 = first since reset); 0 when there is none.
+int fakecuda_get_memset_d32(int index, struct fakecuda_memset *memset);
 /// The last cuMemsetD32Async since the reset; 0 when there was none.
 int fakecuda_last_memset_d32(struct fakecuda_memset *memset);
+
+/// One successful cuMemAlloc: where, how many bytes, and how many launches
+/// had been made before it.
+struct fakecuda_alloc {
+  uint64_t pointer;
+  size_t bytes;
+  int launches_before;
+};
+/// Allocations since the last reset (the last 4096 are kept).
+int fakecuda_alloc_count(void);
+/// Allocation `index` (0 = first since reset); 0 when there is none.
+int fakecuda_get_alloc(int index, struct fakecuda_alloc *alloc);
 
 /// Device memory: cuMemAlloc fails with CUDA_ERROR_OUT_OF_MEMORY beyond
 /// `bytes` live at once (0, after reset: unlimited).

@@ -133,6 +133,8 @@ struct PrimaryContext {
 
 constexpr int kMaxLaunches = 4096;
 constexpr int kMaxCopies = 256;
+constexpr int kMaxMemsets = 4096;
+constexpr int kMaxAllocs = 4096;
 constexpr char kCubinMagic[] = "FAKECUBIN\n";
 
 struct State {
@@ -155,7 +157,10 @@ struct State {
   std::atomic<int> launchCount{0};
   fakecuda_copy copies[kMaxCopies];
   int copyCount = 0;
-  fakecuda_memset lastMemsetD32{};
+  fakecuda_memset memsets[kMaxMemsets];
+  int memsetCount = 0;
+  fakecuda_alloc allocs[kMaxAllocs];
+  int allocCount = 0;
 };
 
 State &state() {
@@ -235,6 +240,8 @@ void fakecuda_reset(void) {
   s.maxSharedBytesOptin = 232448;
   s.launchCount = 0;
   s.copyCount = 0;
+  s.memsetCount = 0;
+  s.allocCount = 0;
   s.peakBytes = s.liveBytes;
   s.deviceMemory = 0;
 }
@@ -303,12 +310,39 @@ void fakecuda_set_device_memory(size_t bytes) {
   state().deviceMemory = bytes;
 }
 
-int fakecuda_last_memset_d32(struct fakecuda_memset *memset) {
-  std::lock_guard<std::mutex> lock(state().mutex);
-  if (state().calls[MemsetD32Async] == 0)
+int fakecuda_memset_d32_count(void) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.memsetCount;
+}
+
+int fakecuda_get_memset_d32(int index, struct fakecuda_memset *memset) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (index < 0 || index >= s.memsetCount ||
+      index < s.memsetCount - kMaxMemsets)
     return 0;
-  *memset = state().lastMemsetD32;
+  *memset = s.memsets[index % kMaxMemsets];
   return 1;
+}
+
+int fakecuda_alloc_count(void) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.allocCount;
+}
+
+int fakecuda_get_alloc(int index, struct fakecuda_alloc *alloc) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (index < 0 || index >= s.allocCount || index < s.allocCount - kMaxAllocs)
+    return 0;
+  *alloc = s.allocs[index % kMaxAllocs];
+  return 1;
+}
+
+int fakecuda_last_memset_d32(struct fakecuda_memset *memset) {
+  return fakecuda_get_memset_d32(fakecuda_memset_d32_count() - 1, memset);
 }
 
 size_t fakecuda_peak_allocated_bytes(void) {
@@ -633,6 +667,8 @@ Result cuMemAlloc_v2(unsigned long long *pointer, size_t bytes) {
   s.liveBytes += bytes;
   s.peakBytes = std::max(s.peakBytes, s.liveBytes);
   *pointer = reinterpret_cast<uintptr_t>(memory);
+  s.allocs[s.allocCount++ % kMaxAllocs] = {*pointer, bytes,
+                                          s.launchCount.load()};
   return kSuccess;
 }
 
@@ -672,7 +708,8 @@ Result cuMemsetD32Async(unsigned long long pointer, unsigned value,
   auto *words = reinterpret_cast<uint32_t *>(pointer);
   for (size_t i = 0; i < count; ++i)
     words[i] = value;
-  s.lastMemsetD32 = {pointer, value, count, stream, s.launchCount.load()};
+  s.memsets[s.memsetCount++ % kMaxMemsets] = {pointer, value, count, stream,
+                                              s.launchCount.load()};
   return kSuccess;
 }
 
@@ -699,6 +736,7 @@ Result cuMemcpyHtoD_v2(unsigned long long destination, const void *source,
   copy.bytes = bytes;
   std::memset(copy.data, 0, sizeof(copy.data));
   std::memcpy(copy.data, source, std::min(bytes, sizeof(copy.data)));
+  copy.launches_before = s.launchCount.load();
   return kSuccess;
 }
 

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -482,4 +483,328 @@ TEST_F(TuningTest, AttentionTunesOnValidSequenceOffsets) {
   for (RowBucket bucket : kAllRowBuckets)
     tunedRows.insert(kernel->getReport(bucket).tunedRows);
   EXPECT_EQ(rowsSeen, tunedRows);
+}
+
+//===----------------------------------------------------------------------===//
+// Decode attention
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Decode of `qHeads` query and `kvHeads` key/value heads of 128, no
+/// QK-Norm.
+OpSpec makeDecode(int64_t qHeads = 8, int64_t kvHeads = 2) {
+  OpSpec spec;
+  spec.kind = OpKind::AttentionDecode;
+  spec.hidden = 128;
+  spec.numQHeads = qHeads;
+  spec.numKvHeads = kvHeads;
+  spec.qkStatistic = Statistic::None;
+  spec.scale = 0.08838834764831845;
+  return spec;
+}
+
+/// A fixed cost per configuration: one warp, block_n 64 and one stage win
+/// (not the heuristic's 4 warps and 2 stages). Over 50 us, so that each
+/// candidate runs few launches and the fake driver keeps all of them.
+std::pair<double, double> decodeCost(const LaunchConfig &launch) {
+  return {50000.0 + 1000.0 * launch.warps + 300.0 * launch.stages +
+              10.0 * std::abs(static_cast<double>(launch.blockN - 64)),
+          0.0};
+}
+
+/// The candidate whose kernel `launch` ran.
+std::optional<LaunchConfig> findLaunch(const BucketReport &report,
+                                       const fakecuda_launch &launch) {
+  std::string name = launch.kernel;
+  for (const BucketReport::Candidate &c : report.candidates) {
+    std::string suffix = "_" + c.launch.getMangledSuffix();
+    if (name.size() > suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return c.launch;
+  }
+  return std::nullopt;
+}
+
+/// The bytes of the newest allocation at `pointer` made before launch
+/// `index`; 0 when there is none.
+size_t allocatedBefore(uint64_t pointer, int index) {
+  size_t bytes = 0;
+  for (int i = 0; i < fakecuda_alloc_count(); ++i) {
+    fakecuda_alloc alloc;
+    if (fakecuda_get_alloc(i, &alloc) && alloc.pointer == pointer &&
+        alloc.launches_before <= index)
+      bytes = alloc.bytes;
+  }
+  return bytes;
+}
+
+/// The newest cuMemsetD32Async before launch `index`.
+std::optional<fakecuda_memset> memsetBefore(int index) {
+  std::optional<fakecuda_memset> last;
+  for (int i = 0; i < fakecuda_memset_d32_count(); ++i) {
+    fakecuda_memset memset;
+    if (fakecuda_get_memset_d32(i, &memset) && memset.launches_before <= index)
+      last = memset;
+  }
+  return last;
+}
+
+/// The int32 values of the newest copy to `pointer` before launch `index`
+/// (the first 16).
+std::optional<std::vector<int32_t>> copiedTo(uint64_t pointer, int index,
+                                             size_t &bytes) {
+  std::optional<std::vector<int32_t>> values;
+  for (int i = 0; i < fakecuda_copy_count(); ++i) {
+    fakecuda_copy copy;
+    if (!fakecuda_get_copy(i, &copy) || copy.destination != pointer ||
+        copy.launches_before > index)
+      continue;
+    bytes = copy.bytes;
+    values.emplace(std::min<size_t>(copy.bytes, sizeof(copy.data)) / 4);
+    std::memcpy(values->data(), copy.data, values->size() * 4);
+  }
+  return values;
+}
+
+} // namespace
+
+// Decode tunes its own candidates on scratch of the kernel model's sizes:
+// one token per sequence, caches of getDecodeTuningShape, cache lengths
+// that leave each token its row, the workspace and semaphores the largest
+// candidate needs, the semaphores zeroed before each candidate's launches.
+// The winner is cached: a second context times nothing.
+TEST_F(TuningTest, DecodeTunesOnCachesAndZeroedSemaphores) {
+  TempDir cache;
+  OpSpec spec = makeDecode();
+  auto compiler = makeCompiler();
+  compiler->cost = decodeCost;
+  std::shared_ptr<const Kernel> kernel;
+  Status status = tuned(compiler, cache.get(), kernel, spec);
+  ASSERT_TRUE(status.ok()) << status.message();
+  const int64_t sms = 132;
+  std::array<TuningRun, kNumRowBuckets> runs;
+  for (RowBucket bucket : kAllRowBuckets) {
+    const BucketReport &report = kernel->getReport(bucket);
+    EXPECT_EQ(report.source, BucketReport::Source::Tuned);
+    EXPECT_EQ(report.tunedRows, getTuningRows(spec, bucket));
+    LaunchConfig heuristic =
+        getHeuristicLaunch(spec, getTuningRows(spec, bucket));
+    std::vector<LaunchConfig> candidates =
+        getTuningCandidates(spec, bucket, heuristic, 232448);
+    runs[static_cast<int>(bucket)] = {candidates, sms};
+    ASSERT_EQ(report.candidates.size(), candidates.size());
+    EXPECT_EQ(report.candidates.size(), 24u);
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      EXPECT_EQ(report.candidates[i].launch, candidates[i]);
+      EXPECT_GE(report.candidates[i].microseconds, 0)
+          << report.candidates[i].failure;
+    }
+    EXPECT_EQ(report.launch, (LaunchConfig{8, 16, 1, 16, 64, 1}))
+        << report.launch.getMangledSuffix();
+  }
+
+  int launches = fakecuda_launch_count();
+  ASSERT_GT(launches, 0);
+  std::set<int64_t> rowsSeen;
+  for (int i = 0; i < launches; ++i) {
+    fakecuda_launch launch;
+    ASSERT_TRUE(fakecuda_get_launch(i, &launch));
+    // q, k, v, cu_seqlens, cache_seqlens, output, k_cache, v_cache,
+    // workspace, semaphores, rows, batch, kv_splits, cache_capacity, ...
+    ASSERT_EQ(launch.num_params, 20);
+    int64_t rows = static_cast<int64_t>(launch.params[10]);
+    RowBucket bucket = getRowBucket(rows);
+    const BucketReport &report = kernel->getReport(bucket);
+    ASSERT_EQ(rows, report.tunedRows);
+    rowsSeen.insert(rows);
+    std::optional<LaunchConfig> config = findLaunch(report, launch);
+    ASSERT_TRUE(config) << launch.kernel;
+    DecodeShape shape = getDecodeTuningLaunch(spec, rows, *config, sms);
+    EXPECT_EQ(launch.params[11], uint64_t(rows)) << "one token a sequence";
+    EXPECT_EQ(launch.params[12], uint64_t(shape.splits));
+    EXPECT_EQ(launch.params[13], uint64_t(shape.cacheCapacity));
+    EXPECT_EQ(launch.grid[0],
+              unsigned(2 * shape.splits *
+                       getDecodeTiles(spec, config->rowsPerCta, shape)));
+
+    // Each buffer as large as the model states for the bucket's run.
+    const TuningRun &run = runs[static_cast<int>(bucket)];
+    std::vector<BufferSpec> buffers = getBuffers(spec);
+    ASSERT_EQ(buffers.size(), 10u);
+    for (size_t b = 0; b < buffers.size(); ++b)
+      EXPECT_EQ(allocatedBefore(launch.params[b], i),
+                size_t(getTuningBufferElements(spec, buffers[b], rows, run) *
+                       getElementBytes(buffers[b].type)))
+          << getBufferSlotName(buffers[b].slot) << " of launch " << i;
+    EXPECT_EQ(allocatedBefore(launch.params[6], i),
+              size_t(rows * shape.cacheCapacity * 2 * 128 * 2));
+    EXPECT_GE(allocatedBefore(launch.params[8], i),
+              size_t(4 * getLaunchLength(spec, BufferSlot::Workspace,
+                                         config->rowsPerCta, shape)));
+
+    // One sequence of each token, each with capacity - 1 cached keys.
+    size_t bytes = 0;
+    std::optional<std::vector<int32_t>> offsets =
+        copiedTo(launch.params[3], i, bytes);
+    ASSERT_TRUE(offsets) << "no cu_seqlens copied for launch " << i;
+    EXPECT_EQ(bytes, size_t(4 * (rows + 1)));
+    for (size_t k = 0; k < offsets->size(); ++k)
+      EXPECT_EQ((*offsets)[k], int32_t(k));
+    std::optional<std::vector<int32_t>> lengths =
+        copiedTo(launch.params[4], i, bytes);
+    ASSERT_TRUE(lengths) << "no cache_seqlens copied for launch " << i;
+    EXPECT_EQ(bytes, size_t(4 * rows));
+    for (int32_t length : *lengths)
+      EXPECT_EQ(length, shape.cacheCapacity - 1);
+
+    // Semaphores zeroed on the tuner's stream, all of them, after the
+    // launches of any other candidate.
+    std::optional<fakecuda_memset> zeroed = memsetBefore(i);
+    ASSERT_TRUE(zeroed) << "semaphores of launch " << i << " never zeroed";
+    EXPECT_EQ(zeroed->pointer, launch.params[9]);
+    EXPECT_EQ(zeroed->value, 0u);
+    EXPECT_EQ(zeroed->stream, launch.stream);
+    EXPECT_GE(zeroed->count,
+              size_t(getLaunchLength(spec, BufferSlot::Semaphores,
+                                     config->rowsPerCta, shape)));
+    for (int j = zeroed->launches_before; j < i; ++j) {
+      fakecuda_launch earlier;
+      ASSERT_TRUE(fakecuda_get_launch(j, &earlier));
+      EXPECT_STREQ(earlier.kernel, launch.kernel)
+          << "launch " << i << " runs on semaphores launch " << j
+          << " of another candidate used";
+    }
+  }
+  std::set<int64_t> tunedRows;
+  for (RowBucket bucket : kAllRowBuckets)
+    tunedRows.insert(kernel->getReport(bucket).tunedRows);
+  EXPECT_EQ(rowsSeen, tunedRows);
+  EXPECT_EQ(fakecuda_live_allocations(), 0) << "scratch left behind";
+
+  // The tuning cache serves a second context: nothing compiled or timed.
+  auto again = makeCompiler();
+  std::shared_ptr<const Kernel> cached;
+  ASSERT_TRUE(tuned(again, cache.get(), cached, spec).ok());
+  EXPECT_EQ(fakecuda_launch_count(), launches) << "tuned again";
+  EXPECT_EQ(again->compiles, 0);
+  for (RowBucket bucket : kAllRowBuckets) {
+    EXPECT_EQ(cached->getReport(bucket).source,
+              BucketReport::Source::TuningCache);
+    EXPECT_EQ(cached->getReport(bucket).launch,
+              kernel->getReport(bucket).launch);
+  }
+}
+
+// The budget counts decode's caches and workspace, so the scratch the
+// tuner allocates stays within it: the largest bucket of 32 query and 8
+// kv heads takes 512 MiB of caches at 2048 sequences and tunes at 1025.
+TEST_F(TuningTest, DecodeScratchStaysWithinTheBudget) {
+  OpSpec spec = makeDecode(32, 8);
+  auto compiler = makeCompiler();
+  compiler->cost = decodeCost;
+  std::shared_ptr<const Kernel> kernel;
+  Status status = tuned(compiler, {}, kernel, spec);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(kernel->getReport(RowBucket::More).tunedRows, 1025);
+  EXPECT_EQ(kernel->getReport(RowBucket::UpTo1K).tunedRows, 1024);
+  EXPECT_LE(fakecuda_peak_allocated_bytes(),
+            size_t(kDefaultTuningScratchBytes));
+  // What was allocated is what the budget judged: the largest bucket's.
+  TuningRun run{getTuningCandidates(spec, RowBucket::More,
+                                    getHeuristicLaunch(spec, 2048), 232448),
+                132};
+  EXPECT_EQ(fakecuda_peak_allocated_bytes(),
+            size_t(getTuningScratchBytes(spec, 1025, run)));
+
+  // A budget a byte short of 64 sequences' scratch, workspace and
+  // semaphores included: 32 of them.
+  OpSpec small = makeDecode();
+  TuningRun run64{getTuningCandidates(small, RowBucket::UpTo64,
+                                      getHeuristicLaunch(small, 64), 232448),
+                  132};
+  int64_t budget = getTuningScratchBytes(small, 64, run64) - 1;
+  fakecuda_reset();
+  ContextOptions options = makeFakeOptions(makeCompiler(), {}, true);
+  options.tuningScratchBytes = budget;
+  std::unique_ptr<Context> context;
+  ASSERT_TRUE(Context::create(options, context).ok());
+  ASSERT_TRUE(context->getKernel(small, {}, kernel).ok());
+  EXPECT_EQ(kernel->getReport(RowBucket::UpTo64).tunedRows, 32);
+  EXPECT_LE(fakecuda_peak_allocated_bytes(), size_t(budget));
+
+  // A budget below one sequence's 4096 keys (16 MiB): the heuristic.
+  fakecuda_reset();
+  options.tuningScratchBytes = 8 << 20;
+  ASSERT_TRUE(Context::create(options, context).ok());
+  ASSERT_TRUE(context->getKernel(spec, {}, kernel).ok());
+  const BucketReport &one = kernel->getReport(RowBucket::One);
+  EXPECT_EQ(one.source, BucketReport::Source::Heuristic);
+  EXPECT_EQ(one.launch, getHeuristicLaunch(spec, 1));
+  EXPECT_LE(fakecuda_peak_allocated_bytes(), size_t(8 << 20));
+}
+
+// Driver failures are statuses: a candidate whose semaphores cannot be
+// zeroed fails with the driver's message and loses; when none can, the
+// tuning fails with it.
+TEST_F(TuningTest, DecodeReportsFailuresAsStatuses) {
+  OpSpec spec = makeDecode();
+  auto compiler = makeCompiler();
+  compiler->cost = decodeCost;
+  fakecuda_fail_next("cuMemsetD32Async", 1, 1); // CUDA_ERROR_INVALID_VALUE
+  std::shared_ptr<const Kernel> kernel;
+  Status status = tuned(compiler, {}, kernel, spec);
+  ASSERT_TRUE(status.ok()) << status.message();
+  const BucketReport &report = kernel->getReport(RowBucket::One);
+  ASSERT_FALSE(report.candidates.empty());
+  const BucketReport::Candidate &first = report.candidates.front();
+  EXPECT_LT(first.microseconds, 0);
+  EXPECT_NE(first.failure.find("zeroing the decode semaphores: "
+                               "cuMemsetD32Async"),
+            std::string::npos)
+      << first.failure;
+  EXPECT_EQ(report.source, BucketReport::Source::Tuned);
+  EXPECT_NE(report.launch, first.launch);
+
+  fakecuda_reset();
+  fakecuda_fail_next("cuMemsetD32Async", 1, 1 << 20);
+  status = tuned(makeCompiler(), {}, kernel, spec);
+  EXPECT_EQ(status.code(), ErrorCode::DriverError);
+  EXPECT_NE(status.message().find("no tuning candidate of attention_decode"),
+            std::string::npos)
+      << status.message();
+  EXPECT_NE(status.message().find("zeroing the decode semaphores"),
+            std::string::npos)
+      << status.message();
+  EXPECT_EQ(fakecuda_launch_count(), 0);
+  EXPECT_EQ(fakecuda_live_allocations(), 0);
+}
+
+// A bundle keeps decode's tuned plans; a context without a compiler serves
+// them.
+TEST_F(TuningTest, DecodeBundlesCarryTheTunedPlans) {
+  TempDir dir;
+  OpSpec spec = makeDecode();
+  auto compiler = makeCompiler();
+  compiler->cost = decodeCost;
+  std::unique_ptr<Context> context;
+  ASSERT_TRUE(
+      Context::create(makeFakeOptions(compiler, {}, true), context).ok());
+  ASSERT_TRUE(context->writeBundle({spec}, dir / "decode.njb").ok());
+  std::shared_ptr<const Kernel> tunedKernel;
+  ASSERT_TRUE(context->getKernel(spec, {}, tunedKernel).ok());
+
+  ContextOptions options = makeFakeOptions(nullptr);
+  options.bundles = {dir / "decode.njb"};
+  ASSERT_TRUE(Context::create(options, context).ok());
+  std::shared_ptr<const Kernel> kernel;
+  Status status = context->getKernel(spec, {}, kernel);
+  ASSERT_TRUE(status.ok()) << status.message();
+  for (RowBucket bucket : kAllRowBuckets) {
+    EXPECT_EQ(tunedKernel->getReport(bucket).source,
+              BucketReport::Source::Tuned);
+    EXPECT_EQ(kernel->getReport(bucket).source, BucketReport::Source::Bundle);
+    EXPECT_EQ(kernel->getReport(bucket).launch,
+              tunedKernel->getReport(bucket).launch);
+  }
 }
