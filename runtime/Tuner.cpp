@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 using namespace norm;
 using namespace norm::jit;
@@ -67,6 +68,9 @@ Status Tuner::allocateScratch(int64_t rows, const TuningRun &run) {
     if (buffer.updated)
       scratchArgs.tensors[static_cast<int>(buffer.slot)].rows =
           shape.batch * shape.cacheCapacity;
+    // A rope table of `rows` positions, which the positions below stay in.
+    if (buffer.slot == BufferSlot::RopeTable)
+      scratchArgs.tensors[static_cast<int>(buffer.slot)].rows = rows;
     allocated.push_back(std::move(scratch));
   }
   buffers = std::move(allocated);
@@ -82,6 +86,13 @@ Status Tuner::allocateScratch(int64_t rows, const TuningRun &run) {
   if (decode) {
     std::vector<int32_t> lengths(shape.batch, shape.cacheCapacity - 1);
     if (Status status = write(BufferSlot::CacheSeqlens, lengths); !status)
+      return status;
+  }
+  // Positions inside the table, so that every launch reads its rows.
+  if (spec.ropePositions) {
+    std::vector<int32_t> positions(rows);
+    std::iota(positions.begin(), positions.end(), 0);
+    if (Status status = write(BufferSlot::Positions, positions); !status)
       return status;
   }
   scratchRows = rows;

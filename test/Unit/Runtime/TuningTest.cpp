@@ -574,6 +574,49 @@ std::optional<std::vector<int32_t>> copiedTo(uint64_t pointer, int index,
 // that leave each token its row, the workspace and semaphores the largest
 // candidate needs, the semaphores zeroed before each candidate's launches.
 // The winner is cached: a second context times nothing.
+// A rope table of the tuning rows, positions inside it: every candidate
+// runs (none is refused for a table without rows), its table as long as
+// its rows and its positions written before.
+TEST_F(TuningTest, AttentionWithARopeTableTunesInsideTheTable) {
+  OpSpec spec = examples::makeAttention();
+  spec.rope = RopeStyle::NeoX;
+  spec.rotaryDim = spec.hidden;
+  spec.ropeTable = spec.ropePositions = true;
+  std::shared_ptr<const Kernel> kernel;
+  ASSERT_TRUE(tuned(makeCompiler(), {}, kernel, spec).ok());
+  for (RowBucket bucket : kAllRowBuckets) {
+    const BucketReport &report = kernel->getReport(bucket);
+    EXPECT_EQ(report.source, BucketReport::Source::Tuned);
+    ASSERT_FALSE(report.candidates.empty());
+    for (const BucketReport::Candidate &candidate : report.candidates)
+      EXPECT_GE(candidate.microseconds, 0) << candidate.failure;
+  }
+  std::vector<fakecuda_copy> copies(fakecuda_copy_count());
+  for (size_t i = 0; i < copies.size(); ++i)
+    ASSERT_TRUE(fakecuda_get_copy(static_cast<int>(i), &copies[i]));
+  int launches = fakecuda_launch_count();
+  ASSERT_GT(launches, 0);
+  for (int i = 0; i < launches; ++i) {
+    fakecuda_launch launch;
+    ASSERT_TRUE(fakecuda_get_launch(i, &launch));
+    // q, k, v, q_weight, k_weight, cu_seqlens, positions, rope_table,
+    // output, rows, batch, rope_table_rows, ...
+    uint64_t positions = launch.params[6];
+    int64_t rows = static_cast<int64_t>(launch.params[9]);
+    EXPECT_EQ(static_cast<int64_t>(launch.params[11]), rows)
+        << "launch " << i << ": rope_table_rows";
+    bool copied = false;
+    for (const fakecuda_copy &copy : copies) {
+      int32_t first[2];
+      std::memcpy(first, copy.data, sizeof(first));
+      copied |= copy.destination == positions &&
+                copy.bytes == static_cast<size_t>(rows) * 4 &&
+                first[0] == 0 && (rows < 2 || first[1] == 1);
+    }
+    EXPECT_TRUE(copied) << "launch " << i << ": no positions 0, 1, ... copied";
+  }
+}
+
 TEST_F(TuningTest, DecodeTunesOnCachesAndZeroedSemaphores) {
   TempDir cache;
   OpSpec spec = makeDecode();
