@@ -652,32 +652,41 @@ LogicalResult AttentionKernelOp::verify() {
   return verifyKernelModel(*this);
 }
 
-LogicalResult AttentionDecodeKernelOp::verify() {
-  if (failed(verifyRequiredSegments(*this, {0, 1, 2, 3, 4, 5, 6})) ||
+/// What both decode ops check: the attention's operands, and caches that
+/// hold the rows of k and v (the same columns, their own rows), alike, and
+/// updated in their own types.
+template <typename OpTy> static LogicalResult verifyDecodeOperands(OpTy op) {
+  if (failed(verifyRequiredSegments(op, {0, 1, 2, 3, 4, 5, 6})) ||
       failed(verifyAttentionKernelOperands(
-          *this, {{getK(), "k"},
-                  {getV(), "v"},
-                  {getKCache(), "k_cache"},
-                  {getVCache(), "v_cache"}})))
+          op, {{op.getK(), "k"},
+               {op.getV(), "v"},
+               {op.getKCache(), "k_cache"},
+               {op.getVCache(), "v_cache"}})))
     return failure();
-  // The caches hold the rows of k and v: the same columns, their own rows.
-  for (auto [cache, name] : {std::pair{getKCache(), "k_cache"},
-                             std::pair{getVCache(), "v_cache"}}) {
+  for (auto [cache, name] : {std::pair{op.getKCache(), "k_cache"},
+                             std::pair{op.getVCache(), "v_cache"}}) {
     int64_t cols = cast<RankedTensorType>(cache.getType()).getDimSize(1);
-    int64_t want = cast<RankedTensorType>(getK().getType()).getDimSize(1);
+    int64_t want = cast<RankedTensorType>(op.getK().getType()).getDimSize(1);
     if (cols != want)
-      return emitOpError() << "'" << name << "' must have the columns of 'k' ("
-                           << want << "), got " << cache.getType();
+      return op.emitOpError() << "'" << name
+                              << "' must have the columns of 'k' (" << want
+                              << "), got " << cache.getType();
   }
-  if (failed(verifyCompatibleShape(getKCache().getType(),
-                                   getVCache().getType())))
-    return emitOpError() << "'k_cache' and 'v_cache' must have the same "
-                            "shape, got "
-                         << getKCache().getType() << " and "
-                         << getVCache().getType();
-  if (getKCacheOut().getType() != getKCache().getType() ||
-      getVCacheOut().getType() != getVCache().getType())
-    return emitOpError("the updated caches have the types of the caches");
+  if (failed(verifyCompatibleShape(op.getKCache().getType(),
+                                   op.getVCache().getType())))
+    return op.emitOpError() << "'k_cache' and 'v_cache' must have the same "
+                               "shape, got "
+                            << op.getKCache().getType() << " and "
+                            << op.getVCache().getType();
+  if (op.getKCacheOut().getType() != op.getKCache().getType() ||
+      op.getVCacheOut().getType() != op.getVCache().getType())
+    return op.emitOpError("the updated caches have the types of the caches");
+  return success();
+}
+
+LogicalResult AttentionDecodeKernelOp::verify() {
+  if (failed(verifyDecodeOperands(*this)))
+    return failure();
   return verifyKernelModel(*this);
 }
 
@@ -916,6 +925,15 @@ Value AttentionDecodeKernelOp::getBuffer(BufferSlot slot) {
   default:
     return getAttentionBuffer(*this, slot);
   }
+}
+
+// After getAttentionOpSpec: the layer op states the kernel model's rules.
+LogicalResult AttentionDecodeOp::verify() {
+  if (failed(verifyDecodeOperands(*this)))
+    return failure();
+  // The kernel model's rules, as the kernel op would state them.
+  return check(*this, ::norm::verifyOpSpec(
+                          getAttentionOpSpec(*this, OpKind::AttentionDecode)));
 }
 
 //===----------------------------------------------------------------------===//

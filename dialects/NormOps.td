@@ -348,6 +348,68 @@ def Norm_AttentionOp : Norm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+def Norm_AttentionDecodeOp : Norm_Op<"attention_decode", [Pure,
+    AttrSizedOperandSegments]> {
+  let summary = "a decode step: append new keys and values to a KV cache, attend";
+  let description = [{
+    One decode step of a layer: sequence `b` has `cache_seqlens[b]` rows in
+    its cache (`k_cache`, `v_cache`, rows `b * capacity` on) and new tokens
+    `cu_seqlens[b]` to `cu_seqlens[b + 1]` in `q`, `k` and `v`. The new k
+    and v rows are appended to the cache (rows past the capacity are
+    dropped), and each new token attends to its sequence's cache and the new
+    tokens up to itself: `softmax(scale * norm(q) norm(k)^T) v` per head, as
+    `norm.attention` with the same QK-Norm and rotary fields (rotations at
+    positions `cache_seqlens[b] + i`, or `positions`). The results are the
+    output and the updated caches.
+
+    Like `norm.attention`, it reads q and k as the graph gives them: the
+    fusion passes move per-head norms and `norm.rotary` into it, and
+    `norm-form-attention-kernels` turns it into one
+    `norm.attention_decode_kernel` (QK-Norm, RoPE, cache write and
+    split-KV attention in one launch).
+
+    ```mlir
+    %o, %kc, %vc = norm.attention_decode %q, %k, %v seqlens(%cu : tensor<?xi32>)
+        cache(%k_cache, %v_cache lengths %len : tensor<?xi32>) scale(0.08838834764831845)
+        {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64}
+        : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>,
+          tensor<?x1024xbf16>, tensor<?x1024xbf16>
+       -> tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
+    ```
+  }];
+  let arguments = (ins Norm_RowTensor:$q, Norm_RowTensor:$k, Norm_RowTensor:$v,
+                       TensorRankOf<[I32], [1]>:$cu_seqlens,
+                       Norm_RowTensor:$k_cache, Norm_RowTensor:$v_cache,
+                       TensorRankOf<[I32], [1]>:$cache_seqlens,
+                       Optional<Norm_ParamTensor>:$q_norm_weight,
+                       Optional<Norm_ParamTensor>:$k_norm_weight,
+                       Optional<Norm_PositionsTensor>:$positions,
+                       Optional<Norm_RopeTableTensor>:$rope_table,
+                       I64Attr:$num_heads, I64Attr:$num_kv_heads,
+                       I64Attr:$head_dim, F64Attr:$scale,
+                       OptionalAttr<Norm_QKNormKindAttr>:$qk_norm,
+                       OptionalAttr<F64Attr>:$qk_norm_eps,
+                       DefaultValuedAttr<F64Attr, "0.0">:$qk_norm_offset,
+                       OptionalAttr<Norm_RopeStyleAttr>:$rope,
+                       OptionalAttr<I64Attr>:$rotary_dim,
+                       OptionalAttr<F64Attr>:$rope_theta);
+  let results = (outs Norm_RowTensor:$output, Norm_RowTensor:$k_cache_out,
+                      Norm_RowTensor:$v_cache_out);
+  let assemblyFormat = "$q `,` $k `,` $v `seqlens` `(` $cu_seqlens `:` "
+      "type($cu_seqlens) `)` `cache` `(` $k_cache `,` $v_cache `lengths` "
+      "$cache_seqlens `:` type($cache_seqlens) `)` " #
+      OptParam<"q_norm_weight">.format # " " #
+      OptParam<"k_norm_weight">.format # " " # OptParam<"positions">.format #
+      " " # OptParam<"rope_table">.format # " " #
+      Real<"scale", "scale">.format #
+      " " # OptReal<"qk_norm_eps", "qk_norm_eps">.format # " " #
+      OptReal<"qk_norm_offset", "qk_norm_offset">.format # " attr-dict `:` "
+      "type($q) `,` type($k) `,` type($v) `,` type($k_cache) `,` "
+      "type($v_cache) `->` type($output) `,` type($k_cache_out) `,` "
+      "type($v_cache_out)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Kernel ops: one op, one future GPU kernel
 //===----------------------------------------------------------------------===//

@@ -15,12 +15,19 @@ namespace mlir::norm {
 using namespace mlir;
 using namespace mlir::norm;
 
+/// Attention kernels take both QK-Norm weights or neither.
+template <typename OpTy> static LogicalResult verifyWeightPair(OpTy op) {
+  if (bool(op.getQNormWeight()) == bool(op.getKNormWeight()))
+    return success();
+  return op.emitOpError()
+         << "has a QK-Norm weight for only one of q and k; the attention "
+            "kernels take both or neither (give the other a ones weight)";
+}
+
 /// The kernel op of `op` over one sequence of all its tokens.
 static LogicalResult formAttentionKernel(AttentionOp op) {
-  if (bool(op.getQNormWeight()) != bool(op.getKNormWeight()))
-    return op.emitOpError()
-           << "has a QK-Norm weight for only one of q and k; the attention "
-              "kernel takes both or neither (give the other a ones weight)";
+  if (failed(verifyWeightPair(op)))
+    return failure();
   OpBuilder b(op);
   Location loc = op.getLoc();
   // cu_seqlens = [0, tokens] as i32, the type of FlashAttention's offsets.
@@ -44,6 +51,20 @@ static LogicalResult formAttentionKernel(AttentionOp op) {
   return success();
 }
 
+/// The decode kernel op of `op`: the same operands and fields (in the same
+/// order: the kernel op adds only its launch and symbol).
+static LogicalResult formDecodeKernel(AttentionDecodeOp op) {
+  if (failed(verifyWeightPair(op)))
+    return failure();
+  OpBuilder b(op);
+  auto kernel = AttentionDecodeKernelOp::create(
+      b, op.getLoc(), op->getResultTypes(), op->getOperands(),
+      op->getAttrDictionary().getValue());
+  op.replaceAllUsesWith(kernel->getResults());
+  op.erase();
+  return success();
+}
+
 namespace {
 struct FormAttentionKernelsPass
     : mlir::norm::impl::FormAttentionKernelsBase<FormAttentionKernelsPass> {
@@ -52,6 +73,11 @@ struct FormAttentionKernelsPass
     getOperation()->walk([&](AttentionOp op) { ops.push_back(op); });
     for (AttentionOp op : ops)
       if (failed(formAttentionKernel(op)))
+        return signalPassFailure();
+    SmallVector<AttentionDecodeOp> decodes;
+    getOperation()->walk([&](AttentionDecodeOp op) { decodes.push_back(op); });
+    for (AttentionDecodeOp op : decodes)
+      if (failed(formDecodeKernel(op)))
         return signalPassFailure();
   }
 };

@@ -15,10 +15,13 @@ using namespace mlir::norm;
 
 namespace {
 
-struct FuseQKNormIntoAttentionOp : OpRewritePattern<AttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
+/// Either attention layer op (prefill or decode) whose q and k are
+/// normalized per head: it reads them unnormalized and normalizes itself.
+template <typename OpTy>
+struct FuseQKNormIntoAttentionOp : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
 
-  LogicalResult matchAndRewrite(AttentionOp attention,
+  LogicalResult matchAndRewrite(OpTy attention,
                                 PatternRewriter &rewriter) const override {
     if (attention.getQkNormAttr())
       return rewriter.notifyMatchFailure(attention, "has QK-Norm already");
@@ -38,19 +41,18 @@ struct FuseQKNormIntoAttentionOp : OpRewritePattern<AttentionOp> {
       return rewriter.notifyMatchFailure(attention, "norms do not match the "
                                                     "heads or each other");
 
-    auto fused = AttentionOp::create(
-        rewriter, attention.getLoc(), attention.getType(), q->source,
-        k->source, attention.getV(), q->weight, k->weight,
-        attention.getPositions(), attention.getRopeTable(),
-        attention.getNumHeadsAttr(), attention.getNumKvHeadsAttr(),
-        attention.getHeadDimAttr(), attention.getCausalAttr(),
-        attention.getScaleAttr(),
-        QKNormKindAttr::get(getContext(), q->kind),
-        rewriter.getF64FloatAttr(q->eps),
-        rewriter.getF64FloatAttr(q->weightOffset), attention.getRopeAttr(),
-        attention.getRotaryDimAttr(), attention.getRopeThetaAttr());
-    fused->setDiscardableAttrs(attention->getDiscardableAttrDictionary());
-    rewriter.replaceOp(attention, fused);
+    rewriter.modifyOpInPlace(attention, [&] {
+      attention.getQMutable().assign(q->source);
+      attention.getKMutable().assign(k->source);
+      if (q->weight)
+        attention.getQNormWeightMutable().assign(q->weight);
+      if (k->weight)
+        attention.getKNormWeightMutable().assign(k->weight);
+      attention.setQkNormAttr(
+          QKNormKindAttr::get(rewriter.getContext(), q->kind));
+      attention.setQkNormEpsAttr(rewriter.getF64FloatAttr(q->eps));
+      attention.setQkNormOffsetAttr(rewriter.getF64FloatAttr(q->weightOffset));
+    });
     return success();
   }
 };
@@ -59,7 +61,8 @@ struct FuseQKNormIntoAttentionPass
     : mlir::norm::impl::FuseQKNormIntoAttentionBase<FuseQKNormIntoAttentionPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FuseQKNormIntoAttentionOp>(&getContext());
+    patterns.add<FuseQKNormIntoAttentionOp<AttentionOp>,
+                 FuseQKNormIntoAttentionOp<AttentionDecodeOp>>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }

@@ -6,6 +6,8 @@
 
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <type_traits>
+
 namespace mlir::norm {
 #define GEN_PASS_DEF_FUSEROTARYINTOATTENTION
 #include "passes/FusionPasses.h.inc"
@@ -26,10 +28,13 @@ static RotaryOp matchRotary(Value value, uint64_t heads, uint64_t headDim) {
   return rotary;
 }
 
-struct FuseRotaryIntoAttentionOp : OpRewritePattern<AttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
+/// Either attention layer op (prefill or decode) whose q and k are rotated
+/// alike for it alone: it reads them unrotated and rotates itself.
+template <typename OpTy>
+struct FuseRotaryIntoAttentionOp : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
 
-  LogicalResult matchAndRewrite(AttentionOp attention,
+  LogicalResult matchAndRewrite(OpTy attention,
                                 PatternRewriter &rewriter) const override {
     if (attention.getRope())
       return rewriter.notifyMatchFailure(attention, "rotates already");
@@ -43,6 +48,12 @@ struct FuseRotaryIntoAttentionOp : OpRewritePattern<AttentionOp> {
     if (!q || !k)
       return rewriter.notifyMatchFailure(attention,
                                          "q or k is not rotated for it alone");
+    // A norm.rotary without positions turns row i by position i; decode
+    // rotates its new rows after the cache, so only explicit positions
+    // mean the same there.
+    if (std::is_same_v<OpTy, AttentionDecodeOp> && !q.getPositions())
+      return rewriter.notifyMatchFailure(
+          attention, "decode rows rotated by their index, not their position");
     if (q.getStyle() != k.getStyle() ||
         q.getRotaryDimAttr() != k.getRotaryDimAttr() ||
         q.getRopeThetaAttr() != k.getRopeThetaAttr() ||
@@ -73,7 +84,8 @@ struct FuseRotaryIntoAttentionPass
           FuseRotaryIntoAttentionPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FuseRotaryIntoAttentionOp>(&getContext());
+    patterns.add<FuseRotaryIntoAttentionOp<AttentionOp>,
+                 FuseRotaryIntoAttentionOp<AttentionDecodeOp>>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }

@@ -69,8 +69,10 @@ def FuseResidualAddIntoNorm : Pass<"norm-fuse-residual-add-into-norm"> {
 def FuseRotaryIntoAttention : Pass<"norm-fuse-rotary-into-attention"> {
   let summary = "Move the rotary embeddings of q and k into norm.attention";
   let description = [{
-    Matches `norm.attention` whose `q` and `k` are both `norm.rotary` results
-    with the same style, rotary dim and theta, with the attention's heads
+    Matches `norm.attention` (or `norm.attention_decode`, whose rotations
+    need explicit `positions`: a decode row is not at its index) whose `q`
+    and `k` are both `norm.rotary` results with the same style, rotary dim,
+    theta, positions and table, with the attention's heads
     (`num_heads` for q, `num_kv_heads` for k) and `head_dim`, used only by
     the attention: the attention then reads the unrotated `q` and `k` and
     carries `rope`, `rotary_dim` and `rope_theta`. Attention ops that
@@ -85,7 +87,8 @@ def FuseRotaryIntoAttention : Pass<"norm-fuse-rotary-into-attention"> {
 def FuseQKNormIntoAttention : Pass<"norm-fuse-qk-norm-into-attention"> {
   let summary = "Move per-head QK-Norm into the norm.attention op";
   let description = [{
-    Matches `norm.attention` whose `q` and `k` are both normalized per head:
+    Matches `norm.attention` or `norm.attention_decode` whose `q` and `k`
+    are both normalized per head:
 
     ```mlir
     // q : tensor<T x (H * D)>, one row of D values per token and head
@@ -129,14 +132,16 @@ def FormQKNormPrologue : Pass<"norm-form-qk-norm-prologue"> {
 }
 
 def FormAttentionKernels : Pass<"norm-form-attention-kernels"> {
-  let summary = "Turn every norm.attention into a norm.attention_kernel";
+  let summary = "Turn every attention layer op into its kernel op";
   let description = [{
     Each `norm.attention`, with or without a fused QK-Norm, becomes the
     attention kernel op over one sequence of all its tokens:
     `cu_seqlens = [0, tokens]`, built with `tensor.from_elements`
     (variable-length batches come from a host that calls the kernel with
     its own offsets). A QK-Norm with a weight on only one of q and k has no
-    kernel (the kernel takes both or neither): an error at the op.
+    kernel (the kernel takes both or neither): an error at the op. Each
+    `norm.attention_decode` becomes a `norm.attention_decode_kernel` of the
+    same operands and fields.
   }];
   let dependentDialects = ["::mlir::norm::NormDialect",
                            "::mlir::arith::ArithDialect",

@@ -93,6 +93,12 @@ void GenerateKernels::runOnOperation() {
                       "norm.attention_kernel");
       return WalkResult::interrupt();
     }
+    if (isa<AttentionDecodeOp>(op)) {
+      op->emitOpError("is not a kernel op; norm-form-attention-kernels (part "
+                      "of norm-fuse and norm-to-ptx) turns it into "
+                      "norm.attention_decode_kernel");
+      return WalkResult::interrupt();
+    }
     if (isa<RotaryOp>(op)) {
       op->emitOpError("is not a kernel op; norm-fuse-rotary-into-attention "
                       "(part of norm-fuse) moves it into the norm.attention "

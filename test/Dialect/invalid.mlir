@@ -149,7 +149,7 @@ func.func @segment_no_variance(%x: tensor<?x8xf32>, %m: tensor<8xf32>) {
 
 func.func @segment_no_v(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>, %w: tensor<64xf16>) {
   // expected-error @+1 {{operand group starting at #2 requires 1 element, but found 0}}
-  %0 = "norm.attention"(%q, %k, %w) <{head_dim = 64 : i64, num_heads = 1 : i64, num_kv_heads = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 0, 1, 0>, qk_norm = #norm.qk_norm<rms>, qk_norm_eps = 1.0e-06 : f64, scale = 1.250000e-01 : f64}> : (tensor<?x64xf16>, tensor<?x64xf16>, tensor<64xf16>) -> tensor<?x64xf16>
+  %0 = "norm.attention"(%q, %k, %w) <{head_dim = 64 : i64, num_heads = 1 : i64, num_kv_heads = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 0, 1, 0, 0, 0>, qk_norm = #norm.qk_norm<rms>, qk_norm_eps = 1.0e-06 : f64, scale = 1.250000e-01 : f64}> : (tensor<?x64xf16>, tensor<?x64xf16>, tensor<64xf16>) -> tensor<?x64xf16>
   return
 }
 

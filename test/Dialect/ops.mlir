@@ -301,7 +301,7 @@ func.func @attributes() attributes {
 // The generic form keeps the properties other tools see.
 // GENERIC: "norm.rms_norm"(%{{.*}}, %{{.*}}) <{eps = 9.9999999999999995E-7 : f64, weight_offset = 1.000000e+00 : f64}>
 // GENERIC: "norm.layer_norm"(%{{.*}}, %{{.*}}) <{eps = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 1>}>
-// GENERIC: "norm.attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{head_dim = 128 : i64, num_heads = 32 : i64, num_kv_heads = 8 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>, qk_norm = #norm.qk_norm<rms>, qk_norm_eps = 9.9999999999999995E-7 : f64, qk_norm_offset = 0.000000e+00 : f64, scale = 0.088388347648318447 : f64}>
+// GENERIC: "norm.attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{head_dim = 128 : i64, num_heads = 32 : i64, num_kv_heads = 8 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0>, qk_norm = #norm.qk_norm<rms>, qk_norm_eps = 9.9999999999999995E-7 : f64, qk_norm_offset = 0.000000e+00 : f64, scale = 0.088388347648318447 : f64}>
 // GENERIC: "norm.fused_row"(%{{.*}}, %{{.*}}, %{{.*}}) <{alpha = 1.000000e+00 : f64, eps = 9.9999999999999995E-7 : f64, groups = 1 : i64, launch = #norm.launch<vector = 8, threads_per_row = 128, warps = 4, rows_per_cta = 1>, operandSegmentSizes = array<i32: 1, 1, 0, 1, 0, 0, 0>, statistic = #norm.statistic<rms>, weight_offset = 0.000000e+00 : f64}> : (tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<4096xbf16>) -> (tensor<?x4096xbf16>, tensor<?x4096xbf16>)
 // GENERIC: "norm.row_allreduce"(%{{.*}}, %{{.*}}) <{group_size = 256 : i64, kind = #norm.reduction<add>}> : (f32, f32) -> (f32, f32)
 // GENERIC: "norm.row_allreduce"(%{{.*}}) <{group_size = 4 : i64, kind = #norm.reduction<max>}> : (f32) -> f32

@@ -40,7 +40,7 @@ func.func @static_tokens(%q: tensor<7x128xf16>) -> tensor<7x128xf16> {
 // -----
 
 func.func @one_weight(%q: tensor<?x128xbf16>, %w: tensor<128xbf16>) -> tensor<?x128xbf16> {
-  // expected-error @below {{has a QK-Norm weight for only one of q and k; the attention kernel takes both or neither (give the other a ones weight)}}
+  // expected-error @below {{has a QK-Norm weight for only one of q and k; the attention kernels take both or neither (give the other a ones weight)}}
   %o = norm.attention %q, %q, %q q_norm_weight(%w : tensor<128xbf16>) scale(0.1)
       qk_norm_eps(1.0e-06)
       {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64,
