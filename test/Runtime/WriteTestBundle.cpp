@@ -1,7 +1,7 @@
 //===- WriteTestBundle.cpp - a kernel bundle from the fake compiler -------===//
 //
 // normjit-write-test-bundle <bundle> [hidden...]: tunes RMSNorm (bf16, with
-// weight) for each hidden size (default 4096, and then two attention
+// weight) for each hidden size (default 4096, and then three attention
 // operations as well) on the fake driver with the fake compiler and writes
 // their bundle, for tests of what serves bundles
 // (the C API test, runtime-only builds) on machines without a GPU.
@@ -30,10 +30,10 @@ int main(int argc, char **argv) {
     spec.hasWeight = true;
     specs.push_back(spec);
   }
-  // Without sizes also two attention kernels (the C API and Python tests
-  // describe the same operations): causal GQA without a QK-Norm, and a
+  // Without sizes also three attention kernels (the C API and Python tests
+  // describe the same operations): causal GQA without a QK-Norm, a
   // Gemma-style QK-Norm (rms, weights, 1 + w) with one key/value head that
-  // writes the log-sum-exp.
+  // writes the log-sum-exp, and the first with a rope table and positions.
   if (argc == 2) {
     OpSpec causal;
     causal.kind = OpKind::Attention;
@@ -54,6 +54,14 @@ int main(int argc, char **argv) {
     normed.writeLse = true;
     normed.scale = 1.0 / std::sqrt(64.0);
     specs.push_back(normed);
+    // The causal one with neox rotary embeddings at explicit positions from
+    // a cos/sin table (the Python layer's positions= and cos_sin_cache=).
+    OpSpec table = causal;
+    table.rope = RopeStyle::NeoX;
+    table.rotaryDim = 128;
+    table.ropePositions = true;
+    table.ropeTable = true;
+    specs.push_back(table);
   }
   ContextOptions options;
   options.driverLibrary = NORM_FAKE_CUDA_LIBRARY;

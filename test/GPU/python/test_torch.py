@@ -388,6 +388,232 @@ class DecodeCompileTest(HeuristicCase):
                         "the compiled call's cache writes differ")
 
 
+def llama3_cos_sin_cache(max_position, rotary_dim, device, theta=500000.0,
+                         factor=8.0, low_freq_factor=1.0,
+                         high_freq_factor=4.0, original_max_position=8192):
+    """Llama 3.1's scaled rotary frequencies as vLLM's and FlashInfer's
+    cos_sin_cache: float32 [max_position, rotary_dim], row p cos(p f_i) then
+    sin(p f_i) (computed in float64)."""
+    import math
+    f64 = torch.float64
+    inv_freq = theta ** (-torch.arange(0, rotary_dim, 2, dtype=f64,
+                                       device=device) / rotary_dim)
+    wavelen = 2 * math.pi / inv_freq
+    smooth = (original_max_position / wavelen - low_freq_factor) / (
+        high_freq_factor - low_freq_factor)
+    freq = torch.where(
+        wavelen > original_max_position / low_freq_factor, inv_freq / factor,
+        torch.where(wavelen < original_max_position / high_freq_factor,
+                    inv_freq, (1 - smooth) * inv_freq / factor +
+                    smooth * inv_freq))
+    angles = torch.arange(max_position, dtype=f64, device=device)[:, None] * (
+        freq[None])
+    return torch.cat((angles.cos(), angles.sin()), -1).float()
+
+
+def rotate_by_table(x, table, positions):
+    """neox rotary embeddings of [tokens, heads, D] bf16 by the float32
+    table's row at each token's position, in float64, rounded to bf16 (the
+    kernel's rounding point): float64. Positions outside the table give NaN
+    rows, as the kernel's."""
+    x = x.double()
+    rotary_dim = table.size(1)
+    half = rotary_dim // 2
+    inside = (positions >= 0) & (positions < table.size(0))
+    rows = table.double()[positions.long().clamp(0, table.size(0) - 1)]
+    rows[~inside] = float("nan")
+    c, s = rows[:, None, :half], rows[:, None, half:]
+    a, b = x[..., :half], x[..., half:rotary_dim]
+    return torch.cat((a * c - b * s, b * c + a * s, x[..., rotary_dim:]),
+                     -1).to(torch.bfloat16).double()
+
+
+def attention_reference(q, k, v, cu_seqlens, causal=True):
+    """Attention of [tokens, heads, D] float64 per sequence, the causal mask
+    by index within it, scale 1 / sqrt(D): (out, sum_j p_j |v_j|), float64
+    [tokens, Hq, D]."""
+    d = q.size(-1)
+    group = q.size(1) // k.size(1)
+    out = torch.empty_like(q)
+    magnitude = torch.empty_like(q)
+    bounds = cu_seqlens.tolist()
+    for s, e in zip(bounds[:-1], bounds[1:]):
+        qs = q[s:e].transpose(0, 1)
+        ks = k[s:e].transpose(0, 1).repeat_interleave(group, 0)
+        vs = v[s:e].double().transpose(0, 1).repeat_interleave(group, 0)
+        scores = qs @ ks.transpose(-1, -2) / d ** 0.5
+        if causal:
+            mask = torch.ones(e - s, e - s, dtype=torch.bool,
+                              device=q.device).triu(1)
+            scores = scores.masked_fill(mask, float("-inf"))
+        p = scores.softmax(-1)
+        out[s:e] = (p @ vs).transpose(0, 1)
+        magnitude[s:e] = (p @ vs.abs()).transpose(0, 1)
+    return out, magnitude
+
+
+def bf16_ulp(x):
+    _, exponent = torch.frexp(x.abs().clamp_min(2.0 ** -126))
+    return torch.ldexp(torch.ones_like(x), exponent - 8)
+
+
+@unittest.skipUnless(HAVE_CUDA, "needs torch and a CUDA device")
+class RopeTableTest(HeuristicCase):
+    """Attention and decode attention with a Llama 3.1-scaled cos_sin_cache
+    at explicit positions against float64 references that rotate by the
+    same float32 table (attention_bench.py's tolerance: 8 bf16 ulps of the
+    output plus 2^-8 of sum_j p_j |v_j|, P's bf16 rounding)."""
+
+    device = "cuda"
+    MAX_POSITION = 32768
+
+    def setUp(self):
+        super().setUp()
+        self.table = llama3_cos_sin_cache(self.MAX_POSITION, 128, self.device)
+
+    def tensor(self, *shape, scale=2.0):
+        """Uniform in [-scale, scale), bf16."""
+        return (torch.rand(*shape, device=self.device, dtype=torch.float64)
+                * 2 - 1).mul_(scale).to(torch.bfloat16)
+
+    def positions(self, values):
+        return torch.tensor(values, dtype=torch.int32, device=self.device)
+
+    def assertAttention(self, got, want, magnitude, name, rows=None):
+        """Within the tolerance everywhere (or in `rows` of tokens); NaN
+        never passes."""
+        got = got.double().view_as(want)
+        if rows is not None:
+            got, want, magnitude = got[rows], want[rows], magnitude[rows]
+        error = (got - want).abs()
+        bad = ~(error <= 8 * bf16_ulp(want) + 2.0 ** -8 * magnitude)
+        if bad.any():
+            index = tuple(int(i) for i in bad.nonzero()[0])
+            self.fail(f"{name}: {int(bad.sum())} of {got.numel()} elements "
+                      f"off, first at {index}: got {got[index].item()}, "
+                      f"expected {want[index].item()}")
+
+    def test_chunked_prefill_at_positions(self):
+        # Three sequences: a chunk that continues at position 9000 (past
+        # the original 8192: the scaled frequencies matter), one from 0,
+        # and one token at 20000.
+        seqlens, starts = (37, 100, 1), (9000, 0, 20000)
+        cu = torch.tensor([0, 37, 137, 138], dtype=torch.int32,
+                          device=self.device)
+        positions = self.positions([p + i for n, p in zip(seqlens, starts)
+                                    for i in range(n)])
+        q, k, v = (self.tensor(138, heads, 128) for heads in (8, 2, 2))
+        with torch.no_grad():
+            got = norm_opt.attention(q, k, v, causal=True, cu_seqlens=cu,
+                                     rope="neox", positions=positions,
+                                     cos_sin_cache=self.table)
+        torch.cuda.synchronize()
+        want, magnitude = attention_reference(
+            rotate_by_table(q, self.table, positions),
+            rotate_by_table(k, self.table, positions), v, cu)
+        self.assertAttention(got, want, magnitude, "prefill")
+        # Scores depend on position differences only, so consecutive
+        # positions check the table's rows more than the positions: these
+        # are out of order. The rotations move with them, the mask stays by
+        # index; the table's rows 132 floats apart.
+        wide = torch.full((self.MAX_POSITION, 132), float("nan"),
+                          device=self.device)
+        wide[:, :128] = self.table
+        shuffled = positions[torch.randperm(138, device=self.device)]
+        with torch.no_grad():
+            got = norm_opt.attention(q, k, v, causal=True, cu_seqlens=cu,
+                                     rope="neox", positions=shuffled,
+                                     cos_sin_cache=wide[:, :128])
+        want, magnitude = attention_reference(
+            rotate_by_table(q, self.table, shuffled),
+            rotate_by_table(k, self.table, shuffled), v, cu)
+        self.assertAttention(got, want, magnitude, "shuffled positions")
+
+    def test_table_of_rope_theta_agrees_with_rope_theta(self):
+        # An unscaled table (factor 1) at each token's index: the rotation
+        # rope_theta computes.
+        table = llama3_cos_sin_cache(512, 64, self.device, theta=10000.0,
+                                     factor=1.0)
+        cu = torch.tensor([0, 300, 511], dtype=torch.int32, device=self.device)
+        index = torch.cat([torch.arange(300), torch.arange(211)]).to(
+            torch.int32).to(self.device)
+        q, k, v = (self.tensor(511, heads, 64) for heads in (4, 4, 4))
+        with torch.no_grad():
+            by_table = norm_opt.attention(q, k, v, causal=True, cu_seqlens=cu,
+                                          rope="neox", cos_sin_cache=table)
+            by_theta = norm_opt.attention(q, k, v, causal=True, cu_seqlens=cu,
+                                          rope="neox", positions=index)
+        want, magnitude = attention_reference(
+            rotate_by_table(q, table, index), rotate_by_table(k, table, index),
+            v, cu)
+        self.assertAttention(by_table, want, magnitude, "table by index")
+        self.assertAttention(by_theta, want, magnitude, "theta at positions")
+
+    def test_positions_outside_the_table_give_nan_rows(self):
+        # The last token of each sequence is outside the table (no key after
+        # it within its sequence sees its NaN key).
+        cu = torch.tensor([0, 20, 50], dtype=torch.int32, device=self.device)
+        values = list(range(100, 120)) + list(range(30))
+        values[19], values[49] = self.MAX_POSITION, -1
+        positions = self.positions(values)
+        q, k, v = (self.tensor(50, heads, 128) for heads in (4, 1, 1))
+        with torch.no_grad():
+            got = norm_opt.attention(q, k, v, causal=True, cu_seqlens=cu,
+                                     rope="neox", positions=positions,
+                                     cos_sin_cache=self.table)
+        torch.cuda.synchronize()
+        outside = torch.zeros(50, dtype=torch.bool, device=self.device)
+        outside[[19, 49]] = True
+        self.assertTrue(bool(got[outside].isnan().all()),
+                        "a position outside the table rotated to a number")
+        want, magnitude = attention_reference(
+            rotate_by_table(q, self.table, positions),
+            rotate_by_table(k, self.table, positions), v, cu)
+        self.assertAttention(got, want, magnitude, "inside the table",
+                             rows=~outside)
+
+    def test_decode_at_positions(self):
+        # One new token per sequence, rotated at its position (not its
+        # cache length); the rows past the new ones are NaN (never read).
+        batch, capacity = 3, 64
+        lengths = [0, 17, 40]
+        cache_seqlens = self.positions(lengths)
+        positions = self.positions([5, 30000, 12345])
+        q, k, v = (self.tensor(batch, heads, 128) for heads in (8, 2, 2))
+        caches = self.tensor(2, batch, capacity, 2, 128)
+        for b, n in enumerate(lengths):
+            caches[:, b, n:] = float("nan")
+        k_cache, v_cache = caches[0], caches[1]
+        old_k, old_v = k_cache.clone(), v_cache.clone()
+        with torch.no_grad():
+            got = norm_opt.attention_decode(
+                q, k, v, k_cache, v_cache, cache_seqlens, rope="neox",
+                positions=positions, cos_sin_cache=self.table)
+        torch.cuda.synchronize()
+        qr = rotate_by_table(q, self.table, positions)
+        kr = rotate_by_table(k, self.table, positions)
+        for b, n in enumerate(lengths):
+            with self.subTest(sequence=b):
+                keys = torch.cat((old_k[b, :n].double(), kr[b:b + 1]))
+                values = torch.cat((old_v[b, :n], v[b:b + 1]))
+                cu = torch.tensor([0, n + 1], dtype=torch.int32)
+                # The new token is the last of its sequence: it sees all.
+                queries = torch.cat((torch.zeros_like(keys[:n]).repeat(
+                    1, 4, 1), qr[b:b + 1]))
+                want, magnitude = attention_reference(queries, keys, values,
+                                                      cu)
+                self.assertAttention(got[b:b + 1], want[n:], magnitude[n:],
+                                     "decode")
+                # The appended rows: k rotated (to within a bf16 rounding),
+                # v as given; the rest of the cache untouched.
+                self.assertClose(k_cache[b, n], kr[b], "appended k")
+                self.assertTrue(torch.equal(bits(v_cache[b, n]), bits(v[b])))
+                for cache, old in ((k_cache, old_k), (v_cache, old_v)):
+                    self.assertTrue(torch.equal(bits(cache[b, :n]),
+                                                bits(old[b, :n])))
+                    self.assertTrue(bool(cache[b, n + 1:].isnan().all()))
+
+
 @unittest.skipUnless(HAVE_CUDA, "needs torch and a CUDA device")
 class TunedKernelsTest(Case):
     """Tuned kernels (each row bucket's winner) at the row counts that pick

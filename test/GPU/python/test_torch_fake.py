@@ -242,6 +242,148 @@ class TorchLayerTest(unittest.TestCase):
             True, None, None, 1e-6, 0.0, False, None, "neox", 32, 5e5)
         self.assertEqual(out.shape, (9, 8, 64))
 
+    # The ops' shape functions check positions and the table (meta tensors:
+    # no data, no launch).
+    def test_rope_inputs_shapes_without_running(self):
+        meta = lambda *shape, dtype=torch.bfloat16: torch.empty(
+            *shape, dtype=dtype, device="meta")
+        positions = meta(9, dtype=torch.int32)
+        table = meta(4096, 32, dtype=torch.float32)
+        before = self.fake.fakecuda_launch_count()
+        out, _ = torch.ops.norm_opt.attention(
+            meta(9, 8, 64), meta(9, 2, 64), meta(9, 2, 64), None, None, None,
+            True, None, None, 1e-6, 0.0, False, None, "neox", 32, 10000.0,
+            positions, table)
+        self.assertEqual((out.shape, out.device.type), ((9, 8, 64), "meta"))
+        out = torch.ops.norm_opt.attention_decode(
+            meta(2, 4, 64), meta(2, 2, 64), meta(2, 2, 64),
+            meta(2, 16, 2, 64), meta(2, 16, 2, 64),
+            meta(2, dtype=torch.int32), None, None, None, None, None, 1e-6,
+            0.0, None, "gptj", None, 10000.0, positions[:2],
+            meta(100, 64, dtype=torch.float32))
+        self.assertEqual(out.shape, (2, 4, 64))
+        self.assertEqual(self.fake.fakecuda_launch_count(), before)
+        prefill = lambda table=table, positions=positions, theta=10000.0, \
+            rope="neox": torch.ops.norm_opt.attention(
+                meta(9, 8, 64), meta(9, 2, 64), meta(9, 2, 64), None, None,
+                None, False, None, None, 1e-6, 0.0, False, None, rope,
+                None if rope is None else 32, theta, positions, table)
+        cases = [
+            (lambda: prefill(table=meta(4096, 64, dtype=torch.float32)),
+             ValueError, r"cos_sin_cache: expected \[max_position, rotary_dim "
+             r"= 32\] \(cos, then sin\), got shape \(4096, 64\)"),
+            (lambda: prefill(table=meta(4096, 32)), TypeError,
+             "cos_sin_cache: expected float32, got torch.bfloat16"),
+            (lambda: prefill(positions=meta(8, dtype=torch.int32)),
+             ValueError, r"positions: expected one position per token, "
+             r"shape \(9,\), got \(8,\)"),
+            (lambda: prefill(positions=meta(9, dtype=torch.int64)),
+             TypeError, "positions: expected int32, got torch.int64"),
+            (lambda: prefill(theta=5e5), ValueError, "rope_theta: the "
+             "cos_sin_cache gives the angles"),
+            (lambda: prefill(rope=None), ValueError, "need rope="),
+        ]
+        for call, error, message in cases:
+            with self.subTest(message=message):
+                self.assertRaisesRegex(error, message, call)
+        decode = lambda width: torch.ops.norm_opt.attention_decode(
+            meta(2, 4, 64), meta(2, 2, 64), meta(2, 2, 64),
+            meta(2, 16, 2, 64), meta(2, 16, 2, 64),
+            meta(2, dtype=torch.int32), None, None, None, None, None, 1e-6,
+            0.0, None, "neox", None, 10000.0, None,
+            meta(100, width, dtype=torch.float32))
+        self.assertEqual(decode(64).shape, (2, 4, 64))
+        with self.assertRaisesRegex(ValueError, "rotary_dim = 64"):
+            decode(32)
+
+    # normjit-write-test-bundle's third attention: test_attention's, with
+    # neox rotary embeddings at explicit positions from a cos/sin table
+    # whose rows are strided (132 floats: a multiple of 4).
+    def test_attention_rope_positions_and_table(self):
+        qkv = self.rand(100, 1024)
+        q = qkv[:, :512].view(100, 4, 128)
+        k = qkv[:, 512:768].view(100, 2, 128)
+        v = qkv[:, 768:].view(100, 2, 128)
+        cu = torch.tensor([0, 40, 41, 100], dtype=torch.int32)
+        positions = torch.arange(100, dtype=torch.int32) + 1000
+        table = torch.randn(4096, 132)[:, :128]
+        call = self.layer.prepare_attention(
+            q, k, v, causal=True, cu_seqlens=cu, rope="neox",
+            positions=positions, cos_sin_cache=table)
+        self.assertEqual(call.desc.flags, capi.OP_CAUSAL |
+                         capi.OP_ROPE_POSITIONS | capi.OP_ROPE_TABLE)
+        # The table gives the angles: rope_theta 0, as the C API wants.
+        self.assertEqual((call.desc.rope, call.desc.rotary_dim,
+                          call.desc.rope_theta), (capi.ROPE_NEOX, 0, 0.0))
+        self.assertEqual(call.args.rope_table_rows, 4096)
+        tensor = call.args.tensors[capi.ROPE_TABLE]
+        self.assertEqual((tensor.data, tensor.dtype, tensor.cols,
+                          tensor.row_stride),
+                         (table.data_ptr(), capi.F32, 128, 132))
+        tensor = call.args.tensors[capi.POSITIONS]
+        self.assertEqual((tensor.data, tensor.dtype, tensor.cols),
+                         (positions.data_ptr(), capi.I32, 100))
+        # Served by the bundle: the desc names the bundle's operation.
+        from norm_opt import _registry
+        self.assertEqual(_registry.get_kernel(0, call.desc).tuning(100).source,
+                         "bundle")
+        with torch.no_grad():
+            out = norm_opt.attention(q, k, v, causal=True, cu_seqlens=cu,
+                                     rope="neox", positions=positions,
+                                     cos_sin_cache=table)
+        name, params = self.launch()
+        self.assertTrue(name.startswith(
+            "norm_attn_causal_ropeneox128_table_pos_d128_h4x2_bf16_"), name)
+        # q, k, v, cu_seqlens, positions, rope_table, output; rows, batch,
+        # rope_table_rows; the row strides of q, k, v, rope_table, output.
+        self.assertEqual(params, [q.data_ptr(), k.data_ptr(), v.data_ptr(),
+                                  cu.data_ptr(), positions.data_ptr(),
+                                  table.data_ptr(), out.data_ptr(), 100, 3,
+                                  4096, 1024, 1024, 1024, 132, 512])
+        self.assertEqual((out.shape, out.dtype), (q.shape, q.dtype))
+        # Positions with no single stride are copied; a one-row table has
+        # no row stride to speak of (its width is passed).
+        strided = (torch.arange(200, dtype=torch.int32) * 3)[::2]
+        norm_opt.attention(q, k, v, causal=True, cu_seqlens=cu, rope="neox",
+                           positions=strided, cos_sin_cache=table[:1])
+        params = self.launch()[1]
+        self.assertNotEqual(params[4], strided.data_ptr())
+        self.assertEqual((params[5], params[9], params[13]),
+                         (table.data_ptr(), 1, 128))
+
+    # Positions alone (angles from rope_theta) and a table alone (positions
+    # by index), with rotary dims below the head dim: compiled for the fake
+    # device.
+    def test_attention_rope_positions_or_table_alone(self):
+        q, k, v = self.rand(7, 4, 64), self.rand(7, 2, 64), self.rand(7, 2, 64)
+        positions = torch.tensor([5, 0, 9, 2, 2, 7, 1], dtype=torch.int32)
+        out = norm_opt.attention(q, k, v, rope="gptj", rotary_dim=32,
+                                 rope_theta=5e5, positions=positions)
+        name, params = self.launch()
+        self.assertTrue(name.startswith("norm_attn_ropegptj32_pos_d64_h4x2_"),
+                        name)
+        # q, k, v, cu_seqlens, positions, output; rows, batch; strides.
+        self.assertEqual(params[4:8], [positions.data_ptr(), out.data_ptr(),
+                                       7, 1])
+        self.assertEqual(params[8:], [256, 128, 128, 256])
+        call = self.layer.prepare_attention(q, k, v, rope="gptj",
+                                            rotary_dim=32, rope_theta=5e5,
+                                            positions=positions)
+        self.assertEqual((call.desc.flags, call.desc.rope_theta,
+                          call.args.rope_table_rows),
+                         (capi.OP_ROPE_POSITIONS, 5e5, 0))
+        table = torch.randn(64, 48)
+        out = norm_opt.attention(q, k, v, causal=True, rope="neox",
+                                 rotary_dim=48, cos_sin_cache=table)
+        name, params = self.launch()
+        self.assertTrue(name.startswith(
+            "norm_attn_causal_ropeneox48_table_d64_h4x2_"), name)
+        # q, k, v, cu_seqlens, rope_table, output; rows, batch,
+        # rope_table_rows; strides of q, k, v, rope_table, output.
+        self.assertEqual(params[4:9], [table.data_ptr(), out.data_ptr(), 7, 1,
+                                       64])
+        self.assertEqual(params[9:], [256, 128, 128, 48, 256])
+
     # Decode (compiled for the fake device: the bundle has no decode
     # kernel): the new tokens, the caches in place as [batch, capacity,
     # heads, head_dim] views, the library's own workspace and semaphores,
@@ -271,6 +413,49 @@ class TorchLayerTest(unittest.TestCase):
             norm_opt.attention_decode(self.rand(3, 256), k, v, k_cache,
                                       v_cache, lengths, head_dim=64)
 
+    # Decode with positions (not the cache lengths) and a Llama-sized table.
+    def test_attention_decode_rope_positions_and_table(self):
+        q, k, v = self.rand(2, 256), self.rand(2, 128), self.rand(2, 128)
+        k_cache, v_cache = self.rand(2, 16, 2, 64), self.rand(2, 16, 2, 64)
+        lengths = torch.tensor([3, 0], dtype=torch.int32)
+        cu = torch.arange(3, dtype=torch.int32)
+        positions = torch.tensor([131000, 17], dtype=torch.int32)
+        table = torch.randn(131072, 64)
+        out = norm_opt.attention_decode(q, k, v, k_cache, v_cache, lengths, cu,
+                                        head_dim=64, rope="neox",
+                                        positions=positions,
+                                        cos_sin_cache=table)
+        name, params = self.launch()
+        self.assertTrue(name.startswith(
+            "norm_decode_ropeneox64_table_pos_d64_h4x2_bf16_"), name)
+        # q, k, v, cu_seqlens, cache_seqlens, positions, rope_table, output,
+        # k_cache, v_cache, workspace, semaphores; rows, batch, kv_splits,
+        # cache_capacity, rope_table_rows; the strides of q, k, v,
+        # rope_table, output, k_cache, v_cache.
+        self.assertEqual(params[:8], [q.data_ptr(), k.data_ptr(), v.data_ptr(),
+                                      cu.data_ptr(), lengths.data_ptr(),
+                                      positions.data_ptr(), table.data_ptr(),
+                                      out.data_ptr()])
+        self.assertEqual(params[8:10], [k_cache.data_ptr(),
+                                        v_cache.data_ptr()])
+        rows, batch, splits, capacity, table_rows = params[12:17]
+        self.assertEqual((rows, batch, capacity, table_rows), (2, 2, 16,
+                                                               131072))
+        self.assertEqual(params[17:], [256, 128, 128, 64, 256, 128, 128])
+        call = self.layer.prepare_attention_decode(
+            q, k, v, k_cache, v_cache, lengths, cu, head_dim=64, rope="neox",
+            positions=positions, cos_sin_cache=table)
+        self.assertEqual((call.desc.kind, call.desc.flags, call.desc.rope_theta,
+                          call.args.rope_table_rows, call.args.cache_rows),
+                         (capi.OP_ATTENTION_DECODE, capi.OP_ROPE_POSITIONS |
+                          capi.OP_ROPE_TABLE, 0.0, 131072, 32))
+        self.assertIs(call.keep[-4], table)  # kept alive until the launch
+        with self.assertRaisesRegex(ValueError, r"positions: expected one "
+                                    r"position per token, shape \(2,\)"):
+            norm_opt.attention_decode(q, k, v, k_cache, v_cache, lengths,
+                                      head_dim=64, rope="neox",
+                                      positions=positions[:1])
+
     # torch.ops.norm_opt.attention_decode (which norm_opt.attention_decode
     # calls, above: its caches are the caller's, never copies): meta tensors
     # reach its shape function, never the driver.
@@ -289,6 +474,8 @@ class TorchLayerTest(unittest.TestCase):
 
     def test_attention_errors(self):
         q, k = self.rand(5, 4, 64), self.rand(5, 2, 64)
+        positions = torch.arange(5, dtype=torch.int32)
+        table = torch.randn(16, 64)
         cases = [
             (lambda: norm_opt.attention(q.clone().requires_grad_(), k, k),
              RuntimeError, "forward only"),
@@ -318,6 +505,56 @@ class TorchLayerTest(unittest.TestCase):
              ValueError, "rotary_dim: expected a positive number"),
             (lambda: norm_opt.attention(q, k, k, rope="gptj", rope_theta=0),
              ValueError, "rope_theta: expected a positive frequency base"),
+            # Rotary positions and tables.
+            (lambda: norm_opt.attention(q, k, k, positions=positions),
+             ValueError, "positions and cos_sin_cache need rope='neox' or "
+             "'gptj'"),
+            (lambda: norm_opt.attention(q, k, k, cos_sin_cache=table),
+             ValueError, "positions and cos_sin_cache need rope"),
+            (lambda: norm_opt.attention(q, k, k, rope="neox",
+                                        positions=positions.long()),
+             TypeError, r"positions: expected int32, got torch.int64 "
+             r"\(convert with positions.to\(torch.int32\)\)"),
+            (lambda: norm_opt.attention(q, k, k, rope="neox",
+                                        positions=positions[None]),
+             ValueError, r"positions: expected one position per token, "
+             r"shape \(5,\), got \(1, 5\)"),
+            (lambda: norm_opt.attention(q, k, k, rope="neox",
+                                        cos_sin_cache=table,
+                                        rope_theta=5e5), ValueError,
+             r"rope_theta: the cos_sin_cache gives the angles; leave "
+             r"rope_theta at its default \(got 500000.0\)"),
+            # (0, the C API's "unset", is refused as any other theta.)
+            (lambda: norm_opt.attention(q, k, k, rope="neox",
+                                        cos_sin_cache=table, rope_theta=0),
+             ValueError, "rope_theta: the cos_sin_cache gives the angles"),
+            (lambda: norm_opt.attention(q, k, k, rope="neox",
+                                        cos_sin_cache=table.double()),
+             TypeError, "cos_sin_cache: expected float32, got torch.float64"),
+            (lambda: norm_opt.attention(q, k, k, rope="neox", rotary_dim=32,
+                                        cos_sin_cache=table), ValueError,
+             r"cos_sin_cache: expected \[max_position, rotary_dim = 32\]"),
+            (lambda: norm_opt.attention(q, k, k, rope="neox",
+                                        cos_sin_cache=table[0]), ValueError,
+             r"got shape \(64,\)"),
+            (lambda: norm_opt.attention(q, k, k, rope="neox",
+                                        cos_sin_cache=table[:0]), ValueError,
+             "cos_sin_cache: expected at least one position"),
+            (lambda: norm_opt.attention(q, k, k, rope="neox",
+                                        cos_sin_cache=torch.randn(64, 10).t()),
+             ValueError, "cos_sin_cache: the last dimension must be "
+             r"contiguous and the row stride a multiple of 4 floats, got "
+             r"strides \(1, 10\)"),
+            (lambda: norm_opt.attention(q, k, k, rope="neox",
+                                        cos_sin_cache=torch.randn(
+                                            10, 66)[:, :64]), ValueError,
+             r"row stride a multiple of 4 floats, got strides \(66, 1\)"),
+            # libnormjit's: the table is read in 16-byte quads.
+            (lambda: norm_opt.attention(q, k, k, rope="neox",
+                                        cos_sin_cache=torch.randn(
+                                            1 + 10 * 64)[1:].view(10, 64)),
+             norm_opt.NormJitError, "buffer 'rope_table' at 0x[0-9a-f]+ is "
+             "not aligned to the 16 bytes"),
             # libnormjit's rules, before any kernel is built.
             (lambda: norm_opt.attention(q, k, k, rope="neox", rotary_dim=24),
              norm_opt.NormJitError, "neox rotary embeddings need a rotary "

@@ -1,5 +1,7 @@
 """norm_opt's torch.library ops without libnormjit: the schemas (decode
-attention's caches marked written), the shape functions on meta tensors,
+attention's caches marked written; both ops' optional rotary positions and
+cos/sin table), the shape functions on meta tensors (and their checks of
+the positions and the table),
 and torch.compile(fullgraph=True) tracing decode attention as one op whose
 cache writes survive functionalization.
 
@@ -88,6 +90,51 @@ class DecodeOpTest(unittest.TestCase):
             torch.ops.norm_opt.attention_decode(
                 s["q"], s["k"], s["v"], s["k_cache"], s["v_cache"],
                 s["lengths"], None, None, None, None, None, 1e-6, 0.0, None)
+
+    # API 5's rotary inputs: the last two arguments of both ops, optional
+    # with default None (calls without them, above, stay valid).
+    def test_schemas_take_positions_and_a_rope_table(self):
+        for op in (self.op, torch.ops.norm_opt.attention.default):
+            with self.subTest(op=str(op)):
+                args = op._schema.arguments
+                self.assertEqual([a.name for a in args[-2:]],
+                                 ["positions", "cos_sin_cache"])
+                for a in args[-2:]:
+                    self.assertEqual(str(a.type), "Optional[Tensor]")
+                    self.assertIsNone(a.default_value)
+                    self.assertIsNone(a.alias_info)  # read, never written
+                self.assertEqual([a.name for a in args[-5:-2]],
+                                 ["rope", "rotary_dim", "rope_theta"])
+
+    def test_shape_function_checks_positions_and_the_table(self):
+        s = self.inputs("meta")
+        table = lambda width: torch.empty(4096, width, dtype=torch.float32,
+                                          device="meta")
+        positions = torch.empty(2, dtype=torch.int32, device="meta")
+        decode = lambda positions, table, rotary_dim=None: (
+            torch.ops.norm_opt.attention_decode(
+                s["q"], s["k"], s["v"], s["k_cache"], s["v_cache"],
+                s["lengths"], None, None, None, None, None, 1e-6, 0.0, 64,
+                "neox", rotary_dim, 10000.0, positions, table))
+        self.assertEqual(decode(positions, table(64)).shape, (2, 256))
+        self.assertEqual(decode(None, table(32), 32).shape, (2, 256))
+        with self.assertRaisesRegex(ValueError, r"cos_sin_cache: expected "
+                                    r"\[max_position, rotary_dim = 64\] "
+                                    r"\(cos, then sin\), got shape "
+                                    r"\(4096, 128\)"):
+            decode(positions, table(128))
+        with self.assertRaisesRegex(ValueError, "rotary_dim = 32"):
+            decode(None, table(64), 32)
+        with self.assertRaisesRegex(TypeError, "positions: expected int32"):
+            decode(positions.long(), None)
+        q = s["q"].view(2, 4, 64)
+        kv = s["k"].view(2, 2, 64)
+        prefill = lambda width: torch.ops.norm_opt.attention(
+            q, kv, kv, None, None, None, True, None, None, 1e-6, 0.0, False,
+            None, "gptj", None, 10000.0, positions, table(width))
+        self.assertEqual(prefill(64)[0].shape, (2, 4, 64))
+        with self.assertRaisesRegex(ValueError, "rotary_dim = 64"):
+            prefill(48)
 
     def with_stand_in(self):
         """The launch replaced: the output all 1, and the appended rows

@@ -6,6 +6,8 @@
     y, h = norm_opt.fused_add_rms_norm(x, residual, weight, eps=1e-6)
     q, k = norm_opt.qk_norm(qkv, 32, 8, q_weight, k_weight, eps=1e-6)
     o = norm_opt.attention(q, k, v, causal=True, cu_seqlens=cu)  # varlen
+    o = norm_opt.attention(q, k, v, causal=True, cu_seqlens=cu, rope="neox",
+                           positions=pos, cos_sin_cache=cos_sin_cache)
     o = norm_opt.attention_decode(q, k, v, k_cache, v_cache, lengths)
 
 Each normalizes over the last dimension with a kernel libnormjit built for
@@ -82,7 +84,8 @@ def qk_norm(qkv, num_q_heads, num_kv_heads, q_weight=None, k_weight=None,
 def attention(q, k, v, *, causal=False, scale=None, cu_seqlens=None,
               qk_norm=None, q_norm_weight=None, k_norm_weight=None,
               qk_norm_eps=1e-6, qk_norm_offset=0.0, return_lse=False,
-              head_dim=None, rope=None, rotary_dim=None, rope_theta=10000.0):
+              head_dim=None, rope=None, rotary_dim=None, rope_theta=10000.0,
+              positions=None, cos_sin_cache=None):
     """softmax(scale * q k^T) v per head, as F.scaled_dot_product_attention,
     on token-major variable-length batches (FlashAttention-2's varlen
     layout), forward only.
@@ -105,7 +108,20 @@ def attention(q, k, v, *, causal=False, scale=None, cu_seqlens=None,
     the first rotary_dim elements (None: all D) of each head of q and k,
     pair i by pos * rope_theta^(-2i / rotary_dim), pos the token's index
     within its sequence (libnormjit refuses, with NormJitError, rotary dims
-    that are no multiple of 16 for neox, of 8 for gptj). Returns the
+    that are no multiple of 16 for neox, of 8 for gptj). positions (int32
+    [tokens], one per token of q, on q's device, copied if not
+    contiguous; int64 is refused: convert it with .to(torch.int32), as a
+    range check would need a device sync)
+    replaces pos by the token's entry, e.g. for chunked prefill; it moves
+    the rotations only, the causal mask stays by index within the
+    sequence. cos_sin_cache (float32 [max_position, rotary_dim], row p
+    holding cos(p f_i) at column i and sin(p f_i) at rotary_dim / 2 + i:
+    FlashInfer's and vLLM's cos_sin_cache, so any frequency scaling, Llama
+    3, YaRN, NTK, is the table's) gives the angles instead of rope_theta,
+    which must then stay at its default; its last dimension must be
+    contiguous, its row stride a multiple of 4 floats and its storage
+    16-byte aligned (it is never copied). A position outside the table
+    turns its token's rows into NaN. Both need rope. Returns the
     output, shaped like q, and with return_lse=True also the float32
     log-sum-exp [tokens, Hq] of the scaled scores. Pointers and row strides
     must be 16-byte aligned (there is no scalar fallback). Registered as
@@ -118,7 +134,8 @@ def attention(q, k, v, *, causal=False, scale=None, cu_seqlens=None,
         k_norm_weight=k_norm_weight, qk_norm_eps=qk_norm_eps,
         qk_norm_offset=qk_norm_offset, return_lse=return_lse,
         head_dim=head_dim, rope=rope, rotary_dim=rotary_dim,
-        rope_theta=rope_theta)
+        rope_theta=rope_theta, positions=positions,
+        cos_sin_cache=cos_sin_cache)
 
 
 
@@ -126,11 +143,15 @@ def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None,
                      *, scale=None, qk_norm=None, q_norm_weight=None,
                      k_norm_weight=None, qk_norm_eps=1e-6, qk_norm_offset=0.0,
                      head_dim=None, rope=None, rotary_dim=None,
-                     rope_theta=10000.0):
+                     rope_theta=10000.0, positions=None, cos_sin_cache=None):
     """One decode step of attention over a KV cache, forward only, in one
     kernel: q and k of the new tokens are normalized (qk_norm,
     q_norm_weight, k_norm_weight, qk_norm_eps, qk_norm_offset) and rotated
-    (rope, rotary_dim, rope_theta) as in norm_opt.attention, k and v are
+    (rope, rotary_dim, rope_theta, positions, cos_sin_cache) as in
+    norm_opt.attention, each new token by its cache position
+    cache_seqlens[b] + i, or by its entry of positions (int32 [tokens]) where
+    given (the cache rows written and the keys seen stay by cache
+    position), with the angles of cos_sin_cache where given; k and v are
     appended to k_cache and v_cache IN PLACE (token i of sequence b at
     position cache_seqlens[b] + i; positions past the capacity are
     dropped), and each new token attends to its sequence's cache up to and
@@ -154,7 +175,8 @@ def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None,
         qk_norm=qk_norm, q_norm_weight=q_norm_weight,
         k_norm_weight=k_norm_weight, qk_norm_eps=qk_norm_eps,
         qk_norm_offset=qk_norm_offset, head_dim=head_dim, rope=rope,
-        rotary_dim=rotary_dim, rope_theta=rope_theta)
+        rotary_dim=rotary_dim, rope_theta=rope_theta, positions=positions,
+        cos_sin_cache=cos_sin_cache)
 
 
 from norm_opt._registry import configure, get_context  # noqa: E402

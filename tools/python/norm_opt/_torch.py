@@ -343,6 +343,62 @@ def _rope_fields(rope: Optional[str], rotary_dim: Optional[int],
     return _ROPES[rope], int(rotary_dim or 0), float(rope_theta)
 
 
+def _check_table_theta(rope_theta: float) -> None:
+    """With a cos_sin_cache the table gives the angles: a rope_theta other
+    than the default would be ignored, so it is refused."""
+    if float(rope_theta) != _DEFAULT_ROPE_THETA:
+        raise ValueError("rope_theta: the cos_sin_cache gives the angles; "
+                         "leave rope_theta at its default (got "
+                         f"{rope_theta})")
+
+
+def _check_rope_inputs(positions: Optional[torch.Tensor],
+                       cos_sin_cache: Optional[torch.Tensor],
+                       rope: Optional[str], rotary_dim: Optional[int],
+                       rope_theta: float, tokens: int,
+                       head_dim: int) -> None:
+    """What attention's positions and cos_sin_cache must be, from their
+    shapes, dtypes and strides alone (so the shape functions check it too):
+    positions int32 [tokens]; cos_sin_cache float32 [max_position,
+    rotary_dim], row stride a multiple of 4 floats, rope_theta left at its
+    default."""
+    if positions is None and cos_sin_cache is None:
+        return
+    if rope is None:
+        raise ValueError("positions and cos_sin_cache need rope='neox' or "
+                         "'gptj'")
+    if positions is not None:
+        if positions.dtype != torch.int32:
+            # int64 would need a range check, which reads the values (a
+            # device sync, impossible in CUDA graph capture): convert it.
+            raise TypeError("positions: expected int32, got "
+                            f"{positions.dtype} (convert with "
+                            "positions.to(torch.int32))")
+        if positions.dim() != 1 or positions.size(0) != tokens:
+            raise ValueError("positions: expected one position per token, "
+                             f"shape ({tokens},), got "
+                             f"{tuple(positions.shape)}")
+    if cos_sin_cache is not None:
+        _check_table_theta(rope_theta)
+        if cos_sin_cache.dtype != torch.float32:
+            raise TypeError("cos_sin_cache: expected float32, got "
+                            f"{cos_sin_cache.dtype}")
+        width = int(rotary_dim) if rotary_dim else head_dim
+        if cos_sin_cache.dim() != 2 or cos_sin_cache.size(1) != width:
+            raise ValueError("cos_sin_cache: expected [max_position, "
+                             f"rotary_dim = {width}] (cos, then sin), got "
+                             f"shape {tuple(cos_sin_cache.shape)}")
+        if cos_sin_cache.size(0) < 1:
+            raise ValueError("cos_sin_cache: expected at least one position "
+                             "(row)")
+        # Never copied (a table is large and shared by every layer).
+        if (width > 1 and cos_sin_cache.stride(1) != 1) or (
+                cos_sin_cache.size(0) > 1 and cos_sin_cache.stride(0) % 4):
+            raise ValueError("cos_sin_cache: the last dimension must be "
+                             "contiguous and the row stride a multiple of 4 "
+                             f"floats, got strides {cos_sin_cache.stride()}")
+
+
 def _heads(tensor: torch.Tensor, name: str,
            head_dim: Optional[int]) -> Tuple[torch.Tensor, int, int]:
     """(a [tokens, heads * head_dim] view, heads, head_dim) of a token-major
@@ -402,18 +458,24 @@ def prepare_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
                       head_dim: Optional[int] = None,
                       rope: Optional[str] = None,
                       rotary_dim: Optional[int] = None,
-                      rope_theta: float = _DEFAULT_ROPE_THETA) -> Call:
+                      rope_theta: float = _DEFAULT_ROPE_THETA,
+                      positions: Optional[torch.Tensor] = None,
+                      cos_sin_cache: Optional[torch.Tensor] = None) -> Call:
     """One attention launch (see norm_opt.attention): outputs (out[, lse])."""
     if qk_norm is not None and qk_norm not in _QK_NORMS:
         raise ValueError(f"qk_norm: expected None, 'rms', 'l2' or 'layer', got "
                          f"{qk_norm!r}")
+    rope_style, rotary_dim_given = rope, rotary_dim
+    if cos_sin_cache is not None and rope is not None:
+        _check_table_theta(rope_theta)  # before _rope_fields' rules of theta
     rope, rotary_dim, rope_theta = _rope_fields(rope, rotary_dim, rope_theta)
     if (q_norm_weight is None) != (k_norm_weight is None):
         raise ValueError("give both q_norm_weight and k_norm_weight, or neither")
     if q_norm_weight is not None and qk_norm is None:
         raise ValueError("q_norm_weight and k_norm_weight need qk_norm")
     head_dim = _given_head_dim(head_dim, q_norm_weight)
-    device = _device(q, k, v, cu_seqlens, q_norm_weight, k_norm_weight)
+    device = _device(q, k, v, cu_seqlens, q_norm_weight, k_norm_weight,
+                     positions, cos_sin_cache)
     input_type = _dtype(q, "q")
     for name, t in (("k", k), ("v", v)):
         if t.dtype != q.dtype:
@@ -428,6 +490,8 @@ def prepare_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
                          f"{v2.size(0)} tokens: they share cu_seqlens")
     if v_heads != num_kv_heads:
         raise ValueError(f"k has {num_kv_heads} heads, v {v_heads}")
+    _check_rope_inputs(positions, cos_sin_cache, rope_style,
+                       rotary_dim_given, rope_theta, tokens, head_dim)
     q2, _, q_stride = _rows(q2, num_q_heads * head_dim, "q")
     k2, _, k_stride = _rows(k2, num_kv_heads * head_dim, "k")
     v2, _, v_stride = _rows(v2, num_kv_heads * head_dim, "v")
@@ -458,6 +522,23 @@ def prepare_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     flags = (_QK_NORMS[qk_norm] if qk_norm else 0) | (
         _capi.OP_CAUSAL if causal else 0) | _add_qk_weights(
             buffers, keep, q_norm_weight, k_norm_weight, head_dim)
+    table_rows = 0
+    if positions is not None:
+        positions = positions.contiguous()
+        buffers[_capi.POSITIONS] = Buffer(positions.data_ptr(), _capi.I32,
+                                          tokens)
+        keep.append(positions)
+        flags |= _capi.OP_ROPE_POSITIONS
+    if cos_sin_cache is not None:
+        # The table's angles replace rope_theta's (0 in the desc).
+        table_rows = cos_sin_cache.size(0)
+        buffers[_capi.ROPE_TABLE] = Buffer(
+            cos_sin_cache.data_ptr(), _capi.F32, cos_sin_cache.size(1),
+            cos_sin_cache.stride(0) if table_rows > 1 else
+            cos_sin_cache.size(1))
+        keep.append(cos_sin_cache)
+        flags |= _capi.OP_ROPE_TABLE
+        rope_theta = 0.0
     out = out.view(q.shape)
     outputs = [out]
     if return_lse:
@@ -474,14 +555,16 @@ def prepare_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
                   num_q_heads=num_q_heads, num_kv_heads=num_kv_heads,
                   scale=float(scale) if scale is not None else 0.0,
                   rope=rope, rotary_dim=rotary_dim, rope_theta=rope_theta)
-    return Call(device, desc, _capi.make_launch_args(buffers), tokens,
-                tuple(outputs), tuple(keep))
+    return Call(device, desc,
+                _capi.make_launch_args(buffers, rope_table_rows=table_rows),
+                tokens, tuple(outputs), tuple(keep))
 
 
 def _attention_impl(q, k, v, cu_seqlens, q_norm_weight, k_norm_weight, causal,
                     scale, qk_norm, qk_norm_eps, qk_norm_offset, return_lse,
                     head_dim, rope=None, rotary_dim=None,
-                    rope_theta=_DEFAULT_ROPE_THETA):
+                    rope_theta=_DEFAULT_ROPE_THETA, positions=None,
+                    cos_sin_cache=None):
     # Defaults as in the schema: older torch passes only the given arguments.
     outputs = run(prepare_attention(
         q, k, v, causal=causal, scale=scale, cu_seqlens=cu_seqlens,
@@ -489,7 +572,8 @@ def _attention_impl(q, k, v, cu_seqlens, q_norm_weight, k_norm_weight, causal,
         k_norm_weight=k_norm_weight, qk_norm_eps=qk_norm_eps,
         qk_norm_offset=qk_norm_offset, return_lse=return_lse,
         head_dim=head_dim, rope=rope, rotary_dim=rotary_dim,
-        rope_theta=rope_theta))
+        rope_theta=rope_theta, positions=positions,
+        cos_sin_cache=cos_sin_cache))
     lse = outputs[1] if return_lse else q.new_empty((0,), dtype=torch.float32)
     return outputs[0], lse
 
@@ -497,9 +581,13 @@ def _attention_impl(q, k, v, cu_seqlens, q_norm_weight, k_norm_weight, causal,
 def _attention_fake(q, k, v, cu_seqlens, q_norm_weight, k_norm_weight, causal,
                     scale, qk_norm, qk_norm_eps, qk_norm_offset, return_lse,
                     head_dim, rope=None, rotary_dim=None,
-                    rope_theta=_DEFAULT_ROPE_THETA):
-    """Shapes only (torch.compile's fake tensors, meta tensors)."""
-    _, heads, _ = _heads(q, "q", _given_head_dim(head_dim, q_norm_weight))
+                    rope_theta=_DEFAULT_ROPE_THETA, positions=None,
+                    cos_sin_cache=None):
+    """Shapes only (torch.compile's fake tensors, meta tensors), and the
+    rotary inputs' shapes, dtypes and strides."""
+    _, heads, dim = _heads(q, "q", _given_head_dim(head_dim, q_norm_weight))
+    _check_rope_inputs(positions, cos_sin_cache, rope, rotary_dim, rope_theta,
+                       q.size(0), dim)
     lse = q.new_empty((q.size(0), heads) if return_lse else (0,),
                       dtype=torch.float32)
     return q.new_empty(q.shape), lse
@@ -515,7 +603,8 @@ _LIBRARY.define(
     "Tensor? q_norm_weight, Tensor? k_norm_weight, bool causal, float? scale, "
     "str? qk_norm, float qk_norm_eps, float qk_norm_offset, bool return_lse, "
     "int? head_dim, str? rope=None, int? rotary_dim=None, "
-    "float rope_theta=10000.0) -> (Tensor, Tensor)")
+    "float rope_theta=10000.0, Tensor? positions=None, "
+    "Tensor? cos_sin_cache=None) -> (Tensor, Tensor)")
 for _key in ("CUDA", "CPU"):
     _LIBRARY.impl("attention", _attention_impl, _key)
 if hasattr(torch.library, "register_fake"):  # torch >= 2.4
@@ -530,13 +619,15 @@ def attention(q, k, v, *, causal=False, scale=None, cu_seqlens=None,
               qk_norm=None, q_norm_weight=None, k_norm_weight=None,
               qk_norm_eps=1e-6, qk_norm_offset=0.0, return_lse=False,
               head_dim=None, rope=None, rotary_dim=None,
-              rope_theta=_DEFAULT_ROPE_THETA):
-    _check_forward_only(q, k, v, q_norm_weight, k_norm_weight)
+              rope_theta=_DEFAULT_ROPE_THETA, positions=None,
+              cos_sin_cache=None):
+    _check_forward_only(q, k, v, q_norm_weight, k_norm_weight, cos_sin_cache)
     out, lse = torch.ops.norm_opt.attention(
         q, k, v, cu_seqlens, q_norm_weight, k_norm_weight, bool(causal),
         None if scale is None else float(scale), qk_norm, float(qk_norm_eps),
         float(qk_norm_offset), bool(return_lse), head_dim, rope,
-        None if rotary_dim is None else int(rotary_dim), float(rope_theta))
+        None if rotary_dim is None else int(rotary_dim), float(rope_theta),
+        positions, cos_sin_cache)
     return (out, lse) if return_lse else out
 
 
@@ -589,7 +680,10 @@ def prepare_attention_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                              head_dim: Optional[int] = None,
                              rope: Optional[str] = None,
                              rotary_dim: Optional[int] = None,
-                             rope_theta: float = _DEFAULT_ROPE_THETA) -> Call:
+                             rope_theta: float = _DEFAULT_ROPE_THETA,
+                             positions: Optional[torch.Tensor] = None,
+                             cos_sin_cache: Optional[torch.Tensor] = None
+                             ) -> Call:
     """One decode launch (see norm_opt.attention_decode): outputs (out,)."""
     if cache_seqlens.dtype != torch.int32 or cache_seqlens.dim() != 1 or (
             cache_seqlens.size(0) < 1):
@@ -618,7 +712,8 @@ def prepare_attention_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                              qk_norm_eps=qk_norm_eps,
                              qk_norm_offset=qk_norm_offset, head_dim=head_dim,
                              rope=rope, rotary_dim=rotary_dim,
-                             rope_theta=rope_theta)
+                             rope_theta=rope_theta, positions=positions,
+                             cos_sin_cache=cos_sin_cache)
     desc = call.desc._replace(kind=_capi.OP_ATTENTION_DECODE)
     _device(q, k_cache, v_cache, cache_seqlens)
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
@@ -641,7 +736,9 @@ def prepare_attention_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                     v_stride)
     buffers[_capi.CACHE_SEQLENS] = Buffer(cache_seqlens.data_ptr(), _capi.I32,
                                           batch)
-    args = _capi.make_launch_args(buffers, cache_rows=k_rows)
+    args = _capi.make_launch_args(
+        buffers, cache_rows=k_rows,
+        rope_table_rows=call.args.rope_table_rows)
     return Call(call.device, desc, args, tokens, call.outputs,
                 call.keep + (k_cache, v_cache, cache_seqlens))
 
@@ -650,23 +747,29 @@ def _attention_decode_impl(q, k, v, k_cache, v_cache, cache_seqlens,
                            cu_seqlens, q_norm_weight, k_norm_weight, scale,
                            qk_norm, qk_norm_eps, qk_norm_offset, head_dim,
                            rope=None, rotary_dim=None,
-                           rope_theta=_DEFAULT_ROPE_THETA):
+                           rope_theta=_DEFAULT_ROPE_THETA, positions=None,
+                           cos_sin_cache=None):
     return run(prepare_attention_decode(
         q, k, v, k_cache, v_cache, cache_seqlens, cu_seqlens, scale=scale,
         qk_norm=qk_norm, q_norm_weight=q_norm_weight,
         k_norm_weight=k_norm_weight, qk_norm_eps=qk_norm_eps,
         qk_norm_offset=qk_norm_offset, head_dim=head_dim, rope=rope,
-        rotary_dim=rotary_dim, rope_theta=rope_theta))[0]
+        rotary_dim=rotary_dim, rope_theta=rope_theta, positions=positions,
+        cos_sin_cache=cos_sin_cache))[0]
 
 
 def _attention_decode_fake(q, k, v, k_cache, v_cache, cache_seqlens,
                            cu_seqlens, q_norm_weight, k_norm_weight, scale,
                            qk_norm, qk_norm_eps, qk_norm_offset, head_dim,
                            rope=None, rotary_dim=None,
-                           rope_theta=_DEFAULT_ROPE_THETA):
+                           rope_theta=_DEFAULT_ROPE_THETA, positions=None,
+                           cos_sin_cache=None):
     """Shapes only: the output, like q; the caches are left alone (the
-    schema says that the kernel writes them)."""
-    _heads(q, "q", _given_head_dim(head_dim, q_norm_weight))
+    schema says that the kernel writes them). The rotary inputs' shapes,
+    dtypes and strides are checked as in prefill."""
+    _, _, dim = _heads(q, "q", _given_head_dim(head_dim, q_norm_weight))
+    _check_rope_inputs(positions, cos_sin_cache, rope, rotary_dim, rope_theta,
+                       q.size(0), dim)
     return q.new_empty(q.shape)
 
 
@@ -678,8 +781,8 @@ _LIBRARY.define(
     "Tensor(b!) v_cache, Tensor cache_seqlens, Tensor? cu_seqlens, "
     "Tensor? q_norm_weight, Tensor? k_norm_weight, float? scale, "
     "str? qk_norm, float qk_norm_eps, float qk_norm_offset, int? head_dim, "
-    "str? rope=None, int? rotary_dim=None, float rope_theta=10000.0) -> "
-    "Tensor")
+    "str? rope=None, int? rotary_dim=None, float rope_theta=10000.0, "
+    "Tensor? positions=None, Tensor? cos_sin_cache=None) -> Tensor")
 for _key in ("CUDA", "CPU"):
     _LIBRARY.impl("attention_decode", _attention_decode_impl, _key)
 if hasattr(torch.library, "register_fake"):
@@ -694,12 +797,14 @@ def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens,
                      cu_seqlens=None, *, scale=None, qk_norm=None,
                      q_norm_weight=None, k_norm_weight=None, qk_norm_eps=1e-6,
                      qk_norm_offset=0.0, head_dim=None, rope=None,
-                     rotary_dim=None, rope_theta=_DEFAULT_ROPE_THETA):
+                     rotary_dim=None, rope_theta=_DEFAULT_ROPE_THETA,
+                     positions=None, cos_sin_cache=None):
     _check_forward_only(q, k, v, k_cache, v_cache, q_norm_weight,
-                        k_norm_weight)
+                        k_norm_weight, cos_sin_cache)
     return torch.ops.norm_opt.attention_decode(
         q, k, v, k_cache, v_cache, cache_seqlens, cu_seqlens, q_norm_weight,
         k_norm_weight, None if scale is None else float(scale), qk_norm,
         float(qk_norm_eps), float(qk_norm_offset),
         None if head_dim is None else int(head_dim), rope,
-        None if rotary_dim is None else int(rotary_dim), float(rope_theta))
+        None if rotary_dim is None else int(rotary_dim), float(rope_theta),
+        positions, cos_sin_cache)
