@@ -506,21 +506,11 @@ def run(args) -> int:
     if args.dry_run:
         print_plan(plan, args)
         return 0
-    import torch
-    import torch.nn.functional as F
-    if not torch.cuda.is_available():
-        print("attention-bench: no CUDA device", file=sys.stderr)
+    started = norm_bench.start_torch_run("attention-bench", args.cache_dir)
+    if started is None:
         return 1
-    try:
-        import triton
-        triton_version = triton.__version__
-    except ImportError:
-        triton_version = None
-    import norm_opt
-    from norm_opt import _registry, _torch as norm_torch
-    norm_bench.raise_recompile_limits(torch)
-    norm_opt.configure(cache_dir=args.cache_dir)
-    bench = AttentionBench(args, torch, F, norm_torch, _registry)
+    torch, F, triton_version, norm_torch, registry = started
+    bench = AttentionBench(args, torch, F, norm_torch, registry)
     results = {
         "schema": report.ATTENTION_SCHEMA,
         "environment": norm_bench.environment(torch, triton_version),

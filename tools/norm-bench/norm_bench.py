@@ -618,6 +618,28 @@ def device_usable(torch) -> bool:
         return False
 
 
+def start_torch_run(name: str, cache_dir):
+    """What an attention benchmark needs before its first point: torch, its
+    functional module, Triton's version (None without it) and norm_opt's
+    torch layer and registry, configured and with the recompile limits
+    raised; None (a message printed) without a CUDA device."""
+    import torch
+    import torch.nn.functional as F
+    if not torch.cuda.is_available():
+        print(f"{name}: no CUDA device", file=sys.stderr)
+        return None
+    try:
+        import triton
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = None
+    import norm_opt
+    from norm_opt import _registry, _torch as norm_torch
+    raise_recompile_limits(torch)
+    norm_opt.configure(cache_dir=cache_dir)
+    return torch, F, triton_version, norm_torch, _registry
+
+
 def raise_recompile_limits(torch) -> None:
     """Every shape compiles anew (static shapes): no recompile limit."""
     try:
