@@ -134,7 +134,28 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
   auto result = [&](BufferSlot slot) { return results.lookup(int(slot)); };
   auto real = [&](double value) { return builder.getF64FloatAttr(value); };
 
+  if (spec.backward) {
+    Statistic statistic = getDialectStatistic(::norm::getStatistic(spec));
+    return KernelOpInterface(
+        FusedRowGradOp::create(
+            builder, loc, result(BufferSlot::GradInput),
+            result(BufferSlot::AddendGrad),
+            result(BufferSlot::WeightGradPartials),
+            result(BufferSlot::BiasGradPartials), input(BufferSlot::Input),
+            input(BufferSlot::GradOutput), input(BufferSlot::ResidualGrad),
+            input(BufferSlot::Weight), input(BufferSlot::SavedMean),
+            input(BufferSlot::SavedRstd),
+            StatisticAttr::get(context, statistic), real(spec.alpha),
+            real(spec.weightOffset), /*launch=*/nullptr, /*kernel=*/nullptr)
+            .getOperation());
+  }
   switch (spec.kind) {
+  case OpKind::ColumnSum:
+    return KernelOpInterface(
+        ColumnSumOp::create(builder, loc, result(BufferSlot::Output),
+                            input(BufferSlot::Input), /*launch=*/nullptr,
+                            /*kernel=*/nullptr)
+            .getOperation());
   case OpKind::BatchNormStats:
     return KernelOpInterface(ColumnStatsOp::create(
         builder, loc, result(BufferSlot::Mean), result(BufferSlot::Variance),
@@ -203,6 +224,7 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
   }
   auto op = FusedRowOp::create(
       builder, loc, result(BufferSlot::Output), result(BufferSlot::ResidualOut),
+      result(BufferSlot::SavedMean), result(BufferSlot::SavedRstd),
       input(BufferSlot::Input), input(BufferSlot::Addend),
       input(BufferSlot::Skip), input(BufferSlot::Weight),
       input(BufferSlot::Bias), input(BufferSlot::Mean),

@@ -309,6 +309,24 @@ static LogicalResult verifyF32Statistics(Operation *op, ValueRange stats,
   return success();
 }
 
+/// Saved statistics (`rows x groups` f32) or gradient partials (f32 rows of
+/// `cols`, rows of their own when `rows` is null): absent is fine.
+static LogicalResult verifyF32Rows(Operation *op, Value value, StringRef name,
+                                   int64_t cols, std::optional<int64_t> rows) {
+  if (!value)
+    return success();
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.getDimSize(1) != cols)
+    return op->emitOpError() << "'" << name << "' must have " << cols
+                             << " columns, got " << type;
+  if (rows && !ShapedType::isDynamic(*rows) && !type.isDynamicDim(0) &&
+      type.getDimSize(0) != *rows)
+    return op->emitOpError() << "row count of '" << name << "' ("
+                             << type.getDimSize(0)
+                             << ") does not match the rows (" << *rows << ")";
+  return success();
+}
+
 LogicalResult BatchNormTrainingOp::verify() {
   ShapeChecker shapes(*this);
   if (failed(verifyRequiredSegments(*this, {0})) ||
@@ -548,6 +566,65 @@ LogicalResult FusedRowOp::verify() {
   if (!readsEps && getEpsAttr())
     return emitOpError("takes no eps: without a statistic or per-channel "
                        "variance nothing reads it");
+  int64_t rows = cast<RankedTensorType>(getInput().getType()).getDimSize(0);
+  if (failed(verifyF32Rows(*this, getSavedMean(), "saved_mean", getGroups(),
+                           rows)) ||
+      failed(verifyF32Rows(*this, getSavedRstd(), "saved_rstd", getGroups(),
+                           rows)))
+    return failure();
+  bool meanVar = getStatistic() == Statistic::mean_var;
+  if (getSavedMean() && !(meanVar && getSavedRstd()))
+    return emitOpError("'saved_mean' needs statistic 'mean_var' and "
+                       "'saved_rstd'");
+  if (meanVar && getSavedRstd() && !getSavedMean())
+    return emitOpError("statistic 'mean_var' saves 'saved_mean' with "
+                       "'saved_rstd' (its backward reads both)");
+  return verifyKernelModel(*this);
+}
+
+LogicalResult FusedRowGradOp::verify() {
+  ShapeChecker shapes(*this);
+  if (failed(verifyRequiredSegments(*this, {0, 1, 5})) ||
+      failed(shapes.row(getInput(), "input")) ||
+      failed(shapes.row(getGradOutput(), "grad_output")) ||
+      failed(shapes.row(getResidualGrad(), "residual_grad")) ||
+      failed(shapes.row(getGradInput(), "grad_input")) ||
+      failed(shapes.row(getAddendGrad(), "addend_grad")) ||
+      failed(shapes.param(getWeight(), "weight")))
+    return failure();
+  auto input = cast<RankedTensorType>(getInput().getType());
+  int64_t hidden = input.getDimSize(1), rows = input.getDimSize(0);
+  if (failed(verifyF32Rows(*this, getSavedMean(), "saved_mean", 1, rows)) ||
+      failed(verifyF32Rows(*this, getSavedRstd(), "saved_rstd", 1, rows)) ||
+      failed(verifyF32Rows(*this, getWeightGradPartials(),
+                           "weight_grad_partials", hidden, std::nullopt)) ||
+      failed(verifyF32Rows(*this, getBiasGradPartials(), "bias_grad_partials",
+                           hidden, std::nullopt)))
+    return failure();
+  Type inputElement = getElementTypeOrSelf(input);
+  for (auto [value, name] : {std::pair{getResidualGrad(), "residual_grad"},
+                             std::pair{getGradInput(), "grad_input"}})
+    if (value && getElementTypeOrSelf(value.getType()) != inputElement)
+      return emitOpError() << "'" << name
+                           << "' must have the element type of 'input' ("
+                           << inputElement << "), got " << value.getType();
+  if (bool(getSavedMean()) != (getStatistic() == Statistic::mean_var))
+    return emitOpError("'saved_mean' is there exactly for statistic "
+                       "'mean_var'");
+  if (getWeightGradPartials() && !getWeight())
+    return emitOpError("'weight_grad_partials' needs the 'weight'");
+  if (bool(getAddendGrad()) != (getAlpha().convertToDouble() != 1.0))
+    return emitOpError("'addend_grad' is there exactly when alpha is not 1 "
+                       "(else 'grad_input' is the addend's gradient too)");
+  return verifyKernelModel(*this);
+}
+
+LogicalResult ColumnSumOp::verify() {
+  ShapeChecker shapes(*this);
+  int64_t hidden =
+      cast<RankedTensorType>(getInput().getType()).getDimSize(1);
+  if (failed(shapes.param(getOutput(), "output", hidden)))
+    return failure();
   return verifyKernelModel(*this);
 }
 
@@ -744,7 +821,89 @@ static ::norm::ElementType getParamType(std::initializer_list<Value> values) {
   spec.alpha = getAlpha().convertToDouble();
   spec.weightOffset = getWeightOffset().convertToDouble();
   spec.groups = getGroups();
+  spec.saveStats = bool(getSavedRstd());
   return spec;
+}
+
+::norm::OpSpec FusedRowGradOp::getOpSpec() {
+  ::norm::OpSpec spec;
+  switch (getStatistic()) {
+  case Statistic::rms:
+    spec.kind = OpKind::RMSNorm;
+    break;
+  case Statistic::mean_var:
+    spec.kind = OpKind::LayerNorm;
+    break;
+  case Statistic::l2:
+    spec.kind = OpKind::L2Norm;
+    break;
+  case Statistic::none:
+    spec.kind = OpKind::Elementwise;
+    break;
+  }
+  spec.backward = true;
+  spec.hidden = cast<RankedTensorType>(getInput().getType()).getDimSize(1);
+  spec.input = getElementTypeOf(getInput());
+  spec.output = getElementTypeOf(getGradOutput());
+  spec.param = getParamType({getWeight()});
+  spec.hasWeight = bool(getWeight());
+  spec.hasBias = bool(getBiasGradPartials());
+  spec.writeResidual = bool(getResidualGrad());
+  spec.alpha = getAlpha().convertToDouble();
+  // A forward addend shows as a residual stream gradient or a gradient of
+  // its own; alone (alpha 1, no residual_out) it changes nothing here.
+  spec.hasAddend = spec.writeResidual || getAddendGrad();
+  if (getAddendGrad())
+    spec.addendType = getElementTypeOf(getAddendGrad());
+  spec.weightOffset = getWeightOffset().convertToDouble();
+  return spec;
+}
+
+Value FusedRowGradOp::getBuffer(BufferSlot slot) {
+  switch (slot) {
+  case BufferSlot::Input:
+    return getInput();
+  case BufferSlot::GradOutput:
+    return getGradOutput();
+  case BufferSlot::ResidualGrad:
+    return getResidualGrad();
+  case BufferSlot::Weight:
+    return getWeight();
+  case BufferSlot::SavedMean:
+    return getSavedMean();
+  case BufferSlot::SavedRstd:
+    return getSavedRstd();
+  case BufferSlot::GradInput:
+    return getGradInput();
+  case BufferSlot::AddendGrad:
+    return getAddendGrad();
+  case BufferSlot::WeightGradPartials:
+    return getWeightGradPartials();
+  case BufferSlot::BiasGradPartials:
+    return getBiasGradPartials();
+  default:
+    return {};
+  }
+}
+
+::norm::OpSpec ColumnSumOp::getOpSpec() {
+  ::norm::OpSpec spec;
+  spec.kind = OpKind::ColumnSum;
+  spec.hidden = cast<RankedTensorType>(getInput().getType()).getDimSize(1);
+  spec.input = ::norm::ElementType::f32;
+  spec.output = getElementTypeOf(getOutput());
+  return spec;
+}
+
+Value ColumnSumOp::getBuffer(BufferSlot slot) {
+  switch (slot) {
+  case BufferSlot::Input:
+    return getInput();
+  case BufferSlot::Output:
+    return getOutput();
+  default:
+    return {};
+  }
 }
 
 Value FusedRowOp::getBuffer(BufferSlot slot) {
@@ -767,6 +926,10 @@ Value FusedRowOp::getBuffer(BufferSlot slot) {
     return getOutput();
   case BufferSlot::ResidualOut:
     return getResidualOut();
+  case BufferSlot::SavedMean:
+    return getSavedMean();
+  case BufferSlot::SavedRstd:
+    return getSavedRstd();
   default:
     return {};
   }

@@ -21,6 +21,8 @@ def Norm_ParamTensor : TensorRankOf<[F32, F16, BF16], [1]>;
 // Rotary embeddings: one i32 position per token, and cos/sin rows.
 def Norm_PositionsTensor : TensorRankOf<[I32], [1]>;
 def Norm_RopeTableTensor : TensorRankOf<[F32], [2]>;
+// Training: saved per-row statistics and gradient partials, f32 rows.
+def Norm_F32RowTensor : TensorRankOf<[F32], [2]>;
 
 // Attributes an op does not define are refused unless a dialect prefix
 // says whose they are: a misspelt `weight_ofset` must not compile to a
@@ -415,6 +417,7 @@ def Norm_AttentionDecodeOp : Norm_Op<"attention_decode", [Pure,
 //===----------------------------------------------------------------------===//
 
 def Norm_FusedRowOp : Norm_Op<"fused_row", [Pure, AttrSizedOperandSegments,
+                                            AttrSizedResultSegments,
                                             Norm_KernelOp]> {
   let summary = "one row kernel: prologue, statistic, epilogue";
   let description = [{
@@ -444,6 +447,11 @@ def Norm_FusedRowOp : Norm_Op<"fused_row", [Pure, AttrSizedOperandSegments,
     - `eps` is there exactly when something reads it: a statistic, or the
       per-channel `variance`. Weight, bias, mean and variance share one
       element type.
+    - `saved_rstd` and `saved_mean` (optional results, `rows x groups` f32)
+      keep what `norm.fused_row_grad` reads: the scale of each row's
+      statistic (`rsqrt(var + eps)`, `rsqrt(mean(v^2) + eps)`,
+      `rsqrt(sum(v^2) + eps)`) and, for `mean_var` (where it is required
+      with `saved_rstd`), its mean; written in the same pass.
 
     `launch` is the launch configuration; `kernel` names the `gpu.func` that
     implements the op once kernels are generated. A launch configuration
@@ -480,7 +488,9 @@ def Norm_FusedRowOp : Norm_Op<"fused_row", [Pure, AttrSizedOperandSegments,
       OptionalAttr<Norm_LaunchAttr>:$launch,
       OptionalAttr<SymbolRefAttr>:$kernel);
   let results = (outs Norm_RowTensor:$output,
-                      Optional<Norm_RowTensor>:$residual_out);
+                      Optional<Norm_RowTensor>:$residual_out,
+                      Optional<Norm_F32RowTensor>:$saved_mean,
+                      Optional<Norm_F32RowTensor>:$saved_rstd);
   let assemblyFormat = [{
     $statistic $input
     (`addend` `(` $addend^ `:` type($addend) `)`)?
@@ -490,6 +500,8 @@ def Norm_FusedRowOp : Norm_Op<"fused_row", [Pure, AttrSizedOperandSegments,
     " " # OptReal<"alpha", "alpha">.format # " " #
     OptReal<"offset", "weight_offset">.format # [{
     attr-dict `:` type($input) `->` type($output) (`,` type($residual_out)^)?
+    (`saved_mean` `(` type($saved_mean)^ `)`)?
+    (`saved_rstd` `(` type($saved_rstd)^ `)`)?
   }];
   let hasVerifier = 1;
   let hasCanonicalizer = 1;
@@ -693,6 +705,99 @@ def Norm_ColumnStatsOp : Norm_Op<"column_stats", [Pure, Norm_KernelOp]> {
   let results = (outs Norm_ParamTensor:$mean, Norm_ParamTensor:$variance);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($mean) `,` "
                        "type($variance)";
+  let hasVerifier = 1;
+}
+
+def Norm_FusedRowGradOp : Norm_Op<"fused_row_grad", [Pure,
+    AttrSizedOperandSegments, AttrSizedResultSegments, Norm_KernelOp]> {
+  let summary = "the gradients of a row norm, from its saved statistics";
+  let description = [{
+    The backward kernel of a `norm.fused_row` with statistic `rms`,
+    `mean_var` or `l2` (groups 1), derived from the same operation: for
+    `y = xhat * (weight + weight_offset) + bias`, `xhat = (v - mean) * rstd`
+    and `g = grad_output * (weight + weight_offset)`,
+
+    ```
+    dv          = rstd * (g - mean(g) - xhat * mean(g * xhat))   mean_var
+                = rstd * (g - xhat * mean(g * xhat))             rms
+                = rstd * (g - xhat * sum(g * xhat))              l2
+                  + residual_grad                                (optional)
+    grad_input  = alpha * dv
+    addend_grad = dv                                             (optional)
+    ```
+
+    - `input` is the `v` the forward normalized: its input, or with an
+      addend the residual stream it stored (`residual_out`); `saved_rstd`
+      and `saved_mean` (for `mean_var`) are its saved statistics, `rows x 1`
+      f32. `grad_output` has the forward output's element type, the
+      gradients `input`'s (`addend_grad` the addend's).
+    - `residual_grad` is the gradient that reached the forward's
+      `residual_out`: it adds to `dv`. `addend_grad` is there exactly when a
+      DeepNorm `alpha` other than 1 makes the two input gradients differ.
+    - `weight_grad_partials` and `bias_grad_partials` (optional, f32 rows of
+      the hidden size) hold sums of `grad_output * xhat` and `grad_output`
+      over disjoint sets of rows, one row per thread group of each CTA of the
+      launch (`ceil(rows / rows_per_cta) x` the rows a CTA works on at
+      once); `norm.column_sum` reduces them to the weight and bias
+      gradients. Every sum has a fixed order: the same launch gives the
+      same bits on every run, without atomics.
+
+    ```mlir
+    %dx, %dw = norm.fused_row_grad <rms> %x grad(%dy : tensor<?x4096xbf16>)
+        weight(%w : tensor<4096xbf16>) saved_rstd(%rstd : tensor<?x1xf32>)
+        : tensor<?x4096xbf16> -> tensor<?x4096xbf16>
+          weight_grad_partials(tensor<?x4096xf32>)
+    ```
+  }];
+  let arguments = (ins
+      Norm_RowTensor:$input,
+      Norm_RowTensor:$grad_output,
+      Optional<Norm_RowTensor>:$residual_grad,
+      Optional<Norm_ParamTensor>:$weight,
+      Optional<Norm_F32RowTensor>:$saved_mean,
+      Norm_F32RowTensor:$saved_rstd,
+      Norm_StatisticAttr:$statistic,
+      DefaultValuedAttr<F64Attr, "1.0">:$alpha,
+      DefaultValuedAttr<F64Attr, "0.0">:$weight_offset,
+      OptionalAttr<Norm_LaunchAttr>:$launch,
+      OptionalAttr<SymbolRefAttr>:$kernel);
+  let results = (outs Norm_RowTensor:$grad_input,
+                      Optional<Norm_RowTensor>:$addend_grad,
+                      Optional<Norm_F32RowTensor>:$weight_grad_partials,
+                      Optional<Norm_F32RowTensor>:$bias_grad_partials);
+  let assemblyFormat = [{
+    $statistic $input `grad` `(` $grad_output `:` type($grad_output) `)`
+    (`residual_grad` `(` $residual_grad^ `:` type($residual_grad) `)`)? }] #
+    OptParam<"weight">.format # [{
+    (`saved_mean` `(` $saved_mean^ `:` type($saved_mean) `)`)?
+    `saved_rstd` `(` $saved_rstd `:` type($saved_rstd) `)` }] #
+    OptReal<"alpha", "alpha">.format # " " #
+    OptReal<"offset", "weight_offset">.format # [{
+    attr-dict `:` type($input) `->` type($grad_input)
+    (`addend_grad` `(` type($addend_grad)^ `)`)?
+    (`weight_grad_partials` `(` type($weight_grad_partials)^ `)`)?
+    (`bias_grad_partials` `(` type($bias_grad_partials)^ `)`)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Norm_ColumnSumOp : Norm_Op<"column_sum", [Pure, Norm_KernelOp]> {
+  let summary = "the f32 sum of each column, in the output's element type";
+  let description = [{
+    The second step of the weight and bias gradients of
+    `norm.fused_row_grad`: sums its f32 partial rows column by column, in a
+    fixed order (the same bits on every run), and rounds once to the
+    parameter type. No rows sum to zeros.
+
+    ```mlir
+    %dw = norm.column_sum %partials : tensor<?x4096xf32> -> tensor<4096xbf16>
+    ```
+  }];
+  let arguments = (ins Norm_F32RowTensor:$input,
+                       OptionalAttr<Norm_LaunchAttr>:$launch,
+                       OptionalAttr<SymbolRefAttr>:$kernel);
+  let results = (outs Norm_ParamTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
   let hasVerifier = 1;
 }
 

@@ -4,6 +4,9 @@
 // of a tile take every T-th input row, accumulate shifted sums (pivot: the
 // first input row) in f32 registers, and reduce them with one
 // norm.row_allreduce. No atomics: the result does not depend on scheduling.
+// norm.column_sum (the second step of a backward kernel's weight and bias
+// gradients) is the same kernel with one plain sum, stored in the output's
+// type.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,12 +27,14 @@ public:
   ColumnStatsEmitter(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
                      const ::norm::KernelSignature &sig,
                      const ::norm::OpSpec &spec)
-      : KernelBuilder(b, func, sig), hidden(spec.hidden) {}
+      : KernelBuilder(b, func, sig), hidden(spec.hidden),
+        sumOnly(spec.kind == ::norm::OpKind::ColumnSum) {}
 
   void emit();
 
 private:
   int64_t hidden;
+  bool sumOnly;
 };
 
 } // namespace
@@ -49,6 +54,34 @@ void ColumnStatsEmitter::emit() {
     auto loadTile = [&](Value rowBase) {
       return toF32(loadVector(input, rowBase, column, hidden, !ragged));
     };
+
+    if (sumOnly) {
+      SmallVector<Value> partial = ifElseZeros(valid, [&] {
+        auto loop = scf::ForOp::create(
+            b, lane, rows, index(threads), ValueRange{zero(f32Vector)},
+            [&](OpBuilder &nested, Location, Value r, ValueRange sums) {
+              OpBuilder::InsertionGuard guard(b);
+              b.setInsertionPoint(nested.getInsertionBlock(),
+                                  nested.getInsertionPoint());
+              scf::YieldOp::create(
+                  b, ValueRange{addf(sums[0], loadTile(mul(r, inputStride)))});
+            });
+        return SmallVector<Value>{loop.getResult(0)};
+      });
+      SmallVector<Value> lanes;
+      for (int64_t i = 0; i < vector; ++i)
+        lanes.push_back(vector::ExtractOp::create(b, partial[0], i));
+      SmallVector<Value> sums = allReduce(lanes);
+      Value first =
+          arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, index(0));
+      ifThen(arith::AndIOp::create(b, valid, first), [&] {
+        Value output = arg("output");
+        Value sum = vector::FromElementsOp::create(b, f32Vector, sums);
+        storeVector(convert(sum, elementOf(output)), output, index(0), column,
+                    hidden, !ragged);
+      });
+      return;
+    }
 
     SmallVector<Value> partial = ifElseZeros(valid, [&] {
       Value hasRows =

@@ -21,6 +21,8 @@ FusedRow::FusedRow(MLIRContext *context, const ::norm::OpSpec &spec,
       eps(spec.eps), offset(spec.weightOffset) {}
 
 void FusedRowEmitter::emit() {
+  if (fused.spec.backward)
+    return emitBackwardRows();
   if (::norm::fitsInRegisters(fused.spec, sig.launch))
     return emitRegisterRows();
   // Rows leave registers; the signature says whether the target had the
@@ -89,6 +91,7 @@ void FusedRowEmitter::emitRegisterRows() {
     // 3. Normalize, scale, store.
     ifThen(position.valid, [&] {
       RowScale scale = getRowScale(sums, pivot);
+      saveStatistics(position, scale);
       auto at = [](ArrayRef<Value> chunks, int64_t c) {
         return chunks.empty() ? Value() : chunks[c];
       };
@@ -116,12 +119,11 @@ void FusedRowEmitter::forEachFusedRow(
     position.valid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
                                            rowIndex, kernelRows);
     position.token = rowIndex;
-    position.colBase = index(0);
+    position.colBase = position.group = index(0);
     if (groups > 1) {
       position.token = arith::DivUIOp::create(b, rowIndex, index(groups));
-      position.colBase =
-          mul(arith::RemUIOp::create(b, rowIndex, index(groups)),
-              index(fused.row.length));
+      position.group = arith::RemUIOp::create(b, rowIndex, index(groups));
+      position.colBase = mul(position.group, index(fused.row.length));
     }
     body(position);
   });
@@ -217,6 +219,24 @@ RowScale FusedRowEmitter::getRowScale(ArrayRef<Value> sums, Value pivot) {
     break;
   }
   return result;
+}
+
+void FusedRowEmitter::saveStatistics(const RowPosition &position,
+                                     const RowScale &scale) {
+  Value rstd = arg("saved_rstd"), mean = arg("saved_mean");
+  if (!rstd)
+    return;
+  Value first =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, index(0));
+  ifThen(first, [&] {
+    auto store = [&](Value value, Value buffer, StringRef name) {
+      memref::StoreOp::create(
+          b, value, buffer, add(mul(position.token, stride(name)), position.group));
+    };
+    store(scale.scale, rstd, "saved_rstd");
+    if (mean)
+      store(addf(scale.pivot, scale.centre), mean, "saved_mean");
+  });
 }
 
 //===----------------------------------------------------------------------===//

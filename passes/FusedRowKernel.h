@@ -49,6 +49,7 @@ struct RowPosition {
   Value valid;   // whether the row exists
   Value token;   // its row in the 2-D buffers
   Value colBase; // its first channel (GroupNorm rows are groups)
+  Value group;   // its group within the token (0 without groups)
 };
 
 /// What normalizes a row: `scale` (null without a statistic) and, for
@@ -83,6 +84,11 @@ public:
 private:
   /// Rows in registers.
   void emitRegisterRows();
+  /// The gradients of rows in registers (BackwardRowKernel.cpp).
+  void emitBackwardRows();
+  /// Stores the row's statistic (save_stats): its scale as saved_rstd and,
+  /// for mean_var, its mean as saved_mean, by the row's first thread.
+  void saveStatistics(const RowPosition &position, const RowScale &scale);
   /// Rows in shared memory or streamed (LongRowKernel.cpp).
   void emitLongRows(::norm::RowStorage storage);
 

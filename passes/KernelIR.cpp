@@ -163,6 +163,26 @@ void KernelBuilder::forEachCtaRow(function_ref<void(Value row)> body) {
                      });
 }
 
+SmallVector<Value> KernelBuilder::forEachCtaRow(
+    ValueRange carried,
+    function_ref<SmallVector<Value>(Value row, ValueRange)> body) {
+  int64_t concurrent = sig.launch.getConcurrentRows();
+  int64_t iterations = sig.launch.rowsPerCta / concurrent;
+  Value first = add(mul(bid, index(sig.launch.rowsPerCta)), slot);
+  if (iterations == 1)
+    return body(first, carried);
+  auto loop = scf::ForOp::create(
+      b, index(0), index(iterations), index(1), carried,
+      [&](OpBuilder &nested, Location, Value it, ValueRange values) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nested.getInsertionBlock(),
+                            nested.getInsertionPoint());
+        scf::YieldOp::create(b, body(add(first, mul(it, index(concurrent))),
+                                     values));
+      });
+  return SmallVector<Value>(loop.getResults());
+}
+
 //===----------------------------------------------------------------------===//
 // Memory
 //===----------------------------------------------------------------------===//

@@ -103,6 +103,11 @@ protected:
   /// CTA handles more rows than it holds at once, a loop with uniform bounds
   /// (every thread reaches the collectives of the body).
   void forEachCtaRow(function_ref<void(Value row)> body);
+  /// forEachCtaRow threading `carried` through the rows in order (the
+  /// accumulators of a backward kernel); returns the final values.
+  SmallVector<Value> forEachCtaRow(
+      ValueRange carried,
+      function_ref<SmallVector<Value>(Value row, ValueRange)> body);
 
   //===--- Memory ---------------------------------------------------------===//
 

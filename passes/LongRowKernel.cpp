@@ -76,6 +76,7 @@ void FusedRowEmitter::emitLongRows(::norm::RowStorage storage) {
     // 3. v back, normalize, scale, store.
     ifThen(position.valid, [&] {
       RowScale scale = getRowScale(sums, pivot);
+      saveStatistics(position, scale);
       bool fromInput = !staged.buffer && !readBack;
       Value inputBase = fromInput ? rowBase(position, "input") : Value();
       Value addendBase =

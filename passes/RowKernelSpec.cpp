@@ -59,7 +59,10 @@ std::optional<RowKernelSpec> RowKernelSpec::get(Operation *op) {
             return true;
           })
           .Case([&](FusedRowOp row) {
-            if (row.getLaunchAttr() || row.getKernelAttr())
+            // A configured kernel is not re-fused, nor one whose saved
+            // statistics a backward kernel reads.
+            if (row.getLaunchAttr() || row.getKernelAttr() ||
+                row.getSavedRstd())
               return false;
             spec.statistic = row.getStatistic();
             spec.input = row.getInput();
@@ -107,7 +110,8 @@ SmallVector<Value> RowKernelSpec::getOperands() const {
 
 FusedRowOp RowKernelSpec::build(OpBuilder &builder, Location loc) const {
   return FusedRowOp::create(
-      builder, loc, outputType, residualType, input, addend, skip, weight,
+      builder, loc, outputType, residualType, /*saved_mean=*/Type(),
+      /*saved_rstd=*/Type(), input, addend, skip, weight,
       bias, mean, variance,
       StatisticAttr::get(builder.getContext(), statistic),
       readsEps() ? builder.getF64FloatAttr(eps) : FloatAttr(),

@@ -190,9 +190,7 @@ Status ContextImpl::buildKernel(const OpSpec &spec,
 
 Status ContextImpl::getKernel(const OpSpec &spec, const KernelOptions &options,
                               std::shared_ptr<const Kernel> &kernel) {
-  if (Status status =
-          verifyOpSpec(spec).withContext(getOpKindName(spec.kind));
-      !status)
+  if (Status status = verifyLaunchableOpSpec(spec); !status)
     return status;
   OpSpec normalized = normalizeOpSpec(spec);
   std::string key = getCanonicalSpec(normalized) +

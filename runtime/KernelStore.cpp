@@ -320,6 +320,19 @@ void KernelStore::storeTuning(const OpSpec &spec, RowBucket bucket,
             "cannot write the tuning cache: " + status.message());
 }
 
+Status norm::jit::verifyLaunchableOpSpec(const OpSpec &spec) {
+  if (Status status = verifyOpSpec(spec).withContext(getOpKindName(spec.kind));
+      !status)
+    return status;
+  if (spec.saveStats || spec.backward || spec.kind == OpKind::ColumnSum)
+    return Status::error(ErrorCode::Unsupported,
+                         describeOpSpec(spec) +
+                             ": libnormjit does not launch training kernels "
+                             "(save_stats, backward, column_sum) yet; "
+                             "norm-opt generates them");
+  return Status::success();
+}
+
 Status norm::jit::writeHeuristicBundle(const KernelStore &store,
                                        const std::vector<OpSpec> &specs,
                                        const std::string &path) {
@@ -330,9 +343,7 @@ Status norm::jit::writeHeuristicBundle(const KernelStore &store,
   const TargetOptions &target = store.getTarget();
   BundleWriter writer({store.getCompilerVersion(), target.chip, ""});
   for (const OpSpec &original : specs) {
-    if (Status status =
-            verifyOpSpec(original).withContext(getOpKindName(original.kind));
-        !status)
+    if (Status status = verifyLaunchableOpSpec(original); !status)
       return status;
     OpSpec spec = normalizeOpSpec(original);
     LaunchPlan plan;

@@ -132,6 +132,11 @@ private:
   const Logger &log;
 };
 
+/// verifyOpSpec, and what libnormjit launches: not yet the training
+/// kernels (save_stats, backward rows, column sums), which norm-opt and the
+/// compiler library generate (Unsupported, naming them).
+Status verifyLaunchableOpSpec(const OpSpec &spec);
+
 /// Writes a bundle without a device: the heuristic's plan for every
 /// operation and the PTX of the kernels it uses (linked by the driver where
 /// the bundle is used). For building deployment bundles where there is no

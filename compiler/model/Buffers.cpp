@@ -12,7 +12,10 @@ static constexpr BufferSlot kAllSlots[] = {
     BufferSlot::Q,        BufferSlot::K,       BufferSlot::V,
     BufferSlot::CuSeqlens, BufferSlot::Lse,   BufferSlot::KCache,
     BufferSlot::VCache,   BufferSlot::CacheSeqlens, BufferSlot::Workspace,
-    BufferSlot::Semaphores, BufferSlot::Positions, BufferSlot::RopeTable};
+    BufferSlot::Semaphores, BufferSlot::Positions, BufferSlot::RopeTable,
+    BufferSlot::GradOutput, BufferSlot::ResidualGrad, BufferSlot::SavedMean,
+    BufferSlot::SavedRstd, BufferSlot::GradInput, BufferSlot::AddendGrad,
+    BufferSlot::WeightGradPartials, BufferSlot::BiasGradPartials};
 static_assert(sizeof(kAllSlots) / sizeof(kAllSlots[0]) == kNumBufferSlots);
 
 std::string_view norm::getBufferSlotName(BufferSlot slot) {
@@ -65,6 +68,22 @@ std::string_view norm::getBufferSlotName(BufferSlot slot) {
     return "positions";
   case BufferSlot::RopeTable:
     return "rope_table";
+  case BufferSlot::GradOutput:
+    return "grad_output";
+  case BufferSlot::ResidualGrad:
+    return "residual_grad";
+  case BufferSlot::SavedMean:
+    return "saved_mean";
+  case BufferSlot::SavedRstd:
+    return "saved_rstd";
+  case BufferSlot::GradInput:
+    return "grad_input";
+  case BufferSlot::AddendGrad:
+    return "addend_grad";
+  case BufferSlot::WeightGradPartials:
+    return "weight_grad_partials";
+  case BufferSlot::BiasGradPartials:
+    return "bias_grad_partials";
   }
   return "?";
 }
@@ -87,7 +106,38 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
     buffers.push_back({slot, type, cols, /*rows2D=*/false, written});
   };
   int64_t h = spec.hidden;
+  bool meanVar = getStatistic(spec) == Statistic::MeanVar;
+  auto savedStats = [&](bool written) {
+    if (meanVar)
+      rows(BufferSlot::SavedMean, ElementType::f32, spec.groups, written);
+    rows(BufferSlot::SavedRstd, ElementType::f32, spec.groups, written);
+  };
+  if (spec.backward) {
+    rows(BufferSlot::Input, spec.input, h, false);
+    rows(BufferSlot::GradOutput, spec.output, h, false);
+    if (spec.writeResidual)
+      rows(BufferSlot::ResidualGrad, spec.input, h, false);
+    if (spec.hasWeight)
+      vector(BufferSlot::Weight, spec.param, h, false);
+    savedStats(false);
+    rows(BufferSlot::GradInput, spec.input, h, true);
+    if (spec.hasAddend && spec.alpha != 1.0)
+      rows(BufferSlot::AddendGrad, spec.addendType, h, true);
+    for (auto [has, slot] : {std::pair{spec.hasWeight,
+                                       BufferSlot::WeightGradPartials},
+                             std::pair{spec.hasBias,
+                                       BufferSlot::BiasGradPartials}})
+      if (has) {
+        rows(slot, ElementType::f32, h, true);
+        buffers.back().ownRows = true;
+      }
+    return buffers;
+  }
   switch (spec.kind) {
+  case OpKind::ColumnSum:
+    rows(BufferSlot::Input, ElementType::f32, h, false);
+    vector(BufferSlot::Output, spec.output, h, true);
+    return buffers;
   case OpKind::BatchNormStats:
     rows(BufferSlot::Input, spec.input, h, false);
     vector(BufferSlot::Mean, ElementType::f32, h, true);
@@ -161,7 +211,21 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
   rows(BufferSlot::Output, spec.output, h, true);
   if (spec.writeResidual)
     rows(BufferSlot::ResidualOut, spec.input, h, true);
+  if (spec.saveStats)
+    savedStats(true);
   return buffers;
+}
+
+bool norm::hasVectorRows(const BufferSpec &buffer) {
+  switch (buffer.slot) {
+  case BufferSlot::SavedMean:
+  case BufferSlot::SavedRstd:
+  case BufferSlot::WeightGradPartials:
+  case BufferSlot::BiasGradPartials:
+    return false;
+  default:
+    return buffer.rows2D;
+  }
 }
 
 int64_t norm::getDecodeTiles(const OpSpec &spec, int64_t rowsPerCta,

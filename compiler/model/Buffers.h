@@ -44,8 +44,17 @@ enum class BufferSlot : int {
   Semaphores,
   Positions,
   RopeTable,
+  // Training (not in the C API yet: NORMJIT_NUM_BUFFERS stops before them).
+  GradOutput,
+  ResidualGrad,
+  SavedMean,
+  SavedRstd,
+  GradInput,
+  AddendGrad,
+  WeightGradPartials,
+  BiasGradPartials,
 };
-constexpr int kNumBufferSlots = 24;
+constexpr int kNumBufferSlots = 32;
 
 /// "input", "residual_out", "q_weight", ...: the names of the kernel ops'
 /// operands and results and of kernel parameters.
@@ -81,8 +90,22 @@ struct BufferSpec {
 /// k_weight, cu_seqlens, cache_seqlens, positions, rope_table), then the
 /// outputs (output, residual_out; q, k; mean, variance; output, lse;
 /// output, k_cache and v_cache (updated), workspace and semaphores
-/// (scratch)).
+/// (scratch)). A forward row kernel with save_stats adds saved_mean
+/// (mean_var) and saved_rstd, f32 rows of one value per group. A backward
+/// row kernel (norm.fused_row_grad) takes input (the `v` its forward
+/// normalized), grad_output, residual_grad (with residual_out), weight,
+/// saved_mean (mean_var) and saved_rstd, and writes grad_input, addend_grad
+/// (an addend scaled by alpha != 1) and weight_grad_partials and
+/// bias_grad_partials (f32 rows of their own: getGradPartialRows). A
+/// column sum (norm.column_sum) reads f32 input rows and writes an output
+/// vector.
 std::vector<BufferSpec> getBuffers(const OpSpec &spec);
+
+/// Whether the row accesses of `buffer` move `vector` elements, so that the
+/// 16-byte rule and the widest vector apply to it: every 2-D buffer but
+/// the saved statistics (one f32 per group, stored one at a time) and the
+/// f32 gradient partials (accumulators, stored in 16-byte parts).
+bool hasVectorRows(const BufferSpec &buffer);
 
 /// Bytes all 2-D buffers move per logical row (per token for QK-Norm).
 int64_t getBytesPerRow(const OpSpec &spec);

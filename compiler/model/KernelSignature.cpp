@@ -78,6 +78,9 @@ static std::string getKernelPrefix(const OpSpec &spec) {
     os << "norm_colstats_h" << spec.hidden << "_" << type(spec.input)
        << "_f32";
     return os.str();
+  case OpKind::ColumnSum:
+    os << "norm_colsum_h" << spec.hidden << "_f32_" << type(spec.output);
+    return os.str();
   case OpKind::Attention:
   case OpKind::AttentionDecode:
     os << (spec.kind == OpKind::Attention ? "norm_attn" : "norm_decode");
@@ -111,6 +114,8 @@ static std::string getKernelPrefix(const OpSpec &spec) {
     os << "norm_ew";
     break;
   }
+  if (spec.backward)
+    os << "_bwd";
   if (spec.hasAddend)
     os << "_add";
   if (spec.hasSkip)
@@ -143,12 +148,13 @@ Status norm::describeKernel(const OpSpec &spec, const LaunchConfig &launch,
   OpSpec normal = normalizeOpSpec(spec);
   sig = KernelSignature();
   sig.name = getKernelName(normal, launch, target);
-  sig.kind = std::string(getKernelOpName(normal.kind));
+  sig.kind = std::string(getKernelOpName(normal));
   sig.hidden = normal.hidden;
   sig.launch = launch;
   sig.blockThreads = launch.getThreadsPerCta();
   sig.sharedBytes = getSharedBytes(normal, launch, maxShared);
-  if (normal.kind == OpKind::BatchNormStats) {
+  if (normal.kind == OpKind::BatchNormStats ||
+      normal.kind == OpKind::ColumnSum) {
     // One "row" of work per `vector` columns.
     int64_t tiles = (normal.hidden + launch.vector - 1) / launch.vector;
     sig.fixedGridX = (tiles + launch.rowsPerCta - 1) / launch.rowsPerCta;
@@ -170,7 +176,9 @@ Status norm::describeKernel(const OpSpec &spec, const LaunchConfig &launch,
     // offsets and cache lengths are read, and its log-sum-exps, partials
     // and semaphores written, one by one.
     bool scalar = !buffer.rows2D && buffer.cols == 0;
-    scalar |= buffer.slot == BufferSlot::Lse;
+    scalar |= buffer.slot == BufferSlot::Lse ||
+              buffer.slot == BufferSlot::SavedMean ||
+              buffer.slot == BufferSlot::SavedRstd;
     param.alignment = scalar ? getElementBytes(buffer.type)
                              : getBufferAlignment(buffer.type, launch.vector);
     // The runtime allocates the partials, whose quads the combine reads

@@ -143,7 +143,7 @@ Status norm::verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch,
   if (launch.isAttention())
     return Status::invalid("block_n and stages apply to attention only");
   for (const BufferSpec &buffer : getBuffers(spec)) {
-    if (!buffer.rows2D)
+    if (!hasVectorRows(buffer))
       continue;
     int64_t bytes = launch.vector * getElementBytes(buffer.type);
     if (bytes > kMaxAccessBytes)
@@ -153,7 +153,7 @@ Status norm::verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch,
           std::to_string(bytes) + " bytes per access (at most " +
           std::to_string(kMaxAccessBytes) + ")");
   }
-  if (spec.kind == OpKind::BatchNormStats)
+  if (spec.kind == OpKind::BatchNormStats || spec.kind == OpKind::ColumnSum)
     return Status::success();
 
   int64_t length = getRowLength(spec);
@@ -169,11 +169,15 @@ Status norm::verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch,
         std::to_string(threads) + " threads x vector " +
         std::to_string(vector) + " for rows of " + std::to_string(length) +
         " elements");
-  if (isFusedRow(spec) || fitsInRegisters(spec, launch))
+  // Backward rows stay in registers (staging them is future work).
+  if ((isFusedRow(spec) && !spec.backward) || fitsInRegisters(spec, launch))
     return Status::success();
-  // Rows that only registers may hold: a CTA of 1024 threads holds the most.
-  int64_t most =
-      1024 * getMaxElementsPerThread(spec, 1024, getMaxVector(spec));
+  // Rows that only registers may hold: the CTA size that holds the most (a
+  // thread of 1024 has half the registers of one of 512).
+  int64_t most = 0;
+  for (int64_t threads : {256, 512, 1024})
+    most = std::max(most, threads * getMaxElementsPerThread(
+                                        spec, threads, getMaxVector(spec)));
   if (length > most)
     return Status::invalid("rows of " + std::to_string(length) +
                            " elements do not fit in the registers of one CTA "
@@ -206,6 +210,15 @@ int64_t norm::getRegisterBytesPerVector(const OpSpec &spec, int64_t vector) {
   };
   if (spec.kind == OpKind::QKNormPrologue)
     return bytes(spec.input) + (spec.hasWeight ? 2 * bytes(spec.param) : 0);
+  // v and grad_output, the weight and the weight gradient's column sums
+  // (and the bias gradient's) are all live in f32 across the reduction:
+  // measured with `ptxas -v` (sm_90), bf16 RMSNorm rows of 16 elements a
+  // thread take 109 registers at 512 threads, 32 spill at 128 (and 8 at
+  // 64, in CTAs of 1024 threads: see kBackwardRegisterOverhead); f32
+  // LayerNorm with a bias spills at 16 (test/Target/ptxas-backward.mlir).
+  if (spec.backward)
+    return bytes(ElementType::f32) *
+           (2 + (spec.hasWeight ? 2 : 0) + (spec.hasBias ? 1 : 0));
   int64_t total = bytes(getStreamType(spec));
   if (spec.hasWeight)
     total += bytes(spec.param);
@@ -229,7 +242,7 @@ int64_t norm::getMaxElementsPerThread(const OpSpec &spec,
   vector = std::max<int64_t>(vector, 1);
   int64_t rowRegisters =
       std::min(getRegistersPerThread(threadsPerCta), kRegisterBudget) -
-      kRegisterOverhead;
+      (spec.backward ? kBackwardRegisterOverhead : kRegisterOverhead);
   // 4 bytes a register, kRegisterBytesPerResidentByte / 2 of them a byte.
   int64_t vectors = rowRegisters * 4 * 2 /
                     (kRegisterBytesPerResidentByte *
@@ -260,6 +273,11 @@ std::string_view norm::getRowStorageSuffix(RowStorage storage) {
     return "_stream";
   }
   return "";
+}
+
+int64_t norm::getGradPartialRows(const LaunchConfig &launch, int64_t rows) {
+  return divideCeil(std::max<int64_t>(rows, 0), launch.rowsPerCta) *
+         launch.getConcurrentRows();
 }
 
 int64_t norm::getStagedRowBytes(const OpSpec &spec, int64_t vector) {
@@ -297,7 +315,7 @@ int64_t norm::getBufferAlignment(ElementType type, int64_t vector) {
 int64_t norm::getMaxVector(const OpSpec &spec) {
   int64_t widest = 1;
   for (const BufferSpec &buffer : getBuffers(spec))
-    if (buffer.rows2D)
+    if (hasVectorRows(buffer))
       widest = std::max(widest, getElementBytes(buffer.type));
   int64_t vector = kMaxAccessBytes / widest;
   int64_t length = getRowLength(spec);
@@ -322,6 +340,7 @@ std::optional<LaunchConfig> norm::getScalarFallback(const OpSpec &spec,
   // element per access; staged, streamed and column rows loop over any
   // number of elements per thread.
   bool inRegisters = spec.kind != OpKind::BatchNormStats &&
+                     spec.kind != OpKind::ColumnSum &&
                      fitsInRegisters(spec, launch);
   auto widen = [&] {
     int64_t threads = nextThreadsPerRow(scalar.threadsPerRow);

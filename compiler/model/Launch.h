@@ -74,6 +74,10 @@ constexpr int64_t kMaxElementsPerThread = 64;
 /// test/Target/ptxas-storage-regimes.mlir checks it at every boundary.
 constexpr int64_t kRegisterBytesPerResidentByte = 3;
 constexpr int64_t kRegisterOverhead = 16;
+/// A backward kernel's loop over the rows of its CTA carries the column
+/// sums and more addresses: 32 registers besides its rows (bf16 RMSNorm
+/// rows of 8 elements a thread spill at 64 registers, 16 take 109).
+constexpr int64_t kBackwardRegisterOverhead = 32;
 constexpr int64_t kRegisterBudget = 128;
 /// Shared memory of a CTA that staged rows leave to the static buffer of
 /// the row reduction (at most 32 warps x 3 sums x 4 bytes).
@@ -176,6 +180,11 @@ RowStorage getRowStorage(const OpSpec &spec, const LaunchConfig &launch,
 /// The element type a row kernel holds `v` in between prologue and
 /// statistic: f32 with an f32 residual, else the input's.
 ElementType getStreamType(const OpSpec &spec);
+
+/// The rows of a backward kernel's f32 gradient partials for `rows` rows:
+/// one per thread group of each CTA, ceil(rows / rowsPerCta) x the rows the
+/// CTA works on at once (a group's partial sums its rows in order).
+int64_t getGradPartialRows(const LaunchConfig &launch, int64_t rows);
 
 /// Bytes one row takes when staged in shared memory: whole `vector`s of the
 /// stream type, rounded up to 16.

@@ -16,7 +16,7 @@ static constexpr OpKind kAllKinds[] = {
     OpKind::RMSNorm,        OpKind::LayerNorm,          OpKind::L2Norm,
     OpKind::GroupNorm,      OpKind::BatchNormInference, OpKind::Elementwise,
     OpKind::BatchNormStats, OpKind::QKNormPrologue,     OpKind::Attention,
-    OpKind::AttentionDecode};
+    OpKind::AttentionDecode, OpKind::ColumnSum};
 
 static constexpr Statistic kAllStatistics[] = {
     Statistic::RMS, Statistic::MeanVar, Statistic::L2, Statistic::None};
@@ -86,6 +86,8 @@ std::string_view norm::getOpKindName(OpKind kind) {
     return "attention";
   case OpKind::AttentionDecode:
     return "attention_decode";
+  case OpKind::ColumnSum:
+    return "column_sum";
   }
   return "?";
 }
@@ -107,9 +109,15 @@ std::string_view norm::getKernelOpName(OpKind kind) {
     return "attention_kernel";
   case OpKind::AttentionDecode:
     return "attention_decode_kernel";
+  case OpKind::ColumnSum:
+    return "column_sum";
   default:
     return "fused_row";
   }
+}
+
+std::string_view norm::getKernelOpName(const OpSpec &spec) {
+  return spec.backward ? "fused_row_grad" : getKernelOpName(spec.kind);
 }
 
 Statistic norm::getStatistic(const OpSpec &spec) {
@@ -131,13 +139,17 @@ Statistic norm::getStatistic(const OpSpec &spec) {
 }
 
 bool norm::usesEps(const OpSpec &spec) {
+  // A backward kernel reads the saved statistics, not eps.
+  if (spec.backward)
+    return false;
   return getStatistic(spec) != Statistic::None ||
          spec.kind == OpKind::BatchNormInference;
 }
 
 bool norm::isFusedRow(const OpSpec &spec) {
   return spec.kind != OpKind::BatchNormStats &&
-         spec.kind != OpKind::QKNormPrologue && !isAttention(spec.kind);
+         spec.kind != OpKind::QKNormPrologue && !isAttention(spec.kind) &&
+         spec.kind != OpKind::ColumnSum;
 }
 
 int64_t norm::getRowLength(const OpSpec &spec) {
@@ -312,6 +324,31 @@ static Status verifyAttention(const OpSpec &spec) {
   return verifyWeightOffset(spec.weightOffset, spec.hasWeight);
 }
 
+/// norm.fused_row_grad: the gradients of a row norm from its saved
+/// statistics.
+static Status verifyBackward(const OpSpec &spec) {
+  if (spec.kind != OpKind::RMSNorm && spec.kind != OpKind::LayerNorm &&
+      spec.kind != OpKind::L2Norm)
+    return Status::invalid(
+        "backward kernels differentiate rms_norm, layer_norm and l2_norm "
+        "rows (groups 1); " +
+        std::string(getOpKindName(spec.kind)) + " has none yet");
+  if (spec.groups != 1)
+    return Status::invalid("backward kernels of grouped statistics "
+                           "(GroupNorm) are not supported yet");
+  if (spec.f32Residual)
+    return Status::invalid(
+        "a backward kernel recomputes x-hat from the stored residual stream, "
+        "which f32_residual does not store: differentiate without it");
+  if (spec.hasSkip)
+    return Status::invalid(
+        "the gradient of a Sandwich skip is grad_output itself: "
+        "differentiate the norm without its skip");
+  if (spec.saveStats)
+    return Status::invalid("save_stats applies to forward kernels");
+  return Status::success();
+}
+
 /// norm.fused_row: prologue, statistic, epilogue.
 static Status verifyFusedRow(const OpSpec &spec) {
   if (Status status = verifyPositiveFinite(spec.alpha, "alpha"); !status)
@@ -334,6 +371,11 @@ static Status verifyFusedRow(const OpSpec &spec) {
                            "mean_var or l2)");
   if (spec.numQHeads != 0 || spec.numKvHeads != 0)
     return Status::invalid("head counts apply to qk_norm only");
+  if (spec.saveStats && getStatistic(spec) == Statistic::None)
+    return Status::invalid("save_stats needs a statistic to save (rms, "
+                           "mean_var or l2)");
+  if (spec.backward)
+    return verifyBackward(spec);
   return Status::success();
 }
 
@@ -367,7 +409,19 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
     return Status::invalid(
         "causal, scale, lse and rope apply to attention only");
 
+  if ((spec.saveStats || spec.backward) && !isFusedRow(spec))
+    return Status::invalid(
+        "save_stats and backward apply to row kernels (norm.fused_row)");
+
   switch (spec.kind) {
+  case OpKind::ColumnSum:
+    if (spec.hasWeight || spec.hasBias || spec.hasAddend || spec.hasSkip ||
+        spec.writeResidual || spec.f32Residual || spec.groups != 1)
+      return Status::invalid("a column sum takes only its f32 partial rows");
+    if (spec.input != ElementType::f32)
+      return Status::invalid("a column sum reduces f32 partial rows, got " +
+                             std::string(getElementTypeName(spec.input)));
+    return Status::success();
   case OpKind::BatchNormStats:
     if (spec.hasWeight || spec.hasBias || spec.hasAddend || spec.hasSkip ||
         spec.writeResidual || spec.f32Residual || spec.groups != 1)
@@ -395,6 +449,12 @@ OpSpec norm::normalizeOpSpec(const OpSpec &spec) {
     n.kind = OpKind::GroupNorm;
   if (n.kind == OpKind::GroupNorm && n.groups == 1)
     n.kind = OpKind::LayerNorm;
+  // A backward kernel sees a forward addend only through the residual
+  // stream's gradient and, where alpha is not 1, the addend's own.
+  if (n.backward && n.alpha == 1.0) {
+    n.hasAddend = n.hasAddend && n.writeResidual;
+    n.addendType = defaults.addendType;
+  }
   if (!n.hasAddend) {
     n.addendType = defaults.addendType;
     n.alpha = defaults.alpha;
@@ -426,6 +486,8 @@ OpSpec norm::normalizeOpSpec(const OpSpec &spec) {
     n.ropeTheta = defaults.ropeTheta;
   if (n.kind == OpKind::BatchNormStats)
     n.output = ElementType::f32;
+  if (n.kind == OpKind::ColumnSum)
+    n.input = ElementType::f32;
   return n;
 }
 
@@ -465,6 +527,10 @@ std::string norm::getCanonicalSpec(const OpSpec &original) {
     os << " rope_positions=1";
   if (s.ropeTable)
     os << " rope_table=1";
+  if (s.saveStats)
+    os << " save_stats=1";
+  if (s.backward)
+    os << " backward=1";
   return os.str();
 }
 
@@ -576,6 +642,10 @@ std::optional<OpSpec> norm::parseCanonicalSpec(std::string_view text,
         flag("rope_table", spec.ropeTable);
     }
   }
+  if (fields.count("save_stats"))
+    flag("save_stats", spec.saveStats);
+  if (fields.count("backward"))
+    flag("backward", spec.backward);
   if (error.empty() && !fields.empty())
     error = "unknown operation field '" + fields.begin()->first + "'";
   if (!error.empty())
@@ -585,8 +655,8 @@ std::optional<OpSpec> norm::parseCanonicalSpec(std::string_view text,
 
 std::string norm::describeOpSpec(const OpSpec &spec) {
   std::ostringstream os;
-  os << getOpKindName(spec.kind) << " h" << spec.hidden << " "
-     << getElementTypeName(spec.input);
+  os << getOpKindName(spec.kind) << (spec.backward ? " backward" : "")
+     << " h" << spec.hidden << " " << getElementTypeName(spec.input);
   if (spec.output != spec.input && spec.kind != OpKind::BatchNormStats)
     os << "->" << getElementTypeName(spec.output);
   if (spec.kind == OpKind::QKNormPrologue || isAttention(spec.kind)) {
@@ -619,11 +689,14 @@ std::string norm::describeOpSpec(const OpSpec &spec) {
     os << " +f32_residual";
   if (spec.hasSkip)
     os << " +skip";
-  if (!spec.hasWeight && spec.kind != OpKind::BatchNormStats)
+  if (!spec.hasWeight && spec.kind != OpKind::BatchNormStats &&
+      spec.kind != OpKind::ColumnSum)
     os << " no-weight";
   if (spec.hasBias)
     os << " +bias";
   if (spec.weightOffset != 0.0)
     os << " offset " << formatReal(spec.weightOffset);
+  if (spec.saveStats)
+    os << " +save_stats";
   return os.str();
 }

@@ -55,6 +55,7 @@ struct OpSpec {
     QKNormPrologue,     // norm.qk_norm_prologue
     Attention,          // norm.attention_kernel (prefill, variable length)
     AttentionDecode,    // norm.attention_decode_kernel (new tokens + cache)
+    ColumnSum,          // norm.column_sum (f32 partial rows -> one row)
   };
   Kind kind = Kind::RMSNorm;
   int64_t hidden = 0; // row length (head_dim for QK-Norm and attention)
@@ -97,6 +98,21 @@ struct OpSpec {
   /// frequency scaling (linear, NTK, Llama 3, YaRN) is the caller's table.
   /// A position outside the table rotates its row to NaN.
   bool ropeTable = false;
+  // Training (row norms: rms, layer, l2):
+  /// The forward kernel also writes what its backward reads: the f32
+  /// `saved_rstd` of each kernel row (the scale the statistic gives) and,
+  /// for mean_var, its `saved_mean`, in the same pass.
+  bool saveStats = false;
+  /// The kernel computes the gradients of the forward operation the other
+  /// fields describe (see getBuffers): from the row `v` it normalized (the
+  /// input, or the residual stream it wrote), `grad_output` and the saved
+  /// statistics, grad_input = alpha dv (dv = dnorm/dv dy, plus the
+  /// `residual_grad` of a residual stream output), addend_grad = dv where
+  /// alpha is not 1 (else grad_input is both), and f32 partial sums of the
+  /// weight and bias gradients, one row per thread group of each CTA, that a
+  /// column_sum reduces: the same partials every run, no atomics. `output`
+  /// is the type of grad_output, `input` of grad_input.
+  bool backward = false;
 };
 
 using OpKind = OpSpec::Kind;
@@ -114,6 +130,9 @@ std::optional<OpKind> parseOpKindName(std::string_view name);
 /// "column_stats", "attention_kernel" or "attention_decode_kernel" (the
 /// signature's kind).
 std::string_view getKernelOpName(OpKind kind);
+/// The kernel op of `spec`: getKernelOpName of its kind, or
+/// "fused_row_grad" for a backward row kernel.
+std::string_view getKernelOpName(const OpSpec &spec);
 
 /// The per-row statistic of the kernel of `spec` (none for column
 /// statistics, whose reduction runs over columns).

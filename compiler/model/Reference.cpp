@@ -101,6 +101,11 @@ FusedRowExpected check::referenceFusedRow(const OpSpec &spec,
   expected.output = ExpectedRows(rows, hidden);
   if (spec.writeResidual)
     expected.residual = ExpectedRows(rows, hidden);
+  if (spec.saveStats) {
+    expected.savedRstd = ExpectedRows(rows, spec.groups);
+    if (statistic == Statistic::MeanVar)
+      expected.savedMean = ExpectedRows(rows, spec.groups);
+  }
 
   std::vector<double> v(hidden), dv(hidden);
   for (int64_t row = 0; row < rows; ++row) {
@@ -128,6 +133,16 @@ FusedRowExpected check::referenceFusedRow(const OpSpec &spec,
       RowStatistic stat;
       if (statistic != Statistic::None)
         stat = computeStatistic(statistic, spec.eps, groupV, groupDv);
+      if (spec.saveStats) {
+        int64_t group = first / width;
+        expected.savedRstd.at(row, group) = {
+            stat.scale, stat.scale * stat.scaleRelError +
+                            ulp(ElementType::f32, stat.scale)};
+        if (statistic == Statistic::MeanVar)
+          expected.savedMean.at(row, group) = {
+              stat.center,
+              stat.centerError + ulp(ElementType::f32, stat.center)};
+      }
       for (int64_t col = first; col < first + width; ++col) {
         RowStatistic own = stat;
         if (operands.mean) {
@@ -148,6 +163,103 @@ FusedRowExpected check::referenceFusedRow(const OpSpec &spec,
         expected.output.at(row, col) = epilogue.apply(normalized, error);
       }
     }
+  }
+  return expected;
+}
+
+FusedRowGradExpected
+check::referenceFusedRowGrad(const OpSpec &spec,
+                             const FusedRowGradOperands &operands) {
+  int64_t rows = operands.input.rows, n = spec.hidden;
+  Statistic statistic = getStatistic(spec);
+  bool addendGrad = spec.hasAddend && spec.alpha != 1.0;
+  FusedRowGradExpected expected;
+  expected.gradInput = ExpectedRows(rows, n);
+  if (addendGrad)
+    expected.addendGrad = ExpectedRows(rows, n);
+  std::vector<double> dw(n, 0.0), dwAbs(n, 0.0), db(n, 0.0), dbAbs(n, 0.0);
+  std::vector<double> xhat(n), xhatError(n), g(n);
+  double sumError = getStatisticError(n);
+  for (int64_t row = 0; row < rows; ++row) {
+    double rstd = operands.savedRstd.at(row, 0);
+    double mean = operands.savedMean ? operands.savedMean->at(row, 0) : 0.0;
+    // x-hat and g = dy (w + offset) in f32: a few roundings each.
+    double dot = 0.0, dotAbs = 0.0, total = 0.0, totalAbs = 0.0;
+    double dotError = 0.0;
+    for (int64_t col = 0; col < n; ++col) {
+      double v = operands.input.at(row, col);
+      double dy = operands.gradOutput.at(row, col);
+      xhat[col] = (v - mean) * rstd;
+      xhatError[col] =
+          2 * u * (std::fabs(xhat[col]) + (std::fabs(v) + std::fabs(mean)) *
+                                              std::fabs(rstd));
+      double w = operands.weight ? operands.weight.at(col) + spec.weightOffset
+                                 : 1.0;
+      g[col] = dy * w;
+      dot += g[col] * xhat[col];
+      dotAbs += std::fabs(g[col] * xhat[col]);
+      dotError += std::fabs(g[col]) * xhatError[col];
+      total += g[col];
+      totalAbs += std::fabs(g[col]);
+      dw[col] += dy * xhat[col];
+      dwAbs[col] += std::fabs(dy) * (std::fabs(xhat[col]) + xhatError[col]);
+      db[col] += dy;
+      dbAbs[col] += std::fabs(dy);
+    }
+    // c1 = mean(g xhat) (l2: the sum), c0 = mean(g) for mean_var.
+    double divisor = statistic == Statistic::L2 ? 1.0 : static_cast<double>(n);
+    double c1 = dot / divisor;
+    double c1Error = (sumError * dotAbs + dotError) / divisor + 4 * u * dotAbs;
+    double c0 = statistic == Statistic::MeanVar ? total / n : 0.0;
+    double c0Error =
+        statistic == Statistic::MeanVar ? sumError * totalAbs / n : 0.0;
+    for (int64_t col = 0; col < n; ++col) {
+      double inner = g[col] - c0 - xhat[col] * c1;
+      double innerError =
+          4 * u * (std::fabs(g[col]) + std::fabs(c0) +
+                   std::fabs(xhat[col] * c1)) +
+          c0Error + std::fabs(xhat[col]) * c1Error +
+          xhatError[col] * std::fabs(c1) + 2 * u * std::fabs(g[col]);
+      double dv = rstd * inner;
+      double dvError = std::fabs(rstd) * innerError + u * std::fabs(dv);
+      if (operands.residualGrad) {
+        double r = operands.residualGrad->at(row, col);
+        dv += r;
+        dvError += 2 * u * (std::fabs(dv) + std::fabs(r));
+      }
+      double dx = spec.alpha * dv;
+      double dxError = std::fabs(spec.alpha) * dvError + 2 * u * std::fabs(dx);
+      expected.gradInput.at(row, col) = {
+          dx, dxError + ulp(spec.input, std::fabs(dx) + dxError)};
+      if (addendGrad)
+        expected.addendGrad.at(row, col) = {
+            dv, dvError + ulp(spec.addendType, std::fabs(dv) + dvError)};
+    }
+  }
+  // Column sums in f32 over the rows, in any order.
+  double columnError = u * (static_cast<double>(rows) + 16.0);
+  for (int64_t col = 0; col < n; ++col) {
+    if (spec.hasWeight)
+      expected.weightGrad.push_back(
+          {dw[col], columnError * dwAbs[col] + 4 * u * dwAbs[col]});
+    if (spec.hasBias)
+      expected.biasGrad.push_back({db[col], columnError * dbAbs[col]});
+  }
+  return expected;
+}
+
+std::vector<Expected> check::referenceColumnSum(const RowsView &input,
+                                                ElementType output) {
+  std::vector<Expected> expected;
+  double error = u * (static_cast<double>(input.rows) + 16.0);
+  for (int64_t col = 0; col < input.cols; ++col) {
+    double sum = 0.0, sumAbs = 0.0;
+    for (int64_t row = 0; row < input.rows; ++row) {
+      sum += input.at(row, col);
+      sumAbs += std::fabs(input.at(row, col));
+    }
+    double tolerance = error * sumAbs;
+    expected.push_back({sum, tolerance + ulp(output, std::fabs(sum) + tolerance)});
   }
   return expected;
 }

@@ -82,10 +82,37 @@ struct FusedRowOperands {
 struct FusedRowExpected {
   ExpectedRows output;
   ExpectedRows residual; // empty without residual_out
+  /// rows x groups (save_stats; saved_mean for mean_var only).
+  ExpectedRows savedMean, savedRstd;
 };
 
 FusedRowExpected referenceFusedRow(const OpSpec &spec,
                                    const FusedRowOperands &operands);
+
+/// norm.fused_row_grad: the operands the spec has. The saved statistics are
+/// inputs: the gradients are a function of them, whatever computed them.
+struct FusedRowGradOperands {
+  RowsView input, gradOutput;
+  std::optional<RowsView> residualGrad, savedMean;
+  RowsView savedRstd;
+  ParamView weight;
+};
+
+struct FusedRowGradExpected {
+  ExpectedRows gradInput;
+  ExpectedRows addendGrad; // empty without addend_grad
+  /// The weight and bias gradients, sums over all rows of the f32 partials
+  /// (what norm.column_sum of them computes before its final rounding).
+  std::vector<Expected> weightGrad, biasGrad;
+};
+
+FusedRowGradExpected referenceFusedRowGrad(const OpSpec &spec,
+                                           const FusedRowGradOperands &operands);
+
+/// norm.column_sum: the sum of each column of f32 `input`, rounded to
+/// `output`.
+std::vector<Expected> referenceColumnSum(const RowsView &input,
+                                         ElementType output);
 
 struct QKNormExpected {
   ExpectedRows q, k;

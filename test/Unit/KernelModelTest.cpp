@@ -262,6 +262,154 @@ TEST(Buffers, FollowKernelParameterOrder) {
   EXPECT_EQ(getRowsPerToken(group), 8);
 }
 
+//===----------------------------------------------------------------------===//
+// Training kernels
+//===----------------------------------------------------------------------===//
+
+static std::vector<std::string> getBufferNames(const OpSpec &spec) {
+  std::vector<std::string> names;
+  for (const BufferSpec &b : getBuffers(spec))
+    names.push_back(std::string(getBufferSlotName(b.slot)));
+  return names;
+}
+
+TEST(Training, BackwardBuffersFollowTheForward) {
+  // DeepNorm pre-norm block, LayerNorm-style: every buffer there is.
+  OpSpec spec = rmsNorm(4096);
+  spec.kind = OpKind::LayerNorm;
+  spec.hasAddend = spec.writeResidual = spec.hasBias = spec.backward = true;
+  spec.alpha = 2.0;
+  spec.addendType = ElementType::f32;
+  ASSERT_TRUE(verifyOpSpec(spec)) << verifyOpSpec(spec).message();
+  EXPECT_EQ(getBufferNames(spec),
+            (std::vector<std::string>{
+                "input", "grad_output", "residual_grad", "weight",
+                "saved_mean", "saved_rstd", "grad_input", "addend_grad",
+                "weight_grad_partials", "bias_grad_partials"}));
+  std::vector<BufferSpec> buffers = getBuffers(spec);
+  EXPECT_EQ(buffers[5].cols, 1);
+  EXPECT_EQ(buffers[5].type, ElementType::f32);
+  EXPECT_EQ(buffers[7].type, ElementType::f32); // the addend's type
+  EXPECT_TRUE(buffers[8].ownRows && buffers[8].written);
+  EXPECT_FALSE(hasVectorRows(buffers[5]));
+  EXPECT_FALSE(hasVectorRows(buffers[8]));
+  EXPECT_EQ(getKernelOpName(spec), "fused_row_grad");
+  EXPECT_FALSE(usesEps(spec));
+  // x, dy, dh, dx, df (f32) and the saved statistics; not the partials.
+  EXPECT_EQ(getBytesPerRow(spec), 4 * 4096 * 2 + 4096 * 4 + 2 * 4);
+
+  // RMSNorm without alpha: grad_input is the addend's gradient too.
+  OpSpec rms = rmsNorm(4096);
+  rms.backward = true;
+  EXPECT_EQ(getBufferNames(rms),
+            (std::vector<std::string>{"input", "grad_output", "weight",
+                                      "saved_rstd", "grad_input",
+                                      "weight_grad_partials"}));
+
+  OpSpec forward = rmsNorm(4096);
+  forward.kind = OpKind::GroupNorm;
+  forward.groups = 32;
+  forward.saveStats = true;
+  buffers = getBuffers(forward);
+  EXPECT_EQ(getBufferNames(forward),
+            (std::vector<std::string>{"input", "weight", "output",
+                                      "saved_mean", "saved_rstd"}));
+  EXPECT_EQ(buffers[4].cols, 32);
+
+  OpSpec sum = rmsNorm(4096);
+  sum.kind = OpKind::ColumnSum;
+  sum.hasWeight = false;
+  sum.input = ElementType::f32;
+  EXPECT_EQ(getBufferNames(sum),
+            (std::vector<std::string>{"input", "output"}));
+  EXPECT_EQ(getKernelOpName(sum), "column_sum");
+}
+
+TEST(Training, RulesOfBackwardAndSavedStatistics) {
+  auto message = [](const OpSpec &spec) { return verifyOpSpec(spec).message(); };
+  OpSpec spec = rmsNorm(1024);
+  spec.backward = true;
+  spec.kind = OpKind::GroupNorm;
+  spec.groups = 4;
+  EXPECT_NE(message(spec).find("group_norm has none yet"), std::string::npos);
+  spec.kind = OpKind::LayerNorm;
+  EXPECT_NE(message(spec).find("GroupNorm) are not supported yet"),
+            std::string::npos);
+  spec = rmsNorm(1024);
+  spec.backward = spec.hasAddend = spec.f32Residual = true;
+  EXPECT_NE(message(spec).find("f32_residual does not store"),
+            std::string::npos);
+  spec = rmsNorm(1024);
+  spec.backward = spec.hasSkip = true;
+  EXPECT_NE(message(spec).find("Sandwich skip is grad_output itself"),
+            std::string::npos);
+  spec = rmsNorm(1024);
+  spec.backward = spec.saveStats = true;
+  EXPECT_NE(message(spec).find("save_stats applies to forward kernels"),
+            std::string::npos);
+  spec = rmsNorm(1024);
+  spec.kind = OpKind::Elementwise;
+  spec.saveStats = true;
+  EXPECT_NE(message(spec).find("save_stats needs a statistic"),
+            std::string::npos);
+  OpSpec qk = examples::makeQKNorm();
+  qk.backward = true;
+  EXPECT_NE(message(qk).find("apply to row kernels"), std::string::npos);
+  OpSpec sum = rmsNorm(64);
+  sum.kind = OpKind::ColumnSum;
+  EXPECT_NE(message(sum).find("takes only its f32 partial rows"),
+            std::string::npos);
+  sum.hasWeight = false;
+  EXPECT_NE(message(sum).find("reduces f32 partial rows, got bf16"),
+            std::string::npos);
+}
+
+TEST(Training, IdentitiesAndPartials) {
+  OpSpec spec = rmsNorm(2880);
+  spec.backward = true;
+  spec.eps = 1e-5; // a backward kernel does not read it
+  OpSpec other = spec;
+  other.eps = 1e-6;
+  EXPECT_EQ(getCanonicalSpec(spec), getCanonicalSpec(other));
+  // An addend without alpha or residual stream changes nothing backward.
+  other.hasAddend = true;
+  other.addendType = ElementType::f32;
+  EXPECT_EQ(getCanonicalSpec(spec), getCanonicalSpec(other));
+  other.alpha = 2.0;
+  EXPECT_NE(getCanonicalSpec(spec), getCanonicalSpec(other));
+
+  OpSpec forward = rmsNorm(2880);
+  OpSpec saving = forward;
+  saving.saveStats = true;
+  EXPECT_NE(getCanonicalSpec(forward), getCanonicalSpec(saving));
+  EXPECT_EQ(getCanonicalSpec(forward).find("save_stats"), std::string::npos);
+  for (const OpSpec &s : {spec, other, saving}) {
+    std::string error;
+    std::optional<OpSpec> back = parseCanonicalSpec(getCanonicalSpec(s), error);
+    ASSERT_TRUE(back) << error;
+    EXPECT_EQ(getCanonicalSpec(*back), getCanonicalSpec(s));
+    EXPECT_EQ(back->backward, s.backward);
+    EXPECT_EQ(back->saveStats, s.saveStats);
+  }
+
+  // One partial row per thread group and CTA: ceil(rows / rows_per_cta) x
+  // the rows at once.
+  LaunchConfig launch{8, 32, 4, 16};
+  EXPECT_EQ(getGradPartialRows(launch, 0), 0);
+  EXPECT_EQ(getGradPartialRows(launch, 1), 4);
+  EXPECT_EQ(getGradPartialRows(launch, 33), 12);
+  // The heuristic keeps the grid near two waves whatever the rows.
+  OpSpec llama = rmsNorm(4096);
+  llama.backward = true;
+  for (int64_t rows : {1, 4096, 65536, 1 << 20}) {
+    LaunchConfig heuristic = getHeuristicLaunch(llama, rows);
+    ASSERT_TRUE(verifyLaunchFor(llama, heuristic)) << rows;
+    int64_t ctas = (rows + heuristic.rowsPerCta - 1) / heuristic.rowsPerCta;
+    EXPECT_LE(ctas, 264) << rows;
+    EXPECT_TRUE(fitsInRegisters(llama, heuristic)) << rows;
+  }
+}
+
 TEST(Buffers, SlotNamesRoundTrip) {
   for (int i = 0; i < kNumBufferSlots; ++i) {
     auto slot = static_cast<BufferSlot>(i);

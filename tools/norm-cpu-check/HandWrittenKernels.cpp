@@ -441,6 +441,9 @@ public:
 
   // The QK-Norm kernels are the simplest ones: RMS and L2, plain weights.
   bool supports(const OpSpec &spec) const override {
+    // The training kernels have no hand-written counterparts.
+    if (spec.saveStats || spec.backward || spec.kind == OpSpec::Kind::ColumnSum)
+      return false;
     return spec.kind != OpSpec::Kind::QKNormPrologue ||
            (spec.qkStatistic != ::norm::Statistic::MeanVar &&
             spec.weightOffset == 0.0);
@@ -466,8 +469,9 @@ public:
                KernelSource &source) const override {
     if (!supports(spec))
       return Status::error(::norm::ErrorCode::Unsupported,
-                           "hand-written QK-Norm kernels are RMS and L2 "
-                           "without a weight offset");
+                           "no hand-written kernel: QK-Norm kernels are RMS "
+                           "and L2 without a weight offset, and there are no "
+                           "training kernels");
     // The ABI of the generated kernel (names aside): the check compares the
     // two providers with the same harness.
     KernelSignature &signature = source.signature;

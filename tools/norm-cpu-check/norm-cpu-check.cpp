@@ -155,6 +155,23 @@ static ElementType getCastType(ElementType type) {
 /// registers the prologue keeps them in.
 constexpr int64_t kMaxHeadDim = 1024;
 
+/// GroupNorm: the most groups of 32, 8, 4, 3 and 2 that leave at least two
+/// channels a group; false for hidden sizes without one.
+static bool pickGroups(OpSpec &spec) {
+  for (int64_t groups : {32, 8, 4, 3, 2})
+    if (spec.hidden % groups == 0 && spec.hidden / groups >= 2) {
+      spec.groups = groups;
+      return true;
+    }
+  return false;
+}
+
+/// Backward kernels keep their rows in registers: the variants skip hidden
+/// sizes that a CTA's registers do not hold (bf16 RMSNorm beyond 8192).
+static bool fitsBackward(const OpSpec &spec) {
+  return bool(verifyLaunchFor(spec, getHeuristicLaunch(spec, -1)));
+}
+
 static const std::vector<Variant> &getVariants() {
   using Kind = OpSpec::Kind;
   static const std::vector<Variant> variants = {
@@ -229,12 +246,7 @@ static const std::vector<Variant> &getVariants() {
          s.kind = Kind::GroupNorm;
          s.hasWeight = s.hasBias = true;
          s.eps = 1e-5;
-         for (int64_t groups : {32, 8, 4, 3, 2})
-           if (s.hidden % groups == 0 && s.hidden / groups >= 2) {
-             s.groups = groups;
-             return true;
-           }
-         return false;
+         return pickGroups(s);
        }},
       {"batch_norm",
        "BatchNorm inference (running statistics), f32 "
@@ -304,6 +316,76 @@ static const std::vector<Variant> &getVariants() {
        true,
        [](OpSpec &s) {
          s.kind = Kind::BatchNormStats;
+         return true;
+       }},
+      // Training: forward kernels that save their statistics, backward row
+      // kernels and the column sum of their partials.
+      {"rms_add_save",
+       "residual add + RMSNorm, residual out, saved rstd (training forward)",
+       true,
+       [](OpSpec &s) {
+         s.kind = Kind::RMSNorm;
+         s.hasAddend = s.hasWeight = s.writeResidual = s.saveStats = true;
+         return true;
+       }},
+      {"group_save", "GroupNorm with weight and bias, saved mean and rstd",
+       false,
+       [](OpSpec &s) {
+         s.kind = Kind::GroupNorm;
+         s.hasWeight = s.hasBias = s.saveStats = true;
+         s.eps = 1e-5;
+         return pickGroups(s);
+       }},
+      {"rms_bwd", "RMSNorm backward: dx and weight gradient partials", true,
+       [](OpSpec &s) {
+         s.kind = Kind::RMSNorm;
+         s.hasWeight = s.backward = true;
+         return fitsBackward(s);
+       }},
+      {"rms_add_bwd",
+       "residual add + RMSNorm backward, residual stream gradient added",
+       false,
+       [](OpSpec &s) {
+         s.kind = Kind::RMSNorm;
+         s.hasAddend = s.hasWeight = s.writeResidual = s.backward = true;
+         return fitsBackward(s);
+       }},
+      {"rms_deepnorm_bwd",
+       "DeepNorm alpha * x + f(x) + RMSNorm backward: grad_input and "
+       "addend_grad differ, Gemma (1 + w) weight",
+       false,
+       [](OpSpec &s) {
+         s.kind = Kind::RMSNorm;
+         s.hasAddend = s.hasWeight = s.writeResidual = s.backward = true;
+         s.alpha = 1.8612097182041991;
+         s.weightOffset = 1.0;
+         return fitsBackward(s);
+       }},
+      {"rms_noweight_bwd", "RMSNorm without weight backward, output cast",
+       false,
+       [](OpSpec &s) {
+         s.kind = Kind::RMSNorm;
+         s.backward = true;
+         s.output = getCastType(s.input);
+         return fitsBackward(s);
+       }},
+      {"layer_bwd", "LayerNorm backward: dx, weight and bias partials", true,
+       [](OpSpec &s) {
+         s.kind = Kind::LayerNorm;
+         s.hasWeight = s.hasBias = s.backward = true;
+         s.param = ElementType::f32;
+         return fitsBackward(s);
+       }},
+      {"l2_bwd", "L2 norm backward", false,
+       [](OpSpec &s) {
+         s.kind = Kind::L2Norm;
+         s.backward = true;
+         return fitsBackward(s);
+       }},
+      {"column_sum", "column sums of f32 partials (weight gradients)", true,
+       [](OpSpec &s) {
+         s.kind = Kind::ColumnSum;
+         s.input = ElementType::f32;
          return true;
        }},
   };
@@ -416,6 +498,8 @@ public:
 
 /// The columns of a kernel buffer.
 static int64_t getBufferCols(const OpSpec &spec, const KernelParam &param) {
+  if (param.name == "saved_mean" || param.name == "saved_rstd")
+    return spec.groups;
   if (spec.kind != OpSpec::Kind::QKNormPrologue)
     return spec.hidden;
   if (param.name == "qkv")
@@ -450,6 +534,15 @@ getInputDraw(const OpSpec &spec, const std::string &name, Random &random) {
     return spec.weightOffset != 0.0 ? uniform(-0.5, 0.5) : uniform(0.5, 1.5);
   if (name == "bias" || name == "mean")
     return uniform(-0.5, 0.5);
+  // Saved statistics of rows of about kRowScales' magnitudes.
+  if (name == "saved_rstd")
+    return [&random](int64_t row) {
+      return random.uniform(0.5, 2.0) / kRowScales[row % 5];
+    };
+  if (name == "saved_mean")
+    return [&random](int64_t row) {
+      return kRowScales[row % 5] * random.uniform(-0.5, 0.5);
+    };
   if (name == "variance")
     return uniform(0.25, 2.0);
   return uniform(-1, 1); // addend, skip
@@ -460,6 +553,55 @@ static uint64_t hashLabel(const std::string &text) {
   for (char c : text)
     hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
   return hash;
+}
+
+/// The gradients of a backward row kernel against the float64 reference;
+/// the weight and bias partials are checked by their column sums.
+static void
+checkBackward(const OpSpec &spec,
+              std::map<std::string, std::unique_ptr<GuardedBuffer>> &buffers,
+              CaseCheck &check) {
+  FusedRowGradOperands operands;
+  operands.input = buffers["input"]->view();
+  operands.gradOutput = buffers["grad_output"]->view();
+  if (buffers.count("residual_grad"))
+    operands.residualGrad = buffers["residual_grad"]->view();
+  if (buffers.count("saved_mean"))
+    operands.savedMean = buffers["saved_mean"]->view();
+  operands.savedRstd = buffers["saved_rstd"]->view();
+  if (buffers.count("weight"))
+    operands.weight = buffers["weight"]->paramView();
+  FusedRowGradExpected expected = referenceFusedRowGrad(spec, operands);
+  check.compareRows(*buffers["grad_input"], expected.gradInput, "grad_input");
+  if (buffers.count("addend_grad"))
+    check.compareRows(*buffers["addend_grad"], expected.addendGrad,
+                      "addend_grad");
+  for (auto [name, sums] :
+       {std::pair{"weight_grad_partials", &expected.weightGrad},
+        std::pair{"bias_grad_partials", &expected.biasGrad}}) {
+    if (!buffers.count(name))
+      continue;
+    const GuardedBuffer &partials = *buffers[name];
+    for (int64_t col = 0; col < spec.hidden; ++col) {
+      double total = 0.0;
+      bool nan = false;
+      for (int64_t row = 0; row < partials.getRows(); ++row) {
+        double value = partials.load(row, col);
+        nan |= std::isnan(value);
+        total += value;
+      }
+      const Expected &e = (*sums)[col];
+      if (!nan && e.accepts(total))
+        continue;
+      char text[256];
+      std::snprintf(text, sizeof(text),
+                    "column sum of %s[%lld] = %.9g, expected %.9g +- %.3g",
+                    name, static_cast<long long>(col), total, e.value,
+                    e.tolerance);
+      check.fail(text);
+      break;
+    }
+  }
 }
 
 /// Runs `kernel` for `rows` rows and checks everything.
@@ -485,8 +627,13 @@ static void runCase(const Task &task, const KernelSignature &signature,
     int64_t stride = (cols + align) / align * align;
     if (!param.readOnly)
       stride += scalar ? 2 : align;
+    // Gradient partials have rows of their own: one per thread group and CTA.
+    int64_t bufferRows = rows;
+    if (param.name == "weight_grad_partials" ||
+        param.name == "bias_grad_partials")
+      bufferRows = getGradPartialRows(signature.launch, rows);
     auto buffer = std::make_unique<GuardedBuffer>(
-        param.elementType, param.rowMajor2D ? rows : 1, cols,
+        param.elementType, param.rowMajor2D ? bufferRows : 1, cols,
         param.rowMajor2D ? stride : cols, /*misaligned=*/scalar);
     // The kernel's alignment needs are part of its ABI.
     int64_t bytes = getElementBytes(param.elementType);
@@ -563,6 +710,12 @@ static void runCase(const Task &task, const KernelSignature &signature,
     check.compareRows(*buffers["k"], expected.k, "k");
     break;
   }
+  case OpSpec::Kind::ColumnSum: {
+    ExpectedRows sums(1, spec.hidden);
+    sums.values = referenceColumnSum(view("input"), spec.output);
+    check.compareRows(*buffers["output"], sums, "output");
+    break;
+  }
   case OpSpec::Kind::BatchNormStats: {
     // The statistics of no rows are undefined: only the guards count.
     if (rows == 0)
@@ -576,6 +729,10 @@ static void runCase(const Task &task, const KernelSignature &signature,
     break;
   }
   default: {
+    if (spec.backward) {
+      checkBackward(spec, buffers, check);
+      break;
+    }
     FusedRowOperands operands;
     operands.input = view("input");
     if (buffers.count("addend"))
@@ -591,6 +748,13 @@ static void runCase(const Task &task, const KernelSignature &signature,
     if (spec.writeResidual)
       check.compareRows(*buffers["residual_out"], expected.residual,
                         "residual_out");
+    if (spec.saveStats) {
+      check.compareRows(*buffers["saved_rstd"], expected.savedRstd,
+                        "saved_rstd");
+      if (buffers.count("saved_mean"))
+        check.compareRows(*buffers["saved_mean"], expected.savedMean,
+                          "saved_mean");
+    }
     break;
   }
   }

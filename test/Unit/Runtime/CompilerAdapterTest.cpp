@@ -272,6 +272,34 @@ TEST_F(CompilerAdapterTest, ConcurrentCompilesAgreeWithSerialOnes) {
 
 class RealKernelsOnFakeDriver : public FakeDriverTest {};
 
+// The training kernels are the compiler's: libnormjit says so, in a status,
+// before it builds or tunes anything.
+TEST_F(RealKernelsOnFakeDriver, TrainingKernelsAreNotLaunchedYet) {
+  TempDir cache;
+  std::unique_ptr<Context> context;
+  ContextOptions options =
+      makeFakeOptions(createDefaultCompiler(), cache.get(), /*tuning=*/true);
+  ASSERT_TRUE(Context::create(options, context).ok());
+  OpSpec backward = makeRmsNorm(4096);
+  backward.backward = true;
+  OpSpec saving = makeRmsNorm(4096);
+  saving.saveStats = true;
+  OpSpec sum = makeRmsNorm(4096);
+  sum.kind = OpKind::ColumnSum;
+  sum.hasWeight = false;
+  sum.input = ElementType::f32;
+  for (const OpSpec &spec : {backward, saving, sum}) {
+    std::shared_ptr<const Kernel> kernel;
+    Status status = context->getKernel(spec, {}, kernel);
+    EXPECT_EQ(status.code(), ErrorCode::Unsupported) << status.message();
+    EXPECT_NE(status.message().find("does not launch training kernels"),
+              std::string::npos)
+        << status.message();
+    EXPECT_FALSE(kernel);
+  }
+  EXPECT_EQ(fakecuda_launch_count(), 0);
+}
+
 TEST_F(RealKernelsOnFakeDriver, TuneAndLaunch) {
   TempDir cache;
   std::unique_ptr<Context> context;

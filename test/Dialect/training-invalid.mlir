@@ -1,0 +1,140 @@
+// RUN: norm-opt %s -split-input-file -verify-diagnostics
+
+// The rules of the training kernels; each one a message of its own.
+
+func.func @saved_mean_without_mean_var(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{'saved_mean' needs statistic 'mean_var' and 'saved_rstd'}}
+  %y, %m, %r = norm.fused_row <rms> %x eps(1.0e-06) : tensor<?x64xf32> -> tensor<?x64xf32> saved_mean(tensor<?x1xf32>) saved_rstd(tensor<?x1xf32>)
+  return
+}
+
+// -----
+
+func.func @mean_var_saves_both(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{statistic 'mean_var' saves 'saved_mean' with 'saved_rstd'}}
+  %y, %r = norm.fused_row <mean_var> %x eps(1.0e-05) : tensor<?x64xf32> -> tensor<?x64xf32> saved_rstd(tensor<?x1xf32>)
+  return
+}
+
+// -----
+
+func.func @saved_rstd_per_group(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{'saved_rstd' must have 4 columns, got 'tensor<?x1xf32>'}}
+  %y, %m, %r = norm.fused_row <mean_var> %x eps(1.0e-05) {groups = 4 : i64} : tensor<?x64xf32> -> tensor<?x64xf32> saved_mean(tensor<?x4xf32>) saved_rstd(tensor<?x1xf32>)
+  return
+}
+
+// -----
+
+func.func @nothing_to_save(%x: tensor<?x64xf32>, %y: tensor<?x64xf32>) {
+  // expected-error @+1 {{save_stats needs a statistic to save}}
+  %o, %r = norm.fused_row <none> %x addend(%y : tensor<?x64xf32>) : tensor<?x64xf32> -> tensor<?x64xf32> saved_rstd(tensor<?x1xf32>)
+  return
+}
+
+// -----
+
+func.func @saved_rows(%x: tensor<8x64xf32>) {
+  // expected-error @+1 {{row count of 'saved_rstd' (4) does not match the rows (8)}}
+  %y, %r = norm.fused_row <rms> %x eps(1.0e-06) : tensor<8x64xf32> -> tensor<8x64xf32> saved_rstd(tensor<4x1xf32>)
+  return
+}
+
+// -----
+
+func.func @grad_needs_saved_mean(%x: tensor<?x64xf32>, %dy: tensor<?x64xf32>, %r: tensor<?x1xf32>) {
+  // expected-error @+1 {{'saved_mean' is there exactly for statistic 'mean_var'}}
+  %dx = norm.fused_row_grad <mean_var> %x grad(%dy : tensor<?x64xf32>) saved_rstd(%r : tensor<?x1xf32>) : tensor<?x64xf32> -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @addend_grad_with_alpha_1(%x: tensor<?x64xf32>, %dy: tensor<?x64xf32>, %r: tensor<?x1xf32>) {
+  // expected-error @+1 {{'addend_grad' is there exactly when alpha is not 1}}
+  %dx, %da = norm.fused_row_grad <rms> %x grad(%dy : tensor<?x64xf32>) saved_rstd(%r : tensor<?x1xf32>) : tensor<?x64xf32> -> tensor<?x64xf32> addend_grad(tensor<?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @alpha_needs_addend_grad(%x: tensor<?x64xf32>, %dy: tensor<?x64xf32>, %r: tensor<?x1xf32>) {
+  // expected-error @+1 {{'addend_grad' is there exactly when alpha is not 1}}
+  %dx = norm.fused_row_grad <rms> %x grad(%dy : tensor<?x64xf32>) saved_rstd(%r : tensor<?x1xf32>) alpha(2.0) : tensor<?x64xf32> -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @partials_need_weight(%x: tensor<?x64xf32>, %dy: tensor<?x64xf32>, %r: tensor<?x1xf32>) {
+  // expected-error @+1 {{'weight_grad_partials' needs the 'weight'}}
+  %dx, %dw = norm.fused_row_grad <rms> %x grad(%dy : tensor<?x64xf32>) saved_rstd(%r : tensor<?x1xf32>) : tensor<?x64xf32> -> tensor<?x64xf32> weight_grad_partials(tensor<?x64xf32>)
+  return
+}
+
+// -----
+
+func.func @partials_width(%x: tensor<?x64xf32>, %dy: tensor<?x64xf32>, %w: tensor<64xf32>, %r: tensor<?x1xf32>) {
+  // expected-error @+1 {{'weight_grad_partials' must have 64 columns, got 'tensor<?x32xf32>'}}
+  %dx, %dw = norm.fused_row_grad <rms> %x grad(%dy : tensor<?x64xf32>) weight(%w : tensor<64xf32>) saved_rstd(%r : tensor<?x1xf32>) : tensor<?x64xf32> -> tensor<?x64xf32> weight_grad_partials(tensor<?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @grad_input_type(%x: tensor<?x64xbf16>, %dy: tensor<?x64xbf16>, %r: tensor<?x1xf32>) {
+  // expected-error @+1 {{'grad_input' must have the element type of 'input' ('bf16'), got 'tensor<?x64xf32>'}}
+  %dx = norm.fused_row_grad <rms> %x grad(%dy : tensor<?x64xbf16>) saved_rstd(%r : tensor<?x1xf32>) : tensor<?x64xbf16> -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @grad_rows(%x: tensor<8x64xf32>, %dy: tensor<4x64xf32>, %r: tensor<8x1xf32>) {
+  // expected-error @+1 {{row count of 'grad_output' (4) does not match row count of 'input' (8)}}
+  %dx = norm.fused_row_grad <rms> %x grad(%dy : tensor<4x64xf32>) saved_rstd(%r : tensor<8x1xf32>) : tensor<8x64xf32> -> tensor<8x64xf32>
+  return
+}
+
+// -----
+
+func.func @no_statistic(%x: tensor<?x64xf32>, %dy: tensor<?x64xf32>, %r: tensor<?x1xf32>) {
+  // expected-error @+1 {{backward kernels differentiate rms_norm, layer_norm and l2_norm rows (groups 1); elementwise has none yet}}
+  %dx = norm.fused_row_grad <none> %x grad(%dy : tensor<?x64xf32>) saved_rstd(%r : tensor<?x1xf32>) : tensor<?x64xf32> -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+// Backward rows stay in registers: f32 LayerNorm with a bias spills past 4
+// elements a thread in CTAs of 1024 threads (test/Target/ptxas-backward.mlir),
+// and no CTA holds rows of 8192.
+func.func @registers(%x: tensor<?x6144xf32>, %dy: tensor<?x6144xf32>, %w: tensor<6144xf32>, %m: tensor<?x1xf32>, %r: tensor<?x1xf32>) {
+  // expected-error @+1 {{keeps 8 elements of a row per thread in registers, more than the 4 a thread of a CTA of 1024 threads holds without spilling}}
+  %dx, %dw, %db = norm.fused_row_grad <mean_var> %x grad(%dy : tensor<?x6144xf32>) weight(%w : tensor<6144xf32>) saved_mean(%m : tensor<?x1xf32>) saved_rstd(%r : tensor<?x1xf32>) {launch = #norm.launch<vector = 4, threads_per_row = 1024, warps = 32, rows_per_cta = 16>} : tensor<?x6144xf32> -> tensor<?x6144xf32> weight_grad_partials(tensor<?x6144xf32>) bias_grad_partials(tensor<?x6144xf32>)
+  return
+}
+
+// -----
+
+func.func @too_long(%x: tensor<?x8192xf32>, %dy: tensor<?x8192xf32>, %w: tensor<8192xf32>, %m: tensor<?x1xf32>, %r: tensor<?x1xf32>) {
+  // expected-error @+1 {{rows of 8192 elements do not fit in the registers of one CTA (at most 6144)}}
+  %dx, %dw, %db = norm.fused_row_grad <mean_var> %x grad(%dy : tensor<?x8192xf32>) weight(%w : tensor<8192xf32>) saved_mean(%m : tensor<?x1xf32>) saved_rstd(%r : tensor<?x1xf32>) {launch = #norm.launch<vector = 4, threads_per_row = 1024, warps = 32, rows_per_cta = 16>} : tensor<?x8192xf32> -> tensor<?x8192xf32> weight_grad_partials(tensor<?x8192xf32>) bias_grad_partials(tensor<?x8192xf32>)
+  return
+}
+
+// -----
+
+func.func @column_sum_width(%p: tensor<?x64xf32>) {
+  // expected-error @+1 {{'output' must have 64 elements}}
+  %s = norm.column_sum %p : tensor<?x64xf32> -> tensor<32xbf16>
+  return
+}
+
+// -----
+
+func.func @column_sum_of_f32(%p: tensor<?x64xbf16>) {
+  // expected-error @+1 {{operand #0 must be 2D tensor of 32-bit float values}}
+  %s = norm.column_sum %p : tensor<?x64xbf16> -> tensor<64xbf16>
+  return
+}

@@ -1,0 +1,76 @@
+// The training kernels through ptxas, for sm_90 and sm_80: backward row
+// kernels at the edge of what the register rule keeps in registers
+// (compiler/model/Launch.h: v, grad_output, the weight and the f32 column
+// sums of each element live across the reduction), with the heuristic's
+// configurations for model widths, forward kernels that save their
+// statistics, and the column sums of the partials. None may spill: a kernel
+// the rule keeps in registers that spilled would be a wrong prediction.
+//
+// REQUIRES: ptxas
+// RUN: norm-opt %s --norm-lower-to-ptx -o %t.sm90.ptx
+// RUN: FileCheck %s --input-file=%t.sm90.ptx
+// RUN: FileCheck %s --input-file=%t.sm90.ptx --check-prefix=PTX
+// RUN: %ptxas -arch=sm_90 -v %t.sm90.ptx -o %t.sm90.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: norm-opt %s --norm-lower-to-ptx="chip=sm_80" -o %t.sm80.ptx
+// RUN: %ptxas -arch=sm_80 -v %t.sm80.ptx -o %t.sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+
+// CHECK-NOT: .local
+// CHECK-COUNT-18: .visible .entry
+// CHECK-NOT: .visible .entry
+// CHECK-NOT: .local
+
+// PTXAS-NOT: bytes spill stores
+// PTXAS: 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NOT: {{[1-9][0-9]* bytes spill}}
+
+// Two chunks of 8 a thread: v, grad_output and the weight read once each
+// as 16-byte vectors through the non-coherent cache, the saved rstd one
+// f32, one exchange, then grad_input (2 stores) and the f32 partials (2
+// chunks of two 16-byte quads).
+// PTX-LABEL: .visible .entry norm_rms_bwd_h8192_bf16_bf16_{{[0-9a-f]+}}_v8_t512_w16_r16(
+// PTX-COUNT-6: ld.global.nc.v4.b32
+// PTX-NOT: ld.global
+// PTX: ld.global.nc.b32
+// PTX-NOT: ld.global
+// PTX: bar.sync
+// PTX-NOT: ld.global
+// PTX-COUNT-6: st.global.v4.b32
+// PTX-NOT: st.global
+// PTX: ret;
+
+func.func @edges(%x: tensor<?x8192xbf16>, %dy: tensor<?x8192xbf16>,
+                 %w: tensor<8192xbf16>, %r: tensor<?x1xf32>,
+                 %xf: tensor<?x6144xf32>, %dyf: tensor<?x6144xf32>,
+                 %wf: tensor<6144xf32>, %mf: tensor<?x1xf32>) {
+  // bf16 RMSNorm: 16 elements a thread at 512 threads (CTAs of 1024 hold
+  // none: training-invalid.mlir).
+  %a:2 = norm.fused_row_grad <rms> %x grad(%dy : tensor<?x8192xbf16>) weight(%w : tensor<8192xbf16>) saved_rstd(%r : tensor<?x1xf32>) {launch = #norm.launch<vector = 8, threads_per_row = 512, warps = 16, rows_per_cta = 16>} : tensor<?x8192xbf16> -> tensor<?x8192xbf16> weight_grad_partials(tensor<?x8192xf32>)
+  // f32 LayerNorm with weight and bias: 12 elements a thread at 512.
+  %c:3 = norm.fused_row_grad <mean_var> %xf grad(%dyf : tensor<?x6144xf32>) weight(%wf : tensor<6144xf32>) saved_mean(%mf : tensor<?x1xf32>) saved_rstd(%r : tensor<?x1xf32>) {launch = #norm.launch<vector = 4, threads_per_row = 512, warps = 16, rows_per_cta = 16>} : tensor<?x6144xf32> -> tensor<?x6144xf32> weight_grad_partials(tensor<?x6144xf32>) bias_grad_partials(tensor<?x6144xf32>)
+  return
+}
+
+// The heuristic's configurations (norm-lower-to-ptx assigns them) for the
+// widths of models: Llama 3 8B, Qwen 2.5 7B (3584), GPT-2 (768), Gemma 2
+// 9B (3584, 1 + w), a DeepNorm addend, L2 norm without a weight; each with
+// its scalar fallback.
+func.func @models(%x4: tensor<?x4096xbf16>, %w4: tensor<4096xbf16>,
+                  %x3: tensor<?x3584xbf16>, %w3: tensor<3584xbf16>,
+                  %x7: tensor<?x768xf16>, %w7: tensor<768xf32>,
+                  %xl: tensor<?x2880xf32>, %r: tensor<?x1xf32>) {
+  %a:2 = norm.fused_row_grad <rms> %x4 grad(%x4 : tensor<?x4096xbf16>) weight(%w4 : tensor<4096xbf16>) saved_rstd(%r : tensor<?x1xf32>) : tensor<?x4096xbf16> -> tensor<?x4096xbf16> weight_grad_partials(tensor<?x4096xf32>)
+  %b:3 = norm.fused_row_grad <rms> %x3 grad(%x3 : tensor<?x3584xbf16>) weight(%w3 : tensor<3584xbf16>) saved_rstd(%r : tensor<?x1xf32>) alpha(2.0) offset(1.0) : tensor<?x3584xbf16> -> tensor<?x3584xbf16> addend_grad(tensor<?x3584xbf16>) weight_grad_partials(tensor<?x3584xf32>)
+  %c:3 = norm.fused_row_grad <mean_var> %x7 grad(%x7 : tensor<?x768xf16>) weight(%w7 : tensor<768xf32>) saved_mean(%r : tensor<?x1xf32>) saved_rstd(%r : tensor<?x1xf32>) : tensor<?x768xf16> -> tensor<?x768xf16> weight_grad_partials(tensor<?x768xf32>) bias_grad_partials(tensor<?x768xf32>)
+  %d = norm.fused_row_grad <l2> %xl grad(%xl : tensor<?x2880xf32>) saved_rstd(%r : tensor<?x1xf32>) : tensor<?x2880xf32> -> tensor<?x2880xf32>
+  return
+}
+
+// Forward kernels that save their statistics, and the column sums.
+func.func @forward_and_sums(%x: tensor<?x4096xbf16>, %f: tensor<?x4096xbf16>,
+                            %w: tensor<4096xbf16>, %x5: tensor<?x5120xf16>,
+                            %p: tensor<?x4096xf32>) {
+  %a:3 = norm.fused_row <rms> %x addend(%f : tensor<?x4096xbf16>) weight(%w : tensor<4096xbf16>) eps(1.0e-06) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>, tensor<?x4096xbf16> saved_rstd(tensor<?x1xf32>)
+  %b:3 = norm.fused_row <mean_var> %x5 eps(1.0e-05) : tensor<?x5120xf16> -> tensor<?x5120xf16> saved_mean(tensor<?x1xf32>) saved_rstd(tensor<?x1xf32>)
+  %c = norm.column_sum %p : tensor<?x4096xf32> -> tensor<4096xbf16>
+  return
+}
