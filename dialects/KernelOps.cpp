@@ -146,7 +146,9 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
             input(BufferSlot::Weight), input(BufferSlot::SavedMean),
             input(BufferSlot::SavedRstd),
             StatisticAttr::get(context, statistic), real(spec.alpha),
-            real(spec.weightOffset), /*launch=*/nullptr, /*kernel=*/nullptr)
+            real(spec.weightOffset), builder.getI64IntegerAttr(spec.groups),
+            spec.perHeadWeight ? builder.getUnitAttr() : UnitAttr(),
+            /*launch=*/nullptr, /*kernel=*/nullptr)
             .getOperation());
   }
   switch (spec.kind) {
@@ -165,6 +167,7 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
     return KernelOpInterface(
         QKNormPrologueOp::create(
             builder, loc, result(BufferSlot::Q), result(BufferSlot::K),
+            result(BufferSlot::SavedMean), result(BufferSlot::SavedRstd),
             input(BufferSlot::Qkv), input(BufferSlot::QWeight),
             input(BufferSlot::KWeight),
             QKNormKindAttr::get(context, getQKNormKind(spec.qkStatistic)),

@@ -589,17 +589,28 @@ LogicalResult FusedRowGradOp::verify() {
       failed(shapes.row(getGradOutput(), "grad_output")) ||
       failed(shapes.row(getResidualGrad(), "residual_grad")) ||
       failed(shapes.row(getGradInput(), "grad_input")) ||
-      failed(shapes.row(getAddendGrad(), "addend_grad")) ||
-      failed(shapes.param(getWeight(), "weight")))
+      failed(shapes.row(getAddendGrad(), "addend_grad")))
     return failure();
   auto input = cast<RankedTensorType>(getInput().getType());
   int64_t hidden = input.getDimSize(1), rows = input.getDimSize(0);
-  if (failed(verifyF32Rows(*this, getSavedMean(), "saved_mean", 1, rows)) ||
-      failed(verifyF32Rows(*this, getSavedRstd(), "saved_rstd", 1, rows)) ||
+  int64_t groups = getGroups();
+  if (groups < 1 || hidden % groups != 0)
+    return emitOpError() << "groups (" << groups
+                         << ") must be positive and divide the hidden size ("
+                         << hidden << ")";
+  // Heads share one head's weight and its gradient.
+  int64_t paramCols = getPerHeadWeight() ? hidden / groups : hidden;
+  if (failed(shapes.param(getWeight(), "weight",
+                          getPerHeadWeight() ? std::optional(paramCols)
+                                             : std::nullopt)) ||
+      failed(verifyF32Rows(*this, getSavedMean(), "saved_mean", groups,
+                           rows)) ||
+      failed(verifyF32Rows(*this, getSavedRstd(), "saved_rstd", groups,
+                           rows)) ||
       failed(verifyF32Rows(*this, getWeightGradPartials(),
-                           "weight_grad_partials", hidden, std::nullopt)) ||
+                           "weight_grad_partials", paramCols, std::nullopt)) ||
       failed(verifyF32Rows(*this, getBiasGradPartials(), "bias_grad_partials",
-                           hidden, std::nullopt)))
+                           paramCols, std::nullopt)))
     return failure();
   Type inputElement = getElementTypeOrSelf(input);
   for (auto [value, name] : {std::pair{getResidualGrad(), "residual_grad"},
@@ -621,9 +632,8 @@ LogicalResult FusedRowGradOp::verify() {
 
 LogicalResult ColumnSumOp::verify() {
   ShapeChecker shapes(*this);
-  int64_t hidden =
-      cast<RankedTensorType>(getInput().getType()).getDimSize(1);
-  if (failed(shapes.param(getOutput(), "output", hidden)))
+  if (failed(shapes.row(getInput(), "input")) ||
+      failed(shapes.param(getOutput(), "output")))
     return failure();
   return verifyKernelModel(*this);
 }
@@ -678,6 +688,18 @@ LogicalResult QKNormPrologueOp::verify() {
   if (failed(getSharedParamType(
           *this, {{getQWeight(), "q_weight"}, {getKWeight(), "k_weight"}})))
     return failure();
+  // One statistic per head, q heads first.
+  if (failed(verifyF32Rows(*this, getSavedMean(), "saved_mean",
+                           qHeads + kvHeads, qkv.getDimSize(0))) ||
+      failed(verifyF32Rows(*this, getSavedRstd(), "saved_rstd",
+                           qHeads + kvHeads, qkv.getDimSize(0))))
+    return failure();
+  bool meanVar = getKind() == QKNormKind::mean_var;
+  if (getSavedMean() && !(meanVar && getSavedRstd()))
+    return emitOpError("'saved_mean' needs kind 'mean_var' and 'saved_rstd'");
+  if (meanVar && getSavedRstd() && !getSavedMean())
+    return emitOpError("kind 'mean_var' saves 'saved_mean' with "
+                       "'saved_rstd' (its backward reads both)");
   return verifyKernelModel(*this);
 }
 
@@ -786,22 +808,26 @@ static ::norm::ElementType getParamType(std::initializer_list<Value> values) {
   return ::norm::ElementType::bf16;
 }
 
-::norm::OpSpec FusedRowOp::getOpSpec() {
-  ::norm::OpSpec spec;
-  switch (getStatistic()) {
+/// The model's kind of a row kernel op with `statistic` over `groups`
+/// (per-channel statistics: BatchNorm inference).
+static OpKind getRowOpKind(Statistic statistic, int64_t groups,
+                           bool perChannelStats) {
+  switch (statistic) {
   case Statistic::rms:
-    spec.kind = OpKind::RMSNorm;
-    break;
+    return OpKind::RMSNorm;
   case Statistic::mean_var:
-    spec.kind = getGroups() > 1 ? OpKind::GroupNorm : OpKind::LayerNorm;
-    break;
+    return groups > 1 ? OpKind::GroupNorm : OpKind::LayerNorm;
   case Statistic::l2:
-    spec.kind = OpKind::L2Norm;
-    break;
+    return OpKind::L2Norm;
   case Statistic::none:
-    spec.kind = getMean() ? OpKind::BatchNormInference : OpKind::Elementwise;
     break;
   }
+  return perChannelStats ? OpKind::BatchNormInference : OpKind::Elementwise;
+}
+
+::norm::OpSpec FusedRowOp::getOpSpec() {
+  ::norm::OpSpec spec;
+  spec.kind = getRowOpKind(getStatistic(), getGroups(), bool(getMean()));
   spec.hidden = getHidden();
   spec.input = getElementTypeOf(getInput());
   spec.output = getElementTypeOf(getOutput());
@@ -827,21 +853,11 @@ static ::norm::ElementType getParamType(std::initializer_list<Value> values) {
 
 ::norm::OpSpec FusedRowGradOp::getOpSpec() {
   ::norm::OpSpec spec;
-  switch (getStatistic()) {
-  case Statistic::rms:
-    spec.kind = OpKind::RMSNorm;
-    break;
-  case Statistic::mean_var:
-    spec.kind = OpKind::LayerNorm;
-    break;
-  case Statistic::l2:
-    spec.kind = OpKind::L2Norm;
-    break;
-  case Statistic::none:
-    spec.kind = OpKind::Elementwise;
-    break;
-  }
+  spec.kind = getRowOpKind(getStatistic(), getGroups(),
+                           /*perChannelStats=*/false);
   spec.backward = true;
+  spec.groups = getGroups();
+  spec.perHeadWeight = getPerHeadWeight();
   spec.hidden = cast<RankedTensorType>(getInput().getType()).getDimSize(1);
   spec.input = getElementTypeOf(getInput());
   spec.output = getElementTypeOf(getGradOutput());
@@ -960,6 +976,7 @@ static ::norm::Statistic getModelStatistic(QKNormKind kind) {
   spec.numQHeads = getNumQHeads();
   spec.numKvHeads = getNumKvHeads();
   spec.qkStatistic = getModelStatistic(getKind());
+  spec.saveStats = bool(getSavedRstd());
   return spec;
 }
 
@@ -975,6 +992,10 @@ Value QKNormPrologueOp::getBuffer(BufferSlot slot) {
     return getQ();
   case BufferSlot::K:
     return getK();
+  case BufferSlot::SavedMean:
+    return getSavedMean();
+  case BufferSlot::SavedRstd:
+    return getSavedRstd();
   default:
     return {};
   }

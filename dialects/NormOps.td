@@ -514,7 +514,7 @@ def Norm_FusedRowOp : Norm_Op<"fused_row", [Pure, AttrSizedOperandSegments,
 }
 
 def Norm_QKNormPrologueOp : Norm_Op<"qk_norm_prologue", [Pure,
-    AttrSizedOperandSegments, Norm_KernelOp]> {
+    AttrSizedOperandSegments, AttrSizedResultSegments, Norm_KernelOp]> {
   let summary = "normalize q and k per head, straight from a packed qkv tensor";
   let description = [{
     Reads the packed projection output `qkv` of shape
@@ -527,6 +527,10 @@ def Norm_QKNormPrologueOp : Norm_Op<"qk_norm_prologue", [Pure,
     head (multi-query attention) is as good as many. The row stride of
     `qkv` is a runtime argument of the kernel. A launch configuration serves
     rows of `head_dim` elements, held in registers (`norm::fitsInRegisters`).
+    `saved_rstd` and `saved_mean` (optional results, `tokens x (num_q_heads
+    + num_kv_heads)` f32, q heads first; `saved_mean` exactly for
+    `mean_var`) keep each head's statistic for the backward
+    (`norm.fused_row_grad` with `per_head_weight`).
 
     ```mlir
     %q, %k = norm.qk_norm_prologue <rms> %qkv q_weight(%wq : tensor<128xbf16>)
@@ -543,11 +547,15 @@ def Norm_QKNormPrologueOp : Norm_Op<"qk_norm_prologue", [Pure,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_offset,
                        OptionalAttr<Norm_LaunchAttr>:$launch,
                        OptionalAttr<SymbolRefAttr>:$kernel);
-  let results = (outs Norm_RowTensor:$q, Norm_RowTensor:$k);
+  let results = (outs Norm_RowTensor:$q, Norm_RowTensor:$k,
+                      Optional<Norm_F32RowTensor>:$saved_mean,
+                      Optional<Norm_F32RowTensor>:$saved_rstd);
   let assemblyFormat = "$kind $qkv " # OptParam<"q_weight">.format # " " #
       OptParam<"k_weight">.format # " " # Real<"eps", "eps">.format # " " #
       OptReal<"offset", "weight_offset">.format # " attr-dict `:` type($qkv) `->` "
-      "type($q) `,` type($k)";
+      "type($q) `,` type($k) "
+      "(`saved_mean` `(` type($saved_mean)^ `)`)? "
+      "(`saved_rstd` `(` type($saved_rstd)^ `)`)?";
   let hasVerifier = 1;
 }
 
@@ -741,6 +749,11 @@ def Norm_FusedRowGradOp : Norm_Op<"fused_row_grad", [Pure,
       once); `norm.column_sum` reduces them to the weight and bias
       gradients. Every sum has a fixed order: the same launch gives the
       same bits on every run, without atomics.
+    - `groups > 1` with `per_head_weight`: the rows hold `groups` heads of
+      `hidden / groups` that share one head's weight (its gradient partials
+      are head-wide too) and have one saved statistic each (`rows x
+      groups`): the backward of the per-head QK-Norm, the q and the k heads
+      of a packed qkv one op each (row slices of the same tensors).
 
     ```mlir
     %dx, %dw = norm.fused_row_grad <rms> %x grad(%dy : tensor<?x4096xbf16>)
@@ -759,6 +772,8 @@ def Norm_FusedRowGradOp : Norm_Op<"fused_row_grad", [Pure,
       Norm_StatisticAttr:$statistic,
       DefaultValuedAttr<F64Attr, "1.0">:$alpha,
       DefaultValuedAttr<F64Attr, "0.0">:$weight_offset,
+      DefaultValuedAttr<I64Attr, "1">:$groups,
+      UnitAttr:$per_head_weight,
       OptionalAttr<Norm_LaunchAttr>:$launch,
       OptionalAttr<SymbolRefAttr>:$kernel);
   let results = (outs Norm_RowTensor:$grad_input,

@@ -36,8 +36,11 @@ void FusedRowEmitter::emitBackwardRows() {
   Value weightPartials = arg("weight_grad_partials");
   Value biasPartials = arg("bias_grad_partials");
   bool meanVar = fused.statistic == ::norm::Statistic::MeanVar;
-  Value kernelRows = indexArg("rows");
-  // The weight, loaded once before the first row's reduction.
+  // Heads (per_head_weight) are rows of their own, (token, head) pairs.
+  int64_t groups = fused.groups;
+  Value kernelRows = mul(indexArg("rows"), index(groups));
+  // The weight, loaded once before the first row's reduction (the heads
+  // share it).
   ParamChunks params = loadParams(index(0));
   VectorType f32Vector = VectorType::get({vector}, f32);
 
@@ -49,8 +52,17 @@ void FusedRowEmitter::emitBackwardRows() {
       init, [&](Value rowIndex, ValueRange carried) -> SmallVector<Value> {
         Value valid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
                                             rowIndex, kernelRows);
+        Value token = rowIndex, group = index(0);
+        if (groups > 1) {
+          token = arith::DivUIOp::create(b, rowIndex, index(groups));
+          group = arith::RemUIOp::create(b, rowIndex, index(groups));
+        }
+        Value colBase = mul(group, index(row.length));
+        // Rows of v and the gradients start at the head; the saved
+        // statistics hold one value per head.
         auto base = [&](StringRef name) {
-          return mul(rowIndex, stride(name));
+          bool stats = name == "saved_rstd" || name == "saved_mean";
+          return add(mul(token, stride(name)), stats ? group : colBase);
         };
 
         // 1. v, dy and the row's statistics; zeros for a row past the last.

@@ -107,7 +107,8 @@ private:
           {rowSize, rewriter.getIndexAttr(width)},
           {rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)});
     auto prologue = QKNormPrologueOp::create(
-        rewriter, loc, q.result.getType(), k.result.getType(), packed,
+        rewriter, loc, q.result.getType(), k.result.getType(),
+        /*saved_mean=*/Type(), /*saved_rstd=*/Type(), packed,
         q.weight, k.weight, QKNormKindAttr::get(getContext(), q.kind),
         rewriter.getI64IntegerAttr(q.heads),
         rewriter.getI64IntegerAttr(k.heads),

@@ -118,6 +118,18 @@ void QKNormPrologueEmitter::emit() {
         break;
       }
       }
+      // save_stats: the head's statistic, for the backward.
+      if (Value rstd = arg("saved_rstd")) {
+        Value first =
+            arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, index(0));
+        ifThen(first, [&] {
+          memref::StoreOp::create(b, scale, rstd,
+                                  add(mul(token, stride("saved_rstd")), head));
+          if (Value mean = arg("saved_mean"))
+            memref::StoreOp::create(b, addf(pivot, centre), mean,
+                                    add(mul(token, stride("saved_mean")), head));
+        });
+      }
       SmallVector<Value> outputs;
       for (int64_t c = 0; c < row.chunks; ++c) {
         Value y = toF32(values[c]);

@@ -117,8 +117,10 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
     rows(BufferSlot::GradOutput, spec.output, h, false);
     if (spec.writeResidual)
       rows(BufferSlot::ResidualGrad, spec.input, h, false);
+    // Heads share one head's weight and its gradient.
+    int64_t paramCols = spec.perHeadWeight ? getRowLength(spec) : h;
     if (spec.hasWeight)
-      vector(BufferSlot::Weight, spec.param, h, false);
+      vector(BufferSlot::Weight, spec.param, paramCols, false);
     savedStats(false);
     rows(BufferSlot::GradInput, spec.input, h, true);
     if (spec.hasAddend && spec.alpha != 1.0)
@@ -128,7 +130,7 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
                              std::pair{spec.hasBias,
                                        BufferSlot::BiasGradPartials}})
       if (has) {
-        rows(slot, ElementType::f32, h, true);
+        rows(slot, ElementType::f32, paramCols, true);
         buffers.back().ownRows = true;
       }
     return buffers;
@@ -152,6 +154,12 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
     }
     rows(BufferSlot::Q, spec.output, q * h, true);
     rows(BufferSlot::K, spec.output, kv * h, true);
+    if (spec.saveStats) {
+      // One per head, q heads then k heads.
+      if (spec.qkStatistic == Statistic::MeanVar)
+        rows(BufferSlot::SavedMean, ElementType::f32, q + kv, true);
+      rows(BufferSlot::SavedRstd, ElementType::f32, q + kv, true);
+    }
     return buffers;
   }
   case OpKind::Attention:

@@ -275,8 +275,10 @@ std::string_view norm::getRowStorageSuffix(RowStorage storage) {
   return "";
 }
 
-int64_t norm::getGradPartialRows(const LaunchConfig &launch, int64_t rows) {
-  return divideCeil(std::max<int64_t>(rows, 0), launch.rowsPerCta) *
+int64_t norm::getGradPartialRows(const OpSpec &spec, const LaunchConfig &launch,
+                                 int64_t rows) {
+  int64_t kernelRows = std::max<int64_t>(rows, 0) * getRowsPerToken(spec);
+  return divideCeil(kernelRows, launch.rowsPerCta) *
          launch.getConcurrentRows();
 }
 

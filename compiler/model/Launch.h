@@ -182,9 +182,11 @@ RowStorage getRowStorage(const OpSpec &spec, const LaunchConfig &launch,
 ElementType getStreamType(const OpSpec &spec);
 
 /// The rows of a backward kernel's f32 gradient partials for `rows` rows:
-/// one per thread group of each CTA, ceil(rows / rowsPerCta) x the rows the
-/// CTA works on at once (a group's partial sums its rows in order).
-int64_t getGradPartialRows(const LaunchConfig &launch, int64_t rows);
+/// one per thread group of each CTA, ceil(rows x getRowsPerToken /
+/// rowsPerCta) x the rows the CTA works on at once (a group's partial sums
+/// its kernel rows in order).
+int64_t getGradPartialRows(const OpSpec &spec, const LaunchConfig &launch,
+                           int64_t rows);
 
 /// Bytes one row takes when staged in shared memory: whole `vector`s of the
 /// stream type, rounded up to 16.

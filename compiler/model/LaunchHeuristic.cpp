@@ -157,7 +157,8 @@ LaunchConfig norm::getHeuristicLaunch(const OpSpec &spec, int64_t rows) {
     LaunchConfig launch = completeLaunch(vector, threads, -1);
     int64_t concurrent = launch.getConcurrentRows();
     int64_t perGroup =
-        rows > 0 ? divideCeil(rows, concurrent * kBackwardCtas)
+        rows > 0 ? divideCeil(rows * getRowsPerToken(spec),
+                              concurrent * kBackwardCtas)
                  : kBackwardRowsPerGroup;
     launch.rowsPerCta = concurrent * std::max<int64_t>(perGroup, 1);
     return launch;

@@ -328,14 +328,17 @@ static Status verifyAttention(const OpSpec &spec) {
 /// statistics.
 static Status verifyBackward(const OpSpec &spec) {
   if (spec.kind != OpKind::RMSNorm && spec.kind != OpKind::LayerNorm &&
-      spec.kind != OpKind::L2Norm)
+      spec.kind != OpKind::L2Norm &&
+      !(spec.kind == OpKind::GroupNorm && spec.perHeadWeight))
     return Status::invalid(
         "backward kernels differentiate rms_norm, layer_norm and l2_norm "
-        "rows (groups 1); " +
+        "rows (and heads); " +
         std::string(getOpKindName(spec.kind)) + " has none yet");
-  if (spec.groups != 1)
+  if (spec.groups != 1 && !spec.perHeadWeight)
     return Status::invalid("backward kernels of grouped statistics "
-                           "(GroupNorm) are not supported yet");
+                           "(GroupNorm) are not supported yet; groups that "
+                           "share one weight (per_head_weight: QK-Norm's "
+                           "heads) are");
   if (spec.f32Residual)
     return Status::invalid(
         "a backward kernel recomputes x-hat from the stored residual stream, "
@@ -371,6 +374,8 @@ static Status verifyFusedRow(const OpSpec &spec) {
                            "mean_var or l2)");
   if (spec.numQHeads != 0 || spec.numKvHeads != 0)
     return Status::invalid("head counts apply to qk_norm only");
+  if (spec.perHeadWeight && !spec.backward)
+    return Status::invalid("per_head_weight applies to backward kernels");
   if (spec.saveStats && getStatistic(spec) == Statistic::None)
     return Status::invalid("save_stats needs a statistic to save (rms, "
                            "mean_var or l2)");
@@ -409,9 +414,14 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
     return Status::invalid(
         "causal, scale, lse and rope apply to attention only");
 
-  if ((spec.saveStats || spec.backward) && !isFusedRow(spec))
+  if (spec.backward && !isFusedRow(spec))
     return Status::invalid(
-        "save_stats and backward apply to row kernels (norm.fused_row)");
+        "backward applies to row kernels (norm.fused_row); the QK-Norm "
+        "prologue's backward is one per head (per_head_weight)");
+  if (spec.saveStats && !isFusedRow(spec) &&
+      spec.kind != OpKind::QKNormPrologue)
+    return Status::invalid("save_stats applies to row kernels and the QK-Norm "
+                           "prologue");
 
   switch (spec.kind) {
   case OpKind::ColumnSum:
@@ -451,6 +461,8 @@ OpSpec norm::normalizeOpSpec(const OpSpec &spec) {
     n.kind = OpKind::LayerNorm;
   // A backward kernel sees a forward addend only through the residual
   // stream's gradient and, where alpha is not 1, the addend's own.
+  if (n.groups == 1)
+    n.perHeadWeight = false;
   if (n.backward && n.alpha == 1.0) {
     n.hasAddend = n.hasAddend && n.writeResidual;
     n.addendType = defaults.addendType;
@@ -531,6 +543,8 @@ std::string norm::getCanonicalSpec(const OpSpec &original) {
     os << " save_stats=1";
   if (s.backward)
     os << " backward=1";
+  if (s.perHeadWeight)
+    os << " per_head_weight=1";
   return os.str();
 }
 
@@ -646,6 +660,8 @@ std::optional<OpSpec> norm::parseCanonicalSpec(std::string_view text,
     flag("save_stats", spec.saveStats);
   if (fields.count("backward"))
     flag("backward", spec.backward);
+  if (fields.count("per_head_weight"))
+    flag("per_head_weight", spec.perHeadWeight);
   if (error.empty() && !fields.empty())
     error = "unknown operation field '" + fields.begin()->first + "'";
   if (!error.empty())
@@ -680,7 +696,7 @@ std::string norm::describeOpSpec(const OpSpec &spec) {
     }
   }
   if (spec.groups != 1)
-    os << " groups " << spec.groups;
+    os << (spec.perHeadWeight ? " heads " : " groups ") << spec.groups;
   if (spec.hasAddend)
     os << " +addend";
   if (spec.writeResidual)

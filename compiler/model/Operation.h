@@ -98,10 +98,10 @@ struct OpSpec {
   /// frequency scaling (linear, NTK, Llama 3, YaRN) is the caller's table.
   /// A position outside the table rotates its row to NaN.
   bool ropeTable = false;
-  // Training (row norms: rms, layer, l2):
+  // Training (row norms: rms, layer, l2; the QK-Norm prologue):
   /// The forward kernel also writes what its backward reads: the f32
-  /// `saved_rstd` of each kernel row (the scale the statistic gives) and,
-  /// for mean_var, its `saved_mean`, in the same pass.
+  /// `saved_rstd` of each kernel row (group, head; the scale the statistic
+  /// gives) and, for mean_var, its `saved_mean`, in the same pass.
   bool saveStats = false;
   /// The kernel computes the gradients of the forward operation the other
   /// fields describe (see getBuffers): from the row `v` it normalized (the
@@ -113,6 +113,12 @@ struct OpSpec {
   /// column_sum reduces: the same partials every run, no atomics. `output`
   /// is the type of grad_output, `input` of grad_input.
   bool backward = false;
+  /// Backward only: the groups are the heads of a token row (QK-Norm's q or
+  /// k heads, packed or not), sharing one head's weight (getRowLength
+  /// elements) and its gradient: the backward of the per-head QK-Norm, the
+  /// q and the k heads one launch each (row slices of qkv and of the saved
+  /// statistics of the forward).
+  bool perHeadWeight = false;
 };
 
 using OpKind = OpSpec::Kind;

@@ -170,75 +170,89 @@ FusedRowExpected check::referenceFusedRow(const OpSpec &spec,
 FusedRowGradExpected
 check::referenceFusedRowGrad(const OpSpec &spec,
                              const FusedRowGradOperands &operands) {
-  int64_t rows = operands.input.rows, n = spec.hidden;
+  int64_t rows = operands.input.rows, hidden = spec.hidden;
+  // Groups are heads sharing one head's weight (per_head_weight).
+  int64_t n = hidden / spec.groups;
+  int64_t paramCols = spec.perHeadWeight ? n : hidden;
   Statistic statistic = getStatistic(spec);
   bool addendGrad = spec.hasAddend && spec.alpha != 1.0;
   FusedRowGradExpected expected;
-  expected.gradInput = ExpectedRows(rows, n);
+  expected.gradInput = ExpectedRows(rows, hidden);
   if (addendGrad)
-    expected.addendGrad = ExpectedRows(rows, n);
-  std::vector<double> dw(n, 0.0), dwAbs(n, 0.0), db(n, 0.0), dbAbs(n, 0.0);
+    expected.addendGrad = ExpectedRows(rows, hidden);
+  std::vector<double> dw(paramCols, 0.0), dwAbs(paramCols, 0.0),
+      db(paramCols, 0.0), dbAbs(paramCols, 0.0);
   std::vector<double> xhat(n), xhatError(n), g(n);
   double sumError = getStatisticError(n);
-  for (int64_t row = 0; row < rows; ++row) {
-    double rstd = operands.savedRstd.at(row, 0);
-    double mean = operands.savedMean ? operands.savedMean->at(row, 0) : 0.0;
-    // x-hat and g = dy (w + offset) in f32: a few roundings each.
-    double dot = 0.0, dotAbs = 0.0, total = 0.0, totalAbs = 0.0;
-    double dotError = 0.0;
-    for (int64_t col = 0; col < n; ++col) {
-      double v = operands.input.at(row, col);
-      double dy = operands.gradOutput.at(row, col);
-      xhat[col] = (v - mean) * rstd;
-      xhatError[col] =
-          2 * u * (std::fabs(xhat[col]) + (std::fabs(v) + std::fabs(mean)) *
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t group = 0; group < spec.groups; ++group) {
+      int64_t first = group * n;
+      auto param = [&](int64_t i) { return spec.perHeadWeight ? i : first + i; };
+      double rstd = operands.savedRstd.at(row, group);
+      double mean =
+          operands.savedMean ? operands.savedMean->at(row, group) : 0.0;
+      // x-hat and g = dy (w + offset) in f32: a few roundings each.
+      double dot = 0.0, dotAbs = 0.0, total = 0.0, totalAbs = 0.0;
+      double dotError = 0.0;
+      for (int64_t i = 0; i < n; ++i) {
+        double v = operands.input.at(row, first + i);
+        double dy = operands.gradOutput.at(row, first + i);
+        xhat[i] = (v - mean) * rstd;
+        xhatError[i] =
+            2 * u * (std::fabs(xhat[i]) + (std::fabs(v) + std::fabs(mean)) *
                                               std::fabs(rstd));
-      double w = operands.weight ? operands.weight.at(col) + spec.weightOffset
-                                 : 1.0;
-      g[col] = dy * w;
-      dot += g[col] * xhat[col];
-      dotAbs += std::fabs(g[col] * xhat[col]);
-      dotError += std::fabs(g[col]) * xhatError[col];
-      total += g[col];
-      totalAbs += std::fabs(g[col]);
-      dw[col] += dy * xhat[col];
-      dwAbs[col] += std::fabs(dy) * (std::fabs(xhat[col]) + xhatError[col]);
-      db[col] += dy;
-      dbAbs[col] += std::fabs(dy);
-    }
-    // c1 = mean(g xhat) (l2: the sum), c0 = mean(g) for mean_var.
-    double divisor = statistic == Statistic::L2 ? 1.0 : static_cast<double>(n);
-    double c1 = dot / divisor;
-    double c1Error = (sumError * dotAbs + dotError) / divisor + 4 * u * dotAbs;
-    double c0 = statistic == Statistic::MeanVar ? total / n : 0.0;
-    double c0Error =
-        statistic == Statistic::MeanVar ? sumError * totalAbs / n : 0.0;
-    for (int64_t col = 0; col < n; ++col) {
-      double inner = g[col] - c0 - xhat[col] * c1;
-      double innerError =
-          4 * u * (std::fabs(g[col]) + std::fabs(c0) +
-                   std::fabs(xhat[col] * c1)) +
-          c0Error + std::fabs(xhat[col]) * c1Error +
-          xhatError[col] * std::fabs(c1) + 2 * u * std::fabs(g[col]);
-      double dv = rstd * inner;
-      double dvError = std::fabs(rstd) * innerError + u * std::fabs(dv);
-      if (operands.residualGrad) {
-        double r = operands.residualGrad->at(row, col);
-        dv += r;
-        dvError += 2 * u * (std::fabs(dv) + std::fabs(r));
+        double w = operands.weight
+                       ? operands.weight.at(param(i)) + spec.weightOffset
+                       : 1.0;
+        g[i] = dy * w;
+        dot += g[i] * xhat[i];
+        dotAbs += std::fabs(g[i] * xhat[i]);
+        dotError += std::fabs(g[i]) * xhatError[i];
+        total += g[i];
+        totalAbs += std::fabs(g[i]);
+        dw[param(i)] += dy * xhat[i];
+        dwAbs[param(i)] += std::fabs(dy) * (std::fabs(xhat[i]) + xhatError[i]);
+        db[param(i)] += dy;
+        dbAbs[param(i)] += std::fabs(dy);
       }
-      double dx = spec.alpha * dv;
-      double dxError = std::fabs(spec.alpha) * dvError + 2 * u * std::fabs(dx);
-      expected.gradInput.at(row, col) = {
-          dx, dxError + ulp(spec.input, std::fabs(dx) + dxError)};
-      if (addendGrad)
-        expected.addendGrad.at(row, col) = {
-            dv, dvError + ulp(spec.addendType, std::fabs(dv) + dvError)};
+      // c1 = mean(g xhat) (l2: the sum), c0 = mean(g) for mean_var.
+      double divisor =
+          statistic == Statistic::L2 ? 1.0 : static_cast<double>(n);
+      double c1 = dot / divisor;
+      double c1Error =
+          (sumError * dotAbs + dotError) / divisor + 4 * u * dotAbs;
+      double c0 = statistic == Statistic::MeanVar ? total / n : 0.0;
+      double c0Error =
+          statistic == Statistic::MeanVar ? sumError * totalAbs / n : 0.0;
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t col = first + i;
+        double inner = g[i] - c0 - xhat[i] * c1;
+        double innerError =
+            4 * u * (std::fabs(g[i]) + std::fabs(c0) +
+                     std::fabs(xhat[i] * c1)) +
+            c0Error + std::fabs(xhat[i]) * c1Error +
+            xhatError[i] * std::fabs(c1) + 2 * u * std::fabs(g[i]);
+        double dv = rstd * inner;
+        double dvError = std::fabs(rstd) * innerError + u * std::fabs(dv);
+        if (operands.residualGrad) {
+          double r = operands.residualGrad->at(row, col);
+          dv += r;
+          dvError += 2 * u * (std::fabs(dv) + std::fabs(r));
+        }
+        double dx = spec.alpha * dv;
+        double dxError =
+            std::fabs(spec.alpha) * dvError + 2 * u * std::fabs(dx);
+        expected.gradInput.at(row, col) = {
+            dx, dxError + ulp(spec.input, std::fabs(dx) + dxError)};
+        if (addendGrad)
+          expected.addendGrad.at(row, col) = {
+              dv, dvError + ulp(spec.addendType, std::fabs(dv) + dvError)};
+      }
     }
-  }
-  // Column sums in f32 over the rows, in any order.
-  double columnError = u * (static_cast<double>(rows) + 16.0);
-  for (int64_t col = 0; col < n; ++col) {
+  // Column sums in f32 over the rows (and heads), in any order.
+  double columnError =
+      u * (static_cast<double>(rows * spec.groups) + 16.0);
+  for (int64_t col = 0; col < paramCols; ++col) {
     if (spec.hasWeight)
       expected.weightGrad.push_back(
           {dw[col], columnError * dwAbs[col] + 4 * u * dwAbs[col]});
@@ -271,6 +285,13 @@ QKNormExpected check::referenceQKNorm(const OpSpec &spec, const RowsView &qkv,
   QKNormExpected expected;
   expected.q = ExpectedRows(tokens, spec.numQHeads * headDim);
   expected.k = ExpectedRows(tokens, spec.numKvHeads * headDim);
+  int64_t heads = spec.numQHeads + spec.numKvHeads;
+  bool meanVar = getStatistic(spec) == Statistic::MeanVar;
+  if (spec.saveStats) {
+    expected.savedRstd = ExpectedRows(tokens, heads);
+    if (meanVar)
+      expected.savedMean = ExpectedRows(tokens, heads);
+  }
   std::vector<double> v(headDim), dv(headDim, 0.0);
   for (int64_t token = 0; token < tokens; ++token) {
     for (int64_t head = 0; head < spec.numQHeads + spec.numKvHeads; ++head) {
@@ -281,6 +302,15 @@ QKNormExpected check::referenceQKNorm(const OpSpec &spec, const RowsView &qkv,
       for (int64_t d = 0; d < headDim; ++d)
         v[d] = qkv.at(token, head * headDim + d);
       RowStatistic stat = computeStatistic(getStatistic(spec), spec.eps, v, dv);
+      if (spec.saveStats) {
+        expected.savedRstd.at(token, head) = {
+            stat.scale, stat.scale * stat.scaleRelError +
+                            ulp(ElementType::f32, stat.scale)};
+        if (meanVar)
+          expected.savedMean.at(token, head) = {
+              stat.center,
+              stat.centerError + ulp(ElementType::f32, stat.center)};
+      }
       for (int64_t d = 0; d < headDim; ++d) {
         double normalized = (v[d] - stat.center) * stat.scale;
         double error = stat.centerError * stat.scale +

@@ -116,6 +116,8 @@ std::vector<Expected> referenceColumnSum(const RowsView &input,
 
 struct QKNormExpected {
   ExpectedRows q, k;
+  /// tokens x heads (save_stats; saved_mean for mean_var only).
+  ExpectedRows savedMean, savedRstd;
 };
 
 /// norm.qk_norm_prologue over `qkv` (tokens x (Hq + 2 Hkv) * head_dim).

@@ -157,7 +157,7 @@ func.func @segment_no_v(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>, %w: tensor<6
 
 func.func @segment_no_qkv(%w: tensor<128xf16>) {
   // expected-error @+1 {{operand group starting at #0 requires 1 element, but found 0}}
-  %0:2 = "norm.qk_norm_prologue"(%w) <{eps = 1.0e-06 : f64, head_dim = 128 : i64, kind = #norm.qk_norm<rms>, num_kv_heads = 1 : i64, num_q_heads = 1 : i64, operandSegmentSizes = array<i32: 0, 1, 0>}> : (tensor<128xf16>) -> (tensor<?x128xf16>, tensor<?x128xf16>)
+  %0:2 = "norm.qk_norm_prologue"(%w) <{eps = 1.0e-06 : f64, head_dim = 128 : i64, kind = #norm.qk_norm<rms>, num_kv_heads = 1 : i64, num_q_heads = 1 : i64, operandSegmentSizes = array<i32: 0, 1, 0>, resultSegmentSizes = array<i32: 1, 1, 0, 0>}> : (tensor<128xf16>) -> (tensor<?x128xf16>, tensor<?x128xf16>)
   return
 }
 

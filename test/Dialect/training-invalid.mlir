@@ -99,7 +99,7 @@ func.func @grad_rows(%x: tensor<8x64xf32>, %dy: tensor<4x64xf32>, %r: tensor<8x1
 // -----
 
 func.func @no_statistic(%x: tensor<?x64xf32>, %dy: tensor<?x64xf32>, %r: tensor<?x1xf32>) {
-  // expected-error @+1 {{backward kernels differentiate rms_norm, layer_norm and l2_norm rows (groups 1); elementwise has none yet}}
+  // expected-error @+1 {{backward kernels differentiate rms_norm, layer_norm and l2_norm rows (and heads); elementwise has none yet}}
   %dx = norm.fused_row_grad <none> %x grad(%dy : tensor<?x64xf32>) saved_rstd(%r : tensor<?x1xf32>) : tensor<?x64xf32> -> tensor<?x64xf32>
   return
 }
@@ -136,5 +136,37 @@ func.func @column_sum_width(%p: tensor<?x64xf32>) {
 func.func @column_sum_of_f32(%p: tensor<?x64xbf16>) {
   // expected-error @+1 {{operand #0 must be 2D tensor of 32-bit float values}}
   %s = norm.column_sum %p : tensor<?x64xbf16> -> tensor<64xbf16>
+  return
+}
+
+// -----
+
+func.func @head_weight(%x: tensor<?x1024xbf16>, %dy: tensor<?x1024xbf16>, %w: tensor<1024xbf16>, %r: tensor<?x8xf32>) {
+  // expected-error @+1 {{'weight' must have 128 elements (the head dim), got 'tensor<1024xbf16>'}}
+  %dx = norm.fused_row_grad <rms> %x grad(%dy : tensor<?x1024xbf16>) weight(%w : tensor<1024xbf16>) saved_rstd(%r : tensor<?x8xf32>) {groups = 8 : i64, per_head_weight} : tensor<?x1024xbf16> -> tensor<?x1024xbf16>
+  return
+}
+
+// -----
+
+func.func @grouped_backward(%x: tensor<?x1024xbf16>, %dy: tensor<?x1024xbf16>, %w: tensor<1024xbf16>, %r: tensor<?x8xf32>) {
+  // expected-error @+1 {{backward kernels of grouped statistics (GroupNorm) are not supported yet}}
+  %dx = norm.fused_row_grad <rms> %x grad(%dy : tensor<?x1024xbf16>) weight(%w : tensor<1024xbf16>) saved_rstd(%r : tensor<?x8xf32>) {groups = 8 : i64} : tensor<?x1024xbf16> -> tensor<?x1024xbf16>
+  return
+}
+
+// -----
+
+func.func @qk_saved_per_head(%qkv: tensor<?x512xbf16>) {
+  // expected-error @+1 {{'saved_rstd' must have 3 columns, got 'tensor<?x4xf32>'}}
+  %q, %k, %r = norm.qk_norm_prologue <rms> %qkv eps(1.0e-06) {num_q_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64} : tensor<?x512xbf16> -> tensor<?x256xbf16>, tensor<?x128xbf16> saved_rstd(tensor<?x4xf32>)
+  return
+}
+
+// -----
+
+func.func @qk_saved_mean(%qkv: tensor<?x512xbf16>) {
+  // expected-error @+1 {{'saved_mean' needs kind 'mean_var' and 'saved_rstd'}}
+  %q, %k, %m, %r = norm.qk_norm_prologue <rms> %qkv eps(1.0e-06) {num_q_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64} : tensor<?x512xbf16> -> tensor<?x256xbf16>, tensor<?x128xbf16> saved_mean(tensor<?x3xf32>) saved_rstd(tensor<?x3xf32>)
   return
 }

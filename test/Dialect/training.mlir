@@ -11,7 +11,7 @@
 // CHECK: norm.fused_row_grad <rms> %residual_out grad(%arg3 : tensor<?x4096xbf16>) residual_grad(%arg4 : tensor<?x4096xbf16>) weight(%arg2 : tensor<4096xbf16>) saved_rstd(%saved_rstd : tensor<?x1xf32>) : tensor<?x4096xbf16> -> tensor<?x4096xbf16> weight_grad_partials(tensor<?x4096xf32>)
 // CHECK: norm.column_sum %weight_grad_partials : tensor<?x4096xf32> -> tensor<4096xbf16>
 // GENERIC: "norm.fused_row"({{.*}}) <{{.*}}operandSegmentSizes = array<i32: 1, 1, 0, 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 1, 0, 1>, statistic = #norm.statistic<rms>
-// GENERIC: "norm.fused_row_grad"({{.*}}) <{alpha = 1.000000e+00 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1>, resultSegmentSizes = array<i32: 1, 0, 1, 0>, statistic = #norm.statistic<rms>, weight_offset = 0.000000e+00 : f64}>
+// GENERIC: "norm.fused_row_grad"({{.*}}) <{alpha = 1.000000e+00 : f64, groups = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1>, resultSegmentSizes = array<i32: 1, 0, 1, 0>, statistic = #norm.statistic<rms>, weight_offset = 0.000000e+00 : f64}>
 func.func @pre_norm_step(%x: tensor<?x4096xbf16>, %f: tensor<?x4096xbf16>,
                          %w: tensor<4096xbf16>, %dy: tensor<?x4096xbf16>,
                          %dh: tensor<?x4096xbf16>)
@@ -65,4 +65,27 @@ func.func @deepnorm_gemma(%h: tensor<?x2880xbf16>, %dy: tensor<?x2880xbf16>,
       : tensor<?x512xf32> -> tensor<?x512xf32> saved_mean(tensor<?x32xf32>)
         saved_rstd(tensor<?x32xf32>)
   return %dx, %df, %r : tensor<?x2880xbf16>, tensor<?x2880xf32>, tensor<?x32xf32>
+}
+
+// QK-Norm: the prologue saves one rstd per head (q heads first); its
+// backward is one op per kind of head, over row slices of the same tensors,
+// the heads sharing their weight (per_head_weight).
+// CHECK-LABEL: func.func @qk_norm
+// CHECK: norm.qk_norm_prologue <rms> %arg0 q_weight(%arg1 : tensor<128xbf16>) k_weight(%arg2 : tensor<128xbf16>) eps(1.0e-06) {head_dim = 128 : i64, num_kv_heads = 2 : i64, num_q_heads = 8 : i64} : tensor<?x1536xbf16> -> tensor<?x1024xbf16>, tensor<?x256xbf16> saved_rstd(tensor<?x10xf32>)
+// CHECK: norm.fused_row_grad <rms> %arg3 grad(%arg4 : tensor<?x1024xbf16>) weight(%arg1 : tensor<128xbf16>) saved_rstd(%arg5 : tensor<?x8xf32>) {groups = 8 : i64, per_head_weight} : tensor<?x1024xbf16> -> tensor<?x1024xbf16> weight_grad_partials(tensor<?x128xf32>)
+// GENERIC: "norm.qk_norm_prologue"({{.*}}) <{{.*}}resultSegmentSizes = array<i32: 1, 1, 0, 1>
+func.func @qk_norm(%qkv: tensor<?x1536xbf16>, %wq: tensor<128xbf16>,
+                   %wk: tensor<128xbf16>, %qpre: tensor<?x1024xbf16>,
+                   %dq: tensor<?x1024xbf16>, %rq: tensor<?x8xf32>)
+    -> (tensor<?x1024xbf16>, tensor<?x10xf32>, tensor<?x1024xbf16>, tensor<?x128xf32>) {
+  %q, %k, %rstd = norm.qk_norm_prologue <rms> %qkv q_weight(%wq : tensor<128xbf16>)
+      k_weight(%wk : tensor<128xbf16>) eps(1.0e-06)
+      {num_q_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64}
+      : tensor<?x1536xbf16> -> tensor<?x1024xbf16>, tensor<?x256xbf16>
+        saved_rstd(tensor<?x10xf32>)
+  %dqpre, %dwq = norm.fused_row_grad <rms> %qpre grad(%dq : tensor<?x1024xbf16>)
+      weight(%wq : tensor<128xbf16>) saved_rstd(%rq : tensor<?x8xf32>)
+      {groups = 8 : i64, per_head_weight}
+      : tensor<?x1024xbf16> -> tensor<?x1024xbf16> weight_grad_partials(tensor<?x128xf32>)
+  return %q, %rstd, %dqpre, %dwq : tensor<?x1024xbf16>, tensor<?x10xf32>, tensor<?x1024xbf16>, tensor<?x128xf32>
 }

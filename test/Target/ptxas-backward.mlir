@@ -3,7 +3,8 @@
 // (compiler/model/Launch.h: v, grad_output, the weight and the f32 column
 // sums of each element live across the reduction), with the heuristic's
 // configurations for model widths, forward kernels that save their
-// statistics, and the column sums of the partials. None may spill: a kernel
+// statistics (row kernels and the QK-Norm prologue), per-head QK-Norm
+// backward, and the column sums of the partials. None may spill: a kernel
 // the rule keeps in registers that spilled would be a wrong prediction.
 //
 // REQUIRES: ptxas
@@ -15,7 +16,7 @@
 // RUN: %ptxas -arch=sm_80 -v %t.sm80.ptx -o %t.sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // CHECK-NOT: .local
-// CHECK-COUNT-18: .visible .entry
+// CHECK-COUNT-26: .visible .entry
 // CHECK-NOT: .visible .entry
 // CHECK-NOT: .local
 
@@ -72,5 +73,19 @@ func.func @forward_and_sums(%x: tensor<?x4096xbf16>, %f: tensor<?x4096xbf16>,
   %a:3 = norm.fused_row <rms> %x addend(%f : tensor<?x4096xbf16>) weight(%w : tensor<4096xbf16>) eps(1.0e-06) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>, tensor<?x4096xbf16> saved_rstd(tensor<?x1xf32>)
   %b:3 = norm.fused_row <mean_var> %x5 eps(1.0e-05) : tensor<?x5120xf16> -> tensor<?x5120xf16> saved_mean(tensor<?x1xf32>) saved_rstd(tensor<?x1xf32>)
   %c = norm.column_sum %p : tensor<?x4096xf32> -> tensor<4096xbf16>
+  return
+}
+
+// QK-Norm for training: Qwen 3's heads (32 q / 8 kv of 128) saving one rstd
+// per head, ViT-22B's LayerNorm heads saving mean and rstd, and the
+// per-head backward of the q heads (128 and 256, Gemma's 1 + w).
+func.func @qk_norm(%qkv: tensor<?x6144xbf16>, %wq: tensor<128xbf16>,
+                   %wk: tensor<128xbf16>, %q: tensor<?x4096xbf16>,
+                   %rq: tensor<?x32xf32>, %q256: tensor<?x2048xbf16>,
+                   %w256: tensor<256xbf16>, %r8: tensor<?x8xf32>) {
+  %a:3 = norm.qk_norm_prologue <rms> %qkv q_weight(%wq : tensor<128xbf16>) k_weight(%wk : tensor<128xbf16>) eps(1.0e-06) {num_q_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64} : tensor<?x6144xbf16> -> tensor<?x4096xbf16>, tensor<?x1024xbf16> saved_rstd(tensor<?x40xf32>)
+  %b:4 = norm.qk_norm_prologue <mean_var> %qkv q_weight(%wq : tensor<128xbf16>) k_weight(%wk : tensor<128xbf16>) eps(1.0e-05) {num_q_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64} : tensor<?x6144xbf16> -> tensor<?x4096xbf16>, tensor<?x1024xbf16> saved_mean(tensor<?x40xf32>) saved_rstd(tensor<?x40xf32>)
+  %c:2 = norm.fused_row_grad <rms> %q grad(%q : tensor<?x4096xbf16>) weight(%wq : tensor<128xbf16>) saved_rstd(%rq : tensor<?x32xf32>) {groups = 32 : i64, per_head_weight} : tensor<?x4096xbf16> -> tensor<?x4096xbf16> weight_grad_partials(tensor<?x128xf32>)
+  %d:2 = norm.fused_row_grad <rms> %q256 grad(%q256 : tensor<?x2048xbf16>) weight(%w256 : tensor<256xbf16>) saved_rstd(%r8 : tensor<?x8xf32>) offset(1.0) {groups = 8 : i64, per_head_weight} : tensor<?x2048xbf16> -> tensor<?x2048xbf16> weight_grad_partials(tensor<?x256xf32>)
   return
 }

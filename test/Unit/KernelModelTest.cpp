@@ -354,7 +354,17 @@ TEST(Training, RulesOfBackwardAndSavedStatistics) {
             std::string::npos);
   OpSpec qk = examples::makeQKNorm();
   qk.backward = true;
-  EXPECT_NE(message(qk).find("apply to row kernels"), std::string::npos);
+  EXPECT_NE(message(qk).find("the QK-Norm prologue's backward is one per head"),
+            std::string::npos);
+  qk.backward = false;
+  qk.saveStats = true;
+  EXPECT_TRUE(verifyOpSpec(qk)) << message(qk);
+  OpSpec stats = rmsNorm(64);
+  stats.kind = OpKind::BatchNormStats;
+  stats.hasWeight = false;
+  stats.saveStats = true;
+  EXPECT_NE(message(stats).find("save_stats applies to row kernels and the QK-Norm prologue"),
+            std::string::npos);
   OpSpec sum = rmsNorm(64);
   sum.kind = OpKind::ColumnSum;
   EXPECT_NE(message(sum).find("takes only its f32 partial rows"),
@@ -395,9 +405,30 @@ TEST(Training, IdentitiesAndPartials) {
   // One partial row per thread group and CTA: ceil(rows / rows_per_cta) x
   // the rows at once.
   LaunchConfig launch{8, 32, 4, 16};
-  EXPECT_EQ(getGradPartialRows(launch, 0), 0);
-  EXPECT_EQ(getGradPartialRows(launch, 1), 4);
-  EXPECT_EQ(getGradPartialRows(launch, 33), 12);
+  EXPECT_EQ(getGradPartialRows(spec, launch, 0), 0);
+  EXPECT_EQ(getGradPartialRows(spec, launch, 1), 4);
+  EXPECT_EQ(getGradPartialRows(spec, launch, 33), 12);
+  // Per-head QK-Norm backward (8 heads of 128 sharing a weight): a kernel
+  // row per head.
+  OpSpec heads = rmsNorm(8 * 128);
+  heads.backward = heads.perHeadWeight = true;
+  heads.groups = 8;
+  ASSERT_TRUE(verifyOpSpec(heads)) << verifyOpSpec(heads).message();
+  EXPECT_EQ(getGradPartialRows(heads, launch, 5), 12);
+  std::vector<BufferSpec> buffers = getBuffers(heads);
+  EXPECT_EQ(buffers[2].slot, BufferSlot::Weight);
+  EXPECT_EQ(buffers[2].cols, 128);
+  EXPECT_EQ(buffers[3].cols, 8); // saved_rstd: one per head
+  EXPECT_EQ(buffers.back().cols, 128);
+  OpSpec grouped = heads;
+  grouped.perHeadWeight = false;
+  EXPECT_NE(verifyOpSpec(grouped).message().find("not supported yet"),
+            std::string::npos);
+  OpSpec headsForward = heads;
+  headsForward.backward = false;
+  EXPECT_NE(verifyOpSpec(headsForward).message().find(
+                "per_head_weight applies to backward kernels"),
+            std::string::npos);
   // The heuristic keeps the grid near two waves whatever the rows.
   OpSpec llama = rmsNorm(4096);
   llama.backward = true;

@@ -172,6 +172,17 @@ static bool fitsBackward(const OpSpec &spec) {
   return bool(verifyLaunchFor(spec, getHeuristicLaunch(spec, -1)));
 }
 
+/// The backward of a per-head QK-Norm: `heads` heads of the sweep's size
+/// (the head dim) in a token row, sharing one head's weight.
+static bool configureHeadsBackward(OpSpec &spec, ::norm::OpKind kind,
+                                   int64_t heads) {
+  spec.kind = kind;
+  spec.hasWeight = spec.backward = spec.perHeadWeight = true;
+  spec.groups = heads;
+  spec.hidden *= heads;
+  return spec.hidden / heads <= kMaxHeadDim && fitsBackward(spec);
+}
+
 static const std::vector<Variant> &getVariants() {
   using Kind = OpSpec::Kind;
   static const std::vector<Variant> variants = {
@@ -382,6 +393,45 @@ static const std::vector<Variant> &getVariants() {
          s.backward = true;
          return fitsBackward(s);
        }},
+      {"qk_layer_save",
+       "QK-Norm prologue, LayerNorm per head, saved mean and rstd per head, "
+       "4 q / 1 kv heads",
+       false,
+       [](OpSpec &s) {
+         s.kind = Kind::QKNormPrologue;
+         s.qkStatistic = ::norm::Statistic::MeanVar;
+         s.hasWeight = s.saveStats = true;
+         s.eps = 1e-5;
+         s.numQHeads = 4;
+         s.numKvHeads = 1;
+         return s.hidden <= kMaxHeadDim;
+       }},
+      {"qk_rms_save",
+       "QK-Norm prologue, RMS with weights, saved rstd per head (training), "
+       "8 q / 2 kv heads",
+       true,
+       [](OpSpec &s) {
+         s.kind = Kind::QKNormPrologue;
+         s.hasWeight = s.saveStats = true;
+         s.numQHeads = 8;
+         s.numKvHeads = 2;
+         return s.hidden <= kMaxHeadDim;
+       }},
+      {"qk_rms_bwd",
+       "per-head QK-Norm backward: RMS over 4 heads sharing a weight",
+       true,
+       [](OpSpec &s) {
+         return configureHeadsBackward(s, ::norm::OpKind::RMSNorm, 4);
+       }},
+      {"qk_gemma_layer_bwd",
+       "per-head QK-Norm backward: LayerNorm over 2 heads, (1 + w) weight",
+       false,
+       [](OpSpec &s) {
+         if (!configureHeadsBackward(s, ::norm::OpKind::LayerNorm, 2))
+           return false;
+         s.weightOffset = 1.0;
+         return true;
+       }},
       {"column_sum", "column sums of f32 partials (weight gradients)", true,
        [](OpSpec &s) {
          s.kind = Kind::ColumnSum;
@@ -496,18 +546,11 @@ public:
 };
 } // namespace
 
-/// The columns of a kernel buffer.
+/// The columns of a kernel buffer, as the kernel model gives them.
 static int64_t getBufferCols(const OpSpec &spec, const KernelParam &param) {
-  if (param.name == "saved_mean" || param.name == "saved_rstd")
-    return spec.groups;
-  if (spec.kind != OpSpec::Kind::QKNormPrologue)
-    return spec.hidden;
-  if (param.name == "qkv")
-    return (spec.numQHeads + 2 * spec.numKvHeads) * spec.hidden;
-  if (param.name == "q")
-    return spec.numQHeads * spec.hidden;
-  if (param.name == "k")
-    return spec.numKvHeads * spec.hidden;
+  for (const BufferSpec &buffer : getBuffers(spec))
+    if (getBufferSlotName(buffer.slot) == param.name)
+      return buffer.cols;
   return spec.hidden;
 }
 
@@ -555,6 +598,15 @@ static uint64_t hashLabel(const std::string &text) {
   return hash;
 }
 
+/// saved_rstd, and saved_mean where the kernel has it.
+static void compareSavedStats(
+    std::map<std::string, std::unique_ptr<GuardedBuffer>> &buffers,
+    const ExpectedRows &mean, const ExpectedRows &rstd, CaseCheck &check) {
+  check.compareRows(*buffers["saved_rstd"], rstd, "saved_rstd");
+  if (buffers.count("saved_mean"))
+    check.compareRows(*buffers["saved_mean"], mean, "saved_mean");
+}
+
 /// The gradients of a backward row kernel against the float64 reference;
 /// the weight and bias partials are checked by their column sums.
 static void
@@ -582,7 +634,7 @@ checkBackward(const OpSpec &spec,
     if (!buffers.count(name))
       continue;
     const GuardedBuffer &partials = *buffers[name];
-    for (int64_t col = 0; col < spec.hidden; ++col) {
+    for (int64_t col = 0; col < partials.getCols(); ++col) {
       double total = 0.0;
       bool nan = false;
       for (int64_t row = 0; row < partials.getRows(); ++row) {
@@ -631,7 +683,7 @@ static void runCase(const Task &task, const KernelSignature &signature,
     int64_t bufferRows = rows;
     if (param.name == "weight_grad_partials" ||
         param.name == "bias_grad_partials")
-      bufferRows = getGradPartialRows(signature.launch, rows);
+      bufferRows = getGradPartialRows(spec, signature.launch, rows);
     auto buffer = std::make_unique<GuardedBuffer>(
         param.elementType, param.rowMajor2D ? bufferRows : 1, cols,
         param.rowMajor2D ? stride : cols, /*misaligned=*/scalar);
@@ -708,6 +760,8 @@ static void runCase(const Task &task, const KernelSignature &signature,
         spec, view("qkv"), paramView("q_weight"), paramView("k_weight"));
     check.compareRows(*buffers["q"], expected.q, "q");
     check.compareRows(*buffers["k"], expected.k, "k");
+    if (spec.saveStats)
+      compareSavedStats(buffers, expected.savedMean, expected.savedRstd, check);
     break;
   }
   case OpSpec::Kind::ColumnSum: {
@@ -748,13 +802,8 @@ static void runCase(const Task &task, const KernelSignature &signature,
     if (spec.writeResidual)
       check.compareRows(*buffers["residual_out"], expected.residual,
                         "residual_out");
-    if (spec.saveStats) {
-      check.compareRows(*buffers["saved_rstd"], expected.savedRstd,
-                        "saved_rstd");
-      if (buffers.count("saved_mean"))
-        check.compareRows(*buffers["saved_mean"], expected.savedMean,
-                          "saved_mean");
-    }
+    if (spec.saveStats)
+      compareSavedStats(buffers, expected.savedMean, expected.savedRstd, check);
     break;
   }
   }
