@@ -448,6 +448,64 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
 }
 
 //===----------------------------------------------------------------------===//
+// Training
+//===----------------------------------------------------------------------===//
+
+Status norm::getBackwardKernels(const OpSpec &forward,
+                                BackwardKernels &kernels) {
+  kernels = BackwardKernels();
+  if (Status status = verifyOpSpec(forward); !status)
+    return status;
+  if (forward.backward)
+    return Status::invalid("the operation is a backward kernel already");
+  auto addSums = [&](const OpSpec &row) {
+    int64_t cols = row.perHeadWeight ? getRowLength(row) : row.hidden;
+    for (bool has : {row.hasWeight, row.hasBias})
+      if (has) {
+        OpSpec sum;
+        sum.kind = OpKind::ColumnSum;
+        sum.hidden = cols;
+        sum.input = ElementType::f32;
+        sum.output = row.param;
+        kernels.columnSums.push_back(sum);
+      }
+  };
+  auto addRow = [&](OpSpec row) -> Status {
+    row.backward = true;
+    row.saveStats = false;
+    if (Status status = verifyOpSpec(row); !status)
+      return status.withContext("backward of " + describeOpSpec(forward));
+    kernels.rows.push_back(row);
+    addSums(row);
+    return Status::success();
+  };
+  if (forward.kind == OpKind::QKNormPrologue) {
+    // One launch per kind of head: q heads, then k heads.
+    for (int64_t heads : {forward.numQHeads, forward.numKvHeads}) {
+      OpSpec row;
+      row.kind = getStatistic(forward) == Statistic::MeanVar
+                     ? (heads > 1 ? OpKind::GroupNorm : OpKind::LayerNorm)
+                     : getStatistic(forward) == Statistic::L2 ? OpKind::L2Norm
+                                                              : OpKind::RMSNorm;
+      row.hidden = heads * forward.hidden;
+      row.groups = heads;
+      row.perHeadWeight = heads > 1;
+      row.input = forward.input;
+      row.output = forward.output;
+      row.param = forward.param;
+      row.hasWeight = forward.hasWeight;
+      row.weightOffset = forward.weightOffset;
+      if (Status status = addRow(row); !status)
+        return status;
+    }
+    return Status::success();
+  }
+  OpSpec row = forward;
+  row.hasSkip = false; // its gradient is grad_output
+  return addRow(row);
+}
+
+//===----------------------------------------------------------------------===//
 // Identity
 //===----------------------------------------------------------------------===//
 

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace norm {
 
@@ -209,6 +210,25 @@ constexpr int64_t kMaxAttentionHeadDim = 256;
 /// offset, groups, head counts, and flags only where the kind uses them
 /// (InvalidArgument, with a message naming the field).
 Status verifyOpSpec(const OpSpec &spec);
+
+//===----------------------------------------------------------------------===//
+// Training
+//===----------------------------------------------------------------------===//
+
+/// The kernels that differentiate the forward operation `forward`, in
+/// launch order: for a row norm, its backward row kernel (the same fields,
+/// without the Sandwich skip, whose gradient is grad_output itself); for
+/// the QK-Norm prologue, one per-head backward for the q heads and one for
+/// the k heads (rows of heads x head_dim sharing their weight); then a
+/// column sum per weight and bias gradient, in the parameter type.
+/// InvalidArgument when `forward` has no backward kernels (an elementwise
+/// kernel, BatchNorm, attention, f32_residual, GroupNorm: the message says
+/// which), or breaks a rule.
+struct BackwardKernels {
+  std::vector<OpSpec> rows;        // backward row kernels
+  std::vector<OpSpec> columnSums;  // their weight and bias gradients
+};
+Status getBackwardKernels(const OpSpec &forward, BackwardKernels &kernels);
 
 //===----------------------------------------------------------------------===//
 // Identity

@@ -441,6 +441,59 @@ TEST(Training, IdentitiesAndPartials) {
   }
 }
 
+TEST(Training, BackwardKernelsDeriveFromTheForward) {
+  // A Sandwich pre-norm block with a bias: one backward row kernel (the
+  // skip's gradient is grad_output), two column sums.
+  OpSpec block = rmsNorm(5120);
+  block.kind = OpKind::LayerNorm;
+  block.hasAddend = block.writeResidual = block.hasSkip = block.hasBias = true;
+  block.param = ElementType::f32;
+  block.saveStats = true;
+  BackwardKernels kernels;
+  ASSERT_TRUE(getBackwardKernels(block, kernels));
+  ASSERT_EQ(kernels.rows.size(), 1u);
+  const OpSpec &row = kernels.rows[0];
+  EXPECT_TRUE(row.backward);
+  EXPECT_FALSE(row.hasSkip || row.saveStats);
+  EXPECT_TRUE(row.writeResidual && row.hasBias);
+  ASSERT_EQ(kernels.columnSums.size(), 2u);
+  EXPECT_EQ(kernels.columnSums[1].hidden, 5120);
+  EXPECT_EQ(kernels.columnSums[1].output, ElementType::f32);
+  for (const OpSpec &sum : kernels.columnSums)
+    EXPECT_TRUE(verifyOpSpec(sum)) << verifyOpSpec(sum).message();
+
+  // QK-Norm (32 q / 8 kv heads of 128, Gemma's 1 + w): q heads, k heads.
+  OpSpec qk = examples::makeQKNorm();
+  qk.weightOffset = 1.0;
+  ASSERT_TRUE(getBackwardKernels(qk, kernels));
+  ASSERT_EQ(kernels.rows.size(), 2u);
+  EXPECT_EQ(kernels.rows[0].hidden, 32 * 128);
+  EXPECT_EQ(kernels.rows[0].groups, 32);
+  EXPECT_EQ(kernels.rows[1].hidden, 8 * 128);
+  EXPECT_TRUE(kernels.rows[1].perHeadWeight);
+  EXPECT_EQ(kernels.rows[1].weightOffset, 1.0);
+  ASSERT_EQ(kernels.columnSums.size(), 2u);
+  EXPECT_EQ(kernels.columnSums[0].hidden, 128);
+  // One k head (multi-query): a plain row.
+  qk.numKvHeads = 1;
+  ASSERT_TRUE(getBackwardKernels(qk, kernels));
+  EXPECT_EQ(kernels.rows[1].groups, 1);
+  EXPECT_EQ(getBuffers(kernels.rows[1])[2].cols, 128); // the weight
+
+  OpSpec cast = rmsNorm(64);
+  cast.kind = OpKind::Elementwise;
+  cast.hasWeight = false;
+  Status status = getBackwardKernels(cast, kernels);
+  EXPECT_NE(status.message().find("elementwise has none yet"),
+            std::string::npos)
+      << status.message();
+  EXPECT_TRUE(kernels.rows.empty());
+  OpSpec deep = rmsNorm(64);
+  deep.hasAddend = deep.f32Residual = true;
+  EXPECT_NE(getBackwardKernels(deep, kernels).message().find("f32_residual"),
+            std::string::npos);
+}
+
 TEST(Buffers, SlotNamesRoundTrip) {
   for (int i = 0; i < kNumBufferSlots; ++i) {
     auto slot = static_cast<BufferSlot>(i);
