@@ -809,20 +809,13 @@ static ::norm::ElementType getParamType(std::initializer_list<Value> values) {
 }
 
 /// The model's kind of a row kernel op with `statistic` over `groups`
-/// (per-channel statistics: BatchNorm inference).
+/// (per-channel statistics: BatchNorm inference). The dialect spells the
+/// statistics as the model does.
 static OpKind getRowOpKind(Statistic statistic, int64_t groups,
                            bool perChannelStats) {
-  switch (statistic) {
-  case Statistic::rms:
-    return OpKind::RMSNorm;
-  case Statistic::mean_var:
-    return groups > 1 ? OpKind::GroupNorm : OpKind::LayerNorm;
-  case Statistic::l2:
-    return OpKind::L2Norm;
-  case Statistic::none:
-    break;
-  }
-  return perChannelStats ? OpKind::BatchNormInference : OpKind::Elementwise;
+  return ::norm::getRowKind(
+      *::norm::parseStatisticName(stringifyStatistic(statistic).str()), groups,
+      perChannelStats);
 }
 
 ::norm::OpSpec FusedRowOp::getOpSpec() {

@@ -45,8 +45,8 @@ void FusedRowEmitter::emitBackwardRows() {
   VectorType f32Vector = VectorType::get({vector}, f32);
 
   // Carried: the weight then the bias gradient sums of each chunk.
-  int64_t sumChunks =
-      (weightPartials ? row.chunks : 0) + (biasPartials ? row.chunks : 0);
+  int64_t biasAt = weightPartials ? row.chunks : 0;
+  int64_t sumChunks = biasAt + (biasPartials ? row.chunks : 0);
   SmallVector<Value> init(sumChunks, zero(f32Vector));
   SmallVector<Value> columnSums = forEachCtaRow(
       init, [&](Value rowIndex, ValueRange carried) -> SmallVector<Value> {
@@ -85,9 +85,9 @@ void FusedRowEmitter::emitBackwardRows() {
 
         // 2. Before the exchange, per element t = dy (v - mean): the row's
         // sum(g xhat) = rstd sum(t w) and the column sums dy xhat = t rstd
-        // and dy. Only v, dy, the weight and the column sums stay live
-        // across it; x-hat and g are formed again after it, in another
-        // form (fma), so that they are not kept from before.
+        // and dy. After it x-hat is v rstd - mean rstd (an fma). What stays
+        // live across it (v and dy in f32, the weight, the column sums) is
+        // what the register rule counts (norm::getRegisterBytesPerVector).
         Value splatMean = splat(mean), splatRstd = splat(rstd);
         auto weightOf = [&](int64_t c) -> Value {
           if (params.weight.empty())
@@ -106,12 +106,10 @@ void FusedRowEmitter::emitBackwardRows() {
           dot = addf(dot, w ? mulf(t, w) : t);
           if (meanVar)
             total = addf(total, w ? mulf(w, dyc) : dyc);
-          int64_t at = 0;
           if (weightPartials)
-            next[at++ * row.chunks + c] =
-                addf(carried[c], mulf(t, splatRstd));
+            next[c] = addf(carried[c], mulf(t, splatRstd));
           if (biasPartials)
-            next[at * row.chunks + c] = addf(carried[at * row.chunks + c], dyc);
+            next[biasAt + c] = addf(carried[biasAt + c], dyc);
         }
         // Lanes outside the row hold dy = 0 and add nothing.
         SmallVector<Value> partials = {mulf(reduce(dot), rstd)};
@@ -159,13 +157,11 @@ void FusedRowEmitter::emitBackwardRows() {
   // The thread group's partial row: bid * (rows at once) + slot.
   Value partialRow =
       add(mul(bid, index(sig.launch.getConcurrentRows())), slot);
-  ArrayRef<Value> cursor = columnSums;
-  for (auto [buffer, name] : {std::pair{weightPartials, "weight_grad_partials"},
-                              std::pair{biasPartials, "bias_grad_partials"}}) {
-    if (!buffer)
-      continue;
-    storeRow(row, cursor.take_front(row.chunks), buffer,
-             mul(partialRow, stride(name)));
-    cursor = cursor.drop_front(row.chunks);
-  }
+  ArrayRef<Value> sums = columnSums;
+  if (weightPartials)
+    storeRow(row, sums.take_front(row.chunks), weightPartials,
+             mul(partialRow, stride("weight_grad_partials")));
+  if (biasPartials)
+    storeRow(row, sums.drop_front(biasAt), biasPartials,
+             mul(partialRow, stride("bias_grad_partials")));
 }

@@ -91,7 +91,9 @@ void FusedRowEmitter::emitRegisterRows() {
     // 3. Normalize, scale, store.
     ifThen(position.valid, [&] {
       RowScale scale = getRowScale(sums, pivot);
-      saveStatistics(position, scale);
+      saveStatistics(position.token, position.group, scale.scale,
+                     arg("saved_mean") ? addf(scale.pivot, scale.centre)
+                                       : Value());
       auto at = [](ArrayRef<Value> chunks, int64_t c) {
         return chunks.empty() ? Value() : chunks[c];
       };
@@ -219,24 +221,6 @@ RowScale FusedRowEmitter::getRowScale(ArrayRef<Value> sums, Value pivot) {
     break;
   }
   return result;
-}
-
-void FusedRowEmitter::saveStatistics(const RowPosition &position,
-                                     const RowScale &scale) {
-  Value rstd = arg("saved_rstd"), mean = arg("saved_mean");
-  if (!rstd)
-    return;
-  Value first =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, index(0));
-  ifThen(first, [&] {
-    auto store = [&](Value value, Value buffer, StringRef name) {
-      memref::StoreOp::create(
-          b, value, buffer, add(mul(position.token, stride(name)), position.group));
-    };
-    store(scale.scale, rstd, "saved_rstd");
-    if (mean)
-      store(addf(scale.pivot, scale.centre), mean, "saved_mean");
-  });
 }
 
 //===----------------------------------------------------------------------===//

@@ -86,9 +86,7 @@ private:
   void emitRegisterRows();
   /// The gradients of rows in registers (BackwardRowKernel.cpp).
   void emitBackwardRows();
-  /// Stores the row's statistic (save_stats): its scale as saved_rstd and,
-  /// for mean_var, its mean as saved_mean, by the row's first thread.
-  void saveStatistics(const RowPosition &position, const RowScale &scale);
+
   /// Rows in shared memory or streamed (LongRowKernel.cpp).
   void emitLongRows(::norm::RowStorage storage);
 

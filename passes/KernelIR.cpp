@@ -304,6 +304,22 @@ SmallVector<Value> KernelBuilder::forEachChunkGroup(
   return values;
 }
 
+void KernelBuilder::saveStatistics(Value token, Value column, Value rstd,
+                                   Value mean) {
+  Value rstdBuffer = arg("saved_rstd"), meanBuffer = arg("saved_mean");
+  if (!rstdBuffer)
+    return;
+  Value first =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, index(0));
+  ifThen(first, [&] {
+    memref::StoreOp::create(b, rstd, rstdBuffer,
+                            add(mul(token, stride("saved_rstd")), column));
+    if (meanBuffer)
+      memref::StoreOp::create(b, mean, meanBuffer,
+                              add(mul(token, stride("saved_mean")), column));
+  });
+}
+
 SmallVector<Value> KernelBuilder::allReduce(ValueRange values) {
   if (values.empty())
     return {};

@@ -140,6 +140,11 @@ protected:
       const RowLayout &row, ValueRange carried,
       function_ref<SmallVector<Value>(ArrayRef<Chunk>, ValueRange)> body);
 
+  /// save_stats: the row's first thread stores `rstd` in saved_rstd and,
+  /// where the kernel has it, `mean` in saved_mean, at column `column` (the
+  /// group or head) of row `token`; nothing without saved_rstd.
+  void saveStatistics(Value token, Value column, Value rstd, Value mean);
+
   /// norm.row_allreduce of `values` over the threads of a row.
   SmallVector<Value> allReduce(ValueRange values);
 

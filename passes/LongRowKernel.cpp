@@ -76,7 +76,9 @@ void FusedRowEmitter::emitLongRows(::norm::RowStorage storage) {
     // 3. v back, normalize, scale, store.
     ifThen(position.valid, [&] {
       RowScale scale = getRowScale(sums, pivot);
-      saveStatistics(position, scale);
+      saveStatistics(position.token, position.group, scale.scale,
+                     arg("saved_mean") ? addf(scale.pivot, scale.centre)
+                                       : Value());
       bool fromInput = !staged.buffer && !readBack;
       Value inputBase = fromInput ? rowBase(position, "input") : Value();
       Value addendBase =

@@ -119,17 +119,8 @@ void QKNormPrologueEmitter::emit() {
       }
       }
       // save_stats: the head's statistic, for the backward.
-      if (Value rstd = arg("saved_rstd")) {
-        Value first =
-            arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, index(0));
-        ifThen(first, [&] {
-          memref::StoreOp::create(b, scale, rstd,
-                                  add(mul(token, stride("saved_rstd")), head));
-          if (Value mean = arg("saved_mean"))
-            memref::StoreOp::create(b, addf(pivot, centre), mean,
-                                    add(mul(token, stride("saved_mean")), head));
-        });
-      }
+      saveStatistics(token, head, scale,
+                     arg("saved_mean") ? addf(pivot, centre) : Value());
       SmallVector<Value> outputs;
       for (int64_t c = 0; c < row.chunks; ++c) {
         Value y = toF32(values[c]);

@@ -120,6 +120,21 @@ std::string_view norm::getKernelOpName(const OpSpec &spec) {
   return spec.backward ? "fused_row_grad" : getKernelOpName(spec.kind);
 }
 
+OpKind norm::getRowKind(Statistic statistic, int64_t groups,
+                        bool perChannelStats) {
+  switch (statistic) {
+  case Statistic::RMS:
+    return OpKind::RMSNorm;
+  case Statistic::MeanVar:
+    return groups > 1 ? OpKind::GroupNorm : OpKind::LayerNorm;
+  case Statistic::L2:
+    return OpKind::L2Norm;
+  case Statistic::None:
+    break;
+  }
+  return perChannelStats ? OpKind::BatchNormInference : OpKind::Elementwise;
+}
+
 Statistic norm::getStatistic(const OpSpec &spec) {
   switch (spec.kind) {
   case OpKind::RMSNorm:
@@ -483,10 +498,7 @@ Status norm::getBackwardKernels(const OpSpec &forward,
     // One launch per kind of head: q heads, then k heads.
     for (int64_t heads : {forward.numQHeads, forward.numKvHeads}) {
       OpSpec row;
-      row.kind = getStatistic(forward) == Statistic::MeanVar
-                     ? (heads > 1 ? OpKind::GroupNorm : OpKind::LayerNorm)
-                     : getStatistic(forward) == Statistic::L2 ? OpKind::L2Norm
-                                                              : OpKind::RMSNorm;
+      row.kind = getRowKind(getStatistic(forward), heads);
       row.hidden = heads * forward.hidden;
       row.groups = heads;
       row.perHeadWeight = heads > 1;

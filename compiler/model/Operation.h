@@ -141,6 +141,12 @@ std::string_view getKernelOpName(OpKind kind);
 /// "fused_row_grad" for a backward row kernel.
 std::string_view getKernelOpName(const OpSpec &spec);
 
+/// The kind of a row kernel with `statistic` over `groups` (GroupNorm for
+/// mean_var over groups; without a statistic, BatchNorm inference with
+/// per-channel statistics, else elementwise): the inverse of getStatistic.
+OpKind getRowKind(Statistic statistic, int64_t groups,
+                  bool perChannelStats = false);
+
 /// The per-row statistic of the kernel of `spec` (none for column
 /// statistics, whose reduction runs over columns).
 Statistic getStatistic(const OpSpec &spec);
