@@ -167,20 +167,37 @@ SmallVector<Value> KernelBuilder::forEachCtaRow(
     ValueRange carried,
     function_ref<SmallVector<Value>(Value row, ValueRange)> body) {
   int64_t concurrent = sig.launch.getConcurrentRows();
-  int64_t iterations = sig.launch.rowsPerCta / concurrent;
-  Value first = add(mul(bid, index(sig.launch.rowsPerCta)), slot);
-  if (iterations == 1)
-    return body(first, carried);
-  auto loop = scf::ForOp::create(
-      b, index(0), index(iterations), index(1), carried,
-      [&](OpBuilder &nested, Location, Value it, ValueRange values) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nested.getInsertionBlock(),
-                            nested.getInsertionPoint());
-        scf::YieldOp::create(b, body(add(first, mul(it, index(concurrent))),
-                                     values));
-      });
-  return SmallVector<Value>(loop.getResults());
+  auto loop = [&](Value lower, Value upper, Value step,
+                  function_ref<Value(Value)> rowOf) {
+    auto forOp = scf::ForOp::create(
+        b, lower, upper, step, carried,
+        [&](OpBuilder &nested, Location, Value it, ValueRange values) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nested.getInsertionBlock(),
+                              nested.getInsertionPoint());
+          scf::YieldOp::create(b, body(rowOf(it), values));
+        });
+    return SmallVector<Value>(forOp.getResults());
+  };
+  if (!sig.maxGridX) {
+    int64_t iterations = sig.launch.rowsPerCta / concurrent;
+    Value first = add(mul(bid, index(sig.launch.rowsPerCta)), slot);
+    if (iterations == 1)
+      return body(first, carried);
+    return loop(index(0), index(iterations), index(1), [&](Value it) {
+      return add(first, mul(it, index(concurrent)));
+    });
+  }
+  // A persistent grid: the CTA takes the row groups bid, bid + grid.x, ...
+  // (rowsPerCta only sizes the grid for few rows). One loop, with the CTA's
+  // bounds, so every thread reaches the body's collectives.
+  Value kernelRows = mul(indexArg("rows"), index(sig.rowMultiplier));
+  Value groups = arith::DivUIOp::create(
+      b, add(kernelRows, index(concurrent - 1)), index(concurrent));
+  Value grid = gpu::GridDimOp::create(b, gpu::Dimension::x);
+  return loop(bid, groups, grid, [&](Value group) {
+    return add(mul(group, index(concurrent)), slot);
+  });
 }
 
 //===----------------------------------------------------------------------===//

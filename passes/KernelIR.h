@@ -104,7 +104,9 @@ protected:
   /// (every thread reaches the collectives of the body).
   void forEachCtaRow(function_ref<void(Value row)> body);
   /// forEachCtaRow threading `carried` through the rows in order (the
-  /// accumulators of a backward kernel); returns the final values.
+  /// accumulators of a backward kernel); returns the final values. With a
+  /// persistent grid (KernelSignature::maxGridX) the CTA loops over its
+  /// groups of concurrent rows, grid.x apart.
   SmallVector<Value> forEachCtaRow(
       ValueRange carried,
       function_ref<SmallVector<Value>(Value row, ValueRange)> body);

@@ -38,9 +38,15 @@ static_assert(NORMJIT_ERROR_OUT_OF_MEMORY ==
 static_assert(NORMJIT_ERROR_INVALID_ARGUMENT ==
               static_cast<int>(ErrorCode::InvalidArgument));
 static_assert(NORMJIT_ERROR_NOT_FOUND == static_cast<int>(ErrorCode::NotFound));
-// The training slots follow the C API's (libnormjit does not launch them
-// yet: verifyLaunchableOpSpec).
-static_assert(NORMJIT_NUM_BUFFERS <= kNumBufferSlots);
+static_assert(NORMJIT_NUM_BUFFERS == kNumBufferSlots);
+static_assert(NORMJIT_GRAD_OUTPUT == static_cast<int>(BufferSlot::GradOutput));
+static_assert(NORMJIT_SAVED_RSTD == static_cast<int>(BufferSlot::SavedRstd));
+static_assert(NORMJIT_WEIGHT_GRAD_PARTIALS ==
+              static_cast<int>(BufferSlot::WeightGradPartials));
+static_assert(NORMJIT_WEIGHT_GRAD == static_cast<int>(BufferSlot::WeightGrad));
+static_assert(NORMJIT_BIAS_GRAD == static_cast<int>(BufferSlot::BiasGrad));
+static_assert(NORMJIT_OP_GROUP_NORM ==
+              static_cast<int>(OpSpec::Kind::GroupNorm));
 static_assert(NORMJIT_K == static_cast<int>(BufferSlot::K));
 static_assert(NORMJIT_RESIDUAL_OUT ==
               static_cast<int>(BufferSlot::ResidualOut));
@@ -84,7 +90,8 @@ static_assert(NORMJIT_PLAN_FIXED ==
 // context options, API 3 trailing fields to the op desc, the launch
 // arguments (three tensors) and the tuning info, API 4 the launch arguments
 // (five tensors and cache_rows), API 5 two tensors before cache_rows (read
-// at its API 4 place from API 4's layout) and rope_table_rows.
+// at its API 4 place from API 4's layout) and rope_table_rows, API 6 ten
+// tensors before both (read at their API 5 places from API 5's layout).
 static_assert(sizeof(void *) == 8, "the C ABI is defined for 64-bit hosts");
 static_assert(offsetof(normjit_op_desc, scale) == NORMJIT_OP_DESC_SIZE_V1);
 // The rotary embedding fields follow scale, where API 3's first layout
@@ -105,7 +112,11 @@ static_assert(offsetof(normjit_launch_args, tensors) +
 static_assert(offsetof(normjit_launch_args, cache_rows) ==
               offsetof(normjit_launch_args, tensors) +
                   NORMJIT_NUM_BUFFERS * sizeof(normjit_tensor));
-static_assert(sizeof(normjit_launch_args) == NORMJIT_LAUNCH_ARGS_SIZE_V5);
+static_assert(offsetof(normjit_launch_args, tensors) +
+                  NORMJIT_GRAD_OUTPUT * sizeof(normjit_tensor) +
+                  2 * sizeof(int64_t) ==
+              NORMJIT_LAUNCH_ARGS_SIZE_V5);
+static_assert(sizeof(normjit_launch_args) == NORMJIT_LAUNCH_ARGS_SIZE_V6);
 static_assert(offsetof(normjit_tuning_info, block_n) ==
               NORMJIT_TUNING_INFO_SIZE_V1);
 static_assert(sizeof(normjit_tuning_info) == NORMJIT_TUNING_INFO_SIZE_V3);
@@ -199,7 +210,7 @@ static std::string checkStructSize(const char *type, uint32_t size,
   (NORMJIT_HAS_FIELD(object, field) ? (object)->field                          \
                                     : decltype((object)->field){})
 
-constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_ROPE_TABLE << 1) - 1;
+constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_PER_HEAD_WEIGHT << 1) - 1;
 constexpr uint32_t kAttentionOpFlags =
     NORMJIT_OP_CAUSAL | NORMJIT_OP_WRITE_LSE | NORMJIT_OP_ROPE_POSITIONS |
     NORMJIT_OP_ROPE_TABLE;
@@ -317,6 +328,9 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
   spec.writeResidual = desc->flags & NORMJIT_OP_RESIDUAL_OUT;
   spec.f32Residual = desc->flags & NORMJIT_OP_F32_RESIDUAL;
   spec.hasSkip = desc->flags & NORMJIT_OP_SKIP;
+  spec.saveStats = desc->flags & NORMJIT_OP_SAVE_STATS;
+  spec.backward = desc->flags & NORMJIT_OP_BACKWARD;
+  spec.perHeadWeight = desc->flags & NORMJIT_OP_PER_HEAD_WEIGHT;
   // Without a statistic flag the QK-Norm prologue normalizes with RMS (API
   // 1), attention not at all.
   if (attention)
@@ -551,6 +565,63 @@ void(normjit_op_desc_init)(normjit_op_desc *desc) {
   normjit_op_desc_init_sized(desc, NORMJIT_OP_DESC_SIZE_V1);
 }
 
+/// The desc of a backward row kernel, in `forward`'s layout (its other
+/// fields kept): the inverse of convertDesc for the fields a backward row
+/// kernel has.
+static void convertBackwardSpec(const OpSpec &spec,
+                                const normjit_op_desc &forward,
+                                normjit_op_desc &desc) {
+  std::memcpy(static_cast<void *>(&desc), &forward, forward.struct_size);
+  desc.kind = static_cast<int32_t>(spec.kind);
+  desc.hidden = spec.hidden;
+  desc.input_type = static_cast<int32_t>(spec.input);
+  desc.output_type = static_cast<int32_t>(spec.output);
+  desc.param_type = static_cast<int32_t>(spec.param);
+  desc.addend_type = static_cast<int32_t>(spec.addendType);
+  desc.skip_type = static_cast<int32_t>(spec.skipType);
+  desc.flags = NORMJIT_OP_BACKWARD;
+  for (auto [has, flag] :
+       {std::pair{spec.hasWeight, NORMJIT_OP_WEIGHT},
+        std::pair{spec.hasBias, NORMJIT_OP_BIAS},
+        std::pair{spec.hasAddend, NORMJIT_OP_ADDEND},
+        std::pair{spec.writeResidual, NORMJIT_OP_RESIDUAL_OUT},
+        std::pair{spec.perHeadWeight, NORMJIT_OP_PER_HEAD_WEIGHT}})
+    if (has)
+      desc.flags |= flag;
+  desc.alpha = spec.alpha;
+  desc.weight_offset = spec.weightOffset;
+  desc.groups = spec.groups;
+  desc.num_q_heads = desc.num_kv_heads = 0;
+}
+
+normjit_status normjit_op_desc_get_backward(const normjit_op_desc *forward,
+                                            normjit_op_desc *backward,
+                                            size_t capacity, size_t *count) {
+  return guard("normjit_op_desc_get_backward", [&] {
+    if (!count)
+      return invalid("count is null");
+    *count = 0;
+    if (capacity && !backward)
+      return invalid("capacity is " + std::to_string(capacity) +
+                     " but backward is null");
+    OpSpec spec;
+    normjit_status status;
+    if (!convertDesc(forward, spec, status))
+      return status;
+    BackwardKernels kernels;
+    if (Status derived = getBackwardKernels(spec, kernels); !derived)
+      return report(derived);
+    // The caller's array steps by its header's sizeof.
+    for (size_t i = 0; i < kernels.rows.size() && i < capacity; ++i)
+      convertBackwardSpec(kernels.rows[i], *forward,
+                          *reinterpret_cast<normjit_op_desc *>(
+                              reinterpret_cast<char *>(backward) +
+                              i * forward->struct_size));
+    *count = kernels.rows.size();
+    return NORMJIT_SUCCESS;
+  });
+}
+
 /// normjit_kernel_create with an optional fixed configuration.
 static normjit_status createKernel(const char *entry, normjit_context *context,
                                    const normjit_op_desc *desc,
@@ -640,29 +711,51 @@ void(normjit_launch_args_init)(normjit_launch_args *args) {
   normjit_launch_args_init_sized(args, NORMJIT_LAUNCH_ARGS_SIZE_V1);
 }
 
-/// The tensors of `args` within its struct_size (14 for API 1 and 2
-/// callers): the library reads and writes no others.
-static int getTensorCount(const normjit_launch_args &args) {
-  size_t bytes = args.struct_size > offsetof(normjit_launch_args, tensors)
-                     ? args.struct_size - offsetof(normjit_launch_args, tensors)
-                     : 0;
-  return static_cast<int>(
-      std::min<size_t>(bytes / sizeof(normjit_tensor), NORMJIT_NUM_BUFFERS));
+namespace {
+/// Where the caller's normjit_launch_args keeps what: API 1 to 3 layouts
+/// grow tensor by tensor; from API 4 on, cache_rows and rope_table_rows
+/// follow the tensors, so only the published sizes are layouts.
+struct ArgsLayout {
+  int tensors = 0;
+  size_t cacheRows = 0, tableRows = 0; // offsets; 0: not in the layout
+};
+} // namespace
+
+/// The layout of `args` by its struct_size; false for a size between two
+/// layouts from API 4 on.
+static bool getArgsLayout(const normjit_launch_args &args,
+                          ArgsLayout &layout) {
+  constexpr size_t tensors = offsetof(normjit_launch_args, tensors);
+  constexpr size_t tensor = sizeof(normjit_tensor), row = sizeof(int64_t);
+  layout = ArgsLayout();
+  switch (args.struct_size) {
+  case NORMJIT_LAUNCH_ARGS_SIZE_V4:
+    layout = {NORMJIT_POSITIONS, NORMJIT_LAUNCH_ARGS_SIZE_V4 - row, 0};
+    return true;
+  case NORMJIT_LAUNCH_ARGS_SIZE_V5:
+    layout = {NORMJIT_GRAD_OUTPUT, NORMJIT_LAUNCH_ARGS_SIZE_V5 - 2 * row,
+              NORMJIT_LAUNCH_ARGS_SIZE_V5 - row};
+    return true;
+  case NORMJIT_LAUNCH_ARGS_SIZE_V6:
+    layout = {NORMJIT_NUM_BUFFERS, offsetof(normjit_launch_args, cache_rows),
+              offsetof(normjit_launch_args, rope_table_rows)};
+    return true;
+  default:
+    if (args.struct_size > NORMJIT_LAUNCH_ARGS_SIZE_V4)
+      return false;
+    layout.tensors = static_cast<int>(
+        args.struct_size > tensors ? (args.struct_size - tensors) / tensor : 0);
+    return true;
+  }
 }
 
-/// cache_rows where the caller's layout has it: after 24 tensors (API 5), or
-/// after API 4's 22.
-static int64_t getCacheRows(const normjit_launch_args &args) {
-  if (NORMJIT_HAS_FIELD(&args, cache_rows))
-    return args.cache_rows;
-  if (args.struct_size < NORMJIT_LAUNCH_ARGS_SIZE_V4)
-    return 0;
-  int64_t rows;
-  std::memcpy(&rows,
-              reinterpret_cast<const char *>(&args) +
-                  NORMJIT_LAUNCH_ARGS_SIZE_V4 - sizeof(int64_t),
-              sizeof(rows));
-  return rows;
+/// The int64_t at `offset` of `args` (0 where the layout has none).
+static int64_t readCount(const normjit_launch_args &args, size_t offset) {
+  int64_t value = 0;
+  if (offset)
+    std::memcpy(&value, reinterpret_cast<const char *>(&args) + offset,
+                sizeof(value));
+  return value;
 }
 
 static std::string getSlotName(int slot) {
@@ -678,7 +771,8 @@ normjit_status normjit_launch_args_set(normjit_launch_args *args,
       return invalid("launch arguments are null");
     if (buffer < 0 || buffer >= NORMJIT_NUM_BUFFERS)
       return invalid("unknown buffer " + std::to_string(buffer));
-    if (buffer >= getTensorCount(*args))
+    ArgsLayout layout;
+    if (!getArgsLayout(*args, layout) || buffer >= layout.tensors)
       return invalid("buffer " + std::to_string(buffer) + " ('" +
                      getSlotName(buffer) +
                      "') lies past normjit_launch_args.struct_size " +
@@ -705,21 +799,24 @@ normjit_status normjit_kernel_launch(const normjit_kernel *kernel,
             "normjit_launch_args_init");
         !why.empty())
       return invalid(why);
-    // Between API 4's and API 5's layouts, cache_rows has no place.
-    if (args->struct_size > NORMJIT_LAUNCH_ARGS_SIZE_V4 &&
-        args->struct_size < NORMJIT_LAUNCH_ARGS_SIZE_V5)
+    // Between two layouts from API 4 on, cache_rows has no place.
+    ArgsLayout layout;
+    if (!getArgsLayout(*args, layout))
       return invalid("normjit_launch_args.struct_size is " +
-                     std::to_string(args->struct_size) + ", between API 4's " +
+                     std::to_string(args->struct_size) +
+                     ", between the layouts of API 4 (" +
                      std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V4) +
-                     " and API 5's " +
+                     "), API 5 (" +
                      std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V5) +
-                     " (call normjit_launch_args_init_sized)");
+                     ") and API 6 (" +
+                     std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V6) +
+                     ") (call normjit_launch_args_init_sized)");
     LaunchArgs converted;
     if (args->reserved != 0)
       return invalid("normjit_launch_args.reserved is " +
                      std::to_string(args->reserved) + ", must be 0");
     // Tensors past the caller's struct_size stay absent.
-    for (int i = 0, count = getTensorCount(*args); i < count; ++i) {
+    for (int i = 0; i < layout.tensors; ++i) {
       const normjit_tensor &t = args->tensors[i];
       if (t.reserved != 0)
         return invalid("normjit_launch_args.tensors[" + std::to_string(i) +
@@ -733,7 +830,7 @@ normjit_status normjit_kernel_launch(const normjit_kernel *kernel,
     }
     // API 4: the caches' rows (0 past the caller's struct_size, and for
     // every operation but decode; the launch checks judge them).
-    int64_t cacheRows = getCacheRows(*args);
+    int64_t cacheRows = readCount(*args, layout.cacheRows);
     if (cacheRows < 0)
       return invalid("normjit_launch_args.cache_rows is " +
                      std::to_string(cacheRows) + ", must not be negative");
@@ -746,7 +843,7 @@ normjit_status normjit_kernel_launch(const normjit_kernel *kernel,
     for (BufferSlot cache : {BufferSlot::KCache, BufferSlot::VCache})
       converted.tensors[static_cast<int>(cache)].rows = cacheRows;
     // API 5: the rope table's rows.
-    int64_t tableRows = NORMJIT_FIELD_OR_ZERO(args, rope_table_rows);
+    int64_t tableRows = readCount(*args, layout.tableRows);
     if (tableRows < 0)
       return invalid("normjit_launch_args.rope_table_rows is " +
                      std::to_string(tableRows) + ", must not be negative");

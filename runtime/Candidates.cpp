@@ -105,11 +105,24 @@ static int64_t getTuningLaunchLength(const OpSpec &spec, BufferSlot slot,
   return most;
 }
 
+bool norm::jit::isGradPartials(BufferSlot slot) {
+  return slot == BufferSlot::WeightGradPartials ||
+         slot == BufferSlot::BiasGradPartials;
+}
+
 int64_t norm::jit::getTuningBufferElements(const OpSpec &spec,
                                            const BufferSpec &buffer,
                                            int64_t rows, const TuningRun &run) {
   if (buffer.cols == 0)
     return getTuningLaunchLength(spec, buffer.slot, rows, run);
+  // A backward kernel's partials: the most rows any launch of the run
+  // writes (at least the launch's rows).
+  if (isGradPartials(buffer.slot)) {
+    int64_t most = rows;
+    for (const LaunchConfig &launch : run.launches)
+      most = std::max(most, getGradPartialRows(spec, launch, rows));
+    return buffer.cols * most;
+  }
   if (!buffer.rows2D)
     return buffer.cols;
   if (!buffer.updated)
@@ -243,8 +256,9 @@ norm::jit::getTuningCandidates(const OpSpec &spec, RowBucket bucket,
   // produce it), so tuning never ends slower than not tuning.
   if (verifyLaunch(heuristic))
     candidates.push_back(heuristic);
-  // Column statistics map threads onto columns, not rows: nothing to vary.
-  if (spec.kind == OpKind::BatchNormStats)
+  // Column statistics and sums map threads onto columns, not rows: nothing
+  // to vary.
+  if (spec.kind == OpKind::BatchNormStats || spec.kind == OpKind::ColumnSum)
     return candidates;
 
   bool small = bucket == RowBucket::One || bucket == RowBucket::UpTo64;

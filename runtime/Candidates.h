@@ -82,13 +82,18 @@ struct TuningRun {
   int64_t smCount = 1;
 };
 
+/// Whether `slot` holds a backward kernel's f32 gradient partials, whose
+/// rows (getGradPartialRows) follow the launch configuration.
+bool isGradPartials(BufferSlot slot);
+
 /// Elements of one scratch buffer of the tuner for `rows` rows of `spec`:
 /// `rows` rows of a 2-D buffer (decode's caches: batch x capacity rows of
 /// getDecodeTuningShape), a 1-D buffer once, and for a buffer whose length
 /// comes with the launch its getLaunchLength: prefill's cu_seqlens
 /// kTuningSequences + 1 offsets; decode's buffers the most any launch of
 /// `run` takes (its workspace and semaphores follow the configuration; none
-/// without launches).
+/// without launches); a backward kernel's gradient partials the most rows
+/// a launch of `run` writes, and at least `rows`.
 int64_t getTuningBufferElements(const OpSpec &spec, const BufferSpec &buffer,
                                 int64_t rows, const TuningRun &run = {});
 

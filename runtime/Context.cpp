@@ -36,7 +36,7 @@ static std::string getChipFor(int major, int minor) {
 ContextImpl::ContextImpl(const ContextOptions &options,
                          std::shared_ptr<DeviceState> device, LogLevel level)
     : options(options), log(level, options.logSink), device(std::move(device)) {
-  decodeScratch = std::make_shared<DecodeScratch>(this->device);
+  streamScratch = std::make_shared<StreamScratch>(this->device);
 }
 
 Status ContextImpl::init() {

@@ -45,9 +45,10 @@ public:
   std::shared_ptr<DeviceState> device;
   std::unique_ptr<KernelStore> store;
   bool tuning = false;
-  /// Decode attention's workspace and semaphores, per stream; freed with
-  /// the context (its kernels hold it weakly).
-  std::shared_ptr<DecodeScratch> decodeScratch;
+  /// Decode attention's workspace and semaphores and backward launches'
+  /// gradient partials, per stream; freed with the context (its kernels
+  /// hold it weakly).
+  std::shared_ptr<StreamScratch> streamScratch;
 
 private:
   using Reports = std::array<BucketReport, kNumRowBuckets>;

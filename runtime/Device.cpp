@@ -480,7 +480,7 @@ Status DeviceBuffer::create(std::shared_ptr<DeviceState> device, size_t bytes,
 }
 
 //===----------------------------------------------------------------------===//
-// DecodeScratch
+// StreamScratch
 //===----------------------------------------------------------------------===//
 
 Status norm::jit::zeroDecodeSemaphores(const CudaDriver &driver,
@@ -493,14 +493,17 @@ Status norm::jit::zeroDecodeSemaphores(const CudaDriver &driver,
       .withContext("zeroing the decode semaphores");
 }
 
-Status DecodeScratch::reserve(cu::Stream stream, int64_t workspaceElements,
+Status StreamScratch::reserve(cu::Stream stream, int64_t workspaceElements,
                               int64_t semaphoreCount, PerStream *&result) {
   PerStream *scratch = nullptr;
   for (const std::unique_ptr<PerStream> &entry : streams)
     if (entry->stream == stream)
       scratch = entry.get();
   bool growWorkspace = !scratch || scratch->workspaceElements < workspaceElements;
-  bool growSemaphores = !scratch || scratch->semaphoreCount < semaphoreCount;
+  // Backward launches take no semaphores: none are allocated for them.
+  bool growSemaphores =
+      semaphoreCount > 0 &&
+      (!scratch || scratch->semaphoreCount < semaphoreCount);
   if (scratch && !growWorkspace && !growSemaphores) {
     result = scratch;
     return Status::success();
@@ -514,16 +517,16 @@ Status DecodeScratch::reserve(cu::Stream stream, int64_t workspaceElements,
     if (Status status = driver.check(driver.streamSynchronize(stream),
                                      "cuStreamSynchronize");
         !status)
-      return status.withContext("growing the decode workspace of a stream");
+      return status.withContext("growing the scratch of a stream");
   // Nothing changes until every new buffer is there.
   DeviceBuffer workspace, semaphores;
   int64_t elements = std::max<int64_t>(workspaceElements, 1);
-  int64_t count = std::max<int64_t>(semaphoreCount, 1);
+  int64_t count = semaphoreCount;
   if (growWorkspace)
     if (Status status =
             DeviceBuffer::allocate(device, elements * 4, workspace);
         !status)
-      return status.withContext("decode workspace (" +
+      return status.withContext("scratch workspace (" +
                                 std::to_string(elements * 4) + " bytes)");
   if (growSemaphores) {
     if (Status status = DeviceBuffer::allocate(device, count * 4, semaphores);
@@ -554,12 +557,12 @@ Status DecodeScratch::reserve(cu::Stream stream, int64_t workspaceElements,
   return Status::success();
 }
 
-size_t DecodeScratch::getStreamCount() {
+size_t StreamScratch::getStreamCount() {
   std::lock_guard<std::mutex> lock(mutex);
   return streams.size();
 }
 
-int64_t DecodeScratch::getBytes() {
+int64_t StreamScratch::getBytes() {
   std::lock_guard<std::mutex> lock(mutex);
   int64_t bytes = 0;
   for (const std::unique_ptr<PerStream> &entry : streams)

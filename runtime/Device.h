@@ -163,37 +163,34 @@ private:
 Status zeroDecodeSemaphores(const CudaDriver &driver, const void *semaphores,
                             int64_t count, cu::Stream stream);
 
-/// Decode attention's scratch, owned by a context: per stream (kernels on
+/// Per-stream scratch of launches, owned by a context: decode attention's
+/// workspace for the partial outputs of its split keys and the semaphores
+/// of their combine, a backward launch's f32 gradient partials (kernels on
 /// one stream run one after another, so they may share it; kernels on two
-/// streams may not), a workspace for the partial outputs of the split keys
-/// and the semaphores of their combine. A stream's buffers are allocated at
-/// its first decode launch, grown (after synchronizing that stream, whose
-/// kernels may still use the old ones) when a launch needs more, and freed
-/// with the context. New semaphores are zeroed once with cuMemsetD32Async
-/// on the stream, before the kernel; every kernel leaves them zero.
-class DecodeScratch {
+/// streams may not). A stream's buffers are allocated at its first launch
+/// that needs them, grown (after synchronizing that stream, whose kernels
+/// may still use the old ones) when a launch needs more, and freed with the
+/// context. New semaphores are zeroed once with cuMemsetD32Async on the
+/// stream, before the kernel; every kernel leaves them zero.
+class StreamScratch {
 public:
-  explicit DecodeScratch(std::shared_ptr<DeviceState> device)
+  explicit StreamScratch(std::shared_ptr<DeviceState> device)
       : device(std::move(device)) {}
 
-  /// Sets the workspace (`workspaceElements` f32) and the semaphores
-  /// (`semaphoreCount` i32) of `stream` in `args`, allocating or growing
-  /// them first, then calls `launch()` under the lock, so that no other
-  /// thread grows them while the launch picks them up.
+  /// Calls `launch(workspace, semaphores)` with the workspace
+  /// (`workspaceElements` f32) and the semaphores (`semaphoreCount` i32) of
+  /// `stream`, allocating or growing them first, under the lock, so that no
+  /// other thread grows them while the launch picks them up.
   template <typename Launch>
   Status run(cu::Stream stream, int64_t workspaceElements,
-             int64_t semaphoreCount, LaunchArgs &args, Launch &&launch) {
+             int64_t semaphoreCount, Launch &&launch) {
     std::lock_guard<std::mutex> lock(mutex);
     PerStream *scratch = nullptr;
     if (Status status =
             reserve(stream, workspaceElements, semaphoreCount, scratch);
         !status)
       return status;
-    args.set(BufferSlot::Workspace, scratch->workspace.get(),
-             ElementType::f32, workspaceElements);
-    args.set(BufferSlot::Semaphores, scratch->semaphores.get(),
-             ElementType::i32, semaphoreCount);
-    return launch();
+    return launch(scratch->workspace.get(), scratch->semaphores.get());
   }
 
   /// Streams with scratch, and its bytes (for tests and logs).

@@ -154,7 +154,22 @@ Status ContextImpl::buildKernel(const OpSpec &spec,
     kernel->expected[static_cast<int>(buffer.slot)] = {
         true,        buffer.rows2D, buffer.written, buffer.type,
         buffer.cols, buffer.ownRows, buffer.scratch};
-  kernel->decodeScratch = decodeScratch;
+  // A backward launch sums its partials (the context's scratch) into the
+  // caller's gradients.
+  for (const GradientSum &sum :
+       spec.backward ? getGradientSums(spec) : std::vector<GradientSum>()) {
+    std::shared_ptr<const Kernel> sumKernel;
+    KernelOptions sumOptions;
+    sumOptions.tune = kernelOptions.tune;
+    if (Status status = getKernel(sum.columnSum, sumOptions, sumKernel);
+        !status)
+      return status.withContext("the gradient sum of " + describeOpSpec(spec));
+    kernel->expected[static_cast<int>(sum.partials)].scratch = true;
+    kernel->expected[static_cast<int>(sum.gradient)] = {
+        true, false, true, sum.columnSum.output, sum.columnSum.hidden};
+    kernel->gradientSums.push_back({sum.partials, sum.gradient, sumKernel});
+  }
+  kernel->streamScratch = streamScratch;
   kernel->smCount = device->getSmCount();
   for (BucketReport &report : reports) {
     Kernel::Plan &plan = kernel->plans[static_cast<int>(report.bucket)];
@@ -190,7 +205,8 @@ Status ContextImpl::buildKernel(const OpSpec &spec,
 
 Status ContextImpl::getKernel(const OpSpec &spec, const KernelOptions &options,
                               std::shared_ptr<const Kernel> &kernel) {
-  if (Status status = verifyLaunchableOpSpec(spec); !status)
+  if (Status status = verifyOpSpec(spec).withContext(getOpKindName(spec.kind));
+      !status)
     return status;
   OpSpec normalized = normalizeOpSpec(spec);
   std::string key = getCanonicalSpec(normalized) +
@@ -217,7 +233,7 @@ Status ContextImpl::writeBundle(const std::vector<OpSpec> &specs,
   BundleWriter writer({store->getCompilerVersion(), chip,
                        device->info.getTuningIdentity() + " driver " +
                            std::to_string(device->info.driverVersion)});
-  for (const OpSpec &spec : specs) {
+  for (const OpSpec &spec : withGradientSums(specs)) {
     std::shared_ptr<const Kernel> kernel;
     if (Status status = getKernel(spec, {}, kernel); !status)
       return status;

@@ -320,17 +320,16 @@ void KernelStore::storeTuning(const OpSpec &spec, RowBucket bucket,
             "cannot write the tuning cache: " + status.message());
 }
 
-Status norm::jit::verifyLaunchableOpSpec(const OpSpec &spec) {
-  if (Status status = verifyOpSpec(spec).withContext(getOpKindName(spec.kind));
-      !status)
-    return status;
-  if (spec.saveStats || spec.backward || spec.kind == OpKind::ColumnSum)
-    return Status::error(ErrorCode::Unsupported,
-                         describeOpSpec(spec) +
-                             ": libnormjit does not launch training kernels "
-                             "(save_stats, backward, column_sum) yet; "
-                             "norm-opt generates them");
-  return Status::success();
+std::vector<OpSpec>
+norm::jit::withGradientSums(const std::vector<OpSpec> &specs) {
+  std::vector<OpSpec> all;
+  for (const OpSpec &spec : specs) {
+    all.push_back(spec);
+    if (spec.backward)
+      for (const GradientSum &sum : getGradientSums(spec))
+        all.push_back(sum.columnSum);
+  }
+  return all;
 }
 
 Status norm::jit::writeHeuristicBundle(const KernelStore &store,
@@ -342,8 +341,10 @@ Status norm::jit::writeHeuristicBundle(const KernelStore &store,
                          "writing kernel bundles needs the compiler");
   const TargetOptions &target = store.getTarget();
   BundleWriter writer({store.getCompilerVersion(), target.chip, ""});
-  for (const OpSpec &original : specs) {
-    if (Status status = verifyLaunchableOpSpec(original); !status)
+  for (const OpSpec &original : withGradientSums(specs)) {
+    if (Status status =
+            verifyOpSpec(original).withContext(getOpKindName(original.kind));
+        !status)
       return status;
     OpSpec spec = normalizeOpSpec(original);
     LaunchPlan plan;

@@ -132,10 +132,9 @@ private:
   const Logger &log;
 };
 
-/// verifyOpSpec, and what libnormjit launches: not yet the training
-/// kernels (save_stats, backward rows, column sums), which norm-opt and the
-/// compiler library generate (Unsupported, naming them).
-Status verifyLaunchableOpSpec(const OpSpec &spec);
+/// `specs` and, after each backward row kernel, the column sums its
+/// launches run (getGradientSums): what a bundle of them must hold.
+std::vector<OpSpec> withGradientSums(const std::vector<OpSpec> &specs);
 
 /// Writes a bundle without a device: the heuristic's plan for every
 /// operation and the PTX of the kernels it uses (linked by the driver where

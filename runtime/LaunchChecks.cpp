@@ -70,8 +70,9 @@ Status Kernel::check(const LaunchArgs &args, int64_t rows,
         return invalidLaunch(
             spec, "buffer '" + std::string(name) +
                       "' is the library's own (decode's workspace and "
-                      "semaphores are allocated per context and stream): "
-                      "leave it empty");
+                      "semaphores and backward kernels' gradient partials "
+                      "are allocated per context and stream): leave it "
+                      "empty");
       continue;
     }
     if (tensor.rows != 0 && !want.ownRows)
@@ -269,9 +270,11 @@ Status Kernel::launchChecked(const LaunchArgs &args, int64_t rows,
   if (Status status = check(args, rows, variant, &decode); !status)
     return status;
   auto cuStream = static_cast<cu::Stream>(stream);
+  if (spec.backward)
+    return launchBackward(args, rows, *variant, stream);
   if (spec.kind != OpKind::AttentionDecode)
     return variant->launch(args, rows, cuStream);
-  std::shared_ptr<DecodeScratch> scratch = decodeScratch.lock();
+  std::shared_ptr<StreamScratch> scratch = streamScratch.lock();
   if (!scratch)
     return invalidLaunch(spec, "the context of this decode kernel is gone, "
                                "and with it the workspace and semaphores "
@@ -285,8 +288,70 @@ Status Kernel::launchChecked(const LaunchArgs &args, int64_t rows,
   int64_t semaphores =
       getLaunchLength(spec, BufferSlot::Semaphores, rowsPerCta, shape);
   LaunchArgs full = args;
-  return scratch->run(cuStream, workspace, semaphores, full, [&] {
-    return variant->launch(full, rows, cuStream, &decode);
+  return scratch->run(
+      cuStream, workspace, semaphores,
+      [&](void *workspaceData, void *semaphoreData) {
+        full.set(BufferSlot::Workspace, workspaceData, ElementType::f32,
+                 workspace);
+        full.set(BufferSlot::Semaphores, semaphoreData, ElementType::i32,
+                 semaphores);
+        return variant->launch(full, rows, cuStream, &decode);
+      });
+}
+
+Status Kernel::launchBackward(const LaunchArgs &args, int64_t rows,
+                              const LoadedKernel &variant,
+                              void *stream) const {
+  auto cuStream = static_cast<cu::Stream>(stream);
+  if (gradientSums.empty())
+    return variant.launch(args, rows, cuStream);
+  std::shared_ptr<StreamScratch> scratch = streamScratch.lock();
+  if (!scratch)
+    return invalidLaunch(spec, "the context of this backward kernel is gone, "
+                               "and with it the gradient partials of its "
+                               "launches: launch it while its context lives");
+  // One workspace holds each gradient's partials, every row 16-byte
+  // aligned (the widest access of any variant).
+  int64_t partialRows =
+      getGradPartialRows(spec, variant.getSignature().launch, rows);
+  std::array<int64_t, 2> offsets{}, strides{};
+  int64_t elements = 0;
+  for (size_t i = 0; i < gradientSums.size(); ++i) {
+    int64_t cols = expected[static_cast<int>(gradientSums[i].gradient)].cols;
+    offsets[i] = elements;
+    strides[i] = (cols + 3) / 4 * 4;
+    if (partialRows > (INT64_MAX / 8 - elements) / strides[i])
+      return invalidLaunch(spec, "too many rows for the gradient partials: " +
+                                     std::to_string(rows));
+    elements += partialRows * strides[i];
+  }
+  LaunchArgs full = args;
+  return scratch->run(cuStream, elements, 0, [&](void *workspace, void *) {
+    auto *base = static_cast<float *>(workspace);
+    for (size_t i = 0; i < gradientSums.size(); ++i) {
+      const GradientSumKernel &sum = gradientSums[i];
+      full.set(sum.partials, base + offsets[i], ElementType::f32,
+               args[sum.gradient].cols, strides[i]);
+      full.tensors[static_cast<int>(sum.partials)].rows = partialRows;
+    }
+    if (Status status = variant.launch(full, rows, cuStream); !status)
+      return status;
+    for (size_t i = 0; i < gradientSums.size(); ++i) {
+      const GradientSumKernel &sum = gradientSums[i];
+      const TensorArg &gradient = args[sum.gradient];
+      LaunchArgs sumArgs;
+      sumArgs.set(BufferSlot::Input, base + offsets[i], ElementType::f32,
+                  gradient.cols, strides[i]);
+      sumArgs.set(BufferSlot::Output, gradient.data, gradient.type,
+                  gradient.cols);
+      if (Status status = sum.kernel->launchChecked(sumArgs, partialRows,
+                                                    stream);
+          !status)
+        return status.withContext("the gradient sum into '" +
+                                  std::string(getBufferSlotName(sum.gradient)) +
+                                  "'");
+    }
+    return Status::success();
   });
 }
 

@@ -168,7 +168,7 @@ struct BucketReport {
 
 class Context;
 class ContextImpl;
-class DecodeScratch;
+class StreamScratch;
 struct DecodeLaunch;
 struct LoadedKernel;
 
@@ -198,6 +198,13 @@ public:
   /// are the context's, per stream, allocated (and the semaphores zeroed)
   /// at the first launch on a stream that needs more than it has: leave
   /// them empty. A decode kernel whose context is gone fails to launch.
+  ///
+  /// A backward row kernel (OpSpec::backward) writes its f32 weight and
+  /// bias gradient partials to the context's per-stream scratch (leave
+  /// weight_grad_partials and bias_grad_partials empty), then its column
+  /// sums reduce them into weight_grad and bias_grad (param type, the
+  /// weight's length) on the same stream: one call, two or three kernels,
+  /// the same bits every run.
   Status launch(const LaunchArgs &args, int64_t rows, void *stream) const;
 
   /// The configuration a launch of `rows` rows with `args` would run.
@@ -239,15 +246,25 @@ private:
                          DecodeLaunch &decode) const;
   /// InvalidArgument when an output shares a byte with another buffer.
   Status checkOverlap(const LaunchArgs &args, int64_t rows) const;
+  /// A backward launch: the row kernel `variant` into the stream's
+  /// partials, then the column sums.
+  Status launchBackward(const LaunchArgs &args, int64_t rows,
+                        const LoadedKernel &variant, void *stream) const;
 
   OpSpec spec;
   bool refuseMisaligned = false;
   std::array<ExpectedBuffer, kNumBufferSlots> expected{};
   std::array<Plan, kNumRowBuckets> plans;
-  /// Decode attention: the context's workspace and semaphores (gone with
-  /// the context), and the SMs its splits fill.
-  std::weak_ptr<DecodeScratch> decodeScratch;
+  /// Decode attention and backward kernels: the context's per-stream
+  /// scratch (gone with the context); decode's splits fill smCount SMs.
+  std::weak_ptr<StreamScratch> streamScratch;
   int64_t smCount = 1;
+  /// A backward kernel's column sums, in launch order (getGradientSums).
+  struct GradientSumKernel {
+    BufferSlot partials, gradient;
+    std::shared_ptr<const Kernel> kernel;
+  };
+  std::vector<GradientSumKernel> gradientSums;
 };
 
 class Context {

@@ -66,7 +66,7 @@ Status norm::jit::checkSignatureFor(const KernelSignature &sig,
     return mismatch("block threads", number(sig.blockThreads),
                     number(want.blockThreads));
   if (sig.rowMultiplier != want.rowMultiplier ||
-      sig.fixedGridX != want.fixedGridX)
+      sig.fixedGridX != want.fixedGridX || sig.maxGridX != want.maxGridX)
     return mismatch("grid", sig.getGridFormula(), want.getGridFormula());
   if (sig.sharedBytes != want.sharedBytes)
     return mismatch("shared bytes", number(sig.sharedBytes),

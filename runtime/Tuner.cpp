@@ -71,6 +71,10 @@ Status Tuner::allocateScratch(int64_t rows, const TuningRun &run) {
     // A rope table of `rows` positions, which the positions below stay in.
     if (buffer.slot == BufferSlot::RopeTable)
       scratchArgs.tensors[static_cast<int>(buffer.slot)].rows = rows;
+    // Gradient partials of as many rows as the largest launch writes.
+    if (isGradPartials(buffer.slot))
+      scratchArgs.tensors[static_cast<int>(buffer.slot)].rows =
+          elements / buffer.cols;
     allocated.push_back(std::move(scratch));
   }
   buffers = std::move(allocated);

@@ -67,8 +67,13 @@ extern "C" {
  * NORMJIT_OP_ROPE_POSITIONS, NORMJIT_OP_ROPE_TABLE, the buffers
  * NORMJIT_POSITIONS and NORMJIT_ROPE_TABLE, so 24 tensors in
  * normjit_launch_args, then cache_rows and rope_table_rows; the library
- * still reads API 4's layout, whose cache_rows followed 22 tensors). */
-#define NORMJIT_API_VERSION 5
+ * still reads API 4's layout, whose cache_rows followed 22 tensors). Then 6
+ * (training: NORMJIT_OP_SAVE_STATS, NORMJIT_OP_BACKWARD,
+ * NORMJIT_OP_PER_HEAD_WEIGHT, normjit_op_desc_get_backward, the buffers
+ * NORMJIT_GRAD_OUTPUT ... NORMJIT_BIAS_GRAD, so 34 tensors in
+ * normjit_launch_args, then cache_rows and rope_table_rows; the library
+ * still reads API 5's and API 4's layouts). */
+#define NORMJIT_API_VERSION 6
 
 /* The library version of this header: major (libnormjit.so.1) changes only
  * when the ABI breaks, minor is the API version. */
@@ -93,6 +98,8 @@ extern "C" {
 #define NORMJIT_LAUNCH_ARGS_SIZE_V4 720
 /* ... and in API 5 (24 tensors, cache_rows, rope_table_rows). */
 #define NORMJIT_LAUNCH_ARGS_SIZE_V5 792
+/* ... and in API 6 (34 tensors, cache_rows, rope_table_rows). */
+#define NORMJIT_LAUNCH_ARGS_SIZE_V6 1112
 
 typedef enum normjit_status {
   NORMJIT_SUCCESS = 0,
@@ -146,6 +153,10 @@ typedef enum normjit_op_kind {
  * from NORMJIT_ROPE_TABLE (see below). */
 #define NORMJIT_OP_ROPE_POSITIONS (1u << 11)
 #define NORMJIT_OP_ROPE_TABLE (1u << 12)
+/* API 6, training (see below). */
+#define NORMJIT_OP_SAVE_STATS (1u << 13)      /* also write saved_rstd/mean */
+#define NORMJIT_OP_BACKWARD (1u << 14)        /* the gradients of the norm */
+#define NORMJIT_OP_PER_HEAD_WEIGHT (1u << 15) /* backward: heads share w */
 
 /* normjit_op_desc.rope (API 3): attention's rotary position embeddings. */
 typedef enum normjit_rope {
@@ -229,6 +240,46 @@ typedef enum normjit_rope {
  * first decode launch of each stream is not capturable in a CUDA graph and
  * later ones of no larger shape are. */
 
+/* Training (API 6). A forward row norm (RMSNorm, LayerNorm, L2 norm; with
+ * any of weight, bias, Gemma's offset, a residual add with DeepNorm's
+ * alpha, residual_out, Sandwich's skip, but not NORMJIT_OP_F32_RESIDUAL) or
+ * the QK-Norm prologue with NORMJIT_OP_SAVE_STATS also writes, in the same
+ * pass, what its backward reads: NORMJIT_SAVED_RSTD (f32, rows x groups,
+ * or rows x (num_q_heads + num_kv_heads) for QK-Norm: the scale each row,
+ * group or head was multiplied by) and for mean-var statistics
+ * NORMJIT_SAVED_MEAN (the same shape). Any row stride; 4-byte aligned.
+ *
+ * The same desc with NORMJIT_OP_BACKWARD instead (and without skip, whose
+ * gradient is grad_output itself) is its backward: from v (NORMJIT_INPUT:
+ * the row the forward normalized, i.e. its input, or with an addend the
+ * residual stream it wrote), NORMJIT_GRAD_OUTPUT (output_type), the saved
+ * statistics and the weight, one launch computes
+ *   NORMJIT_GRAD_INPUT  (input_type) alpha * dv, where dv is the gradient
+ *                   of the norm at v plus NORMJIT_RESIDUAL_GRAD (the
+ *                   gradient of residual_out, input_type; with
+ *                   NORMJIT_OP_RESIDUAL_OUT only);
+ *   NORMJIT_ADDEND_GRAD (addend_type) dv, with an addend and alpha != 1
+ *                   (alpha 1: grad_input is the addend's gradient too);
+ *   NORMJIT_WEIGHT_GRAD, NORMJIT_BIAS_GRAD (param_type, hidden elements)
+ *                   with NORMJIT_OP_WEIGHT / NORMJIT_OP_BIAS: sums over the
+ *                   rows, from f32 partial sums per thread group of each
+ *                   CTA reduced by a second kernel on the same stream in a
+ *                   fixed order: bitwise the same every run of a kernel
+ *                   (no atomics). The partials are the library's
+ *                   (NORMJIT_WEIGHT_GRAD_PARTIALS and _BIAS_GRAD_PARTIALS
+ *                   stay absent), allocated per context and stream as
+ *                   decode's workspace is: a stream's first backward launch
+ *                   (or one needing more) is not capturable, later ones of
+ *                   no more rows are.
+ * GroupNorm's backward is not implemented (UNSUPPORTED at kernel creation),
+ * nor rows whose backward does not fit the registers of a CTA (RMSNorm bf16
+ * up to 8192 elements, LayerNorm f32 with bias 6144: UNSUPPORTED). With
+ * NORMJIT_OP_PER_HEAD_WEIGHT the groups are heads of head_dim = hidden /
+ * groups sharing one weight of head_dim elements: the backward of the
+ * QK-Norm prologue, one launch for the q heads (input: q's columns of qkv,
+ * saved statistics: its first num_q_heads columns) and one for the k heads.
+ * normjit_op_desc_get_backward derives these descs from a forward one. */
+
 /* One operation. Initialize with normjit_op_desc_init, then set fields. */
 typedef struct normjit_op_desc {
   uint32_t struct_size; /* sizeof(normjit_op_desc) */
@@ -289,7 +340,18 @@ typedef enum normjit_buffer {
    * NORMJIT_OP_ROPE_TABLE). */
   NORMJIT_POSITIONS = 22,
   NORMJIT_ROPE_TABLE = 23,
-  NORMJIT_NUM_BUFFERS = 24
+  /* API 6: training (see above); the gradient partials are the library's. */
+  NORMJIT_GRAD_OUTPUT = 24,
+  NORMJIT_RESIDUAL_GRAD = 25,
+  NORMJIT_SAVED_MEAN = 26,
+  NORMJIT_SAVED_RSTD = 27,
+  NORMJIT_GRAD_INPUT = 28,
+  NORMJIT_ADDEND_GRAD = 29,
+  NORMJIT_WEIGHT_GRAD_PARTIALS = 30,
+  NORMJIT_BIAS_GRAD_PARTIALS = 31,
+  NORMJIT_WEIGHT_GRAD = 32,
+  NORMJIT_BIAS_GRAD = 33,
+  NORMJIT_NUM_BUFFERS = 34
 } normjit_buffer;
 
 /* A device buffer: cols elements per row, row_stride elements between rows
@@ -312,7 +374,7 @@ typedef struct normjit_launch_args {
   normjit_tensor tensors[NORMJIT_NUM_BUFFERS];
   /* API 4. The rows of NORMJIT_K_CACHE and NORMJIT_V_CACHE (decode: batch *
    * cache capacity); 0 for every other operation (anything else is
-   * refused). API 4's layout had 22 tensors before it. */
+   * refused). API 4's layout had 22 tensors before it, API 5's 24. */
   int64_t cache_rows;
   /* API 5. The rows (positions) of NORMJIT_ROPE_TABLE; 0 without a table
    * (anything else is refused). */
@@ -407,6 +469,16 @@ void normjit_op_desc_init_sized(normjit_op_desc *desc, size_t size);
 void normjit_op_desc_init(normjit_op_desc *desc);
 #define normjit_op_desc_init(desc)                                            \
   normjit_op_desc_init_sized((desc), sizeof(normjit_op_desc))
+
+/* API 6: the backward descs of the forward operation *forward, in launch
+ * order (a row norm: one; the QK-Norm prologue: the q heads', then the k
+ * heads', NORMJIT_OP_PER_HEAD_WEIGHT), each of forward->struct_size bytes.
+ * Writes at most `capacity` and sets *count to how many there are;
+ * INVALID_ARGUMENT when the operation has no backward (the message says
+ * why). */
+normjit_status normjit_op_desc_get_backward(const normjit_op_desc *forward,
+                                            normjit_op_desc *backward,
+                                            size_t capacity, size_t *count);
 
 /* Builds, tunes and loads the kernel of desc at the first request;
  * thread-safe. Release with normjit_kernel_destroy. */

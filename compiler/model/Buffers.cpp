@@ -2,6 +2,8 @@
 
 #include "compiler/model/Buffers.h"
 
+#include <tuple>
+
 using namespace norm;
 
 static constexpr BufferSlot kAllSlots[] = {
@@ -15,7 +17,8 @@ static constexpr BufferSlot kAllSlots[] = {
     BufferSlot::Semaphores, BufferSlot::Positions, BufferSlot::RopeTable,
     BufferSlot::GradOutput, BufferSlot::ResidualGrad, BufferSlot::SavedMean,
     BufferSlot::SavedRstd, BufferSlot::GradInput, BufferSlot::AddendGrad,
-    BufferSlot::WeightGradPartials, BufferSlot::BiasGradPartials};
+    BufferSlot::WeightGradPartials, BufferSlot::BiasGradPartials,
+    BufferSlot::WeightGrad, BufferSlot::BiasGrad};
 static_assert(sizeof(kAllSlots) / sizeof(kAllSlots[0]) == kNumBufferSlots);
 
 std::string_view norm::getBufferSlotName(BufferSlot slot) {
@@ -84,6 +87,10 @@ std::string_view norm::getBufferSlotName(BufferSlot slot) {
     return "weight_grad_partials";
   case BufferSlot::BiasGradPartials:
     return "bias_grad_partials";
+  case BufferSlot::WeightGrad:
+    return "weight_grad";
+  case BufferSlot::BiasGrad:
+    return "bias_grad";
   }
   return "?";
 }
@@ -125,14 +132,10 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
     rows(BufferSlot::GradInput, spec.input, h, true);
     if (spec.hasAddend && spec.alpha != 1.0)
       rows(BufferSlot::AddendGrad, spec.addendType, h, true);
-    for (auto [has, slot] : {std::pair{spec.hasWeight,
-                                       BufferSlot::WeightGradPartials},
-                             std::pair{spec.hasBias,
-                                       BufferSlot::BiasGradPartials}})
-      if (has) {
-        rows(slot, ElementType::f32, paramCols, true);
-        buffers.back().ownRows = true;
-      }
+    for (const GradientSum &sum : getGradientSums(spec)) {
+      rows(sum.partials, ElementType::f32, sum.columnSum.hidden, true);
+      buffers.back().ownRows = true;
+    }
     return buffers;
   }
   switch (spec.kind) {
@@ -222,6 +225,28 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
   if (spec.saveStats)
     savedStats(true);
   return buffers;
+}
+
+std::vector<GradientSum> norm::getGradientSums(const OpSpec &backward) {
+  std::vector<GradientSum> sums;
+  // Heads share one head's weight and its gradient.
+  int64_t cols = backward.perHeadWeight ? getRowLength(backward)
+                                        : backward.hidden;
+  for (auto [has, partials, gradient] :
+       {std::tuple{backward.hasWeight, BufferSlot::WeightGradPartials,
+                   BufferSlot::WeightGrad},
+        std::tuple{backward.hasBias, BufferSlot::BiasGradPartials,
+                   BufferSlot::BiasGrad}}) {
+    if (!has)
+      continue;
+    OpSpec sum;
+    sum.kind = OpKind::ColumnSum;
+    sum.hidden = cols;
+    sum.input = ElementType::f32;
+    sum.output = backward.param;
+    sums.push_back({partials, gradient, sum});
+  }
+  return sums;
 }
 
 bool norm::hasVectorRows(const BufferSpec &buffer) {

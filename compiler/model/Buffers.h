@@ -44,7 +44,7 @@ enum class BufferSlot : int {
   Semaphores,
   Positions,
   RopeTable,
-  // Training (not in the C API yet: NORMJIT_NUM_BUFFERS stops before them).
+  // Training.
   GradOutput,
   ResidualGrad,
   SavedMean,
@@ -53,8 +53,12 @@ enum class BufferSlot : int {
   AddendGrad,
   WeightGradPartials,
   BiasGradPartials,
+  /// The column sums of the partials: no kernel's buffer, but a backward
+  /// launch's in libnormjit, which runs the column sums (getGradientSums).
+  WeightGrad,
+  BiasGrad,
 };
-constexpr int kNumBufferSlots = 32;
+constexpr int kNumBufferSlots = 34;
 
 /// "input", "residual_out", "q_weight", ...: the names of the kernel ops'
 /// operands and results and of kernel parameters.
@@ -106,6 +110,18 @@ std::vector<BufferSpec> getBuffers(const OpSpec &spec);
 /// the saved statistics (one f32 per group, stored one at a time) and the
 /// f32 gradient partials (accumulators, stored in 16-byte parts).
 bool hasVectorRows(const BufferSpec &buffer);
+
+/// One weight or bias gradient of a backward row kernel: the column sum
+/// that reduces its f32 `partials` into the `gradient` vector.
+struct GradientSum {
+  BufferSlot partials;
+  BufferSlot gradient;
+  OpSpec columnSum; // hidden: the gradient's length; output: its type
+};
+
+/// The gradient sums of the backward row kernel `backward` (its weight's,
+/// then its bias's), in launch order after it.
+std::vector<GradientSum> getGradientSums(const OpSpec &backward);
 
 /// Bytes all 2-D buffers move per logical row (per token for QK-Norm).
 int64_t getBytesPerRow(const OpSpec &spec);

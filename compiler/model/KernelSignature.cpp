@@ -25,7 +25,8 @@ int64_t KernelSignature::getGridX(int64_t rows, int64_t batch,
     return rowMultiplier * (isDecode() ? splits : 1) *
            getQueryTiles(rows, queryGroup, launch.rowsPerCta, batch);
   int64_t kernelRows = rows * rowMultiplier;
-  return (kernelRows + launch.rowsPerCta - 1) / launch.rowsPerCta;
+  int64_t blocks = (kernelRows + launch.rowsPerCta - 1) / launch.rowsPerCta;
+  return maxGridX ? std::min(blocks, maxGridX) : blocks;
 }
 
 std::string KernelSignature::getGridFormula() const {
@@ -44,10 +45,14 @@ std::string KernelSignature::getGridFormula() const {
        << ") + batch)";
     return os.str();
   }
+  if (maxGridX)
+    os << "min(";
   os << "ceil(rows";
   if (rowMultiplier != 1)
     os << " * " << rowMultiplier;
   os << " / " << launch.rowsPerCta << ")";
+  if (maxGridX)
+    os << ", " << maxGridX << ")";
   return os.str();
 }
 
@@ -163,6 +168,8 @@ Status norm::describeKernel(const OpSpec &spec, const LaunchConfig &launch,
     sig.queryGroup = normal.numQHeads / normal.numKvHeads;
   } else {
     sig.rowMultiplier = getRowsPerToken(normal);
+    if (normal.backward)
+      sig.maxGridX = kBackwardCtas;
   }
   std::vector<BufferSpec> buffers = getBuffers(normal);
   for (const BufferSpec &buffer : buffers) {
@@ -281,6 +288,8 @@ std::string KernelSignature::toJson() const {
      << ", \"fixed_grid_x\": " << fixedGridX;
   if (queryGroup != 1)
     os << ", \"query_group\": " << queryGroup;
+  if (maxGridX)
+    os << ", \"max_grid_x\": " << maxGridX;
   os
      << ", \"shared_bytes\": " << sharedBytes;
   if (!fallback.empty())
@@ -565,6 +574,8 @@ std::optional<KernelSignature> signatureFromJson(const Json &json,
   sig.fixedGridX = fields.integer("fixed_grid_x");
   if (json.object.count("query_group"))
     sig.queryGroup = fields.integer("query_group");
+  if (json.object.count("max_grid_x"))
+    sig.maxGridX = fields.integer("max_grid_x");
   sig.sharedBytes = fields.integer("shared_bytes");
   if (json.object.count("fallback"))
     sig.fallback = fields.string("fallback");

@@ -74,6 +74,10 @@ struct KernelSignature {
   /// be partial) of every head.
   int64_t rowMultiplier = 1;
   int64_t fixedGridX = 0;
+  /// A persistent grid (backward kernels): at most this many CTAs, each
+  /// taking the groups of rows it holds at once grid.x apart (the kernel
+  /// reads grid.x; 0: rowsPerCta rows per CTA).
+  int64_t maxGridX = 0;
   int64_t blockThreads = 0;  // = launch.getThreadsPerCta()
   int64_t sharedBytes = 0;   // dynamic shared memory per CTA
   /// The scalar (vector = 1) kernel of the same op, to launch instead when a
@@ -98,7 +102,8 @@ struct KernelSignature {
     return name == other.name && kind == other.kind && hidden == other.hidden &&
            launch == other.launch && params == other.params &&
            rowMultiplier == other.rowMultiplier &&
-           fixedGridX == other.fixedGridX && queryGroup == other.queryGroup &&
+           fixedGridX == other.fixedGridX && maxGridX == other.maxGridX &&
+           queryGroup == other.queryGroup &&
            blockThreads == other.blockThreads &&
            sharedBytes == other.sharedBytes;
   }

@@ -278,7 +278,7 @@ std::string_view norm::getRowStorageSuffix(RowStorage storage) {
 int64_t norm::getGradPartialRows(const OpSpec &spec, const LaunchConfig &launch,
                                  int64_t rows) {
   int64_t kernelRows = std::max<int64_t>(rows, 0) * getRowsPerToken(spec);
-  return divideCeil(kernelRows, launch.rowsPerCta) *
+  return std::min(divideCeil(kernelRows, launch.rowsPerCta), kBackwardCtas) *
          launch.getConcurrentRows();
 }
 

@@ -182,9 +182,9 @@ RowStorage getRowStorage(const OpSpec &spec, const LaunchConfig &launch,
 ElementType getStreamType(const OpSpec &spec);
 
 /// The rows of a backward kernel's f32 gradient partials for `rows` rows:
-/// one per thread group of each CTA, ceil(rows x getRowsPerToken /
-/// rowsPerCta) x the rows the CTA works on at once (a group's partial sums
-/// its kernel rows in order).
+/// one per thread group of each CTA of its persistent grid, min(ceil(rows x
+/// getRowsPerToken / rowsPerCta), kBackwardCtas) x the rows the CTA works
+/// on at once (a group's partial sums its kernel rows in order).
 int64_t getGradPartialRows(const OpSpec &spec, const LaunchConfig &launch,
                            int64_t rows);
 
@@ -218,6 +218,13 @@ std::optional<LaunchConfig> getScalarFallback(const OpSpec &spec,
 /// `rows` logical rows (tokens for the QK-Norm prologue; -1 when unknown):
 /// see LaunchHeuristic.cpp.
 LaunchConfig getHeuristicLaunch(const OpSpec &spec, int64_t rows);
+
+/// The most CTAs of a backward kernel's persistent grid: two waves of a
+/// 132-SM GPU (Liger-Kernel and QuACK size theirs by the SM count), so that
+/// the weight gradient partials (one row per thread group and CTA) stay
+/// few rows for the column sum whatever the row count
+/// (KernelSignature::maxGridX).
+constexpr int64_t kBackwardCtas = 264;
 
 struct DecodeShape; // Buffers.h
 

@@ -41,12 +41,6 @@ constexpr int64_t kSmallCtaThreads = 128;
 /// eight waves of 128-thread CTAs on a 132-SM GPU.
 constexpr int64_t kTargetCtas = 8192;
 constexpr int64_t kMaxRowsPerCtaFactor = 8;
-/// CTAs of a backward grid: two waves of a 132-SM GPU, so that the weight
-/// gradient partials (one per thread group and CTA) stay few rows for
-/// the column sum (Liger-Kernel and QuACK size theirs by the SM count).
-constexpr int64_t kBackwardCtas = 264;
-/// Rows per thread group of a backward CTA when the row count is unknown.
-constexpr int64_t kBackwardRowsPerGroup = 16;
 
 int64_t divideCeil(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -151,18 +145,10 @@ LaunchConfig norm::getHeuristicLaunch(const OpSpec &spec, int64_t rows) {
   if (getRowLength(spec) <= 0)
     return LaunchConfig{};
   int64_t threads = pickThreadsPerRow(spec, vector);
-  if (spec.backward) {
-    // Each thread group sums its rows' weight gradients in registers: about
-    // kBackwardCtas CTAs in all, whatever the row count.
-    LaunchConfig launch = completeLaunch(vector, threads, -1);
-    int64_t concurrent = launch.getConcurrentRows();
-    int64_t perGroup =
-        rows > 0 ? divideCeil(rows * getRowsPerToken(spec),
-                              concurrent * kBackwardCtas)
-                 : kBackwardRowsPerGroup;
-    launch.rowsPerCta = concurrent * std::max<int64_t>(perGroup, 1);
-    return launch;
-  }
+  // Each thread group of a backward CTA sums its rows' weight gradients in
+  // registers over the persistent grid's blocks of one row a group.
+  if (spec.backward)
+    return completeLaunch(vector, threads, -1);
   return completeLaunch(vector, threads,
                         rows > 0 ? rows * getRowsPerToken(spec) : -1);
 }

@@ -2,6 +2,7 @@
 
 #include "compiler/model/Operation.h"
 
+#include "compiler/model/Buffers.h"
 #include "compiler/model/RealFormat.h"
 
 #include <cmath>
@@ -473,25 +474,14 @@ Status norm::getBackwardKernels(const OpSpec &forward,
     return status;
   if (forward.backward)
     return Status::invalid("the operation is a backward kernel already");
-  auto addSums = [&](const OpSpec &row) {
-    int64_t cols = row.perHeadWeight ? getRowLength(row) : row.hidden;
-    for (bool has : {row.hasWeight, row.hasBias})
-      if (has) {
-        OpSpec sum;
-        sum.kind = OpKind::ColumnSum;
-        sum.hidden = cols;
-        sum.input = ElementType::f32;
-        sum.output = row.param;
-        kernels.columnSums.push_back(sum);
-      }
-  };
   auto addRow = [&](OpSpec row) -> Status {
     row.backward = true;
     row.saveStats = false;
     if (Status status = verifyOpSpec(row); !status)
       return status.withContext("backward of " + describeOpSpec(forward));
     kernels.rows.push_back(row);
-    addSums(row);
+    for (const GradientSum &sum : getGradientSums(row))
+      kernels.columnSums.push_back(sum.columnSum);
     return Status::success();
   };
   if (forward.kind == OpKind::QKNormPrologue) {

@@ -1,8 +1,9 @@
 // RUN: norm-opt %s --norm-generate-kernels="scalar-fallback=false" | FileCheck %s
 
-// The backward row kernel's program: the weight loaded once per CTA; a loop
-// over the CTA's rows carrying the f32 column sums of the weight and bias
-// gradients; per row v, grad_output and the saved statistics when the row
+// The backward row kernel's program: the weight loaded once per CTA; one
+// loop over the CTA's rows of the persistent grid (grid.x apart) carrying
+// the f32 column sums of the weight and bias gradients (rows_per_cta only
+// sizes the grid); per row v, grad_output and the saved statistics when the row
 // exists, one exchange of sum(g * xhat) and sum(g), x-hat formed again after
 // it (fma), the residual stream's gradient added, grad_input (alpha dv) and
 // addend_grad (dv) stored; the partial rows stored once, after the loop.
@@ -15,7 +16,9 @@
 // CHECK-SAME: %[[DB:arg9]]: memref<{{[0-9]+}}xf32> {llvm.align = 16 : i64, llvm.noalias}
 // CHECK-SAME: nvvm.minctasm = 1
 // CHECK: vector.load %[[W]]
-// CHECK: %[[SUMS:.*]]:2 = scf.for {{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>)
+// CHECK: %[[GRID:.*]] = gpu.grid_dim x
+// CHECK: %[[SUMS:.*]]:2 = scf.for %{{.*}} = %block_id_x to %{{.*}} step %[[GRID]] iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>)
+// CHECK-NOT: scf.for
 // CHECK: vector.load %[[X]]
 // CHECK: vector.load %arg1
 // CHECK: memref.load %[[RSTD]]

@@ -429,16 +429,27 @@ TEST(Training, IdentitiesAndPartials) {
   EXPECT_NE(verifyOpSpec(headsForward).message().find(
                 "per_head_weight applies to backward kernels"),
             std::string::npos);
-  // The heuristic keeps the grid near two waves whatever the rows.
+  // A persistent grid of at most two waves whatever the rows, one partial
+  // row per thread group of each of its CTAs.
   OpSpec llama = rmsNorm(4096);
   llama.backward = true;
-  for (int64_t rows : {1, 4096, 65536, 1 << 20}) {
+  for (int64_t rows : {1, 5, 4096, 65536, 1 << 20}) {
     LaunchConfig heuristic = getHeuristicLaunch(llama, rows);
     ASSERT_TRUE(verifyLaunchFor(llama, heuristic)) << rows;
-    int64_t ctas = (rows + heuristic.rowsPerCta - 1) / heuristic.rowsPerCta;
-    EXPECT_LE(ctas, 264) << rows;
     EXPECT_TRUE(fitsInRegisters(llama, heuristic)) << rows;
+    KernelSignature sig;
+    ASSERT_TRUE(describeKernel(llama, heuristic, TargetOptions(), sig));
+    EXPECT_EQ(sig.maxGridX, kBackwardCtas);
+    int64_t blocks = (rows + heuristic.rowsPerCta - 1) / heuristic.rowsPerCta;
+    EXPECT_EQ(sig.getGridX(rows), std::min(blocks, kBackwardCtas)) << rows;
+    EXPECT_EQ(getGradPartialRows(llama, heuristic, rows),
+              sig.getGridX(rows) * heuristic.getConcurrentRows())
+        << rows;
   }
+  EXPECT_EQ(getGradPartialRows(llama, getHeuristicLaunch(llama, 1 << 20),
+                               1 << 20),
+            kBackwardCtas * getHeuristicLaunch(llama, 1 << 20)
+                                .getConcurrentRows());
 }
 
 TEST(Training, BackwardKernelsDeriveFromTheForward) {

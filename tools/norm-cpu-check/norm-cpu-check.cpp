@@ -917,6 +917,16 @@ static std::vector<Task> planTasks(const KernelProvider &provider,
         for (const LaunchConfig &launch : getAlternateLaunches(spec, vector))
           for (int64_t rows : rowCounts)
             add(launch, rows, "alternate");
+        // Backward grids are persistent: more than kBackwardCtas blocks of
+        // rows make each CTA loop over several (short rows only, for the
+        // host's time).
+        if (spec.backward && spec.hidden <= 1024)
+          for (auto &[key, task] : byLaunch) {
+            int64_t perToken = getRowsPerToken(spec);
+            task.rowCounts.push_back(
+                ((kBackwardCtas + 7) * task.launch.rowsPerCta + perToken - 1) /
+                perToken);
+          }
         for (auto &[key, task] : byLaunch)
           tasks.push_back(std::move(task));
       }

@@ -47,22 +47,6 @@ OpSpec makeDecode() {
   return spec;
 }
 
-/// Host memory standing in for device buffers (256-byte aligned).
-class HostBuffers {
-public:
-  char *get(size_t bytes) {
-    void *memory = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
-    owned.emplace_back(static_cast<char *>(memory));
-    return owned.back().get();
-  }
-
-private:
-  struct Free {
-    void operator()(char *p) const { std::free(p); }
-  };
-  std::vector<std::unique_ptr<char, Free>> owned;
-};
-
 /// The buffers of one decode launch: `rows` new tokens of `batch`
 /// sequences, `capacity` cache rows per sequence.
 struct DecodeBuffers {
@@ -455,7 +439,7 @@ TEST_F(DecodeCApiTest, LaunchCarriesCacheRowsAndRefusesWorkspace) {
   const int64_t capacity = 256;
   DecodeBuffers b(host, 2, 2, capacity);
   normjit::LaunchArgs args;
-  EXPECT_EQ(args.get()->struct_size, NORMJIT_LAUNCH_ARGS_SIZE_V5);
+  EXPECT_EQ(args.get()->struct_size, NORMJIT_LAUNCH_ARGS_SIZE_V6);
   args.set(NORMJIT_Q, b.q, NORMJIT_BF16, kQCols)
       .set(NORMJIT_K, b.k, NORMJIT_BF16, kKvCols)
       .set(NORMJIT_V, b.v, NORMJIT_BF16, kKvCols)

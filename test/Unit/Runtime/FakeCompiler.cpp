@@ -55,8 +55,10 @@ norm::Status FakeCompiler::compile(const OpSpec &spec,
 LaunchConfig FakeCompiler::getHeuristicLaunch(const OpSpec &spec,
                                               int64_t rows) {
   ++heuristicCalls;
-  // Attention has no ladder: the kernel model's configuration.
-  if (isAttention(spec.kind))
+  // Attention, column sums and backward grids have no ladder: the kernel
+  // model's configuration.
+  if (isAttention(spec.kind) || spec.kind == OpKind::ColumnSum ||
+      spec.backward)
     return norm::getHeuristicLaunch(spec, rows);
   int64_t length = getRowLength(spec);
   LaunchConfig launch;

@@ -189,7 +189,7 @@ TEST_F(RopeInputsCApiTest, LaunchArgsCarryTheTableRows) {
   const int64_t rows = 3, tableRows = 512;
   Buffers b(rows, tableRows, kRotaryDim);
   normjit::LaunchArgs args;
-  EXPECT_EQ(args.get()->struct_size, NORMJIT_LAUNCH_ARGS_SIZE_V5);
+  EXPECT_EQ(args.get()->struct_size, NORMJIT_LAUNCH_ARGS_SIZE_V6);
   args.set(NORMJIT_Q, b.q, NORMJIT_BF16, kQCols)
       .set(NORMJIT_K, b.k, NORMJIT_BF16, kKvCols)
       .set(NORMJIT_V, b.v, NORMJIT_BF16, kKvCols)
@@ -221,14 +221,33 @@ TEST_F(RopeInputsCApiTest, LaunchArgsCarryTheTableRows) {
   EXPECT_NE(std::string(normjit_last_error()).find("'positions' is null"),
             std::string::npos)
       << normjit_last_error();
-  normjit_launch_args between = *args.get();
-  between.struct_size = NORMJIT_LAUNCH_ARGS_SIZE_V4 + 32;
-  EXPECT_EQ(normjit_kernel_launch(kernel, &between, rows, nullptr),
-            NORMJIT_ERROR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(normjit_last_error()).find("between API 4's 720 and "
-                                                   "API 5's 792"),
-            std::string::npos)
+  for (uint32_t size : {NORMJIT_LAUNCH_ARGS_SIZE_V4 + 32,
+                        NORMJIT_LAUNCH_ARGS_SIZE_V5 + 32}) {
+    normjit_launch_args between = *args.get();
+    between.struct_size = size;
+    EXPECT_EQ(normjit_kernel_launch(kernel, &between, rows, nullptr),
+              NORMJIT_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(normjit_last_error())
+                  .find("between the layouts of API 4 (720), API 5 (792) "
+                        "and API 6 (1112)"),
+              std::string::npos)
+        << normjit_last_error();
+  }
+  // API 5's layout: 24 tensors, then cache_rows and rope_table_rows.
+  alignas(normjit_launch_args) unsigned char v5[NORMJIT_LAUNCH_ARGS_SIZE_V5];
+  std::memcpy(v5, args.get(),
+              offsetof(normjit_launch_args, tensors) +
+                  NORMJIT_GRAD_OUTPUT * sizeof(normjit_tensor));
+  int64_t counts[2] = {0, tableRows - 1};
+  std::memcpy(v5 + NORMJIT_LAUNCH_ARGS_SIZE_V5 - sizeof(counts), counts,
+              sizeof(counts));
+  auto *api5 = reinterpret_cast<normjit_launch_args *>(v5);
+  api5->struct_size = NORMJIT_LAUNCH_ARGS_SIZE_V5;
+  ASSERT_EQ(normjit_kernel_launch(kernel, api5, rows, nullptr),
+            NORMJIT_SUCCESS)
       << normjit_last_error();
+  ASSERT_TRUE(fakecuda_get_launch(fakecuda_launch_count() - 1, &recorded));
+  EXPECT_EQ(recorded.params[9], uint64_t(tableRows - 1));
 }
 
 } // namespace

@@ -18,6 +18,7 @@
 #include <functional>
 #include <optional>
 #include <gtest/gtest.h>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <sys/stat.h>
@@ -164,6 +165,23 @@ inline void editSignature(CacheEntry &entry,
 
 using norm::examples::makeQKNorm;
 using norm::examples::makeRmsNorm;
+
+/// Host memory standing in for device buffers (the fake driver's memory is
+/// the host's), 256-byte aligned, freed with the object.
+class HostBuffers {
+public:
+  char *get(size_t bytes) {
+    void *memory = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+    owned.emplace_back(static_cast<char *>(memory));
+    return owned.back().get();
+  }
+
+private:
+  struct Free {
+    void operator()(char *p) const { std::free(p); }
+  };
+  std::vector<std::unique_ptr<char, Free>> owned;
+};
 
 /// Context options on the fake driver with `compiler`, tuning off unless
 /// asked, the disk cache in `cache` (empty: off), warnings only.
