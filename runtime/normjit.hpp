@@ -126,6 +126,18 @@ inline normjit_op_desc attentionDecodeDesc(int64_t headDim, int64_t numQHeads,
   return desc;
 }
 
+/// The backward descs of the forward operation `forward` in launch order
+/// (normjit_op_desc_get_backward, API 6): one for a row norm, the q heads'
+/// and the k heads' for QK-Norm. `forward` has this header's layout.
+inline std::vector<normjit_op_desc>
+backwardDescs(const normjit_op_desc &forward) {
+  size_t count = 0;
+  check(normjit_op_desc_get_backward(&forward, nullptr, 0, &count));
+  std::vector<normjit_op_desc> descs(count);
+  check(normjit_op_desc_get_backward(&forward, descs.data(), count, &count));
+  return descs;
+}
+
 /// The buffers of one launch.
 class LaunchArgs {
 public:

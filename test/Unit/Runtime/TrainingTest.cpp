@@ -377,10 +377,14 @@ TEST_F(TrainingCApiTest, BackwardDescsOfQKNormAreOnePerKindOfHead) {
                               NORMJIT_OP_PER_HEAD_WEIGHT);
     EXPECT_EQ(desc.num_q_heads, 0);
   }
-  // capacity 0 counts; too small a capacity writes what fits.
+  // capacity 0 counts.
   ASSERT_EQ(normjit_op_desc_get_backward(&forward, nullptr, 0, &count),
             NORMJIT_SUCCESS);
   EXPECT_EQ(count, 2u);
+  // The C++ wrapper: the same descs, or an exception with the message.
+  std::vector<normjit_op_desc> descs = normjit::backwardDescs(forward);
+  ASSERT_EQ(descs.size(), 2u);
+  EXPECT_EQ(std::memcmp(&descs[1], &backward[1], sizeof(normjit_op_desc)), 0);
 
   // A row norm has one: the same fields, backward instead of save_stats
   // and without the Sandwich skip.
@@ -411,6 +415,7 @@ TEST_F(TrainingCApiTest, BackwardDescsOfQKNormAreOnePerKindOfHead) {
             std::string::npos)
       << normjit_last_error();
   EXPECT_EQ(count, 0u);
+  EXPECT_THROW(normjit::backwardDescs(group), normjit::Error);
   EXPECT_EQ(normjit_op_desc_get_backward(&rms, backward, 3, nullptr),
             NORMJIT_ERROR_INVALID_ARGUMENT);
 }
