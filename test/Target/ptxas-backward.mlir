@@ -27,8 +27,10 @@
 // Two chunks of 8 a thread: v, grad_output and the weight read once each
 // as 16-byte vectors through the non-coherent cache, the saved rstd one
 // f32, one exchange, then grad_input (2 stores) and the f32 partials (2
-// chunks of two 16-byte quads).
+// chunks of two 16-byte quads); the CTA steps over the persistent grid's
+// rows by its size (%nctaid.x).
 // PTX-LABEL: .visible .entry norm_rms_bwd_h8192_bf16_bf16_{{[0-9a-f]+}}_v8_t512_w16_r16(
+// PTX: mov.u32 %r{{[0-9]+}}, %nctaid.x;
 // PTX-COUNT-6: ld.global.nc.v4.b32
 // PTX-NOT: ld.global
 // PTX: ld.global.nc.b32
