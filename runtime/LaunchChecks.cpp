@@ -262,9 +262,9 @@ Status Kernel::launchChecked(const LaunchArgs &args, int64_t rows,
   if (rows < 0)
     return invalidLaunch(spec, "negative row count " + std::to_string(rows));
   // Empty tensors often have null data: zero rows launch nothing, checked
-  // or not.
+  // or not, but the gradients of a backward launch, sums over no rows.
   if (rows == 0)
-    return Status::success();
+    return spec.backward ? zeroGradients(args, stream) : Status::success();
   const LoadedKernel *variant = nullptr;
   DecodeLaunch decode;
   if (Status status = check(args, rows, variant, &decode); !status)
@@ -297,6 +297,42 @@ Status Kernel::launchChecked(const LaunchArgs &args, int64_t rows,
                  semaphores);
         return variant->launch(full, rows, cuStream, &decode);
       });
+}
+
+Status Kernel::zeroGradients(const LaunchArgs &args, void *stream) const {
+  for (const GradientSumKernel &sum : gradientSums) {
+    const TensorArg &gradient = args[sum.gradient];
+    const ExpectedBuffer &want = expected[static_cast<int>(sum.gradient)];
+    std::string name(getBufferSlotName(sum.gradient));
+    if (!gradient.data)
+      return invalidLaunch(spec, "buffer '" + name + "' is null");
+    if (gradient.type != want.type || gradient.cols != want.cols ||
+        gradient.rowStride != 0)
+      return invalidLaunch(spec, "buffer '" + name + "' is not " +
+                                     std::to_string(want.cols) + " " +
+                                     std::string(getElementTypeName(
+                                         want.type)) +
+                                     " elements");
+  }
+  // A column sum of no rows writes zeros; it reads no input.
+  for (const GradientSumKernel &sum : gradientSums) {
+    const TensorArg &gradient = args[sum.gradient];
+    LaunchArgs sumArgs;
+    sumArgs.set(BufferSlot::Output, gradient.data, gradient.type,
+                gradient.cols);
+    const Plan &plan = sum.kernel->plans[static_cast<int>(RowBucket::One)];
+    const LoadedKernel *variant =
+        plan.fast->isAligned(sumArgs, 1) ? plan.fast.get() : plan.scalar.get();
+    if (!variant)
+      return Status::error(ErrorCode::Misaligned,
+                           "launch of " + describeOpSpec(spec) + ": " +
+                               plan.fast->describeMisalignment(sumArgs, 1));
+    if (Status status =
+            variant->launch(sumArgs, 0, static_cast<cu::Stream>(stream));
+        !status)
+      return status;
+  }
+  return Status::success();
 }
 
 Status Kernel::launchBackward(const LaunchArgs &args, int64_t rows,

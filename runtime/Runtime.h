@@ -204,7 +204,8 @@ public:
   /// weight_grad_partials and bias_grad_partials empty), then its column
   /// sums reduce them into weight_grad and bias_grad (param type, the
   /// weight's length) on the same stream: one call, two or three kernels,
-  /// the same bits every run.
+  /// the same bits every run. With zero rows it only zeroes weight_grad and
+  /// bias_grad (the sums over no rows); the other buffers may be null.
   Status launch(const LaunchArgs &args, int64_t rows, void *stream) const;
 
   /// The configuration a launch of `rows` rows with `args` would run.
@@ -246,6 +247,8 @@ private:
                          DecodeLaunch &decode) const;
   /// InvalidArgument when an output shares a byte with another buffer.
   Status checkOverlap(const LaunchArgs &args, int64_t rows) const;
+  /// A backward launch of no rows: zero weight and bias gradients.
+  Status zeroGradients(const LaunchArgs &args, void *stream) const;
   /// A backward launch: the row kernel `variant` into the stream's
   /// partials, then the column sums.
   Status launchBackward(const LaunchArgs &args, int64_t rows,

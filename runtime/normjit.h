@@ -270,10 +270,13 @@ typedef enum normjit_rope {
  *                   stay absent), allocated per context and stream as
  *                   decode's workspace is: a stream's first backward launch
  *                   (or one needing more) is not capturable, later ones of
- *                   no more rows are.
- * GroupNorm's backward is not implemented (UNSUPPORTED at kernel creation),
- * nor rows whose backward does not fit the registers of a CTA (RMSNorm bf16
- * up to 8192 elements, LayerNorm f32 with bias 6144: UNSUPPORTED). With
+ *                   no more rows are. With rows == 0 a backward launch
+ *                   writes zeros to them (sums over no rows) and reads no
+ *                   other buffer.
+ * GroupNorm's backward is not implemented, nor rows whose backward does
+ * not fit the registers of a CTA (RMSNorm bf16 up to 8192 elements,
+ * LayerNorm f32 with bias 6144): INVALID_ARGUMENT at kernel creation, with
+ * a message saying which. With
  * NORMJIT_OP_PER_HEAD_WEIGHT the groups are heads of head_dim = hidden /
  * groups sharing one weight of head_dim elements: the backward of the
  * QK-Norm prologue, one launch for the q heads (input: q's columns of qkv,
@@ -503,7 +506,9 @@ normjit_status normjit_launch_args_set(normjit_launch_args *args,
 
 /* Checks the buffers against the operation and enqueues one kernel on
  * stream (a CUstream; NULL: the legacy default stream). Asynchronous, no
- * allocation, capturable in CUDA graphs. rows == 0: nothing, success.
+ * allocation, capturable in CUDA graphs (backward and decode launches: see
+ * above). rows == 0: nothing, success (a backward launch zeroes its
+ * gradients).
  * Buffers must not alias: an output (output, residual_out, q, k, ...) that
  * shares a byte with any other buffer is refused with
  * NORMJIT_ERROR_INVALID_ARGUMENT, so in-place updates (residual_out ==

@@ -262,6 +262,15 @@ check::referenceFusedRowGrad(const OpSpec &spec,
   return expected;
 }
 
+std::vector<Expected>
+check::roundGradientSums(const std::vector<Expected> &sums, ElementType type) {
+  std::vector<Expected> rounded;
+  for (const Expected &e : sums)
+    rounded.push_back(
+        {e.value, e.tolerance + ulp(type, std::fabs(e.value) + e.tolerance)});
+  return rounded;
+}
+
 std::vector<Expected> check::referenceColumnSum(const RowsView &input,
                                                 ElementType output) {
   std::vector<Expected> expected;

@@ -109,6 +109,12 @@ struct FusedRowGradExpected {
 FusedRowGradExpected referenceFusedRowGrad(const OpSpec &spec,
                                            const FusedRowGradOperands &operands);
 
+/// A weight or bias gradient of referenceFusedRowGrad as norm.column_sum
+/// leaves it: its f32 sums (in any order, through the partials) rounded
+/// to `type`.
+std::vector<Expected> roundGradientSums(const std::vector<Expected> &sums,
+                                        ElementType type);
+
 /// norm.column_sum: the sum of each column of f32 `input`, rounded to
 /// `output`.
 std::vector<Expected> referenceColumnSum(const RowsView &input,

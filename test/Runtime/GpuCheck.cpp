@@ -113,6 +113,15 @@ check::ParamView getParam(Buffers &b, BufferSlot slot) {
   return {tensor.type, tensor.bytes.data()};
 }
 
+/// The saved statistics a forward kernel with save_stats writes.
+void expectSavedStats(ExpectedOutputs &expected, check::ExpectedRows &mean,
+                      check::ExpectedRows &rstd) {
+  if (!rstd.values.empty())
+    expected[BufferSlot::SavedRstd] = std::move(rstd);
+  if (!mean.values.empty())
+    expected[BufferSlot::SavedMean] = std::move(mean);
+}
+
 ExpectedOutputs reference(const OpSpec &s, Buffers &b, int64_t rows) {
   ExpectedOutputs expected;
   if (s.kind == OpSpec::Kind::QKNormPrologue) {
@@ -121,6 +130,7 @@ ExpectedOutputs reference(const OpSpec &s, Buffers &b, int64_t rows) {
         getParam(b, BufferSlot::KWeight));
     expected[BufferSlot::Q] = std::move(qk.q);
     expected[BufferSlot::K] = std::move(qk.k);
+    expectSavedStats(expected, qk.savedMean, qk.savedRstd);
     return expected;
   }
   if (s.kind == OpSpec::Kind::BatchNormStats) {
@@ -135,12 +145,43 @@ ExpectedOutputs reference(const OpSpec &s, Buffers &b, int64_t rows) {
     }
     return expected;
   }
-  check::FusedRowOperands operands;
   auto rowsOf = [&](BufferSlot slot) {
     check::RowsView view = getRows(b, slot, rows);
     view.cols = s.hidden;
     return view;
   };
+  if (s.backward) {
+    // The gradients from the saved statistics; the weight and bias
+    // gradients as the column sums round them.
+    check::FusedRowGradOperands grad;
+    grad.input = rowsOf(BufferSlot::Input);
+    grad.gradOutput = rowsOf(BufferSlot::GradOutput);
+    if (s.writeResidual)
+      grad.residualGrad = rowsOf(BufferSlot::ResidualGrad);
+    check::RowsView rstd = getRows(b, BufferSlot::SavedRstd, rows);
+    rstd.cols = s.groups;
+    grad.savedRstd = rstd;
+    if (!b[BufferSlot::SavedMean].bytes.empty()) {
+      check::RowsView mean = getRows(b, BufferSlot::SavedMean, rows);
+      mean.cols = s.groups;
+      grad.savedMean = mean;
+    }
+    grad.weight = getParam(b, BufferSlot::Weight);
+    check::FusedRowGradExpected g = check::referenceFusedRowGrad(s, grad);
+    expected[BufferSlot::GradInput] = std::move(g.gradInput);
+    if (!g.addendGrad.values.empty())
+      expected[BufferSlot::AddendGrad] = std::move(g.addendGrad);
+    for (auto [slot, sums] : {std::pair{BufferSlot::WeightGrad, &g.weightGrad},
+                              std::pair{BufferSlot::BiasGrad, &g.biasGrad}}) {
+      if (sums->empty())
+        continue;
+      check::ExpectedRows &out = expected[slot] =
+          check::ExpectedRows(1, static_cast<int64_t>(sums->size()));
+      out.values = check::roundGradientSums(*sums, s.param);
+    }
+    return expected;
+  }
+  check::FusedRowOperands operands;
   operands.input = rowsOf(BufferSlot::Input);
   if (s.hasAddend)
     operands.addend = rowsOf(BufferSlot::Addend);
@@ -154,6 +195,7 @@ ExpectedOutputs reference(const OpSpec &s, Buffers &b, int64_t rows) {
   expected[BufferSlot::Output] = std::move(fused.output);
   if (s.writeResidual)
     expected[BufferSlot::ResidualOut] = std::move(fused.residual);
+  expectSavedStats(expected, fused.savedMean, fused.savedRstd);
   return expected;
 }
 
@@ -239,18 +281,29 @@ private:
       error = status.message();
       return false;
     }
-    // Host buffers with random inputs, poisoned outputs.
+    // Host buffers with random inputs, poisoned outputs: the kernel's, but
+    // for a backward launch the gradient sums instead of the partials (the
+    // library's own).
     Buffers host;
-    std::vector<BufferSpec> specs = getBuffers(c.spec);
+    std::vector<BufferSpec> specs;
+    for (const BufferSpec &buffer : getBuffers(c.spec))
+      if (!isGradPartials(buffer.slot))
+        specs.push_back(buffer);
+    if (c.spec.backward)
+      for (const GradientSum &sum : getGradientSums(c.spec))
+        specs.push_back({sum.gradient, sum.columnSum.output,
+                         sum.columnSum.hidden, false, true});
     for (const BufferSpec &buffer : specs) {
       int64_t stride = buffer.rows2D ? buffer.cols + c.extraStride : 0;
       int64_t count = buffer.rows2D ? c.rows * stride : buffer.cols;
       HostTensor tensor(buffer.type, count);
+      // Variances and saved rstds are positive.
+      bool positive = buffer.slot == BufferSlot::Variance ||
+                      buffer.slot == BufferSlot::SavedRstd;
       for (size_t i = 0; i < tensor.size(); ++i)
         tensor.set(i, buffer.written ? NAN
-                      : buffer.slot == BufferSlot::Variance
-                          ? std::fabs(nextRandom()) + 0.1
-                          : nextRandom());
+                      : positive     ? std::fabs(nextRandom()) + 0.1
+                                     : nextRandom());
       host[buffer.slot] = std::move(tensor);
       host.strides[static_cast<int>(buffer.slot)] = stride;
     }
@@ -401,9 +454,14 @@ private:
     void *stream = nullptr, *graph = nullptr, *exec = nullptr;
     if (graphs.streamCreate(&stream, 1) != 0)
       return Status::error(ErrorCode::DriverError, "cuStreamCreate failed");
-    // Global capture mode: any call libnormjit must not make fails it.
+    // Global capture mode: any call libnormjit must not make fails it. A
+    // backward kernel's first launch on a stream allocates its partials, so
+    // it runs once before the capture (normjit.h).
     Status status;
-    if (graphs.beginCapture(stream, /*CU_STREAM_CAPTURE_MODE_GLOBAL=*/0) != 0)
+    if (kernel.getSpec().backward)
+      status = kernel.launch(args, rows, stream);
+    if (status.ok() &&
+        graphs.beginCapture(stream, /*CU_STREAM_CAPTURE_MODE_GLOBAL=*/0) != 0)
       status = Status::error(ErrorCode::DriverError, "begin capture failed");
     if (status.ok())
       status = kernel.launch(args, rows, stream);
@@ -441,6 +499,71 @@ OpSpec makeSpec(OpSpec::Kind kind, int64_t hidden, ElementType type) {
 
 std::string named(const std::string &what, int64_t hidden, int64_t rows) {
   return what + " h" + std::to_string(hidden) + " rows " + std::to_string(rows);
+}
+
+/// The training kernels: forward kernels saving their statistics, and the
+/// backward launches (row kernel + column sums) of the common blocks at
+/// model shapes, persistent grids looping (4096 rows), strides, a graph.
+std::vector<Case> getTrainingCases(bool quick) {
+  using Kind = OpSpec::Kind;
+  const ElementType bf16 = ElementType::bf16, f32 = ElementType::f32;
+  std::vector<Case> cases;
+  auto backwardOf = [](OpSpec spec) {
+    spec.backward = true;
+    return spec;
+  };
+  OpSpec llama = makeSpec(Kind::RMSNorm, quick ? 1000 : 4096, bf16);
+  OpSpec saving = llama;
+  saving.hasAddend = saving.writeResidual = saving.saveStats = true;
+  cases.push_back({named("fused add+rms_norm, saved rstd", llama.hidden, 77),
+                   saving, 77});
+  // The residual stream's gradient, DeepNorm's alpha, Gemma's (1 + w).
+  OpSpec deep = backwardOf(llama);
+  deep.hasAddend = deep.writeResidual = true;
+  deep.alpha = 2.0;
+  deep.weightOffset = 1.0;
+  OpSpec layer = backwardOf(makeSpec(Kind::LayerNorm, quick ? 333 : 5120,
+                                     bf16));
+  layer.hasBias = true;
+  layer.param = f32;
+  OpSpec qkHeads = backwardOf(makeSpec(Kind::RMSNorm, 8 * 128, bf16));
+  qkHeads.groups = 8;
+  qkHeads.perHeadWeight = true;
+  if (quick) {
+    cases.push_back({named("rms_norm backward", llama.hidden, 5),
+                     backwardOf(llama), 5});
+    cases.push_back({named("rms_norm backward +deepnorm", 1000, 3), deep, 3});
+    cases.push_back({named("layer_norm backward +bias", 333, 4), layer, 4});
+    cases.push_back({named("qk_norm heads backward 8 x 128", 1024, 3),
+                     qkHeads, 3});
+    return cases;
+  }
+  for (int64_t rows : {int64_t(0), int64_t(1), int64_t(1000), int64_t(4096)})
+    cases.push_back({named("rms_norm backward", 4096, rows),
+                     backwardOf(llama), rows});
+  for (int64_t hidden : {768, 3001, 8192}) {
+    OpSpec odd = backwardOf(makeSpec(Kind::RMSNorm, hidden, bf16));
+    cases.push_back({named("rms_norm backward", hidden, 2049), odd, 2049});
+  }
+  cases.push_back({named("rms_norm backward +deepnorm", 4096, 1000), deep,
+                   1000});
+  OpSpec weightless = backwardOf(makeSpec(Kind::RMSNorm, 2048, bf16));
+  weightless.hasWeight = false;
+  cases.push_back({named("rms_norm backward, no weight", 2048, 300),
+                   weightless, 300});
+  cases.push_back({named("layer_norm backward +bias f32 params", 5120, 4096),
+                   layer, 4096});
+  cases.push_back({named("l2_norm backward", 768, 500),
+                   backwardOf(makeSpec(Kind::L2Norm, 768, bf16)), 500});
+  cases.push_back({named("qk_norm heads backward 8 x 128", 1024, 4096),
+                   qkHeads, 4096});
+  Case strided{"rms_norm backward, strided rows (+64)", deep, 100};
+  strided.extraStride = 64;
+  cases.push_back(strided);
+  Case graph{"rms_norm backward in a CUDA graph", backwardOf(llama), 512};
+  graph.graph = true;
+  cases.push_back(graph);
+  return cases;
 }
 
 /// Every kernel kind, odd and large hidden sizes, every row bucket and zero
@@ -602,6 +725,8 @@ std::vector<Case> getFullSweep() {
   Case graph{"CUDA graph capture", fused, 256};
   graph.graph = true;
   cases.push_back(graph);
+  for (Case &training : getTrainingCases(/*quick=*/false))
+    cases.push_back(std::move(training));
   return cases;
 }
 
@@ -647,6 +772,8 @@ std::vector<Case> getQuickSweep() {
   cases.push_back({"zero rows", makeSpec(Kind::RMSNorm, 256, bf16), 0});
   cases.push_back({named("rms_norm, long row (staged or streamed)", 70000, 2),
                    makeSpec(Kind::RMSNorm, 70000, bf16), 2});
+  for (Case &training : getTrainingCases(/*quick=*/true))
+    cases.push_back(std::move(training));
   return cases;
 }
 

@@ -243,6 +243,38 @@ TEST_F(TrainingTest, BackwardRefusesPartialsAndBadGradients) {
       << status.message();
 }
 
+TEST_F(TrainingTest, BackwardOfNoRowsZeroesTheGradients) {
+  OpSpec spec = makeLayerNormBackward(4096);
+  std::shared_ptr<const Kernel> kernel = getKernel(spec);
+  ASSERT_TRUE(kernel);
+  // Only the gradients: the row buffers of no rows may be null.
+  LaunchArgs args;
+  char *weightGrad = memory.get(4096 * 4), *biasGrad = memory.get(4096 * 4);
+  args.set(BufferSlot::WeightGrad, weightGrad, ElementType::f32, 4096)
+      .set(BufferSlot::BiasGrad, biasGrad, ElementType::f32, 4096);
+  Status status = kernel->launch(args, 0, nullptr);
+  ASSERT_TRUE(status.ok()) << status.message();
+  // One column sum of no rows per gradient, each writing its output.
+  ASSERT_EQ(fakecuda_launch_count(), 2);
+  for (int i = 0; i < 2; ++i) {
+    fakecuda_launch sum = getLaunch(i);
+    EXPECT_NE(std::string(sum.kernel).find("colsum"), std::string::npos);
+    EXPECT_EQ(sum.params[1], address(i == 0 ? weightGrad : biasGrad));
+    EXPECT_EQ(sum.params[2], 0u); // rows
+  }
+  EXPECT_EQ(fakecuda_call_count("cuMemAlloc"), 0);
+  args.set(BufferSlot::BiasGrad, nullptr, ElementType::f32, 4096);
+  status = kernel->launch(args, 0, nullptr);
+  EXPECT_NE(status.message().find("'bias_grad' is null"), std::string::npos)
+      << status.message();
+  args.set(BufferSlot::BiasGrad, biasGrad, ElementType::bf16, 4096);
+  status = kernel->launch(args, 0, nullptr);
+  EXPECT_NE(status.message().find("'bias_grad' is not 4096 f32 elements"),
+            std::string::npos)
+      << status.message();
+  EXPECT_EQ(fakecuda_launch_count(), 2);
+}
+
 TEST_F(TrainingTest, WeightlessBackwardRunsOneKernel) {
   OpSpec spec;
   spec.hidden = 5120;
