@@ -2,8 +2,9 @@
 //
 // normjit-write-test-bundle <bundle> [hidden...]: tunes RMSNorm (bf16, with
 // weight) for each hidden size (default 4096, and then three attention
-// operations as well) on the fake driver with the fake compiler and writes
-// their bundle, for tests of what serves bundles
+// operations and RMSNorm 4096's training kernels, forward with saved
+// statistics and backward, as well) on the fake driver with the fake
+// compiler and writes their bundle, for tests of what serves bundles
 // (the C API test, runtime-only builds) on machines without a GPU.
 //
 //===----------------------------------------------------------------------===//
@@ -33,7 +34,8 @@ int main(int argc, char **argv) {
   // Without sizes also three attention kernels (the C API and Python tests
   // describe the same operations): causal GQA without a QK-Norm, a
   // Gemma-style QK-Norm (rms, weights, 1 + w) with one key/value head that
-  // writes the log-sum-exp, and the first with a rope table and positions.
+  // writes the log-sum-exp, and the first with a rope table and positions;
+  // then two training kernels.
   if (argc == 2) {
     OpSpec causal;
     causal.kind = OpKind::Attention;
@@ -62,6 +64,15 @@ int main(int argc, char **argv) {
     table.ropePositions = true;
     table.ropeTable = true;
     specs.push_back(table);
+    // Training (the Python layer's norm_opt.rms_norm with autograd): the
+    // RMSNorm above saving its rstd, and its backward (writeBundle adds the
+    // column sum of its weight gradient).
+    OpSpec saving = specs.front();
+    saving.saveStats = true;
+    specs.push_back(saving);
+    OpSpec backward = specs.front();
+    backward.backward = true;
+    specs.push_back(backward);
   }
   ContextOptions options;
   options.driverLibrary = NORM_FAKE_CUDA_LIBRARY;

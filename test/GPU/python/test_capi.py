@@ -54,37 +54,56 @@ class NoTorchTest(unittest.TestCase):
         self.assertIn("cannot load the CUDA driver '/nonexistent/libcuda.so.1'",
                       error.message)
 
-    # normjit_launch_args: the header's API 5 size (24 tensors, cache_rows
-    # and rope_table_rows), and the oldest layout that holds a launch's
-    # buffers.
+    # normjit_launch_args: the header's API 6 size (34 tensors, cache_rows
+    # and rope_table_rows) and API 5's (24 tensors, then the two counts), and
+    # the oldest layout that holds a launch's buffers.
     def test_launch_args_sizes(self):
         with open(HEADER) as header:
             text = header.read()
         define = lambda name: int(re.search(r"#define %s (\d+)" % name,
                                             text).group(1))
         self.assertEqual(ctypes.sizeof(capi._LaunchArgs),
+                         define("NORMJIT_LAUNCH_ARGS_SIZE_V6"))
+        self.assertEqual(ctypes.sizeof(capi._LaunchArgsV5),
                          define("NORMJIT_LAUNCH_ARGS_SIZE_V5"))
-        for name in ("POSITIONS", "ROPE_TABLE"):
+        for name in ("POSITIONS", "ROPE_TABLE", "GRAD_OUTPUT", "RESIDUAL_GRAD",
+                     "SAVED_MEAN", "SAVED_RSTD", "GRAD_INPUT", "ADDEND_GRAD",
+                     "WEIGHT_GRAD_PARTIALS", "BIAS_GRAD_PARTIALS",
+                     "WEIGHT_GRAD", "BIAS_GRAD"):
             self.assertEqual(getattr(capi, name), int(re.search(
-                r"NORMJIT_%s = (\d+)" % name, text).group(1)))
-        for name in ("ROPE_POSITIONS", "ROPE_TABLE"):
+                r"NORMJIT_%s = (\d+)" % name, text).group(1)), name)
+        for name in ("ROPE_POSITIONS", "ROPE_TABLE", "SAVE_STATS", "BACKWARD",
+                     "PER_HEAD_WEIGHT"):
             self.assertEqual(getattr(capi, "OP_" + name), 1 << int(re.search(
                 r"#define NORMJIT_OP_%s \(1u << (\d+)\)" % name,
-                text).group(1)))
+                text).group(1)), name)
         self.assertEqual(capi.NUM_BUFFERS, int(re.search(
             r"NORMJIT_NUM_BUFFERS = (\d+)", text).group(1)))
         buffer = capi.Buffer(0x10000, capi.BF16, 8)
         sizes = [capi.make_launch_args({slot: buffer}).struct_size
-                 for slot in (capi.INPUT, capi.V, capi.K_CACHE)]
+                 for slot in (capi.INPUT, capi.V, capi.K_CACHE,
+                              capi.ROPE_TABLE, capi.GRAD_OUTPUT,
+                              capi.BIAS_GRAD)]
         self.assertEqual(sizes, [define("NORMJIT_LAUNCH_ARGS_SIZE_V1"),
                                  define("NORMJIT_LAUNCH_ARGS_SIZE_V3"),
-                                 define("NORMJIT_LAUNCH_ARGS_SIZE_V5")])
+                                 define("NORMJIT_LAUNCH_ARGS_SIZE_V5"),
+                                 define("NORMJIT_LAUNCH_ARGS_SIZE_V5"),
+                                 define("NORMJIT_LAUNCH_ARGS_SIZE_V6"),
+                                 define("NORMJIT_LAUNCH_ARGS_SIZE_V6")])
         args = capi.make_launch_args({capi.K_CACHE: buffer}, cache_rows=64)
         self.assertEqual(args.cache_rows, 64)
+        # API 5's counts follow its 24 tensors, API 6's its 34.
+        self.assertEqual(type(args).cache_rows.offset, 8 + 24 * 32)
         args = capi.make_launch_args({capi.ROPE_TABLE: buffer},
                                      rope_table_rows=4096)
         self.assertEqual(args.rope_table_rows, 4096)
         self.assertEqual(args.struct_size, define("NORMJIT_LAUNCH_ARGS_SIZE_V5"))
+        args = capi.make_launch_args({capi.SAVED_RSTD: buffer}, cache_rows=3)
+        self.assertEqual((args.cache_rows, type(args).cache_rows.offset,
+                          args.tensors[capi.SAVED_RSTD].cols),
+                         (3, 8 + 34 * 32, 8))
+        self.assertEqual(ctypes.string_at(ctypes.addressof(args) + 8 + 34 * 32,
+                                          8), (3).to_bytes(8, "little"))
         with self.assertRaises(ValueError):
             capi.make_launch_args({}, cache_rows=-1)
         with self.assertRaises(ValueError):
@@ -304,7 +323,7 @@ class FakeDriverTest(unittest.TestCase):
             {slot: b for slot, b in buffers.items() if b is not None})
 
     def test_attention_launch(self):
-        self.assertEqual(self.context.library.api_version, 5)
+        self.assertEqual(self.context.library.api_version, 6)
         kernel = self.context.kernel(self.ATTENTION)
         config = kernel.config(100)
         self.assertEqual((config.vector, config.threads_per_row), (8, 16))
@@ -395,6 +414,33 @@ class FakeDriverTest(unittest.TestCase):
                 self.assertEqual(caught.exception.status,
                                  capi.ERROR_INVALID_ARGUMENT)
                 self.assertIn(message, caught.exception.message)
+
+    # normjit_op_desc_get_backward (API 6): the library's backward descs of
+    # a forward one, and its refusal, as NormJitError.
+    def test_backward_descs(self):
+        forward = capi.OpDesc(hidden=HIDDEN, flags=capi.OP_WEIGHT |
+                              capi.OP_SAVE_STATS | capi.OP_SKIP,
+                              weight_offset=1.0)
+        (backward,) = self.context.backward_descs(forward)
+        # The same operation with BACKWARD, without the Sandwich skip.
+        self.assertEqual(backward, forward._replace(
+            flags=capi.OP_WEIGHT | capi.OP_BACKWARD))
+        qk = capi.OpDesc(kind=capi.OP_QK_NORM, hidden=128, num_q_heads=32,
+                         num_kv_heads=1, flags=capi.OP_WEIGHT |
+                         capi.OP_SAVE_STATS)
+        q, k = self.context.library.backward_descs(qk)
+        self.assertEqual((q.kind, q.hidden, q.groups, q.flags),
+                         (capi.OP_RMS_NORM, 32 * 128, 32, capi.OP_WEIGHT |
+                          capi.OP_BACKWARD | capi.OP_PER_HEAD_WEIGHT))
+        # One key/value head: a plain row of one head.
+        self.assertEqual((k.hidden, k.groups, k.flags),
+                         (128, 1, capi.OP_WEIGHT | capi.OP_BACKWARD))
+        with self.assertRaises(norm_opt.NormJitError) as caught:
+            self.context.backward_descs(capi.OpDesc(
+                kind=capi.OP_ELEMENTWISE, hidden=HIDDEN,
+                flags=capi.OP_ADDEND))
+        self.assertEqual(caught.exception.status, capi.ERROR_INVALID_ARGUMENT)
+        self.assertTrue(caught.exception.message)
 
     # Row kernels' launch arguments are the 14-tensor layout of API 1 and 2
     # (no docstring: the lit test reads unittest's one-line output).

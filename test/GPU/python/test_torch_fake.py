@@ -29,9 +29,10 @@ FAKE = os.environ.get("NORMJIT_FAKE_CUDA", "")
 BUNDLE = os.environ.get("NORMJIT_TEST_BUNDLE", "")
 
 
-@unittest.skipUnless(torch is not None and FAKE, "needs torch and "
-                     "NORMJIT_FAKE_CUDA")
-class TorchLayerTest(unittest.TestCase):
+class FakeDriverCase(unittest.TestCase):
+    """norm_opt on the fake driver: host tensors as device memory, the
+    launches' records."""
+
     @classmethod
     def setUpClass(cls):
         from norm_opt import _torch
@@ -61,9 +62,27 @@ class TorchLayerTest(unittest.TestCase):
         return (launch.kernel.decode(),
                 list(launch.params[:launch.num_params]))
 
+    def launches(self, count):
+        """[(kernel name, parameters)] of the last `count` launches, in
+        launch order."""
+        total = self.fake.fakecuda_launch_count()
+        self.assertGreaterEqual(total, count)
+        records = []
+        for index in range(total - count, total):
+            launch = FakeLaunch()
+            self.assertTrue(self.fake.fakecuda_get_launch(
+                index, ctypes.byref(launch)))
+            records.append((launch.kernel.decode(),
+                            list(launch.params[:launch.num_params])))
+        return records
+
     def rand(self, *shape, dtype=None):
         return torch.randn(*shape).to(dtype or torch.bfloat16)
 
+
+@unittest.skipUnless(torch is not None and FAKE, "needs torch and "
+                     "NORMJIT_FAKE_CUDA")
+class TorchLayerTest(FakeDriverCase):
     def test_rms_norm(self):
         x, w = self.rand(5, 4096), self.rand(4096)
         y = norm_opt.rms_norm(x, w, 1e-6)
@@ -570,6 +589,289 @@ class TorchLayerTest(unittest.TestCase):
                 lambda: norm_opt.attention(q.clone().requires_grad_(),
                                            self.rand(5, 3, 64),
                                            self.rand(5, 3, 64)))
+
+
+
+# Training (API 6): the forward kernels with their saved statistics, and
+# the backward launches (a backward row kernel, then the library's column
+# sums of its f32 partials into the weight and bias gradients) autograd
+# makes, with the buffers, rows and strides each gets. No kernel runs: the
+# gradients' values are the fake driver's garbage, their pointers are
+# checked. torch.autograd.grad returns the backward's own tensors.
+@unittest.skipUnless(torch is not None and FAKE, "needs torch and "
+                     "NORMJIT_FAKE_CUDA")
+class TrainingTest(FakeDriverCase):
+    def rand(self, *shape, dtype=None):
+        return super().rand(*shape, dtype=dtype).requires_grad_()
+
+    def assertColumnSum(self, record, partials, gradient, hidden):
+        name, params = record
+        self.assertTrue(name.startswith(f"norm_colsum_h{hidden}_f32_"), name)
+        # partials, the gradient; the partial rows, their stride.
+        self.assertEqual(params[0], partials)
+        self.assertEqual(params[1], gradient.data_ptr())
+        self.assertGreaterEqual(params[2], 1)
+        self.assertEqual(params[3], hidden)
+
+    def test_rms_norm_training(self):
+        x, w = self.rand(5, 4096), self.rand(4096)
+        y = norm_opt.rms_norm(x, w, 1e-6)
+        name, params = self.launch()
+        self.assertTrue(name.startswith("norm_rms_h4096_bf16_bf16_"), name)
+        # input, weight, output, saved_rstd (f32 [5, 1], the library's
+        # kernel rows one each); rows; strides of input, output, rstd.
+        rstd = params[3]
+        self.assertEqual(params, [x.data_ptr(), w.data_ptr(), y.data_ptr(),
+                                  rstd, 5, 4096, 4096, 1])
+        self.assertIsNotNone(y.grad_fn)
+        g = torch.randn(5, 4096).to(torch.bfloat16)
+        before = self.fake.fakecuda_launch_count()
+        dx, dw = torch.autograd.grad(y, (x, w), g)
+        self.assertEqual(self.fake.fakecuda_launch_count(), before + 2)
+        (name, params), colsum = self.launches(2)
+        self.assertTrue(name.startswith("norm_rms_bwd_h4096_bf16_bf16_"), name)
+        # input (v = x), grad_output, weight, saved_rstd (the forward's),
+        # grad_input, weight_grad_partials (the library's); rows; strides of
+        # input, grad_output, rstd, grad_input, partials.
+        self.assertEqual(params[:5], [x.data_ptr(), g.data_ptr(), w.data_ptr(),
+                                      rstd, dx.data_ptr()])
+        self.assertNotIn(params[5], (0, dw.data_ptr()))
+        self.assertEqual(params[6:], [5, 4096, 4096, 1, 4096, 4096])
+        self.assertColumnSum(colsum, params[5], dw, 4096)
+        self.assertEqual((dx.shape, dx.dtype, dw.shape, dw.dtype),
+                         (x.shape, x.dtype, w.shape, w.dtype))
+        # The op itself: fresh outputs, the same kernels.
+        out, residual, mean, saved = torch.ops.norm_opt.row_norm(
+            x.detach(), None, w.detach(), None, "rms", 1e-6)
+        self.assertEqual((residual.numel(), mean.numel(), saved.shape,
+                          saved.dtype), (0, 0, (5, 1), torch.float32))
+        self.assertEqual(self.launch()[1][2:4], [out.data_ptr(),
+                                                 saved.data_ptr()])
+        # Served by the bundle (normjit-write-test-bundle's training specs).
+        from norm_opt import _registry
+        forward = capi.OpDesc(hidden=4096, flags=capi.OP_WEIGHT |
+                              capi.OP_SAVE_STATS)
+        backward, = _registry.get_backward_descs(0, forward)
+        for desc in (forward, backward):
+            self.assertEqual(_registry.get_kernel(0, desc).tuning(5).source,
+                             "bundle", desc)
+
+    def test_fused_add_rms_norm_training(self):
+        # The residual stream f32, x bf16, DeepNorm's alpha: the backward
+        # writes the residual's gradient (alpha dv, f32) and x's (dv, bf16).
+        x, r, w = self.rand(5, 4096), self.rand(5, 4096, dtype=torch.float32), \
+            self.rand(4096)
+        y, h = norm_opt.fused_add_rms_norm(x, r, w, 1e-6, alpha=2.0,
+                                           weight_offset=1.0)
+        name, params = self.launch()
+        self.assertTrue(name.startswith("norm_rms_add_h4096_f32_bf16_"), name)
+        # input = residual, addend = x, weight, output, residual_out, rstd.
+        self.assertEqual(params[:5], [r.data_ptr(), x.data_ptr(), w.data_ptr(),
+                                      y.data_ptr(), h.data_ptr()])
+        rstd = params[5]
+        gy = torch.randn(5, 4096).to(torch.bfloat16)
+        gh = torch.randn(5, 4096)
+        dx, dr, dw = torch.autograd.grad((y, h), (x, r, w), (gy, gh))
+        (name, params), colsum = self.launches(2)
+        self.assertTrue(name.startswith("norm_rms_bwd_add_h4096_f32_bf16_"),
+                        name)
+        # input (v = h), grad_output, residual_grad, weight, saved_rstd,
+        # grad_input (the residual's), addend_grad (x's), partials.
+        self.assertEqual(params[:7], [h.data_ptr(), gy.data_ptr(),
+                                      gh.data_ptr(), w.data_ptr(), rstd,
+                                      dr.data_ptr(), dx.data_ptr()])
+        self.assertEqual(params[8], 5)
+        self.assertColumnSum(colsum, params[7], dw, 4096)
+        self.assertEqual((dr.dtype, dx.dtype, dw.dtype),
+                         (torch.float32, torch.bfloat16, torch.bfloat16))
+        # The kernel's operation: alpha and the offset as given.
+        from norm_opt import _registry
+        self.assertIn(capi.OpDesc(
+            hidden=4096, input_type=capi.F32, flags=capi.OP_WEIGHT |
+            capi.OP_ADDEND | capi.OP_RESIDUAL_OUT | capi.OP_BACKWARD,
+            alpha=2.0, weight_offset=1.0),
+            [key[1] for key in _registry._kernels])
+        # alpha 1: grad_input is x's gradient too (no addend_grad buffer),
+        # cast to x's dtype. h's gradient unused: the backward of a norm
+        # without the residual stream's gradient (materialized zeros where
+        # torch passes them).
+        y, h = norm_opt.fused_add_rms_norm(x, r, w, 1e-6)
+        dx, dr = torch.autograd.grad(y, (x, r), gy)
+        (name, params), _ = self.launches(2)
+        self.assertEqual(params[0], h.data_ptr())
+        self.assertIn(dr.data_ptr(), params)
+        self.assertEqual((dr.dtype, dx.dtype), (torch.float32, torch.bfloat16))
+
+    def test_layer_norm_training(self):
+        x, w, b = self.rand(5, 1024), self.rand(1024), self.rand(1024)
+        y = norm_opt.layer_norm(x, w, b, 1e-5)
+        name, params = self.launch()
+        self.assertTrue(name.startswith("norm_layer_h1024_bf16_bf16_"), name)
+        # input, weight, bias, output, saved_mean, saved_rstd; rows;
+        # strides of input, output, mean, rstd.
+        mean, rstd = params[4:6]
+        self.assertEqual(params[:4], [x.data_ptr(), w.data_ptr(), b.data_ptr(),
+                                      y.data_ptr()])
+        self.assertEqual(params[6:], [5, 1024, 1024, 1, 1])
+        g = torch.randn(5, 1024).to(torch.bfloat16)
+        dx, dw, db = torch.autograd.grad(y, (x, w, b), g)
+        (name, params), wsum, bsum = self.launches(3)
+        self.assertTrue(name.startswith("norm_layer_bwd_h1024_"), name)
+        # input, grad_output, weight, saved_mean, saved_rstd, grad_input,
+        # weight and bias partials.
+        self.assertEqual(params[:6], [x.data_ptr(), g.data_ptr(), w.data_ptr(),
+                                      mean, rstd, dx.data_ptr()])
+        self.assertColumnSum(wsum, params[6], dw, 1024)
+        self.assertColumnSum(bsum, params[7], db, 1024)
+        # Weightless: no weight, no gradient sums.
+        y = norm_opt.layer_norm(x, None, None)
+        dx, = torch.autograd.grad(y, x, g)
+        name, params = self.launch()
+        self.assertTrue(name.startswith("norm_layer_bwd_h1024_"), name)
+        self.assertEqual(params[:2], [x.data_ptr(), g.data_ptr()])
+        self.assertEqual(params[4:6], [dx.data_ptr(), 5])
+
+    # QK-Norm: the prologue saves one rstd per head ([tokens, Hq + Hkv]);
+    # the backward is two per-head row kernels, q heads then k heads, each
+    # reading its columns of qkv and of the statistics and writing its
+    # columns of grad_qkv (v's are zero), each with its weight's sum.
+    def test_qk_norm_training(self):
+        qkv = self.rand(3, 48 * 128 + 64)[:, :48 * 128]
+        qw, kw = self.rand(128), self.rand(128)
+        q, k = norm_opt.qk_norm(qkv, 32, 8, qw, kw)
+        name, params = self.launch()
+        self.assertTrue(name.startswith("norm_qk_rms_d128_bf16_bf16_"), name)
+        rstd = params[5]
+        self.assertEqual(params[:5], [qkv.data_ptr(), qw.data_ptr(),
+                                      kw.data_ptr(), q.data_ptr(),
+                                      k.data_ptr()])
+        self.assertEqual(params[6:], [3, 48 * 128 + 64, 4096, 1024, 40])
+        gq = torch.randn(3, 32, 128).to(torch.bfloat16)
+        gk = torch.randn(3, 8, 128).to(torch.bfloat16)
+        dqkv, dqw, dkw = torch.autograd.grad((q, k), (qkv, qw, kw), (gq, gk))
+        (qname, qp), qsum, (kname, kp), ksum = self.launches(4)
+        self.assertTrue(qname.startswith("norm_rms_bwd_h4096_"), qname)
+        self.assertTrue(kname.startswith("norm_rms_bwd_h1024_"), kname)
+        # input (qkv's q or k columns), grad_output, weight, saved_rstd (its
+        # columns), grad_input (grad_qkv's columns), partials; rows; strides
+        # of input, grad_output, rstd, grad_input, partials.
+        self.assertEqual(qp[:5], [qkv.data_ptr(), gq.data_ptr(), qw.data_ptr(),
+                                  rstd, dqkv.data_ptr()])
+        self.assertEqual(qp[6:], [3, 48 * 128 + 64, 4096, 40, 48 * 128, 128])
+        self.assertEqual(kp[:5], [qkv.data_ptr() + 2 * 4096, gk.data_ptr(),
+                                  kw.data_ptr(), rstd + 4 * 32,
+                                  dqkv.data_ptr() + 2 * 4096])
+        self.assertEqual(kp[6:], [3, 48 * 128 + 64, 1024, 40, 48 * 128, 128])
+        self.assertColumnSum(qsum, qp[5], dqw, 128)
+        self.assertColumnSum(ksum, kp[5], dkw, 128)
+        self.assertEqual(dqkv.shape, qkv.shape)
+        self.assertTrue(bool((dqkv[:, 40 * 128:] == 0).all()),
+                        "v's columns got a gradient")
+        # Gemma 3: one key/value head (a plain row of 256), 1 + w. The op
+        # without k's gradient: one launch and its sum, k's columns and
+        # weight gradient zero.
+        qkv = self.rand(2, 6 * 256).detach()
+        qw, kw = self.rand(256).detach(), self.rand(256).detach()
+        q, k, mean, rstd = torch.ops.norm_opt.qk_norm(qkv, 4, 1, qw, kw, 1e-6,
+                                                      "rms", 1.0)
+        self.assertEqual((mean.numel(), rstd.shape), (0, (2, 5)))
+        before = self.fake.fakecuda_launch_count()
+        gq = torch.randn(2, 4, 256).to(q.dtype)
+        dqkv, dqw, dkw = torch.ops.norm_opt.qk_norm_backward(
+            qkv, gq, None, qw, kw, None, rstd, 4, 1, 1e-6, "rms", 1.0)
+        self.assertEqual(self.fake.fakecuda_launch_count(), before + 2)
+        (name, params), qsum = self.launches(2)
+        self.assertTrue(name.startswith("norm_rms_bwd_h1024_"), name)
+        self.assertEqual(params[:5], [qkv.data_ptr(), gq.data_ptr(),
+                                      qw.data_ptr(), rstd.data_ptr(),
+                                      dqkv.data_ptr()])
+        self.assertColumnSum(qsum, params[5], dqw, 256)
+        self.assertTrue(bool((dkw == 0).all()))
+        self.assertTrue(bool((dqkv[:, 4 * 256:] == 0).all()))
+        # k's alone: a row of one head, from its statistics' column 4.
+        dqkv, dqw, dkw = torch.ops.norm_opt.qk_norm_backward(
+            qkv, None, gq[:, :1], qw, kw, None, rstd, 4, 1, 1e-6, "rms", 1.0)
+        name, params = self.launches(2)[0]
+        self.assertTrue(name.startswith("norm_rms_bwd_h256_"), name)
+        self.assertEqual(params[3:5], [rstd.data_ptr() + 4 * 4,
+                                       dqkv.data_ptr() + 2 * 1024])
+        self.assertTrue(bool((dqw == 0).all()))
+        self.assertTrue(bool((dqkv[:, :1024] == 0).all()))
+        self.assertTrue(bool((dqkv[:, 5 * 256:] == 0).all()))
+
+    def test_training_errors(self):
+        x, w = self.rand(5, 4096), self.rand(4096)
+        cases = [
+            (lambda: norm_opt.rms_norm(x, w, out=torch.empty(5, 4096)),
+             RuntimeError, "out=, residual_out=, q_out= and k_out= are not "
+             "differentiable"),
+            (lambda: norm_opt.rms_norm(x.double(), None), TypeError,
+             "input: dtype torch.float64 is not supported"),
+            (lambda: norm_opt.rms_norm(x, self.rand(4095)), ValueError,
+             r"weight: expected shape \(4096,\), got \(4095,\)"),
+            (lambda: norm_opt.fused_add_rms_norm(x, x[:4], w), ValueError,
+             r"input and addend differ in shape: \(4, 4096\) and "
+             r"\(5, 4096\)"),
+            (lambda: torch.ops.norm_opt.row_norm(x, None, w, None, "l1", 1e-6),
+             ValueError, "kind: expected 'rms' or 'layer', got 'l1'"),
+            (lambda: torch.ops.norm_opt.row_norm(x, None, w, None, "rms", 1e-6,
+                                                 2.0),
+             ValueError, r"alpha \(2.0\) scales the input of a sum"),
+            (lambda: norm_opt.qk_norm(self.rand(3, 48 * 128), 32, 8,
+                                      q_weight=w[:128]), ValueError,
+             "both q_weight and k_weight"),
+            (lambda: torch.ops.norm_opt.row_norm_backward(
+                x, x, None, w, None, torch.empty(4, 1), "rms", 1e-6, 1.0, 0.0,
+                None, None), ValueError,
+             r"rstd: expected 5 rows of 1 saved statistics, got shape "
+             r"\(4, 1\)"),
+            (lambda: torch.ops.norm_opt.row_norm_backward(
+                x, x, None, w, None, torch.empty(5, 1).half(), "rms", 1e-6,
+                1.0, 0.0, None, None), TypeError, "rstd: expected the float32 "
+             "statistics the forward saved"),
+            # libnormjit's: rows longer than its backward kernels hold, at
+            # the backward.
+            (lambda: norm_opt.rms_norm(self.rand(2, 16384), None).sum()
+             .backward(), norm_opt.NormJitError, "h16384"),
+        ]
+        for call, error, message in cases:
+            with self.subTest(message=message):
+                self.assertRaisesRegex(error, message, call)
+        # Attention stays forward only.
+        q, k = self.rand(5, 4, 64), self.rand(5, 2, 64)
+        with self.assertRaisesRegex(RuntimeError, "forward only"):
+            norm_opt.attention(q, k, k)
+
+    # No rows: nothing launched, the parameters' gradients zero (sums over
+    # no rows).
+    def test_training_without_rows(self):
+        x, w, b = self.rand(0, 1024), self.rand(1024), self.rand(1024)
+        before = self.fake.fakecuda_launch_count()
+        y = norm_opt.layer_norm(x, w, b)
+        dx, dw, db = torch.autograd.grad(y, (x, w, b), torch.randn(0, 1024).to(
+            torch.bfloat16))
+        self.assertEqual(self.fake.fakecuda_launch_count(), before)
+        self.assertEqual(dx.shape, (0, 1024))
+        self.assertTrue(bool((dw == 0).all()) and bool((db == 0).all()))
+
+    # The training ops on meta tensors: their shape functions, never the
+    # driver, also through autograd.
+    def test_training_ops_without_running(self):
+        meta = lambda *shape, dtype=torch.bfloat16: torch.empty(
+            *shape, dtype=dtype, device="meta", requires_grad=True)
+        before = self.fake.fakecuda_launch_count()
+        x, r, w = meta(7, 4096), meta(7, 4096, dtype=torch.float32), meta(4096)
+        y, h = norm_opt.fused_add_rms_norm(x, r, w, alpha=2.0)
+        (y.float().sum() + h.sum()).backward()
+        self.assertEqual((x.grad.shape, x.grad.dtype, r.grad.dtype,
+                          w.grad.shape, x.grad.device.type),
+                         ((7, 4096), torch.bfloat16, torch.float32, (4096,),
+                          "meta"))
+        qkv = meta(9, 6 * 64)
+        q, k = norm_opt.qk_norm(qkv, 4, 1, meta(64), meta(64))
+        (q.sum() + k.sum()).backward()
+        self.assertEqual(qkv.grad.shape, (9, 6 * 64))
+        self.assertEqual(self.fake.fakecuda_launch_count(), before)
 
 
 if __name__ == "__main__":

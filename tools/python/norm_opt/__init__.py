@@ -17,6 +17,21 @@ its status and message. libnormjit.so is found through $NORMJIT_LIBRARY,
 beside this package, or by the dynamic loader (norm_opt.configure(library=)
 names another). `import norm_opt` needs no torch: the C API layer
 (norm_opt.capi: Context, Kernel, OpDesc) works on raw device addresses.
+
+Training (libnormjit API 6): the row norms and qk_norm are differentiable.
+When grad is enabled and an input requires grad (or under torch.compile)
+they run as torch.library ops, torch.ops.norm_opt.row_norm and qk_norm,
+whose forward kernels also save the f32 statistics (rstd, and the mean of
+LayerNorms) that their backward ops (row_norm_backward, qk_norm_backward:
+libnormjit's backward kernels, derived by normjit_op_desc_get_backward, with
+the weight and bias gradients summed in a fixed order, no atomics) read;
+registered with autograd, so torch.compile(fullgraph=True) traces forward
+and backward as these ops. out=, residual_out=, q_out= and k_out= are not
+differentiable (refused when autograd needs them); without grad the norms
+run one kernel that saves nothing. Attention and decode attention stay
+forward only. norm_opt.nn has drop-in modules: RMSNorm, LayerNorm (torch's
+constructor arguments and parameter names: their state dicts load) and
+FusedAddRMSNorm.
 """
 
 from norm_opt import _capi as capi
@@ -34,34 +49,39 @@ def _torch_layer():
     return _torch
 
 
-def rms_norm(input, weight=None, eps=None, *, out=None):
-    """input / sqrt(mean(input^2) + eps) * weight over the last dimension,
-    as F.rms_norm(input, (hidden,), weight, eps); eps None is
-    torch.finfo(input.dtype).eps, as there. Accumulates in float32."""
-    return _torch_layer().rms_norm(input, weight, eps, out=out)
+def rms_norm(input, weight=None, eps=None, *, out=None, weight_offset=0.0):
+    """input / sqrt(mean(input^2) + eps) * (weight + weight_offset) over the
+    last dimension, as F.rms_norm(input, (hidden,), weight, eps); eps None
+    is torch.finfo(input.dtype).eps, as there; weight_offset 1.0 is Gemma's
+    (1 + w). Accumulates in float32. Differentiable (see Training above)."""
+    return _torch_layer().rms_norm(input, weight, eps, out=out,
+                                   weight_offset=weight_offset)
 
 
 def layer_norm(input, weight=None, bias=None, eps=1e-5, *, out=None):
     """(input - mean) / sqrt(var + eps) * weight + bias over the last
-    dimension, as F.layer_norm(input, (hidden,), weight, bias, eps)."""
+    dimension, as F.layer_norm(input, (hidden,), weight, bias, eps).
+    Differentiable."""
     return _torch_layer().layer_norm(input, weight, bias, eps, out=out)
 
 
 def fused_add_rms_norm(x, residual, weight=None, eps=None, *, alpha=1.0,
-                       out=None, residual_out=None):
+                       out=None, residual_out=None, weight_offset=0.0):
     """One kernel for h = alpha * residual + x (rounded to residual's dtype,
-    as the unfused graph rounds it) and y = rms_norm(h, weight, eps) (in x's
-    dtype). Returns (y, h): h is the new residual stream. alpha != 1 is
-    DeepNorm's scaled residual."""
+    as the unfused graph rounds it) and y = rms_norm(h, weight, eps,
+    weight_offset) (in x's dtype). Returns (y, h): h is the new residual
+    stream. alpha != 1 is DeepNorm's scaled residual. Differentiable in x,
+    residual and weight (through both y and h)."""
     return _torch_layer().fused_add_rms_norm(
         x, residual, weight, eps, alpha=alpha, out=out,
-        residual_out=residual_out)
+        residual_out=residual_out, weight_offset=weight_offset)
 
 
 def fused_add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5, *,
                          alpha=1.0, out=None, residual_out=None):
     """fused_add_rms_norm with a LayerNorm: h = alpha * residual + x and
-    y = layer_norm(h, weight, bias, eps), one kernel. Returns (y, h)."""
+    y = layer_norm(h, weight, bias, eps), one kernel. Returns (y, h).
+    Differentiable."""
     return _torch_layer().fused_add_layer_norm(
         x, residual, weight, bias, eps, alpha=alpha, out=out,
         residual_out=residual_out)
@@ -74,7 +94,8 @@ def qk_norm(qkv, num_q_heads, num_kv_heads, q_weight=None, k_weight=None,
     D] (rows may be strided), q[..., Hq, D] and k[..., Hkv, D], each head
     RMS-normalized (L2 with l2=True, LayerNorm without bias with
     layer_norm=True) and scaled by its weight plus weight_offset (1.0:
-    Gemma 3's 1 + w)."""
+    Gemma 3's 1 + w). Differentiable in qkv (its q and k columns; v's get
+    zero) and the weights."""
     return _torch_layer().qk_norm(qkv, num_q_heads, num_kv_heads, q_weight,
                                   k_weight, eps, l2=l2, layer_norm=layer_norm,
                                   weight_offset=weight_offset, q_out=q_out,

@@ -61,6 +61,13 @@ OP_CAUSAL = 1 << 9
 OP_WRITE_LSE = 1 << 10
 OP_ROPE_POSITIONS = 1 << 11  # API 5: positions from the POSITIONS buffer
 OP_ROPE_TABLE = 1 << 12  # API 5: angles from the ROPE_TABLE buffer
+# API 6, training: a forward row norm or QK-Norm that also writes its saved
+# statistics (SAVED_RSTD, SAVED_MEAN); its backward (from
+# normjit_op_desc_get_backward, see backward_descs); heads sharing one
+# weight in a backward (QK-Norm's).
+OP_SAVE_STATS = 1 << 13
+OP_BACKWARD = 1 << 14
+OP_PER_HEAD_WEIGHT = 1 << 15
 
 # normjit_buffer (V, CU_SEQLENS, LSE: API 3; K_CACHE .. SEMAPHORES: API 4,
 # decode attention, whose WORKSPACE and SEMAPHORES are libnormjit's own)
@@ -69,12 +76,20 @@ RESIDUAL_OUT, QKV, Q_WEIGHT, K_WEIGHT, Q, K = range(8, 14)
 V, CU_SEQLENS, LSE = range(14, 17)
 K_CACHE, V_CACHE, CACHE_SEQLENS, WORKSPACE, SEMAPHORES = range(17, 22)
 POSITIONS, ROPE_TABLE = 22, 23  # API 5: rotary positions and cos/sin table
-NUM_BUFFERS = 24
+# API 6, training (the gradient partials are libnormjit's own: absent).
+GRAD_OUTPUT, RESIDUAL_GRAD, SAVED_MEAN, SAVED_RSTD = range(24, 28)
+GRAD_INPUT, ADDEND_GRAD = 28, 29
+WEIGHT_GRAD_PARTIALS, BIAS_GRAD_PARTIALS = 30, 31
+WEIGHT_GRAD, BIAS_GRAD = 32, 33
+NUM_BUFFERS = 34
 # The tensors of an API 1 / 2 normjit_launch_args: launch arguments of row
 # kernels keep that size, so they work with older libraries too; those of
-# prefill attention the API 3 size (17 tensors).
+# prefill attention the API 3 size (17 tensors), those of decode and rope
+# tables API 5's (24 tensors, then cache_rows and rope_table_rows), those
+# of training API 6's (34 tensors, then the same two counts).
 NUM_BUFFERS_V1 = 14
 NUM_BUFFERS_V3 = 17
+NUM_BUFFERS_V5 = 24
 
 # normjit_context_options.flags and normjit_kernel_create flags
 CONTEXT_NO_TUNING = 1 << 0
@@ -128,13 +143,27 @@ class _Tensor(ctypes.Structure):
                 ("row_stride", ctypes.c_int64)]
 
 
+def _launch_args_fields(tensors: int):
+    return [("struct_size", ctypes.c_uint32), ("reserved", ctypes.c_uint32),
+            ("tensors", _Tensor * tensors),
+            # API 4: the rows of the KV caches (decode attention).
+            ("cache_rows", ctypes.c_int64),
+            # API 5: the rows of the rope table.
+            ("rope_table_rows", ctypes.c_int64)]
+
+
 class _LaunchArgs(ctypes.Structure):
-    _fields_ = [("struct_size", ctypes.c_uint32), ("reserved", ctypes.c_uint32),
-                ("tensors", _Tensor * NUM_BUFFERS),
-                # API 4: the rows of the KV caches (decode attention).
-                ("cache_rows", ctypes.c_int64),
-                # API 5: the rows of the rope table.
-                ("rope_table_rows", ctypes.c_int64)]
+    """normjit_launch_args of API 6 (34 tensors, cache_rows,
+    rope_table_rows); its prefixes of 14 and 17 tensors are the API 1 and
+    API 3 layouts."""
+    _fields_ = _launch_args_fields(NUM_BUFFERS)
+
+
+class _LaunchArgsV5(ctypes.Structure):
+    """normjit_launch_args of API 5: 24 tensors, then cache_rows and
+    rope_table_rows (which API 6 moved behind its 34 tensors, so this is no
+    prefix of _LaunchArgs)."""
+    _fields_ = _launch_args_fields(NUM_BUFFERS_V5)
 
 
 class _ContextOptions(ctypes.Structure):
@@ -256,6 +285,10 @@ class OpDesc(NamedTuple):
                 size = max(size, field.offset + field.size)
         return _OpDesc(struct_size=size, **self._asdict())
 
+    @staticmethod
+    def _from_c(desc: _OpDesc) -> "OpDesc":
+        return OpDesc(**{name: getattr(desc, name) for name in OpDesc._fields})
+
 
 #===------------------------------------------------------------------------===#
 # The library
@@ -272,9 +305,9 @@ _SIGNATURES = {
         ctypes.c_void_p, ctypes.POINTER(_OpDesc), ctypes.c_uint32,
         ctypes.POINTER(ctypes.c_void_p)]),
     "normjit_kernel_destroy": (None, [ctypes.c_void_p]),
+    # The launch arguments are a _LaunchArgs or a _LaunchArgsV5.
     "normjit_kernel_launch": (ctypes.c_int, [
-        ctypes.c_void_p, ctypes.POINTER(_LaunchArgs), ctypes.c_int64,
-        ctypes.c_void_p]),
+        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]),
     "normjit_kernel_get_config": (ctypes.c_int, [
         ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(_LaunchConfig)]),
     "normjit_context_write_bundle": (ctypes.c_int, [
@@ -301,6 +334,10 @@ _OPTIONAL_SIGNATURES = {
     "normjit_kernel_get_tuning2": (ctypes.c_int, [
         ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(_TuningInfo),
         ctypes.POINTER(_Candidate2), ctypes.c_size_t]),
+    # API 6.
+    "normjit_op_desc_get_backward": (ctypes.c_int, [
+        ctypes.POINTER(_OpDesc), ctypes.POINTER(_OpDesc), ctypes.c_size_t,
+        ctypes.POINTER(ctypes.c_size_t)]),
 }
 
 
@@ -354,6 +391,28 @@ class Library:
                 ERROR_UNSUPPORTED, "unsupported",
                 f"{self.path} has no {name}: build a newer libnormjit")
         return getattr(self.dll, name)
+
+    def backward_descs(self, forward: OpDesc) -> Tuple[OpDesc, ...]:
+        """The backward operations of the forward operation `forward`, in
+        launch order, as libnormjit derives them
+        (normjit_op_desc_get_backward, API 6): a row norm's one, the
+        QK-Norm prologue's q heads' then k heads' (OP_PER_HEAD_WEIGHT where
+        several heads share a weight). NormJitError (INVALID_ARGUMENT, with
+        the library's reason) when it has none."""
+        get = self.require("normjit_op_desc_get_backward")
+        c_forward = forward._to_c()
+        # The backward descs are written at forward.struct_size strides:
+        # the whole struct, so that an array of _OpDesc steps right.
+        c_forward.struct_size = ctypes.sizeof(_OpDesc)
+        capacity = 4
+        while True:
+            descs = (_OpDesc * capacity)()
+            count = ctypes.c_size_t()
+            self.check(get(ctypes.byref(c_forward), descs, capacity,
+                           ctypes.byref(count)))
+            if count.value <= capacity:
+                return tuple(OpDesc._from_c(d) for d in descs[:count.value])
+            capacity = count.value
 
 
 def _candidate_paths() -> List[str]:
@@ -414,33 +473,40 @@ class Buffer(NamedTuple):
 
 
 def make_launch_args(buffers: Dict[int, Buffer], cache_rows: int = 0,
-                     rope_table_rows: int = 0) -> _LaunchArgs:
+                     rope_table_rows: int = 0):
     """normjit_launch_args for {slot: Buffer}; reusable across launches.
     Its struct_size is the oldest layout that holds the buffers: API 1's (14
     tensors) for row kernels, API 3's (17) for attention, API 5's (24
     tensors, cache_rows, the rows of decode's KV caches, and
-    rope_table_rows) for decode and rope tables, so that every libnormjit
-    that has the buffers reads it (API 4's decode layout is the C
-    header's business: this layer ships with its library)."""
-    args = _LaunchArgs()
+    rope_table_rows; a _LaunchArgsV5) for decode and rope tables, API 6's
+    (34 tensors, then the two counts; a _LaunchArgs) only for the training
+    buffers (slots 24 and up), so that every libnormjit that has the
+    buffers reads it (API 4's decode layout is the C header's business:
+    this layer ships with its library)."""
     for name, count in (("cache_rows", cache_rows),
                         ("rope_table_rows", rope_table_rows)):
         if count < 0:
             raise ValueError(f"{name}: expected a row count, got {count}")
-    if (cache_rows or rope_table_rows or
-            any(slot >= NUM_BUFFERS_V3 for slot in buffers)):
+    for slot in buffers:
+        if not 0 <= slot < NUM_BUFFERS:
+            raise ValueError(f"unknown buffer slot {slot}")
+    if any(slot >= NUM_BUFFERS_V5 for slot in buffers):
+        args = _LaunchArgs()
         args.struct_size = ctypes.sizeof(_LaunchArgs)
-        args.cache_rows = cache_rows
-        args.rope_table_rows = rope_table_rows
+    elif (cache_rows or rope_table_rows or
+            any(slot >= NUM_BUFFERS_V3 for slot in buffers)):
+        args = _LaunchArgsV5()
+        args.struct_size = ctypes.sizeof(_LaunchArgsV5)
     else:
+        args = _LaunchArgs()
         tensors = (NUM_BUFFERS_V3 if any(slot >= NUM_BUFFERS_V1
                                          for slot in buffers)
                    else NUM_BUFFERS_V1)
         args.struct_size = (_LaunchArgs.tensors.offset +
                             tensors * ctypes.sizeof(_Tensor))
+    args.cache_rows = cache_rows
+    args.rope_table_rows = rope_table_rows
     for slot, buffer in buffers.items():
-        if not 0 <= slot < NUM_BUFFERS:
-            raise ValueError(f"unknown buffer slot {slot}")
         if buffer.dtype not in DTYPE_NAMES:
             raise ValueError(f"unknown dtype {buffer.dtype}")
         args.tensors[slot] = _Tensor(buffer.address or None, buffer.dtype, 0,
@@ -481,7 +547,10 @@ class Kernel(_Handle):
     def launch(self, args: _LaunchArgs, rows: int, stream: int = 0) -> None:
         """Enqueues the kernel on `stream` (a CUstream handle; 0: the legacy
         default stream). Asynchronous; capturable in CUDA graphs."""
-        status = self._launch(self._handle, ctypes.byref(args), rows,
+        if not isinstance(args, (_LaunchArgs, _LaunchArgsV5)):
+            raise TypeError("launch arguments come from make_launch_args, "
+                            f"got {type(args).__name__}")
+        status = self._launch(self._handle, ctypes.addressof(args), rows,
                               stream or None)
         if status != SUCCESS:
             self._library.check(status)
@@ -585,6 +654,10 @@ class Context(_Handle):
                             ctypes.byref(c_config), flags, ctypes.byref(handle))
         self.library.check(status)
         return Kernel(self.library, handle, desc)
+
+    def backward_descs(self, forward: OpDesc) -> Tuple[OpDesc, ...]:
+        """The backward operations of `forward` (Library.backward_descs)."""
+        return self.library.backward_descs(forward)
 
     def write_bundle(self, descs: Iterable[OpDesc], path: str) -> None:
         """Writes a kernel bundle of the operations (tuning them first)."""

@@ -3,7 +3,7 @@ device, made at first use with the options of configure(); kernels cached
 per (device, operation, fixed configuration). Needs no torch."""
 
 import threading
-from typing import Dict, Optional, Sequence
+from typing import Dict, Optional, Sequence, Tuple
 
 from norm_opt import _capi
 from norm_opt._capi import LaunchConfig, OpDesc
@@ -13,6 +13,7 @@ _settings = {"bundles": (), "cache_dir": None, "tuning": True,
              "library": None, "log_level": -1, "driver_library": None}
 _contexts: Dict[int, _capi.Context] = {}
 _kernels: Dict[tuple, _capi.Kernel] = {}
+_backward_descs: Dict[tuple, Tuple[OpDesc, ...]] = {}
 
 
 def configure(*, bundles: Optional[Sequence[str]] = None,
@@ -37,6 +38,7 @@ def configure(*, bundles: Optional[Sequence[str]] = None,
         if driver_library is not None:
             _settings["driver_library"] = driver_library
         _kernels.clear()
+        _backward_descs.clear()
         for context in _contexts.values():
             context.close()
         _contexts.clear()
@@ -72,3 +74,15 @@ def get_kernel(device: int, desc: OpDesc,
         with _lock:
             kernel = _kernels.setdefault(key, kernel)
     return kernel
+
+
+def get_backward_descs(device: int, forward: OpDesc) -> Tuple[OpDesc, ...]:
+    """The backward operations of `forward` as the library of `device`'s
+    context derives them (normjit_op_desc_get_backward), cached."""
+    key = (device, forward)
+    descs = _backward_descs.get(key)
+    if descs is None:
+        descs = get_context(device).backward_descs(forward)
+        with _lock:
+            descs = _backward_descs.setdefault(key, descs)
+    return descs

@@ -133,10 +133,15 @@ def prepare_row_norm(kind: int, input: torch.Tensor,
                      out: Optional[torch.Tensor] = None,
                      residual_out: Optional[torch.Tensor] = None,
                      out_dtype: Optional[torch.dtype] = None,
-                     names: Tuple[str, str] = ("input", "addend")) -> Call:
-    """A fused-row launch: y = norm(alpha * input + addend) * weight + bias
-    over the last dimension, and with an addend also the sum (in input's
-    dtype) as the new residual. `names` name input and addend in errors."""
+                     names: Tuple[str, str] = ("input", "addend"),
+                     weight_offset: float = 0.0,
+                     save_stats: bool = False) -> Call:
+    """A fused-row launch: y = norm(alpha * input + addend) * (weight +
+    weight_offset) + bias over the last dimension, and with an addend also
+    the sum (in input's dtype) as the new residual. `names` name input and
+    addend in errors. With save_stats (API 6) also the f32 statistics its
+    backward reads, [..., 1] each: outputs (y[, residual][, mean], rstd),
+    the mean for a LayerNorm only."""
     hidden = input.size(-1) if input.dim() else 0
     device = _device(input, addend, weight, bias, out, residual_out)
     input_type = _dtype(input, names[0])
@@ -176,13 +181,31 @@ def prepare_row_norm(kind: int, input: torch.Tensor,
     if not (y.is_contiguous() and (len(outputs) == 1 or
                                    outputs[1].is_contiguous())):
         raise ValueError("outputs must be contiguous")
+    if save_stats:
+        outputs += _add_saved_stats(buffers, kind == _capi.OP_LAYER_NORM,
+                                    tuple(input.shape[:-1]) + (1,), input)
+        flags |= _capi.OP_SAVE_STATS
     desc = OpDesc(kind=kind, hidden=hidden, input_type=input_type,
                   output_type=output_type,
                   param_type=param_type,
                   addend_type=addend_type, flags=flags, eps=float(eps),
-                  alpha=float(alpha))
+                  alpha=float(alpha), weight_offset=float(weight_offset))
     return Call(device, desc, _capi.make_launch_args(buffers), rows,
                 tuple(outputs), tuple(keep))
+
+
+def _add_saved_stats(buffers, mean: bool, shape, like: torch.Tensor):
+    """Fresh f32 saved statistics of `shape` (a row of one per group or
+    head for each token) as the SAVED_MEAN (with `mean`) and SAVED_RSTD
+    buffers of a forward launch; returns them, mean first."""
+    cols = shape[-1]
+    stats = []
+    for slot, present in ((_capi.SAVED_MEAN, mean), (_capi.SAVED_RSTD, True)):
+        if present:
+            t = torch.empty(shape, dtype=torch.float32, device=like.device)
+            buffers[slot] = Buffer(t.data_ptr(), _capi.F32, cols, cols)
+            stats.append(t)
+    return stats
 
 
 def _add_qk_weights(buffers, keep, q_weight: Optional[torch.Tensor],
@@ -204,11 +227,15 @@ def prepare_qk_norm(qkv: torch.Tensor, num_q_heads: int, num_kv_heads: int,
                     weight_offset: float = 0.0,
                     out_dtype: Optional[torch.dtype] = None,
                     q_out: Optional[torch.Tensor] = None,
-                    k_out: Optional[torch.Tensor] = None) -> Call:
+                    k_out: Optional[torch.Tensor] = None,
+                    save_stats: bool = False) -> Call:
     """The QK-Norm prologue: per-head norms of q and k read from a packed
     [..., (Hq + 2 Hkv) * D] projection (rows may be strided): RMSNorm, L2
     (l2=True) or LayerNorm without bias (layer_norm=True), the weights
-    shifted by weight_offset (1.0: Gemma 3's 1 + w)."""
+    shifted by weight_offset (1.0: Gemma 3's 1 + w). With save_stats (API
+    6) also the f32 statistics of each head, [..., Hq + Hkv] (q heads,
+    then k heads): outputs (q, k[, mean], rstd), the mean for LayerNorm
+    heads only."""
     if l2 and layer_norm:
         raise ValueError("l2 and layer_norm exclude each other")
     heads = num_q_heads + 2 * num_kv_heads
@@ -242,13 +269,18 @@ def prepare_qk_norm(qkv: torch.Tensor, num_q_heads: int, num_kv_heads: int,
     flags = (_capi.OP_QK_L2 if l2 else 0) | (
         _capi.OP_QK_MEAN_VAR if layer_norm else 0) | _add_qk_weights(
             buffers, keep, q_weight, k_weight, head_dim)
+    outputs = [q, k]
+    if save_stats:
+        outputs += _add_saved_stats(buffers, layer_norm, lead + (
+            num_q_heads + num_kv_heads,), qkv)
+        flags |= _capi.OP_SAVE_STATS
     desc = OpDesc(kind=_capi.OP_QK_NORM, hidden=head_dim,
                   input_type=input_type, output_type=_dtype(q, "q"),
                   param_type=param_type, flags=flags,
                   eps=float(eps), weight_offset=float(weight_offset),
                   num_q_heads=num_q_heads, num_kv_heads=num_kv_heads)
-    return Call(device, desc, _capi.make_launch_args(buffers), tokens, (q, k),
-                tuple(keep))
+    return Call(device, desc, _capi.make_launch_args(buffers), tokens,
+                tuple(outputs), tuple(keep))
 
 
 def run(call: Call, config: Optional[LaunchConfig] = None,
@@ -268,41 +300,70 @@ def _default_eps(input: torch.Tensor, eps: Optional[float]) -> float:
     return torch.finfo(input.dtype).eps if eps is None else eps
 
 
-def rms_norm(input, weight=None, eps=None, *, out=None):
-    return run(prepare_row_norm(_capi.OP_RMS_NORM, input, weight, None,
-                                _default_eps(input, eps), out=out))[0]
+# The row norms and QK-Norm below run one launch here (nothing saved) unless
+# autograd needs them (grad enabled and an input requiring grad) or
+# torch.compile traces them: then the torch.library ops of _train, which
+# save the statistics and have a backward.
+
+
+def rms_norm(input, weight=None, eps=None, *, out=None, weight_offset=0.0):
+    eps = _default_eps(input, eps)
+    if _train.use_ops(out is not None, input, weight):
+        return _train.row_norm("rms", input, None, weight, None, eps, 1.0,
+                               weight_offset)[0]
+    return run(prepare_row_norm(_capi.OP_RMS_NORM, input, weight, None, eps,
+                                out=out, weight_offset=weight_offset))[0]
 
 
 def layer_norm(input, weight=None, bias=None, eps=1e-5, *, out=None):
+    if _train.use_ops(out is not None, input, weight, bias):
+        return _train.row_norm("layer", input, None, weight, bias, eps)[0]
     return run(prepare_row_norm(_capi.OP_LAYER_NORM, input, weight, bias, eps,
                                 out=out))[0]
 
 
 def fused_add_rms_norm(x, residual, weight=None, eps=None, *, alpha=1.0,
-                       out=None, residual_out=None):
+                       out=None, residual_out=None, weight_offset=0.0):
+    eps = _default_eps(x, eps)
+    if _train.use_ops(out is not None or residual_out is not None, x,
+                      residual, weight):
+        return _train.row_norm("rms", residual, x, weight, None, eps, alpha,
+                               weight_offset)[:2]
     return run(_prepare_add_norm(_capi.OP_RMS_NORM, x, residual, weight, None,
-                                 _default_eps(x, eps), alpha, out,
-                                 residual_out))
+                                 eps, alpha, out, residual_out,
+                                 weight_offset))
 
 
 def fused_add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5, *,
                          alpha=1.0, out=None, residual_out=None):
+    if _train.use_ops(out is not None or residual_out is not None, x,
+                      residual, weight, bias):
+        return _train.row_norm("layer", residual, x, weight, bias, eps,
+                               alpha)[:2]
     return run(_prepare_add_norm(_capi.OP_LAYER_NORM, x, residual, weight,
                                  bias, eps, alpha, out, residual_out))
 
 
 def _prepare_add_norm(kind, x, residual, weight, bias, eps, alpha, out,
-                      residual_out) -> Call:
+                      residual_out, weight_offset=0.0) -> Call:
     # The residual stream is the input (scaled by alpha), x the addend: the
     # sum keeps the residual's dtype, y takes x's.
     return prepare_row_norm(kind, residual, weight, bias, eps, addend=x,
                             alpha=alpha, out=out, residual_out=residual_out,
-                            out_dtype=x.dtype, names=("residual", "x"))
+                            out_dtype=x.dtype, names=("residual", "x"),
+                            weight_offset=weight_offset)
 
 
 def qk_norm(qkv, num_q_heads, num_kv_heads, q_weight=None, k_weight=None,
             eps=1e-6, *, l2=False, layer_norm=False, weight_offset=0.0,
             q_out=None, k_out=None):
+    if _train.use_ops(q_out is not None or k_out is not None, qkv, q_weight,
+                      k_weight):
+        if l2 and layer_norm:
+            raise ValueError("l2 and layer_norm exclude each other")
+        kind = "l2" if l2 else "layer" if layer_norm else "rms"
+        return _train.qk_norm(qkv, num_q_heads, num_kv_heads, q_weight,
+                              k_weight, eps, kind, weight_offset)[:2]
     return run(prepare_qk_norm(qkv, num_q_heads, num_kv_heads, q_weight,
                                k_weight, eps, l2=l2, layer_norm=layer_norm,
                                weight_offset=weight_offset, q_out=q_out,
@@ -808,3 +869,8 @@ def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens,
         None if head_dim is None else int(head_dim), rope,
         None if rotary_dim is None else int(rotary_dim), float(rope_theta),
         positions, cos_sin_cache)
+
+
+# The training ops (torch.ops.norm_opt.row_norm, qk_norm and their
+# backwards) use this module's helpers.
+from norm_opt import _train  # noqa: E402
