@@ -275,8 +275,8 @@ typedef enum normjit_rope {
  *                   other buffer.
  * GroupNorm's backward is not implemented, nor rows whose backward does
  * not fit the registers of a CTA (RMSNorm bf16 up to 8192 elements,
- * LayerNorm f32 with bias 6144): INVALID_ARGUMENT at kernel creation, with
- * a message saying which. With
+ * LayerNorm f32 with bias 6144): UNSUPPORTED at kernel creation (and from
+ * normjit_op_desc_get_backward for GroupNorm), with a message. With
  * NORMJIT_OP_PER_HEAD_WEIGHT the groups are heads of head_dim = hidden /
  * groups sharing one weight of head_dim elements: the backward of the
  * QK-Norm prologue, one launch for the q heads (input: q's columns of qkv,

@@ -178,12 +178,14 @@ Status norm::verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch,
   for (int64_t threads : {256, 512, 1024})
     most = std::max(most, threads * getMaxElementsPerThread(
                                         spec, threads, getMaxVector(spec)));
+  // A valid operation this kernel cannot hold: Unsupported.
   if (length > most)
-    return Status::invalid("rows of " + std::to_string(length) +
-                           " elements do not fit in the registers of one CTA "
-                           "(at most " + std::to_string(most) +
-                           "), where this kernel keeps them; such rows are "
-                           "not supported");
+    return Status::error(ErrorCode::Unsupported,
+                         "rows of " + std::to_string(length) +
+                             " elements do not fit in the registers of one "
+                             "CTA (at most " + std::to_string(most) +
+                             "), where this kernel keeps them; such rows "
+                             "are not supported");
   return Status::invalid(
       "launch configuration keeps " +
       std::to_string(getElementsPerThread(spec, launch)) +
