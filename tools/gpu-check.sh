@@ -6,6 +6,7 @@
 #
 #   bash tools/gpu-check.sh [--budget-s 380] [--out DIR] [--quick] [--dry-run]
 #                           [--skip step,...] [--attention-s 120] [--decode-s 90]
+#                           [--backward-s 120]
 #
 # Steps (each logged, each under a time limit that leaves the benchmark at
 # least --bench-min-s; a failing step does not stop the others):
@@ -17,6 +18,9 @@
 #   tools       normjit-example, norm-tune (tuned bundle), normjit-bench
 #   torch       test/GPU/python/test_torch.py: norm_opt vs float64 and torch
 #               (with test_torch_ops.py: the torch.library ops, torch.compile)
+#   training    test/GPU/python/test_torch_train.py (forward + backward vs
+#               float64 and torch autograd), then tools/norm-bench/
+#               train_check.py (a tiny decoder, torch's modules vs norm_opt's)
 #   memcheck    compute-sanitizer memcheck / racecheck / synccheck /
 #   racecheck   initcheck on normjit-gpu-check --quick (the last two only
 #   synccheck   when the budget allows)
@@ -29,10 +33,13 @@
 #               without torch's CUDA or the compiler in libnormjit
 #   decode      tools/norm-bench/decode_bench.py (decode attention) with at
 #               most --decode-s; skipped as attention is (under 45 s left)
+#   backward    tools/norm-bench/backward_bench.py (the norms' backward for
+#               training) with at most --backward-s; skipped as attention is
+#               (under 60 s left)
 # Writes to $OUT (or --out): summary.txt, checks.json, bench-results.json,
-# attention-results.json, decode-results.json, RESULTS.md, tuned.njb,
-# logs.tar.gz. Prints the summary and short tables last. Exit status: 0
-# when every step that ran passed.
+# attention-results.json, decode-results.json, backward-results.json,
+# RESULTS.md, tuned.njb, logs.tar.gz. Prints the summary and short tables
+# last. Exit status: 0 when every step that ran passed.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$PWD
@@ -43,6 +50,8 @@ attention_s=120
 attention_min=60
 decode_s=90
 decode_min=45
+backward_s=120
+backward_min=60
 quick=0
 dry_run=0
 skip=","
@@ -55,12 +64,13 @@ while [ $# -gt 0 ]; do
     --bench-max-s) bench_max=$2; shift 2 ;;
     --attention-s) attention_s=$2; shift 2 ;;
     --decode-s) decode_s=$2; shift 2 ;;
+    --backward-s) backward_s=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --carry) carry=$2; shift 2 ;;
     --quick) quick=1; shift ;;
     --dry-run) dry_run=1; shift ;;
     --skip) skip=",$2,"; shift 2 ;;
-    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
     *) echo "gpu-check.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -242,6 +252,18 @@ if ! skipped torch && [ $static_ok = 1 ]; then
   verdict torch $status "^(Ran |OK|FAILED)"
 fi
 
+# training: the torch ops' forward and backward against float64, then a
+# tiny decoder trained with torch's modules and with norm_opt's.
+run_training() {
+  env NORM_REQUIRE_GPU=1 python3 "$root/test/GPU/python/test_torch_train.py" -v &&
+    python3 "$root/tools/norm-bench/train_check.py"
+}
+export -f run_training
+if ! skipped training && [ $static_ok = 1 ]; then
+  step training 120 run_training
+  verdict training $status "^(Ran |OK|FAILED)|^train_check"
+fi
+
 # sanitizers -------------------------------------------------------------------------
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1 || true)
 for tool in memcheck racecheck synccheck initcheck; do
@@ -324,15 +346,23 @@ if ! skipped decode && [ "$decode_s" -gt 0 ]; then
 else
   run_decode=0
 fi
+if ! skipped backward && [ "$backward_s" -gt 0 ]; then
+  run_backward=1
+else
+  run_backward=0
+fi
 if ! skipped bench; then
   left=$(( budget - $(elapsed) - 15 ))
-  # The attention benchmarks' shares (prefill, then decode), each where this
-  # one keeps its minimum.
+  # The torch benchmarks' shares (prefill, decode, then backward), each where
+  # this one keeps its minimum.
   if [ $run_attention = 1 ] && [ $(( left - attention_s )) -ge "$bench_min" ]; then
     left=$(( left - attention_s ))
   fi
   if [ $run_decode = 1 ] && [ $(( left - decode_s )) -ge "$bench_min" ]; then
     left=$(( left - decode_s ))
+  fi
+  if [ $run_backward = 1 ] && [ $(( left - backward_s )) -ge "$bench_min" ]; then
+    left=$(( left - backward_s ))
   fi
   bench_budget=$(( left < bench_max ? left : bench_max ))
   bench_args=(--out "$out/bench-results.json" --markdown "$out/RESULTS.md"
@@ -362,10 +392,11 @@ if ! skipped bench; then
   verdict bench $status "points on|stopped at"
 fi
 
-# attention, decode -----------------------------------------------------------------
+# attention, decode, backward --------------------------------------------------------
 # torch_bench NAME SCRIPT SHARE MINIMUM SUCCESS-PATTERN: a torch benchmark of
-# attention kernels (built here: they need the compiler) with at most SHARE
-# seconds, skipped under MINIMUM; results to $out/NAME-results.json.
+# kernels built here (attention, backward: they need the compiler) with at
+# most SHARE seconds, skipped under MINIMUM; results to
+# $out/NAME-results.json.
 torch_bench() {
   local name=$1 script=$2 share=$3 minimum=$4 pattern=$5 left budget_s
   left=$(( budget - $(elapsed) - 15 ))
@@ -377,7 +408,7 @@ torch_bench() {
     echo "[dry-run] $name (budget ${budget_s} s): python3 tools/norm-bench/$script ${args[*]}"
     python3 "$root/tools/norm-bench/$script" --dry-run "${args[@]}" | sed -n 1p
   elif [ $static_ok = 0 ]; then
-    record "$name" SKIP "no libnormjit with the compiler (attention kernels are built here)"
+    record "$name" SKIP "no libnormjit with the compiler (its kernels are built here)"
   elif [ "$budget_s" -lt "$minimum" ]; then
     record "$name" SKIP "no time left in the budget (${budget_s} s)"
   elif ! python3 -c "import sys, torch, norm_opt; sys.exit(not torch.cuda.is_available())" \
@@ -399,6 +430,10 @@ if [ $run_decode = 1 ]; then
   torch_bench decode decode_bench.py "$decode_s" "$decode_min" \
     "faster than eager|of copy bandwidth|stopped at"
 fi
+if [ $run_backward = 1 ]; then
+  torch_bench backward backward_bench.py "$backward_s" "$backward_min" \
+    "kernels within tolerance|faster than triton|stopped at"
+fi
 
 # Results ------------------------------------------------------------------------------
 if [ $dry_run = 0 ]; then
@@ -410,7 +445,7 @@ if [ $dry_run = 0 ]; then
   tar -C "$work" -czf "$out/logs.tar.gz" logs
   echo
   echo "=== logs (tails) ==="
-  for log in gpu-check torch memcheck racecheck bench attention decode; do
+  for log in gpu-check torch memcheck racecheck bench attention decode backward; do
     [ -f "$logs/$log.log" ] && grep -qE "FAIL|ERROR|Error|error" "$logs/$log.log" &&
       { echo "--- $log"; grep -E "FAIL|ERROR|Error|error" "$logs/$log.log" | head -4 | cut -c1-160; }
   done
@@ -422,6 +457,8 @@ if [ $dry_run = 0 ]; then
     report_args+=(--attention "$out/attention-results.json")
   [ -f "$out/decode-results.json" ] &&
     report_args+=(--decode "$out/decode-results.json")
+  [ -f "$out/backward-results.json" ] &&
+    report_args+=(--backward "$out/backward-results.json")
   if [ ${#report_args[@]} -gt 0 ]; then
     python3 "$root/tools/norm-bench/report.py" "${report_args[@]}" --short \
       --checks "$work/checks.json" --markdown "$out/RESULTS.md" || true

@@ -5,6 +5,7 @@
     report.py results.json --markdown RESULTS.md [--checks checks.json]
     report.py [results.json] --attention attention.json [--markdown F]
     report.py [results.json] [--attention F] --decode decode.json [--markdown F]
+    report.py [results.json] [...] --backward backward.json [--markdown F]
 
 Needs no torch and no GPU: the device run writes the JSON, this turns it
 into the table printed at the end of the run and into RESULTS.md. Every
@@ -23,7 +24,10 @@ torch.compile, then than SDPA alone, in the same run). Decode attention
 (decode_bench.py): times in microseconds, "BW/copy" as above over the bytes
 of one step, "<anchor>/ours", and the targets (at least 1.2x faster than
 the unfused eager step; at least 80% of copy bandwidth at cache lengths of
-8K and more).
+8K and more). Backward (backward_bench.py): times in microseconds,
+"BW/copy" over the bytes the backward must move, "<anchor>/ours", and the
+targets (at least 90% of copy bandwidth, 85% for the per-head QK-Norm; at
+least 1.2x faster than torch.compile's backward and than the Triton one).
 """
 
 import argparse
@@ -283,11 +287,16 @@ def summarize_attention(results: dict) -> List[str]:
     return lines
 
 
-def format_attention_console(results: dict) -> str:
-    rows = [ATTENTION_HEADER] + [_attention_row(p)
-                                 for p in results.get("points", [])]
-    out = _text_table(rows, 1) + [""] + summarize_attention(results)
+def _format_console(results: dict, header, row, summarize) -> str:
+    """One table of a results file's points and its summary lines."""
+    rows = [header] + [row(p) for p in results.get("points", [])]
+    out = _text_table(rows, 1) + [""] + summarize(results)
     return "\n".join(out) + "\n"
+
+
+def format_attention_console(results: dict) -> str:
+    return _format_console(results, ATTENTION_HEADER, _attention_row,
+                           summarize_attention)
 
 
 def attention_markdown(results: dict) -> List[str]:
@@ -448,10 +457,7 @@ def summarize_decode(results: dict) -> List[str]:
 
 
 def format_decode_console(results: dict) -> str:
-    rows = [DECODE_HEADER] + [_decode_row(p)
-                              for p in results.get("points", [])]
-    out = _text_table(rows, 1) + [""] + summarize_decode(results)
-    return "\n".join(out) + "\n"
+    return _format_console(results, DECODE_HEADER, _decode_row, summarize_decode)
 
 
 def decode_markdown(results: dict) -> List[str]:
@@ -518,6 +524,247 @@ def decode_markdown(results: dict) -> List[str]:
     return out
 
 
+#===------------------------------------------------------------------------===#
+# Backward (backward_bench.py's results)
+#===------------------------------------------------------------------------===#
+
+BACKWARD_SCHEMA = "backward/1"
+BACKWARD_ANCHORS = ("copy", "triton", "eager", "compile")
+BACKWARD_IMPLS = ("ours", "triton", "eager", "compile")   # checked
+BACKWARD_OPS = {
+    "rms": "RMSNorm (weight; eager: HF's LlamaRMSNorm)",
+    "add_rms": "fused residual add + RMSNorm (dx = dr from dy and the "
+               "residual stream's gradient dh; dweight)",
+    "layer": "LayerNorm (weight and bias)",
+    "qk": "QK-Norm per head (packed qkv, q and k heads of 128, weights; "
+          "rows are tokens)",
+}
+# The issue's targets ([3/5] Training), at every measured point: ours at
+# >= 90% of copy bandwidth (the per-head QK-Norm 85%) and >= 1.2x faster
+# than torch.compile's backward and than the Triton one.
+BACKWARD_BANDWIDTH = 0.90
+BACKWARD_QK_BANDWIDTH = 0.85
+BACKWARD_SPEEDUP = 1.2
+BACKWARD_SPEEDUP_OVER = ("compile", "triton")
+# |g - ref| <= ulps * ulp(ref) + magnitude * m, per dtype.
+BACKWARD_TOLERANCE = {"bf16": (2, 2.0 ** -7)}
+BACKWARD_TOLERANCE_TEXT = (
+    "bf16: |g - ref| <= 2 ulp_bf16(ref) + 2^-7 m, m the size of ref's "
+    "terms (dx: rstd (|g_i| + |xhat_i| mean|g xhat| [+ mean|g|]) "
+    "[+ |dh_i|], g = dy w; dw: sum |dy xhat|; db: sum |dy|)")
+_BACKWARD_TIMES = ("ours", "copy", "triton", "eager", "compile")
+_BACKWARD_RATIOS = ("triton", "eager", "compile")
+BACKWARD_HEADER = (["point"] + [f"{n} us" for n in _BACKWARD_TIMES]
+                   + ["BW/copy"] + [f"{a}/ours" for a in _BACKWARD_RATIOS]
+                   + [f">= {BACKWARD_BANDWIDTH:.0%} copy (qk "
+                      f"{BACKWARD_QK_BANDWIDTH:.0%})"]
+                   + [f">= {BACKWARD_SPEEDUP}x {a}"
+                      for a in BACKWARD_SPEEDUP_OVER] + ["notes"])
+
+
+def backward_label(point: dict) -> str:
+    if point["op"] == "qk":
+        heads = point.get("heads", ["?", "?"])
+        return (f"qk H{heads[0]}/{heads[1]} D{point['hidden']} tokens "
+                f"{point['rows']}")
+    return f"{point['op']} h{point['hidden']} rows {point['rows']}"
+
+
+def backward_bandwidth_target(op: str) -> float:
+    return BACKWARD_QK_BANDWIDTH if op == "qk" else BACKWARD_BANDWIDTH
+
+
+def backward_targets_text(op: str) -> str:
+    """The targets a point of this operation is judged by."""
+    return (f"targets: BW/copy >= {backward_bandwidth_target(op):.0%}, "
+            + ", ".join(f"{a}/ours" for a in BACKWARD_SPEEDUP_OVER)
+            + f" >= {BACKWARD_SPEEDUP}")
+
+
+def backward_bandwidth_met(point: dict) -> Optional[bool]:
+    fraction = bandwidth_fraction(point)
+    return None if fraction is None else (
+        fraction >= backward_bandwidth_target(point["op"]))
+
+
+def backward_speedup_met(point: dict, anchor: str) -> Optional[bool]:
+    ratio = anchor_ratio(point, anchor)
+    return None if ratio is None else ratio >= BACKWARD_SPEEDUP
+
+
+def _backward_flags(point: dict, width: Optional[int]) -> List[str]:
+    flags = []
+    if point.get("refused"):
+        text = point["refused"]
+        if width and len(text) > width:
+            text = text[:width - 3] + "..."
+        flags.append(f"refused: {text}")
+    checks = point.get("checks", {})
+    if checks.get("ours", {}).get("ok") is False or (
+            point.get("not_timed") and "ours" not in checks):
+        flags.append("WRONG (float64 check)")
+    for name in BACKWARD_IMPLS[1:]:
+        if checks.get(name, {}).get("ok") is False:
+            flags.append(f"{name.upper()} WRONG")
+    if point.get("not_timed"):
+        flags.append("not timed")
+    if point.get("errors"):
+        flags.append("errors")
+    return flags
+
+
+def _backward_row(point: dict, width: Optional[int] = 60) -> List[str]:
+    cells = [backward_label(point)]
+    cells += [_fmt(_time(point, n), ".1f") for n in _BACKWARD_TIMES]
+    bw = bandwidth_fraction(point)
+    cells.append(_fmt(None if bw is None else 100 * bw, ".0f", "%"))
+    cells += [_fmt(anchor_ratio(point, a), ".2f") for a in _BACKWARD_RATIOS]
+    cells.append(_verdict(backward_bandwidth_met(point)))
+    cells += [_verdict(backward_speedup_met(point, a))
+              for a in BACKWARD_SPEEDUP_OVER]
+    cells.append(" ".join(_backward_flags(point, width)) or "-")
+    return cells
+
+
+def _check_counts(checks: List[dict]) -> str:
+    ok = sum(1 for c in checks if c.get("ok") is True)
+    refused = sum(1 for c in checks if c.get("ok") is None)
+    return (f"{ok} of {len(checks)}"
+            + (f" ({refused} refused)" if refused else ""))
+
+
+def summarize_backward(results: dict) -> List[str]:
+    settings = results.get("settings", {})
+    checks = results.get("checks", [])
+    parts = []
+    for name in ("ours", "triton"):
+        mine = [c for c in checks if c.get("impl") == name]
+        if mine:
+            ulps = [c["max_ulps"] for c in mine
+                    if c.get("max_ulps") is not None]
+            parts.append(f"{name} {_check_counts(mine)}"
+                         + (f" (max {max(ulps):.1f} bf16 ulps)" if ulps
+                            else ""))
+    failed = [f"{c.get('impl')} {c.get('kernel')}" for c in checks
+              if c.get("ok") is False]
+    lines = [f"float64 checks ({settings.get('tolerance', BACKWARD_TOLERANCE_TEXT)}"
+             f"): kernels within tolerance: {'; '.join(parts) or 'none'}"
+             + (": FAILED " + ", ".join(failed) if failed else "")]
+    points = results.get("points", [])
+    parts, failed = [], []
+    for name in BACKWARD_IMPLS:
+        mine = [(p, p["checks"][name]) for p in points
+                if name in p.get("checks", {})]
+        if mine:
+            parts.append(f"{name} {_check_counts([c for _, c in mine])}")
+            failed += [f"{name} at {backward_label(p)}" for p, c in mine
+                       if c.get("ok") is False]
+    lines.append("at the points: " + ("; ".join(parts) or "none checked")
+                 + (": FAILED " + ", ".join(failed[:8])
+                    + (" ..." if len(failed) > 8 else "") if failed else ""))
+    judged = [v for v in map(backward_bandwidth_met, points) if v is not None]
+    lines.append(f"target: ours >= {BACKWARD_BANDWIDTH:.0%} of copy "
+                 f"bandwidth (QK-Norm {BACKWARD_QK_BANDWIDTH:.0%}): met at "
+                 f"{sum(judged)} of {len(judged)} measured points")
+    for anchor in BACKWARD_SPEEDUP_OVER:
+        judged = [v for v in (backward_speedup_met(p, anchor) for p in points)
+                  if v is not None]
+        lines.append(f"target: ours >= {BACKWARD_SPEEDUP}x faster than "
+                     f"{anchor}: met at {sum(judged)} of {len(judged)} "
+                     "measured points")
+    fractions = sorted(f for f in map(bandwidth_fraction, points) if f)
+    if fractions:
+        lines.append(f"ours: bandwidth / copy median "
+                     f"{100 * fractions[len(fractions) // 2]:.0f}%, range "
+                     f"{100 * fractions[0]:.0f}-{100 * fractions[-1]:.0f}% "
+                     f"over {len(fractions)} points")
+    if settings.get("ours_note"):
+        lines.append(f"ours timed as {settings['ours_note']}")
+    refused = sorted({p["hidden"] for p in points if p.get("refused")})
+    if refused:
+        count = sum(1 for p in points if p.get("refused"))
+        lines.append(f"refused by ours: {count} point{'s' if count != 1 else ''}"
+                     f" (hidden {', '.join(map(str, refused))})")
+    lines += not_measured_line(results, "below or the results file")
+    return lines
+
+
+def format_backward_console(results: dict) -> str:
+    return _format_console(results, BACKWARD_HEADER, _backward_row,
+                           summarize_backward)
+
+
+def backward_markdown(results: dict) -> List[str]:
+    settings = results.get("settings", {})
+    heads = settings.get("qk_heads", ["?", "?"])
+    out = ["## Backward (training)", "",
+           f"bf16, eps {settings.get('eps', '?')}; the backward alone, "
+           f"medians of {settings.get('replays', '?')} CUDA-graph replays "
+           f"(about {settings.get('target_us', '?')} us of launches each, "
+           "after warm-up), buffer sets rotated until they span "
+           f"{settings.get('rotate_factor', '?')}x the L2 cache. ours: "
+           f"{settings.get('ours_note', '?')}. copy: a device copy of as "
+           "many bytes as ours must move (it reads half and writes half). "
+           "triton: a Triton backward in Liger-Kernel's style "
+           "(`triton_kernels.py`: dx row by row, per-program f32 partial "
+           "sums of dweight and dbias, then a torch sum), on statistics "
+           "torch computed beforehand. eager: `torch.autograd.grad("
+           "retain_graph=True)` of the unfused graph (HF's LlamaRMSNorm: "
+           "x.float(), pow, mean, rsqrt, .to(bf16), * w; x + r before it; "
+           "`F.layer_norm`; that RMSNorm on each q and k head of a packed "
+           f"qkv, {heads[0]}/{heads[1]} heads); compile: the same of "
+           "`torch.compile` of that function (static shapes; the forward "
+           "run once, the backward timed). The autograd anchors record "
+           "their forward once per stream and replay only the backward. "
+           "Bytes: x or h, dy (and dh) read, dx written, the weight read, "
+           "its gradients written, the saved f32 statistics read, one f32 "
+           f"row of partial sums per SM ({settings.get('sms', '?')}) per "
+           "gradient written and read; BW/copy = (those bytes / our time) "
+           "/ (2 x the copy's bytes / its time). Ratios are the anchor's "
+           "time over ours: above 1, ours is faster. Targets, at every "
+           f"point: BW/copy >= {BACKWARD_BANDWIDTH:.0%} "
+           f"({BACKWARD_QK_BANDWIDTH:.0%} for QK-Norm); compile/ours and "
+           f"triton/ours >= {BACKWARD_SPEEDUP}.", "",
+           "Before timing, each of our kernels and each Triton kernel "
+           f"against a float64 reference at {settings.get('check_rows', '?')}"
+           f" rows ({settings.get('check_tokens', '?')} tokens for "
+           "QK-Norm), then at each point every implementation's gradients "
+           "(NaN-poisoned first: our and Triton's buffers filled, fresh "
+           "outputs taken from NaN-filled blocks the caching allocator hands "
+           "back, counted as 'poisoned'); tolerance "
+           f"{settings.get('tolerance', BACKWARD_TOLERANCE_TEXT)}. A failed "
+           "check marks the point (ours: not timed) or the anchor (its time "
+           "not taken); a refusal of ours is recorded as such.", "",
+           "| kernel | impl | rows | max bf16 ulps | worst / tolerance | "
+           "outside | NaN | poisoned | build s | verdict |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for c in results.get("checks", []):
+        verdict = ("refused: " + c["refused"] if c.get("refused") else
+                   _check_verdict(c))
+        out.append(f"| {c.get('kernel')} | {c.get('impl')} | "
+                   f"{c.get('rows', '-')} | {_fmt(c.get('max_ulps'), '.1f')} "
+                   f"| {_fmt(c.get('worst_of_tolerance'), '.3f')} | "
+                   f"{c.get('bad_elements', '-')} | "
+                   f"{c.get('nan_outputs', '-')} | {c.get('poisoned', '-')} "
+                   f"| {_fmt(c.get('build_s'), '.1f')} | {verdict} |")
+    for op, title in BACKWARD_OPS.items():
+        points = [p for p in results.get("points", []) if p["op"] == op]
+        if not points:
+            continue
+        out += ["", f"### {title}", "", "| " + " | ".join(BACKWARD_HEADER)
+                + " |", "|" + "---|" * len(BACKWARD_HEADER)]
+        out += ["| " + " | ".join(_backward_row(p, None)) + " |"
+                for p in points]
+    out += [""] + [f"- {line}" for line in summarize_backward(results)]
+    out += [f"- not measured: {m}" for m in results.get("not_measured", [])]
+    for p in results.get("points", []):
+        out += [f"- {backward_label(p)}, {k}: {v}"
+                for k, v in p.get("errors", {}).items()]
+        out += [f"- {backward_label(p)}, {name} check: {c['error']}"
+                for name, c in p.get("checks", {}).items() if c.get("error")]
+    return out
+
+
 def _environment_lines(env: Dict[str, str]) -> List[str]:
     keys = [("gpu", "GPU"), ("sms", "SMs"), ("l2_mib", "L2 (MiB)"),
             ("driver", "driver"), ("cuda", "CUDA (PyTorch's)"),
@@ -529,11 +776,13 @@ def _environment_lines(env: Dict[str, str]) -> List[str]:
 
 def format_markdown(results: Optional[dict], checks: Optional[dict] = None,
                     attention: Optional[dict] = None,
-                    decode: Optional[dict] = None) -> str:
+                    decode: Optional[dict] = None,
+                    backward: Optional[dict] = None) -> str:
     """RESULTS.md: the row kernels' tables (results), then the prefill
-    attention section (attention) and the decode section (decode); each may
-    be None (not measured)."""
-    env = (results or attention or decode or {}).get("environment", {})
+    attention section (attention), the decode section (decode) and the
+    backward section (backward); each may be None (not measured)."""
+    env = (results or attention or decode or backward or {}).get(
+        "environment", {})
     out = ["# norm-bench results", "",
            "Written by `tools/norm-bench/report.py` from the results files of "
            "one device run of `tools/gpu-check.sh`; regenerate, do not edit.",
@@ -551,6 +800,9 @@ def format_markdown(results: Optional[dict], checks: Optional[dict] = None,
     out += [""] + (decode_markdown(decode) if decode is not None
                    else ["## Decode attention", "", "Not measured in this "
                          "run."])
+    out += [""] + (backward_markdown(backward) if backward is not None
+                   else ["## Backward (training)", "", "Not measured in "
+                         "this run."])
     return "\n".join(out) + "\n"
 
 
@@ -604,6 +856,8 @@ def main(argv=None) -> int:
                         "attention_bench.py (its table, a RESULTS.md section)")
     parser.add_argument("--decode", help="results JSON from "
                         "decode_bench.py (its table, a RESULTS.md section)")
+    parser.add_argument("--backward", help="results JSON from "
+                        "backward_bench.py (its table, a RESULTS.md section)")
     parser.add_argument("--markdown", help="write RESULTS.md here")
     parser.add_argument("--checks", help="JSON of correctness results "
                         "(gpu-check.sh) to include")
@@ -611,14 +865,16 @@ def main(argv=None) -> int:
                         help="print a subset of the points (bf16, hidden "
                         f"{', '.join(map(str, SHORT_HIDDEN))})")
     args = parser.parse_args(argv)
-    if not (args.results or args.attention or args.decode):
+    if not (args.results or args.attention or args.decode or args.backward):
         parser.error("give a results file, --attention FILE, --decode FILE "
-                     "or several")
+                     "or several (--backward FILE too)")
     try:
         results = load(args.results) if args.results else None
         attention = (load(args.attention, ATTENTION_SCHEMA)
                      if args.attention else None)
         decode = load(args.decode, DECODE_SCHEMA) if args.decode else None
+        backward = (load(args.backward, BACKWARD_SCHEMA) if args.backward
+                    else None)
         checks = None
         if args.checks:
             with open(args.checks) as f:
@@ -628,7 +884,8 @@ def main(argv=None) -> int:
         return 1
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write(format_markdown(results, checks, attention, decode))
+            f.write(format_markdown(results, checks, attention, decode,
+                                    backward))
     tables = []
     if results is not None:
         tables.append(format_console(results, args.short))
@@ -636,6 +893,8 @@ def main(argv=None) -> int:
         tables.append(format_attention_console(attention))
     if decode is not None:
         tables.append(format_decode_console(decode))
+    if backward is not None:
+        tables.append(format_backward_console(backward))
     sys.stdout.write("\n".join(tables))
     return 0
 
