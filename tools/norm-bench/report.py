@@ -404,12 +404,18 @@ def _verdict(met: Optional[bool], applies: bool = True) -> str:
     return "-" if met is None else "met" if met else "missed"
 
 
-def _decode_row(point: dict) -> List[str]:
-    cells = [decode_label(point)]
-    cells += [_fmt(_time(point, n), ".1f") for n in _DECODE_TIMES]
+def _timing_cells(label: str, point: dict, times, ratios) -> List[str]:
+    """A point's label, its times, its bandwidth / copy and its ratios to
+    the anchors: the first cells of a decode or backward row."""
+    cells = [label] + [_fmt(_time(point, n), ".1f") for n in times]
     bw = bandwidth_fraction(point)
     cells.append(_fmt(None if bw is None else 100 * bw, ".0f", "%"))
-    cells += [_fmt(anchor_ratio(point, a), ".2f") for a in _DECODE_RATIOS]
+    return cells + [_fmt(anchor_ratio(point, a), ".2f") for a in ratios]
+
+
+def _decode_row(point: dict) -> List[str]:
+    cells = _timing_cells(decode_label(point), point, _DECODE_TIMES,
+                          _DECODE_RATIOS)
     cells.append(_verdict(decode_speedup_met(point)))
     cells.append(_verdict(decode_bandwidth_met(point), point["length"] >=
                           DECODE_BANDWIDTH_MIN_LENGTH))
@@ -614,11 +620,8 @@ def _backward_flags(point: dict, width: Optional[int]) -> List[str]:
 
 
 def _backward_row(point: dict, width: Optional[int] = 60) -> List[str]:
-    cells = [backward_label(point)]
-    cells += [_fmt(_time(point, n), ".1f") for n in _BACKWARD_TIMES]
-    bw = bandwidth_fraction(point)
-    cells.append(_fmt(None if bw is None else 100 * bw, ".0f", "%"))
-    cells += [_fmt(anchor_ratio(point, a), ".2f") for a in _BACKWARD_RATIOS]
+    cells = _timing_cells(backward_label(point), point, _BACKWARD_TIMES,
+                          _BACKWARD_RATIOS)
     cells.append(_verdict(backward_bandwidth_met(point)))
     cells += [_verdict(backward_speedup_met(point, a))
               for a in BACKWARD_SPEEDUP_OVER]

@@ -26,9 +26,6 @@ using namespace norm::jit;
 using namespace norm::jit::test;
 
 // The fake driver's own entry points, for streams of the caller.
-extern "C" int cuStreamCreate(void **stream, unsigned flags);
-extern "C" int cuStreamDestroy_v2(void *stream);
-
 namespace {
 
 constexpr int64_t kHeadDim = 128, kQHeads = 8, kKvHeads = 2;

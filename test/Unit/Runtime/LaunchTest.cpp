@@ -31,10 +31,6 @@ void *operator new(size_t size) {
 void operator delete(void *p) noexcept { std::free(p); }
 void operator delete(void *p, size_t) noexcept { std::free(p); }
 
-// The fake driver's own entry points, for streams of the caller.
-extern "C" int cuStreamCreate(void **stream, unsigned flags);
-extern "C" int cuStreamDestroy_v2(void *stream);
-
 namespace {
 
 class LaunchTest : public FakeDriverTest {

@@ -33,6 +33,11 @@ inline void PrintTo(const LaunchConfig &launch, std::ostream *os) {
 }
 } // namespace norm
 
+// The fake driver's streams (FakeCudaDriver.cpp exports the driver's
+// entry points).
+extern "C" int cuStreamCreate(void **stream, unsigned flags);
+extern "C" int cuStreamDestroy_v2(void *stream);
+
 namespace norm::jit::test {
 
 /// A fresh directory, removed with its contents at the end of the scope.

@@ -20,9 +20,6 @@ using namespace norm;
 using namespace norm::jit;
 using namespace norm::jit::test;
 
-extern "C" int cuStreamCreate(void **stream, unsigned flags);
-extern "C" int cuStreamDestroy_v2(void *stream);
-
 namespace {
 
 uint64_t address(const void *pointer) {
