@@ -404,6 +404,18 @@ def _verdict(met: Optional[bool], applies: bool = True) -> str:
     return "-" if met is None else "met" if met else "missed"
 
 
+def _bandwidth_summary(points: List[dict]) -> List[str]:
+    """The median and range of ours' bandwidth / copy over the points that
+    have both (none without)."""
+    fractions = sorted(f for f in map(bandwidth_fraction, points) if f)
+    if not fractions:
+        return []
+    return [f"ours: bandwidth / copy median "
+            f"{100 * fractions[len(fractions) // 2]:.0f}%, range "
+            f"{100 * fractions[0]:.0f}-{100 * fractions[-1]:.0f}% "
+            f"over {len(fractions)} points"]
+
+
 def _timing_cells(label: str, point: dict, times, ratios) -> List[str]:
     """A point's label, its times, its bandwidth / copy and its ratios to
     the anchors: the first cells of a decode or backward row."""
@@ -452,12 +464,7 @@ def summarize_decode(results: dict) -> List[str]:
     lines.append(f"target: ours >= {DECODE_BANDWIDTH:.0%} of copy bandwidth "
                  f"at cache lengths >= {DECODE_BANDWIDTH_MIN_LENGTH}: met at "
                  f"{sum(judged)} of {len(judged)} measured points")
-    fractions = sorted(f for f in map(bandwidth_fraction, points) if f)
-    if fractions:
-        lines.append(f"ours: bandwidth / copy median "
-                     f"{100 * fractions[len(fractions) // 2]:.0f}%, range "
-                     f"{100 * fractions[0]:.0f}-{100 * fractions[-1]:.0f}% "
-                     f"over {len(fractions)} points")
+    lines += _bandwidth_summary(points)
     lines += not_measured_line(results, "below or the results file")
     return lines
 
@@ -675,12 +682,7 @@ def summarize_backward(results: dict) -> List[str]:
         lines.append(f"target: ours >= {BACKWARD_SPEEDUP}x faster than "
                      f"{anchor}: met at {sum(judged)} of {len(judged)} "
                      "measured points")
-    fractions = sorted(f for f in map(bandwidth_fraction, points) if f)
-    if fractions:
-        lines.append(f"ours: bandwidth / copy median "
-                     f"{100 * fractions[len(fractions) // 2]:.0f}%, range "
-                     f"{100 * fractions[0]:.0f}-{100 * fractions[-1]:.0f}% "
-                     f"over {len(fractions)} points")
+    lines += _bandwidth_summary(points)
     if settings.get("ours_note"):
         lines.append(f"ours timed as {settings['ours_note']}")
     refused = sorted({p["hidden"] for p in points if p.get("refused")})
