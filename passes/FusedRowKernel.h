@@ -90,15 +90,21 @@ private:
   /// Rows in shared memory or streamed (LongRowKernel.cpp).
   void emitLongRows(::norm::RowStorage storage);
 
-  /// This thread group's row in shared memory, as whole vectors of `vector`
-  /// elements of v. Accessed with memref.load/store of vectors, which the
-  /// NVVM conversion lowers: vector.load on workgroup memory would meet
-  /// convert-vector-to-llvm first, which cannot map that address space.
+  /// This thread group's row of one staged buffer in shared memory, as
+  /// whole vectors of `vector` elements. Accessed with memref.load/store of
+  /// vectors, which the NVVM conversion lowers: vector.load on workgroup
+  /// memory would meet convert-vector-to-llvm first, which cannot map that
+  /// address space.
   struct StagedRow {
     Value buffer; // memref<concurrent rows x row vectors x vector<V x T>>
     Value base;   // the first vector of this thread group's row
+    Type element;
   };
-  StagedRow createStagedRow();
+  /// The regions of the dynamic shared memory, one per staged buffer
+  /// (norm::getStagedTypes: v, and grad_output for a backward kernel), each
+  /// holding the rows the CTA works on at once.
+  SmallVector<StagedRow> createStagedRows();
+  int64_t getStagedVectorBytes(const StagedRow &staged);
   /// Where chunk `chunk` lies in `staged`, and whether it starts inside the
   /// row (a partial chunk is staged whole: its lanes outside the row are
   /// zeros and the region holds whole vectors).

@@ -111,28 +111,48 @@ VectorType KernelBuilder::vectorOf(Value buffer) {
 // Control flow
 //===----------------------------------------------------------------------===//
 
-SmallVector<Value>
-KernelBuilder::ifElseZeros(Value cond,
-                           function_ref<SmallVector<Value>()> then) {
+/// An scf.if whose then region yields `then()` and whose else region
+/// yields `otherwise(types of those)`.
+static SmallVector<Value>
+createIfElse(ImplicitLocOpBuilder &b, Value cond,
+             function_ref<SmallVector<Value>()> then,
+             function_ref<SmallVector<Value>(TypeRange)> otherwise) {
   SmallVector<Type> types;
+  auto inRegion = [&](OpBuilder &nested, auto values) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());
+    scf::YieldOp::create(b, values());
+  };
   auto ifOp = scf::IfOp::create(
       b, cond,
       [&](OpBuilder &nested, Location) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nested.getInsertionBlock(),
-                            nested.getInsertionPoint());
-        SmallVector<Value> values = then();
-        types = llvm::to_vector(ValueRange(values).getTypes());
-        scf::YieldOp::create(b, values);
+        inRegion(nested, [&] {
+          SmallVector<Value> values = then();
+          types = llvm::to_vector(ValueRange(values).getTypes());
+          return values;
+        });
       },
       [&](OpBuilder &nested, Location) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nested.getInsertionBlock(),
-                            nested.getInsertionPoint());
-        scf::YieldOp::create(
-            b, llvm::map_to_vector(types, [&](Type t) { return zero(t); }));
+        inRegion(nested, [&] { return otherwise(types); });
       });
   return SmallVector<Value>(ifOp.getResults());
+}
+
+SmallVector<Value>
+KernelBuilder::ifElseZeros(Value cond,
+                           function_ref<SmallVector<Value>()> then) {
+  return createIfElse(b, cond, then, [&](TypeRange types) {
+    return llvm::map_to_vector(types, [&](Type t) { return zero(t); });
+  });
+}
+
+SmallVector<Value> KernelBuilder::ifElse(Value cond,
+                                         function_ref<SmallVector<Value>()> then,
+                                         ValueRange otherwise) {
+  return createIfElse(b, cond, then, [&](TypeRange types) {
+    assert(TypeRange(otherwise) == types && "branches of different types");
+    return SmallVector<Value>(otherwise);
+  });
 }
 
 void KernelBuilder::ifThen(Value cond, function_ref<void()> then,
@@ -277,10 +297,14 @@ SmallVector<Value> KernelBuilder::loadRow(const RowLayout &row, Value buffer,
 
 void KernelBuilder::storeRow(const RowLayout &row, ArrayRef<Value> chunks,
                              Value buffer, Value rowBase) {
-  Type element = elementOf(buffer);
   for (int64_t c = 0; c < row.chunks; ++c)
-    storeVector(convert(chunks[c], element), buffer, rowBase, chunkStart(c),
-                row.length, row.isFull(c));
+    storeChunk(row, chunks[c], buffer, rowBase, c);
+}
+
+void KernelBuilder::storeChunk(const RowLayout &row, Value chunk, Value buffer,
+                               Value rowBase, int64_t c) {
+  storeVector(convert(chunk, elementOf(buffer)), buffer, rowBase,
+              chunkStart(c), row.length, row.isFull(c));
 }
 
 Value KernelBuilder::maskOutside(const RowLayout &row, Chunk chunk, Value d) {

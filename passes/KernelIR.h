@@ -97,6 +97,10 @@ protected:
   /// Values that `then` computes when `cond` holds, zeros otherwise.
   SmallVector<Value> ifElseZeros(Value cond,
                                  function_ref<SmallVector<Value>()> then);
+  /// Values that `then` computes when `cond` holds, `otherwise` (of the
+  /// same types) when it does not.
+  SmallVector<Value> ifElse(Value cond, function_ref<SmallVector<Value>()> then,
+                            ValueRange otherwise);
   void ifThen(Value cond, function_ref<void()> then,
               function_ref<void()> otherwise = nullptr);
   /// Runs `body` for each row this thread's group works on: one or, when a
@@ -129,6 +133,9 @@ protected:
   Value chunkStart(int64_t c);
   Value loadChunk(const RowLayout &row, Value buffer, Value rowBase, int64_t c);
   SmallVector<Value> loadRow(const RowLayout &row, Value buffer, Value rowBase);
+  /// Stores chunk `c`, converted to the buffer's element type.
+  void storeChunk(const RowLayout &row, Value chunk, Value buffer,
+                  Value rowBase, int64_t c);
   /// Stores `chunks`, converted to the buffer's element type.
   void storeRow(const RowLayout &row, ArrayRef<Value> chunks, Value buffer,
                 Value rowBase);

@@ -8,6 +8,8 @@
 
 #include "passes/FusedRowKernel.h"
 
+#include "dialects/NormOps.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
@@ -24,7 +26,7 @@ void FusedRowEmitter::emitLongRows(::norm::RowStorage storage) {
   // shared memory of the launch (sharedBytes of the signature).
   StagedRow staged;
   if (storage == ::norm::RowStorage::Shared)
-    staged = createStagedRow();
+    staged = createStagedRows().front();
   // Streamed rows take v back from residual_out when it holds v exactly
   // (one buffer to read instead of two; residual_out is no readonly
   // argument, so these loads stay coherent with the thread's own stores).
@@ -120,24 +122,35 @@ void FusedRowEmitter::emitLongRows(::norm::RowStorage storage) {
 // Staging in shared memory
 //===----------------------------------------------------------------------===//
 
-FusedRowEmitter::StagedRow FusedRowEmitter::createStagedRow() {
+SmallVector<FusedRowEmitter::StagedRow> FusedRowEmitter::createStagedRows() {
   auto workgroup = gpu::AddressSpaceAttr::get(
       b.getContext(), gpu::GPUDialect::getWorkgroupAddressSpace());
-  int64_t vectorBytes = vector * fused.streamType.getIntOrFloatBitWidth() / 8;
-  int64_t rowVectors =
-      ::norm::getStagedRowBytes(fused.spec, vector) / vectorBytes;
   Value memory = gpu::DynamicSharedMemoryOp::create(
       b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                          MemRefLayoutAttrInterface{}, workgroup));
-  StagedRow staged;
-  staged.buffer = memref::ViewOp::create(
-      b,
-      MemRefType::get({sig.launch.getConcurrentRows() * rowVectors},
-                      VectorType::get({vector}, fused.streamType),
-                      MemRefLayoutAttrInterface{}, workgroup),
-      memory, index(0), ValueRange{});
-  staged.base = mul(slot, index(rowVectors));
-  return staged;
+  int64_t concurrent = sig.launch.getConcurrentRows();
+  SmallVector<StagedRow> regions;
+  int64_t shift = 0;
+  for (::norm::ElementType type : ::norm::getStagedTypes(fused.spec)) {
+    StagedRow staged;
+    staged.element = getMlirType(b.getContext(), type);
+    int64_t rowBytes = ::norm::getStagedRegionBytes(fused.spec, type, vector);
+    int64_t rowVectors = rowBytes / getStagedVectorBytes(staged);
+    staged.buffer = memref::ViewOp::create(
+        b,
+        MemRefType::get({concurrent * rowVectors},
+                        VectorType::get({vector}, staged.element),
+                        MemRefLayoutAttrInterface{}, workgroup),
+        memory, index(shift), ValueRange{});
+    staged.base = mul(slot, index(rowVectors));
+    regions.push_back(staged);
+    shift += concurrent * rowBytes;
+  }
+  return regions;
+}
+
+int64_t FusedRowEmitter::getStagedVectorBytes(const StagedRow &staged) {
+  return vector * staged.element.getIntOrFloatBitWidth() / 8;
 }
 
 /// The alignment of the vectors of a staged row: the dynamic shared memory
@@ -162,7 +175,7 @@ std::pair<Value, Value> FusedRowEmitter::locateStaged(const StagedRow &staged,
 
 void FusedRowEmitter::stage(const StagedRow &staged, Chunk chunk, Value v) {
   auto [at, starts] = locateStaged(staged, chunk);
-  int64_t bytes = vector * fused.streamType.getIntOrFloatBitWidth() / 8;
+  int64_t bytes = getStagedVectorBytes(staged);
   auto store = [&] {
     memref::StoreOp::create(b, v, staged.buffer, at, /*nontemporal=*/false,
                             getStagedAlignment(bytes));
@@ -174,7 +187,7 @@ void FusedRowEmitter::stage(const StagedRow &staged, Chunk chunk, Value v) {
 
 Value FusedRowEmitter::unstage(const StagedRow &staged, Chunk chunk) {
   auto [at, starts] = locateStaged(staged, chunk);
-  int64_t bytes = vector * fused.streamType.getIntOrFloatBitWidth() / 8;
+  int64_t bytes = getStagedVectorBytes(staged);
   auto load = [&] {
     return SmallVector<Value>{memref::LoadOp::create(
         b, staged.buffer, at, /*nontemporal=*/false,

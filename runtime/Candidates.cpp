@@ -245,7 +245,7 @@ norm::jit::getTuningCandidates(const OpSpec &spec, RowBucket bucket,
   // Staging a row that registers could hold only adds traffic.
   bool longRows = hasLongRows(spec);
   auto add = [&](const LaunchConfig &launch) {
-    if (!verifyLaunchFor(spec, launch) ||
+    if (!verifyLaunchFor(spec, launch, maxSharedBytes) ||
         (!longRows && !fitsInRegisters(spec, launch)))
       return;
     if (std::find(candidates.begin(), candidates.end(), launch) ==
@@ -272,7 +272,8 @@ norm::jit::getTuningCandidates(const OpSpec &spec, RowBucket bucket,
 
   // Rows beyond the registers of a CTA take as many threads as a CTA has,
   // and half as many (more CTAs per SM where shared memory allows), one row
-  // per CTA; how the row is kept follows from the compiler's target.
+  // per CTA; how the row is kept follows from the compiler's target (a
+  // backward kernel stages them in CTAs of 512 at most).
   for (int64_t vector : vectors) {
     if (longRows) {
       for (int64_t t : {1024, 512})

@@ -134,6 +134,75 @@ static Status verifyAttentionLaunch(const OpSpec &spec,
   return Status::success();
 }
 
+/// The longest row of `spec` that one CTA keeps (in `storage`) without
+/// spilling: the CTA size that holds the most (a thread of 1024 has half
+/// the registers of one of 512).
+static int64_t getMostElements(const OpSpec &spec, RowStorage storage) {
+  int64_t most = 0;
+  for (int64_t threads : {256, 512, 1024})
+    most = std::max(most, threads * getMaxElementsPerThread(
+                                        spec, threads, getMaxVector(spec),
+                                        storage));
+  return most;
+}
+
+/// A backward kernel whose rows leave registers: v and grad_output staged
+/// in shared memory, the column sums of the thread's share in registers.
+static Status verifyStagedBackward(const OpSpec &spec,
+                                   const LaunchConfig &launch,
+                                   int64_t maxSharedBytes) {
+  int64_t length = getRowLength(spec);
+  int64_t most = getMostElements(spec, RowStorage::Shared);
+  if (length > most)
+    return Status::error(
+        ErrorCode::Unsupported,
+        "the backward kernel's f32 column sums of rows of " +
+            std::to_string(length) +
+            " elements do not fit in the registers of one CTA (at most " +
+            std::to_string(most) + " elements); such rows are not supported");
+  if (launch.getThreadsPerCta() > kMaxStagedBackwardThreads)
+    return Status::invalid(
+        "launch configuration keeps " +
+        std::to_string(getElementsPerThread(spec, launch)) +
+        " elements of a row per thread, more than the registers of a CTA of " +
+        std::to_string(launch.getThreadsPerCta()) +
+        " threads hold, and a backward kernel stages longer rows only in "
+        "CTAs of at most " + std::to_string(kMaxStagedBackwardThreads) +
+        " threads; use fewer warps");
+  if (!fitsInRegisters(spec, launch, RowStorage::Shared))
+    return Status::invalid(
+        "launch configuration keeps the column sums of " +
+        std::to_string(getElementsPerThread(spec, launch)) +
+        " elements of a row per thread in registers, more than the " +
+        std::to_string(getMaxElementsPerThread(
+            spec, launch.getThreadsPerCta(), launch.vector,
+            RowStorage::Shared)) +
+        " a thread of a CTA of " + std::to_string(launch.getThreadsPerCta()) +
+        " threads holds without spilling; use more threads per row");
+  if (maxSharedBytes <= 0)
+    return Status::success();
+  int64_t available = maxSharedBytes - kReservedSharedBytes;
+  int64_t row = getStagedRowBytes(spec, launch.vector);
+  if (row > available)
+    return Status::error(
+        ErrorCode::Unsupported,
+        "a backward row of " + std::to_string(length) +
+            " elements takes " + std::to_string(row) +
+            " bytes of shared memory staged (v and grad_output), more than "
+            "the " + std::to_string(available) +
+            " a CTA of the target may use; such rows are not supported "
+            "there");
+  if (launch.getConcurrentRows() * row > available)
+    return Status::invalid(
+        "launch configuration stages " +
+        std::to_string(launch.getConcurrentRows()) + " rows of " +
+        std::to_string(row) + " bytes at once, more than the " +
+        std::to_string(available) +
+        " bytes of shared memory a CTA of the target may use; use fewer rows "
+        "at once");
+  return Status::success();
+}
+
 Status norm::verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch,
                              int64_t maxSharedBytes) {
   if (Status status = verifyLaunch(launch); !status)
@@ -169,15 +238,13 @@ Status norm::verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch,
         std::to_string(threads) + " threads x vector " +
         std::to_string(vector) + " for rows of " + std::to_string(length) +
         " elements");
-  // Backward rows stay in registers (staging them is future work).
   if ((isFusedRow(spec) && !spec.backward) || fitsInRegisters(spec, launch))
     return Status::success();
+  if (spec.backward)
+    return verifyStagedBackward(spec, launch, maxSharedBytes);
   // Rows that only registers may hold: the CTA size that holds the most (a
   // thread of 1024 has half the registers of one of 512).
-  int64_t most = 0;
-  for (int64_t threads : {256, 512, 1024})
-    most = std::max(most, threads * getMaxElementsPerThread(
-                                        spec, threads, getMaxVector(spec)));
+  int64_t most = getMostElements(spec, RowStorage::Registers);
   // A valid operation this kernel cannot hold: Unsupported.
   if (length > most)
     return Status::error(ErrorCode::Unsupported,
@@ -205,7 +272,8 @@ ElementType norm::getStreamType(const OpSpec &spec) {
   return spec.f32Residual ? ElementType::f32 : spec.input;
 }
 
-int64_t norm::getRegisterBytesPerVector(const OpSpec &spec, int64_t vector) {
+int64_t norm::getRegisterBytesPerVector(const OpSpec &spec, int64_t vector,
+                                        RowStorage storage) {
   // A vector of `vector` elements of `type` in whole 32-bit registers.
   auto bytes = [&](ElementType type) {
     return divideCeil(vector * getElementBytes(type), 4) * 4;
@@ -218,9 +286,15 @@ int64_t norm::getRegisterBytesPerVector(const OpSpec &spec, int64_t vector) {
   // thread take 109 registers at 512 threads, 32 spill at 128 (and 8 at
   // 64, in CTAs of 1024 threads: see kBackwardRegisterOverhead); f32
   // LayerNorm with a bias spills at 16 (test/Target/ptxas-backward.mlir).
+  // Staged, the weight is read again from the cache where it is used.
+  int64_t columnSums = (spec.hasWeight ? 1 : 0) + (spec.hasBias ? 1 : 0);
   if (spec.backward)
     return bytes(ElementType::f32) *
-           (2 + (spec.hasWeight ? 2 : 0) + (spec.hasBias ? 1 : 0));
+           (storage == RowStorage::Registers
+                ? 2 + (spec.hasWeight ? 1 : 0) + columnSums
+                : columnSums);
+  if (storage != RowStorage::Registers)
+    return 0;
   int64_t total = bytes(getStreamType(spec));
   if (spec.hasWeight)
     total += bytes(spec.param);
@@ -240,28 +314,39 @@ int64_t norm::getElementsPerThread(const OpSpec &spec,
 }
 
 int64_t norm::getMaxElementsPerThread(const OpSpec &spec,
-                                      int64_t threadsPerCta, int64_t vector) {
+                                      int64_t threadsPerCta, int64_t vector,
+                                      RowStorage storage) {
   vector = std::max<int64_t>(vector, 1);
+  int64_t most = kMaxElementsPerThread;
+  if (spec.backward && storage != RowStorage::Registers) {
+    if (threadsPerCta > kMaxStagedBackwardThreads)
+      return 0;
+    most = kMaxStagedBackwardElements;
+  }
+  int64_t bytesPerVector = getRegisterBytesPerVector(spec, vector, storage);
+  if (bytesPerVector == 0)
+    return most / vector * vector;
   int64_t rowRegisters =
       std::min(getRegistersPerThread(threadsPerCta), kRegisterBudget) -
       (spec.backward ? kBackwardRegisterOverhead : kRegisterOverhead);
   // 4 bytes a register, kRegisterBytesPerResidentByte / 2 of them a byte.
-  int64_t vectors = rowRegisters * 4 * 2 /
-                    (kRegisterBytesPerResidentByte *
-                     getRegisterBytesPerVector(spec, vector));
-  return std::clamp<int64_t>(vectors * vector, 0,
-                             kMaxElementsPerThread / vector * vector);
+  int64_t vectors =
+      rowRegisters * 4 * 2 / (kRegisterBytesPerResidentByte * bytesPerVector);
+  return std::clamp<int64_t>(vectors * vector, 0, most / vector * vector);
 }
 
-bool norm::fitsInRegisters(const OpSpec &spec, const LaunchConfig &launch) {
+bool norm::fitsInRegisters(const OpSpec &spec, const LaunchConfig &launch,
+                           RowStorage storage) {
   if (launch.vector < 1 || launch.threadsPerRow < 1)
     return false;
+  if (storage != RowStorage::Registers && !spec.backward)
+    return true;
   // Whole vectors per thread, compared by division: huge rows must not
   // overflow the product.
   int64_t vectors = divideCeil(getRowLength(spec),
                                launch.threadsPerRow * launch.vector);
   return vectors <= getMaxElementsPerThread(spec, launch.getThreadsPerCta(),
-                                            launch.vector) /
+                                            launch.vector, storage) /
                         launch.vector;
 }
 
@@ -284,10 +369,23 @@ int64_t norm::getGradPartialRows(const OpSpec &spec, const LaunchConfig &launch,
          launch.getConcurrentRows();
 }
 
-int64_t norm::getStagedRowBytes(const OpSpec &spec, int64_t vector) {
+std::vector<ElementType> norm::getStagedTypes(const OpSpec &spec) {
+  if (spec.backward)
+    return {spec.input, spec.output};
+  return {getStreamType(spec)};
+}
+
+int64_t norm::getStagedRegionBytes(const OpSpec &spec, ElementType type,
+                                   int64_t vector) {
   int64_t vectors = divideCeil(getRowLength(spec), vector);
-  int64_t bytes = vectors * vector * getElementBytes(getStreamType(spec));
-  return divideCeil(bytes, 16) * 16;
+  return divideCeil(vectors * vector * getElementBytes(type), 16) * 16;
+}
+
+int64_t norm::getStagedRowBytes(const OpSpec &spec, int64_t vector) {
+  int64_t bytes = 0;
+  for (ElementType type : getStagedTypes(spec))
+    bytes += getStagedRegionBytes(spec, type, vector);
+  return bytes;
 }
 
 RowStorage norm::getRowStorage(const OpSpec &spec, const LaunchConfig &launch,
@@ -298,7 +396,8 @@ RowStorage norm::getRowStorage(const OpSpec &spec, const LaunchConfig &launch,
   if (getStatistic(spec) == Statistic::None)
     return RowStorage::Streamed;
   if (launch.getConcurrentRows() * getStagedRowBytes(spec, launch.vector) <=
-      maxSharedBytes - kReservedSharedBytes)
+          maxSharedBytes - kReservedSharedBytes &&
+      fitsInRegisters(spec, launch, RowStorage::Shared))
     return RowStorage::Shared;
   return RowStorage::Streamed;
 }

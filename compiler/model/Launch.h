@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace norm {
 
@@ -78,6 +79,15 @@ constexpr int64_t kRegisterOverhead = 16;
 /// sums and more addresses: 32 registers besides its rows (bf16 RMSNorm
 /// rows of 8 elements a thread spill at 64 registers, 16 take 109).
 constexpr int64_t kBackwardRegisterOverhead = 32;
+/// A backward kernel that stages v and grad_output keeps the column sums
+/// of its share in registers, at most 32 elements a thread in CTAs of at
+/// most 512 threads: measured with `ptxas -v` (sm_90, CUDA 13), bf16 and
+/// f32 RMSNorm rows of 40 and 48 elements a thread spill at 128 registers,
+/// and DeepNorm's at 16 elements in CTAs of 1024 threads (64 registers);
+/// at 32 elements and 512 threads none of the kinds does
+/// (test/Target/ptxas-backward.mlir).
+constexpr int64_t kMaxStagedBackwardElements = 32;
+constexpr int64_t kMaxStagedBackwardThreads = 512;
 constexpr int64_t kRegisterBudget = 128;
 /// Shared memory of a CTA that staged rows leave to the static buffer of
 /// the row reduction (at most 32 warps x 3 sums x 4 bytes).
@@ -105,8 +115,12 @@ Status verifyLaunch(const LaunchConfig &launch);
 /// kMaxAccessBytes of every row buffer, a vector that divides rows that
 /// start one after another (groups, heads), no thread of a row without
 /// work, and, for kernels that keep rows in registers only (the QK-Norm
-/// prologue), a share that fits them (fitsInRegisters). Row kernels keep
-/// longer shares elsewhere (getRowStorage); column statistics map threads
+/// prologue), a share that fits them (fitsInRegisters). Forward row kernels
+/// keep longer shares elsewhere (getRowStorage); backward kernels stage them
+/// in shared memory where their column sums fit the registers
+/// (fitsInRegisters with RowStorage::Shared) and, given `maxSharedBytes`,
+/// the staged rows fit it (Unsupported where no configuration could hold
+/// such rows: ErrorCode::Unsupported); column statistics map threads
 /// onto columns and need only the access width. Attention: 16-byte
 /// accesses, getAttentionThreadsPerRow threads per head row, 16 query rows
 /// per warp, accumulators within kMaxAttentionAccumulators and tiles within
@@ -123,46 +137,61 @@ int64_t getAttentionThreadsPerRow(int64_t headDim);
 /// tile and `stages` key and value tiles.
 int64_t getAttentionSharedBytes(const OpSpec &spec, const LaunchConfig &launch);
 
-/// 32-bit registers one thread of a CTA of `threadsPerCta` threads may use:
-/// the CTA's share of the register file, in the allocation granule of 8,
-/// at most kMaxRegistersPerThread (64 at 1024 threads, 128 at 512).
-int64_t getRegistersPerThread(int64_t threadsPerCta);
-
-/// Register bytes of `vector` elements of a row that a thread keeping its
-/// share in registers holds: v, and what the epilogue combines it with
-/// (weight, bias, per-channel statistics, skip; both QK-Norm weights), each
-/// a vector of whole 32-bit registers.
-int64_t getRegisterBytesPerVector(const OpSpec &spec, int64_t vector);
-
-/// Elements of a row each thread of `launch` holds: whole vectors.
-int64_t getElementsPerThread(const OpSpec &spec, const LaunchConfig &launch);
-
-/// Elements of a row of `spec` one thread of a CTA of `threadsPerCta`
-/// threads holds in registers without spilling, at accesses of `vector`
-/// elements: what its registers (at most kRegisterBudget) hold besides
-/// kRegisterOverhead at the measured cost, in whole vectors, at most
-/// kMaxElementsPerThread (bf16 RMSNorm with a weight, vector 8: 64 at 512
-/// threads, 32 at 1024; vector 1: 37 and 16).
-int64_t getMaxElementsPerThread(const OpSpec &spec, int64_t threadsPerCta,
-                                int64_t vector);
-
-/// Whether the threads of `launch` keep their shares of the rows of `spec`
-/// in registers: at most getMaxElementsPerThread each.
-bool fitsInRegisters(const OpSpec &spec, const LaunchConfig &launch);
-
 /// Where the threads of a kernel keep their share of a row between the
 /// statistic and the epilogue.
 enum class RowStorage {
   /// Registers (fitsInRegisters).
   Registers,
   /// Dynamic shared memory (row kernels only): the row is read from global
-  /// memory once, staged while its statistic accumulates, and read back.
+  /// memory once, staged while its statistic accumulates, and read back; a
+  /// backward kernel stages v and grad_output and keeps its column sums in
+  /// registers.
   Shared,
   /// Nowhere (row kernels only): rows too long for shared memory are read
   /// twice, once for the statistic and once to normalize them; rows without
-  /// a statistic once.
+  /// a statistic once. Backward kernels have no streamed variant.
   Streamed,
 };
+
+/// 32-bit registers one thread of a CTA of `threadsPerCta` threads may use:
+/// the CTA's share of the register file, in the allocation granule of 8,
+/// at most kMaxRegistersPerThread (64 at 1024 threads, 128 at 512).
+int64_t getRegistersPerThread(int64_t threadsPerCta);
+
+/// Register bytes of `vector` elements of a row that a thread of the kernel
+/// of `spec` holds when the kernel keeps its rows in `storage`: in
+/// registers, v and what the epilogue combines it with (weight, bias,
+/// per-channel statistics, skip; both QK-Norm weights), each a vector of
+/// whole 32-bit registers; a backward kernel, v, grad_output, the weight and
+/// the f32 column sums. A backward kernel that stages v and grad_output in
+/// shared memory keeps only the column sums (0 without a weight); forward
+/// kernels with rows elsewhere loop over their chunks and keep none.
+int64_t getRegisterBytesPerVector(const OpSpec &spec, int64_t vector,
+                                  RowStorage storage = RowStorage::Registers);
+
+/// Elements of a row each thread of `launch` holds: whole vectors.
+int64_t getElementsPerThread(const OpSpec &spec, const LaunchConfig &launch);
+
+/// Elements of a row of `spec` one thread of a CTA of `threadsPerCta`
+/// threads holds without spilling, at accesses of `vector` elements, when
+/// the kernel keeps its rows in `storage`: what its registers (at most
+/// kRegisterBudget) hold besides kRegisterOverhead (kBackwardRegisterOverhead)
+/// at the measured cost, in whole vectors, at most kMaxElementsPerThread
+/// (its chunks are unrolled; staged backward kernels: at most
+/// kMaxStagedBackwardElements, none in CTAs beyond
+/// kMaxStagedBackwardThreads). bf16 RMSNorm with a weight, vector 8: 64 at
+/// 512 threads, 32 at 1024; vector 1: 37 and 16; its backward, 16 at 512
+/// threads in registers and 32 staged.
+int64_t getMaxElementsPerThread(const OpSpec &spec, int64_t threadsPerCta,
+                                int64_t vector,
+                                RowStorage storage = RowStorage::Registers);
+
+/// Whether the threads of `launch` keep in registers what the kernel of
+/// `spec` holds there when it keeps its rows in `storage`: at most
+/// getMaxElementsPerThread each. Forward kernels with rows elsewhere always
+/// do.
+bool fitsInRegisters(const OpSpec &spec, const LaunchConfig &launch,
+                     RowStorage storage = RowStorage::Registers);
 
 /// "" (registers), "_smem" or "_stream": the suffix of kernel names.
 std::string_view getRowStorageSuffix(RowStorage storage);
@@ -170,8 +199,9 @@ std::string_view getRowStorageSuffix(RowStorage storage);
 /// How the kernel of `spec` with `launch` keeps its rows on a target whose
 /// CTAs may use `maxSharedBytes` of shared memory: registers when a
 /// thread's share fits them, else shared memory when the rows the CTA works
-/// on at once fit in `maxSharedBytes` less kReservedSharedBytes, else
-/// streamed. So a row of 100000 bf16 values is staged on sm_90 (227 KiB)
+/// on at once fit in `maxSharedBytes` less kReservedSharedBytes (and, for a
+/// backward kernel, its column sums fit the registers), else streamed. So
+/// a row of 100000 bf16 values is staged on sm_90 (227 KiB)
 /// and streamed on sm_80 (163 KiB) and sm_89 (99 KiB), which would refuse
 /// to launch the staged kernel.
 RowStorage getRowStorage(const OpSpec &spec, const LaunchConfig &launch,
@@ -188,12 +218,23 @@ ElementType getStreamType(const OpSpec &spec);
 int64_t getGradPartialRows(const OpSpec &spec, const LaunchConfig &launch,
                            int64_t rows);
 
-/// Bytes one row takes when staged in shared memory: whole `vector`s of the
-/// stream type, rounded up to 16.
+/// The element types of the rows a kernel stages in shared memory, one
+/// region each: v in the stream type, and for a backward kernel grad_output
+/// after it.
+std::vector<ElementType> getStagedTypes(const OpSpec &spec);
+
+/// Bytes of one staged row of `type`: whole `vector`s, rounded up to 16 (so
+/// that every region starts 16-byte aligned).
+int64_t getStagedRegionBytes(const OpSpec &spec, ElementType type,
+                             int64_t vector);
+
+/// Bytes one row takes when staged in shared memory: its regions
+/// (getStagedTypes).
 int64_t getStagedRowBytes(const OpSpec &spec, int64_t vector);
 
 /// Dynamic shared memory per CTA of the kernel: the staged rows the CTA
-/// works on at once, or 0.
+/// works on at once, region after region (all v rows, then all grad_output
+/// rows), or 0.
 int64_t getSharedBytes(const OpSpec &spec, const LaunchConfig &launch,
                        int64_t maxSharedBytes);
 

@@ -17,7 +17,10 @@
 //    the shared memory of the target (getRowStorage: bf16 rows up to 115712
 //    elements are staged on sm_90, 82944 on sm_80, 50176 on sm_89). The
 //    configuration is the same either way, so it does not depend on the
-//    chip.
+//    chip. Backward kernels stage rows beyond their registers (v and
+//    grad_output; bf16 RMSNorm beyond 8192 elements) and keep the f32
+//    column sums of their share in registers: the most threads whose
+//    registers hold those (512 for f32 LayerNorm with a bias at 16384).
 //
 // Accesses are 16 bytes wide (8 x bf16, 4 x f32) when the row length allows
 // it: a row of odd length cannot keep consecutive rows aligned, so it gets
@@ -96,6 +99,15 @@ int64_t pickThreadsPerRow(const OpSpec &spec, int64_t vector) {
   while (threads < 1024 &&
          !fitsInRegisters(spec, completeLaunch(vector, threads, -1)))
     threads = threads < 32 ? threads * 2 : threads + 32;
+  // A backward kernel stages rows beyond them, and keeps the column sums of
+  // its share in registers: the most threads whose registers hold those (a
+  // thread of 512 has twice the registers of one of 1024).
+  if (spec.backward &&
+      !fitsInRegisters(spec, completeLaunch(vector, threads, -1)))
+    for (int64_t t = threads; t >= 32; t -= 32)
+      if (fitsInRegisters(spec, completeLaunch(vector, t, -1),
+                          RowStorage::Shared))
+        return t;
   return threads;
 }
 

@@ -106,20 +106,31 @@ func.func @no_statistic(%x: tensor<?x64xf32>, %dy: tensor<?x64xf32>, %r: tensor<
 
 // -----
 
-// Backward rows stay in registers: f32 LayerNorm with a bias spills past 4
-// elements a thread in CTAs of 1024 threads (test/Target/ptxas-backward.mlir),
-// and no CTA holds rows of 8192.
+// Backward rows beyond the registers are staged in shared memory in CTAs of
+// at most 512 threads: f32 LayerNorm with a bias spills past 4 elements a
+// thread in registers in CTAs of 1024 threads (test/Target/ptxas-backward.mlir).
 func.func @registers(%x: tensor<?x6144xf32>, %dy: tensor<?x6144xf32>, %w: tensor<6144xf32>, %m: tensor<?x1xf32>, %r: tensor<?x1xf32>) {
-  // expected-error @+1 {{keeps 8 elements of a row per thread in registers, more than the 4 a thread of a CTA of 1024 threads holds without spilling}}
+  // expected-error @+1 {{keeps 8 elements of a row per thread, more than the registers of a CTA of 1024 threads hold, and a backward kernel stages longer rows only in CTAs of at most 512 threads; use fewer warps}}
   %dx, %dw, %db = norm.fused_row_grad <mean_var> %x grad(%dy : tensor<?x6144xf32>) weight(%w : tensor<6144xf32>) saved_mean(%m : tensor<?x1xf32>) saved_rstd(%r : tensor<?x1xf32>) {launch = #norm.launch<vector = 4, threads_per_row = 1024, warps = 32, rows_per_cta = 16>} : tensor<?x6144xf32> -> tensor<?x6144xf32> weight_grad_partials(tensor<?x6144xf32>) bias_grad_partials(tensor<?x6144xf32>)
   return
 }
 
 // -----
 
-func.func @too_long(%x: tensor<?x8192xf32>, %dy: tensor<?x8192xf32>, %w: tensor<8192xf32>, %m: tensor<?x1xf32>, %r: tensor<?x1xf32>) {
-  // expected-error @+1 {{rows of 8192 elements do not fit in the registers of one CTA (at most 6144)}}
-  %dx, %dw, %db = norm.fused_row_grad <mean_var> %x grad(%dy : tensor<?x8192xf32>) weight(%w : tensor<8192xf32>) saved_mean(%m : tensor<?x1xf32>) saved_rstd(%r : tensor<?x1xf32>) {launch = #norm.launch<vector = 4, threads_per_row = 1024, warps = 32, rows_per_cta = 16>} : tensor<?x8192xf32> -> tensor<?x8192xf32> weight_grad_partials(tensor<?x8192xf32>) bias_grad_partials(tensor<?x8192xf32>)
+// Staged, the f32 column sums of the weight and the bias gradients stay in
+// registers: 32 elements a thread in CTAs of 512 threads, 12 in CTAs of 256
+// of them (twice as many registers, kMaxStagedBackwardElements at most).
+func.func @staged_column_sums(%x: tensor<?x12288xf32>, %dy: tensor<?x12288xf32>, %w: tensor<12288xf32>, %m: tensor<?x1xf32>, %r: tensor<?x1xf32>) {
+  // expected-error @+1 {{keeps the column sums of 48 elements of a row per thread in registers, more than the 32 a thread of a CTA of 256 threads holds without spilling; use more threads per row}}
+  %dx, %dw, %db = norm.fused_row_grad <mean_var> %x grad(%dy : tensor<?x12288xf32>) weight(%w : tensor<12288xf32>) saved_mean(%m : tensor<?x1xf32>) saved_rstd(%r : tensor<?x1xf32>) {launch = #norm.launch<vector = 4, threads_per_row = 256, warps = 8, rows_per_cta = 1>} : tensor<?x12288xf32> -> tensor<?x12288xf32> weight_grad_partials(tensor<?x12288xf32>) bias_grad_partials(tensor<?x12288xf32>)
+  return
+}
+
+// -----
+
+func.func @too_long(%x: tensor<?x20480xbf16>, %dy: tensor<?x20480xbf16>, %w: tensor<20480xbf16>, %r: tensor<?x1xf32>) {
+  // expected-error @+1 {{the backward kernel's f32 column sums of rows of 20480 elements do not fit in the registers of one CTA (at most 16384 elements); such rows are not supported}}
+  %dx, %dw = norm.fused_row_grad <rms> %x grad(%dy : tensor<?x20480xbf16>) weight(%w : tensor<20480xbf16>) saved_rstd(%r : tensor<?x1xf32>) {launch = #norm.launch<vector = 8, threads_per_row = 512, warps = 16, rows_per_cta = 1>} : tensor<?x20480xbf16> -> tensor<?x20480xbf16> weight_grad_partials(tensor<?x20480xf32>)
   return
 }
 

@@ -50,3 +50,48 @@ func.func @column_sum(%p: tensor<?x1024xf32>) -> tensor<1024xbf16> {
   %s = norm.column_sum %p {launch = #norm.launch<vector = 4, threads_per_row = 16, warps = 4, rows_per_cta = 8>} : tensor<?x1024xf32> -> tensor<1024xbf16>
   return %s : tensor<1024xbf16>
 }
+
+// Rows beyond the registers (32 elements a thread here, registers hold 16
+// in a CTA of 128): v and dy staged in the dynamic shared memory, region
+// after region (4 rows at once of 2000 bytes each), the column sums still
+// carried in registers. Step 1 stages each chunk as it reads it, 16
+// elements a thread at a time, the weight read where it is used (no load
+// before the loop); a row past the last keeps the sums as they were. Step 3
+// reads v and dy back from shared memory, not global memory; the weight
+// again. The last chunk (768 + lane * 8) is staged only where it starts
+// inside the row.
+// CHECK-LABEL: gpu.func @norm_rms_bwd_add_h1000_bf16_bf16_{{[0-9a-f]+}}_v8_t32_w4_r8_smem(
+// CHECK-NOT: vector.load
+// CHECK: %[[SMEM:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// CHECK: %[[V:.*]] = memref.view %[[SMEM]][%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<500xvector<8xbf16>, #gpu.address_space<workgroup>>
+// CHECK: %[[DY:.*]] = memref.view %[[SMEM]][%c8000][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<500xvector<8xbf16>, #gpu.address_space<workgroup>>
+// CHECK-NOT: vector.load
+// CHECK: %[[SUMS:.*]]:4 = scf.for %{{.*}} = %block_id_x to %{{.*}} step %grid_dim_x iter_args(%[[S0:.*]] = %cst, %[[S1:.*]] = %cst, %[[S2:.*]] = %cst, %[[S3:.*]] = %cst) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: scf.if %{{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, f32, f32, f32)
+// CHECK: %[[X0:.*]] = vector.load %arg0
+// CHECK: %[[G0:.*]] = vector.load %arg1
+// CHECK: vector.load %arg0
+// CHECK: vector.load %arg1
+// CHECK: memref.store %[[X0]], %[[V]][%{{.*}}] {alignment = 16 : i64}
+// CHECK: memref.store %[[G0]], %[[DY]][%{{.*}}] {alignment = 16 : i64}
+// CHECK: vector.load %arg3
+// CHECK: scf.if
+// CHECK: memref.store %{{.*}}, %[[V]]
+// CHECK: scf.yield %[[S0]], %[[S1]], %[[S2]], %[[S3]], %{{.*}}, %{{.*}}, %{{.*}} :
+// CHECK: norm.row_allreduce %{{.*}} {group_size = 32 : i64} : f32
+// CHECK-NOT: vector.load %arg0
+// CHECK-NOT: vector.load %arg1
+// CHECK: memref.load %[[V]]
+// CHECK: memref.load %[[DY]]
+// CHECK: vector.load %arg3
+// CHECK: vector.load %arg2
+// CHECK: vector.store %{{.*}}, %arg5
+// CHECK: vector.store %{{.*}}, %arg6
+// CHECK-NOT: vector.load %arg0
+// CHECK-NOT: vector.load %arg1
+// CHECK: scf.yield
+// CHECK: vector.store %[[SUMS]]#0, %arg7
+func.func @staged_rms_norm_grad(%x: tensor<?x1000xbf16>, %dy: tensor<?x1000xbf16>, %w: tensor<1000xbf16>, %r: tensor<?x1xf32>, %dh: tensor<?x1000xbf16>) -> (tensor<?x1000xbf16>, tensor<?x1000xbf16>, tensor<?x1000xf32>) {
+  %dx, %df, %dw = norm.fused_row_grad <rms> %x grad(%dy : tensor<?x1000xbf16>) residual_grad(%dh : tensor<?x1000xbf16>) weight(%w : tensor<1000xbf16>) saved_rstd(%r : tensor<?x1xf32>) alpha(2.0) offset(1.0) {launch = #norm.launch<vector = 8, threads_per_row = 32, warps = 4, rows_per_cta = 8>} : tensor<?x1000xbf16> -> tensor<?x1000xbf16> addend_grad(tensor<?x1000xbf16>) weight_grad_partials(tensor<?x1000xf32>)
+  return %dx, %df, %dw : tensor<?x1000xbf16>, tensor<?x1000xbf16>, tensor<?x1000xf32>
+}

@@ -545,6 +545,22 @@ std::vector<Case> getTrainingCases(bool quick) {
     OpSpec odd = backwardOf(makeSpec(Kind::RMSNorm, hidden, bf16));
     cases.push_back({named("rms_norm backward", hidden, 2049), odd, 2049});
   }
+  // Rows beyond the registers: v and dy staged in shared memory (Llama 3
+  // 405B's 16384, GPT-3's 12288, an odd width at scalar accesses).
+  for (int64_t hidden : {12288, 16384, 16383}) {
+    OpSpec wide = backwardOf(makeSpec(Kind::RMSNorm, hidden, bf16));
+    cases.push_back({named("rms_norm backward, staged", hidden, 1100), wide,
+                     1100});
+  }
+  OpSpec wideLayer = backwardOf(makeSpec(Kind::LayerNorm, 16384, f32));
+  wideLayer.hasBias = true;
+  wideLayer.param = f32;
+  cases.push_back({named("layer_norm backward +bias f32, staged", 16384, 600),
+                   wideLayer, 600});
+  OpSpec wideDeep = deep;
+  wideDeep.hidden = 16384;
+  cases.push_back({named("rms_norm backward +deepnorm, staged", 16384, 300),
+                   wideDeep, 300});
   cases.push_back({named("rms_norm backward +deepnorm", 4096, 1000), deep,
                    1000});
   OpSpec weightless = backwardOf(makeSpec(Kind::RMSNorm, 2048, bf16));

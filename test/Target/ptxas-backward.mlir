@@ -4,19 +4,24 @@
 // sums of each element live across the reduction), with the heuristic's
 // configurations for model widths, forward kernels that save their
 // statistics (row kernels and the QK-Norm prologue), per-head QK-Norm
-// backward, and the column sums of the partials. None may spill: a kernel
-// the rule keeps in registers that spilled would be a wrong prediction.
+// backward, the column sums of the partials, and backward rows beyond the
+// registers, staged in shared memory with the column sums in registers at
+// the edge of that rule (32 elements a thread in CTAs of 512). None may
+// spill: a kernel the rules keep in registers that spilled would be a wrong
+// prediction.
 //
 // REQUIRES: ptxas
 // RUN: norm-opt %s --norm-lower-to-ptx -o %t.sm90.ptx
 // RUN: FileCheck %s --input-file=%t.sm90.ptx
 // RUN: FileCheck %s --input-file=%t.sm90.ptx --check-prefix=PTX
+// RUN: FileCheck %s --input-file=%t.sm90.ptx --check-prefix=STAGED
+// RUN: FileCheck %s --input-file=%t.sm90.ptx --check-prefix=STAGED-LOADS
 // RUN: %ptxas -arch=sm_90 -v %t.sm90.ptx -o %t.sm90.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // RUN: norm-opt %s --norm-lower-to-ptx="chip=sm_80" -o %t.sm80.ptx
 // RUN: %ptxas -arch=sm_80 -v %t.sm80.ptx -o %t.sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // CHECK-NOT: .local
-// CHECK-COUNT-26: .visible .entry
+// CHECK-COUNT-41: .visible .entry
 // CHECK-NOT: .visible .entry
 // CHECK-NOT: .local
 
@@ -89,5 +94,53 @@ func.func @qk_norm(%qkv: tensor<?x6144xbf16>, %wq: tensor<128xbf16>,
   %b:4 = norm.qk_norm_prologue <mean_var> %qkv q_weight(%wq : tensor<128xbf16>) k_weight(%wk : tensor<128xbf16>) eps(1.0e-05) {num_q_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64} : tensor<?x6144xbf16> -> tensor<?x4096xbf16>, tensor<?x1024xbf16> saved_mean(tensor<?x40xf32>) saved_rstd(tensor<?x40xf32>)
   %c:2 = norm.fused_row_grad <rms> %q grad(%q : tensor<?x4096xbf16>) weight(%wq : tensor<128xbf16>) saved_rstd(%rq : tensor<?x32xf32>) {groups = 32 : i64, per_head_weight} : tensor<?x4096xbf16> -> tensor<?x4096xbf16> weight_grad_partials(tensor<?x128xf32>)
   %d:2 = norm.fused_row_grad <rms> %q256 grad(%q256 : tensor<?x2048xbf16>) weight(%w256 : tensor<256xbf16>) saved_rstd(%r8 : tensor<?x8xf32>) offset(1.0) {groups = 8 : i64, per_head_weight} : tensor<?x2048xbf16> -> tensor<?x2048xbf16> weight_grad_partials(tensor<?x256xf32>)
+  return
+}
+
+// Rows beyond the registers (norm-lower-to-ptx assigns the heuristic's
+// configurations): bf16 RMSNorm at Llama 3 405B's 16384, GPT-3's 12288 and
+// an odd 16383 (scalar accesses only), f32 and weightless RMSNorm, bf16 and
+// f32 LayerNorm with a bias (two column sums an element), DeepNorm with the
+// residual stream's gradient and Gemma's 1 + w; each with its scalar
+// fallback.
+//
+// Staged, bf16 RMSNorm at 16384: 4 chunks of 8 a thread; step 1 reads v and
+// dy (8 loads) and stages them (8 stores to the dynamic shared memory), the
+// weight read per chunk; the exchange (its own two barriers); step 3 reads
+// them back (8 loads) and stores grad_input (4), then the f32 partials (4
+// chunks of two quads). v and dy come from global memory once: 16 loads of
+// 16 bytes in all, 8 of them the weight's (twice per row, from the cache).
+// STAGED-LABEL: .visible .entry norm_rms_bwd_h16384_bf16_bf16_{{[0-9a-f]+}}_v8_t512_w16_r1_smem(
+// STAGED: mov.u32 %r{{[0-9]+}}, %nctaid.x;
+// STAGED: mov.b64 %rd{{[0-9]+}}, __dynamic_shmem__0;
+// STAGED: ld.global.nc.b32
+// STAGED-COUNT-8: st.shared.v4.b32
+// STAGED-NOT: ld.shared
+// STAGED: bar.sync
+// STAGED: bar.sync
+// STAGED-NOT: st.shared
+// STAGED: ld.shared.v4.b32
+// STAGED-NOT: st.shared
+// STAGED: st.global.v4.b32
+// STAGED-NOT: st.shared
+// STAGED: ret;
+// STAGED-LOADS-LABEL: .visible .entry norm_rms_bwd_h16384_bf16_bf16_{{[0-9a-f]+}}_v8_t512_w16_r1_smem(
+// STAGED-LOADS-COUNT-16: ld.global.nc.v4.b32
+// STAGED-LOADS-NOT: ld.global
+// STAGED-LOADS: ret;
+// STAGED-LABEL: .visible .entry norm_rms_bwd_h16384_bf16_bf16_{{[0-9a-f]+}}_v1_t512_w16_r1_smem(
+func.func @staged(%x: tensor<?x16384xbf16>, %w: tensor<16384xbf16>,
+                  %xf: tensor<?x16384xf32>, %wf: tensor<16384xf32>,
+                  %x12: tensor<?x12288xbf16>, %w12: tensor<12288xbf16>,
+                  %xo: tensor<?x16383xbf16>, %wo: tensor<16383xbf16>,
+                  %r: tensor<?x1xf32>) {
+  %a:2 = norm.fused_row_grad <rms> %x grad(%x : tensor<?x16384xbf16>) weight(%w : tensor<16384xbf16>) saved_rstd(%r : tensor<?x1xf32>) : tensor<?x16384xbf16> -> tensor<?x16384xbf16> weight_grad_partials(tensor<?x16384xf32>)
+  %b:2 = norm.fused_row_grad <rms> %x12 grad(%x12 : tensor<?x12288xbf16>) weight(%w12 : tensor<12288xbf16>) saved_rstd(%r : tensor<?x1xf32>) : tensor<?x12288xbf16> -> tensor<?x12288xbf16> weight_grad_partials(tensor<?x12288xf32>)
+  %c:2 = norm.fused_row_grad <rms> %xo grad(%xo : tensor<?x16383xbf16>) weight(%wo : tensor<16383xbf16>) saved_rstd(%r : tensor<?x1xf32>) : tensor<?x16383xbf16> -> tensor<?x16383xbf16> weight_grad_partials(tensor<?x16383xf32>)
+  %d:2 = norm.fused_row_grad <rms> %xf grad(%xf : tensor<?x16384xf32>) weight(%wf : tensor<16384xf32>) saved_rstd(%r : tensor<?x1xf32>) : tensor<?x16384xf32> -> tensor<?x16384xf32> weight_grad_partials(tensor<?x16384xf32>)
+  %e = norm.fused_row_grad <rms> %x grad(%x : tensor<?x16384xbf16>) saved_rstd(%r : tensor<?x1xf32>) : tensor<?x16384xbf16> -> tensor<?x16384xbf16>
+  %f:3 = norm.fused_row_grad <mean_var> %x grad(%x : tensor<?x16384xbf16>) weight(%w : tensor<16384xbf16>) saved_mean(%r : tensor<?x1xf32>) saved_rstd(%r : tensor<?x1xf32>) : tensor<?x16384xbf16> -> tensor<?x16384xbf16> weight_grad_partials(tensor<?x16384xf32>) bias_grad_partials(tensor<?x16384xf32>)
+  %g:3 = norm.fused_row_grad <mean_var> %xf grad(%xf : tensor<?x16384xf32>) weight(%wf : tensor<16384xf32>) saved_mean(%r : tensor<?x1xf32>) saved_rstd(%r : tensor<?x1xf32>) : tensor<?x16384xf32> -> tensor<?x16384xf32> weight_grad_partials(tensor<?x16384xf32>) bias_grad_partials(tensor<?x16384xf32>)
+  %h:3 = norm.fused_row_grad <rms> %x grad(%x : tensor<?x16384xbf16>) residual_grad(%x : tensor<?x16384xbf16>) weight(%w : tensor<16384xbf16>) saved_rstd(%r : tensor<?x1xf32>) alpha(1.86) offset(1.0) : tensor<?x16384xbf16> -> tensor<?x16384xbf16> addend_grad(tensor<?x16384xbf16>) weight_grad_partials(tensor<?x16384xf32>)
   return
 }

@@ -690,6 +690,74 @@ TEST(Storage, LongRowsAreStagedWhereTheTargetHasRoom) {
   EXPECT_EQ(getStagedRowBytes(rmsNorm(2881), 1), 5776);
 }
 
+TEST(Storage, BackwardRowsBeyondRegistersStageVAndGradOutput) {
+  TargetOptions sm90, sm89;
+  sm89.chip = "sm_89";
+  int64_t shared90 = sm90.getMaxSharedBytes();
+  // bf16 RMSNorm: registers up to 8192, staged (v and dy, the column sums
+  // in registers) up to 32 elements a thread in CTAs of 512: 16384.
+  OpSpec rms = rmsNorm(16384);
+  rms.backward = true;
+  LaunchConfig heuristic = getHeuristicLaunch(rms, 4096);
+  EXPECT_EQ(heuristic, (LaunchConfig{8, 512, 16, 1}));
+  EXPECT_FALSE(fitsInRegisters(rms, heuristic));
+  EXPECT_TRUE(fitsInRegisters(rms, heuristic, RowStorage::Shared));
+  EXPECT_EQ(getRowStorage(rms, heuristic, shared90), RowStorage::Shared);
+  EXPECT_EQ(getStagedTypes(rms),
+            (std::vector<ElementType>{ElementType::bf16, ElementType::bf16}));
+  EXPECT_EQ(getStagedRowBytes(rms, 8), 2 * 32768);
+  EXPECT_EQ(getSharedBytes(rms, heuristic, shared90), 2 * 32768);
+  EXPECT_TRUE(verifyLaunchFor(rms, heuristic, shared90));
+  KernelSignature sig;
+  ASSERT_TRUE(describeKernel(rms, heuristic, sm90, sig));
+  EXPECT_EQ(sig.sharedBytes, 2 * 32768);
+  EXPECT_NE(sig.name.find("_smem"), std::string::npos) << sig.name;
+  EXPECT_EQ(sig.maxGridX, kBackwardCtas);
+  // Not in CTAs of 1024 threads (64 registers a thread), nor 48 elements a
+  // thread, nor beyond 16384 elements.
+  Status big = verifyLaunchFor(rms, {8, 1024, 32, 1}, shared90);
+  EXPECT_EQ(big.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(big.message().find("at most 512 threads"), std::string::npos)
+      << big.message();
+  EXPECT_FALSE(fitsInRegisters(rms, {8, 1024, 32, 1}, RowStorage::Shared));
+  OpSpec wider = rmsNorm(24576);
+  wider.backward = true;
+  EXPECT_EQ(getMaxElementsPerThread(wider, 512, 8, RowStorage::Shared), 32);
+  EXPECT_EQ(verifyLaunchFor(wider, getHeuristicLaunch(wider, 1)).code(),
+            ErrorCode::Unsupported);
+  // f32 LayerNorm with a bias: two column sums an element, 512 threads;
+  // twice the bytes staged, more than sm_89's CTAs may use.
+  OpSpec layer = rmsNorm(16384, ElementType::f32);
+  layer.kind = OpKind::LayerNorm;
+  layer.hasBias = layer.backward = true;
+  layer.param = ElementType::f32;
+  LaunchConfig layerLaunch = getHeuristicLaunch(layer, 4096);
+  EXPECT_EQ(layerLaunch, (LaunchConfig{4, 512, 16, 1}));
+  EXPECT_EQ(getSharedBytes(layer, layerLaunch, shared90), 2 * 65536);
+  Status sm89Status =
+      verifyLaunchFor(layer, layerLaunch, sm89.getMaxSharedBytes());
+  EXPECT_EQ(sm89Status.code(), ErrorCode::Unsupported);
+  EXPECT_NE(sm89Status.message().find("131072 bytes of shared memory"),
+            std::string::npos)
+      << sm89Status.message();
+  EXPECT_FALSE(describeKernel(layer, layerLaunch, sm89, sig));
+  // Four rows at a time stage four rows of each, region after region.
+  OpSpec narrow = rmsNorm(1000);
+  narrow.backward = true;
+  LaunchConfig four{8, 32, 4, 8};
+  EXPECT_FALSE(fitsInRegisters(narrow, four));
+  EXPECT_EQ(getRowStorage(narrow, four, shared90), RowStorage::Shared);
+  EXPECT_EQ(getSharedBytes(narrow, four, shared90), 4 * 2 * 2000);
+  // Without column sums (L2 without a weight) nothing but the cap of the
+  // unrolled chunks.
+  OpSpec l2 = rmsNorm(16384);
+  l2.kind = OpKind::L2Norm;
+  l2.hasWeight = false;
+  l2.backward = true;
+  EXPECT_EQ(getRegisterBytesPerVector(l2, 8, RowStorage::Shared), 0);
+  EXPECT_EQ(getMaxElementsPerThread(l2, 512, 8, RowStorage::Shared), 32);
+}
+
 TEST(Storage, ScalarFallback) {
   // Same mapping where one thread can hold its share of the row.
   EXPECT_EQ(getScalarFallback(rmsNorm(4096), {8, 512, 16, 1}),

@@ -6,9 +6,10 @@ a weight (HF's LlamaRMSNorm), fused residual add + RMSNorm (the gradient of
 the sum h = x + r, which is both inputs', from dy and the residual stream's
 own gradient dh, and dweight), LayerNorm with weight and bias, and the
 per-head QK-Norm of a packed qkv (32 q / 8 k heads of 128, weights); hidden
-4096, 8192, 2048, 1024, 5120 and 16384 (libnormjit's backward keeps rows in
-registers: it is expected to refuse 16384, which is recorded, not a
-failure) x 4096 and 16384 rows (tokens for QK-Norm). At each point, the
+4096, 8192, 2048, 1024, 5120 and 16384 (libnormjit's backward stages rows
+beyond its registers in shared memory; a refusal, where a device lacks the
+shared memory, is recorded, not a failure) x 4096 and 16384 rows (tokens
+for QK-Norm). At each point, the
 median time of
   ours     the backward op alone, torch.ops.norm_opt.row_norm_backward /
            qk_norm_backward on the statistics its forward op saved (where
@@ -230,8 +231,8 @@ def print_plan(plan: List[Point], args) -> None:
           "dbias]); QK-Norm: per head, "
           f"{QK_HEADS[0]}/{QK_HEADS[1]} heads of {QK_HEAD_DIM}, rows are "
           "tokens; libnormjit's backward keeps rows in registers (bf16 "
-          "RMSNorm up to 8192): larger hidden sizes may be refused, which "
-          "is recorded")
+          "RMSNorm up to 8192) or stages them in shared memory (up to "
+          "16384): a refusal is recorded")
     print("  bytes: ours = x or h, dy [, dh] read + dx written + weight "
           "read, gradients written + saved f32 stats read + f32 partials "
           f"(one row per SM, {PLAN_SMS} here) written and read; copy reads "

@@ -831,8 +831,8 @@ class TrainingTest(FakeDriverCase):
              "statistics the forward saved"),
             # libnormjit's: rows longer than its backward kernels hold, at
             # the backward.
-            (lambda: norm_opt.rms_norm(self.rand(2, 16384), None).sum()
-             .backward(), norm_opt.NormJitError, "h16384"),
+            (lambda: norm_opt.rms_norm(self.rand(2, 20480), None).sum()
+             .backward(), norm_opt.NormJitError, "h20480"),
         ]
         for call, error, message in cases:
             with self.subTest(message=message):

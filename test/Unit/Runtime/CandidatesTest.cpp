@@ -165,6 +165,30 @@ TEST(Candidates, LongRowsGetAFewWideConfigurations) {
     EXPECT_TRUE(fitsInRegisters(rmsNorm(32768), c)) << c.getMangledSuffix();
 }
 
+TEST(Candidates, StagedBackwardRowsUseCtasOfAtMost512Threads) {
+  // bf16 RMSNorm backward at 16384: beyond the registers, staged in CTAs of
+  // 512 threads (1024 would leave the column sums 64 registers a thread);
+  // f32 LayerNorm with a bias: not at all where the target's shared memory
+  // is too small for v and dy (sm_89's 99 KiB).
+  OpSpec rms = rmsNorm(16384);
+  rms.backward = true;
+  LaunchConfig heuristic = getHeuristicLaunch(rms, 4096);
+  EXPECT_EQ(getTuningCandidates(rms, RowBucket::More, heuristic, 232448),
+            (std::vector<LaunchConfig>{config(8, 512, 16, 1),
+                                       config(4, 512, 16, 1)}));
+  OpSpec layer = rmsNorm(16384, ElementType::f32);
+  layer.kind = OpKind::LayerNorm;
+  layer.hasBias = layer.backward = true;
+  layer.param = ElementType::f32;
+  heuristic = getHeuristicLaunch(layer, 4096);
+  EXPECT_EQ(getTuningCandidates(layer, RowBucket::More, heuristic, 232448),
+            (std::vector<LaunchConfig>{config(4, 512, 16, 1),
+                                       config(2, 512, 16, 1)}));
+  // sm_89: only the heuristic, which the compiler then refuses.
+  EXPECT_EQ(getTuningCandidates(layer, RowBucket::More, heuristic, 101376),
+            (std::vector<LaunchConfig>{config(4, 512, 16, 1)}));
+}
+
 TEST(TuningScratch, BucketsStartWhereTheSmallerEnds) {
   for (RowBucket bucket : kAllRowBuckets) {
     int64_t smallest = getRowBucketMinRows(bucket);

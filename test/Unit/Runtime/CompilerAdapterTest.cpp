@@ -327,6 +327,57 @@ TEST_F(RealKernelsOnFakeDriver, TrainingKernelsTuneAndLaunch) {
       << sum.kernel;
 }
 
+TEST_F(RealKernelsOnFakeDriver, StagedBackwardLaunchesWithItsSharedMemory) {
+  // Llama 3 405B's width: the backward stages v and dy, 32 KiB each, in
+  // CTAs of 512 threads (the tuned candidates are all staged).
+  TempDir cache;
+  std::unique_ptr<Context> context;
+  ContextOptions options =
+      makeFakeOptions(createDefaultCompiler(), cache.get(), /*tuning=*/true);
+  ASSERT_TRUE(Context::create(options, context).ok());
+  OpSpec spec = makeRmsNorm(16384);
+  spec.backward = true;
+  std::shared_ptr<const Kernel> kernel;
+  Status status = context->getKernel(spec, {}, kernel);
+  ASSERT_TRUE(status.ok()) << status.message();
+  LaunchArgs args;
+  for (const BufferSpec &buffer : getBuffers(spec)) {
+    if (isGradPartials(buffer.slot))
+      continue;
+    void *pointer = nullptr;
+    ASSERT_TRUE(context->allocate(1 << 20, pointer).ok());
+    args.set(buffer.slot, pointer, buffer.type, buffer.cols);
+  }
+  for (const GradientSum &sum : getGradientSums(spec)) {
+    void *pointer = nullptr;
+    ASSERT_TRUE(context->allocate(1 << 20, pointer).ok());
+    args.set(sum.gradient, pointer, sum.columnSum.output,
+             sum.columnSum.hidden);
+  }
+  int before = fakecuda_launch_count();
+  ASSERT_TRUE(kernel->launch(args, 8, nullptr).ok());
+  ASSERT_EQ(fakecuda_launch_count() - before, 2);
+  fakecuda_launch rows{};
+  ASSERT_TRUE(fakecuda_get_launch(before, &rows));
+  EXPECT_NE(std::string(rows.kernel).find("_t512_w16_r1_smem"),
+            std::string::npos)
+      << rows.kernel;
+  EXPECT_EQ(rows.block[0], 512u);
+  EXPECT_EQ(rows.shared_bytes, 2u * 32768u);
+  EXPECT_EQ(rows.grid[0], 8u);
+
+  // A device whose CTAs hold less than the two rows: refused, with the
+  // reason, before anything launches.
+  fakecuda_set_max_shared_bytes_optin(48 * 1024);
+  std::unique_ptr<Context> small;
+  ASSERT_TRUE(Context::create(options, small).ok());
+  status = small->getKernel(spec, {}, kernel);
+  EXPECT_EQ(status.code(), ErrorCode::Unsupported);
+  EXPECT_NE(status.message().find("65536 bytes of shared memory"),
+            std::string::npos)
+      << status.message();
+}
+
 TEST_F(RealKernelsOnFakeDriver, TuneAndLaunch) {
   TempDir cache;
   std::unique_ptr<Context> context;
