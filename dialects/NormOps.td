@@ -721,7 +721,8 @@ def Norm_FusedRowGradOp : Norm_Op<"fused_row_grad", [Pure,
   let summary = "the gradients of a row norm, from its saved statistics";
   let description = [{
     The backward kernel of a `norm.fused_row` with statistic `rms`,
-    `mean_var` or `l2` (groups 1), derived from the same operation: for
+    `mean_var` or `l2`, over whole rows or groups, derived from the same
+    operation: for
     `y = xhat * (weight + weight_offset) + bias`, `xhat = (v - mean) * rstd`
     and `g = grad_output * (weight + weight_offset)`,
 
@@ -749,6 +750,12 @@ def Norm_FusedRowGradOp : Norm_Op<"fused_row_grad", [Pure,
       once); `norm.column_sum` reduces them to the weight and bias
       gradients. Every sum has a fixed order: the same launch gives the
       same bits on every run, without atomics.
+    - `groups > 1` (GroupNorm): each group of `hidden / groups` channels
+      has its own statistics (`rows x groups`) and the means above are over
+      the group; the weight and the partials are hidden-wide, each group's
+      sums in its own channels. The launch's CTAs come in whole multiples
+      of the groups' share, so that every thread group of the persistent
+      grid only takes rows of one group (`norm::getBackwardGridMultiple`).
     - `groups > 1` with `per_head_weight`: the rows hold `groups` heads of
       `hidden / groups` that share one head's weight (its gradient partials
       are head-wide too) and have one saved statistic each (`rows x

@@ -18,6 +18,12 @@
 // so the gradients are the same bits on every run. Rows past the last give
 // dy = 0 and add exact zeros.
 //
+// GroupNorm (groups with their own channels of the weight): the persistent
+// grid's thread groups are a multiple of the groups
+// (norm::getBackwardGridMultiple), so thread group p only ever takes rows
+// of group p mod groups; it loads that group's weight and its column sums
+// are that group's channels of partial row p / groups.
+//
 // Rows beyond the registers (norm::getRowStorage) stage v and dy in dynamic
 // shared memory as step 1 reads them, 16 elements a thread at a time, and
 // step 3 reads them back; the weight is read again from the cache where
@@ -48,24 +54,35 @@ void FusedRowEmitter::emitBackwardRows() {
   Value biasPartials = arg("bias_grad_partials");
   bool meanVar = fused.statistic == ::norm::Statistic::MeanVar;
   bool l2 = fused.statistic == ::norm::Statistic::L2;
-  // Heads (per_head_weight) are rows of their own, (token, head) pairs.
+  // Groups and heads (per_head_weight) are rows of their own, (token,
+  // group) pairs.
   int64_t groups = fused.groups;
   Value kernelRows = mul(indexArg("rows"), index(groups));
+  // The thread group's partial row: bid * (rows at once) + slot; with
+  // grouped weights, its group's first channel.
+  Value partialRow =
+      add(mul(bid, index(sig.launch.getConcurrentRows())), slot);
+  bool groupedWeights = ::norm::hasGroupedWeightGradients(fused.spec);
+  Value paramBase =
+      groupedWeights
+          ? mul(arith::RemUIOp::create(b, partialRow, index(groups)),
+                index(row.length))
+          : index(0);
   // Staged rows: regions for v and dy (the signature sized them).
   bool staged = sig.sharedBytes > 0;
   SmallVector<StagedRow> regions;
   if (staged)
     regions = createStagedRows();
   // Rows in registers load the weight once, before the first row's
-  // reduction (the heads share it).
+  // reduction (the heads share it; a thread group's rows are one group).
   ParamChunks params;
   if (!staged)
-    params = loadParams(index(0));
+    params = loadParams(paramBase);
   VectorType f32Vector = VectorType::get({vector}, f32);
   auto weightOf = [&](int64_t c) -> Value {
     if (!weight)
       return {};
-    Value w = toF32(staged ? loadChunk(row, weight, index(0), c)
+    Value w = toF32(staged ? loadChunk(row, weight, paramBase, c)
                            : params.weight[c]);
     if (fused.offset != 0.0)
       w = addf(w, splatF32(fused.offset));
@@ -246,14 +263,17 @@ void FusedRowEmitter::emitBackwardRows() {
         return next;
       });
 
-  // The thread group's partial row: bid * (rows at once) + slot.
-  Value partialRow =
-      add(mul(bid, index(sig.launch.getConcurrentRows())), slot);
+  auto partialBase = [&](StringRef name) {
+    if (!groupedWeights)
+      return mul(partialRow, stride(name));
+    Value at = arith::DivUIOp::create(b, partialRow, index(groups));
+    return add(mul(at, stride(name)), paramBase);
+  };
   ArrayRef<Value> sums = columnSums;
   if (weightPartials)
     storeRow(row, sums.take_front(row.chunks), weightPartials,
-             mul(partialRow, stride("weight_grad_partials")));
+             partialBase("weight_grad_partials"));
   if (biasPartials)
     storeRow(row, sums.drop_front(biasAt), biasPartials,
-             mul(partialRow, stride("bias_grad_partials")));
+             partialBase("bias_grad_partials"));
 }

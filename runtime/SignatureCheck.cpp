@@ -66,7 +66,8 @@ Status norm::jit::checkSignatureFor(const KernelSignature &sig,
     return mismatch("block threads", number(sig.blockThreads),
                     number(want.blockThreads));
   if (sig.rowMultiplier != want.rowMultiplier ||
-      sig.fixedGridX != want.fixedGridX || sig.maxGridX != want.maxGridX)
+      sig.fixedGridX != want.fixedGridX || sig.maxGridX != want.maxGridX ||
+      sig.gridMultiple != want.gridMultiple)
     return mismatch("grid", sig.getGridFormula(), want.getGridFormula());
   if (sig.sharedBytes != want.sharedBytes)
     return mismatch("shared bytes", number(sig.sharedBytes),

@@ -25,8 +25,10 @@ int64_t KernelSignature::getGridX(int64_t rows, int64_t batch,
     return rowMultiplier * (isDecode() ? splits : 1) *
            getQueryTiles(rows, queryGroup, launch.rowsPerCta, batch);
   int64_t kernelRows = rows * rowMultiplier;
-  int64_t blocks = (kernelRows + launch.rowsPerCta - 1) / launch.rowsPerCta;
-  return maxGridX ? std::min(blocks, maxGridX) : blocks;
+  if (maxGridX)
+    return getPersistentGridX(kernelRows, launch.rowsPerCta, maxGridX,
+                              gridMultiple);
+  return (kernelRows + launch.rowsPerCta - 1) / launch.rowsPerCta;
 }
 
 std::string KernelSignature::getGridFormula() const {
@@ -51,6 +53,8 @@ std::string KernelSignature::getGridFormula() const {
   if (rowMultiplier != 1)
     os << " * " << rowMultiplier;
   os << " / " << launch.rowsPerCta << ")";
+  if (gridMultiple != 1)
+    os << " rounded up to a multiple of " << gridMultiple;
   if (maxGridX)
     os << ", " << maxGridX << ")";
   return os.str();
@@ -168,8 +172,10 @@ Status norm::describeKernel(const OpSpec &spec, const LaunchConfig &launch,
     sig.queryGroup = normal.numQHeads / normal.numKvHeads;
   } else {
     sig.rowMultiplier = getRowsPerToken(normal);
-    if (normal.backward)
+    if (normal.backward) {
       sig.maxGridX = kBackwardCtas;
+      sig.gridMultiple = getBackwardGridMultiple(normal, launch);
+    }
   }
   std::vector<BufferSpec> buffers = getBuffers(normal);
   for (const BufferSpec &buffer : buffers) {
@@ -290,6 +296,8 @@ std::string KernelSignature::toJson() const {
     os << ", \"query_group\": " << queryGroup;
   if (maxGridX)
     os << ", \"max_grid_x\": " << maxGridX;
+  if (gridMultiple != 1)
+    os << ", \"grid_multiple\": " << gridMultiple;
   os
      << ", \"shared_bytes\": " << sharedBytes;
   if (!fallback.empty())
@@ -576,6 +584,8 @@ std::optional<KernelSignature> signatureFromJson(const Json &json,
     sig.queryGroup = fields.integer("query_group");
   if (json.object.count("max_grid_x"))
     sig.maxGridX = fields.integer("max_grid_x");
+  if (json.object.count("grid_multiple"))
+    sig.gridMultiple = fields.integer("grid_multiple");
   sig.sharedBytes = fields.integer("shared_bytes");
   if (json.object.count("fallback"))
     sig.fallback = fields.string("fallback");
@@ -635,7 +645,7 @@ std::optional<KernelSignature> signatureFromJson(const Json &json,
   if (sig.name.empty() || sig.launch.rowsPerCta <= 0 ||
       sig.launch.warps <= 0 || sig.launch.vector <= 0 ||
       sig.launch.threadsPerRow <= 0 || sig.rowMultiplier <= 0 ||
-      sig.queryGroup <= 0 ||
+      sig.queryGroup <= 0 || sig.gridMultiple <= 0 ||
       sig.blockThreads != sig.launch.getThreadsPerCta()) {
     error = "inconsistent kernel signature '" + sig.name + "'";
     return std::nullopt;

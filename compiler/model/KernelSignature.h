@@ -78,6 +78,9 @@ struct KernelSignature {
   /// taking the groups of rows it holds at once grid.x apart (the kernel
   /// reads grid.x; 0: rowsPerCta rows per CTA).
   int64_t maxGridX = 0;
+  /// A persistent grid's CTAs come in multiples of this
+  /// (getBackwardGridMultiple).
+  int64_t gridMultiple = 1;
   int64_t blockThreads = 0;  // = launch.getThreadsPerCta()
   int64_t sharedBytes = 0;   // dynamic shared memory per CTA
   /// The scalar (vector = 1) kernel of the same op, to launch instead when a
@@ -103,7 +106,7 @@ struct KernelSignature {
            launch == other.launch && params == other.params &&
            rowMultiplier == other.rowMultiplier &&
            fixedGridX == other.fixedGridX && maxGridX == other.maxGridX &&
-           queryGroup == other.queryGroup &&
+           gridMultiple == other.gridMultiple && queryGroup == other.queryGroup &&
            blockThreads == other.blockThreads &&
            sharedBytes == other.sharedBytes;
   }

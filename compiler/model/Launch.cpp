@@ -6,6 +6,7 @@
 #include "compiler/model/Target.h"
 
 #include <algorithm>
+#include <numeric>
 #include <cstdio>
 #include <sstream>
 
@@ -362,11 +363,29 @@ std::string_view norm::getRowStorageSuffix(RowStorage storage) {
   return "";
 }
 
+int64_t norm::getBackwardGridMultiple(const OpSpec &spec,
+                                      const LaunchConfig &launch) {
+  if (!hasGroupedWeightGradients(spec))
+    return 1;
+  return spec.groups / std::gcd(spec.groups, launch.getConcurrentRows());
+}
+
+int64_t norm::getPersistentGridX(int64_t kernelRows, int64_t rowsPerCta,
+                                 int64_t maxGridX, int64_t multiple) {
+  int64_t blocks = divideCeil(std::max<int64_t>(kernelRows, 0), rowsPerCta);
+  int64_t most = std::max(maxGridX / multiple, int64_t(1)) * multiple;
+  return std::min(divideCeil(blocks, multiple) * multiple, most);
+}
+
 int64_t norm::getGradPartialRows(const OpSpec &spec, const LaunchConfig &launch,
                                  int64_t rows) {
   int64_t kernelRows = std::max<int64_t>(rows, 0) * getRowsPerToken(spec);
-  return std::min(divideCeil(kernelRows, launch.rowsPerCta), kBackwardCtas) *
-         launch.getConcurrentRows();
+  int64_t threadGroups =
+      getPersistentGridX(kernelRows, launch.rowsPerCta, kBackwardCtas,
+                         getBackwardGridMultiple(spec, launch)) *
+      launch.getConcurrentRows();
+  return hasGroupedWeightGradients(spec) ? threadGroups / spec.groups
+                                         : threadGroups;
 }
 
 std::vector<ElementType> norm::getStagedTypes(const OpSpec &spec) {

@@ -211,10 +211,26 @@ RowStorage getRowStorage(const OpSpec &spec, const LaunchConfig &launch,
 /// statistic: f32 with an f32 residual, else the input's.
 ElementType getStreamType(const OpSpec &spec);
 
+/// The CTAs of a backward kernel's persistent grid are a multiple of this:
+/// for groups with their own channels of the weight (GroupNorm), groups /
+/// gcd(groups, the rows a CTA works on at once), so that the thread groups
+/// of the grid are a multiple of the groups and each takes kernel rows of
+/// one group only (its column sums are that group's channels); else 1.
+int64_t getBackwardGridMultiple(const OpSpec &spec, const LaunchConfig &launch);
+
+/// grid.x of a persistent grid over `kernelRows` rows: ceil(kernelRows /
+/// rowsPerCta) rounded up to a multiple of `multiple`, at most `maxGridX`
+/// rounded down to one (at least `multiple`). Rounded-up CTAs take rows
+/// past the last, which add exact zeros.
+int64_t getPersistentGridX(int64_t kernelRows, int64_t rowsPerCta,
+                           int64_t maxGridX, int64_t multiple);
+
 /// The rows of a backward kernel's f32 gradient partials for `rows` rows:
-/// one per thread group of each CTA of its persistent grid, min(ceil(rows x
-/// getRowsPerToken / rowsPerCta), kBackwardCtas) x the rows the CTA works
-/// on at once (a group's partial sums its kernel rows in order).
+/// one per thread group of each CTA of its persistent grid (getPersistentGridX
+/// of rows x getRowsPerToken, kBackwardCtas and getBackwardGridMultiple) x
+/// the rows the CTA works on at once (a group's partial sums its kernel rows
+/// in order); for GroupNorm rows of the hidden size, `groups` thread groups
+/// a row.
 int64_t getGradPartialRows(const OpSpec &spec, const LaunchConfig &launch,
                            int64_t rows);
 

@@ -21,6 +21,9 @@
 //    grad_output; bf16 RMSNorm beyond 8192 elements) and keep the f32
 //    column sums of their share in registers: the most threads whose
 //    registers hold those (512 for f32 LayerNorm with a bias at 16384).
+//    Short backward rows (GroupNorm's groups) that no thread count holds
+//    in registers at the widest vector without idle threads take a
+//    narrower one first.
 //
 // Accesses are 16 bytes wide (8 x bf16, 4 x f32) when the row length allows
 // it: a row of odd length cannot keep consecutive rows aligned, so it gets
@@ -95,16 +98,18 @@ int64_t pickThreadsPerRow(const OpSpec &spec, int64_t vector) {
     threads -= 32;
   while (threads > 1 && idle(threads))
     threads /= 2;
-  // ... and its share must fit in the registers of the CTA it runs in.
-  while (threads < 1024 &&
+  // ... and its share must fit in the registers of the CTA it runs in,
+  // with more threads as long as none of them idles.
+  auto more = [](int64_t t) { return t < 32 ? t * 2 : t + 32; };
+  while (threads < 1024 && !idle(more(threads)) &&
          !fitsInRegisters(spec, completeLaunch(vector, threads, -1)))
-    threads = threads < 32 ? threads * 2 : threads + 32;
+    threads = more(threads);
   // A backward kernel stages rows beyond them, and keeps the column sums of
   // its share in registers: the most threads whose registers hold those (a
   // thread of 512 has twice the registers of one of 1024).
   if (spec.backward &&
       !fitsInRegisters(spec, completeLaunch(vector, threads, -1)))
-    for (int64_t t = threads; t >= 32; t -= 32)
+    for (int64_t t = threads; t >= 1; t = t > 32 ? t - 32 : t / 2)
       if (fitsInRegisters(spec, completeLaunch(vector, t, -1),
                           RowStorage::Shared))
         return t;
@@ -157,6 +162,19 @@ LaunchConfig norm::getHeuristicLaunch(const OpSpec &spec, int64_t rows) {
   if (getRowLength(spec) <= 0)
     return LaunchConfig{};
   int64_t threads = pickThreadsPerRow(spec, vector);
+  // Short backward rows (GroupNorm's groups of 40) that the widest vector
+  // leaves beyond the registers, since more threads would idle, take
+  // narrower vectors before they are staged: more threads, each with less.
+  for (int64_t v = vector / 2;
+       spec.backward && getRowLength(spec) <= 1024 && v >= 1 &&
+       !fitsInRegisters(spec, completeLaunch(vector, threads, -1));
+       v /= 2) {
+    int64_t t = pickThreadsPerRow(spec, v);
+    if (fitsInRegisters(spec, completeLaunch(v, t, -1))) {
+      vector = v;
+      threads = t;
+    }
+  }
   // Each thread group of a backward CTA sums its rows' weight gradients in
   // registers over the persistent grid's blocks of one row a group.
   if (spec.backward)

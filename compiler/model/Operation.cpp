@@ -184,6 +184,11 @@ int64_t norm::getRowsPerToken(const OpSpec &spec) {
   return 1;
 }
 
+bool norm::hasGroupedWeightGradients(const OpSpec &spec) {
+  return spec.backward && isFusedRow(spec) && spec.groups > 1 &&
+         !spec.perHeadWeight;
+}
+
 //===----------------------------------------------------------------------===//
 // Rules
 //===----------------------------------------------------------------------===//
@@ -344,19 +349,12 @@ static Status verifyAttention(const OpSpec &spec) {
 /// statistics.
 static Status verifyBackward(const OpSpec &spec) {
   if (spec.kind != OpKind::RMSNorm && spec.kind != OpKind::LayerNorm &&
-      spec.kind != OpKind::L2Norm &&
-      !(spec.kind == OpKind::GroupNorm && spec.perHeadWeight))
+      spec.kind != OpKind::L2Norm && spec.kind != OpKind::GroupNorm)
     return Status::error(
         ErrorCode::Unsupported,
-        "backward kernels differentiate rms_norm, layer_norm and l2_norm "
-        "rows (and heads); " +
+        "backward kernels differentiate rms_norm, layer_norm, group_norm "
+        "and l2_norm rows (and heads); " +
             std::string(getOpKindName(spec.kind)) + " has none yet");
-  if (spec.groups != 1 && !spec.perHeadWeight)
-    return Status::error(ErrorCode::Unsupported,
-                         "backward kernels of grouped statistics "
-                         "(GroupNorm) are not supported yet; groups that "
-                         "share one weight (per_head_weight: QK-Norm's "
-                         "heads) are");
   if (spec.f32Residual)
     return Status::invalid(
         "a backward kernel recomputes x-hat from the stored residual stream, "

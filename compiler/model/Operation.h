@@ -170,6 +170,13 @@ int64_t getRowLength(const OpSpec &spec);
 /// (column statistics have no rows).
 int64_t getRowsPerToken(const OpSpec &spec);
 
+/// A backward kernel over groups with their own channels of the weight
+/// (GroupNorm, or rms and l2 over groups): the gradient partials of a
+/// thread group are its group's channels, `groups` thread groups a
+/// hidden-wide partial row. Heads that share one weight (per_head_weight)
+/// are not.
+bool hasGroupedWeightGradients(const OpSpec &spec);
+
 //===----------------------------------------------------------------------===//
 // Rules
 //===----------------------------------------------------------------------===//

@@ -99,7 +99,7 @@ func.func @grad_rows(%x: tensor<8x64xf32>, %dy: tensor<4x64xf32>, %r: tensor<8x1
 // -----
 
 func.func @no_statistic(%x: tensor<?x64xf32>, %dy: tensor<?x64xf32>, %r: tensor<?x1xf32>) {
-  // expected-error @+1 {{backward kernels differentiate rms_norm, layer_norm and l2_norm rows (and heads); elementwise has none yet}}
+  // expected-error @+1 {{backward kernels differentiate rms_norm, layer_norm, group_norm and l2_norm rows (and heads); elementwise has none yet}}
   %dx = norm.fused_row_grad <none> %x grad(%dy : tensor<?x64xf32>) saved_rstd(%r : tensor<?x1xf32>) : tensor<?x64xf32> -> tensor<?x64xf32>
   return
 }
@@ -160,9 +160,17 @@ func.func @head_weight(%x: tensor<?x1024xbf16>, %dy: tensor<?x1024xbf16>, %w: te
 
 // -----
 
-func.func @grouped_backward(%x: tensor<?x1024xbf16>, %dy: tensor<?x1024xbf16>, %w: tensor<1024xbf16>, %r: tensor<?x8xf32>) {
-  // expected-error @+1 {{backward kernels of grouped statistics (GroupNorm) are not supported yet}}
-  %dx = norm.fused_row_grad <rms> %x grad(%dy : tensor<?x1024xbf16>) weight(%w : tensor<1024xbf16>) saved_rstd(%r : tensor<?x8xf32>) {groups = 8 : i64} : tensor<?x1024xbf16> -> tensor<?x1024xbf16>
+func.func @grouped_partials(%x: tensor<?x1024xbf16>, %dy: tensor<?x1024xbf16>, %w: tensor<1024xbf16>, %r: tensor<?x8xf32>) {
+  // expected-error @+1 {{'weight_grad_partials' must have 1024 columns, got 'tensor<?x128xf32>'}}
+  %dx, %dw = norm.fused_row_grad <rms> %x grad(%dy : tensor<?x1024xbf16>) weight(%w : tensor<1024xbf16>) saved_rstd(%r : tensor<?x8xf32>) {groups = 8 : i64} : tensor<?x1024xbf16> -> tensor<?x1024xbf16> weight_grad_partials(tensor<?x128xf32>)
+  return
+}
+
+// -----
+
+func.func @grouped_weight(%x: tensor<?x1024xbf16>, %dy: tensor<?x1024xbf16>, %w: tensor<128xbf16>, %r: tensor<?x8xf32>) {
+  // expected-error @+1 {{'weight' must have 1024 elements}}
+  %dx = norm.fused_row_grad <rms> %x grad(%dy : tensor<?x1024xbf16>) weight(%w : tensor<128xbf16>) saved_rstd(%r : tensor<?x8xf32>) {groups = 8 : i64} : tensor<?x1024xbf16> -> tensor<?x1024xbf16>
   return
 }
 

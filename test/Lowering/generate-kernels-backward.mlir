@@ -95,3 +95,37 @@ func.func @staged_rms_norm_grad(%x: tensor<?x1000xbf16>, %dy: tensor<?x1000xbf16
   %dx, %df, %dw = norm.fused_row_grad <rms> %x grad(%dy : tensor<?x1000xbf16>) residual_grad(%dh : tensor<?x1000xbf16>) weight(%w : tensor<1000xbf16>) saved_rstd(%r : tensor<?x1xf32>) alpha(2.0) offset(1.0) {launch = #norm.launch<vector = 8, threads_per_row = 32, warps = 4, rows_per_cta = 8>} : tensor<?x1000xbf16> -> tensor<?x1000xbf16> addend_grad(tensor<?x1000xbf16>) weight_grad_partials(tensor<?x1000xf32>)
   return %dx, %df, %dw : tensor<?x1000xbf16>, tensor<?x1000xbf16>, tensor<?x1000xf32>
 }
+
+// GroupNorm (32 groups of 40 channels): kernel rows are (token, group)
+// pairs. The grid's thread groups come in whole multiples of the groups, so
+// thread group p = bid * 4 + slot only takes rows of group p mod 32: its
+// weight is loaded once, before the loop, from that group's channels, and
+// its column sums are stored there, in partial row p / 32 of the hidden
+// size. Rows read their statistics at (token, group).
+// CHECK-LABEL: gpu.func @norm_group_bwd_h1280_bf16_bf16_{{[0-9a-f]+}}_v4_t8_w1_r16(
+// CHECK-SAME: %[[GW:arg2]]: memref<{{[0-9]+}}xbf16> {llvm.align = 8 : i64, llvm.noalias, llvm.readonly}
+// CHECK-SAME: %[[GRSTD:arg4]]: memref<{{[0-9]+}}xf32>
+// CHECK-SAME: %[[GDW:arg6]]: memref<{{[0-9]+}}xf32> {llvm.align = 16 : i64, llvm.noalias}
+// CHECK: %[[SLOT:.*]] = arith.divui %thread_id_x, %c8
+// CHECK: %[[FIRST:.*]] = arith.muli %block_id_x, %c4
+// CHECK: %[[P:.*]] = arith.addi %[[FIRST]], %[[SLOT]]
+// CHECK: %[[G:.*]] = arith.remui %[[P]], %c32
+// CHECK: %[[CH:.*]] = arith.muli %[[G]], %c40
+// CHECK: %[[WAT:.*]] = arith.addi %[[CH]], %{{.*}}
+// CHECK: vector.load %[[GW]][%[[WAT]]]
+// CHECK: scf.for %{{.*}} = %block_id_x to %{{.*}} step %grid_dim_x
+// CHECK: %[[TOKEN:.*]] = arith.divui %[[ROW:.*]], %c32
+// CHECK: %[[GROUP:.*]] = arith.remui %[[ROW]], %c32
+// CHECK: %[[RAT:.*]] = arith.addi %{{.*}}, %[[GROUP]]
+// CHECK: memref.load %[[GRSTD]][%[[RAT]]]
+// CHECK-NOT: vector.load %[[GW]]
+// CHECK: norm.row_allreduce
+// CHECK: %[[PROW:.*]] = arith.divui %[[P]], %c32
+// CHECK: %[[PBASE:.*]] = arith.muli %[[PROW]], %{{.*}}
+// CHECK: %[[PAT:.*]] = arith.addi %[[PBASE]], %[[CH]]
+// CHECK: %[[DWAT:.*]] = arith.addi %[[PAT]], %{{.*}}
+// CHECK: vector.store %{{.*}}, %[[GDW]][%[[DWAT]]]
+func.func @group_norm_grad(%x: tensor<?x1280xbf16>, %dy: tensor<?x1280xbf16>, %w: tensor<1280xbf16>, %m: tensor<?x32xf32>, %r: tensor<?x32xf32>) -> (tensor<?x1280xbf16>, tensor<?x1280xf32>, tensor<?x1280xf32>) {
+  %dx, %dw, %db = norm.fused_row_grad <mean_var> %x grad(%dy : tensor<?x1280xbf16>) weight(%w : tensor<1280xbf16>) saved_mean(%m : tensor<?x32xf32>) saved_rstd(%r : tensor<?x32xf32>) {groups = 32 : i64, launch = #norm.launch<vector = 4, threads_per_row = 8, warps = 1, rows_per_cta = 16>} : tensor<?x1280xbf16> -> tensor<?x1280xbf16> weight_grad_partials(tensor<?x1280xf32>) bias_grad_partials(tensor<?x1280xf32>)
+  return %dx, %dw, %db : tensor<?x1280xbf16>, tensor<?x1280xf32>, tensor<?x1280xf32>
+}

@@ -529,7 +529,14 @@ std::vector<Case> getTrainingCases(bool quick) {
   OpSpec qkHeads = backwardOf(makeSpec(Kind::RMSNorm, 8 * 128, bf16));
   qkHeads.groups = 8;
   qkHeads.perHeadWeight = true;
+  // GroupNorm over 32 groups (diffusion U-Nets' channels), each group's
+  // weight and bias gradients in its own channels.
+  OpSpec group = backwardOf(makeSpec(Kind::GroupNorm, quick ? 96 : 1280, bf16));
+  group.groups = 32;
+  group.hasBias = true;
   if (quick) {
+    cases.push_back({named("group_norm backward 32 groups", group.hidden, 5),
+                     group, 5});
     cases.push_back({named("rms_norm backward", llama.hidden, 5),
                      backwardOf(llama), 5});
     cases.push_back({named("rms_norm backward +deepnorm", 1000, 3), deep, 3});
@@ -573,6 +580,14 @@ std::vector<Case> getTrainingCases(bool quick) {
                    backwardOf(makeSpec(Kind::L2Norm, 768, bf16)), 500});
   cases.push_back({named("qk_norm heads backward 8 x 128", 1024, 4096),
                    qkHeads, 4096});
+  cases.push_back({named("group_norm backward 32 groups", 1280, 4096), group,
+                   4096});
+  OpSpec groupOdd = group;
+  groupOdd.hidden = 960;
+  groupOdd.groups = 3;
+  groupOdd.param = f32;
+  cases.push_back({named("group_norm backward 3 groups f32 params", 960, 777),
+                   groupOdd, 777});
   Case strided{"rms_norm backward, strided rows (+64)", deep, 100};
   strided.extraStride = 64;
   cases.push_back(strided);

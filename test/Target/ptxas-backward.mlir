@@ -6,7 +6,8 @@
 // statistics (row kernels and the QK-Norm prologue), per-head QK-Norm
 // backward, the column sums of the partials, and backward rows beyond the
 // registers, staged in shared memory with the column sums in registers at
-// the edge of that rule (32 elements a thread in CTAs of 512). None may
+// the edge of that rule (32 elements a thread in CTAs of 512), and
+// GroupNorm backward. None may
 // spill: a kernel the rules keep in registers that spilled would be a wrong
 // prediction.
 //
@@ -21,7 +22,7 @@
 // RUN: %ptxas -arch=sm_80 -v %t.sm80.ptx -o %t.sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // CHECK-NOT: .local
-// CHECK-COUNT-41: .visible .entry
+// CHECK-COUNT-47: .visible .entry
 // CHECK-NOT: .visible .entry
 // CHECK-NOT: .local
 
@@ -142,5 +143,26 @@ func.func @staged(%x: tensor<?x16384xbf16>, %w: tensor<16384xbf16>,
   %f:3 = norm.fused_row_grad <mean_var> %x grad(%x : tensor<?x16384xbf16>) weight(%w : tensor<16384xbf16>) saved_mean(%r : tensor<?x1xf32>) saved_rstd(%r : tensor<?x1xf32>) : tensor<?x16384xbf16> -> tensor<?x16384xbf16> weight_grad_partials(tensor<?x16384xf32>) bias_grad_partials(tensor<?x16384xf32>)
   %g:3 = norm.fused_row_grad <mean_var> %xf grad(%xf : tensor<?x16384xf32>) weight(%wf : tensor<16384xf32>) saved_mean(%r : tensor<?x1xf32>) saved_rstd(%r : tensor<?x1xf32>) : tensor<?x16384xf32> -> tensor<?x16384xf32> weight_grad_partials(tensor<?x16384xf32>) bias_grad_partials(tensor<?x16384xf32>)
   %h:3 = norm.fused_row_grad <rms> %x grad(%x : tensor<?x16384xbf16>) residual_grad(%x : tensor<?x16384xbf16>) weight(%w : tensor<16384xbf16>) saved_rstd(%r : tensor<?x1xf32>) alpha(1.86) offset(1.0) : tensor<?x16384xbf16> -> tensor<?x16384xbf16> addend_grad(tensor<?x16384xbf16>) weight_grad_partials(tensor<?x16384xf32>)
+  return
+}
+
+// GroupNorm backward at the widths of diffusion U-Nets (32 groups of 1280
+// and 2560 channels, bf16 and f32 parameters) and two wide groups of 8192:
+// the heuristic's configurations (groups of 40 and 80 take 4-element
+// vectors, 8 elements a thread: with 16-byte vectors, the threads that do
+// not idle would hold 16, beyond the register rule). Each thread group's weight and
+// partials start at its group's channels, a multiple of the vector: 8-byte
+// loads of v, dy and the weight, 16-byte stores of the f32 partials.
+// PTX-LABEL: .visible .entry norm_group_bwd_h1280_bf16_bf16_{{[0-9a-f]+}}_v4_t8_w4_r16(
+// PTX: ld.global.nc.v2.b32
+// PTX: st.global.v4.b32
+// PTX: ret;
+func.func @group(%x: tensor<?x1280xbf16>, %w: tensor<1280xbf16>,
+                 %x2: tensor<?x2560xbf16>, %wf: tensor<2560xf32>,
+                 %x8: tensor<?x8192xbf16>, %w8: tensor<8192xbf16>,
+                 %r: tensor<?x32xf32>, %r2: tensor<?x2xf32>) {
+  %a:3 = norm.fused_row_grad <mean_var> %x grad(%x : tensor<?x1280xbf16>) weight(%w : tensor<1280xbf16>) saved_mean(%r : tensor<?x32xf32>) saved_rstd(%r : tensor<?x32xf32>) {groups = 32 : i64} : tensor<?x1280xbf16> -> tensor<?x1280xbf16> weight_grad_partials(tensor<?x1280xf32>) bias_grad_partials(tensor<?x1280xf32>)
+  %b:3 = norm.fused_row_grad <mean_var> %x2 grad(%x2 : tensor<?x2560xbf16>) weight(%wf : tensor<2560xf32>) saved_mean(%r : tensor<?x32xf32>) saved_rstd(%r : tensor<?x32xf32>) {groups = 32 : i64} : tensor<?x2560xbf16> -> tensor<?x2560xbf16> weight_grad_partials(tensor<?x2560xf32>) bias_grad_partials(tensor<?x2560xf32>)
+  %c:3 = norm.fused_row_grad <mean_var> %x8 grad(%x8 : tensor<?x8192xbf16>) weight(%w8 : tensor<8192xbf16>) saved_mean(%r2 : tensor<?x2xf32>) saved_rstd(%r2 : tensor<?x2xf32>) {groups = 2 : i64} : tensor<?x8192xbf16> -> tensor<?x8192xbf16> weight_grad_partials(tensor<?x8192xf32>) bias_grad_partials(tensor<?x8192xf32>)
   return
 }

@@ -331,9 +331,11 @@ TEST(Training, RulesOfBackwardAndSavedStatistics) {
   spec.backward = true;
   spec.kind = OpKind::GroupNorm;
   spec.groups = 4;
-  EXPECT_NE(message(spec).find("group_norm has none yet"), std::string::npos);
-  spec.kind = OpKind::LayerNorm;
-  EXPECT_NE(message(spec).find("GroupNorm) are not supported yet"),
+  EXPECT_TRUE(verifyOpSpec(spec)) << message(spec);
+  EXPECT_TRUE(hasGroupedWeightGradients(spec));
+  spec.kind = OpKind::BatchNormInference;
+  spec.groups = 1;
+  EXPECT_NE(message(spec).find("batch_norm_inference has none yet"),
             std::string::npos);
   spec = rmsNorm(1024);
   spec.backward = spec.hasAddend = spec.f32Residual = true;
@@ -420,10 +422,40 @@ TEST(Training, IdentitiesAndPartials) {
   EXPECT_EQ(buffers[2].cols, 128);
   EXPECT_EQ(buffers[3].cols, 8); // saved_rstd: one per head
   EXPECT_EQ(buffers.back().cols, 128);
+  // Groups with their own channels (RMS over 8 groups of 128): thread
+  // groups in whole groups, 8 of them a partial row of the hidden size, the
+  // weight and its gradient hidden-wide. 4 rows at once: CTAs in pairs.
   OpSpec grouped = heads;
   grouped.perHeadWeight = false;
-  EXPECT_NE(verifyOpSpec(grouped).message().find("not supported yet"),
-            std::string::npos);
+  ASSERT_TRUE(verifyOpSpec(grouped)) << verifyOpSpec(grouped).message();
+  EXPECT_EQ(getBackwardGridMultiple(heads, launch), 1);
+  EXPECT_EQ(getBackwardGridMultiple(grouped, LaunchConfig{8, 16, 4, 16}), 1);
+  launch = LaunchConfig{8, 16, 2, 16};
+  EXPECT_EQ(getBackwardGridMultiple(grouped, launch), 2);
+  EXPECT_EQ(getGradPartialRows(grouped, launch, 1), 1);  // 2 CTAs, 8 groups
+  EXPECT_EQ(getGradPartialRows(grouped, launch, 5), 2);  // 3 -> 4 CTAs
+  EXPECT_EQ(getGradPartialRows(grouped, launch, 0), 0);
+  buffers = getBuffers(grouped);
+  EXPECT_EQ(buffers[2].cols, 1024);
+  EXPECT_EQ(buffers.back().cols, 1024);
+  EXPECT_EQ(getGradientSums(grouped)[0].columnSum.hidden, 1024);
+  KernelSignature groupedSig;
+  ASSERT_TRUE(describeKernel(grouped, launch, TargetOptions(), groupedSig));
+  EXPECT_EQ(groupedSig.gridMultiple, 2);
+  EXPECT_EQ(groupedSig.getGridX(5), 4);
+  EXPECT_EQ(groupedSig.getGridFormula(),
+            "min(ceil(rows * 8 / 16) rounded up to a multiple of 2, 264)");
+  std::string jsonError;
+  std::optional<KernelSignature> parsed =
+      KernelSignature::fromJson(groupedSig.toJson(), jsonError);
+  ASSERT_TRUE(parsed) << jsonError;
+  EXPECT_TRUE(parsed->describesSameKernel(groupedSig));
+  // The cap rounds down to whole multiples, never below one.
+  EXPECT_EQ(getPersistentGridX(1 << 20, 1, 264, 32), 256);
+  EXPECT_EQ(getPersistentGridX(1 << 20, 1, 264, 300), 300);
+  EXPECT_EQ(getPersistentGridX(33, 1, 264, 32), 64);
+  EXPECT_EQ(getPersistentGridX(0, 1, 264, 32), 0);
+  EXPECT_EQ(getPersistentGridX(33, 16, 264, 1), 3);
   OpSpec headsForward = heads;
   headsForward.backward = false;
   EXPECT_NE(verifyOpSpec(headsForward).message().find(

@@ -394,6 +394,25 @@ static const std::vector<Variant> &getVariants() {
          s.backward = true;
          return fitsBackward(s);
        }},
+      {"group_bwd",
+       "GroupNorm backward: dx, weight and bias partials of each group's "
+       "channels",
+       true,
+       [](OpSpec &s) {
+         s.kind = Kind::GroupNorm;
+         s.hasWeight = s.hasBias = s.backward = true;
+         return pickGroups(s) && fitsBackward(s);
+       }},
+      {"group_rms_bwd",
+       "RMSNorm over groups backward, (1 + w) weight, f32 parameters",
+       false,
+       [](OpSpec &s) {
+         s.kind = Kind::RMSNorm;
+         s.hasWeight = s.backward = true;
+         s.param = ElementType::f32;
+         s.weightOffset = 1.0;
+         return pickGroups(s) && fitsBackward(s);
+       }},
       {"qk_layer_save",
        "QK-Norm prologue, LayerNorm per head, saved mean and rstd per head, "
        "4 q / 1 kv heads",

@@ -314,6 +314,40 @@ TEST_F(TrainingTest, ForwardSavesStatisticsAtAnyRowStride) {
       << status.message();
 }
 
+TEST_F(TrainingTest, GroupNormBackwardGridsHoldWholeGroups) {
+  // 32 groups of 40 channels: each thread group sums one group's channels,
+  // 32 of them a partial row of 1280 that the column sums read.
+  OpSpec spec = makeLayerNormBackward(1280);
+  spec.kind = OpKind::GroupNorm;
+  spec.groups = 32;
+  std::shared_ptr<const Kernel> kernel = getKernel(spec);
+  ASSERT_TRUE(kernel);
+  for (int64_t rows : {int64_t(1), int64_t(7), int64_t(4096)}) {
+    int first = fakecuda_launch_count();
+    LaunchArgs args = backwardArgs(spec, rows);
+    ASSERT_TRUE(kernel->launch(args, rows, nullptr).ok()) << rows;
+    ASSERT_EQ(fakecuda_launch_count(), first + 3) << rows;
+    LaunchConfig launch;
+    ASSERT_TRUE(kernel->getLaunchFor(args, rows, launch).ok());
+    int64_t concurrent = launch.getConcurrentRows();
+    int64_t grid = getLaunch(first).grid[0];
+    EXPECT_EQ(grid * concurrent % 32, 0) << rows;
+    EXPECT_LE(grid, kBackwardCtas) << rows;
+    // Enough CTAs for every row group, rounded up to whole groups.
+    EXPECT_EQ(grid, getPersistentGridX(rows * 32, launch.rowsPerCta,
+                                       kBackwardCtas,
+                                       getBackwardGridMultiple(spec, launch)))
+        << rows;
+    int64_t partialRows = grid * concurrent / 32;
+    EXPECT_EQ(getGradPartialRows(spec, launch, rows), partialRows);
+    for (int i = 1; i <= 2; ++i) {
+      fakecuda_launch sum = getLaunch(first + i);
+      EXPECT_EQ(sum.params[2], uint64_t(partialRows)) << rows;
+      EXPECT_EQ(sum.params[3], uint64_t(1280)) << rows;
+    }
+  }
+}
+
 TEST_F(TrainingTest, TunesBackwardCandidatesOnTheirPartials) {
   std::unique_ptr<Context> tuning;
   ASSERT_TRUE(Context::create(makeFakeOptions(std::make_shared<FakeCompiler>(),
@@ -362,6 +396,28 @@ TEST(TrainingCandidates, BackwardGridsArePersistent) {
       }
     }
   }
+  // GroupNorm: whole groups of thread groups, `groups` a partial row of the
+  // hidden size, for every candidate and row count.
+  OpSpec group = makeLayerNormBackward(1536);
+  group.kind = OpKind::GroupNorm;
+  group.groups = 24;
+  for (RowBucket bucket : kAllRowBuckets) {
+    int64_t rows = getTuningRows(group, bucket);
+    for (const LaunchConfig &launch : getTuningCandidates(
+             group, bucket, getHeuristicLaunch(group, rows))) {
+      int64_t multiple = getBackwardGridMultiple(group, launch);
+      int64_t concurrent = launch.getConcurrentRows();
+      EXPECT_EQ(multiple * concurrent % 24, 0) << launch.getMangledSuffix();
+      int64_t grid = getPersistentGridX(rows * 24, launch.rowsPerCta,
+                                        kBackwardCtas, multiple);
+      EXPECT_EQ(grid % multiple, 0);
+      EXPECT_LE(grid, std::max(kBackwardCtas, multiple));
+      EXPECT_EQ(getGradPartialRows(group, launch, rows) * 24,
+                grid * concurrent)
+          << launch.getMangledSuffix();
+    }
+  }
+
   // Column sums map threads onto columns: the heuristic alone.
   OpSpec sum = getGradientSums(makeLayerNormBackward(4096))[0].columnSum;
   EXPECT_EQ(getTuningCandidates(sum, RowBucket::More,
@@ -433,18 +489,34 @@ TEST_F(TrainingCApiTest, BackwardDescsOfQKNormAreOnePerKindOfHead) {
   EXPECT_EQ(backward[0].alpha, 2.0);
   EXPECT_EQ(backward[0].weight_offset, 1.0);
 
-  // Without a backward: the reason.
+  // GroupNorm: one, over the same groups.
   normjit_op_desc group = normjit::opDesc();
   group.kind = NORMJIT_OP_GROUP_NORM;
   group.hidden = 4096;
   group.groups = 32;
-  EXPECT_EQ(normjit_op_desc_get_backward(&group, backward, 3, &count),
+  group.flags = NORMJIT_OP_WEIGHT | NORMJIT_OP_BIAS | NORMJIT_OP_SAVE_STATS;
+  ASSERT_EQ(normjit_op_desc_get_backward(&group, backward, 3, &count),
+            NORMJIT_SUCCESS)
+      << normjit_last_error();
+  ASSERT_EQ(count, 1u);
+  EXPECT_EQ(backward[0].kind, NORMJIT_OP_GROUP_NORM);
+  EXPECT_EQ(backward[0].groups, 32);
+  EXPECT_EQ(backward[0].flags,
+            NORMJIT_OP_BACKWARD | NORMJIT_OP_WEIGHT | NORMJIT_OP_BIAS);
+
+  // Without a backward: the reason.
+  normjit_op_desc batch = normjit::opDesc();
+  batch.kind = NORMJIT_OP_BATCH_NORM_INFERENCE;
+  batch.hidden = 4096;
+  batch.flags = NORMJIT_OP_WEIGHT | NORMJIT_OP_BIAS;
+  EXPECT_EQ(normjit_op_desc_get_backward(&batch, backward, 3, &count),
             NORMJIT_ERROR_UNSUPPORTED);
-  EXPECT_NE(std::string(normjit_last_error()).find("group_norm has none"),
+  EXPECT_NE(std::string(normjit_last_error())
+                .find("batch_norm_inference has none"),
             std::string::npos)
       << normjit_last_error();
   EXPECT_EQ(count, 0u);
-  EXPECT_THROW(normjit::backwardDescs(group), normjit::Error);
+  EXPECT_THROW(normjit::backwardDescs(batch), normjit::Error);
   EXPECT_EQ(normjit_op_desc_get_backward(&rms, backward, 3, nullptr),
             NORMJIT_ERROR_INVALID_ARGUMENT);
 }
