@@ -62,8 +62,12 @@ private:
   std::vector<Status>
   getVariants(const OpSpec &spec, const std::vector<LaunchConfig> &launches,
               std::vector<std::shared_ptr<const LoadedKernel>> &kernels);
-  Status plan(const OpSpec &spec, bool tune, Reports &reports);
-  Status tune(const OpSpec &spec, Reports &reports);
+  using GradientSums = std::vector<Kernel::GradientSumKernel>;
+  /// `sums`: a backward kernel's column sums, which its tuning times with
+  /// it.
+  Status plan(const OpSpec &spec, bool tune, const GradientSums &sums,
+              Reports &reports);
+  Status tune(const OpSpec &spec, const GradientSums &sums, Reports &reports);
   /// Fills the buckets the tuning cache knows; the others, to tune.
   std::vector<RowBucket> loadCachedTunings(const OpSpec &spec,
                                            Reports &reports);

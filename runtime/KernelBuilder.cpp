@@ -102,6 +102,20 @@ Kernel::~Kernel() = default;
 Status ContextImpl::buildKernel(const OpSpec &spec,
                                 const KernelOptions &kernelOptions,
                                 std::shared_ptr<const Kernel> &result) {
+  // A backward launch sums its partials (the context's scratch) into the
+  // caller's gradients; the tuner times the sums too.
+  std::vector<Kernel::GradientSumKernel> gradientSums;
+  for (const GradientSum &sum :
+       spec.backward ? getGradientSums(spec) : std::vector<GradientSum>()) {
+    std::shared_ptr<const Kernel> sumKernel;
+    KernelOptions sumOptions;
+    sumOptions.tune = kernelOptions.tune;
+    if (Status status = getKernel(sum.columnSum, sumOptions, sumKernel);
+        !status)
+      return status.withContext("the gradient sum of " + describeOpSpec(spec));
+    gradientSums.push_back({sum.partials, sum.gradient, sumKernel});
+  }
+
   Reports reports;
   if (kernelOptions.launch) {
     const LaunchConfig &fixed = *kernelOptions.launch;
@@ -118,7 +132,8 @@ Status ContextImpl::buildKernel(const OpSpec &spec,
       report.launch = fixed;
     }
   } else if (Status status =
-                 plan(spec, kernelOptions.tune && tuning, reports);
+                 plan(spec, kernelOptions.tune && tuning, gradientSums,
+                      reports);
              !status) {
     return status;
   }
@@ -154,21 +169,13 @@ Status ContextImpl::buildKernel(const OpSpec &spec,
     kernel->expected[static_cast<int>(buffer.slot)] = {
         true,        buffer.rows2D, buffer.written, buffer.type,
         buffer.cols, buffer.ownRows, buffer.scratch};
-  // A backward launch sums its partials (the context's scratch) into the
-  // caller's gradients.
-  for (const GradientSum &sum :
-       spec.backward ? getGradientSums(spec) : std::vector<GradientSum>()) {
-    std::shared_ptr<const Kernel> sumKernel;
-    KernelOptions sumOptions;
-    sumOptions.tune = kernelOptions.tune;
-    if (Status status = getKernel(sum.columnSum, sumOptions, sumKernel);
-        !status)
-      return status.withContext("the gradient sum of " + describeOpSpec(spec));
+  for (const Kernel::GradientSumKernel &sum : gradientSums) {
+    const OpSpec &columnSum = sum.kernel->getSpec();
     kernel->expected[static_cast<int>(sum.partials)].scratch = true;
     kernel->expected[static_cast<int>(sum.gradient)] = {
-        true, false, true, sum.columnSum.output, sum.columnSum.hidden};
-    kernel->gradientSums.push_back({sum.partials, sum.gradient, sumKernel});
+        true, false, true, columnSum.output, columnSum.hidden};
   }
+  kernel->gradientSums = std::move(gradientSums);
   kernel->streamScratch = streamScratch;
   kernel->smCount = device->getSmCount();
   for (BucketReport &report : reports) {

@@ -39,7 +39,8 @@ static std::string formatMicroseconds(double us) {
   return buffer;
 }
 
-Status ContextImpl::plan(const OpSpec &spec, bool tune, Reports &reports) {
+Status ContextImpl::plan(const OpSpec &spec, bool tune,
+                         const GradientSums &sums, Reports &reports) {
   for (RowBucket bucket : kAllRowBuckets)
     reports[static_cast<int>(bucket)].bucket = bucket;
   std::optional<LaunchPlan> planned;
@@ -67,7 +68,7 @@ Status ContextImpl::plan(const OpSpec &spec, bool tune, Reports &reports) {
             getCanonicalSpec(spec),
             [&](std::shared_ptr<const Reports> &built) {
               auto result = std::make_shared<Reports>();
-              Status s = this->tune(spec, *result);
+              Status s = this->tune(spec, sums, *result);
               built = std::move(result);
               return s;
             },
@@ -179,7 +180,8 @@ bool ContextImpl::allocateScratch(const OpSpec &spec, Tuner &tuner,
   }
 }
 
-Status ContextImpl::tune(const OpSpec &spec, Reports &reports) {
+Status ContextImpl::tune(const OpSpec &spec, const GradientSums &sums,
+                         Reports &reports) {
   KernelCompiler &compiler = *store->getCompiler();
   const DeviceInfo &info = device->info;
   std::string deviceId = info.getTuningIdentity();
@@ -217,6 +219,7 @@ Status ContextImpl::tune(const OpSpec &spec, Reports &reports) {
   std::unique_ptr<Tuner> tuner;
   if (Status status = Tuner::create(device, spec, tuner); !status)
     return status.withContext("tuning " + what);
+  tuner->setGradientSums(sums);
   for (RowBucket bucket : pending) {
     int b = static_cast<int>(bucket);
     BucketReport &report = reports[b];

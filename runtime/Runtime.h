@@ -217,6 +217,13 @@ public:
     return plans[static_cast<int>(bucket)].report;
   }
 
+  /// One column sum of a backward kernel: the kernel that reduces the
+  /// `partials` into the caller's `gradient`.
+  struct GradientSumKernel {
+    BufferSlot partials, gradient;
+    std::shared_ptr<const Kernel> kernel;
+  };
+
 private:
   friend class ContextImpl;
   struct Plan {
@@ -263,10 +270,6 @@ private:
   std::weak_ptr<StreamScratch> streamScratch;
   int64_t smCount = 1;
   /// A backward kernel's column sums, in launch order (getGradientSums).
-  struct GradientSumKernel {
-    BufferSlot partials, gradient;
-    std::shared_ptr<const Kernel> kernel;
-  };
   std::vector<GradientSumKernel> gradientSums;
 };
 

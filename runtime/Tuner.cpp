@@ -77,8 +77,24 @@ Status Tuner::allocateScratch(int64_t rows, const TuningRun &run) {
           elements / buffer.cols;
     allocated.push_back(std::move(scratch));
   }
+  // The gradients the column sums write.
+  LaunchArgs sums;
+  for (const Kernel::GradientSumKernel &sum : gradientSums) {
+    const OpSpec &columnSum = sum.kernel->getSpec();
+    DeviceBuffer gradient;
+    if (Status status = DeviceBuffer::create(
+            device,
+            columnSum.hidden * getElementBytes(columnSum.output), 0, gradient);
+        !status)
+      return status.withContext("tuning scratch buffer '" +
+                                std::string(getBufferSlotName(sum.gradient)) +
+                                "'");
+    sums.set(sum.gradient, gradient.get(), columnSum.output, columnSum.hidden);
+    allocated.push_back(std::move(gradient));
+  }
   buffers = std::move(allocated);
   args = scratchArgs;
+  gradientArgs = sums;
   // Garbage offsets would send the kernel out of bounds: `batch` sequences
   // of the rows, evenly.
   std::vector<int32_t> offsets;
@@ -151,6 +167,30 @@ Tuner::~Tuner() {
     (void)driver.streamDestroy(stream);
 }
 
+Status Tuner::launch(const LoadedKernel &kernel, const DecodeLaunch *decode) {
+  if (Status status = kernel.launch(args, scratchRows, stream, decode);
+      !status)
+    return status;
+  if (gradientSums.empty())
+    return Status::success();
+  int64_t partialRows =
+      getGradPartialRows(spec, kernel.getSignature().launch, scratchRows);
+  for (const Kernel::GradientSumKernel &sum : gradientSums) {
+    const TensorArg &partials = args[sum.partials];
+    LaunchArgs sumArgs;
+    sumArgs.set(BufferSlot::Input, partials.data, ElementType::f32,
+                partials.cols);
+    sumArgs.tensors[static_cast<int>(BufferSlot::Output)] =
+        gradientArgs[sum.gradient];
+    if (Status status = sum.kernel->launch(sumArgs, partialRows, stream);
+        !status)
+      return status.withContext("the gradient sum into '" +
+                                std::string(getBufferSlotName(sum.gradient)) +
+                                "'");
+  }
+  return Status::success();
+}
+
 Status Tuner::run(const LoadedKernel &kernel, const DecodeLaunch *decode,
                   int launches, double &milliseconds) {
   const CudaDriver &driver = *device->driver;
@@ -159,8 +199,7 @@ Status Tuner::run(const LoadedKernel &kernel, const DecodeLaunch *decode,
       !status)
     return status;
   for (int i = 0; i < launches; ++i)
-    if (Status status = kernel.launch(args, scratchRows, stream, decode);
-        !status)
+    if (Status status = launch(kernel, decode); !status)
       return status;
   if (Status status =
           driver.check(driver.eventRecord(stop, stream), "cuEventRecord");
@@ -195,8 +234,7 @@ Status Tuner::time(const LoadedKernel &kernel, double &microseconds) {
   }
   // Warm up (first-launch costs, caches) and catch launch errors untimed.
   for (int i = 0; i < 2; ++i)
-    if (Status status = kernel.launch(args, scratchRows, stream, decodeLaunch);
-        !status)
+    if (Status status = launch(kernel, decodeLaunch); !status)
       return status;
   if (Status status =
           driver.check(driver.streamSynchronize(stream), "cuStreamSynchronize");

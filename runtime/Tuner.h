@@ -4,7 +4,9 @@
 // scratch buffers for every buffer of the operation, a stream of its own and
 // two CUDA events. Each variant is warmed up, then timed as the best of three
 // runs of enough back-to-back launches to fill about 100 us, so that event
-// resolution and launch gaps do not decide.
+// resolution and launch gaps do not decide. A backward kernel is timed with
+// its column sums, as every launch runs it: a candidate that writes more
+// partial rows pays for their sums.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +15,7 @@
 
 #include "runtime/Candidates.h"
 #include "runtime/Device.h"
+#include "runtime/Runtime.h"
 
 #include <vector>
 
@@ -33,6 +36,13 @@ public:
   /// leave room for it. A failure (the device may not have the memory)
   /// leaves no scratch: try again with fewer rows.
   Status allocateScratch(int64_t rows, const TuningRun &run = {});
+
+  /// The column sums each timed launch of a backward kernel runs after it,
+  /// from its scratch partials into scratch gradients of their own (set
+  /// before allocateScratch).
+  void setGradientSums(std::vector<Kernel::GradientSumKernel> sums) {
+    gradientSums = std::move(sums);
+  }
   int64_t getScratchRows() const { return scratchRows; }
 
   /// The time of one launch of `kernel` at the scratch's rows, in
@@ -50,6 +60,8 @@ private:
 
   Status run(const LoadedKernel &kernel, const DecodeLaunch *decode,
              int launches, double &milliseconds);
+  /// One launch of `kernel` and its column sums.
+  Status launch(const LoadedKernel &kernel, const DecodeLaunch *decode);
 
   std::shared_ptr<DeviceState> device;
   OpSpec spec;
@@ -58,6 +70,9 @@ private:
   /// The SMs the scratch's decode launches split for (TuningRun::smCount).
   int64_t smCount = 1;
   LaunchArgs args;
+  std::vector<Kernel::GradientSumKernel> gradientSums;
+  /// The gradients of gradientSums, in launch order.
+  LaunchArgs gradientArgs;
   cu::Stream stream = nullptr;
   cu::Event start = nullptr, stop = nullptr;
 };

@@ -355,9 +355,25 @@ TEST_F(TrainingTest, TunesBackwardCandidatesOnTheirPartials) {
                               tuning)
                   .ok());
   std::shared_ptr<const Kernel> kernel;
+  int first = fakecuda_launch_count();
   Status status =
       tuning->getKernel(makeLayerNormBackward(4096), {}, kernel);
   ASSERT_TRUE(status.ok()) << status.message();
+  // Each timed launch of a candidate runs its column sums after it (weight,
+  // then bias), as every launch does: more partial rows cost their sums.
+  int rowLaunches = 0;
+  for (int i = first; i < fakecuda_launch_count(); ++i) {
+    std::string name = getLaunch(i).kernel;
+    if (name.find("_bwd") == std::string::npos)
+      continue;
+    ++rowLaunches;
+    ASSERT_LT(i + 2, fakecuda_launch_count());
+    EXPECT_NE(std::string(getLaunch(i + 1).kernel).find("colsum"),
+              std::string::npos) << name;
+    EXPECT_NE(std::string(getLaunch(i + 2).kernel).find("colsum"),
+              std::string::npos) << name;
+  }
+  EXPECT_GT(rowLaunches, 0);
   for (RowBucket bucket : kAllRowBuckets) {
     const BucketReport &report = kernel->getReport(bucket);
     EXPECT_EQ(report.source, BucketReport::Source::Tuned);
