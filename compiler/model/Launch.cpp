@@ -6,8 +6,8 @@
 #include "compiler/model/Target.h"
 
 #include <algorithm>
-#include <numeric>
 #include <cstdio>
+#include <numeric>
 #include <sstream>
 
 using namespace norm;
