@@ -21,6 +21,12 @@ static std::string describeParam(const KernelParam &p) {
     return "batch '" + p.name + "'";
   case KernelParam::Kind::RowStride:
     return "row stride '" + p.name + "'";
+  case KernelParam::Kind::KvSplits:
+    return "kv split count '" + p.name + "'";
+  case KernelParam::Kind::CacheCapacity:
+    return "cache capacity '" + p.name + "'";
+  case KernelParam::Kind::RopeTableRows:
+    return "rope table row count '" + p.name + "'";
   case KernelParam::Kind::Buffer:
     break;
   }

@@ -1184,8 +1184,9 @@ TEST(Attention, RopeTablesAndPositions) {
         EXPECT_EQ(p.alignment, 16) << "the table's rows are read in quads";
         EXPECT_TRUE(p.readOnly);
       }
-      if (p.name == "positions")
+      if (p.name == "positions") {
         EXPECT_EQ(p.alignment, 4);
+      }
     }
     EXPECT_EQ(tableRows, 1);
     std::optional<KernelSignature> back =

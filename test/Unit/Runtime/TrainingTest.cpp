@@ -116,10 +116,12 @@ TEST_F(TrainingTest, BackwardRunsTheRowKernelThenItsColumnSums) {
       << row.kernel;
   EXPECT_EQ(row.grid[0], static_cast<unsigned>(ctas));
   std::vector<BufferSpec> buffers = getBuffers(spec);
-  for (size_t i = 0; i < buffers.size(); ++i)
-    if (!isGradPartials(buffers[i].slot))
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (!isGradPartials(buffers[i].slot)) {
       EXPECT_EQ(row.params[i], address(args[buffers[i].slot].data))
           << getBufferSlotName(buffers[i].slot);
+    }
+  }
   uint64_t weightPartials =
       row.params[getParamIndex(spec, BufferSlot::WeightGradPartials)];
   uint64_t biasPartials =
