@@ -32,6 +32,9 @@ std::vector<OpSpec> getOperations() {
   group.groups = 32;
   group.hasBias = true;
   specs.push_back(group);
+  OpSpec groupBackward = group;
+  groupBackward.backward = true;
+  specs.push_back(groupBackward);
   OpSpec stats = makeRmsNorm(256);
   stats.kind = OpSpec::Kind::BatchNormStats;
   stats.hasWeight = false;
@@ -145,6 +148,26 @@ TEST(SignatureCheck, RefusesEveryField) {
     EXPECT_NE(status.message().find(c.message), std::string::npos)
         << status.message();
   }
+}
+
+TEST(SignatureCheck, GroupNormBackwardGridsAreWholeGroups) {
+  // 32 groups of 16 channels, 4 rows at once: CTAs in multiples of 8.
+  OpSpec spec = makeRmsNorm(512);
+  spec.kind = OpSpec::Kind::GroupNorm;
+  spec.groups = 32;
+  spec.hasBias = spec.backward = true;
+  LaunchConfig launch{2, 8, 1, 16};
+  KernelSignature sig = compileSignature(spec, launch);
+  ASSERT_TRUE(checkSignatureFor(sig, spec, launch, TargetOptions()).ok());
+  EXPECT_EQ(sig.gridMultiple, 8);
+  sig.gridMultiple = 1; // thread groups would mix groups
+  Status status = checkSignatureFor(sig, spec, launch, TargetOptions());
+  EXPECT_EQ(status.code(), ErrorCode::Internal);
+  EXPECT_NE(status.message().find(
+                "grid min(ceil(rows * 32 / 16), 264), expected min(ceil(rows "
+                "* 32 / 16) rounded up to a multiple of 8, 264)"),
+            std::string::npos)
+      << status.message();
 }
 
 } // namespace
