@@ -374,21 +374,27 @@ Status Kernel::launchBackward(const LaunchArgs &args, int64_t rows,
       return status;
     for (size_t i = 0; i < gradientSums.size(); ++i) {
       const GradientSumKernel &sum = gradientSums[i];
-      const TensorArg &gradient = args[sum.gradient];
-      LaunchArgs sumArgs;
-      sumArgs.set(BufferSlot::Input, base + offsets[i], ElementType::f32,
-                  gradient.cols, strides[i]);
-      sumArgs.set(BufferSlot::Output, gradient.data, gradient.type,
-                  gradient.cols);
-      if (Status status = sum.kernel->launchChecked(sumArgs, partialRows,
-                                                    stream);
+      if (Status status = sum.launch(base + offsets[i], strides[i],
+                                     args[sum.gradient], partialRows, stream);
           !status)
-        return status.withContext("the gradient sum into '" +
-                                  std::string(getBufferSlotName(sum.gradient)) +
-                                  "'");
+        return status;
     }
     return Status::success();
   });
+}
+
+Status Kernel::GradientSumKernel::launch(const void *data, int64_t stride,
+                                         const TensorArg &output,
+                                         int64_t partialRows,
+                                         void *stream) const {
+  LaunchArgs sumArgs;
+  sumArgs.set(BufferSlot::Input, data, ElementType::f32, output.cols, stride);
+  sumArgs.set(BufferSlot::Output, output.data, output.type, output.cols);
+  Status status = kernel->launchChecked(sumArgs, partialRows, stream);
+  if (!status)
+    return status.withContext("the gradient sum into '" +
+                              std::string(getBufferSlotName(gradient)) + "'");
+  return status;
 }
 
 Status Kernel::getDecodeLaunch(const LaunchArgs &args, int64_t rows,

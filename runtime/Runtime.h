@@ -222,6 +222,11 @@ public:
   struct GradientSumKernel {
     BufferSlot partials, gradient;
     std::shared_ptr<const Kernel> kernel;
+
+    /// Sums `partialRows` f32 rows of `stride` floats at `data` (the
+    /// partials) into `output` (the gradient) on `stream`.
+    Status launch(const void *data, int64_t stride, const TensorArg &output,
+                  int64_t partialRows, void *stream) const;
   };
 
 private:

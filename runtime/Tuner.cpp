@@ -177,16 +177,11 @@ Status Tuner::launch(const LoadedKernel &kernel, const DecodeLaunch *decode) {
       getGradPartialRows(spec, kernel.getSignature().launch, scratchRows);
   for (const Kernel::GradientSumKernel &sum : gradientSums) {
     const TensorArg &partials = args[sum.partials];
-    LaunchArgs sumArgs;
-    sumArgs.set(BufferSlot::Input, partials.data, ElementType::f32,
-                partials.cols);
-    sumArgs.tensors[static_cast<int>(BufferSlot::Output)] =
-        gradientArgs[sum.gradient];
-    if (Status status = sum.kernel->launch(sumArgs, partialRows, stream);
+    if (Status status =
+            sum.launch(partials.data, partials.cols,
+                       gradientArgs[sum.gradient], partialRows, stream);
         !status)
-      return status.withContext("the gradient sum into '" +
-                                std::string(getBufferSlotName(sum.gradient)) +
-                                "'");
+      return status;
   }
   return Status::success();
 }
