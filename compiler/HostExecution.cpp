@@ -138,6 +138,7 @@ Status HostKernels::compile(std::string_view mlir,
   }
   mlir::norm::NormKernelsToHostOptions toHost;
   toHost.blockSize = options.blockSize;
+  toHost.reverseThreads = options.reverseThreads;
   kernels.addPass(mlir::norm::createNormKernelsToHost(toHost));
   if (failed(kernels.run(*module)))
     return fail("cannot turn the kernels into host functions");

@@ -36,6 +36,10 @@ struct HostCompileOptions {
   /// features. Tests use the baseline to show that results do not depend
   /// on the CPU.
   std::string cpu;
+  /// Run the threads of each stretch between meeting points from the last
+  /// to the first (see norm-kernels-to-host's reverse-threads): races that
+  /// index order hides show.
+  bool reverseThreads = false;
 };
 
 /// A parameter of a kernel as the host sees it.

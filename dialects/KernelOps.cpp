@@ -96,6 +96,20 @@ static QKNormKind getQKNormKind(::norm::Statistic statistic) {
   }
 }
 
+/// The dialect's attribute of an in-place operand (null for none).
+static RowOperandAttr getRowOperandAttr(MLIRContext *context,
+                                        ::norm::RowOperand operand) {
+  switch (operand) {
+  case ::norm::RowOperand::None:
+    return {};
+  case ::norm::RowOperand::Input:
+    return RowOperandAttr::get(context, RowOperand::input);
+  case ::norm::RowOperand::Addend:
+    return RowOperandAttr::get(context, RowOperand::addend);
+  }
+  llvm_unreachable("unknown row operand");
+}
+
 static Statistic getDialectStatistic(::norm::Statistic statistic) {
   switch (statistic) {
   case ::norm::Statistic::RMS:
@@ -237,6 +251,8 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
       ::norm::usesEps(spec) ? real(spec.eps) : FloatAttr(), real(spec.alpha),
       real(spec.weightOffset), builder.getI64IntegerAttr(spec.groups),
       spec.f32Residual ? builder.getUnitAttr() : UnitAttr(),
+      getRowOperandAttr(context, spec.outputOver),
+      getRowOperandAttr(context, spec.residualOver),
       /*launch=*/nullptr, /*kernel=*/nullptr);
   return KernelOpInterface(op.getOperation());
 }

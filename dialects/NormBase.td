@@ -69,6 +69,15 @@ def Norm_Statistic : I32EnumAttr<"Statistic",
   let cppNamespace = "::mlir::norm";
 }
 
+def Norm_RowOperandInput : I32EnumAttrCase<"input", 1>;
+def Norm_RowOperandAddend : I32EnumAttrCase<"addend", 2>;
+
+def Norm_RowOperand : I32EnumAttr<"RowOperand",
+    "the row input an in-place output of `norm.fused_row` overwrites",
+    [Norm_RowOperandInput, Norm_RowOperandAddend]> {
+  let cppNamespace = "::mlir::norm";
+}
+
 def Norm_StatisticAttr : EnumAttr<Norm_Dialect, Norm_Statistic, "statistic"> {
   let summary = "the per-row statistic of `norm.fused_row`";
   let description = [{

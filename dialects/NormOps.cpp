@@ -818,6 +818,14 @@ static OpKind getRowOpKind(Statistic statistic, int64_t groups,
       perChannelStats);
 }
 
+/// The model's in-place operand of an optional RowOperand attribute.
+static ::norm::RowOperand
+getModelRowOperand(std::optional<RowOperand> operand) {
+  if (!operand)
+    return ::norm::RowOperand::None;
+  return *::norm::parseRowOperandName(stringifyRowOperand(*operand).str());
+}
+
 ::norm::OpSpec FusedRowOp::getOpSpec() {
   ::norm::OpSpec spec;
   spec.kind = getRowOpKind(getStatistic(), getGroups(), bool(getMean()));
@@ -841,6 +849,8 @@ static OpKind getRowOpKind(Statistic statistic, int64_t groups,
   spec.weightOffset = getWeightOffset().convertToDouble();
   spec.groups = getGroups();
   spec.saveStats = bool(getSavedRstd());
+  spec.outputOver = getModelRowOperand(getOutputOver());
+  spec.residualOver = getModelRowOperand(getResidualOver());
   return spec;
 }
 

@@ -452,6 +452,14 @@ def Norm_FusedRowOp : Norm_Op<"fused_row", [Pure, AttrSizedOperandSegments,
       statistic (`rsqrt(var + eps)`, `rsqrt(mean(v^2) + eps)`,
       `rsqrt(sum(v^2) + eps)`) and, for `mean_var` (where it is required
       with `saved_rstd`), its mean; written in the same pass.
+    - `output_over(input | addend)` and `residual_over(input | addend)`
+      write the output, or `residual_out`, in place of that row input: the
+      result may take the operand's buffer (same element type; the two
+      results never the same operand). The kernel claims no `noalias` for
+      either buffer and writes a row only after every thread has read it,
+      so rows streamed twice through global memory refuse `residual_over`
+      (vLLM's `fused_add_rms_norm`: `residual_over(input)` with
+      `output_over(addend)`).
 
     `launch` is the launch configuration; `kernel` names the `gpu.func` that
     implements the op once kernels are generated. A launch configuration
@@ -485,6 +493,8 @@ def Norm_FusedRowOp : Norm_Op<"fused_row", [Pure, AttrSizedOperandSegments,
       DefaultValuedAttr<F64Attr, "0.0">:$weight_offset,
       DefaultValuedAttr<I64Attr, "1">:$groups,
       UnitAttr:$f32_residual,
+      OptionalAttr<Norm_RowOperand>:$output_over,
+      OptionalAttr<Norm_RowOperand>:$residual_over,
       OptionalAttr<Norm_LaunchAttr>:$launch,
       OptionalAttr<SymbolRefAttr>:$kernel);
   let results = (outs Norm_RowTensor:$output,
@@ -499,6 +509,8 @@ def Norm_FusedRowOp : Norm_Op<"fused_row", [Pure, AttrSizedOperandSegments,
     OptParam<"mean">.format # " " # OptParam<"variance">.format # " " # OptReal<"eps", "eps">.format #
     " " # OptReal<"alpha", "alpha">.format # " " #
     OptReal<"offset", "weight_offset">.format # [{
+    (`output_over` `(` $output_over^ `)`)?
+    (`residual_over` `(` $residual_over^ `)`)?
     attr-dict `:` type($input) `->` type($output) (`,` type($residual_out)^)?
     (`saved_mean` `(` type($saved_mean)^ `)`)?
     (`saved_rstd` `(` type($saved_rstd)^ `)`)?

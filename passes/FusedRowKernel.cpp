@@ -33,6 +33,7 @@ void FusedRowEmitter::emit() {
 
 void FusedRowEmitter::emitRegisterRows() {
   const RowLayout &row = fused.row;
+  bool residualInPlace = fused.spec.residualOver != ::norm::RowOperand::None;
   Value input = arg("input"), addend = arg("addend"), skip = arg("skip");
 
   // Parameters of the whole row are the same for every row of the CTA: load
@@ -57,8 +58,10 @@ void FusedRowEmitter::emitRegisterRows() {
             prologue(loadChunk(row, input, inputBase, c),
                      addend ? loadChunk(row, addend, addendBase, c) : Value()));
       // The residual stream is complete before the reduction: storing it now
-      // overlaps the writes with the exchange.
-      if (Value residual = arg("residual_out"))
+      // overlaps the writes with the exchange. In place, it waits for the
+      // exchange, when every thread has read the row (and its pivot).
+      Value residual = arg("residual_out");
+      if (residual && !residualInPlace)
         storeRow(row, values, residual, rowBase(position, "residual_out"));
       SmallVector<Value> out = values;
       if (skip)
@@ -90,6 +93,9 @@ void FusedRowEmitter::emitRegisterRows() {
 
     // 3. Normalize, scale, store.
     ifThen(position.valid, [&] {
+      if (residualInPlace)
+        storeRow(row, values, arg("residual_out"),
+                 rowBase(position, "residual_out"));
       RowScale scale = getRowScale(sums, pivot);
       saveStatistics(position.token, position.group, scale.scale,
                      arg("saved_mean") ? addf(scale.pivot, scale.centre)

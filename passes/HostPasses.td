@@ -47,6 +47,11 @@ def NormKernelsToHost : Pass<"norm-kernels-to-host", "::mlir::ModuleOp"> {
     diagnostic. Per-thread buffers are heap allocations freed on return;
     `norm-host-to-llvm` lowers the result for the CPU.
 
+    Threads run in index order, so a kernel that lets one thread write what
+    another reads between two meeting points (a race) sees the write where a
+    higher thread reads; `reverse-threads` runs them from the last, which
+    shows the other order (an in-place kernel must pass both).
+
     Example: a kernel
     ```mlir
     %t = gpu.thread_id x
@@ -70,6 +75,10 @@ def NormKernelsToHost : Pass<"norm-kernels-to-host", "::mlir::ModuleOp"> {
            "CTA size of kernels without a known_block_size attribute">,
     Option<"keepGpuModule", "keep-gpu-module", "bool", /*default=*/"false",
            "Keep the gpu.module beside the host functions">,
+    Option<"reverseThreads", "reverse-threads", "bool", /*default=*/"false",
+           "Run each stretch's threads from the last to the first, so that "
+           "a thread that reads what a lower thread writes before their next "
+           "meeting point (a race on the GPU) sees it unwritten">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

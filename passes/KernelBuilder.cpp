@@ -52,9 +52,12 @@ gpu::GPUFuncOp mlir::norm::buildKernel(OpBuilder &builder, Location loc,
     // noalias + readonly let inputs load through the non-coherent cache
     // (ld.global.nc); the alignment lets 16-byte accesses stay whole. The
     // runtime checks both before every launch (no output overlaps another
-    // buffer; misaligned buffers go to the scalar fallback).
-    func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
-                    builder.getUnitAttr());
+    // buffer but the input it may overwrite in place, exactly; misaligned
+    // buffers go to the scalar fallback). An in-place pair claims no
+    // noalias: its loads stay coherent with the stores.
+    if (!sig.mayAlias(param))
+      func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
+                      builder.getUnitAttr());
     if (param.readOnly)
       func.setArgAttr(i, LLVM::LLVMDialect::getReadonlyAttrName(),
                       builder.getUnitAttr());

@@ -23,6 +23,7 @@
 #include "dialects/NormOps.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
@@ -351,8 +352,9 @@ private:
 /// Builds the host function of one kernel.
 class HostKernelEmitter {
 public:
-  HostKernelEmitter(gpu::GPUFuncOp kernel, int64_t blockSize)
-      : kernel(kernel), blockSize(blockSize),
+  HostKernelEmitter(gpu::GPUFuncOp kernel, int64_t blockSize,
+                    bool reverseThreads)
+      : kernel(kernel), blockSize(blockSize), reverseThreads(reverseThreads),
         allocBuilder(kernel.getContext()) {}
 
   FailureOr<func::FuncOp> emit(OpBuilder &moduleBuilder);
@@ -404,6 +406,8 @@ private:
 
   gpu::GPUFuncOp kernel;
   int64_t blockSize;
+  /// Thread loops run from the last thread to the first.
+  bool reverseThreads;
   /// Inserts before the grid loop: per-thread buffers.
   OpBuilder allocBuilder;
   Value zero, one, threadCount;
@@ -444,7 +448,12 @@ FailureOr<func::FuncOp> HostKernelEmitter::emit(OpBuilder &moduleBuilder) {
                  host.getArguments())) {
     levelMap.map(arg, hostArg);
     uniformValues.insert(arg);
+    // Read-only memory: no op writes through the argument, and it aliases
+    // no other (an in-place kernel's pair has no noalias: the stores
+    // through the output change what the input reads).
     if (isa<MemRefType>(arg.getType()) &&
+        kernel.getArgAttr(arg.getArgNumber(),
+                          LLVM::LLVMDialect::getNoAliasAttrName()) &&
         llvm::all_of(arg.getUsers(), [&](Operation *user) {
           auto effects = dyn_cast<MemoryEffectOpInterface>(user);
           return effects &&
@@ -974,12 +983,17 @@ LogicalResult HostKernelEmitter::emitSplitLoop(scf::ForOp loop,
 void HostKernelEmitter::emitThreadLoop(
     OpBuilder &b, Location loc, const IRMapping &levelMap,
     function_ref<void(OpBuilder &, Value, IRMapping &)> bodyBuilder) {
-  scf::ForOp::create(b, loc, zero, threadCount, one, ValueRange(),
-                     [&](OpBuilder &tb, Location, Value thread, ValueRange) {
-                       IRMapping local = levelMap;
-                       bodyBuilder(tb, thread, local);
-                       scf::YieldOp::create(tb, loc);
-                     });
+  scf::ForOp::create(
+      b, loc, zero, threadCount, one, ValueRange(),
+      [&](OpBuilder &tb, Location, Value thread, ValueRange) {
+        if (reverseThreads)
+          thread = arith::SubIOp::create(
+              tb, loc, arith::SubIOp::create(tb, loc, threadCount, one),
+              thread);
+        IRMapping local = levelMap;
+        bodyBuilder(tb, thread, local);
+        scf::YieldOp::create(tb, loc);
+      });
 }
 
 FailureOr<Value> HostKernelEmitter::createBuffer(Value value, Location loc) {
@@ -1062,7 +1076,7 @@ struct NormKernelsToHostPass
         else
           builder.setInsertionPointToEnd(module.getBody());
         FailureOr<func::FuncOp> host =
-            HostKernelEmitter(*work, *blockSize).emit(builder);
+            HostKernelEmitter(*work, *blockSize, reverseThreads).emit(builder);
         if (failed(host))
           return signalPassFailure();
         if (declaration) {

@@ -32,6 +32,11 @@ void FusedRowEmitter::emitLongRows(::norm::RowStorage storage) {
   // argument, so these loads stay coherent with the thread's own stores).
   bool readBack = storage == ::norm::RowStorage::Streamed && residual &&
                   twoSteps && elementOf(residual) == fused.streamType;
+  // residual_out is stored with v in step 1, or in step 3: without a
+  // statistic (one step), and in place, once every thread has read the
+  // row (staged rows; streamed ones refuse it: norm::verifyLaunchFor).
+  bool residualLate = residual && (!twoSteps || fused.spec.residualOver !=
+                                                    ::norm::RowOperand::None);
 
   forEachFusedRow([&](const RowPosition &position) {
     // 1. Read the row once: its partial sums, v staged or stored.
@@ -40,8 +45,9 @@ void FusedRowEmitter::emitLongRows(::norm::RowStorage storage) {
       partial = ifElseZeros(position.valid, [&] {
         Value inputBase = rowBase(position, "input");
         Value addendBase = addend ? rowBase(position, "addend") : Value();
-        Value residualBase =
-            residual ? rowBase(position, "residual_out") : Value();
+        Value residualBase = residual && !residualLate
+                                 ? rowBase(position, "residual_out")
+                                 : Value();
         Value pivot = loadPivot(inputBase, addendBase);
         SmallVector<Value> sums = forEachChunkGroup(
             row, initialSums(),
@@ -53,7 +59,7 @@ void FusedRowEmitter::emitLongRows(::norm::RowStorage storage) {
               for (auto [chunk, v] : llvm::zip(chunks, values)) {
                 if (staged.buffer)
                   stage(staged, chunk, v);
-                if (residual)
+                if (residual && !residualLate)
                   storeVector(convert(v, elementOf(residual)), residual,
                               residualBase, chunk.start, row.length,
                               chunk.inside);
@@ -85,7 +91,7 @@ void FusedRowEmitter::emitLongRows(::norm::RowStorage storage) {
       Value inputBase = fromInput ? rowBase(position, "input") : Value();
       Value addendBase =
           fromInput && addend ? rowBase(position, "addend") : Value();
-      Value residualBase = residual && (readBack || !twoSteps)
+      Value residualBase = residual && (readBack || residualLate)
                                ? rowBase(position, "residual_out")
                                : Value();
       Value skipBase = skip ? rowBase(position, "skip") : Value();
@@ -108,7 +114,7 @@ void FusedRowEmitter::emitLongRows(::norm::RowStorage storage) {
           Value y = normalize(scale, v, chunkParams);
           storeVector(convert(y, elementOf(output)), output, outputBase,
                       chunk.start, row.length, chunk.inside);
-          if (residual && !twoSteps)
+          if (residualLate)
             storeVector(convert(v, elementOf(residual)), residual,
                         residualBase, chunk.start, row.length, chunk.inside);
         }

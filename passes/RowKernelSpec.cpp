@@ -117,8 +117,9 @@ FusedRowOp RowKernelSpec::build(OpBuilder &builder, Location loc) const {
       readsEps() ? builder.getF64FloatAttr(eps) : FloatAttr(),
       builder.getF64FloatAttr(alpha), builder.getF64FloatAttr(weightOffset),
       builder.getI64IntegerAttr(groups),
-      f32Residual ? builder.getUnitAttr() : UnitAttr(), /*launch=*/nullptr,
-      /*kernel=*/nullptr);
+      f32Residual ? builder.getUnitAttr() : UnitAttr(),
+      /*output_over=*/RowOperandAttr(), /*residual_over=*/RowOperandAttr(),
+      /*launch=*/nullptr, /*kernel=*/nullptr);
 }
 
 void mlir::norm::replaceRowKernel(RewriterBase &rewriter, Operation *op,

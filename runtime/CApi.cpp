@@ -210,7 +210,7 @@ static std::string checkStructSize(const char *type, uint32_t size,
   (NORMJIT_HAS_FIELD(object, field) ? (object)->field                          \
                                     : decltype((object)->field){})
 
-constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_PER_HEAD_WEIGHT << 1) - 1;
+constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_RESIDUAL_OVER_ADDEND << 1) - 1;
 constexpr uint32_t kAttentionOpFlags =
     NORMJIT_OP_CAUSAL | NORMJIT_OP_WRITE_LSE | NORMJIT_OP_ROPE_POSITIONS |
     NORMJIT_OP_ROPE_TABLE;
@@ -257,6 +257,18 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
     status = invalid(describeUnknownBits("normjit_op_desc.flags", desc->flags,
                                          kKnownOpFlags));
     return false;
+  }
+  for (auto [input, addend, name] :
+       {std::tuple{NORMJIT_OP_OUTPUT_OVER_INPUT, NORMJIT_OP_OUTPUT_OVER_ADDEND,
+                   "OUTPUT"},
+        std::tuple{NORMJIT_OP_RESIDUAL_OVER_INPUT,
+                   NORMJIT_OP_RESIDUAL_OVER_ADDEND, "RESIDUAL"}}) {
+    if ((desc->flags & input) && (desc->flags & addend)) {
+      status = invalid(std::string("NORMJIT_OP_") + name +
+                       "_OVER_INPUT and NORMJIT_OP_" + name +
+                       "_OVER_ADDEND exclude each other");
+      return false;
+    }
   }
   uint32_t statisticFlags = desc->flags & kQKStatisticFlags;
   if (statisticFlags & (statisticFlags - 1)) {
@@ -331,6 +343,15 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
   spec.saveStats = desc->flags & NORMJIT_OP_SAVE_STATS;
   spec.backward = desc->flags & NORMJIT_OP_BACKWARD;
   spec.perHeadWeight = desc->flags & NORMJIT_OP_PER_HEAD_WEIGHT;
+  auto over = [&](uint32_t input, uint32_t addend) {
+    return desc->flags & input    ? RowOperand::Input
+           : desc->flags & addend ? RowOperand::Addend
+                                  : RowOperand::None;
+  };
+  spec.outputOver =
+      over(NORMJIT_OP_OUTPUT_OVER_INPUT, NORMJIT_OP_OUTPUT_OVER_ADDEND);
+  spec.residualOver =
+      over(NORMJIT_OP_RESIDUAL_OVER_INPUT, NORMJIT_OP_RESIDUAL_OVER_ADDEND);
   // Without a statistic flag the QK-Norm prologue normalizes with RMS (API
   // 1), attention not at all.
   if (attention)

@@ -231,6 +231,14 @@ Status norm::jit::computeLaunchLayout(const OpSpec &spec,
         return mismatch("buffer '" + p.name + "' has another type or shape");
       if (p.alignment < 1 || (p.alignment & (p.alignment - 1)) != 0)
         return mismatch("buffer '" + p.name + "' has a bad alignment");
+      // The kernel's noalias claims must be the ones the launch checks keep.
+      std::string over =
+          buffer->over ? std::string(getBufferSlotName(*buffer->over)) : "";
+      if (p.over != over)
+        return mismatch("buffer '" + p.name + "' is written over " +
+                        (p.over.empty() ? "no input" : "'" + p.over + "'") +
+                        ", the operation's over " +
+                        (over.empty() ? "none" : "'" + over + "'"));
       seen[static_cast<int>(*slot)] = true;
       param.kind = LaunchLayout::Param::Kind::Buffer;
       param.slot = static_cast<uint8_t>(*slot);

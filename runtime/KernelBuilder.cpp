@@ -167,8 +167,8 @@ Status ContextImpl::buildKernel(const OpSpec &spec,
   kernel->refuseMisaligned = kernelOptions.refuseMisaligned;
   for (const BufferSpec &buffer : getBuffers(spec))
     kernel->expected[static_cast<int>(buffer.slot)] = {
-        true,        buffer.rows2D, buffer.written, buffer.type,
-        buffer.cols, buffer.ownRows, buffer.scratch};
+        true,        buffer.rows2D,  buffer.written, buffer.type,
+        buffer.cols, buffer.ownRows, buffer.scratch, buffer.over};
   for (const Kernel::GradientSumKernel &sum : gradientSums) {
     const OpSpec &columnSum = sum.kernel->getSpec();
     kernel->expected[static_cast<int>(sum.partials)].scratch = true;

@@ -207,6 +207,22 @@ Status Kernel::check(const LaunchArgs &args, int64_t rows,
   return Status::error(ErrorCode::Misaligned, message);
 }
 
+/// The end of the message refusing `output` over `input`: how to write it
+/// in place where a forward row kernel can.
+static std::string describeInPlaceKernel(const OpSpec &spec, BufferSlot output,
+                                         BufferSlot input) {
+  bool outputs = output == BufferSlot::Output ||
+                 output == BufferSlot::ResidualOut;
+  bool inputs = input == BufferSlot::Input || input == BufferSlot::Addend;
+  if (!isFusedRow(spec) || spec.backward || !outputs || !inputs)
+    return ", so an in-place update needs a separate output buffer";
+  return std::string("; a kernel built with ") +
+         (output == BufferSlot::Output ? "NORMJIT_OP_OUTPUT_OVER_"
+                                       : "NORMJIT_OP_RESIDUAL_OVER_") +
+         (input == BufferSlot::Input ? "INPUT" : "ADDEND") +
+         " writes it in place";
+}
+
 Status Kernel::checkOverlap(const LaunchArgs &args, int64_t rows) const {
   // On the stack: launches allocate nothing.
   std::array<Footprint, kNumBufferSlots> footprints;
@@ -236,14 +252,30 @@ Status Kernel::checkOverlap(const LaunchArgs &args, int64_t rows) const {
         continue;
       // Name the output first.
       int written = expected[a].written ? a : b, other = a + b - written;
+      auto name = [](int slot) {
+        return std::string(getBufferSlotName(static_cast<BufferSlot>(slot)));
+      };
+      std::optional<BufferSlot> over = expected[written].over;
+      bool inPlace = over && static_cast<int>(*over) == other;
+      // In place means the very same rows: same start, row length and
+      // stride (the element types are the same: norm::verifyInPlace).
+      if (inPlace && footprints[written].start == footprints[other].start &&
+          footprints[written].width == footprints[other].width &&
+          footprints[written].stride == footprints[other].stride)
+        continue;
+      if (inPlace)
+        return invalidLaunch(
+            spec, "output '" + name(written) + "' overlaps buffer '" +
+                      name(other) +
+                      "' without being exactly it: an in-place output "
+                      "takes the same address and row stride as the input "
+                      "it overwrites");
       return invalidLaunch(
-          spec,
-          "output '" +
-              std::string(getBufferSlotName(static_cast<BufferSlot>(written))) +
-              "' overlaps buffer '" +
-              std::string(getBufferSlotName(static_cast<BufferSlot>(other))) +
-              "': kernels assume buffers do not alias, so an in-place "
-              "update needs a separate output buffer");
+          spec, "output '" + name(written) + "' overlaps buffer '" +
+                    name(other) +
+                    "': kernels assume buffers do not alias" +
+                    describeInPlaceKernel(spec, static_cast<BufferSlot>(written),
+                                          static_cast<BufferSlot>(other)));
     }
   }
   return Status::success();

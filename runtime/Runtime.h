@@ -188,10 +188,11 @@ public:
   /// Kernels assume their buffers do not alias (inputs are read through the
   /// read-only cache, long rows may be read again after outputs are
   /// written), so an output that shares a byte with any other buffer is
-  /// refused with InvalidArgument: an in-place update (residual_out ==
-  /// input, as in a fused add + RMSNorm that updates the residual stream)
-  /// needs a separate output buffer. Buffers interleaved with the same row
-  /// stride (the halves of one packed tensor) do not overlap.
+  /// refused with InvalidArgument, except the row input an in-place row
+  /// kernel may write it over (OpSpec::outputOver, residualOver): exactly
+  /// that buffer, same address and row stride, or none of its bytes.
+  /// Buffers interleaved with the same row stride (the halves of one packed
+  /// tensor) do not overlap.
   ///
   /// Decode attention (OpKind::AttentionDecode) also takes the KV caches
   /// (LaunchArgs::setCache) and cache_seqlens; its workspace and semaphores
@@ -244,6 +245,8 @@ private:
     int64_t cols = 0;
     bool ownRows = false; // rows of its own (TensorArg::rows)
     bool scratch = false; // the runtime's: the caller leaves it empty
+    /// In place: the input the launch may pass for this output, exactly.
+    std::optional<BufferSlot> over;
   };
 
   Kernel() = default;

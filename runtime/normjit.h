@@ -72,8 +72,9 @@ extern "C" {
  * NORMJIT_OP_PER_HEAD_WEIGHT, normjit_op_desc_get_backward, the buffers
  * NORMJIT_GRAD_OUTPUT ... NORMJIT_BIAS_GRAD, so 34 tensors in
  * normjit_launch_args, then cache_rows and rope_table_rows; the library
- * still reads API 5's and API 4's layouts). */
-#define NORMJIT_API_VERSION 6
+ * still reads API 5's and API 4's layouts). Then 7 (in place:
+ * NORMJIT_OP_OUTPUT_OVER_INPUT ... NORMJIT_OP_RESIDUAL_OVER_ADDEND). */
+#define NORMJIT_API_VERSION 7
 
 /* The library version of this header: major (libnormjit.so.1) changes only
  * when the ABI breaks, minor is the API version. */
@@ -157,6 +158,12 @@ typedef enum normjit_op_kind {
 #define NORMJIT_OP_SAVE_STATS (1u << 13)      /* also write saved_rstd/mean */
 #define NORMJIT_OP_BACKWARD (1u << 14)        /* the gradients of the norm */
 #define NORMJIT_OP_PER_HEAD_WEIGHT (1u << 15) /* backward: heads share w */
+/* API 7, in place (forward row norms, see below): the launch may pass the
+ * same buffer for the output (or residual_out) and that row input. */
+#define NORMJIT_OP_OUTPUT_OVER_INPUT (1u << 16)
+#define NORMJIT_OP_OUTPUT_OVER_ADDEND (1u << 17)
+#define NORMJIT_OP_RESIDUAL_OVER_INPUT (1u << 18)
+#define NORMJIT_OP_RESIDUAL_OVER_ADDEND (1u << 19)
 
 /* normjit_op_desc.rope (API 3): attention's rotary position embeddings. */
 typedef enum normjit_rope {
@@ -273,15 +280,30 @@ typedef enum normjit_rope {
  *                   no more rows are. With rows == 0 a backward launch
  *                   writes zeros to them (sums over no rows) and reads no
  *                   other buffer.
- * GroupNorm's backward is not implemented, nor rows whose backward does
- * not fit the registers of a CTA (RMSNorm bf16 up to 8192 elements,
- * LayerNorm f32 with bias 6144): UNSUPPORTED at kernel creation (and from
- * normjit_op_desc_get_backward for GroupNorm), with a message. With
+ * Backward rows whose f32 column sums do not fit the registers of one CTA
+ * (beyond 16384 elements, or 16384 a group for GroupNorm) or whose v and
+ * grad_output rows do not fit its shared memory staged are UNSUPPORTED at
+ * kernel creation, with a message. With
  * NORMJIT_OP_PER_HEAD_WEIGHT the groups are heads of head_dim = hidden /
  * groups sharing one weight of head_dim elements: the backward of the
  * QK-Norm prologue, one launch for the q heads (input: q's columns of qkv,
  * saved statistics: its first num_q_heads columns) and one for the k heads.
  * normjit_op_desc_get_backward derives these descs from a forward one. */
+
+/* In place (API 7). A forward row norm (any kind of NORMJIT_OP_RMS_NORM ..
+ * NORMJIT_OP_ELEMENTWISE) built with NORMJIT_OP_OUTPUT_OVER_INPUT or
+ * _OVER_ADDEND may be launched with its output buffer the same as that row
+ * input, and with NORMJIT_OP_RESIDUAL_OVER_INPUT or _OVER_ADDEND its
+ * residual_out (vLLM's fused_add_rms_norm(input, residual) updates both:
+ * NORMJIT_INPUT = residual, NORMJIT_ADDEND = input, with
+ * NORMJIT_OP_RESIDUAL_OVER_INPUT | NORMJIT_OP_OUTPUT_OVER_ADDEND). The
+ * output keeps the element type of the input it overwrites, the two
+ * outputs overwrite different inputs, and the launch may still pass
+ * separate buffers. Such a kernel reads those rows through the coherent
+ * cache and writes a row only after all its threads have read it; rows
+ * too long to stage in shared memory (a bf16 residual stream beyond 115712
+ * elements on sm_90) cannot write residual_out in place: UNSUPPORTED at
+ * kernel creation, with a message. */
 
 /* One operation. Initialize with normjit_op_desc_init, then set fields. */
 typedef struct normjit_op_desc {
@@ -511,8 +533,10 @@ normjit_status normjit_launch_args_set(normjit_launch_args *args,
  * gradients).
  * Buffers must not alias: an output (output, residual_out, q, k, ...) that
  * shares a byte with any other buffer is refused with
- * NORMJIT_ERROR_INVALID_ARGUMENT, so in-place updates (residual_out ==
- * input) need a separate output buffer. Inputs may share memory. */
+ * NORMJIT_ERROR_INVALID_ARGUMENT, except the row input a kernel built with
+ * NORMJIT_OP_*_OVER_* writes it over, which is either exactly that buffer
+ * (same data pointer and row stride) or shares no byte with it. Inputs may
+ * share memory. */
 normjit_status normjit_kernel_launch(const normjit_kernel *kernel,
                                      const normjit_launch_args *args,
                                      int64_t rows, void *stream);

@@ -220,11 +220,26 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
     vector(BufferSlot::Variance, spec.statsType, h, false);
   }
   rows(BufferSlot::Output, spec.output, h, true);
-  if (spec.writeResidual)
+  buffers.back().over = getRowOperandSlot(spec.outputOver);
+  if (spec.writeResidual) {
     rows(BufferSlot::ResidualOut, spec.input, h, true);
+    buffers.back().over = getRowOperandSlot(spec.residualOver);
+  }
   if (spec.saveStats)
     savedStats(true);
   return buffers;
+}
+
+std::optional<BufferSlot> norm::getRowOperandSlot(RowOperand operand) {
+  switch (operand) {
+  case RowOperand::None:
+    return std::nullopt;
+  case RowOperand::Input:
+    return BufferSlot::Input;
+  case RowOperand::Addend:
+    return BufferSlot::Addend;
+  }
+  return std::nullopt;
 }
 
 std::vector<GradientSum> norm::getGradientSums(const OpSpec &backward) {

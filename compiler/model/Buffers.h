@@ -84,6 +84,9 @@ struct BufferSpec {
   /// Scratch the runtime owns (decode's split-KV partials and their
   /// semaphores), not a tensor of the graph.
   bool scratch = false;
+  /// An in-place output (OpSpec::outputOver, residualOver): the input whose
+  /// buffer a launch may pass for it, exactly the same rows.
+  std::optional<BufferSlot> over;
 };
 
 /// The buffers of the kernel of `spec` in parameter order: the inputs
@@ -104,6 +107,9 @@ struct BufferSpec {
 /// column sum (norm.column_sum) reads f32 input rows and writes an output
 /// vector.
 std::vector<BufferSpec> getBuffers(const OpSpec &spec);
+
+/// The input slot of an in-place operand (none for RowOperand::None).
+std::optional<BufferSlot> getRowOperandSlot(RowOperand operand);
 
 /// Whether the row accesses of `buffer` move `vector` elements, so that the
 /// 16-byte rule and the widest vector apply to it: every 2-D buffer but

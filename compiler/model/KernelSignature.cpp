@@ -199,6 +199,8 @@ Status norm::describeKernel(const OpSpec &spec, const LaunchConfig &launch,
     if (buffer.slot == BufferSlot::Workspace ||
         buffer.slot == BufferSlot::RopeTable)
       param.alignment = 16;
+    if (buffer.over)
+      param.over = std::string(getBufferSlotName(*buffer.over));
     sig.params.push_back(std::move(param));
   }
   KernelParam rows;
@@ -278,6 +280,17 @@ static std::string_view getParamKindName(KernelParam::Kind kind) {
   return "?";
 }
 
+bool KernelSignature::mayAlias(const KernelParam &param) const {
+  if (param.kind != KernelParam::Kind::Buffer)
+    return false;
+  if (!param.over.empty())
+    return true;
+  for (const KernelParam &other : params)
+    if (other.over == param.name)
+      return true;
+  return false;
+}
+
 std::string KernelSignature::toJson() const {
   std::ostringstream os;
   os << "{\"name\": " << quote(name) << ", \"kind\": " << quote(kind)
@@ -312,7 +325,9 @@ std::string KernelSignature::toJson() const {
          << ", \"rows_x_hidden\": " << (p.rowMajor2D ? "true" : "false")
          << ", \"read_only\": " << (p.readOnly ? "true" : "false")
          << ", \"alignment\": " << p.alignment;
-    else
+    if (!p.over.empty())
+      os << ", \"over\": " << quote(p.over);
+    if (p.kind != KernelParam::Kind::Buffer)
       os << ", \"type\": \"i64\"";
     os << "}";
   }
@@ -622,6 +637,8 @@ std::optional<KernelSignature> signatureFromJson(const Json &json,
         param.rowMajor2D = f.boolean("rows_x_hidden");
         param.readOnly = f.boolean("read_only");
         param.alignment = f.integer("alignment");
+        if (p.object.count("over"))
+          param.over = f.string("over");
       } else if (kind == "rows") {
         param.kind = KernelParam::Kind::Rows;
       } else if (kind == "batch") {

@@ -51,14 +51,19 @@ struct KernelParam {
   // Buffers only:
   ElementType elementType = ElementType::f32;
   bool rowMajor2D = false;   // rows x hidden (has a stride parameter)
-  bool readOnly = false;     // an input (loaded with ld.global.nc)
+  bool readOnly = false;     // an input (loaded with ld.global.nc unless
+                             // an output may alias it)
   int64_t alignment = 1;     // bytes the vector kernel needs of the pointer
                              // and of (stride * element bytes)
+  /// An in-place output: the input buffer a launch may pass for it
+  /// (BufferSpec::over); empty for none.
+  std::string over;
 
   bool operator==(const KernelParam &other) const {
     return kind == other.kind && name == other.name &&
            elementType == other.elementType && rowMajor2D == other.rowMajor2D &&
-           readOnly == other.readOnly && alignment == other.alignment;
+           readOnly == other.readOnly && alignment == other.alignment &&
+           over == other.over;
   }
 };
 
@@ -110,6 +115,11 @@ struct KernelSignature {
            blockThreads == other.blockThreads &&
            sharedBytes == other.sharedBytes;
   }
+
+  /// Whether a launch may pass the buffer of `param` for another one too
+  /// (an in-place output, or the input it overwrites): the kernel claims no
+  /// noalias for it.
+  bool mayAlias(const KernelParam &param) const;
 
   /// A JSON object (stable field names; see KernelSignature.cpp).
   std::string toJson() const;

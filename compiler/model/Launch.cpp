@@ -204,6 +204,41 @@ static Status verifyStagedBackward(const OpSpec &spec,
   return Status::success();
 }
 
+/// In place: a kernel writes a row only after every thread has read it
+/// (registers and staged rows store residual_out after the exchange).
+/// Streamed rows with a statistic cannot: they store residual_out in their
+/// first pass, while other threads still read the row (the mean-var pivot)
+/// and before the epilogue reads it again.
+static Status verifyInPlaceStorage(const OpSpec &spec,
+                                   const LaunchConfig &launch,
+                                   int64_t maxSharedBytes) {
+  if (spec.residualOver == RowOperand::None ||
+      getStatistic(spec) == Statistic::None ||
+      getRowStorage(spec, launch, maxSharedBytes) != RowStorage::Streamed)
+    return Status::success();
+  std::string what =
+      "residual_out over '" +
+      std::string(getRowOperandName(spec.residualOver)) + "' needs rows "
+      "read whole before they are written (in registers or staged in "
+      "shared memory), but rows of " + std::to_string(getRowLength(spec)) +
+      " elements ";
+  int64_t row = getStagedRowBytes(spec, launch.vector);
+  int64_t available = maxSharedBytes - kReservedSharedBytes;
+  if (row > available)
+    return Status::error(
+        ErrorCode::Unsupported,
+        what + "take " + std::to_string(row) + " bytes staged, more than the " +
+            std::to_string(std::max<int64_t>(available, 0)) +
+            " a CTA of the target may use, and streamed rows store "
+            "residual_out in their first pass: such rows cannot write it in "
+            "place");
+  return Status::invalid(what + "are streamed with this launch (" +
+                         std::to_string(launch.getConcurrentRows()) +
+                         " rows of " + std::to_string(row) +
+                         " bytes at once do not fit the shared memory of a "
+                         "CTA): stage fewer rows at once");
+}
+
 Status norm::verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch,
                              int64_t maxSharedBytes) {
   if (Status status = verifyLaunch(launch); !status)
@@ -239,6 +274,9 @@ Status norm::verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch,
         std::to_string(threads) + " threads x vector " +
         std::to_string(vector) + " for rows of " + std::to_string(length) +
         " elements");
+  if (Status status = verifyInPlaceStorage(spec, launch, maxSharedBytes);
+      !status)
+    return status;
   if ((isFusedRow(spec) && !spec.backward) || fitsInRegisters(spec, launch))
     return Status::success();
   if (spec.backward)

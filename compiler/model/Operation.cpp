@@ -65,6 +65,26 @@ std::optional<RopeStyle> norm::parseRopeStyleName(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view norm::getRowOperandName(RowOperand operand) {
+  switch (operand) {
+  case RowOperand::None:
+    return "none";
+  case RowOperand::Input:
+    return "input";
+  case RowOperand::Addend:
+    return "addend";
+  }
+  return "?";
+}
+
+std::optional<RowOperand> norm::parseRowOperandName(std::string_view name) {
+  for (RowOperand operand :
+       {RowOperand::None, RowOperand::Input, RowOperand::Addend})
+    if (getRowOperandName(operand) == name)
+      return operand;
+  return std::nullopt;
+}
+
 std::string_view norm::getOpKindName(OpKind kind) {
   switch (kind) {
   case OpKind::RMSNorm:
@@ -368,6 +388,49 @@ static Status verifyBackward(const OpSpec &spec) {
   return Status::success();
 }
 
+Status norm::verifyInPlace(const OpSpec &spec) {
+  if (spec.outputOver == RowOperand::None &&
+      spec.residualOver == RowOperand::None)
+    return Status::success();
+  for (RowOperand operand : {spec.outputOver, spec.residualOver})
+    if (!parseRowOperandName(getRowOperandName(operand)))
+      return Status::invalid("unknown in-place operand " +
+                             std::to_string(static_cast<int>(operand)));
+  if (!isFusedRow(spec) || spec.backward)
+    return Status::invalid("in-place outputs (output_over, residual_over) "
+                           "apply to forward row kernels");
+  if (spec.residualOver != RowOperand::None && !spec.writeResidual)
+    return Status::invalid("residual_over needs residual_out, the output it "
+                           "writes in place");
+  if (spec.outputOver == spec.residualOver)
+    return Status::invalid(
+        "output and residual_out cannot both overwrite '" +
+        std::string(getRowOperandName(spec.outputOver)) + "'");
+  auto check = [&](RowOperand operand, ElementType type,
+                   const char *output) -> Status {
+    if (operand == RowOperand::None)
+      return Status::success();
+    if (operand == RowOperand::Addend && !spec.hasAddend)
+      return Status::invalid(std::string(output) +
+                             " cannot overwrite an addend the operation does "
+                             "not have");
+    ElementType over =
+        operand == RowOperand::Input ? spec.input : spec.addendType;
+    if (type != over)
+      return Status::invalid(
+          std::string(output) + " (" + std::string(getElementTypeName(type)) +
+          ") cannot overwrite '" + std::string(getRowOperandName(operand)) +
+          "' (" + std::string(getElementTypeName(over)) +
+          "): an in-place output keeps the element type of the rows it "
+          "overwrites");
+    return Status::success();
+  };
+  if (Status status = check(spec.outputOver, spec.output, "output"); !status)
+    return status;
+  // residual_out has the input's element type.
+  return check(spec.residualOver, spec.input, "residual_out");
+}
+
 /// norm.fused_row: prologue, statistic, epilogue.
 static Status verifyFusedRow(const OpSpec &spec) {
   if (Status status = verifyPositiveFinite(spec.alpha, "alpha"); !status)
@@ -438,6 +501,8 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
       spec.kind != OpKind::QKNormPrologue)
     return Status::invalid("save_stats applies to row kernels and the QK-Norm "
                            "prologue");
+  if (Status status = verifyInPlace(spec); !status)
+    return status;
 
   switch (spec.kind) {
   case OpKind::ColumnSum:
@@ -477,6 +542,7 @@ Status norm::getBackwardKernels(const OpSpec &forward,
   auto addRow = [&](OpSpec row) -> Status {
     row.backward = true;
     row.saveStats = false;
+    row.outputOver = row.residualOver = RowOperand::None;
     if (Status status = verifyOpSpec(row); !status)
       return status.withContext("backward of " + describeOpSpec(forward));
     kernels.rows.push_back(row);
@@ -605,6 +671,10 @@ std::string norm::getCanonicalSpec(const OpSpec &original) {
     os << " backward=1";
   if (s.perHeadWeight)
     os << " per_head_weight=1";
+  if (s.outputOver != RowOperand::None)
+    os << " output_over=" << getRowOperandName(s.outputOver);
+  if (s.residualOver != RowOperand::None)
+    os << " residual_over=" << getRowOperandName(s.residualOver);
   return os.str();
 }
 
@@ -722,6 +792,17 @@ std::optional<OpSpec> norm::parseCanonicalSpec(std::string_view text,
     flag("backward", spec.backward);
   if (fields.count("per_head_weight"))
     flag("per_head_weight", spec.perHeadWeight);
+  auto operand = [&](const char *key, RowOperand &out) {
+    if (!fields.count(key))
+      return;
+    std::optional<std::string> v = take(key);
+    if (std::optional<RowOperand> parsed = parseRowOperandName(*v))
+      out = *parsed;
+    else
+      error = std::string("field '") + key + "' is not a row operand";
+  };
+  operand("output_over", spec.outputOver);
+  operand("residual_over", spec.residualOver);
   if (error.empty() && !fields.empty())
     error = "unknown operation field '" + fields.begin()->first + "'";
   if (!error.empty())
@@ -774,5 +855,9 @@ std::string norm::describeOpSpec(const OpSpec &spec) {
     os << " offset " << formatReal(spec.weightOffset);
   if (spec.saveStats)
     os << " +save_stats";
+  if (spec.outputOver != RowOperand::None)
+    os << " output over " << getRowOperandName(spec.outputOver);
+  if (spec.residualOver != RowOperand::None)
+    os << " residual_out over " << getRowOperandName(spec.residualOver);
   return os.str();
 }

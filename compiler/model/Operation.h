@@ -43,6 +43,14 @@ enum class RopeStyle { None, NeoX, GptJ };
 std::string_view getRopeStyleName(RopeStyle style);
 std::optional<RopeStyle> parseRopeStyleName(std::string_view name);
 
+/// The row input that an output of a forward row kernel may overwrite in
+/// place: none, `input` or `addend`.
+enum class RowOperand { None, Input, Addend };
+
+/// "none", "input", "addend" (the dialect's spelling).
+std::string_view getRowOperandName(RowOperand operand);
+std::optional<RowOperand> parseRowOperandName(std::string_view name);
+
 /// One operation: what one kernel computes.
 struct OpSpec {
   enum class Kind {
@@ -120,6 +128,16 @@ struct OpSpec {
   /// q and the k heads one launch each (row slices of qkv and of the saved
   /// statistics of the forward).
   bool perHeadWeight = false;
+  // In place (forward row kernels; vLLM's fused_add_rms_norm writes
+  // residual_out over its residual stream and output over the sublayer's
+  // output):
+  /// The row input whose buffer a launch may pass as `output`, and as
+  /// `residual_out`: the same address, row stride and element type (exactly
+  /// the same rows; no other overlap). Such a kernel claims no noalias for
+  /// either buffer (no non-coherent loads of them) and writes a row only
+  /// after every thread has read it (verifyInPlace).
+  RowOperand outputOver = RowOperand::None;
+  RowOperand residualOver = RowOperand::None;
 };
 
 using OpKind = OpSpec::Kind;
@@ -194,6 +212,15 @@ Status verifyPositiveFinite(double value, std::string_view name);
 Status verifyWeightOffset(double offset, bool hasWeight);
 /// GroupNorm: positive and dividing the hidden size.
 Status verifyGroups(int64_t groups, int64_t hidden);
+
+/// The rules of in-place outputs (OpSpec::outputOver, residualOver): forward
+/// row kernels only; the row input an output overwrites exists and has the
+/// output's element type (so that both cover the same bytes); the two
+/// outputs never overwrite the same input. Where the rows go is the
+/// launch's concern (verifyLaunchFor: streamed rows with a statistic store
+/// residual_out in their first pass, before every thread has read the row
+/// it would overwrite, so those refuse residualOver).
+Status verifyInPlace(const OpSpec &spec);
 /// Attention's head dim: a multiple of 16 (the k-steps of the tensor-core
 /// tiles) from 16 to kMaxAttentionHeadDim.
 Status verifyAttentionHeadDim(int64_t headDim);

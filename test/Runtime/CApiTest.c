@@ -92,7 +92,7 @@ static void testVersion(void) {
   normjit_get_version(&major, &minor, &patch, &api);
   CHECK(major == NORMJIT_VERSION_MAJOR && minor == NORMJIT_VERSION_MINOR &&
         patch == NORMJIT_VERSION_PATCH && api == NORMJIT_API_VERSION);
-  CHECK(api == 6);
+  CHECK(api == 7);
   normjit_get_version(NULL, NULL, NULL, NULL);
   normjit_get_version(NULL, NULL, NULL, &api);
   printf("version: %u.%u.%u api %u\n", major, minor, patch, api);
@@ -359,6 +359,28 @@ static void testLaunch(normjit_context *context) {
   expect("in place", normjit_kernel_launch(kernel, &args, kRows, NULL),
          NORMJIT_ERROR_INVALID_ARGUMENT);
   CHECK(fakecuda_launch_count() == 1);
+  /* A kernel built for it (API 7) takes exactly the input, nothing else. */
+  desc.flags = NORMJIT_OP_WEIGHT | NORMJIT_OP_OUTPUT_OVER_INPUT;
+  normjit_kernel *inPlace = NULL;
+  expect("in-place kernel", normjit_kernel_create(context, &desc, 0, &inPlace),
+         NORMJIT_SUCCESS);
+  if (inPlace) {
+    /* A context that tunes has launched candidates by now. */
+    int before = fakecuda_launch_count();
+    expect("launch in place", normjit_kernel_launch(inPlace, &args, kRows, NULL),
+           NORMJIT_SUCCESS);
+    CHECK(fakecuda_get_launch(before, &launch));
+    CHECK(launch.params[2] == (uint64_t)(uintptr_t)input &&
+          launch.params[0] == launch.params[2]);
+    normjit_launch_args_set(&args, NORMJIT_OUTPUT, input + 2 * kHidden,
+                            NORMJIT_BF16, kHidden, 0);
+    expect("one row off", normjit_kernel_launch(inPlace, &args, kRows, NULL),
+           NORMJIT_ERROR_INVALID_ARGUMENT);
+    CHECK(fakecuda_launch_count() == before + 1);
+    normjit_kernel_destroy(inPlace);
+  }
+  int launches = fakecuda_launch_count();
+  desc.flags = NORMJIT_OP_WEIGHT;
   normjit_launch_args_set(&args, NORMJIT_OUTPUT, output, NORMJIT_BF16, kHidden,
                           0);
 
@@ -367,7 +389,7 @@ static void testLaunch(normjit_context *context) {
                           kHidden, 0);
   expect("shifted input", normjit_kernel_launch(kernel, &args, kRows, NULL),
          NORMJIT_SUCCESS);
-  CHECK(fakecuda_get_launch(1, &launch));
+  CHECK(fakecuda_get_launch(fakecuda_launch_count() - 1, &launch));
   printf("scalar kernel: %s\n", launch.kernel);
   normjit_launch_args_set(&args, NORMJIT_INPUT, input + 1, NORMJIT_BF16,
                           kHidden, 0);
@@ -386,7 +408,7 @@ static void testLaunch(normjit_context *context) {
   args.struct_size = 0;
   expect("args struct size", normjit_kernel_launch(kernel, &args, kRows, NULL),
          NORMJIT_ERROR_INVALID_ARGUMENT);
-  CHECK(fakecuda_launch_count() == 2);
+  CHECK(fakecuda_launch_count() == launches + 1);
   normjit_kernel_destroy(kernel);
   normjit_kernel_destroy(NULL);
 

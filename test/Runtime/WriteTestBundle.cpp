@@ -73,6 +73,10 @@ int main(int argc, char **argv) {
     OpSpec backward = specs.front();
     backward.backward = true;
     specs.push_back(backward);
+    // In place (API 7): the RMSNorm above writing its output over its input.
+    OpSpec inPlace = specs.front();
+    inPlace.outputOver = RowOperand::Input;
+    specs.push_back(inPlace);
   }
   ContextOptions options;
   options.driverLibrary = NORM_FAKE_CUDA_LIBRARY;

@@ -205,6 +205,27 @@ TEST(Operations, CanonicalTextRoundTrips) {
   EXPECT_EQ(back->qkStatistic, Statistic::MeanVar);
   EXPECT_EQ(back->weightOffset, 1.0);
 
+  // In place: fields only where set, so other kernels keep their names.
+  OpSpec vllm = spec;
+  vllm.residualOver = RowOperand::Input;
+  vllm.outputOver = RowOperand::Addend;
+  vllm.output = vllm.addendType = ElementType::f16;
+  std::string inPlace = getCanonicalSpec(vllm);
+  EXPECT_NE(inPlace.find(" output_over=addend residual_over=input"),
+            std::string::npos)
+      << inPlace;
+  EXPECT_EQ(text.find("_over"), std::string::npos) << text;
+  back = parseCanonicalSpec(inPlace, error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_EQ(back->outputOver, RowOperand::Addend);
+  EXPECT_EQ(back->residualOver, RowOperand::Input);
+  EXPECT_EQ(getCanonicalSpec(*back), inPlace);
+  EXPECT_FALSE(parseCanonicalSpec(text + " output_over=weight", error));
+  EXPECT_NE(error.find("field 'output_over' is not a row operand"),
+            std::string::npos)
+      << error;
+  error.clear();
+
   EXPECT_FALSE(parseCanonicalSpec(text + " extra=1", error));
   EXPECT_NE(error.find("unknown operation field 'extra'"), std::string::npos);
   error.clear();
@@ -212,6 +233,90 @@ TEST(Operations, CanonicalTextRoundTrips) {
   EXPECT_NE(error.find("lacks field"), std::string::npos);
   error.clear();
   EXPECT_FALSE(parseCanonicalSpec("op=rms_norm hidden=x", error));
+}
+
+TEST(Operations, InPlaceRules) {
+  OpSpec vllm = rmsNorm(4096);
+  vllm.hasAddend = vllm.writeResidual = true;
+  vllm.residualOver = RowOperand::Input;
+  vllm.outputOver = RowOperand::Addend;
+  EXPECT_TRUE(verifyOpSpec(vllm).ok());
+  // Every row kind may: elementwise residual adds and GroupNorm included.
+  OpSpec group = vllm;
+  group.kind = OpKind::GroupNorm;
+  group.groups = 32;
+  EXPECT_TRUE(verifyOpSpec(group).ok());
+  OpSpec add = vllm;
+  add.kind = OpKind::Elementwise;
+  EXPECT_TRUE(verifyOpSpec(add).ok()) << verifyOpSpec(add).message();
+
+  auto refused = [](const OpSpec &spec, const std::string &message) {
+    Status status = verifyOpSpec(spec);
+    EXPECT_FALSE(status.ok());
+    EXPECT_NE(status.message().find(message), std::string::npos)
+        << status.message();
+  };
+  OpSpec cast = vllm;
+  cast.output = ElementType::f32;
+  refused(cast, "output (f32) cannot overwrite 'addend' (bf16)");
+  OpSpec sameInput = vllm;
+  sameInput.outputOver = RowOperand::Input;
+  refused(sameInput, "output and residual_out cannot both overwrite 'input'");
+  OpSpec noResidual = vllm;
+  noResidual.writeResidual = false;
+  refused(noResidual, "residual_over needs residual_out");
+  OpSpec qk = examples::makeQKNorm();
+  qk.outputOver = RowOperand::Input;
+  refused(qk, "apply to forward row kernels");
+  OpSpec unknown = vllm;
+  unknown.outputOver = static_cast<RowOperand>(7);
+  refused(unknown, "unknown in-place operand 7");
+
+  // The buffers name the inputs their outputs may overwrite.
+  for (const BufferSpec &buffer : getBuffers(vllm)) {
+    std::optional<BufferSlot> over =
+        buffer.slot == BufferSlot::Output        ? BufferSlot::Addend
+        : buffer.slot == BufferSlot::ResidualOut ? BufferSlot::Input
+                                                 : std::optional<BufferSlot>();
+    EXPECT_EQ(buffer.over, over) << getBufferSlotName(buffer.slot);
+  }
+  // The backward of an in-place forward is not in place.
+  vllm.saveStats = true;
+  BackwardKernels backward;
+  ASSERT_TRUE(getBackwardKernels(vllm, backward).ok());
+  ASSERT_EQ(backward.rows.size(), 1u);
+  EXPECT_EQ(backward.rows[0].outputOver, RowOperand::None);
+  EXPECT_EQ(backward.rows[0].residualOver, RowOperand::None);
+}
+
+TEST(Launches, InPlaceResidualsNeedRowsReadWhole) {
+  // bf16 rows of up to 115712 elements stage in the 227 KiB of an sm_90
+  // CTA; longer ones stream, and cannot write residual_out in place.
+  TargetOptions sm90;
+  int64_t shared = sm90.getMaxSharedBytes();
+  OpSpec spec = rmsNorm(115712);
+  spec.hasAddend = spec.writeResidual = true;
+  spec.residualOver = RowOperand::Input;
+  LaunchConfig launch = getHeuristicLaunch(spec, 4096);
+  EXPECT_EQ(getRowStorage(spec, launch, shared), RowStorage::Shared);
+  EXPECT_TRUE(verifyLaunchFor(spec, launch, shared).ok());
+  spec.hidden = 115720;
+  launch = getHeuristicLaunch(spec, 4096);
+  ASSERT_EQ(getRowStorage(spec, launch, shared), RowStorage::Streamed);
+  Status status = verifyLaunchFor(spec, launch, shared);
+  EXPECT_EQ(status.code(), ErrorCode::Unsupported) << status.message();
+  // The output alone may be in place there: it is stored after the
+  // exchange, each element by the thread that read it.
+  spec.residualOver = RowOperand::None;
+  spec.outputOver = RowOperand::Input;
+  EXPECT_TRUE(verifyLaunchFor(spec, launch, shared).ok());
+  // Without a statistic, one pass: in place at any length.
+  OpSpec add = spec;
+  add.kind = OpKind::Elementwise;
+  add.outputOver = RowOperand::None;
+  add.residualOver = RowOperand::Input;
+  LaunchConfig addLaunch = getHeuristicLaunch(add, 4096);
+  EXPECT_TRUE(verifyLaunchFor(add, addLaunch, shared).ok());
 }
 
 //===----------------------------------------------------------------------===//

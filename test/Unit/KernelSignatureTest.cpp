@@ -41,6 +41,28 @@ TEST(KernelSignature, JsonRoundTrip) {
   EXPECT_EQ(back->params[4].kind, KernelParam::Kind::RowStride);
 }
 
+TEST(KernelSignature, InPlaceOutputsRoundTrip) {
+  KernelSignature sig = makeSignature();
+  sig.params[2].over = "input";
+  std::string json = sig.toJson();
+  EXPECT_NE(json.find("\"alignment\": 16, \"over\": \"input\"}"),
+            std::string::npos)
+      << json;
+  // Only in-place outputs say it.
+  EXPECT_EQ(makeSignature().toJson().find("over"), std::string::npos);
+  std::string error;
+  std::optional<KernelSignature> back = KernelSignature::fromJson(json, error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_EQ(back->params[2].over, "input");
+  EXPECT_TRUE(back->describesSameKernel(sig));
+  EXPECT_FALSE(back->describesSameKernel(makeSignature()));
+  // The pair claims no noalias; the weight and the scalars are not in it.
+  EXPECT_TRUE(sig.mayAlias(sig.params[0]));
+  EXPECT_TRUE(sig.mayAlias(sig.params[2]));
+  EXPECT_FALSE(sig.mayAlias(sig.params[1]));
+  EXPECT_FALSE(sig.mayAlias(sig.params[3]));
+}
+
 TEST(KernelSignature, GridFormula) {
   KernelSignature sig = makeSignature();
   EXPECT_EQ(sig.getGridX(0), 0);

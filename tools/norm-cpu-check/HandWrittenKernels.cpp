@@ -441,8 +441,11 @@ public:
 
   // The QK-Norm kernels are the simplest ones: RMS and L2, plain weights.
   bool supports(const OpSpec &spec) const override {
-    // The training kernels have no hand-written counterparts.
-    if (spec.saveStats || spec.backward || spec.kind == OpSpec::Kind::ColumnSum)
+    // The training and in-place kernels have no hand-written counterparts.
+    if (spec.saveStats || spec.backward ||
+        spec.kind == OpSpec::Kind::ColumnSum ||
+        spec.outputOver != ::norm::RowOperand::None ||
+        spec.residualOver != ::norm::RowOperand::None)
       return false;
     return spec.kind != OpSpec::Kind::QKNormPrologue ||
            (spec.qkStatistic != ::norm::Statistic::MeanVar &&
@@ -471,7 +474,7 @@ public:
       return Status::error(::norm::ErrorCode::Unsupported,
                            "no hand-written kernel: QK-Norm kernels are RMS "
                            "and L2 without a weight offset, and there are no "
-                           "training kernels");
+                           "training or in-place kernels");
     // The ABI of the generated kernel (names aside): the check compares the
     // two providers with the same harness.
     KernelSignature &signature = source.signature;

@@ -82,6 +82,11 @@ static cl::opt<std::string> injectOption(
     cl::desc("Corrupt each run after the kernel to show the checks work: "
              "value, nan, guard, gap or input"),
     cl::init(""));
+static cl::opt<bool> reverseThreadsOption(
+    "reverse-threads", cl::cat(checkCategory),
+    cl::desc("Run the threads of each CTA from the last to the first between "
+             "meeting points, so that a thread reading what another writes "
+             "before they meet (a race on the GPU) sees the other order"));
 static cl::opt<bool> verboseOption("v", cl::cat(checkCategory),
                                    cl::desc("Print every case"));
 static cl::opt<bool> everySizeOption(
@@ -117,6 +122,8 @@ struct LongRowCase {
 static constexpr LongRowCase kLongRows[] = {
     {"rms", ElementType::bf16, 65537},      // shared, scalar accesses
     {"rms_add", ElementType::bf16, 100000}, // shared, residual out
+    {"rms_add_inplace", ElementType::bf16, 100000}, // shared, in place
+    {"layer_add_inplace", ElementType::f16, 65537}, // shared, in place
     {"layer", ElementType::f16, 100000},    // shared, mean_var
     {"rms_add", ElementType::f32, 100000},  // streamed, v from residual_out
     {"rms_deepnorm_f32", ElementType::bf16, 100000}, // streamed, f32 v
@@ -191,6 +198,36 @@ static const std::vector<Variant> &getVariants() {
        [](OpSpec &s) {
          s.kind = Kind::RMSNorm;
          s.hasWeight = true;
+         return true;
+       }},
+      {"rms_inplace", "RMSNorm with weight, output over input", false,
+       [](OpSpec &s) {
+         s.kind = Kind::RMSNorm;
+         s.hasWeight = true;
+         s.outputOver = ::norm::RowOperand::Input;
+         return true;
+       }},
+      {"rms_add_inplace",
+       "residual add + RMSNorm in place as vLLM's fused_add_rms_norm: "
+       "residual_out over input, output over addend",
+       false,
+       [](OpSpec &s) {
+         s.kind = Kind::RMSNorm;
+         s.hasAddend = s.hasWeight = s.writeResidual = true;
+         s.residualOver = ::norm::RowOperand::Input;
+         s.outputOver = ::norm::RowOperand::Addend;
+         return true;
+       }},
+      {"layer_add_inplace",
+       "residual add + LayerNorm with bias in place: residual_out over "
+       "addend, output over input (every thread reads the first element)",
+       false,
+       [](OpSpec &s) {
+         s.kind = Kind::LayerNorm;
+         s.hasAddend = s.hasWeight = s.hasBias = s.writeResidual = true;
+         s.residualOver = ::norm::RowOperand::Addend;
+         s.outputOver = ::norm::RowOperand::Input;
+         s.eps = 1e-5;
          return true;
        }},
       {"rms_gemma", "RMSNorm, (1 + w) weight (weight_offset 1)", false,
@@ -686,9 +723,24 @@ static void runCase(const Task &task, const KernelSignature &signature,
   std::vector<void *> pointers;
   std::vector<int64_t> strides;
   Random random(hashLabel(check.label));
+  // In place: an output that the launch writes over one of the inputs (the
+  // same pointer and stride), found in that input's buffer.
+  std::map<std::string, std::string> over;
+  auto at = [&](const std::string &name) -> GuardedBuffer & {
+    auto it = over.find(name);
+    return *buffers[it == over.end() ? name : it->second];
+  };
   for (const KernelParam &param : signature.params) {
     if (param.kind != KernelParam::Kind::Buffer)
       continue;
+    if (!param.over.empty()) {
+      GuardedBuffer &input = *buffers[param.over];
+      over[param.name] = param.over;
+      inputBytes.erase(param.over);
+      strides.push_back(input.getStride());
+      pointers.push_back(input.data());
+      continue;
+    }
     int64_t cols = getBufferCols(spec, param);
     // At least one element of gap after each row; outputs get another stride
     // than inputs so that a kernel using the wrong stride fails. Vector
@@ -730,6 +782,28 @@ static void runCase(const Task &task, const KernelSignature &signature,
   std::vector<int64_t> integers = {rows};
   integers.insert(integers.end(), strides.begin(), strides.end());
 
+  auto view = [&](const std::string &name) { return buffers[name]->view(); };
+  auto paramView = [&](const std::string &name) {
+    auto it = buffers.find(name);
+    return it == buffers.end() ? ParamView() : it->second->paramView();
+  };
+  // A forward row's reference, from the inputs before an in-place launch
+  // overwrites them.
+  std::optional<FusedRowExpected> rowExpected;
+  if (isFusedRow(spec) && !spec.backward) {
+    FusedRowOperands operands;
+    operands.input = view("input");
+    if (buffers.count("addend"))
+      operands.addend = view("addend");
+    if (buffers.count("skip"))
+      operands.skip = view("skip");
+    operands.weight = paramView("weight");
+    operands.bias = paramView("bias");
+    operands.mean = paramView("mean");
+    operands.variance = paramView("variance");
+    rowExpected = referenceFusedRow(spec, operands);
+  }
+
   if (Status status = kernels.launch(signature.name, pointers, integers,
                                      signature.getGridX(rows));
       !status) {
@@ -741,7 +815,7 @@ static void runCase(const Task &task, const KernelSignature &signature,
   GuardedBuffer *firstOutput = nullptr;
   for (const KernelParam &param : signature.params)
     if (param.kind == KernelParam::Kind::Buffer && !param.readOnly) {
-      firstOutput = buffers[param.name].get();
+      firstOutput = &at(param.name);
       break;
     }
   if (!injectOption.empty() && firstOutput) {
@@ -765,15 +839,11 @@ static void runCase(const Task &task, const KernelSignature &signature,
       check.fail("input '" + name + "' was modified");
   for (const KernelParam &param : signature.params)
     if (param.kind == KernelParam::Kind::Buffer && !param.readOnly)
-      if (auto stray = buffers[param.name]->findStrayWrite(
-              getOutputPoison(param.elementType)))
+      if (auto stray = at(param.name).findStrayWrite(
+              param.over.empty() ? getOutputPoison(param.elementType)
+                                 : getInputGuard(param.elementType)))
         check.fail("stray write to '" + param.name + "': " + *stray);
 
-  auto view = [&](const std::string &name) { return buffers[name]->view(); };
-  auto paramView = [&](const std::string &name) {
-    auto it = buffers.find(name);
-    return it == buffers.end() ? ParamView() : it->second->paramView();
-  };
   switch (spec.kind) {
   case OpSpec::Kind::QKNormPrologue: {
     QKNormExpected expected = referenceQKNorm(
@@ -807,20 +877,10 @@ static void runCase(const Task &task, const KernelSignature &signature,
       checkBackward(spec, buffers, check);
       break;
     }
-    FusedRowOperands operands;
-    operands.input = view("input");
-    if (buffers.count("addend"))
-      operands.addend = view("addend");
-    if (buffers.count("skip"))
-      operands.skip = view("skip");
-    operands.weight = paramView("weight");
-    operands.bias = paramView("bias");
-    operands.mean = paramView("mean");
-    operands.variance = paramView("variance");
-    FusedRowExpected expected = referenceFusedRow(spec, operands);
-    check.compareRows(*buffers["output"], expected.output, "output");
+    const FusedRowExpected &expected = *rowExpected;
+    check.compareRows(at("output"), expected.output, "output");
     if (spec.writeResidual)
-      check.compareRows(*buffers["residual_out"], expected.residual,
+      check.compareRows(at("residual_out"), expected.residual,
                         "residual_out");
     if (spec.saveStats)
       compareSavedStats(buffers, expected.savedMean, expected.savedRstd, check);
@@ -862,6 +922,7 @@ static void runTask(const Task &task, const KernelProvider &provider,
   options.kernelPipeline = source.pipeline;
   options.optLevel = optLevelOption;
   options.cpu = hostCpuOption;
+  options.reverseThreads = reverseThreadsOption;
   std::unique_ptr<HostKernels> kernels;
   if (Status status = HostKernels::compile(source.mlir, options, kernels);
       !status)

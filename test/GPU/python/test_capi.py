@@ -73,7 +73,9 @@ class NoTorchTest(unittest.TestCase):
             self.assertEqual(getattr(capi, name), int(re.search(
                 r"NORMJIT_%s = (\d+)" % name, text).group(1)), name)
         for name in ("ROPE_POSITIONS", "ROPE_TABLE", "SAVE_STATS", "BACKWARD",
-                     "PER_HEAD_WEIGHT"):
+                     "PER_HEAD_WEIGHT", "OUTPUT_OVER_INPUT",
+                     "OUTPUT_OVER_ADDEND", "RESIDUAL_OVER_INPUT",
+                     "RESIDUAL_OVER_ADDEND"):
             self.assertEqual(getattr(capi, "OP_" + name), 1 << int(re.search(
                 r"#define NORMJIT_OP_%s \(1u << (\d+)\)" % name,
                 text).group(1)), name)
@@ -323,7 +325,7 @@ class FakeDriverTest(unittest.TestCase):
             {slot: b for slot, b in buffers.items() if b is not None})
 
     def test_attention_launch(self):
-        self.assertEqual(self.context.library.api_version, 6)
+        self.assertEqual(self.context.library.api_version, 7)
         kernel = self.context.kernel(self.ATTENTION)
         config = kernel.config(100)
         self.assertEqual((config.vector, config.threads_per_row), (8, 16))

@@ -122,6 +122,29 @@ class TorchLayerTest(FakeDriverCase):
                                       y.data_ptr(), h.data_ptr()])
         self.assertEqual((y.dtype, h.dtype), (torch.bfloat16, torch.float32))
 
+    def test_fused_add_rms_norm_in_place(self):
+        # vLLM's fused_add_rms_norm: out=x, residual_out=residual.
+        x, r, w = self.rand(5, 4096), self.rand(5, 4096), self.rand(4096)
+        norm_opt.fused_add_rms_norm(x, r, w, 1e-6)
+        separate = self.launch()[0]
+        y, h = norm_opt.fused_add_rms_norm(x, r, w, 1e-6, out=x,
+                                           residual_out=r)
+        name, params = self.launch()
+        self.assertIs(y, x)
+        self.assertIs(h, r)
+        self.assertNotEqual(name, separate)  # the in-place kernel
+        self.assertEqual(params[:5], [r.data_ptr(), x.data_ptr(), w.data_ptr(),
+                                      x.data_ptr(), r.data_ptr()])
+        # One of the two in place: a third kernel.
+        norm_opt.fused_add_rms_norm(x, r, w, 1e-6, out=x)
+        self.assertNotIn(self.launch()[0], (name, separate))
+        # Not exactly the rows: refused by libnormjit.
+        wide = self.rand(6, 4096)
+        self.assertRaisesRegex(
+            norm_opt.NormJitError, "output 'output' overlaps buffer 'addend'",
+            lambda: norm_opt.fused_add_rms_norm(wide[1:], r, w, 1e-6,
+                                                out=wide[:5]))
+
     def test_fused_add_layer_norm(self):
         x, r = self.rand(5, 1024), self.rand(5, 1024)
         w, b = self.rand(1024), self.rand(1024)

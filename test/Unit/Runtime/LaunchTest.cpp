@@ -290,19 +290,33 @@ protected:
 
   void SetUp() override {
     LaunchTest::SetUp();
+    open(RowOperand::None, RowOperand::None);
+  }
+
+  /// The kernel of a fused add + RMSNorm whose output and residual_out
+  /// overwrite `outputOver` and `residualOver`, and its buffers: one
+  /// allocation for everything, so that buffers can be placed anywhere in
+  /// it, blocks of kRows + 1 rows of twice the hidden size for input,
+  /// addend, output and residual_out (kRows rows each, two hidden sizes
+  /// apart; in place: the block of the input they overwrite), then the
+  /// weight.
+  void open(RowOperand outputOver, RowOperand residualOver) {
     OpSpec spec = makeRmsNorm(kHidden);
     spec.hasAddend = spec.writeResidual = true;
+    spec.outputOver = outputOver;
+    spec.residualOver = residualOver;
     ASSERT_TRUE(context->getKernel(spec, {}, kernel).ok());
-    // One allocation for everything, so that buffers can be placed anywhere
-    // in it: blocks of kRows + 1 rows of twice the hidden size for input,
-    // addend, output and residual_out (kRows rows each, two hidden sizes
-    // apart), then the weight.
     base = allocate(4 * kBlock * 2 + kHidden * 2);
+    auto block = [](RowOperand over, int64_t own) {
+      return over == RowOperand::Input ? 0 : over == RowOperand::Addend ? 1
+                                                                        : own;
+    };
     args.set(BufferSlot::Input, at(0), ElementType::bf16, kHidden, 2 * kHidden)
         .set(BufferSlot::Addend, at(1), ElementType::bf16, kHidden, 2 * kHidden)
-        .set(BufferSlot::Output, at(2), ElementType::bf16, kHidden, 2 * kHidden)
-        .set(BufferSlot::ResidualOut, at(3), ElementType::bf16, kHidden,
-             2 * kHidden)
+        .set(BufferSlot::Output, at(block(outputOver, 2)), ElementType::bf16,
+             kHidden, 2 * kHidden)
+        .set(BufferSlot::ResidualOut, at(block(residualOver, 3)),
+             ElementType::bf16, kHidden, 2 * kHidden)
         .set(BufferSlot::Weight, at(4), ElementType::bf16, kHidden);
   }
 
@@ -324,8 +338,7 @@ protected:
                                     "' overlaps buffer '" + other + "'"),
               std::string::npos)
         << status.message();
-    EXPECT_NE(status.message().find("in-place update needs a separate output "
-                                    "buffer"),
+    EXPECT_NE(status.message().find("kernels assume buffers do not alias"),
               std::string::npos)
         << status.message();
     LaunchConfig launch;
@@ -360,6 +373,99 @@ TEST_F(ResidualLaunchTest, InPlaceUpdatesAreRefused) {
                   ->launch(with(BufferSlot::ResidualOut, at(0), 2 * kHidden),
                            0, nullptr)
                   .ok());
+}
+
+TEST_F(ResidualLaunchTest, RefusalsNameTheInPlaceKernel) {
+  Status status = kernel->launch(with(BufferSlot::ResidualOut, at(0),
+                                      2 * kHidden),
+                                 kRows, nullptr);
+  EXPECT_NE(status.message().find("; a kernel built with "
+                                  "NORMJIT_OP_RESIDUAL_OVER_INPUT writes it in "
+                                  "place"),
+            std::string::npos)
+      << status.message();
+  status = kernel->launch(with(BufferSlot::Output, at(1), 2 * kHidden), kRows,
+                          nullptr);
+  EXPECT_NE(status.message().find("NORMJIT_OP_OUTPUT_OVER_ADDEND"),
+            std::string::npos)
+      << status.message();
+  // Two outputs: no kernel writes one over the other.
+  status = kernel->launch(with(BufferSlot::Output, at(3), 2 * kHidden), kRows,
+                          nullptr);
+  EXPECT_NE(status.message().find("so an in-place update needs a separate "
+                                  "output buffer"),
+            std::string::npos)
+      << status.message();
+}
+
+/// vLLM's fused_add_rms_norm(input, residual): the residual stream (our
+/// input) takes the sum, the sublayer's output (our addend) the norm.
+class InPlaceLaunchTest : public ResidualLaunchTest {
+protected:
+  void SetUp() override {
+    LaunchTest::SetUp();
+    open(RowOperand::Addend, RowOperand::Input);
+  }
+
+  void expectInexact(const LaunchArgs &overlapping, const std::string &output,
+                     const std::string &other) {
+    Status status = kernel->launch(overlapping, kRows, nullptr);
+    EXPECT_EQ(status.code(), ErrorCode::InvalidArgument) << status.message();
+    EXPECT_NE(status.message().find(
+                  "output '" + output + "' overlaps buffer '" + other +
+                  "' without being exactly it: an in-place output takes the "
+                  "same address and row stride as the input it overwrites"),
+              std::string::npos)
+        << status.message();
+    EXPECT_EQ(fakecuda_launch_count(), 0);
+  }
+};
+
+TEST_F(InPlaceLaunchTest, ExactlyTheInputsLaunch) {
+  ASSERT_TRUE(kernel->launch(args, kRows, nullptr).ok());
+  ASSERT_EQ(fakecuda_launch_count(), 1);
+  // input, addend, weight, output, residual_out: one pointer for each pair.
+  fakecuda_launch recorded = lastLaunch();
+  EXPECT_EQ(recorded.params[4], reinterpret_cast<uint64_t>(at(0)));
+  EXPECT_EQ(recorded.params[0], recorded.params[4]);
+  EXPECT_EQ(recorded.params[3], recorded.params[1]);
+  EXPECT_NE(recorded.params[3], recorded.params[0]);
+  // Separate outputs too: an in-place kernel need not be launched in place.
+  LaunchArgs separate = with(BufferSlot::Output, at(2), 2 * kHidden);
+  separate.set(BufferSlot::ResidualOut, at(3), ElementType::bf16, kHidden,
+               2 * kHidden);
+  ASSERT_TRUE(kernel->launch(separate, kRows, nullptr).ok());
+  // One pair in place, the other not.
+  ASSERT_TRUE(kernel
+                  ->launch(with(BufferSlot::Output, at(2), 2 * kHidden), kRows,
+                           nullptr)
+                  .ok());
+  EXPECT_EQ(fakecuda_launch_count(), 3);
+}
+
+TEST_F(InPlaceLaunchTest, AnythingButExactlyTheInputIsRefused) {
+  // Another row stride: row 1 of the output is not row 1 of the input.
+  expectInexact(with(BufferSlot::ResidualOut, at(0), kHidden), "residual_out",
+                "input");
+  // One element further.
+  expectInexact(with(BufferSlot::Output, at(1) + 2, 2 * kHidden), "output",
+                "addend");
+  // Over the input it was not built to overwrite, or over the other output.
+  expectOverlap(with(BufferSlot::Output, at(0), 2 * kHidden), "output",
+                "input");
+  expectOverlap(with(BufferSlot::ResidualOut, at(1), 2 * kHidden),
+                "residual_out", "addend");
+  // The inputs in one buffer: residual_out over input is then over the
+  // addend too, which it was not built for.
+  LaunchArgs sameInputs = with(BufferSlot::Addend, at(0), 2 * kHidden);
+  sameInputs.set(BufferSlot::Output, at(2), ElementType::bf16, kHidden,
+                 2 * kHidden);
+  expectOverlap(sameInputs, "residual_out", "addend");
+  // The weight is never written over.
+  LaunchArgs weightInRow = args;
+  weightInRow.set(BufferSlot::Weight, at(1) + kHidden, ElementType::bf16,
+                  kHidden);
+  expectOverlap(weightInRow, "output", "weight");
 }
 
 TEST_F(ResidualLaunchTest, PartialOverlapsAreRefused) {

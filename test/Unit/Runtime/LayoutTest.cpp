@@ -102,6 +102,24 @@ TEST(LaunchLayout, RejectsSignaturesThatDisagree) {
   KernelSignature block = good;
   block.blockThreads = 2048;
   EXPECT_NE(layoutError(spec, block).find("bad block size"), std::string::npos);
+
+  // A kernel's noalias claims follow its in-place outputs: one built for
+  // another pairing is not this operation's.
+  KernelSignature overInput = good;
+  overInput.params[2].over = "input"; // output
+  EXPECT_NE(layoutError(spec, overInput)
+                .find("buffer 'output' is written over 'input', the "
+                      "operation's over none"),
+            std::string::npos);
+  OpSpec inPlace = spec;
+  inPlace.outputOver = RowOperand::Input;
+  LaunchLayout layout;
+  EXPECT_TRUE(
+      computeLaunchLayout(inPlace, compileSignature(inPlace), layout).ok());
+  EXPECT_NE(layoutError(inPlace, good)
+                .find("buffer 'output' is written over no input, the "
+                      "operation's over 'input'"),
+            std::string::npos);
 }
 
 } // namespace

@@ -241,4 +241,97 @@ TEST_F(OpDescTest, RopeTablesAndPositionsReachTheOperation) {
   EXPECT_EQ(create(positionsDesc).first, NORMJIT_ERROR_NOT_FOUND);
 }
 
+TEST_F(OpDescTest, InPlaceFlagsReachTheOperation) {
+  // vLLM's fused_add_rms_norm: residual_out over input, output over addend.
+  OpSpec vllm = makeRmsNorm(4096);
+  vllm.hasAddend = vllm.writeResidual = vllm.hasWeight = true;
+  vllm.residualOver = RowOperand::Input;
+  vllm.outputOver = RowOperand::Addend;
+  OpSpec layer = vllm;
+  layer.kind = OpKind::LayerNorm;
+  layer.eps = 1e-5;
+  layer.residualOver = RowOperand::Addend;
+  layer.outputOver = RowOperand::Input;
+  openBundleOf({vllm, layer});
+  normjit_op_desc desc = normjit::opDesc();
+  desc.hidden = 4096;
+  desc.flags = NORMJIT_OP_WEIGHT | NORMJIT_OP_ADDEND | NORMJIT_OP_RESIDUAL_OUT |
+               NORMJIT_OP_RESIDUAL_OVER_INPUT | NORMJIT_OP_OUTPUT_OVER_ADDEND;
+  EXPECT_EQ(create(desc).first, NORMJIT_SUCCESS) << normjit_last_error();
+  normjit_op_desc layerDesc = desc;
+  layerDesc.kind = NORMJIT_OP_LAYER_NORM;
+  layerDesc.eps = 1e-5;
+  layerDesc.flags = NORMJIT_OP_WEIGHT | NORMJIT_OP_ADDEND |
+                    NORMJIT_OP_RESIDUAL_OUT | NORMJIT_OP_RESIDUAL_OVER_ADDEND |
+                    NORMJIT_OP_OUTPUT_OVER_INPUT;
+  EXPECT_EQ(create(layerDesc).first, NORMJIT_SUCCESS) << normjit_last_error();
+
+  // Each flag is part of the operation: without one, another kernel.
+  normjit_op_desc half = desc;
+  half.flags &= ~NORMJIT_OP_OUTPUT_OVER_ADDEND;
+  auto [status, message] = create(half);
+  EXPECT_EQ(status, NORMJIT_ERROR_NOT_FOUND);
+  EXPECT_NE(message.find("rms_norm h4096 bf16 +addend +residual_out "
+                         "residual_out over input is in no kernel bundle"),
+            std::string::npos)
+      << message;
+
+  struct Case {
+    const char *what;
+    uint32_t flags;
+    const char *message;
+  };
+  const Case cases[] = {
+      {"both over input and addend",
+       NORMJIT_OP_OUTPUT_OVER_INPUT | NORMJIT_OP_OUTPUT_OVER_ADDEND,
+       "NORMJIT_OP_OUTPUT_OVER_INPUT and NORMJIT_OP_OUTPUT_OVER_ADDEND exclude "
+       "each other"},
+      {"residual both",
+       NORMJIT_OP_RESIDUAL_OVER_INPUT | NORMJIT_OP_RESIDUAL_OVER_ADDEND,
+       "NORMJIT_OP_RESIDUAL_OVER_INPUT and NORMJIT_OP_RESIDUAL_OVER_ADDEND "
+       "exclude each other"},
+      {"two outputs over one input",
+       NORMJIT_OP_OUTPUT_OVER_INPUT | NORMJIT_OP_RESIDUAL_OVER_INPUT,
+       "output and residual_out cannot both overwrite 'input'"},
+      {"backward", NORMJIT_OP_BACKWARD | NORMJIT_OP_OUTPUT_OVER_INPUT,
+       "in-place outputs (output_over, residual_over) apply to forward row "
+       "kernels"},
+  };
+  for (const Case &c : cases) {
+    normjit_op_desc bad = desc;
+    bad.flags = NORMJIT_OP_WEIGHT | NORMJIT_OP_ADDEND |
+                NORMJIT_OP_RESIDUAL_OUT | c.flags;
+    std::tie(status, message) = create(bad);
+    EXPECT_EQ(status, NORMJIT_ERROR_INVALID_ARGUMENT) << c.what;
+    EXPECT_NE(message.find(c.message), std::string::npos)
+        << c.what << ": " << message;
+  }
+  // The QK-Norm prologue writes q and k, not rows of its input.
+  normjit_op_desc qk = normjit::opDesc();
+  qk.kind = NORMJIT_OP_QK_NORM;
+  qk.hidden = 128;
+  qk.num_q_heads = 8;
+  qk.num_kv_heads = 1;
+  qk.flags = NORMJIT_OP_OUTPUT_OVER_INPUT;
+  std::tie(status, message) = create(qk);
+  EXPECT_EQ(status, NORMJIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(message.find("apply to forward row kernels"), std::string::npos)
+      << message;
+
+  // The backward of an in-place forward is not in place.
+  normjit_op_desc forward = desc;
+  forward.flags |= NORMJIT_OP_SAVE_STATS;
+  normjit_op_desc backward[2];
+  size_t count = 0;
+  ASSERT_EQ(normjit_op_desc_get_backward(&forward, backward, 2, &count),
+            NORMJIT_SUCCESS)
+      << normjit_last_error();
+  ASSERT_EQ(count, 1u);
+  EXPECT_EQ(backward[0].flags &
+                (NORMJIT_OP_OUTPUT_OVER_INPUT | NORMJIT_OP_OUTPUT_OVER_ADDEND |
+                 NORMJIT_OP_RESIDUAL_OVER_INPUT |
+                 NORMJIT_OP_RESIDUAL_OVER_ADDEND),
+            0u);
+}
+
 } // namespace

@@ -71,7 +71,9 @@ def fused_add_rms_norm(x, residual, weight=None, eps=None, *, alpha=1.0,
     as the unfused graph rounds it) and y = rms_norm(h, weight, eps,
     weight_offset) (in x's dtype). Returns (y, h): h is the new residual
     stream. alpha != 1 is DeepNorm's scaled residual. Differentiable in x,
-    residual and weight (through both y and h)."""
+    residual and weight (through both y and h). In place as vLLM's
+    fused_add_rms_norm with out=x, residual_out=residual (libnormjit API 7:
+    a kernel built to write over exactly those rows; without grad)."""
     return _torch_layer().fused_add_rms_norm(
         x, residual, weight, eps, alpha=alpha, out=out,
         residual_out=residual_out, weight_offset=weight_offset)

@@ -68,6 +68,12 @@ OP_ROPE_TABLE = 1 << 12  # API 5: angles from the ROPE_TABLE buffer
 OP_SAVE_STATS = 1 << 13
 OP_BACKWARD = 1 << 14
 OP_PER_HEAD_WEIGHT = 1 << 15
+# API 7, in place: a forward row norm whose launch may pass the same buffer
+# for its output (or residual_out) and that row input.
+OP_OUTPUT_OVER_INPUT = 1 << 16
+OP_OUTPUT_OVER_ADDEND = 1 << 17
+OP_RESIDUAL_OVER_INPUT = 1 << 18
+OP_RESIDUAL_OVER_ADDEND = 1 << 19
 
 # normjit_buffer (V, CU_SEQLENS, LSE: API 3; K_CACHE .. SEMAPHORES: API 4,
 # decode attention, whose WORKSPACE and SEMAPHORES are libnormjit's own)

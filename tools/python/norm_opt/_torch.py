@@ -155,6 +155,7 @@ def prepare_row_norm(kind: int, input: torch.Tensor,
     buffers = {_capi.INPUT: _buffer(x, hidden, x_stride)}
     keep = [x]
     addend_type = _capi.BF16
+    a = a_stride = None
     if addend is not None:
         if tuple(addend.shape) != tuple(input.shape):
             raise ValueError(f"{names[0]} and {names[1]} differ in shape: "
@@ -181,6 +182,17 @@ def prepare_row_norm(kind: int, input: torch.Tensor,
     if not (y.is_contiguous() and (len(outputs) == 1 or
                                    outputs[1].is_contiguous())):
         raise ValueError("outputs must be contiguous")
+    # In place (API 7): an output given as exactly the rows of an input
+    # (vLLM's fused_add_rms_norm: out=x, residual_out=residual) gets a
+    # kernel that may write over them.
+    rows_of = [(x, x_stride, "INPUT")]
+    if addend is not None:
+        rows_of.append((a, a_stride, "ADDEND"))
+    for output, prefix in zip(outputs, ("OUTPUT", "RESIDUAL")):
+        for source, stride, name in rows_of:
+            if (rows and output.data_ptr() == source.data_ptr()
+                    and stride == hidden):
+                flags |= getattr(_capi, "OP_%s_OVER_%s" % (prefix, name))
     if save_stats:
         outputs += _add_saved_stats(buffers, kind == _capi.OP_LAYER_NORM,
                                     tuple(input.shape[:-1]) + (1,), input)
