@@ -240,13 +240,18 @@ def Norm_TargetAttr : AttrDef<Norm_Dialect, "Target"> {
     - `ptx_version`: PTX ISA version x 10, 78 to 90.
     - `max_shared_bytes`: shared memory one CTA may use, at most the chip's
       (0: the chip's: 163 KiB on sm_80, 99 KiB on sm_89, 227 KiB on sm_90).
+    - `pdl` (optional, sm_90 on): programmatic dependent launch. Each kernel
+      loads its weights, then waits for the grid before it in the stream
+      (`griddepcontrol.wait`) and lets the next grid start
+      (`griddepcontrol.launch_dependents`); kernel names end in `_pdl`.
 
     ```mlir
     module attributes {norm.target = #norm.target<chip = "sm_80", ptx_version = 80, max_shared_bytes = 0>} {}
     ```
   }];
   let parameters = (ins StringRefParameter<"the PTX chip">:$chip,
-                        "int64_t":$ptx_version, "int64_t":$max_shared_bytes);
+                        "int64_t":$ptx_version, "int64_t":$max_shared_bytes,
+                        DefaultValuedParameter<"bool", "false">:$pdl);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

@@ -55,11 +55,12 @@ std::string LaunchAttr::getMangledSuffix() const {
 
 LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  StringRef chip, int64_t ptxVersion,
-                                 int64_t maxSharedBytes) {
+                                 int64_t maxSharedBytes, bool pdl) {
   ::norm::TargetOptions target;
   target.chip = chip.str();
   target.ptxVersion = static_cast<int>(ptxVersion);
   target.maxSharedBytes = maxSharedBytes;
+  target.pdl = pdl;
   if (ptxVersion != target.ptxVersion)
     return emitError() << "ptx_version " << ptxVersion << " is out of range";
   if (::norm::Status status = target.verify(); !status)
@@ -72,12 +73,14 @@ LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   target.chip = getChip().str();
   target.ptxVersion = static_cast<int>(getPtxVersion());
   target.maxSharedBytes = getMaxSharedBytes();
+  target.pdl = getPdl();
   return target;
 }
 
 TargetAttr TargetAttr::get(MLIRContext *context,
                            const ::norm::TargetOptions &options) {
-  return get(context, options.chip, options.ptxVersion, options.maxSharedBytes);
+  return get(context, options.chip, options.ptxVersion, options.maxSharedBytes,
+             options.pdl);
 }
 
 //===----------------------------------------------------------------------===//

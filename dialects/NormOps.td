@@ -1010,4 +1010,38 @@ def Norm_AsyncWaitOp : Norm_Op<"async_wait"> {
   let hasVerifier = 1;
 }
 
+def Norm_GridDependencyWaitOp : Norm_Op<"grid_dependency_wait"> {
+  let summary = "wait for the grid before this one (griddepcontrol.wait)";
+  let description = [{
+    Programmatic dependent launch (sm_90 on): waits until the grid this one
+    was launched after (with programmatic stream serialization) has
+    completed and its memory operations are visible; returns at once for a
+    launch without it. Kernels of a target with `pdl` issue it after their
+    independent prologue (weights and parameters, which no grid before
+    them writes) and before their first read of a row. Lowered with a
+    memory clobber, so that no access moves across it; a no-op on the host,
+    which runs grids one after another.
+
+    ```mlir
+    norm.grid_dependency_wait
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def Norm_LaunchDependentsOp : Norm_Op<"launch_dependents"> {
+  let summary = "let the next grid start (griddepcontrol.launch_dependents)";
+  let description = [{
+    Programmatic dependent launch: once every CTA of this grid has issued
+    it (or finished), the grid launched after this one may start its
+    prologue; that grid's `norm.grid_dependency_wait` still waits for this
+    one to complete. A no-op on the host.
+
+    ```mlir
+    norm.launch_dependents
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
 #endif // NORM_OPS_TD

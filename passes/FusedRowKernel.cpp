@@ -21,10 +21,14 @@ FusedRow::FusedRow(MLIRContext *context, const ::norm::OpSpec &spec,
       eps(spec.eps), offset(spec.weightOffset) {}
 
 void FusedRowEmitter::emit() {
-  if (fused.spec.backward)
+  if (fused.spec.backward) {
+    waitForPredecessor();
     return emitBackwardRows();
+  }
   if (::norm::fitsInRegisters(fused.spec, sig.launch))
     return emitRegisterRows();
+  // Long rows load their parameters chunk by chunk, with the row.
+  waitForPredecessor();
   // Rows leave registers; the signature says whether the target had the
   // shared memory to stage them (norm::getRowStorage).
   emitLongRows(sig.sharedBytes > 0 ? ::norm::RowStorage::Shared
@@ -43,6 +47,8 @@ void FusedRowEmitter::emitRegisterRows() {
   ParamChunks ctaParams;
   if (fused.groups == 1)
     ctaParams = loadParams(index(0));
+  // Only the rows may be the grid before's outputs.
+  waitForPredecessor();
 
   forEachFusedRow([&](const RowPosition &position) {
     ParamChunks params =

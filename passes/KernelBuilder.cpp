@@ -4,6 +4,7 @@
 
 #include "dialects/NormOps.h"
 #include "passes/FusedRowKernel.h"
+#include "passes/KernelIR.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -55,7 +56,13 @@ gpu::GPUFuncOp mlir::norm::buildKernel(OpBuilder &builder, Location loc,
     // buffer but the input it may overwrite in place, exactly; misaligned
     // buffers go to the scalar fallback). An in-place pair claims no
     // noalias: its loads stay coherent with the stores.
-    if (!sig.mayAlias(param))
+    // Under programmatic dependent launch only the parameters are read-only
+    // for the kernel's whole lifetime (the kernel before it may still write
+    // the rest while this one starts): the others load coherently.
+    std::optional<::norm::BufferSlot> slot =
+        ::norm::parseBufferSlot(param.name);
+    bool stable = !sig.pdl || (slot && ::norm::isParameterBuffer(*slot));
+    if (!sig.mayAlias(param) && stable)
       func.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
                       builder.getUnitAttr());
     if (param.readOnly)
@@ -78,6 +85,10 @@ gpu::GPUFuncOp mlir::norm::buildKernel(OpBuilder &builder, Location loc,
   b.setInsertionPointToStart(&func.getBody().front());
   auto ret = gpu::ReturnOp::create(b);
   b.setInsertionPoint(ret);
+  // Programmatic dependent launch: row kernels wait after loading their
+  // weights (FusedRowEmitter), the others before anything.
+  if (sig.pdl && !::norm::isFusedRow(spec))
+    emitWaitForPredecessor(b);
   switch (spec.kind) {
   case ::norm::OpKind::QKNormPrologue:
     emitQKNormPrologueKernel(b, func, sig, spec);

@@ -155,6 +155,16 @@ SmallVector<Value> KernelBuilder::ifElse(Value cond,
   });
 }
 
+void mlir::norm::emitWaitForPredecessor(ImplicitLocOpBuilder &b) {
+  GridDependencyWaitOp::create(b);
+  LaunchDependentsOp::create(b);
+}
+
+void KernelBuilder::waitForPredecessor() {
+  if (sig.pdl)
+    emitWaitForPredecessor(b);
+}
+
 void KernelBuilder::ifThen(Value cond, function_ref<void()> then,
                            function_ref<void()> otherwise) {
   auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/bool(otherwise));

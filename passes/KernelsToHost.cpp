@@ -261,14 +261,16 @@ static void normalizeIndexOps(gpu::GPUFuncOp kernel) {
 }
 
 /// Replaces each norm.async_copy of `kernel` by a plain copy of its elements
-/// (zeros past `src_elements`) and drops the commits and waits: the host
+/// (zeros past `src_elements`) and drops the commits and waits, and the
+/// grid dependency ops (grids run one after another here): the host
 /// runs a stretch's threads to completion before the next stretch, so a
 /// copy done at once is complete by the barrier that must precede any
 /// other thread's read.
 static void lowerAsyncCopies(gpu::GPUFuncOp kernel) {
   SmallVector<Operation *> ops;
   kernel.walk([&](Operation *op) {
-    if (isa<AsyncCopyOp, AsyncCommitOp, AsyncWaitOp>(op))
+    if (isa<AsyncCopyOp, AsyncCommitOp, AsyncWaitOp, GridDependencyWaitOp,
+            LaunchDependentsOp>(op))
       ops.push_back(op);
   });
   for (Operation *op : ops) {

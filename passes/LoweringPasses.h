@@ -36,6 +36,7 @@ struct LowerToPtxConfig {
   std::string chip;
   int ptxVersion = 0;
   int64_t maxSharedBytes = -1;
+  bool pdl = false; // true: set the target's pdl
   int optLevel = 3;
   bool scalarFallback = true;
   /// Launch configuration fields to force (0: the heuristic's).
@@ -64,6 +65,13 @@ struct NormLowerToPtxOptionsBase : public PassPipelineOptions<Derived> {
       llvm::cl::desc("PTX ISA version x 10 (default: the module's, else 80: "
                      "PTX 8.0)"),
       llvm::cl::init(0)};
+  mlir::detail::PassOptions::Option<bool> pdl{
+      *this, "pdl",
+      llvm::cl::desc("Programmatic dependent launch (sm_90 on): kernels "
+                     "load their weights, then wait for the grid before "
+                     "them (griddepcontrol.wait) and let the next one start "
+                     "(griddepcontrol.launch_dependents)"),
+      llvm::cl::init(false)};
   mlir::detail::PassOptions::Option<int> optLevel{
       *this, "opt-level", llvm::cl::desc("LLVM optimization level"),
       llvm::cl::init(3)};
@@ -98,6 +106,7 @@ struct NormLowerToPtxOptionsBase : public PassPipelineOptions<Derived> {
     config.chip = chip;
     config.ptxVersion = ptxVersion;
     config.maxSharedBytes = maxSharedBytes;
+    config.pdl = pdl;
     config.optLevel = optLevel;
     config.scalarFallback = scalarFallback;
     config.vector = vector;

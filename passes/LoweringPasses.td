@@ -29,6 +29,9 @@ def NormSetTarget : Pass<"norm-set-target", "::mlir::ModuleOp"> {
            "PTX ISA version x 10, 78 to 90 (0: keep)">,
     Option<"maxSharedBytes", "max-shared-bytes", "int64_t", "-1",
            "Shared memory a CTA may use, in bytes (0: the chip's; -1: keep)">,
+    Option<"pdl", "pdl", "bool", "false",
+           "Programmatic dependent launch: kernels wait for their "
+           "predecessor after their prologue (sm_90 on; false: keep)">,
   ];
 }
 

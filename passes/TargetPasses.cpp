@@ -26,7 +26,7 @@ using namespace mlir::norm;
 /// `target` with the fields the options set.
 static ::norm::TargetOptions applyFields(::norm::TargetOptions target,
                                          StringRef chip, int ptxVersion,
-                                         int64_t maxSharedBytes) {
+                                         int64_t maxSharedBytes, bool pdl) {
   if (!chip.empty()) {
     // Another chip: its own shared memory unless the options say otherwise.
     if (chip != target.chip)
@@ -37,11 +37,13 @@ static ::norm::TargetOptions applyFields(::norm::TargetOptions target,
     target.ptxVersion = ptxVersion;
   if (maxSharedBytes >= 0)
     target.maxSharedBytes = maxSharedBytes;
+  target.pdl |= pdl;
   return target;
 }
 
 ::norm::TargetOptions LowerToPtxConfig::getTarget() const {
-  return applyFields(::norm::TargetOptions(), chip, ptxVersion, maxSharedBytes);
+  return applyFields(::norm::TargetOptions(), chip, ptxVersion, maxSharedBytes,
+                     pdl);
 }
 
 LogicalResult mlir::norm::verifyLowerToPtxConfig(
@@ -58,12 +60,13 @@ LogicalResult mlir::norm::verifyLowerToPtxConfig(
 void mlir::norm::addSetTargetPass(OpPassManager &pm,
                                   const LowerToPtxConfig &config) {
   if (config.chip.empty() && config.ptxVersion == 0 &&
-      config.maxSharedBytes < 0)
+      config.maxSharedBytes < 0 && !config.pdl)
     return;
   NormSetTargetOptions options;
   options.chip = config.chip;
   options.ptxVersion = config.ptxVersion;
   options.maxSharedBytes = config.maxSharedBytes;
+  options.pdl = config.pdl;
   pm.addPass(createNormSetTarget(options));
 }
 
@@ -81,7 +84,7 @@ struct SetTarget : public mlir::norm::impl::NormSetTargetBase<SetTarget> {
       return signalPassFailure();
     }
     ::norm::TargetOptions target = applyFields(
-        getTargetOptions(module), chip, ptxVersion, maxSharedBytes);
+        getTargetOptions(module), chip, ptxVersion, maxSharedBytes, pdl);
     if (::norm::Status status = target.verify(); !status) {
       module.emitError() << "norm-set-target: " << status.message();
       return signalPassFailure();

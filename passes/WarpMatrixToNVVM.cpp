@@ -197,6 +197,29 @@ struct AsyncWaitLowering : ConvertOpToLLVMPattern<AsyncWaitOp> {
   }
 };
 
+/// griddepcontrol as inline PTX with a memory clobber: the NVVM intrinsics
+/// are declared not to touch memory, which would let loads of the
+/// predecessor's outputs move above the wait.
+template <typename Op>
+struct GridDependencyLowering : ConvertOpToLLVMPattern<Op> {
+  GridDependencyLowering(const LLVMTypeConverter &converter, StringRef ptx)
+      : ConvertOpToLLVMPattern<Op>(converter), ptx(ptx) {}
+
+  LogicalResult
+  matchAndRewrite(Op op, typename Op::Adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    LLVM::InlineAsmOp::create(
+        rewriter, op.getLoc(), /*res=*/TypeRange(), /*operands=*/ValueRange(),
+        ptx, "~{memory}", /*has_side_effects=*/true, /*is_align_stack=*/false,
+        LLVM::tailcallkind::TailCallKind::None,
+        /*asm_dialect=*/LLVM::AsmDialectAttr(), /*operand_attrs=*/ArrayAttr());
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  std::string ptx;
+};
+
 struct NormToNVVMInterface : ConvertToLLVMPatternInterface {
   using ConvertToLLVMPatternInterface::ConvertToLLVMPatternInterface;
 
@@ -217,6 +240,10 @@ void mlir::norm::populateNormToNVVMConversionPatterns(
     const LLVMTypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<MmaSyncLowering, LdMatrixLowering, AsyncCopyLowering,
                AsyncCommitLowering, AsyncWaitLowering>(converter);
+  patterns.add<GridDependencyLowering<GridDependencyWaitOp>>(
+      converter, "griddepcontrol.wait;");
+  patterns.add<GridDependencyLowering<LaunchDependentsOp>>(
+      converter, "griddepcontrol.launch_dependents;");
 }
 
 void mlir::norm::registerConvertNormToNVVMInterface(

@@ -217,7 +217,8 @@ constexpr uint32_t kAttentionOpFlags =
 constexpr uint32_t kQKStatisticFlags =
     NORMJIT_OP_QK_RMS | NORMJIT_OP_QK_L2 | NORMJIT_OP_QK_MEAN_VAR;
 constexpr uint32_t kKnownContextFlags =
-    NORMJIT_CONTEXT_NO_TUNING | NORMJIT_CONTEXT_NO_DISK_CACHE;
+    NORMJIT_CONTEXT_NO_TUNING | NORMJIT_CONTEXT_NO_DISK_CACHE |
+    NORMJIT_CONTEXT_PDL;
 constexpr uint32_t kKnownKernelFlags =
     NORMJIT_KERNEL_NO_TUNING | NORMJIT_KERNEL_REFUSE_MISALIGNED;
 
@@ -550,6 +551,7 @@ normjit_status normjit_context_create(const normjit_context_options *options,
     }
     opts.tuning = !(options->flags & NORMJIT_CONTEXT_NO_TUNING);
     opts.diskCache = !(options->flags & NORMJIT_CONTEXT_NO_DISK_CACHE);
+    opts.pdl = options->flags & NORMJIT_CONTEXT_PDL;
     opts.logLevel = options->log_level;
     if (NORMJIT_HAS_FIELD(options, tuning_scratch_bytes) &&
         options->tuning_scratch_bytes) {

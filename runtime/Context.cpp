@@ -56,6 +56,12 @@ Status ContextImpl::init() {
   storeOptions.target.maxSharedBytes =
       deviceShared > 0 && chipShared > 0 ? std::min(deviceShared, chipShared)
                                          : deviceShared;
+  storeOptions.target.pdl = options.pdl;
+  if (options.pdl)
+    if (Status status = storeOptions.target.verify(); !status)
+      return Status::error(ErrorCode::Unsupported,
+                           "programmatic dependent launch on " +
+                               device->info.name + ": " + status.message());
   if (options.diskCache) {
     storeOptions.cacheDirectory = options.cacheDirectory.empty()
                                       ? getDefaultCacheDirectory()
@@ -68,6 +74,13 @@ Status ContextImpl::init() {
     std::shared_ptr<const Bundle> bundle;
     if (Status status = Bundle::read(path, bundle); !status)
       return status;
+    if (options.pdl) {
+      log.log(LogLevel::Warning,
+              "kernel bundle '" + path + "' holds kernels without "
+              "programmatic dependent launch, which this context uses: it "
+              "will not be used");
+      continue;
+    }
     if (bundle->getInfo().chip != storeOptions.target.chip)
       log.log(LogLevel::Warning,
               "kernel bundle '" + path + "' holds kernels for " +

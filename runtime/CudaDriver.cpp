@@ -106,6 +106,7 @@ Status CudaDriver::load(const std::string &library,
   need(driver->linkComplete, {"cuLinkComplete"});
   need(driver->linkDestroy, {"cuLinkDestroy"});
   need(driver->launchKernel, {"cuLaunchKernel"});
+  need(driver->launchKernelEx, {"cuLaunchKernelEx"});
   need(driver->memAlloc, {"cuMemAlloc_v2"});
   need(driver->memFree, {"cuMemFree_v2"});
   need(driver->memsetD8, {"cuMemsetD8_v2"});

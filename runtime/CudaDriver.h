@@ -67,6 +67,29 @@ constexpr int kJitInputPtx = 1;
 constexpr unsigned kStreamNonBlocking = 1;
 constexpr unsigned kEventDefault = 0;
 
+// CUlaunchAttributeID
+constexpr int kLaunchAttributeProgrammaticStreamSerialization = 6;
+
+/// CUlaunchAttribute: an id, then a 64-byte union of values.
+struct LaunchAttribute {
+  int id = 0;
+  char pad[4] = {};
+  union {
+    char bytes[64];
+    int programmaticStreamSerializationAllowed;
+  } value = {};
+};
+
+/// CUlaunchConfig.
+struct LaunchConfig {
+  unsigned gridDimX = 1, gridDimY = 1, gridDimZ = 1;
+  unsigned blockDimX = 1, blockDimY = 1, blockDimZ = 1;
+  unsigned sharedMemBytes = 0;
+  Stream hStream = nullptr;
+  LaunchAttribute *attrs = nullptr;
+  unsigned numAttrs = 0;
+};
+
 } // namespace norm::jit::cu
 
 namespace norm::jit {
@@ -137,6 +160,9 @@ struct CudaDriver {
                              unsigned blockY, unsigned blockZ,
                              unsigned sharedBytes, cu::Stream stream,
                              void **params, void **extra) = nullptr;
+  cu::Result (*launchKernelEx)(const cu::LaunchConfig *config,
+                               cu::Function function, void **params,
+                               void **extra) = nullptr;
   cu::Result (*memAlloc)(cu::DevicePtr *pointer, size_t bytes) = nullptr;
   cu::Result (*memFree)(cu::DevicePtr pointer) = nullptr;
   cu::Result (*memsetD8)(cu::DevicePtr pointer, unsigned char value,

@@ -177,14 +177,35 @@ Status LoadedKernel::launch(const LaunchArgs &args, int64_t rows,
   ScopedContext scope(driver, device->context);
   if (!scope.status().ok())
     return scope.status();
-  cu::Result result = driver.launchKernel(
-      function, static_cast<unsigned>(gridX), 1, 1,
-      static_cast<unsigned>(sig.blockThreads), 1, 1,
-      static_cast<unsigned>(sig.sharedBytes), stream, pointers, nullptr);
+  if (!sig.pdl) {
+    cu::Result result = driver.launchKernel(
+        function, static_cast<unsigned>(gridX), 1, 1,
+        static_cast<unsigned>(sig.blockThreads), 1, 1,
+        static_cast<unsigned>(sig.sharedBytes), stream, pointers, nullptr);
+    if (result != cu::kSuccess)
+      return Status::error(ErrorCode::DriverError,
+                           driver.describe("cuLaunchKernel", result) +
+                               " for " + sig.name);
+    return Status::success();
+  }
+  // The kernel waits for its predecessor (griddepcontrol.wait): it may
+  // start before that one ends.
+  cu::LaunchAttribute programmatic;
+  programmatic.id = cu::kLaunchAttributeProgrammaticStreamSerialization;
+  programmatic.value.programmaticStreamSerializationAllowed = 1;
+  cu::LaunchConfig config;
+  config.gridDimX = static_cast<unsigned>(gridX);
+  config.blockDimX = static_cast<unsigned>(sig.blockThreads);
+  config.sharedMemBytes = static_cast<unsigned>(sig.sharedBytes);
+  config.hStream = stream;
+  config.attrs = &programmatic;
+  config.numAttrs = 1;
+  cu::Result result = driver.launchKernelEx(&config, function, pointers,
+                                            nullptr);
   if (result != cu::kSuccess)
     return Status::error(ErrorCode::DriverError,
-                         driver.describe("cuLaunchKernel", result) + " for " +
-                             sig.name);
+                         driver.describe("cuLaunchKernelEx", result) +
+                             " for " + sig.name);
   return Status::success();
 }
 

@@ -28,6 +28,9 @@ std::string norm::jit::getKernelKey(const OpSpec &spec,
   if (!isFusedRow(spec) || !fitsInRegisters(spec, launch))
     os << "\nshared: " << target.getMaxSharedBytes();
   os << "\nptx: " << target.ptxVersion << "\ncompiler: " << compilerVersion;
+  // Only where set: the other kernels keep their keys.
+  if (target.pdl)
+    os << "\npdl: 1";
   return os.str();
 }
 

@@ -133,6 +133,14 @@ struct ContextOptions {
   /// Threads compiling tuning candidates; 0: the hardware's, at most 8.
   /// Fewer where the system refuses to start one.
   int compileThreads = 0;
+  /// Programmatic dependent launch (compute capability 9.0 on;
+  /// TargetOptions::pdl): every kernel loads its weights, waits for the
+  /// grid before it in the stream and lets the next one start, and is
+  /// launched with programmatic stream serialization (cuLaunchKernelEx), so
+  /// that its prologue overlaps the tail of the kernel before it. Only where
+  /// no kernel just before one in its stream writes the weights it reads.
+  /// Kernel bundles (compiled without it) are not used.
+  bool pdl = false;
 };
 
 struct DeviceInfo {

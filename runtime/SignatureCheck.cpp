@@ -34,7 +34,8 @@ static std::string describeParam(const KernelParam &p) {
          std::string(getElementTypeName(p.elementType)) +
          (p.rowMajor2D ? " 2-D" : " 1-D") +
          (p.readOnly ? " read-only" : " written") + " aligned to " +
-         std::to_string(p.alignment);
+         std::to_string(p.alignment) +
+         (p.over.empty() ? "" : " over '" + p.over + "'");
 }
 
 Status norm::jit::checkSignatureFor(const KernelSignature &sig,
@@ -78,6 +79,9 @@ Status norm::jit::checkSignatureFor(const KernelSignature &sig,
   if (sig.sharedBytes != want.sharedBytes)
     return mismatch("shared bytes", number(sig.sharedBytes),
                     number(want.sharedBytes));
+  if (sig.pdl != want.pdl)
+    return mismatch("pdl", sig.pdl ? "true" : "false",
+                    want.pdl ? "true" : "false");
   for (size_t i = 0; i < std::max(sig.params.size(), want.params.size());
        ++i) {
     bool have = i < sig.params.size(), expected = i < want.params.size();

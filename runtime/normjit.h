@@ -73,7 +73,8 @@ extern "C" {
  * NORMJIT_GRAD_OUTPUT ... NORMJIT_BIAS_GRAD, so 34 tensors in
  * normjit_launch_args, then cache_rows and rope_table_rows; the library
  * still reads API 5's and API 4's layouts). Then 7 (in place:
- * NORMJIT_OP_OUTPUT_OVER_INPUT ... NORMJIT_OP_RESIDUAL_OVER_ADDEND). */
+ * NORMJIT_OP_OUTPUT_OVER_INPUT ... NORMJIT_OP_RESIDUAL_OVER_ADDEND;
+ * programmatic dependent launch: NORMJIT_CONTEXT_PDL). */
 #define NORMJIT_API_VERSION 7
 
 /* The library version of this header: major (libnormjit.so.1) changes only
@@ -409,6 +410,15 @@ typedef struct normjit_launch_args {
 /* normjit_context_options.flags; other bits are refused. */
 #define NORMJIT_CONTEXT_NO_TUNING (1u << 0)     /* heuristic configurations */
 #define NORMJIT_CONTEXT_NO_DISK_CACHE (1u << 1)
+/* API 7: programmatic dependent launch (compute capability 9.0 on; else
+ * NORMJIT_ERROR_UNSUPPORTED). Every kernel of the context loads its weights,
+ * then waits for the kernel before it in the stream (griddepcontrol.wait)
+ * and lets the next one start (griddepcontrol.launch_dependents), and is
+ * launched with programmatic stream serialization, so that its prologue
+ * overlaps the end of the kernel before it, in streams and in captured
+ * CUDA graphs alike. Use it only where no kernel just before one of these
+ * in its stream writes the weights it reads. Kernel bundles are not used. */
+#define NORMJIT_CONTEXT_PDL (1u << 2)
 
 typedef struct normjit_context_options {
   uint32_t struct_size;        /* NORMJIT_CONTEXT_OPTIONS_SIZE_V1 ..

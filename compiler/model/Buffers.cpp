@@ -230,6 +230,20 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
   return buffers;
 }
 
+bool norm::isParameterBuffer(BufferSlot slot) {
+  switch (slot) {
+  case BufferSlot::Weight:
+  case BufferSlot::Bias:
+  case BufferSlot::Mean:
+  case BufferSlot::Variance:
+  case BufferSlot::QWeight:
+  case BufferSlot::KWeight:
+    return true;
+  default:
+    return false;
+  }
+}
+
 std::optional<BufferSlot> norm::getRowOperandSlot(RowOperand operand) {
   switch (operand) {
   case RowOperand::None:

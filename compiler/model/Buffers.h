@@ -108,6 +108,14 @@ struct BufferSpec {
 /// vector.
 std::vector<BufferSpec> getBuffers(const OpSpec &spec);
 
+/// The operation's parameters: weight, bias, mean, variance, q_weight,
+/// k_weight. Under programmatic dependent launch (TargetOptions::pdl) no
+/// kernel before a kernel in its stream writes them while it starts (the
+/// caller's promise), so they may be loaded before the wait and through
+/// the non-coherent cache; the other inputs may still be being written by
+/// that kernel then, and are read coherently, after the wait.
+bool isParameterBuffer(BufferSlot slot);
+
 /// The input slot of an in-place operand (none for RowOperand::None).
 std::optional<BufferSlot> getRowOperandSlot(RowOperand operand);
 

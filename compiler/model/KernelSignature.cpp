@@ -143,7 +143,8 @@ std::string norm::getKernelName(const OpSpec &spec, const LaunchConfig &launch,
   RowStorage storage =
       getRowStorage(normal, launch, target.getMaxSharedBytes());
   return getKernelPrefix(normal) + "_" + hash + "_" +
-         launch.getMangledSuffix() + std::string(getRowStorageSuffix(storage));
+         launch.getMangledSuffix() + std::string(getRowStorageSuffix(storage)) +
+         (target.pdl ? "_pdl" : "");
 }
 
 Status norm::describeKernel(const OpSpec &spec, const LaunchConfig &launch,
@@ -162,6 +163,7 @@ Status norm::describeKernel(const OpSpec &spec, const LaunchConfig &launch,
   sig.launch = launch;
   sig.blockThreads = launch.getThreadsPerCta();
   sig.sharedBytes = getSharedBytes(normal, launch, maxShared);
+  sig.pdl = target.pdl;
   if (normal.kind == OpKind::BatchNormStats ||
       normal.kind == OpKind::ColumnSum) {
     // One "row" of work per `vector` columns.
@@ -311,6 +313,8 @@ std::string KernelSignature::toJson() const {
     os << ", \"max_grid_x\": " << maxGridX;
   if (gridMultiple != 1)
     os << ", \"grid_multiple\": " << gridMultiple;
+  if (pdl)
+    os << ", \"pdl\": true";
   os
      << ", \"shared_bytes\": " << sharedBytes;
   if (!fallback.empty())
@@ -601,6 +605,8 @@ std::optional<KernelSignature> signatureFromJson(const Json &json,
     sig.maxGridX = fields.integer("max_grid_x");
   if (json.object.count("grid_multiple"))
     sig.gridMultiple = fields.integer("grid_multiple");
+  if (json.object.count("pdl"))
+    sig.pdl = fields.boolean("pdl");
   sig.sharedBytes = fields.integer("shared_bytes");
   if (json.object.count("fallback"))
     sig.fallback = fields.string("fallback");

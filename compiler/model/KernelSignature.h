@@ -86,6 +86,9 @@ struct KernelSignature {
   /// A persistent grid's CTAs come in multiples of this
   /// (getBackwardGridMultiple).
   int64_t gridMultiple = 1;
+  /// Programmatic dependent launch (TargetOptions::pdl): the kernel waits
+  /// for the grid before it after its prologue and lets the next start.
+  bool pdl = false;
   int64_t blockThreads = 0;  // = launch.getThreadsPerCta()
   int64_t sharedBytes = 0;   // dynamic shared memory per CTA
   /// The scalar (vector = 1) kernel of the same op, to launch instead when a
@@ -112,6 +115,7 @@ struct KernelSignature {
            rowMultiplier == other.rowMultiplier &&
            fixedGridX == other.fixedGridX && maxGridX == other.maxGridX &&
            gridMultiple == other.gridMultiple && queryGroup == other.queryGroup &&
+           pdl == other.pdl &&
            blockThreads == other.blockThreads &&
            sharedBytes == other.sharedBytes;
   }

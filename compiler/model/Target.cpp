@@ -5,10 +5,10 @@
 using namespace norm;
 
 static constexpr ChipInfo kChips[] = {
-    {"sm_80", 163 * 1024},
-    {"sm_89", 99 * 1024},
-    {"sm_90", 227 * 1024},
-    {"sm_90a", 227 * 1024},
+    {"sm_80", 163 * 1024, false},
+    {"sm_89", 99 * 1024, false},
+    {"sm_90", 227 * 1024, true},
+    {"sm_90a", 227 * 1024, true},
 };
 
 const ChipInfo *norm::findChip(std::string_view chip) {
@@ -44,5 +44,8 @@ Status TargetOptions::verify() const {
         "max-shared-bytes (" + std::to_string(maxSharedBytes) +
         ") exceeds what a CTA may use on " + chip + " (" +
         std::to_string(info->maxSharedBytesPerCta) + ")");
+  if (pdl && !info->hasGridDependencyControl)
+    return Status::invalid("pdl needs griddepcontrol, which " + chip +
+                           " lacks (sm_90 and sm_90a have it)");
   return Status::success();
 }

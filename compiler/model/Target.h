@@ -22,6 +22,8 @@ struct ChipInfo {
   std::string_view name;
   /// The opt-in maximum of shared memory per CTA of its compute capability.
   int64_t maxSharedBytesPerCta;
+  /// Programmatic dependent launch (griddepcontrol, sm_90 on).
+  bool hasGridDependencyControl;
 };
 
 /// sm_80 (163 KiB per CTA), sm_89 (99 KiB), sm_90 and sm_90a (227 KiB);
@@ -49,16 +51,26 @@ struct TargetOptions {
   /// may allow less than its PTX chip (sm_86 and sm_120 devices run sm_80
   /// and sm_90 PTX with 99 KiB); libnormjit passes its device's limit.
   int64_t maxSharedBytes = 0;
+  /// Programmatic dependent launch (sm_90 on): each kernel loads what no
+  /// kernel before it in the stream writes (its weights and parameters),
+  /// then waits for the grid before it (`griddepcontrol.wait`, which
+  /// returns at once for a launch without programmatic stream
+  /// serialization) and lets the grid after it start
+  /// (`griddepcontrol.launch_dependents`), whose own prologue then overlaps
+  /// this grid's tail. Only the parameters (isParameterBuffer) load through
+  /// the non-coherent cache then: the grid before may still write the other
+  /// buffers while this one starts. Kernel names end in `_pdl`.
+  bool pdl = false;
 
   /// maxSharedBytes, or the chip's when 0 (0 for an unknown chip).
   int64_t getMaxSharedBytes() const;
-  /// A known chip, a PTX version in range, and a shared-memory limit
-  /// between 0 and the chip's.
+  /// A known chip, a PTX version in range, a shared-memory limit between 0
+  /// and the chip's, and pdl only where the chip has griddepcontrol.
   Status verify() const;
 
   bool operator==(const TargetOptions &other) const {
     return chip == other.chip && ptxVersion == other.ptxVersion &&
-           maxSharedBytes == other.maxSharedBytes;
+           maxSharedBytes == other.maxSharedBytes && pdl == other.pdl;
   }
 };
 

@@ -1411,6 +1411,11 @@ module attributes {norm.target = #norm.target<chip = "sm_90", ptx_version = 70, 
 
 // -----
 
+// expected-error @+1 {{pdl needs griddepcontrol, which sm_89 lacks (sm_90 and sm_90a have it)}}
+module attributes {norm.target = #norm.target<chip = "sm_89", ptx_version = 80, max_shared_bytes = 0, pdl = true>} {}
+
+// -----
+
 func.func @target_on_a_function() attributes {norm.target = #norm.target<chip = "sm_90", ptx_version = 80, max_shared_bytes = 0>} {
   // expected-error @-1 {{'norm.target' belongs on a module}}
   return

@@ -85,6 +85,18 @@ static void testContextErrors(const char *fake) {
          NORMJIT_ERROR_NO_DEVICE);
   CHECK(context == NULL);
   normjit_context_destroy(NULL);
+  /* Programmatic dependent launch (API 7): compute capability 9.0 on. */
+  options.device = 0;
+  options.flags = NORMJIT_CONTEXT_PDL | NORMJIT_CONTEXT_NO_DISK_CACHE;
+  expect("pdl context", normjit_context_create(&options, &context),
+         NORMJIT_SUCCESS);
+  normjit_context_destroy(context);
+  context = NULL;
+  fakecuda_set_compute_capability(8, 0);
+  expect("pdl on sm_80", normjit_context_create(&options, &context),
+         NORMJIT_ERROR_UNSUPPORTED);
+  CHECK(context == NULL);
+  fakecuda_set_compute_capability(9, 0);
 }
 
 static void testVersion(void) {

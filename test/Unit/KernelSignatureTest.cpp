@@ -63,6 +63,35 @@ TEST(KernelSignature, InPlaceOutputsRoundTrip) {
   EXPECT_FALSE(sig.mayAlias(sig.params[3]));
 }
 
+TEST(KernelSignature, PdlRoundTrips) {
+  // Programmatic dependent launch: said only where set.
+  KernelSignature sig = makeSignature();
+  EXPECT_EQ(sig.toJson().find("pdl"), std::string::npos);
+  sig.pdl = true;
+  std::string error;
+  std::optional<KernelSignature> back =
+      KernelSignature::fromJson(sig.toJson(), error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_TRUE(back->pdl);
+  EXPECT_FALSE(back->describesSameKernel(makeSignature()));
+
+  // The target's pdl names the kernel and needs griddepcontrol.
+  TargetOptions target;
+  target.pdl = true;
+  ASSERT_TRUE(target.verify().ok());
+  OpSpec spec;
+  spec.hidden = 4096;
+  spec.hasWeight = true;
+  KernelSignature described;
+  ASSERT_TRUE(describeKernel(spec, {8, 512, 16, 1}, target, described).ok());
+  EXPECT_TRUE(described.pdl);
+  EXPECT_EQ(described.name.substr(described.name.size() - 4), "_pdl");
+  target.chip = "sm_89";
+  EXPECT_NE(target.verify().message().find(
+                "pdl needs griddepcontrol, which sm_89 lacks"),
+            std::string::npos);
+}
+
 TEST(KernelSignature, GridFormula) {
   KernelSignature sig = makeSignature();
   EXPECT_EQ(sig.getGridX(0), 0);

@@ -33,6 +33,9 @@ namespace {
 
 class GeneratedKernels : public KernelProvider {
 public:
+  explicit GeneratedKernels(const ::norm::TargetOptions &target)
+      : target(target) {}
+
   std::string_view getName() const override { return "generated"; }
 
   LaunchConfig getDefaultLaunch(const OpSpec &spec,
@@ -43,7 +46,6 @@ public:
   Status build(const OpSpec &spec, const LaunchConfig &launch,
                KernelSource &source) const override {
     // The signature the runtime would launch the kernel with.
-    ::norm::TargetOptions target;
     if (Status status =
             ::norm::describeKernel(spec, launch, target, source.signature);
         !status)
@@ -83,12 +85,16 @@ public:
     source.pipeline.clear();
     return Status::success();
   }
+
+private:
+  ::norm::TargetOptions target;
 };
 
 } // namespace
 
 namespace norm::check {
-std::unique_ptr<KernelProvider> createGeneratedKernels() {
-  return std::make_unique<GeneratedKernels>();
+std::unique_ptr<KernelProvider>
+createGeneratedKernels(const ::norm::TargetOptions &target) {
+  return std::make_unique<GeneratedKernels>(target);
 }
 } // namespace norm::check

@@ -41,7 +41,11 @@ public:
                        KernelSource &source) const = 0;
 };
 
-std::unique_ptr<KernelProvider> createGeneratedKernels();
+/// The kernel generator's kernels for `target` (its shared memory decides
+/// which long rows are staged; pdl adds the grid dependency ops, which the
+/// host drops).
+std::unique_ptr<KernelProvider>
+createGeneratedKernels(const ::norm::TargetOptions &target = {});
 std::unique_ptr<KernelProvider> createHandWrittenKernels();
 
 } // namespace norm::check

@@ -87,6 +87,10 @@ static cl::opt<bool> reverseThreadsOption(
     cl::desc("Run the threads of each CTA from the last to the first between "
              "meeting points, so that a thread reading what another writes "
              "before they meet (a race on the GPU) sees the other order"));
+static cl::opt<bool> pdlOption(
+    "pdl", cl::cat(checkCategory),
+    cl::desc("Generate the kernels for programmatic dependent launch (their "
+             "rows read coherently, after the grid dependency wait)"));
 static cl::opt<bool> verboseOption("v", cl::cat(checkCategory),
                                    cl::desc("Print every case"));
 static cl::opt<bool> everySizeOption(
@@ -1061,8 +1065,10 @@ int main(int argc, char **argv) {
   }
 
   std::unique_ptr<KernelProvider> provider;
+  TargetOptions target;
+  target.pdl = pdlOption;
   if (kernelsOption == "generated")
-    provider = createGeneratedKernels();
+    provider = createGeneratedKernels(target);
   else if (kernelsOption == "hand-written")
     provider = createHandWrittenKernels();
   if (!provider) {

@@ -9,7 +9,8 @@ class FakeLaunch(ctypes.Structure):
     _fields_ = [("kernel", ctypes.c_char * 128), ("grid", ctypes.c_uint * 3),
                 ("block", ctypes.c_uint * 3), ("shared_bytes", ctypes.c_uint),
                 ("stream", ctypes.c_void_p), ("num_params", ctypes.c_int),
-                ("params", ctypes.c_uint64 * 32)]
+                ("params", ctypes.c_uint64 * 32),
+                ("programmatic", ctypes.c_int)]
 
 
 def load_fake(path: str) -> ctypes.CDLL:

@@ -305,6 +305,26 @@ class FakeDriverTest(unittest.TestCase):
             self.assertTrue(self.last_launch().kernel.endswith(
                 kernel.config(3).suffix.encode()))
 
+    def test_pdl_context_launches_programmatically(self):
+        # API 7: the context's kernels are built for programmatic dependent
+        # launch (names end in _pdl) and launched with programmatic stream
+        # serialization; its bundles are not used.
+        context = capi.Context(driver_library=FAKE, bundles=[BUNDLE],
+                               disk_cache=False, tuning=False, pdl=True,
+                               log_level=0)
+        try:
+            kernel = context.kernel(RMS)
+        except norm_opt.NormJitError as error:  # a runtime without compiler
+            self.assertEqual(error.status, capi.ERROR_NOT_FOUND, error)
+            return
+        kernel.launch(self.launch_args(), 3)
+        launch = self.last_launch()
+        self.assertTrue(launch.kernel.endswith(b"_pdl"), launch.kernel)
+        self.assertEqual(launch.programmatic, 1)
+        self.kernel.launch(self.launch_args(), 3)
+        self.assertEqual(self.last_launch().programmatic, 0)
+        context.close()
+
     # Attention from the bundle (normjit-write-test-bundle's causal GQA
     # operation): the grid, block and parameters the signature prescribes.
     ATTENTION = capi.OpDesc(kind=capi.OP_ATTENTION, hidden=128, num_q_heads=4,

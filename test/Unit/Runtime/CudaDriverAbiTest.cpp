@@ -12,6 +12,7 @@
 #include "runtime/CudaDriver.h"
 
 #include <gtest/gtest.h>
+#include <cstddef>
 #include <type_traits>
 
 using namespace norm;
@@ -58,6 +59,26 @@ static_assert(std::is_same_v<cu::LinkState, CUlinkState>);
 static_assert(std::is_same_v<cu::DevicePtr, CUdeviceptr>);
 static_assert(std::is_same_v<cu::Device, CUdevice>);
 static_assert(sizeof(cu::Result) == sizeof(CUresult));
+
+// The launch attributes of cuLaunchKernelEx (programmatic dependent launch).
+static_assert(cu::kLaunchAttributeProgrammaticStreamSerialization ==
+              CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
+static_assert(sizeof(cu::LaunchAttribute) == sizeof(CUlaunchAttribute) &&
+              offsetof(cu::LaunchAttribute, value) ==
+                  offsetof(CUlaunchAttribute, value) &&
+              offsetof(cu::LaunchAttribute, value.
+                       programmaticStreamSerializationAllowed) ==
+                  offsetof(CUlaunchAttribute,
+                           value.programmaticStreamSerializationAllowed));
+static_assert(sizeof(cu::LaunchConfig) == sizeof(CUlaunchConfig) &&
+              offsetof(cu::LaunchConfig, sharedMemBytes) ==
+                  offsetof(CUlaunchConfig, sharedMemBytes) &&
+              offsetof(cu::LaunchConfig, hStream) ==
+                  offsetof(CUlaunchConfig, hStream) &&
+              offsetof(cu::LaunchConfig, attrs) ==
+                  offsetof(CUlaunchConfig, attrs) &&
+              offsetof(cu::LaunchConfig, numAttrs) ==
+                  offsetof(CUlaunchConfig, numAttrs));
 static_assert(sizeof(int) == sizeof(CUdevice_attribute) &&
               sizeof(int) == sizeof(CUjit_option) &&
               sizeof(int) == sizeof(CUfunction_attribute));
@@ -104,6 +125,7 @@ CHECK_ENTRY(linkAddData, cuLinkAddData);
 CHECK_ENTRY(linkComplete, cuLinkComplete);
 CHECK_ENTRY(linkDestroy, cuLinkDestroy);
 CHECK_ENTRY(launchKernel, cuLaunchKernel);
+CHECK_ENTRY(launchKernelEx, cuLaunchKernelEx);
 CHECK_ENTRY(memAlloc, cuMemAlloc);
 CHECK_ENTRY(memFree, cuMemFree);
 CHECK_ENTRY(memsetD8, cuMemsetD8);
@@ -142,6 +164,7 @@ TEST(CudaDriverAbi, VersionedSymbols) {
   EXPECT_STREQ(STRINGIFY_EXPANDED(cuEventDestroy), "cuEventDestroy_v2");
   // Unversioned in cuda.h (the fallbacks CudaDriver.cpp also tries).
   EXPECT_STREQ(STRINGIFY_EXPANDED(cuLaunchKernel), "cuLaunchKernel");
+  EXPECT_STREQ(STRINGIFY_EXPANDED(cuLaunchKernelEx), "cuLaunchKernelEx");
   EXPECT_STREQ(STRINGIFY_EXPANDED(cuModuleLoadDataEx), "cuModuleLoadDataEx");
   EXPECT_STREQ(STRINGIFY_EXPANDED(cuLinkComplete), "cuLinkComplete");
   EXPECT_STREQ(STRINGIFY_EXPANDED(cuDevicePrimaryCtxRetain),

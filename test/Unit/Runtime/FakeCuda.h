@@ -29,6 +29,9 @@ struct fakecuda_launch {
   void *stream;
   int num_params;
   uint64_t params[32];
+  /// cuLaunchKernelEx's programmatic stream serialization (0: none, and
+  /// for cuLaunchKernel).
+  int programmatic;
 };
 
 /// Forgets launches, counters and injected failures; restores one device of

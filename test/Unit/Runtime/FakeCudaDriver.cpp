@@ -51,6 +51,7 @@ enum Entry {
   LinkComplete,
   LinkDestroy,
   LaunchKernel,
+  LaunchKernelEx,
   MemAlloc,
   MemFree,
   MemsetD8,
@@ -89,6 +90,7 @@ const char *const kEntryNames[NumEntries] = {"cuInit",
                                              "cuLinkComplete",
                                              "cuLinkDestroy",
                                              "cuLaunchKernel",
+                                             "cuLaunchKernelEx",
                                              "cuMemAlloc",
                                              "cuMemFree",
                                              "cuMemsetD8",
@@ -615,12 +617,12 @@ Result cuLinkDestroy(void *state) {
   return kSuccess;
 }
 
-Result cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
-                      unsigned gridZ, unsigned blockX, unsigned blockY,
-                      unsigned blockZ, unsigned shared, void *stream,
-                      void **params, void **) {
-  if (Result r = enter(LaunchKernel))
-    return r;
+/// A recorded launch; `programmatic`: its programmatic stream
+/// serialization (cuLaunchKernelEx).
+static Result recordLaunch(void *function, unsigned gridX, unsigned gridY,
+                           unsigned gridZ, unsigned blockX, unsigned blockY,
+                           unsigned blockZ, unsigned shared, void *stream,
+                           void **params, int programmatic) {
   State &s = state();
   auto *f = static_cast<Function *>(function);
   if (!f || !hasContext() || gridX == 0 || gridY == 0 || gridZ == 0 ||
@@ -646,9 +648,55 @@ Result cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
     launch.num_params = f->numParams;
     for (int i = 0; i < f->numParams && i < 32; ++i)
       std::memcpy(&launch.params[i], params[i], sizeof(uint64_t));
+    launch.programmatic = programmatic;
   }
   clock->clockNs += f->fixedNs + f->perCtaNs * gridX;
   return kSuccess;
+}
+
+Result cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
+                      unsigned gridZ, unsigned blockX, unsigned blockY,
+                      unsigned blockZ, unsigned shared, void *stream,
+                      void **params, void **) {
+  if (Result r = enter(LaunchKernel))
+    return r;
+  return recordLaunch(function, gridX, gridY, gridZ, blockX, blockY, blockZ,
+                      shared, stream, params, 0);
+}
+
+/// CUlaunchConfig and CUlaunchAttribute, as cuda.h lays them out.
+struct FakeLaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int programmatic;
+  } value;
+};
+struct FakeLaunchConfig {
+  unsigned gridX, gridY, gridZ, blockX, blockY, blockZ, shared;
+  void *stream;
+  FakeLaunchAttribute *attrs;
+  unsigned numAttrs;
+};
+
+/// cuLaunchKernel with programmatic stream serialization (attribute 6, the
+/// only one accepted) recorded.
+Result cuLaunchKernelEx(const FakeLaunchConfig *config, void *function,
+                        void **params, void **) {
+  if (Result r = enter(LaunchKernelEx))
+    return r;
+  if (!config || (config->numAttrs && !config->attrs))
+    return kInvalidValue;
+  int programmatic = 0;
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    if (config->attrs[i].id != 6)
+      return kInvalidValue;
+    programmatic = config->attrs[i].value.programmatic;
+  }
+  return recordLaunch(function, config->gridX, config->gridY, config->gridZ,
+                      config->blockX, config->blockY, config->blockZ,
+                      config->shared, config->stream, params, programmatic);
 }
 
 Result cuMemAlloc_v2(unsigned long long *pointer, size_t bytes) {

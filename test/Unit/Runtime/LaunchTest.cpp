@@ -522,6 +522,60 @@ TEST_F(ResidualLaunchTest, InterleavedRowsOverlapByOneElement) {
                 "residual_out", "input");
 }
 
+TEST_F(LaunchTest, ProgrammaticDependentLaunch) {
+  // A context without pdl: cuLaunchKernel, no _pdl kernels.
+  OpSpec spec = makeRmsNorm(4096);
+  std::shared_ptr<const Kernel> plain;
+  ASSERT_TRUE(context->getKernel(spec, {}, plain).ok());
+  char *x = allocate(8 * 4096 * 2), *w = allocate(4096 * 2),
+       *y = allocate(8 * 4096 * 2);
+  LaunchArgs args;
+  args.set(BufferSlot::Input, x, ElementType::bf16, 4096)
+      .set(BufferSlot::Weight, w, ElementType::bf16, 4096)
+      .set(BufferSlot::Output, y, ElementType::bf16, 4096);
+  ASSERT_TRUE(plain->launch(args, 8, nullptr).ok());
+  fakecuda_launch recorded = lastLaunch();
+  EXPECT_EQ(recorded.programmatic, 0);
+  EXPECT_EQ(std::string(recorded.kernel).find("_pdl"), std::string::npos);
+  EXPECT_EQ(fakecuda_call_count("cuLaunchKernelEx"), 0);
+
+  // With it: kernels built for it (names ending in _pdl), launched through
+  // cuLaunchKernelEx with programmatic stream serialization.
+  ContextOptions options = makeFakeOptions(compiler);
+  options.pdl = true;
+  std::unique_ptr<Context> pdl;
+  ASSERT_TRUE(Context::create(options, pdl).ok());
+  std::shared_ptr<const Kernel> waiting;
+  ASSERT_TRUE(pdl->getKernel(spec, {}, waiting).ok());
+  ASSERT_TRUE(waiting->launch(args, 8, nullptr).ok());
+  recorded = lastLaunch();
+  EXPECT_EQ(recorded.programmatic, 1);
+  std::string name = recorded.kernel;
+  EXPECT_EQ(name.substr(name.size() - 4), "_pdl") << name;
+  EXPECT_EQ(fakecuda_call_count("cuLaunchKernelEx"), 1);
+  EXPECT_EQ(recorded.grid[0], lastLaunch().grid[0]);
+  EXPECT_EQ(recorded.params[0], reinterpret_cast<uint64_t>(x));
+  EXPECT_EQ(recorded.params[2], reinterpret_cast<uint64_t>(y));
+
+  // Driver errors name the entry point.
+  fakecuda_fail_next("cuLaunchKernelEx", 1, 1);
+  Status status = waiting->launch(args, 8, nullptr);
+  EXPECT_EQ(status.code(), ErrorCode::DriverError);
+  EXPECT_NE(status.message().find("cuLaunchKernelEx failed"),
+            std::string::npos)
+      << status.message();
+
+  // Devices before compute capability 9.0 have no griddepcontrol.
+  fakecuda_set_compute_capability(8, 0);
+  std::unique_ptr<Context> old;
+  status = Context::create(options, old);
+  EXPECT_EQ(status.code(), ErrorCode::Unsupported) << status.message();
+  EXPECT_NE(status.message().find("pdl needs griddepcontrol, which sm_80 "
+                                  "lacks"),
+            std::string::npos)
+      << status.message();
+}
+
 TEST_F(LaunchTest, QKNormRowsAreTokens) {
   OpSpec qk = examples::makeQKNorm();
   std::shared_ptr<const Kernel> kernel;

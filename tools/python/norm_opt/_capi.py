@@ -100,6 +100,7 @@ NUM_BUFFERS_V5 = 24
 # normjit_context_options.flags and normjit_kernel_create flags
 CONTEXT_NO_TUNING = 1 << 0
 CONTEXT_NO_DISK_CACHE = 1 << 1
+CONTEXT_PDL = 1 << 2  # API 7: programmatic dependent launch (sm_90 on)
 KERNEL_NO_TUNING = 1 << 0
 KERNEL_REFUSE_MISALIGNED = 1 << 1
 
@@ -603,12 +604,14 @@ class Kernel(_Handle):
 class Context(_Handle):
     """A libnormjit context on one CUDA device (normjit_context): kernels,
     their tuning and caches. Raises NormJitError (NO_DRIVER, NO_DEVICE, ...)
-    when the device cannot be opened."""
+    when the device cannot be opened. pdl: programmatic dependent launch
+    (NORMJIT_CONTEXT_PDL, compute capability 9.0 on)."""
 
     def __init__(self, device: int = 0, *, bundles: Sequence[str] = (),
                  cache_dir: Optional[str] = None, tuning: bool = True,
                  disk_cache: bool = True, driver_library: Optional[str] = None,
-                 log_level: int = -1, library: Optional[Library] = None):
+                 log_level: int = -1, library: Optional[Library] = None,
+                 pdl: bool = False):
         self.library = library or load_library()
         dll = self.library.dll
         options = _ContextOptions()
@@ -623,7 +626,8 @@ class Context(_Handle):
         options.driver_library = (driver_library.encode()
                                   if driver_library else None)
         options.flags = ((0 if tuning else CONTEXT_NO_TUNING) |
-                         (0 if disk_cache else CONTEXT_NO_DISK_CACHE))
+                         (0 if disk_cache else CONTEXT_NO_DISK_CACHE) |
+                         (CONTEXT_PDL if pdl else 0))
         options.log_level = log_level
         handle = ctypes.c_void_p()
         self._handle = None

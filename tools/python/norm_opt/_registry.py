@@ -10,7 +10,8 @@ from norm_opt._capi import LaunchConfig, OpDesc
 
 _lock = threading.Lock()
 _settings = {"bundles": (), "cache_dir": None, "tuning": True,
-             "library": None, "log_level": -1, "driver_library": None}
+             "library": None, "log_level": -1, "driver_library": None,
+             "pdl": False}
 _contexts: Dict[int, _capi.Context] = {}
 _kernels: Dict[tuple, _capi.Kernel] = {}
 _backward_descs: Dict[tuple, Tuple[OpDesc, ...]] = {}
@@ -19,11 +20,12 @@ _backward_descs: Dict[tuple, Tuple[OpDesc, ...]] = {}
 def configure(*, bundles: Optional[Sequence[str]] = None,
               cache_dir: Optional[str] = None, tuning: Optional[bool] = None,
               library: Optional[str] = None, log_level: Optional[int] = None,
-              driver_library: Optional[str] = None) -> None:
+              driver_library: Optional[str] = None,
+              pdl: Optional[bool] = None) -> None:
     """Options of the contexts made from now on (kernel bundles to serve
     from, the disk cache directory, autotuning, the libnormjit path, the log
-    level 0..3, the CUDA driver library); closes the existing contexts and
-    forgets their kernels."""
+    level 0..3, the CUDA driver library, programmatic dependent launch);
+    closes the existing contexts and forgets their kernels."""
     with _lock:
         if bundles is not None:
             _settings["bundles"] = tuple(bundles)
@@ -37,6 +39,8 @@ def configure(*, bundles: Optional[Sequence[str]] = None,
             _settings["log_level"] = log_level
         if driver_library is not None:
             _settings["driver_library"] = driver_library
+        if pdl is not None:
+            _settings["pdl"] = pdl
         _kernels.clear()
         _backward_descs.clear()
         for context in _contexts.values():
@@ -55,7 +59,8 @@ def get_context(device: int) -> _capi.Context:
                 device, bundles=_settings["bundles"],
                 cache_dir=_settings["cache_dir"], tuning=_settings["tuning"],
                 log_level=_settings["log_level"],
-                driver_library=_settings["driver_library"], library=library)
+                driver_library=_settings["driver_library"], library=library,
+                pdl=_settings["pdl"])
             _contexts[device] = context
         return context
 
