@@ -6,8 +6,11 @@
 // norm.qk_norm_prologue and norm.column_stats semantics at a tolerance per
 // output type. Every buffer sits between guard bytes that must survive, and
 // inputs must come back unchanged. Also zero rows, misaligned buffers (the
-// scalar variant), strided rows and a launch captured into a CUDA graph.
-// Prints one line per case; exit status 1 if any fails.
+// scalar variant), strided rows and a launch captured into a CUDA graph;
+// in-place kernels with their outputs over their inputs' very buffers
+// (checked there); and a second context with programmatic dependent launch
+// (compute capability 9.0 on; "pdl: not run" elsewhere). Prints one line
+// per case; exit status 1 if any fails.
 //
 //   normjit-gpu-check [--quick] [--no-tune] [--filter TEXT] [--driver LIB]
 //
@@ -311,11 +314,25 @@ private:
     // into its front guard).
     LaunchArgs args;
     std::vector<GuardedBuffer> device;
+    // The device buffer of each of `specs`: in place, the input's.
+    std::vector<size_t> at(specs.size());
+    std::array<size_t, kNumBufferSlots> bySlot{};
     auto cleanup = [&] {
       for (GuardedBuffer &buffer : device)
         (void)context.release(buffer.base);
     };
-    for (const BufferSpec &buffer : specs) {
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const BufferSpec &buffer = specs[i];
+      if (buffer.over) {
+        // Written over its input (the same rows, stride and type).
+        at[i] = bySlot[static_cast<int>(*buffer.over)];
+        const GuardedBuffer &input = device[at[i]];
+        args.set(buffer.slot,
+                 static_cast<char *>(input.base) + input.offset, buffer.type,
+                 buffer.cols, host.strides[static_cast<int>(buffer.slot)]);
+        continue;
+      }
+      at[i] = bySlot[static_cast<int>(buffer.slot)] = device.size();
       HostTensor &tensor = host[buffer.slot];
       GuardedBuffer guarded;
       guarded.offset =
@@ -368,9 +385,14 @@ private:
       if (bad++ == 0 && error.empty())
         error = describe();
     };
+    // Inputs an output overwrites: checked as that output.
+    std::array<bool, kNumBufferSlots> overwritten{};
+    for (const BufferSpec &buffer : specs)
+      if (buffer.over)
+        overwritten[static_cast<int>(*buffer.over)] = true;
     for (size_t i = 0; i < specs.size(); ++i) {
       const BufferSpec &buffer = specs[i];
-      GuardedBuffer &guarded = device[i];
+      GuardedBuffer &guarded = device[at[i]];
       std::string name(getBufferSlotName(buffer.slot));
       std::vector<uint8_t> image(guarded.image.size());
       if (Status status = context.copyToHost(image.data(), guarded.base,
@@ -390,7 +412,8 @@ private:
           break;
         }
       if (!buffer.written) {
-        if (std::memcmp(image.data(), guarded.image.data(), image.size()))
+        if (!overwritten[static_cast<int>(buffer.slot)] &&
+            std::memcmp(image.data(), guarded.image.data(), image.size()))
           report([&] { return "input '" + name + "' changed"; });
         continue;
       }
@@ -405,7 +428,11 @@ private:
         for (int64_t col = 0; col < width; ++col) {
           double got = result.get(r * width + col);
           if (col >= buffer.cols) {
-            if (!std::isnan(got)) // padding must be untouched
+            // Padding must be untouched: poison, or in place the input's.
+            double before = buffer.over
+                                ? host[*buffer.over].get(r * width + col)
+                                : NAN;
+            if (!(std::isnan(got) ? std::isnan(before) : got == before))
               report([&] { return "padding of '" + name + "' written"; });
             continue;
           }
@@ -499,6 +526,48 @@ OpSpec makeSpec(OpSpec::Kind kind, int64_t hidden, ElementType type) {
 
 std::string named(const std::string &what, int64_t hidden, int64_t rows) {
   return what + " h" + std::to_string(hidden) + " rows " + std::to_string(rows);
+}
+
+/// In-place row kernels, outputs over the very buffers of their inputs:
+/// vLLM's fused_add_rms_norm (residual_out over input, output over addend),
+/// the other pairing with mean-var rows (every thread reads the first
+/// element), rows staged in shared memory, a graph, strided rows.
+std::vector<Case> getInPlaceCases(bool quick) {
+  using Kind = OpSpec::Kind;
+  const ElementType bf16 = ElementType::bf16;
+  std::vector<Case> cases;
+  OpSpec vllm = makeSpec(Kind::RMSNorm, quick ? 1000 : 4096, bf16);
+  vllm.hasAddend = vllm.writeResidual = true;
+  vllm.residualOver = RowOperand::Input;
+  vllm.outputOver = RowOperand::Addend;
+  if (quick) {
+    cases.push_back({named("fused add+rms_norm in place", 1000, 3), vllm, 3});
+    return cases;
+  }
+  for (int64_t rows : {1, 4096})
+    cases.push_back(
+        {named("fused add+rms_norm in place", 4096, rows), vllm, rows});
+  OpSpec layer = makeSpec(Kind::LayerNorm, 5120, bf16);
+  layer.hasAddend = layer.writeResidual = layer.hasBias = true;
+  layer.residualOver = RowOperand::Addend;
+  layer.outputOver = RowOperand::Input;
+  cases.push_back({named("fused add+layer_norm in place", 5120, 1000), layer,
+                   1000});
+  OpSpec staged = vllm;
+  staged.hidden = 65536;
+  cases.push_back({named("fused add+rms_norm in place, staged", 65536, 3),
+                   staged, 3});
+  OpSpec norm = makeSpec(Kind::RMSNorm, 3072, bf16);
+  norm.outputOver = RowOperand::Input;
+  Case strided{named("rms_norm in place, strided (+64)", 3072, 300), norm,
+               300};
+  strided.extraStride = 64;
+  cases.push_back(strided);
+  Case graph{named("fused add+rms_norm in place, CUDA graph", 4096, 256),
+             vllm, 256};
+  graph.graph = true;
+  cases.push_back(graph);
+  return cases;
 }
 
 /// The training kernels: forward kernels saving their statistics, and the
@@ -756,6 +825,8 @@ std::vector<Case> getFullSweep() {
   Case graph{"CUDA graph capture", fused, 256};
   graph.graph = true;
   cases.push_back(graph);
+  for (Case &inPlace : getInPlaceCases(/*quick=*/false))
+    cases.push_back(std::move(inPlace));
   for (Case &training : getTrainingCases(/*quick=*/false))
     cases.push_back(std::move(training));
   return cases;
@@ -803,8 +874,43 @@ std::vector<Case> getQuickSweep() {
   cases.push_back({"zero rows", makeSpec(Kind::RMSNorm, 256, bf16), 0});
   cases.push_back({named("rms_norm, long row (staged or streamed)", 70000, 2),
                    makeSpec(Kind::RMSNorm, 70000, bf16), 2});
+  for (Case &inPlace : getInPlaceCases(/*quick=*/true))
+    cases.push_back(std::move(inPlace));
   for (Case &training : getTrainingCases(/*quick=*/true))
     cases.push_back(std::move(training));
+  return cases;
+}
+
+/// Cases for a context with programmatic dependent launch: a row kernel
+/// (weights before the wait), in place, the QK-Norm prologue (waits first),
+/// a backward launch (row kernel, then its column sums), a graph.
+std::vector<Case> getPdlCases(bool quick) {
+  using Kind = OpSpec::Kind;
+  const ElementType bf16 = ElementType::bf16;
+  OpSpec fused = makeSpec(Kind::RMSNorm, quick ? 1000 : 4096, bf16);
+  fused.hasAddend = fused.writeResidual = true;
+  std::vector<Case> cases = {
+      {named("pdl: fused add+rms_norm", fused.hidden, quick ? 3 : 4096),
+       fused, quick ? 3 : 4096}};
+  if (quick)
+    return cases;
+  OpSpec vllm = fused;
+  vllm.residualOver = RowOperand::Input;
+  vllm.outputOver = RowOperand::Addend;
+  cases.push_back({named("pdl: fused add+rms_norm in place", 4096, 4096), vllm,
+                   4096});
+  OpSpec qk = makeSpec(Kind::QKNormPrologue, 128, bf16);
+  qk.numQHeads = 32;
+  qk.numKvHeads = 8;
+  cases.push_back({"pdl: qk_norm 32/8 x 128 tokens 4096", qk, 4096});
+  OpSpec backward = makeSpec(Kind::RMSNorm, 4096, bf16);
+  backward.backward = true;
+  cases.push_back({named("pdl: rms_norm backward", 4096, 4096), backward,
+                   4096});
+  Case graph{named("pdl: fused add+rms_norm, CUDA graph", 4096, 256), fused,
+             256};
+  graph.graph = true;
+  cases.push_back(graph);
   return cases;
 }
 
@@ -850,6 +956,23 @@ int main(int argc, char **argv) {
     for (bool tune : modes) {
       ++total;
       failed += !checker.run(c, tune);
+    }
+  }
+  // Programmatic dependent launch (compute capability 9.0 on): the same
+  // kernels built to wait for their predecessor, launched with programmatic
+  // stream serialization one after another.
+  ContextOptions pdlOptions = options;
+  pdlOptions.pdl = true;
+  std::unique_ptr<Context> pdlContext;
+  if (Status status = Context::create(pdlOptions, pdlContext); !status) {
+    std::printf("pdl: not run: %s\n", status.message().c_str());
+  } else {
+    Checker pdlChecker(*pdlContext);
+    for (const Case &c : getPdlCases(quick)) {
+      if (!filter.empty() && c.name.find(filter) == std::string::npos)
+        continue;
+      ++total;
+      failed += !pdlChecker.run(c, /*tune=*/false);
     }
   }
   std::printf("%d of %d cases passed\n", total - failed, total);
