@@ -838,6 +838,7 @@ void AttentionEmitter::emitSplitEpilogue(scf::ForOp loop,
 //===----------------------------------------------------------------------===//
 
 void AttentionEmitter::emit() {
+  waitForPredecessor();
   MLIRContext *context = b.getContext();
   int64_t heads = spec.numQHeads;
   int64_t headsPerKvHead = spec.numQHeads / spec.numKvHeads;

@@ -78,6 +78,7 @@ void FusedRowEmitter::emitBackwardRows() {
   ParamChunks params;
   if (!staged)
     params = loadParams(paramBase);
+  waitForPredecessor();
   VectorType f32Vector = VectorType::get({vector}, f32);
   auto weightOf = [&](int64_t c) -> Value {
     if (!weight)

@@ -40,6 +40,7 @@ private:
 } // namespace
 
 void ColumnStatsEmitter::emit() {
+  waitForPredecessor();
   int64_t tiles = (hidden + vector - 1) / vector;
   bool ragged = hidden % vector != 0;
   Value input = arg("input");

@@ -21,10 +21,8 @@ FusedRow::FusedRow(MLIRContext *context, const ::norm::OpSpec &spec,
       eps(spec.eps), offset(spec.weightOffset) {}
 
 void FusedRowEmitter::emit() {
-  if (fused.spec.backward) {
-    waitForPredecessor();
+  if (fused.spec.backward)
     return emitBackwardRows();
-  }
   if (::norm::fitsInRegisters(fused.spec, sig.launch))
     return emitRegisterRows();
   // Long rows load their parameters chunk by chunk, with the row.

@@ -4,7 +4,6 @@
 
 #include "dialects/NormOps.h"
 #include "passes/FusedRowKernel.h"
-#include "passes/KernelIR.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -85,10 +84,6 @@ gpu::GPUFuncOp mlir::norm::buildKernel(OpBuilder &builder, Location loc,
   b.setInsertionPointToStart(&func.getBody().front());
   auto ret = gpu::ReturnOp::create(b);
   b.setInsertionPoint(ret);
-  // Programmatic dependent launch: row kernels wait after loading their
-  // weights (FusedRowEmitter), the others before anything.
-  if (sig.pdl && !::norm::isFusedRow(spec))
-    emitWaitForPredecessor(b);
   switch (spec.kind) {
   case ::norm::OpKind::QKNormPrologue:
     emitQKNormPrologueKernel(b, func, sig, spec);

@@ -155,14 +155,11 @@ SmallVector<Value> KernelBuilder::ifElse(Value cond,
   });
 }
 
-void mlir::norm::emitWaitForPredecessor(ImplicitLocOpBuilder &b) {
+void KernelBuilder::waitForPredecessor() {
+  if (!sig.pdl)
+    return;
   GridDependencyWaitOp::create(b);
   LaunchDependentsOp::create(b);
-}
-
-void KernelBuilder::waitForPredecessor() {
-  if (sig.pdl)
-    emitWaitForPredecessor(b);
 }
 
 void KernelBuilder::ifThen(Value cond, function_ref<void()> then,

@@ -51,11 +51,6 @@ constexpr int64_t kChunksPerIteration = 4;
 
 /// Emits the body of one kernel with the ABI of `sig`: derive an emitter
 /// per kernel kind from it.
-/// Programmatic dependent launch: waits for the grid before this one, then
-/// lets the next one start (norm.grid_dependency_wait,
-/// norm.launch_dependents).
-void emitWaitForPredecessor(ImplicitLocOpBuilder &b);
-
 class KernelBuilder {
 public:
   KernelBuilder(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
@@ -120,9 +115,11 @@ protected:
       ValueRange carried,
       function_ref<SmallVector<Value>(Value row, ValueRange)> body);
 
-  /// emitWaitForPredecessor where the signature asks for it
-  /// (KernelSignature::pdl). Kernels call it once, after what they load that
-  /// no grid before them writes.
+  /// Programmatic dependent launch (KernelSignature::pdl): waits for the
+  /// grid before this one, then lets the next one start
+  /// (norm.grid_dependency_wait, norm.launch_dependents). Every emitter
+  /// calls it once, after its independent prologue: what it loads that no
+  /// grid before it writes (the weights), or first.
   void waitForPredecessor();
 
   //===--- Memory ---------------------------------------------------------===//

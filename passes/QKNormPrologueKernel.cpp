@@ -53,6 +53,8 @@ void QKNormPrologueEmitter::emit() {
   ::norm::Statistic statistic = spec.qkStatistic;
   SmallVector<Value> qWeight = loadWeight(row, "q_weight");
   SmallVector<Value> kWeight = loadWeight(row, "k_weight");
+  // Only the heads may be the grid before's outputs.
+  waitForPredecessor();
 
   Value qkv = arg("qkv");
   Value kernelRows = mul(indexArg("rows"), index(heads));

@@ -28,14 +28,14 @@
 // CHECK: bar.sync 0;
 // CHECK-NOT: griddepcontrol
 // CHECK: ret;
-// Other kernels wait before any load; their weights still load through the
-// non-coherent cache, their rows coherently.
+// The QK-Norm prologue alike: both weights, the wait, then the heads.
 // CHECK-LABEL: .visible .entry norm_qk_rms_d128_bf16_bf16_{{[0-9a-f]+}}_v8_t16_w4_r8_pdl(
+// CHECK: ld.global.nc.v4.b32
+// CHECK: ld.global.nc.v4.b32
 // CHECK-NOT: ld.global
 // CHECK: griddepcontrol.wait;
 // CHECK: griddepcontrol.launch_dependents;
-// CHECK: ld.global.nc.v4.b32
-// CHECK: ld.global.nc.v4.b32
+// CHECK-NOT: ld.global.nc
 // CHECK: ld.global.v4.b32
 
 // JSON: "name": "norm_rms_add_h4096_bf16_bf16_{{[0-9a-f]+}}_v8_t512_w16_r1_pdl"
@@ -70,3 +70,4 @@ func.func @pdl(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>,
   return %y, %h, %q, %k : tensor<?x4096xbf16>, tensor<?x4096xbf16>,
       tensor<?x4096xbf16>, tensor<?x1024xbf16>
 }
+
