@@ -456,9 +456,11 @@ def Norm_FusedRowOp : Norm_Op<"fused_row", [Pure, AttrSizedOperandSegments,
       write the output, or `residual_out`, in place of that row input: the
       result may take the operand's buffer (same element type; the two
       results never the same operand). The kernel claims no `noalias` for
-      either buffer and writes a row only after every thread has read it,
-      so rows streamed twice through global memory refuse `residual_over`
-      (vLLM's `fused_add_rms_norm`: `residual_over(input)` with
+      either buffer and writes a row only after every thread has read it.
+      Rows streamed twice through global memory store `residual_out` as
+      they first read the row, each thread its own elements, so there only
+      `rms` and `l2` rows that read `v` back from it (no `f32_residual`)
+      take `residual_over` (vLLM's `fused_add_rms_norm`: `residual_over(input)` with
       `output_over(addend)`).
 
     `launch` is the launch configuration; `kernel` names the `gpu.func` that

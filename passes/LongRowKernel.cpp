@@ -30,13 +30,16 @@ void FusedRowEmitter::emitLongRows(::norm::RowStorage storage) {
   // Streamed rows take v back from residual_out when it holds v exactly
   // (one buffer to read instead of two; residual_out is no readonly
   // argument, so these loads stay coherent with the thread's own stores).
-  bool readBack = storage == ::norm::RowStorage::Streamed && residual &&
-                  twoSteps && elementOf(residual) == fused.streamType;
+  bool readBack = storage == ::norm::RowStorage::Streamed &&
+                  ::norm::readsResidualBack(fused.spec);
   // residual_out is stored with v in step 1, or in step 3: without a
-  // statistic (one step), and in place, once every thread has read the
-  // row (staged rows; streamed ones refuse it: norm::verifyLaunchFor).
-  bool residualLate = residual && (!twoSteps || fused.spec.residualOver !=
-                                                    ::norm::RowOperand::None);
+  // statistic (one step), and staged in place, once every thread has read
+  // the row (streamed rows store it in step 1, each thread over its own
+  // elements: norm::verifyLaunchFor allows that where it is exact).
+  bool residualLate =
+      residual &&
+      (!twoSteps || (storage == ::norm::RowStorage::Shared &&
+                     fused.spec.residualOver != ::norm::RowOperand::None));
 
   forEachFusedRow([&](const RowPosition &position) {
     // 1. Read the row once: its partial sums, v staged or stored.

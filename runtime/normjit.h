@@ -301,10 +301,12 @@ typedef enum normjit_rope {
  * output keeps the element type of the input it overwrites, the two
  * outputs overwrite different inputs, and the launch may still pass
  * separate buffers. Such a kernel reads those rows through the coherent
- * cache and writes a row only after all its threads have read it; rows
- * too long to stage in shared memory (a bf16 residual stream beyond 115712
- * elements on sm_90) cannot write residual_out in place: UNSUPPORTED at
- * kernel creation, with a message. */
+ * cache and writes a row only after all its threads have read it. Rows too
+ * long to stage in shared memory (a bf16 residual stream beyond 115712
+ * elements on sm_90) store residual_out as they first read the row: RMS
+ * and L2 rows may then write it in place (they read it back, each thread
+ * its own elements), LayerNorm rows and f32 residual streams may not:
+ * UNSUPPORTED at kernel creation, with a message. */
 
 /* One operation. Initialize with normjit_op_desc_init, then set fields. */
 typedef struct normjit_op_desc {

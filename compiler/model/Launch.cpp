@@ -204,24 +204,31 @@ static Status verifyStagedBackward(const OpSpec &spec,
   return Status::success();
 }
 
-/// In place: a kernel writes a row only after every thread has read it
-/// (registers and staged rows store residual_out after the exchange).
-/// Streamed rows with a statistic cannot: they store residual_out in their
-/// first pass, while other threads still read the row (the mean-var pivot)
-/// and before the epilogue reads it again.
+/// In place: registers and staged rows store residual_out after the
+/// exchange, when every thread has read the row. Streamed rows store it in
+/// their first pass, each thread over its own elements; that is exact where
+/// no other thread reads them in that pass and the second pass reads v
+/// back from residual_out (rms and l2 rows: readsResidualBack), not where
+/// every thread reads the first element (the mean-var pivot) or the second
+/// pass reads the overwritten input again (an f32 residual stream).
 static Status verifyInPlaceStorage(const OpSpec &spec,
                                    const LaunchConfig &launch,
                                    int64_t maxSharedBytes) {
-  if (spec.residualOver == RowOperand::None ||
-      getStatistic(spec) == Statistic::None ||
+  Statistic statistic = getStatistic(spec);
+  if (spec.residualOver == RowOperand::None || statistic == Statistic::None ||
+      (statistic != Statistic::MeanVar && readsResidualBack(spec)) ||
       getRowStorage(spec, launch, maxSharedBytes) != RowStorage::Streamed)
     return Status::success();
   std::string what =
       "residual_out over '" +
-      std::string(getRowOperandName(spec.residualOver)) + "' needs rows "
-      "read whole before they are written (in registers or staged in "
-      "shared memory), but rows of " + std::to_string(getRowLength(spec)) +
-      " elements ";
+      std::string(getRowOperandName(spec.residualOver)) + "' needs " +
+      (statistic == Statistic::MeanVar
+           ? "mean_var rows read whole before they are written (every "
+             "thread reads their first element)"
+           : "rows read whole before they are written, or read back from "
+             "residual_out (not with an f32 residual stream)") +
+      " (in registers or staged in shared memory), but rows of " +
+      std::to_string(getRowLength(spec)) + " elements ";
   int64_t row = getStagedRowBytes(spec, launch.vector);
   int64_t available = maxSharedBytes - kReservedSharedBytes;
   if (row > available)
@@ -443,6 +450,11 @@ int64_t norm::getStagedRowBytes(const OpSpec &spec, int64_t vector) {
   for (ElementType type : getStagedTypes(spec))
     bytes += getStagedRegionBytes(spec, type, vector);
   return bytes;
+}
+
+bool norm::readsResidualBack(const OpSpec &spec) {
+  return spec.writeResidual && getStatistic(spec) != Statistic::None &&
+         getStreamType(spec) == spec.input;
 }
 
 RowStorage norm::getRowStorage(const OpSpec &spec, const LaunchConfig &launch,

@@ -207,6 +207,11 @@ std::string_view getRowStorageSuffix(RowStorage storage);
 RowStorage getRowStorage(const OpSpec &spec, const LaunchConfig &launch,
                          int64_t maxSharedBytes);
 
+/// Whether a streamed row kernel reads `v` back from residual_out in its
+/// second pass (one buffer instead of input and addend): with a statistic
+/// and a residual_out that holds v exactly (its type is the stream type).
+bool readsResidualBack(const OpSpec &spec);
+
 /// The element type a row kernel holds `v` in between prologue and
 /// statistic: f32 with an f32 residual, else the input's.
 ElementType getStreamType(const OpSpec &spec);

@@ -65,3 +65,32 @@ func.func @staged(%x: tensor<?x65536xbf16>, %a: tensor<?x65536xbf16>, %w: tensor
   %y, %h = norm.fused_row <mean_var> %x addend(%a : tensor<?x65536xbf16>) weight(%w : tensor<65536xbf16>) eps(1.0e-05) output_over(input) residual_over(addend) : tensor<?x65536xbf16> -> tensor<?x65536xbf16>, tensor<?x65536xbf16>
   return %y, %h : tensor<?x65536xbf16>, tensor<?x65536xbf16>
 }
+
+// Streamed rms rows (262144 bf16 elements, beyond what a CTA stages) in
+// place: residual_out is stored in the first pass, each thread over the
+// elements it has just read, and the second pass reads v back from it,
+// not from the input it overwrote.
+// CHECK-LABEL: gpu.func @norm_rms_add_h262144_bf16_bf16_{{[0-9a-f]+}}_v8_t1024_w32_r1_stream(
+// CHECK-SAME: %[[SX:arg[0-9]+]]: memref<1099511627776xbf16> {llvm.align = 16 : i64, llvm.readonly},
+// CHECK-SAME: %[[SA:arg[0-9]+]]: memref<1099511627776xbf16> {llvm.align = 16 : i64, llvm.readonly},
+// CHECK-SAME: %[[SW:arg[0-9]+]]: memref<1099511627776xbf16> {llvm.align = 16 : i64, llvm.noalias, llvm.readonly},
+// CHECK-SAME: %[[SY:arg[0-9]+]]: memref<1099511627776xbf16> {llvm.align = 16 : i64},
+// CHECK-SAME: %[[SH:arg[0-9]+]]: memref<1099511627776xbf16> {llvm.align = 16 : i64},
+// CHECK: scf.for
+// CHECK: vector.load %[[SA]]
+// CHECK: vector.load %[[SX]]
+// CHECK: vector.store %{{.*}}, %[[SH]]
+// CHECK: norm.row_allreduce
+// CHECK: scf.for
+// CHECK-NOT: vector.load %[[SX]]
+// CHECK-NOT: vector.load %[[SA]]
+// CHECK: vector.load %[[SH]]
+// CHECK: vector.load %[[SW]]
+// CHECK-NOT: vector.load %[[SX]]
+// CHECK-NOT: vector.load %[[SA]]
+// CHECK: vector.store %{{.*}}, %[[SY]]
+// CHECK: gpu.return
+func.func @streamed(%x: tensor<?x262144xbf16>, %r: tensor<?x262144xbf16>, %w: tensor<262144xbf16>) -> (tensor<?x262144xbf16>, tensor<?x262144xbf16>) {
+  %y, %h = norm.fused_row <rms> %r addend(%x : tensor<?x262144xbf16>) weight(%w : tensor<262144xbf16>) eps(1.0e-06) output_over(addend) residual_over(input) : tensor<?x262144xbf16> -> tensor<?x262144xbf16>, tensor<?x262144xbf16>
+  return %y, %h : tensor<?x262144xbf16>, tensor<?x262144xbf16>
+}

@@ -291,7 +291,7 @@ TEST(Operations, InPlaceRules) {
 
 TEST(Launches, InPlaceResidualsNeedRowsReadWhole) {
   // bf16 rows of up to 115712 elements stage in the 227 KiB of an sm_90
-  // CTA; longer ones stream, and cannot write residual_out in place.
+  // CTA; longer ones stream, storing residual_out in their first pass.
   TargetOptions sm90;
   int64_t shared = sm90.getMaxSharedBytes();
   OpSpec spec = rmsNorm(115712);
@@ -303,8 +303,28 @@ TEST(Launches, InPlaceResidualsNeedRowsReadWhole) {
   spec.hidden = 115720;
   launch = getHeuristicLaunch(spec, 4096);
   ASSERT_EQ(getRowStorage(spec, launch, shared), RowStorage::Streamed);
+  // RMS rows read v back from residual_out, each thread its own elements:
+  // in place even streamed.
+  ASSERT_TRUE(readsResidualBack(spec));
   Status status = verifyLaunchFor(spec, launch, shared);
+  EXPECT_TRUE(status.ok()) << status.message();
+  // Not with an f32 residual stream: the second pass reads the input again.
+  OpSpec f32 = spec;
+  f32.f32Residual = true;
+  LaunchConfig f32Launch = getHeuristicLaunch(f32, 4096);
+  ASSERT_EQ(getRowStorage(f32, f32Launch, shared), RowStorage::Streamed);
+  EXPECT_FALSE(readsResidualBack(f32));
+  status = verifyLaunchFor(f32, f32Launch, shared);
   EXPECT_EQ(status.code(), ErrorCode::Unsupported) << status.message();
+  // Nor mean_var rows: every thread reads the first element (the pivot).
+  OpSpec layer = spec;
+  layer.kind = OpKind::LayerNorm;
+  LaunchConfig layerLaunch = getHeuristicLaunch(layer, 4096);
+  ASSERT_EQ(getRowStorage(layer, layerLaunch, shared), RowStorage::Streamed);
+  status = verifyLaunchFor(layer, layerLaunch, shared);
+  EXPECT_EQ(status.code(), ErrorCode::Unsupported) << status.message();
+  EXPECT_NE(status.message().find("mean_var rows"), std::string::npos)
+      << status.message();
   // The output alone may be in place there: it is stored after the
   // exchange, each element by the thread that read it.
   spec.residualOver = RowOperand::None;

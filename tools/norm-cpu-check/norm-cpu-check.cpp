@@ -130,6 +130,8 @@ static constexpr LongRowCase kLongRows[] = {
     {"layer_add_inplace", ElementType::f16, 65537}, // shared, in place
     {"layer", ElementType::f16, 100000},    // shared, mean_var
     {"rms_add", ElementType::f32, 100000},  // streamed, v from residual_out
+    {"rms_add_inplace", ElementType::f32, 100000}, // streamed, in place
+    {"rms_add_inplace", ElementType::bf16, 262144}, // streamed, in place
     {"rms_deepnorm_f32", ElementType::bf16, 100000}, // streamed, f32 v
     {"layer", ElementType::f32, 65537}, // streamed, scalar accesses
     {"layer_add_sandwich", ElementType::bf16, 262144}, // streamed, skip
