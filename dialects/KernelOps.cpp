@@ -23,7 +23,12 @@ using ::norm::OpKind;
     return ::norm::ElementType::f16;
   if (element.isInteger(32))
     return ::norm::ElementType::i32;
-  assert(element.isBF16() && "the dialect admits f32, f16, bf16 and i32 only");
+  if (isa<Float8E4M3FNType>(element))
+    return ::norm::ElementType::f8E4M3FN;
+  if (isa<Float8E5M2Type>(element))
+    return ::norm::ElementType::f8E5M2;
+  assert(element.isBF16() &&
+         "the dialect admits f32, f16, bf16, FP8 and i32 only");
   return ::norm::ElementType::bf16;
 }
 
@@ -37,6 +42,10 @@ Type mlir::norm::getMlirType(MLIRContext *context, ::norm::ElementType type) {
     return BFloat16Type::get(context);
   case ::norm::ElementType::i32:
     return IntegerType::get(context, 32);
+  case ::norm::ElementType::f8E4M3FN:
+    return Float8E4M3FNType::get(context);
+  case ::norm::ElementType::f8E5M2:
+    return Float8E5M2Type::get(context);
   }
   llvm_unreachable("unknown element type");
 }
@@ -241,11 +250,12 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
   }
   auto op = FusedRowOp::create(
       builder, loc, result(BufferSlot::Output), result(BufferSlot::ResidualOut),
-      result(BufferSlot::SavedMean), result(BufferSlot::SavedRstd),
-      input(BufferSlot::Input), input(BufferSlot::Addend),
-      input(BufferSlot::Skip), input(BufferSlot::Weight),
-      input(BufferSlot::Bias), input(BufferSlot::Mean),
-      input(BufferSlot::Variance),
+      result(BufferSlot::OutputScales), result(BufferSlot::SavedMean),
+      result(BufferSlot::SavedRstd), input(BufferSlot::Input),
+      input(BufferSlot::Addend), input(BufferSlot::Skip),
+      input(BufferSlot::Weight), input(BufferSlot::Bias),
+      input(BufferSlot::Mean), input(BufferSlot::Variance),
+      input(BufferSlot::OutputScale), input(BufferSlot::ScaleUpperBound),
       StatisticAttr::get(context,
                          getDialectStatistic(::norm::getStatistic(spec))),
       ::norm::usesEps(spec) ? real(spec.eps) : FloatAttr(), real(spec.alpha),

@@ -81,6 +81,15 @@ public:
     return v ? row(v.getType(), name) : success();
   }
 
+  /// A scalar in device memory: one element.
+  LogicalResult scalar(Value v, StringRef name) {
+    if (v && cast<RankedTensorType>(v.getType()).getDimSize(0) != 1)
+      return op->emitOpError() << "'" << name
+                               << "' is a scalar: one element, got "
+                               << v.getType();
+    return success();
+  }
+
   /// A 1-D parameter of the hidden size (or of `length`, the head dim).
   LogicalResult param(Value v, StringRef name,
                       std::optional<int64_t> length = std::nullopt) {
@@ -538,8 +547,13 @@ LogicalResult FusedRowOp::verify() {
       failed(shapes.param(getWeight(), "weight")) ||
       failed(shapes.param(getBias(), "bias")) ||
       failed(shapes.param(getMean(), "mean")) ||
-      failed(shapes.param(getVariance(), "variance")))
+      failed(shapes.param(getVariance(), "variance")) ||
+      failed(shapes.scalar(getOutputScale(), "output_scale")) ||
+      failed(shapes.scalar(getScaleUb(), "scale_ub")))
     return failure();
+  if (getOutputScale() && getOutputScales())
+    return emitOpError("quantizes with a static 'output_scale' or writes "
+                       "per-token 'output_scales', not both");
   Type inputElement = getElementTypeOrSelf(getInput().getType());
   if (getResidualOut() &&
       getElementTypeOrSelf(getResidualOut().getType()) != inputElement)
@@ -567,7 +581,9 @@ LogicalResult FusedRowOp::verify() {
     return emitOpError("takes no eps: without a statistic or per-channel "
                        "variance nothing reads it");
   int64_t rows = cast<RankedTensorType>(getInput().getType()).getDimSize(0);
-  if (failed(verifyF32Rows(*this, getSavedMean(), "saved_mean", getGroups(),
+  if (failed(verifyF32Rows(*this, getOutputScales(), "output_scales", 1,
+                           rows)) ||
+      failed(verifyF32Rows(*this, getSavedMean(), "saved_mean", getGroups(),
                            rows)) ||
       failed(verifyF32Rows(*this, getSavedRstd(), "saved_rstd", getGroups(),
                            rows)))
@@ -851,6 +867,10 @@ getModelRowOperand(std::optional<RowOperand> operand) {
   spec.saveStats = bool(getSavedRstd());
   spec.outputOver = getModelRowOperand(getOutputOver());
   spec.residualOver = getModelRowOperand(getResidualOver());
+  spec.outputScale = getOutputScale()    ? ::norm::OutputScale::Static
+                     : getOutputScales() ? ::norm::OutputScale::PerToken
+                                         : ::norm::OutputScale::None;
+  spec.scaleUpperBound = bool(getScaleUb());
   return spec;
 }
 
@@ -945,6 +965,12 @@ Value FusedRowOp::getBuffer(BufferSlot slot) {
     return getOutput();
   case BufferSlot::ResidualOut:
     return getResidualOut();
+  case BufferSlot::OutputScale:
+    return getOutputScale();
+  case BufferSlot::ScaleUpperBound:
+    return getScaleUb();
+  case BufferSlot::OutputScales:
+    return getOutputScales();
   case BufferSlot::SavedMean:
     return getSavedMean();
   case BufferSlot::SavedRstd:

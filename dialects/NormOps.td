@@ -17,6 +17,11 @@ include "mlir/IR/SymbolInterfaces.td"
 // Hidden sizes must be static and positive; the verifiers say so with a
 // precise message instead of a type-constraint failure.
 def Norm_RowTensor : TensorRankOf<[F32, F16, BF16], [2]>;
+// What a row kernel writes: also FP8 (quantized outputs).
+def Norm_OutputRowTensor
+    : TensorRankOf<[F32, F16, BF16, F8E4M3FN, F8E5M2], [2]>;
+// An f32 scalar in device memory (an FP8 output's static scale or bound).
+def Norm_F32ScalarTensor : TensorRankOf<[F32], [1]>;
 def Norm_ParamTensor : TensorRankOf<[F32, F16, BF16], [1]>;
 // Rotary embeddings: one i32 position per token, and cos/sin rows.
 def Norm_PositionsTensor : TensorRankOf<[I32], [1]>;
@@ -462,6 +467,17 @@ def Norm_FusedRowOp : Norm_Op<"fused_row", [Pure, AttrSizedOperandSegments,
       `rms` and `l2` rows that read `v` back from it (no `f32_residual`)
       take `residual_over` (vLLM's `fused_add_rms_norm`: `residual_over(input)` with
       `output_over(addend)`).
+    - An `output` of `f8E4M3FN` or `f8E5M2` is quantized in the same pass:
+      `q = fp8(y * (1 / scale))`, rounded to nearest even and saturated to
+      the largest finite value (448, 57344), `y` the f32 normalized value.
+      The scale is either static, the f32 operand `output_scale`
+      (`tensor<1xf32>`, vLLM's `rms_norm_static_fp8_quant`), or per token:
+      the result `output_scales` (`rows x 1` f32) receives each row's
+      `max(min(amax(|y|), scale_ub) / fp8_max, 1 / (fp8_max * 512))`
+      (`rms_norm_dynamic_per_token_quant`; `scale_ub`, an optional
+      `tensor<1xf32>` operand, bounds the amax). Per-token scales need rows
+      held whole (registers or shared memory) and `groups = 1`; an FP8
+      output takes no `skip`.
 
     `launch` is the launch configuration; `kernel` names the `gpu.func` that
     implements the op once kernels are generated. A launch configuration
@@ -489,6 +505,8 @@ def Norm_FusedRowOp : Norm_Op<"fused_row", [Pure, AttrSizedOperandSegments,
       Optional<Norm_ParamTensor>:$bias,
       Optional<Norm_ParamTensor>:$mean,
       Optional<Norm_ParamTensor>:$variance,
+      Optional<Norm_F32ScalarTensor>:$output_scale,
+      Optional<Norm_F32ScalarTensor>:$scale_ub,
       Norm_StatisticAttr:$statistic,
       OptionalAttr<F64Attr>:$eps,
       DefaultValuedAttr<F64Attr, "1.0">:$alpha,
@@ -499,8 +517,9 @@ def Norm_FusedRowOp : Norm_Op<"fused_row", [Pure, AttrSizedOperandSegments,
       OptionalAttr<Norm_RowOperand>:$residual_over,
       OptionalAttr<Norm_LaunchAttr>:$launch,
       OptionalAttr<SymbolRefAttr>:$kernel);
-  let results = (outs Norm_RowTensor:$output,
+  let results = (outs Norm_OutputRowTensor:$output,
                       Optional<Norm_RowTensor>:$residual_out,
+                      Optional<Norm_F32RowTensor>:$output_scales,
                       Optional<Norm_F32RowTensor>:$saved_mean,
                       Optional<Norm_F32RowTensor>:$saved_rstd);
   let assemblyFormat = [{
@@ -508,12 +527,15 @@ def Norm_FusedRowOp : Norm_Op<"fused_row", [Pure, AttrSizedOperandSegments,
     (`addend` `(` $addend^ `:` type($addend) `)`)?
     (`skip` `(` $skip^ `:` type($skip) `)`)? }] #
     OptParam<"weight">.format # " " # OptParam<"bias">.format # " " #
-    OptParam<"mean">.format # " " # OptParam<"variance">.format # " " # OptReal<"eps", "eps">.format #
+    OptParam<"mean">.format # " " # OptParam<"variance">.format # " " #
+    OptParam<"output_scale">.format # " " # OptParam<"scale_ub">.format # " " #
+    OptReal<"eps", "eps">.format #
     " " # OptReal<"alpha", "alpha">.format # " " #
     OptReal<"offset", "weight_offset">.format # [{
     (`output_over` `(` $output_over^ `)`)?
     (`residual_over` `(` $residual_over^ `)`)?
     attr-dict `:` type($input) `->` type($output) (`,` type($residual_out)^)?
+    (`output_scales` `(` type($output_scales)^ `)`)?
     (`saved_mean` `(` type($saved_mean)^ `)`)?
     (`saved_rstd` `(` type($saved_rstd)^ `)`)?
   }];

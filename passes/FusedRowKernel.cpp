@@ -5,6 +5,7 @@
 #include "dialects/NormOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -18,7 +19,8 @@ FusedRow::FusedRow(MLIRContext *context, const ::norm::OpSpec &spec,
       statistic(::norm::getStatistic(spec)),
       streamType(getMlirType(context, ::norm::getStreamType(spec))),
       outputType(getMlirType(context, spec.output)), alpha(spec.alpha),
-      eps(spec.eps), offset(spec.weightOffset) {}
+      eps(spec.eps), offset(spec.weightOffset),
+      outputScale(spec.outputScale) {}
 
 void FusedRowEmitter::emit() {
   if (fused.spec.backward)
@@ -26,11 +28,13 @@ void FusedRowEmitter::emit() {
   if (::norm::fitsInRegisters(fused.spec, sig.launch))
     return emitRegisterRows();
   // Long rows load their parameters chunk by chunk, with the row.
+  Value inverse = loadInverseStaticScale();
   waitForPredecessor();
   // Rows leave registers; the signature says whether the target had the
   // shared memory to stage them (norm::getRowStorage).
   emitLongRows(sig.sharedBytes > 0 ? ::norm::RowStorage::Shared
-                                   : ::norm::RowStorage::Streamed);
+                                   : ::norm::RowStorage::Streamed,
+               inverse);
 }
 
 void FusedRowEmitter::emitRegisterRows() {
@@ -45,6 +49,7 @@ void FusedRowEmitter::emitRegisterRows() {
   ParamChunks ctaParams;
   if (fused.groups == 1)
     ctaParams = loadParams(index(0));
+  Value inverse = loadInverseStaticScale();
   // Only the rows may be the grid before's outputs.
   waitForPredecessor();
 
@@ -95,7 +100,32 @@ void FusedRowEmitter::emitRegisterRows() {
     // 2. One exchange for all sums of the row.
     SmallVector<Value> sums = allReduce(cursor);
 
-    // 3. Normalize, scale, store.
+    // 3. Normalize and scale (per-token FP8 scales: twice, the amax over
+    // the row's threads in between), store.
+    auto at = [](ArrayRef<Value> chunks, int64_t c) {
+      return chunks.empty() ? Value() : chunks[c];
+    };
+    auto normalizeRow = [&](const RowScale &scale) {
+      SmallVector<Value> outputs;
+      for (int64_t c = 0; c < row.chunks; ++c)
+        outputs.push_back(normalize(
+            scale, values[c],
+            {at(params.weight, c), at(params.bias, c), at(params.mean, c),
+             at(params.invStd, c), at(skipChunks, c)}));
+      return outputs;
+    };
+    Value amax;
+    if (fused.outputScale == ::norm::OutputScale::PerToken) {
+      amax = ifElseZeros(position.valid, [&] {
+               Value local = zero(VectorType::get({vector}, f32));
+               for (auto [c, y] :
+                    llvm::enumerate(normalizeRow(getRowScale(sums, pivot))))
+                 local = accumulateAmax({chunkStart(c), row.isFull(c)}, y,
+                                        local);
+               return SmallVector<Value>{local};
+             }).front();
+      amax = reduceAmax(amax);
+    }
     ifThen(position.valid, [&] {
       if (residualInPlace)
         storeRow(row, values, arg("residual_out"),
@@ -104,15 +134,11 @@ void FusedRowEmitter::emitRegisterRows() {
       saveStatistics(position.token, position.group, scale.scale,
                      arg("saved_mean") ? addf(scale.pivot, scale.centre)
                                        : Value());
-      auto at = [](ArrayRef<Value> chunks, int64_t c) {
-        return chunks.empty() ? Value() : chunks[c];
-      };
+      Value rowInverse =
+          amax ? storeTokenScale(position.token, amax) : inverse;
       SmallVector<Value> outputs;
-      for (int64_t c = 0; c < row.chunks; ++c)
-        outputs.push_back(normalize(
-            scale, values[c],
-            {at(params.weight, c), at(params.bias, c), at(params.mean, c),
-             at(params.invStd, c), at(skipChunks, c)}));
+      for (Value y : normalizeRow(scale))
+        outputs.push_back(quantize(y, rowInverse));
       storeRow(row, outputs, arg("output"), rowBase(position, "output"));
     });
   });
@@ -260,6 +286,58 @@ Value FusedRowEmitter::normalize(const RowScale &scale, Value v,
   if (params.skip)
     y = addf(toF32(convert(y, fused.outputType)), toF32(params.skip));
   return y;
+}
+
+//===----------------------------------------------------------------------===//
+// FP8 outputs
+//===----------------------------------------------------------------------===//
+
+Value FusedRowEmitter::loadInverseStaticScale() {
+  if (fused.outputScale != ::norm::OutputScale::Static)
+    return {};
+  Value scale = memref::LoadOp::create(b, arg("output_scale"), index(0));
+  return arith::DivFOp::create(b, constantF32(1.0), scale);
+}
+
+Value FusedRowEmitter::quantize(Value y, Value inverse) {
+  if (fused.outputScale == ::norm::OutputScale::None)
+    return y;
+  double max = ::norm::getFp8MaxFinite(getElementType(fused.outputType));
+  // minimumf/maximumf keep NaN, which the store rounds to FP8's NaN.
+  Value q = mulf(y, splat(inverse));
+  q = arith::MinimumFOp::create(b, q, splatF32(max));
+  return arith::MaximumFOp::create(b, q, splatF32(-max));
+}
+
+Value FusedRowEmitter::accumulateAmax(Chunk chunk, Value y, Value amax) {
+  Value magnitude = maskOutside(fused.row, chunk, math::AbsFOp::create(b, y));
+  return arith::MaximumFOp::create(b, amax, magnitude);
+}
+
+Value FusedRowEmitter::reduceAmax(Value amax) {
+  Value local = vector::ReductionOp::create(b, vector::CombiningKind::MAXIMUMF,
+                                            amax);
+  return RowAllReduceOp::create(b, ValueRange{local},
+                                static_cast<uint64_t>(threads),
+                                ReductionKind::max)
+      .getResult(0);
+}
+
+Value FusedRowEmitter::storeTokenScale(Value token, Value amax) {
+  double max = ::norm::getFp8MaxFinite(getElementType(fused.outputType));
+  if (Value bound = arg("scale_ub"))
+    amax = arith::MinimumFOp::create(
+        b, amax, memref::LoadOp::create(b, bound, index(0)));
+  Value scale = arith::MaximumFOp::create(
+      b, arith::DivFOp::create(b, amax, constantF32(max)),
+      constantF32(1.0 / (max * ::norm::kMinScaleFactor)));
+  Value first =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, index(0));
+  ifThen(first, [&] {
+    memref::StoreOp::create(b, scale, arg("output_scales"),
+                            mul(token, stride("output_scales")));
+  });
+  return arith::DivFOp::create(b, constantF32(1.0), scale);
 }
 
 ParamChunks FusedRowEmitter::loadParams(Value colBase) {

@@ -42,6 +42,8 @@ struct FusedRow {
   /// The element type of v (norm::getStreamType) and of the output.
   Type streamType, outputType;
   double alpha, eps, offset;
+  /// FP8 outputs: how they are scaled (OutputScale::None otherwise).
+  ::norm::OutputScale outputScale;
 };
 
 /// Where one row of a norm.fused_row kernel lies.
@@ -87,8 +89,9 @@ private:
   /// The gradients of rows in registers (BackwardRowKernel.cpp).
   void emitBackwardRows();
 
-  /// Rows in shared memory or streamed (LongRowKernel.cpp).
-  void emitLongRows(::norm::RowStorage storage);
+  /// Rows in shared memory or streamed (LongRowKernel.cpp); `inverse`: the
+  /// reciprocal of a static FP8 scale.
+  void emitLongRows(::norm::RowStorage storage, Value inverse);
 
   /// This thread group's row of one staged buffer in shared memory, as
   /// whole vectors of `vector` elements. Accessed with memref.load/store of
@@ -135,6 +138,22 @@ private:
   RowScale getRowScale(ArrayRef<Value> sums, Value pivot);
   /// The f32 output of one chunk of v.
   Value normalize(const RowScale &scale, Value v, const ChunkParams &params);
+
+  /// FP8 outputs (FusedRowKernel.cpp). The reciprocal of the static scale,
+  /// loaded once with the parameters (null for other outputs).
+  Value loadInverseStaticScale();
+  /// `y` scaled by `inverse` and saturated to the FP8 output's finite
+  /// range (storing it rounds to nearest even); `y` itself for outputs of
+  /// other types.
+  Value quantize(Value y, Value inverse);
+  /// Per-token scales: `amax` (a vector of f32 maxima) with |y| of `chunk`
+  /// (its lanes outside the row do not count).
+  Value accumulateAmax(Chunk chunk, Value y, Value amax);
+  /// The row's amax over its threads (every thread of the CTA calls it).
+  Value reduceAmax(Value amax);
+  /// The per-token scale of row `token` from its amax: the row's first
+  /// thread stores it in output_scales; returns its reciprocal.
+  Value storeTokenScale(Value token, Value amax);
 
   /// Weight, bias and per-channel statistics of the channels at `colBase`,
   /// for rows in registers.

@@ -14,6 +14,8 @@
 
 #include "passes/HostPasses.h"
 
+#include "passes/BitBuilder.h"
+
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/PatternMatch.h"
@@ -28,61 +30,13 @@ namespace mlir::norm {
 } // namespace mlir::norm
 
 using namespace mlir;
+using mlir::norm::BitBuilder;
 
 //===----------------------------------------------------------------------===//
 // f16 <-> f32 as integer code
 //===----------------------------------------------------------------------===//
 
 namespace {
-
-/// Integer arithmetic on scalars or vectors of one shape.
-class BitBuilder {
-public:
-  BitBuilder(PatternRewriter &rewriter, Location loc, Type like)
-      : b(rewriter), loc(loc), like(like) {}
-
-  /// `like` with element type `element`.
-  Type shaped(Type element) const {
-    if (auto vector = dyn_cast<VectorType>(like))
-      return vector.clone(element);
-    return element;
-  }
-  Value i32(uint32_t value) {
-    return createScalarOrSplatConstant(b, loc, shaped(b.getI32Type()),
-                                       APInt(32, value));
-  }
-  Value f32(float value) {
-    return createScalarOrSplatConstant(b, loc, shaped(b.getF32Type()),
-                                       APFloat(value));
-  }
-  Value bitcast(Value v, Type element) {
-    return arith::BitcastOp::create(b, loc, shaped(element), v);
-  }
-  Value andi(Value x, uint32_t mask) {
-    return arith::AndIOp::create(b, loc, x, i32(mask));
-  }
-  Value ori(Value x, Value y) { return arith::OrIOp::create(b, loc, x, y); }
-  Value addi(Value x, uint32_t y) {
-    return arith::AddIOp::create(b, loc, x, i32(y));
-  }
-  Value addi(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value shli(Value x, uint32_t bits) {
-    return arith::ShLIOp::create(b, loc, x, i32(bits));
-  }
-  Value shrui(Value x, uint32_t bits) {
-    return arith::ShRUIOp::create(b, loc, x, i32(bits));
-  }
-  Value cmp(arith::CmpIPredicate predicate, Value x, uint32_t y) {
-    return arith::CmpIOp::create(b, loc, predicate, x, i32(y));
-  }
-  Value select(Value cond, Value x, Value y) {
-    return arith::SelectOp::create(b, loc, cond, x, y);
-  }
-
-  PatternRewriter &b;
-  Location loc;
-  Type like;
-};
 
 bool isF16ToF32(Type from, Type to) {
   return getElementTypeOrSelf(from).isF16() &&

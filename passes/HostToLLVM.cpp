@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/HostPasses.h"
+#include "passes/LoweringPasses.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -18,7 +19,11 @@ namespace mlir::norm {
 #include "passes/HostPasses.h.inc"
 } // namespace mlir::norm
 
-void norm::buildHostToLLVMPipeline(OpPassManager &pm) {
+void mlir::norm::buildHostToLLVMPipeline(OpPassManager &pm) {
+  // FP8 outputs: the integer code of what cvt.rn.satfinite gives.
+  mlir::norm::NormExpandFp8ConversionsOptions fp8;
+  fp8.software = true;
+  pm.addPass(mlir::norm::createNormExpandFp8Conversions(fp8));
   // f16 and bf16 arithmetic in f32, their conversions as integer code:
   // exact round-to-nearest-even on every x86-64 CPU, without the CPU's
   // conversion instructions or the compiler runtime's helpers
@@ -30,7 +35,7 @@ void norm::buildHostToLLVMPipeline(OpPassManager &pm) {
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
-  pm.addPass(norm::createNormHostExpandF16Conversions());
+  pm.addPass(mlir::norm::createNormHostExpandF16Conversions());
 
   // Vector transfers and prints of whole vectors become loops first.
   pm.addPass(createConvertVectorToSCFPass());
@@ -50,10 +55,10 @@ void norm::buildHostToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   // What is left of f16 and bf16 only moves: as i16, LLVM cannot promote it.
-  pm.addPass(norm::createNormHostNarrowFloatsToIntegers());
+  pm.addPass(mlir::norm::createNormHostNarrowFloatsToIntegers());
 }
 
-void norm::registerNormHostPasses() {
+void mlir::norm::registerNormHostPasses() {
   registerNormHostTransformsPasses();
   PassPipelineRegistration<>(
       "norm-host-to-llvm",

@@ -16,7 +16,8 @@
 using namespace mlir;
 using namespace mlir::norm;
 
-void FusedRowEmitter::emitLongRows(::norm::RowStorage storage) {
+void FusedRowEmitter::emitLongRows(::norm::RowStorage storage,
+                                   Value inverse) {
   const RowLayout &row = fused.row;
   Value addend = arg("addend"), skip = arg("skip");
   Value residual = arg("residual_out");
@@ -42,9 +43,10 @@ void FusedRowEmitter::emitLongRows(::norm::RowStorage storage) {
                      fused.spec.residualOver != ::norm::RowOperand::None));
 
   forEachFusedRow([&](const RowPosition &position) {
-    // 1. Read the row once: its partial sums, v staged or stored.
+    // 1. Read the row once: its partial sums, v staged or stored (staged
+    // also without a statistic where per-token scales need the amax).
     SmallVector<Value> partial;
-    if (twoSteps)
+    if (twoSteps || staged.buffer)
       partial = ifElseZeros(position.valid, [&] {
         Value inputBase = rowBase(position, "input");
         Value addendBase = addend ? rowBase(position, "addend") : Value();
@@ -84,9 +86,36 @@ void FusedRowEmitter::emitLongRows(::norm::RowStorage storage) {
     SmallVector<Value> sums =
         allReduce(ArrayRef<Value>(partial).drop_front(pivot ? 1 : 0));
 
+    Value skipBase = skip ? rowBase(position, "skip") : Value();
+    // Per-token FP8 scales: the amax of the normalized staged row, over the
+    // row's threads (norm::verifyLaunchFor: such rows are staged).
+    Value amax;
+    if (fused.outputScale == ::norm::OutputScale::PerToken) {
+      assert(staged.buffer && "per-token scales of a streamed row");
+      amax = ifElseZeros(position.valid, [&] {
+               RowScale scale = getRowScale(sums, pivot);
+               return forEachChunkGroup(
+                   row, {zero(VectorType::get({vector}, f32))},
+                   [&](ArrayRef<Chunk> chunks, ValueRange carried) {
+                     Value local = carried.front();
+                     for (Chunk chunk : chunks)
+                       local = accumulateAmax(
+                           chunk,
+                           normalize(scale, unstage(staged, chunk),
+                                     loadChunkParams(chunk, position.colBase,
+                                                     skipBase)),
+                           local);
+                     return SmallVector<Value>{local};
+                   });
+             }).front();
+      amax = reduceAmax(amax);
+    }
+
     // 3. v back, normalize, scale, store.
     ifThen(position.valid, [&] {
       RowScale scale = getRowScale(sums, pivot);
+      Value rowInverse =
+          amax ? storeTokenScale(position.token, amax) : inverse;
       saveStatistics(position.token, position.group, scale.scale,
                      arg("saved_mean") ? addf(scale.pivot, scale.centre)
                                        : Value());
@@ -97,7 +126,6 @@ void FusedRowEmitter::emitLongRows(::norm::RowStorage storage) {
       Value residualBase = residual && (readBack || residualLate)
                                ? rowBase(position, "residual_out")
                                : Value();
-      Value skipBase = skip ? rowBase(position, "skip") : Value();
       Value output = arg("output");
       Value outputBase = rowBase(position, "output");
       forEachChunkGroup(row, {}, [&](ArrayRef<Chunk> chunks, ValueRange) {
@@ -114,7 +142,7 @@ void FusedRowEmitter::emitLongRows(::norm::RowStorage storage) {
           params.push_back(loadChunkParams(chunk, position.colBase, skipBase));
         }
         for (auto [chunk, v, chunkParams] : llvm::zip(chunks, values, params)) {
-          Value y = normalize(scale, v, chunkParams);
+          Value y = quantize(normalize(scale, v, chunkParams), rowInverse);
           storeVector(convert(y, elementOf(output)), output, outputBase,
                       chunk.start, row.length, chunk.inside);
           if (residualLate)

@@ -40,6 +40,7 @@ void mlir::norm::buildNormKernelsToPtxPipeline(OpPassManager &pm,
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addPass(createNormLowerRowAllReduce());
   kernels.addPass(createNormLowerApproxMathToNVVM());
+  kernels.addPass(createNormExpandFp8Conversions());
   kernels.addPass(createSCFToControlFlowPass());
   // Vector masks (create_mask) need the vector conversion's own
   // preparation; the NVVM conversion alone leaves them behind.

@@ -176,4 +176,39 @@ def NormLowerApproxMathToNVVM : Pass<"norm-lower-approx-math-to-nvvm",
                            "::mlir::arith::ArithDialect"];
 }
 
+def NormExpandFp8Conversions : Pass<"norm-expand-fp8-conversions"> {
+  let summary = "Round f32 to FP8 (e4m3, e5m2): cvt.rn.satfinite or "
+                "integer code";
+  let description = [{
+    Rewrites `arith.truncf` from f32 to `f8E4M3FN` or `f8E5M2` (scalars and
+    vectors), which no LLVM backend lowers, into what the target runs:
+    where the chip of the enclosing `#norm.target` has cvt to FP8 (sm_89
+    on, `norm::ChipInfo::hasFp8Conversions`) and `software` is not set,
+    `nvvm.convert.f32x2.to.f8x2` of element pairs
+    (`cvt.rn.satfinite.e4m3x2.f32`); otherwise i32 arithmetic on the bit
+    patterns (the host path, sm_80). Both round to nearest even and
+    saturate: a magnitude beyond the largest finite value (448, 57344;
+    infinities included) becomes it, NaN becomes the quiet NaN (0x7f,
+    0x7e). So the CPU run of a kernel stores the bytes the GPU stores.
+
+    ```mlir
+    %q = arith.truncf %y : vector<8xf32> to vector<8xf8E4M3FN>
+    ```
+    becomes, on sm_90, four
+    ```mlir
+    %p = nvvm.convert.f32x2.to.f8x2 %y1, %y0 {rnd = #nvvm.fp_rnd_mode<rn>,
+        sat = #nvvm.sat_mode<satfinite>} : i16 (f8E4M3FN)
+    ```
+    (the second element in the upper byte) and a bitcast of the bytes.
+  }];
+  let options = [
+    Option<"software", "software", "bool", /*default=*/"false",
+           "Integer code even where the chip has cvt to FP8 (the host "
+           "path)">,
+  ];
+  let dependentDialects = ["::mlir::NVVM::NVVMDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // NORM_PASSES_LOWERINGPASSES_TD

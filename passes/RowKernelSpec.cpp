@@ -110,9 +110,10 @@ SmallVector<Value> RowKernelSpec::getOperands() const {
 
 FusedRowOp RowKernelSpec::build(OpBuilder &builder, Location loc) const {
   return FusedRowOp::create(
-      builder, loc, outputType, residualType, /*saved_mean=*/Type(),
-      /*saved_rstd=*/Type(), input, addend, skip, weight,
-      bias, mean, variance,
+      builder, loc, outputType, residualType, /*output_scales=*/Type(),
+      /*saved_mean=*/Type(), /*saved_rstd=*/Type(), input, addend, skip,
+      weight, bias, mean, variance, /*output_scale=*/Value(),
+      /*scale_ub=*/Value(),
       StatisticAttr::get(builder.getContext(), statistic),
       readsEps() ? builder.getF64FloatAttr(eps) : FloatAttr(),
       builder.getF64FloatAttr(alpha), builder.getF64FloatAttr(weightOffset),

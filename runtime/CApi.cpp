@@ -91,7 +91,8 @@ static_assert(NORMJIT_PLAN_FIXED ==
 // arguments (three tensors) and the tuning info, API 4 the launch arguments
 // (five tensors and cache_rows), API 5 two tensors before cache_rows (read
 // at its API 4 place from API 4's layout) and rope_table_rows, API 6 ten
-// tensors before both (read at their API 5 places from API 5's layout).
+// tensors before both (read at their API 5 places from API 5's layout),
+// API 8 three more (read at their API 6 places from API 6 and 7's layout).
 static_assert(sizeof(void *) == 8, "the C ABI is defined for 64-bit hosts");
 static_assert(offsetof(normjit_op_desc, scale) == NORMJIT_OP_DESC_SIZE_V1);
 // The rotary embedding fields follow scale, where API 3's first layout
@@ -116,7 +117,19 @@ static_assert(offsetof(normjit_launch_args, tensors) +
                   NORMJIT_GRAD_OUTPUT * sizeof(normjit_tensor) +
                   2 * sizeof(int64_t) ==
               NORMJIT_LAUNCH_ARGS_SIZE_V5);
-static_assert(sizeof(normjit_launch_args) == NORMJIT_LAUNCH_ARGS_SIZE_V6);
+static_assert(offsetof(normjit_launch_args, tensors) +
+                  NORMJIT_OUTPUT_SCALE * sizeof(normjit_tensor) +
+                  2 * sizeof(int64_t) ==
+              NORMJIT_LAUNCH_ARGS_SIZE_V6);
+static_assert(sizeof(normjit_launch_args) == NORMJIT_LAUNCH_ARGS_SIZE_V8);
+static_assert(NORMJIT_F8E4M3FN == static_cast<int>(ElementType::f8E4M3FN));
+static_assert(NORMJIT_F8E5M2 == static_cast<int>(ElementType::f8E5M2));
+static_assert(NORMJIT_OUTPUT_SCALE ==
+              static_cast<int>(BufferSlot::OutputScale));
+static_assert(NORMJIT_SCALE_UB ==
+              static_cast<int>(BufferSlot::ScaleUpperBound));
+static_assert(NORMJIT_OUTPUT_SCALES ==
+              static_cast<int>(BufferSlot::OutputScales));
 static_assert(offsetof(normjit_tuning_info, block_n) ==
               NORMJIT_TUNING_INFO_SIZE_V1);
 static_assert(sizeof(normjit_tuning_info) == NORMJIT_TUNING_INFO_SIZE_V3);
@@ -160,9 +173,9 @@ static normjit_status invalid(const std::string &message) {
   return fail(Status::error(ErrorCode::InvalidArgument, message));
 }
 
-/// A normjit_dtype value: f32, f16, bf16 or i32.
+/// A normjit_dtype value: f32, f16, bf16, i32 or FP8.
 static bool isDtype(int32_t dtype) {
-  return dtype >= NORMJIT_F32 && dtype <= NORMJIT_I32;
+  return dtype >= NORMJIT_F32 && dtype <= NORMJIT_F8E5M2;
 }
 
 /// The float dtypes: every tensor but cu_seqlens, and every desc type.
@@ -210,7 +223,7 @@ static std::string checkStructSize(const char *type, uint32_t size,
   (NORMJIT_HAS_FIELD(object, field) ? (object)->field                          \
                                     : decltype((object)->field){})
 
-constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_RESIDUAL_OVER_ADDEND << 1) - 1;
+constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_SCALE_UB << 1) - 1;
 constexpr uint32_t kAttentionOpFlags =
     NORMJIT_OP_CAUSAL | NORMJIT_OP_WRITE_LSE | NORMJIT_OP_ROPE_POSITIONS |
     NORMJIT_OP_ROPE_TABLE;
@@ -247,12 +260,26 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
       status = invalid("unknown dtype " + std::to_string(dtype));
       return false;
     }
+    if (dtype == desc->output_type &&
+        isFp8ElementType(static_cast<ElementType>(dtype)))
+      continue; // the model's rules say which operations take it
     if (!isFloatDtype(dtype)) {
-      status = invalid("normjit_op_desc: NORMJIT_I32 is only the dtype of "
-                       "the cu_seqlens buffer; tensors and parameters are "
-                       "f32, f16 or bf16");
+      status = invalid(
+          dtype == NORMJIT_I32
+              ? "normjit_op_desc: NORMJIT_I32 is only the dtype of the "
+                "cu_seqlens buffer; tensors and parameters are f32, f16 or "
+                "bf16"
+              : "normjit_op_desc: FP8 is only the output_type of a row "
+                "norm's quantized output; inputs and parameters are f32, "
+                "f16 or bf16");
       return false;
     }
+  }
+  if ((desc->flags & NORMJIT_OP_OUTPUT_SCALE_STATIC) &&
+      (desc->flags & NORMJIT_OP_OUTPUT_SCALE_PER_TOKEN)) {
+    status = invalid("NORMJIT_OP_OUTPUT_SCALE_STATIC and "
+                     "NORMJIT_OP_OUTPUT_SCALE_PER_TOKEN exclude each other");
+    return false;
   }
   if (desc->flags & ~kKnownOpFlags) {
     status = invalid(describeUnknownBits("normjit_op_desc.flags", desc->flags,
@@ -353,6 +380,12 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
       over(NORMJIT_OP_OUTPUT_OVER_INPUT, NORMJIT_OP_OUTPUT_OVER_ADDEND);
   spec.residualOver =
       over(NORMJIT_OP_RESIDUAL_OVER_INPUT, NORMJIT_OP_RESIDUAL_OVER_ADDEND);
+  spec.outputScale = desc->flags & NORMJIT_OP_OUTPUT_SCALE_STATIC
+                         ? OutputScale::Static
+                     : desc->flags & NORMJIT_OP_OUTPUT_SCALE_PER_TOKEN
+                         ? OutputScale::PerToken
+                         : OutputScale::None;
+  spec.scaleUpperBound = desc->flags & NORMJIT_OP_SCALE_UB;
   // Without a statistic flag the QK-Norm prologue normalizes with RMS (API
   // 1), attention not at all.
   if (attention)
@@ -760,6 +793,10 @@ static bool getArgsLayout(const normjit_launch_args &args,
               NORMJIT_LAUNCH_ARGS_SIZE_V5 - row};
     return true;
   case NORMJIT_LAUNCH_ARGS_SIZE_V6:
+    layout = {NORMJIT_OUTPUT_SCALE, NORMJIT_LAUNCH_ARGS_SIZE_V6 - 2 * row,
+              NORMJIT_LAUNCH_ARGS_SIZE_V6 - row};
+    return true;
+  case NORMJIT_LAUNCH_ARGS_SIZE_V8:
     layout = {NORMJIT_NUM_BUFFERS, offsetof(normjit_launch_args, cache_rows),
               offsetof(normjit_launch_args, rope_table_rows)};
     return true;
@@ -831,8 +868,10 @@ normjit_status normjit_kernel_launch(const normjit_kernel *kernel,
                      std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V4) +
                      "), API 5 (" +
                      std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V5) +
-                     ") and API 6 (" +
+                     "), API 6 (" +
                      std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V6) +
+                     ") and API 8 (" +
+                     std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V8) +
                      ") (call normjit_launch_args_init_sized)");
     LaunchArgs converted;
     if (args->reserved != 0)

@@ -74,8 +74,13 @@ extern "C" {
  * normjit_launch_args, then cache_rows and rope_table_rows; the library
  * still reads API 5's and API 4's layouts). Then 7 (in place:
  * NORMJIT_OP_OUTPUT_OVER_INPUT ... NORMJIT_OP_RESIDUAL_OVER_ADDEND;
- * programmatic dependent launch: NORMJIT_CONTEXT_PDL). */
-#define NORMJIT_API_VERSION 7
+ * programmatic dependent launch: NORMJIT_CONTEXT_PDL). Then 8 (FP8
+ * outputs: NORMJIT_F8E4M3FN, NORMJIT_F8E5M2, NORMJIT_OP_OUTPUT_SCALE_STATIC,
+ * NORMJIT_OP_OUTPUT_SCALE_PER_TOKEN, NORMJIT_OP_SCALE_UB, the buffers
+ * NORMJIT_OUTPUT_SCALE, NORMJIT_SCALE_UB and NORMJIT_OUTPUT_SCALES, so 37
+ * tensors in normjit_launch_args; the library still reads the layouts of
+ * API 4 to 7). */
+#define NORMJIT_API_VERSION 8
 
 /* The library version of this header: major (libnormjit.so.1) changes only
  * when the ABI breaks, minor is the API version. */
@@ -100,8 +105,10 @@ extern "C" {
 #define NORMJIT_LAUNCH_ARGS_SIZE_V4 720
 /* ... and in API 5 (24 tensors, cache_rows, rope_table_rows). */
 #define NORMJIT_LAUNCH_ARGS_SIZE_V5 792
-/* ... and in API 6 (34 tensors, cache_rows, rope_table_rows). */
+/* ... and in API 6 and 7 (34 tensors, cache_rows, rope_table_rows). */
 #define NORMJIT_LAUNCH_ARGS_SIZE_V6 1112
+/* ... and in API 8 (37 tensors, cache_rows, rope_table_rows). */
+#define NORMJIT_LAUNCH_ARGS_SIZE_V8 1208
 
 typedef enum normjit_status {
   NORMJIT_SUCCESS = 0,
@@ -122,7 +129,10 @@ typedef enum normjit_dtype {
   NORMJIT_F32 = 0,
   NORMJIT_F16 = 1,
   NORMJIT_BF16 = 2,
-  NORMJIT_I32 = 3 /* API 3: attention's cu_seqlens only; refused elsewhere */
+  NORMJIT_I32 = 3, /* API 3: attention's cu_seqlens only; refused elsewhere */
+  /* API 8: FP8 outputs of row norms only (output_type and NORMJIT_OUTPUT). */
+  NORMJIT_F8E4M3FN = 4, /* OCP e4m3, no infinities, largest finite 448 */
+  NORMJIT_F8E5M2 = 5    /* OCP e5m2, largest finite 57344 */
 } normjit_dtype;
 
 typedef enum normjit_op_kind {
@@ -165,6 +175,19 @@ typedef enum normjit_op_kind {
 #define NORMJIT_OP_OUTPUT_OVER_ADDEND (1u << 17)
 #define NORMJIT_OP_RESIDUAL_OVER_INPUT (1u << 18)
 #define NORMJIT_OP_RESIDUAL_OVER_ADDEND (1u << 19)
+/* API 8, FP8 outputs (forward row norms with output_type NORMJIT_F8E4M3FN or
+ * NORMJIT_F8E5M2; exactly one of the first two): q = fp8(y / scale), rounded
+ * to nearest even and saturated, y the f32 normalized value. STATIC divides
+ * by the f32 scalar NORMJIT_OUTPUT_SCALE (vLLM's rms_norm_static_fp8_quant);
+ * PER_TOKEN writes each row's scale max(min(amax, *scale_ub) / fp8_max,
+ * 1 / (fp8_max * 512)) to NORMJIT_OUTPUT_SCALES (rows x 1 f32,
+ * rms_norm_dynamic_per_token_quant), the amax bounded by the f32 scalar
+ * NORMJIT_SCALE_UB with SCALE_UB. Per-token scales need groups 1, rows
+ * held in registers or shared memory (else NORMJIT_ERROR_UNSUPPORTED), no
+ * skip. */
+#define NORMJIT_OP_OUTPUT_SCALE_STATIC (1u << 20)
+#define NORMJIT_OP_OUTPUT_SCALE_PER_TOKEN (1u << 21)
+#define NORMJIT_OP_SCALE_UB (1u << 22)
 
 /* normjit_op_desc.rope (API 3): attention's rotary position embeddings. */
 typedef enum normjit_rope {
@@ -379,7 +402,11 @@ typedef enum normjit_buffer {
   NORMJIT_BIAS_GRAD_PARTIALS = 31,
   NORMJIT_WEIGHT_GRAD = 32,
   NORMJIT_BIAS_GRAD = 33,
-  NORMJIT_NUM_BUFFERS = 34
+  /* API 8: FP8 outputs' scales (f32; cols 1, stride 0 for the scalars). */
+  NORMJIT_OUTPUT_SCALE = 34,
+  NORMJIT_SCALE_UB = 35,
+  NORMJIT_OUTPUT_SCALES = 36,
+  NORMJIT_NUM_BUFFERS = 37
 } normjit_buffer;
 
 /* A device buffer: cols elements per row, row_stride elements between rows
@@ -397,8 +424,9 @@ typedef struct normjit_launch_args {
   uint32_t struct_size; /* sizeof(normjit_launch_args) */
   uint32_t reserved;    /* 0 (anything else is refused) */
   /* API 1 and 2: 14 tensors (NORMJIT_LAUNCH_ARGS_SIZE_V1), API 3: 17
-   * (NORMJIT_LAUNCH_ARGS_SIZE_V3), API 4: 22, API 5: 24; the library reads
-   * only the tensors within struct_size, the others are absent. */
+   * (NORMJIT_LAUNCH_ARGS_SIZE_V3), API 4: 22, API 5: 24, API 6 and 7: 34,
+   * API 8: 37; the library reads only the tensors within struct_size, the
+   * others are absent. */
   normjit_tensor tensors[NORMJIT_NUM_BUFFERS];
   /* API 4. The rows of NORMJIT_K_CACHE and NORMJIT_V_CACHE (decode: batch *
    * cache capacity); 0 for every other operation (anything else is

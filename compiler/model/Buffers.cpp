@@ -18,7 +18,8 @@ static constexpr BufferSlot kAllSlots[] = {
     BufferSlot::GradOutput, BufferSlot::ResidualGrad, BufferSlot::SavedMean,
     BufferSlot::SavedRstd, BufferSlot::GradInput, BufferSlot::AddendGrad,
     BufferSlot::WeightGradPartials, BufferSlot::BiasGradPartials,
-    BufferSlot::WeightGrad, BufferSlot::BiasGrad};
+    BufferSlot::WeightGrad, BufferSlot::BiasGrad, BufferSlot::OutputScale,
+    BufferSlot::ScaleUpperBound, BufferSlot::OutputScales};
 static_assert(sizeof(kAllSlots) / sizeof(kAllSlots[0]) == kNumBufferSlots);
 
 std::string_view norm::getBufferSlotName(BufferSlot slot) {
@@ -91,6 +92,12 @@ std::string_view norm::getBufferSlotName(BufferSlot slot) {
     return "weight_grad";
   case BufferSlot::BiasGrad:
     return "bias_grad";
+  case BufferSlot::OutputScale:
+    return "output_scale";
+  case BufferSlot::ScaleUpperBound:
+    return "scale_ub";
+  case BufferSlot::OutputScales:
+    return "output_scales";
   }
   return "?";
 }
@@ -219,12 +226,18 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
     vector(BufferSlot::Mean, spec.statsType, h, false);
     vector(BufferSlot::Variance, spec.statsType, h, false);
   }
+  if (spec.outputScale == OutputScale::Static)
+    vector(BufferSlot::OutputScale, ElementType::f32, 1, false);
+  if (spec.scaleUpperBound)
+    vector(BufferSlot::ScaleUpperBound, ElementType::f32, 1, false);
   rows(BufferSlot::Output, spec.output, h, true);
   buffers.back().over = getRowOperandSlot(spec.outputOver);
   if (spec.writeResidual) {
     rows(BufferSlot::ResidualOut, spec.input, h, true);
     buffers.back().over = getRowOperandSlot(spec.residualOver);
   }
+  if (spec.outputScale == OutputScale::PerToken)
+    rows(BufferSlot::OutputScales, ElementType::f32, 1, true);
   if (spec.saveStats)
     savedStats(true);
   return buffers;
@@ -238,6 +251,8 @@ bool norm::isParameterBuffer(BufferSlot slot) {
   case BufferSlot::Variance:
   case BufferSlot::QWeight:
   case BufferSlot::KWeight:
+  case BufferSlot::OutputScale:
+  case BufferSlot::ScaleUpperBound:
     return true;
   default:
     return false;
@@ -282,6 +297,7 @@ bool norm::hasVectorRows(const BufferSpec &buffer) {
   switch (buffer.slot) {
   case BufferSlot::SavedMean:
   case BufferSlot::SavedRstd:
+  case BufferSlot::OutputScales:
   case BufferSlot::WeightGradPartials:
   case BufferSlot::BiasGradPartials:
     return false;

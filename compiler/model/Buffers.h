@@ -57,8 +57,13 @@ enum class BufferSlot : int {
   /// launch's in libnormjit, which runs the column sums (getGradientSums).
   WeightGrad,
   BiasGrad,
+  // FP8 outputs: the static scale and the per-token scales' upper bound
+  // (f32 scalars), the per-token scales (tokens x 1 f32).
+  OutputScale,
+  ScaleUpperBound,
+  OutputScales,
 };
-constexpr int kNumBufferSlots = 34;
+constexpr int kNumBufferSlots = 37;
 
 /// "input", "residual_out", "q_weight", ...: the names of the kernel ops'
 /// operands and results and of kernel parameters.
@@ -105,11 +110,15 @@ struct BufferSpec {
 /// (an addend scaled by alpha != 1) and weight_grad_partials and
 /// bias_grad_partials (f32 rows of their own: getGradPartialRows). A
 /// column sum (norm.column_sum) reads f32 input rows and writes an output
-/// vector.
+/// vector. An FP8 output's static scale (output_scale) and per-token
+/// scales' bound (scale_ub), one f32 each, follow the row inputs; its
+/// per-token scales (output_scales, one f32 a token row) follow
+/// residual_out.
 std::vector<BufferSpec> getBuffers(const OpSpec &spec);
 
 /// The operation's parameters: weight, bias, mean, variance, q_weight,
-/// k_weight. Under programmatic dependent launch (TargetOptions::pdl) no
+/// k_weight, and an FP8 output's output_scale and scale_ub (calibrated
+/// constants, as vLLM's static scales). Under programmatic dependent launch (TargetOptions::pdl) no
 /// kernel before a kernel in its stream writes them while it starts (the
 /// caller's promise), so they may be loaded before the wait and through
 /// the non-coherent cache; the other inputs may still be being written by

@@ -5,6 +5,8 @@
 using namespace norm;
 
 int64_t norm::getElementBytes(ElementType type) {
+  if (isFp8ElementType(type))
+    return 1;
   return type == ElementType::f32 || type == ElementType::i32 ? 4 : 2;
 }
 
@@ -18,13 +20,18 @@ std::string_view norm::getElementTypeName(ElementType type) {
     return "bf16";
   case ElementType::i32:
     return "i32";
+  case ElementType::f8E4M3FN:
+    return "f8E4M3FN";
+  case ElementType::f8E5M2:
+    return "f8E5M2";
   }
   return "?";
 }
 
 std::optional<ElementType> norm::parseElementType(std::string_view name) {
-  for (ElementType type : {ElementType::f32, ElementType::f16,
-                           ElementType::bf16, ElementType::i32})
+  for (ElementType type :
+       {ElementType::f32, ElementType::f16, ElementType::bf16, ElementType::i32,
+        ElementType::f8E4M3FN, ElementType::f8E5M2})
     if (getElementTypeName(type) == name)
       return type;
   return std::nullopt;
@@ -37,4 +44,12 @@ bool norm::isKnownElementType(ElementType type) {
 bool norm::isFloatElementType(ElementType type) {
   return type == ElementType::f32 || type == ElementType::f16 ||
          type == ElementType::bf16;
+}
+
+bool norm::isFp8ElementType(ElementType type) {
+  return type == ElementType::f8E4M3FN || type == ElementType::f8E5M2;
+}
+
+double norm::getFp8MaxFinite(ElementType type) {
+  return type == ElementType::f8E4M3FN ? 448.0 : 57344.0;
 }

@@ -28,6 +28,10 @@ static Format getFormat(ElementType type) {
     return {11, -14, 15};
   case ElementType::bf16:
     return {8, -126, 127};
+  case ElementType::f8E4M3FN:
+    return {4, -6, 8};
+  case ElementType::f8E5M2:
+    return {3, -14, 15};
   case ElementType::i32:
     break;
   }
@@ -59,6 +63,12 @@ double check::ulp(ElementType type, double magnitude) {
 }
 
 double check::roundTo(ElementType type, double value) {
+  // FP8 saturates, as quantization does (cvt.rn.satfinite): clamping first
+  // is the same, the largest finite value being representable.
+  if (isFp8ElementType(type) && !std::isnan(value)) {
+    double max = getFp8MaxFinite(type);
+    value = std::clamp(value, -max, max);
+  }
   if (!std::isfinite(value) || value == 0.0)
     return value;
   Format format = getFormat(type);
@@ -116,6 +126,25 @@ uint32_t check::encode(ElementType type, double value) {
         static_cast<uint32_t>(std::ldexp(magnitude, 10 - exponent)) - 1024;
     return sign | static_cast<uint32_t>(exponent + 15) << 10 | mantissa;
   }
+  case ElementType::f8E4M3FN:
+  case ElementType::f8E5M2: {
+    Format format = getFormat(type);
+    int mantissaBits = format.precision - 1;
+    int bias = 1 - format.minExponent;
+    uint32_t sign = (bits >> 24) & 0x80;
+    if (std::isnan(rounded)) // the quiet NaN cvt.rn.satfinite gives
+      return sign | (type == ElementType::f8E4M3FN ? 0x7f : 0x7e);
+    double magnitude = std::fabs(rounded); // finite: saturated
+    if (magnitude < std::ldexp(1.0, format.minExponent))
+      return sign | static_cast<uint32_t>(std::ldexp(
+                        magnitude, mantissaBits - format.minExponent));
+    int exponent = std::ilogb(magnitude);
+    auto mantissa = static_cast<uint32_t>(std::ldexp(
+                        magnitude, mantissaBits - exponent)) -
+                    (1u << mantissaBits);
+    return sign | static_cast<uint32_t>(exponent + bias) << mantissaBits |
+           mantissa;
+  }
   case ElementType::i32: // returned above
     break;
   }
@@ -144,6 +173,25 @@ double check::decode(ElementType type, uint32_t bits) {
       return sign * std::ldexp(mantissa, -24);
     return sign * std::ldexp(1024 + mantissa, exponent - 25);
   }
+  case ElementType::f8E4M3FN:
+  case ElementType::f8E5M2: {
+    Format format = getFormat(type);
+    int mantissaBits = format.precision - 1;
+    int bias = 1 - format.minExponent;
+    double sign = (bits & 0x80) ? -1.0 : 1.0;
+    int exponent = (bits & 0x7f) >> mantissaBits;
+    int mantissa = bits & ((1 << mantissaBits) - 1);
+    int top = (1 << (7 - mantissaBits)) - 1;
+    if (type == ElementType::f8E4M3FN && (bits & 0x7f) == 0x7f)
+      return std::numeric_limits<double>::quiet_NaN();
+    if (type == ElementType::f8E5M2 && exponent == top)
+      return mantissa ? std::numeric_limits<double>::quiet_NaN()
+                      : sign * std::numeric_limits<double>::infinity();
+    if (exponent == 0)
+      return sign * std::ldexp(mantissa, format.minExponent - mantissaBits);
+    return sign * std::ldexp((1 << mantissaBits) + mantissa,
+                             exponent - bias - mantissaBits);
+  }
   }
   return 0.0;
 }
@@ -152,6 +200,10 @@ void check::storeBits(ElementType type, void *base, int64_t index,
                       uint32_t bits) {
   if (getElementBytes(type) == 4) {
     std::memcpy(static_cast<char *>(base) + 4 * index, &bits, 4);
+    return;
+  }
+  if (getElementBytes(type) == 1) {
+    static_cast<uint8_t *>(base)[index] = static_cast<uint8_t>(bits);
     return;
   }
   auto half = static_cast<uint16_t>(bits);
@@ -164,6 +216,8 @@ double check::loadElement(ElementType type, const void *base, int64_t index) {
     std::memcpy(&bits, static_cast<const char *>(base) + 4 * index, 4);
     return decode(type, bits);
   }
+  if (getElementBytes(type) == 1)
+    return decode(type, static_cast<const uint8_t *>(base)[index]);
   uint16_t half;
   std::memcpy(&half, static_cast<const char *>(base) + 2 * index, 2);
   return decode(type, half);
@@ -184,6 +238,10 @@ uint32_t check::getOutputPoison(ElementType type) {
     return 0x7fa5;
   case ElementType::i32:
     return 0xa5a5a5a5;
+  case ElementType::f8E4M3FN: // e4m3 has one NaN pattern a sign
+    return 0x7f;
+  case ElementType::f8E5M2:
+    return 0x7d;
   }
   return 0;
 }
@@ -198,6 +256,10 @@ uint32_t check::getInputGuard(ElementType type) {
     return 0xffc3;
   case ElementType::i32:
     return 0xc3c3c3c3;
+  case ElementType::f8E4M3FN:
+    return 0xff;
+  case ElementType::f8E5M2:
+    return 0xfd;
   }
   return 0;
 }

@@ -1,4 +1,4 @@
-//===- FloatFormats.h - exact f32, f16 and bf16 storage -------*- C++ -*-===//
+//===- FloatFormats.h - exact f32, f16, bf16 and FP8 storage --*- C++ -*-===//
 //
 // The storage types of the kernels, emulated in double precision: rounding
 // to nearest even straight from double (no double rounding through float),
@@ -16,10 +16,12 @@
 
 namespace norm::check {
 
-/// `value` rounded to nearest even in `type` (overflow to infinity).
+/// `value` rounded to nearest even in `type` (overflow to infinity; FP8
+/// saturates to its largest finite value, as quantization does).
 double roundTo(ElementType type, double value);
 
-/// The bits of `value` rounded to `type` (the low 16 bits for f16/bf16).
+/// The bits of `value` rounded to `type` (the low 16 bits for f16/bf16, the
+/// low 8 for FP8).
 uint32_t encode(ElementType type, double value);
 /// The value of `bits` stored as `type`.
 double decode(ElementType type, uint32_t bits);

@@ -189,11 +189,15 @@ Status norm::describeKernel(const OpSpec &spec, const LaunchConfig &launch,
     param.readOnly = !buffer.written;
     // Attention's tiles are 16-byte vectors of bf16 or f16; its sequence
     // offsets and cache lengths are read, and its log-sum-exps, partials
-    // and semaphores written, one by one.
+    // and semaphores written, one by one, as are saved statistics and FP8
+    // scales.
     bool scalar = !buffer.rows2D && buffer.cols == 0;
     scalar |= buffer.slot == BufferSlot::Lse ||
               buffer.slot == BufferSlot::SavedMean ||
-              buffer.slot == BufferSlot::SavedRstd;
+              buffer.slot == BufferSlot::SavedRstd ||
+              buffer.slot == BufferSlot::OutputScale ||
+              buffer.slot == BufferSlot::ScaleUpperBound ||
+              buffer.slot == BufferSlot::OutputScales;
     param.alignment = scalar ? getElementBytes(buffer.type)
                              : getBufferAlignment(buffer.type, launch.vector);
     // The runtime allocates the partials, whose quads the combine reads

@@ -204,6 +204,33 @@ static Status verifyStagedBackward(const OpSpec &spec,
   return Status::success();
 }
 
+/// Why a kernel that needs its rows held whole (`need`: what needs them)
+/// cannot have them: streamed rows of `spec` under `launch`. Unsupported
+/// where no launch stages them (`otherwise` says what then), invalid where
+/// this launch stages too many at once.
+static Status refuseStreamedRows(const OpSpec &spec, const LaunchConfig &launch,
+                                 int64_t maxSharedBytes,
+                                 const std::string &need,
+                                 const char *otherwise) {
+  std::string what = need +
+                     " (in registers or staged in shared memory), but rows "
+                     "of " +
+                     std::to_string(getRowLength(spec)) + " elements ";
+  int64_t row = getStagedRowBytes(spec, launch.vector);
+  int64_t available = maxSharedBytes - kReservedSharedBytes;
+  if (row > available)
+    return Status::error(
+        ErrorCode::Unsupported,
+        what + "take " + std::to_string(row) + " bytes staged, more than the " +
+            std::to_string(std::max<int64_t>(available, 0)) +
+            " a CTA of the target may use" + otherwise);
+  return Status::invalid(what + "are streamed with this launch (" +
+                         std::to_string(launch.getConcurrentRows()) +
+                         " rows of " + std::to_string(row) +
+                         " bytes at once do not fit the shared memory of a "
+                         "CTA): stage fewer rows at once");
+}
+
 /// In place: registers and staged rows store residual_out after the
 /// exchange, when every thread has read the row. Streamed rows store it in
 /// their first pass, each thread over its own elements; that is exact where
@@ -219,31 +246,32 @@ static Status verifyInPlaceStorage(const OpSpec &spec,
       (statistic != Statistic::MeanVar && readsResidualBack(spec)) ||
       getRowStorage(spec, launch, maxSharedBytes) != RowStorage::Streamed)
     return Status::success();
-  std::string what =
+  return refuseStreamedRows(
+      spec, launch, maxSharedBytes,
       "residual_out over '" +
-      std::string(getRowOperandName(spec.residualOver)) + "' needs " +
-      (statistic == Statistic::MeanVar
-           ? "mean_var rows read whole before they are written (every "
-             "thread reads their first element)"
-           : "rows read whole before they are written, or read back from "
-             "residual_out (not with an f32 residual stream)") +
-      " (in registers or staged in shared memory), but rows of " +
-      std::to_string(getRowLength(spec)) + " elements ";
-  int64_t row = getStagedRowBytes(spec, launch.vector);
-  int64_t available = maxSharedBytes - kReservedSharedBytes;
-  if (row > available)
-    return Status::error(
-        ErrorCode::Unsupported,
-        what + "take " + std::to_string(row) + " bytes staged, more than the " +
-            std::to_string(std::max<int64_t>(available, 0)) +
-            " a CTA of the target may use, and streamed rows store "
-            "residual_out in their first pass: such rows cannot write it in "
-            "place");
-  return Status::invalid(what + "are streamed with this launch (" +
-                         std::to_string(launch.getConcurrentRows()) +
-                         " rows of " + std::to_string(row) +
-                         " bytes at once do not fit the shared memory of a "
-                         "CTA): stage fewer rows at once");
+          std::string(getRowOperandName(spec.residualOver)) + "' needs " +
+          (statistic == Statistic::MeanVar
+               ? "mean_var rows read whole before they are written (every "
+                 "thread reads their first element)"
+               : "rows read whole before they are written, or read back from "
+                 "residual_out (not with an f32 residual stream)"),
+      ", and streamed rows store residual_out in their first pass: such "
+      "rows cannot write it in place");
+}
+
+/// Per-token FP8 scales need each row's amax before its first quantized
+/// element: rows in registers or staged in shared memory normalize twice
+/// (the amax, then the quantized stores); streamed rows would read global
+/// memory a third time.
+static Status verifyQuantizedStorage(const OpSpec &spec,
+                                     const LaunchConfig &launch,
+                                     int64_t maxSharedBytes) {
+  if (spec.outputScale != OutputScale::PerToken ||
+      getRowStorage(spec, launch, maxSharedBytes) != RowStorage::Streamed)
+    return Status::success();
+  return refuseStreamedRows(spec, launch, maxSharedBytes,
+                            "per-token FP8 scales need rows held whole",
+                            "; use a static scale there");
 }
 
 Status norm::verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch,
@@ -282,6 +310,9 @@ Status norm::verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch,
         std::to_string(vector) + " for rows of " + std::to_string(length) +
         " elements");
   if (Status status = verifyInPlaceStorage(spec, launch, maxSharedBytes);
+      !status)
+    return status;
+  if (Status status = verifyQuantizedStorage(spec, launch, maxSharedBytes);
       !status)
     return status;
   if ((isFusedRow(spec) && !spec.backward) || fitsInRegisters(spec, launch))
@@ -461,8 +492,10 @@ RowStorage norm::getRowStorage(const OpSpec &spec, const LaunchConfig &launch,
                                int64_t maxSharedBytes) {
   if (!isFusedRow(spec) || fitsInRegisters(spec, launch))
     return RowStorage::Registers;
-  // Without a statistic, one pass over the row is all there is.
-  if (getStatistic(spec) == Statistic::None)
+  // Without a statistic, one pass over the row is all there is, unless
+  // per-token FP8 scales need its amax first.
+  if (getStatistic(spec) == Statistic::None &&
+      spec.outputScale != OutputScale::PerToken)
     return RowStorage::Streamed;
   if (launch.getConcurrentRows() * getStagedRowBytes(spec, launch.vector) <=
           maxSharedBytes - kReservedSharedBytes &&

@@ -85,6 +85,37 @@ std::optional<RowOperand> norm::parseRowOperandName(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view norm::getOutputScaleName(OutputScale scale) {
+  switch (scale) {
+  case OutputScale::None:
+    return "none";
+  case OutputScale::Static:
+    return "static";
+  case OutputScale::PerToken:
+    return "per_token";
+  }
+  return "?";
+}
+
+std::optional<OutputScale>
+norm::parseOutputScaleName(std::string_view name) {
+  for (OutputScale scale :
+       {OutputScale::None, OutputScale::Static, OutputScale::PerToken})
+    if (getOutputScaleName(scale) == name)
+      return scale;
+  return std::nullopt;
+}
+
+double norm::getPerTokenScale(ElementType output, double amax,
+                              std::optional<double> upperBound) {
+  double max = getFp8MaxFinite(output);
+  if (std::isnan(amax)) // as the kernels' maximumf: NaN propagates
+    return amax;
+  if (upperBound)
+    amax = std::fmin(amax, *upperBound);
+  return std::fmax(amax / max, 1.0 / (max * kMinScaleFactor));
+}
+
 std::string_view norm::getOpKindName(OpKind kind) {
   switch (kind) {
   case OpKind::RMSNorm:
@@ -431,6 +462,36 @@ Status norm::verifyInPlace(const OpSpec &spec) {
   return check(spec.residualOver, spec.input, "residual_out");
 }
 
+/// FP8 outputs of forward row kernels and their scales.
+static Status verifyQuantizedOutput(const OpSpec &spec) {
+  bool fp8 = isFp8ElementType(spec.output);
+  std::string output(getElementTypeName(spec.output));
+  if (!fp8) {
+    if (spec.outputScale != OutputScale::None || spec.scaleUpperBound)
+      return Status::invalid("output scales quantize FP8 outputs (f8E4M3FN, "
+                             "f8E5M2), not " + output);
+    return Status::success();
+  }
+  if (!isFusedRow(spec) || spec.backward)
+    return Status::invalid("FP8 outputs (" + output +
+                           ") are written by forward row kernels only");
+  if (spec.outputScale == OutputScale::None)
+    return Status::invalid("an FP8 output (" + output +
+                           ") needs a scale: static (output_scale) or "
+                           "per_token (output_scales)");
+  if (spec.hasSkip)
+    return Status::invalid("an FP8 output quantizes the normalized row; a "
+                           "skip (Sandwich-Norm) add before it is not "
+                           "supported");
+  if (spec.outputScale == OutputScale::PerToken && spec.groups != 1)
+    return Status::invalid("per-token FP8 scales take the amax of a whole "
+                           "token row: groups must be 1, got " +
+                           std::to_string(spec.groups));
+  if (spec.scaleUpperBound && spec.outputScale != OutputScale::PerToken)
+    return Status::invalid("scale_ub bounds per-token FP8 scales only");
+  return Status::success();
+}
+
 /// norm.fused_row: prologue, statistic, epilogue.
 static Status verifyFusedRow(const OpSpec &spec) {
   if (Status status = verifyPositiveFinite(spec.alpha, "alpha"); !status)
@@ -469,9 +530,13 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
                            std::to_string(static_cast<int>(spec.kind)));
   for (ElementType type : {spec.input, spec.output, spec.param, spec.statsType,
                            spec.addendType, spec.skipType})
-    if (!isFloatElementType(type))
+    if (!isFloatElementType(type) &&
+        !(type == spec.output && isFp8ElementType(type)))
       return Status::invalid("unknown element type " +
                              std::to_string(static_cast<int>(type)));
+  if (!parseOutputScaleName(getOutputScaleName(spec.outputScale)))
+    return Status::invalid("unknown output scale " +
+                           std::to_string(static_cast<int>(spec.outputScale)));
   if (!parseStatisticName(getStatisticName(spec.qkStatistic)))
     return Status::invalid("unknown QK-Norm statistic " +
                            std::to_string(static_cast<int>(spec.qkStatistic)));
@@ -502,6 +567,8 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
     return Status::invalid("save_stats applies to row kernels and the QK-Norm "
                            "prologue");
   if (Status status = verifyInPlace(spec); !status)
+    return status;
+  if (Status status = verifyQuantizedOutput(spec); !status)
     return status;
 
   switch (spec.kind) {
@@ -675,6 +742,10 @@ std::string norm::getCanonicalSpec(const OpSpec &original) {
     os << " output_over=" << getRowOperandName(s.outputOver);
   if (s.residualOver != RowOperand::None)
     os << " residual_over=" << getRowOperandName(s.residualOver);
+  if (s.outputScale != OutputScale::None)
+    os << " output_scale=" << getOutputScaleName(s.outputScale);
+  if (s.scaleUpperBound)
+    os << " scale_ub=1";
   return os.str();
 }
 
@@ -803,6 +874,15 @@ std::optional<OpSpec> norm::parseCanonicalSpec(std::string_view text,
   };
   operand("output_over", spec.outputOver);
   operand("residual_over", spec.residualOver);
+  if (fields.count("output_scale")) {
+    std::optional<std::string> v = take("output_scale");
+    if (std::optional<OutputScale> parsed = parseOutputScaleName(*v))
+      spec.outputScale = *parsed;
+    else
+      error = "field 'output_scale' is not an output scale";
+  }
+  if (fields.count("scale_ub"))
+    flag("scale_ub", spec.scaleUpperBound);
   if (error.empty() && !fields.empty())
     error = "unknown operation field '" + fields.begin()->first + "'";
   if (!error.empty())
@@ -859,5 +939,9 @@ std::string norm::describeOpSpec(const OpSpec &spec) {
     os << " output over " << getRowOperandName(spec.outputOver);
   if (spec.residualOver != RowOperand::None)
     os << " residual_out over " << getRowOperandName(spec.residualOver);
+  if (spec.outputScale != OutputScale::None)
+    os << " scale " << getOutputScaleName(spec.outputScale);
+  if (spec.scaleUpperBound)
+    os << " +scale_ub";
   return os.str();
 }

@@ -51,6 +51,25 @@ enum class RowOperand { None, Input, Addend };
 std::string_view getRowOperandName(RowOperand operand);
 std::optional<RowOperand> parseRowOperandName(std::string_view name);
 
+/// How a forward row kernel quantizes an FP8 output (vLLM's
+/// rms_norm_static_fp8_quant and rms_norm_dynamic_per_token_quant): `none`
+/// for outputs of f32/f16/bf16; `static` divides every output by the f32
+/// scalar `output_scale` (a device buffer); `per_token` takes each token
+/// row's scale from its amax, scale = max(min(amax, scale_ub) / fp8_max,
+/// 1 / (fp8_max * 512)), and writes it to `output_scales` (tokens x 1 f32)
+/// beside the row. Either way q = fp8(y * (1 / scale)), rounded to nearest
+/// even and saturated to the largest finite value (cvt.rn.satfinite); y is
+/// the normalized f32 value, never rounded to another type first.
+enum class OutputScale { None, Static, PerToken };
+
+/// "none", "static", "per_token" (the dialect's spelling).
+std::string_view getOutputScaleName(OutputScale scale);
+std::optional<OutputScale> parseOutputScaleName(std::string_view name);
+
+/// vLLM's smallest per-token scale is 1 / (fp8_max * 512): a row of zeros
+/// still divides by a finite scale.
+constexpr double kMinScaleFactor = 512.0;
+
 /// One operation: what one kernel computes.
 struct OpSpec {
   enum class Kind {
@@ -138,6 +157,11 @@ struct OpSpec {
   /// after every thread has read it (verifyInPlace).
   RowOperand outputOver = RowOperand::None;
   RowOperand residualOver = RowOperand::None;
+  // FP8 outputs (forward row kernels; `output` f8E4M3FN or f8E5M2):
+  OutputScale outputScale = OutputScale::None;
+  /// Per-token scales: each row's amax is first clamped by the f32 scalar
+  /// `scale_ub` (vLLM's scale_ub).
+  bool scaleUpperBound = false;
 };
 
 using OpKind = OpSpec::Kind;
@@ -168,6 +192,12 @@ OpKind getRowKind(Statistic statistic, int64_t groups,
 /// The per-row statistic of the kernel of `spec` (none for column
 /// statistics, whose reduction runs over columns).
 Statistic getStatistic(const OpSpec &spec);
+
+/// The per-token FP8 scale of a row whose normalized values have the
+/// largest magnitude `amax` (OutputScale::PerToken), in double precision:
+/// what the float64 references compare the kernels' f32 scales with.
+double getPerTokenScale(ElementType output, double amax,
+                        std::optional<double> upperBound);
 
 /// Whether the kernel of `spec` reads `eps`: it has a statistic, or
 /// per-channel variances (BatchNorm inference).

@@ -5,6 +5,7 @@
 #include "compiler/model/FloatFormats.h"
 #include "compiler/model/ReferenceDetail.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace norm;
@@ -38,7 +39,8 @@ struct Epilogue {
   double weight = 1.0, bias = 0.0;
   std::optional<double> skip;
 
-  Expected apply(double normalized, double error) const {
+  /// The f32 value before the final rounding, and its error.
+  Expected compute(double normalized, double error) const {
     double value = normalized * weight + bias;
     error = error * std::fabs(weight) +
             4 * u * (std::fabs(normalized * weight) + std::fabs(bias));
@@ -51,9 +53,27 @@ struct Epilogue {
       value = rounded + *skip;
       error += 2 * u * (std::fabs(rounded) + std::fabs(*skip));
     }
-    return {value, error + ulp(output, std::fabs(value) + error)};
+    return {value, error};
+  }
+
+  Expected apply(double normalized, double error) const {
+    Expected y = compute(normalized, error);
+    return {y.value, y.tolerance + ulp(output, std::fabs(y.value) + y.tolerance)};
   }
 };
+
+/// An FP8 output element: y (with its error) times 1 / scale (the kernel
+/// rounds the reciprocal and the product: a few units of f32 roundoff),
+/// saturated, rounded to nearest even.
+Expected quantizeExpected(ElementType output, const Expected &y, double scale,
+                          double scaleRelError) {
+  double max = getFp8MaxFinite(output);
+  double value = y.value / scale;
+  double error = y.tolerance / scale +
+                 std::fabs(value) * (scaleRelError + 4 * u);
+  value = std::clamp(value, -max, max);
+  return {value, error + 0.5 * ulp(output, std::fabs(value) + error)};
+}
 } // namespace
 
 RowStatistic detail::computeStatistic(Statistic statistic, double eps,
@@ -106,6 +126,16 @@ FusedRowExpected check::referenceFusedRow(const OpSpec &spec,
     if (statistic == Statistic::MeanVar)
       expected.savedMean = ExpectedRows(rows, spec.groups);
   }
+
+  bool fp8 = isFp8ElementType(spec.output);
+  bool perToken = spec.outputScale == OutputScale::PerToken;
+  if (perToken)
+    expected.outputScales = ExpectedRows(rows, 1);
+  std::optional<double> upperBound;
+  if (operands.scaleUpperBound)
+    upperBound = operands.scaleUpperBound.at(0);
+  // FP8: y before quantization, per row (per-token scales need its amax).
+  std::vector<Expected> y(fp8 ? hidden : 0);
 
   std::vector<double> v(hidden), dv(hidden);
   for (int64_t row = 0; row < rows; ++row) {
@@ -160,9 +190,35 @@ FusedRowExpected check::referenceFusedRow(const OpSpec &spec,
           epilogue.bias = operands.bias.at(col);
         if (operands.skip)
           epilogue.skip = operands.skip->at(row, col);
-        expected.output.at(row, col) = epilogue.apply(normalized, error);
+        if (fp8)
+          y[col] = epilogue.compute(normalized, error);
+        else
+          expected.output.at(row, col) = epilogue.apply(normalized, error);
       }
     }
+    if (!fp8)
+      continue;
+    double scale = 0.0, scaleRelError = 2 * u; // the static scale's reciprocal
+    if (perToken) {
+      // The kernel's amax is off by at most the largest error of a y.
+      double amax = 0.0, amaxError = 0.0;
+      for (const Expected &e : y) {
+        amax = std::max(amax, std::fabs(e.value));
+        amaxError = std::max(amaxError, e.tolerance);
+      }
+      scale = getPerTokenScale(spec.output, amax, upperBound);
+      // The kernel divides its amax (off by amaxError) by fp8_max; a
+      // bound or the smallest scale it may take instead is exact but for
+      // that division.
+      double error = amaxError / getFp8MaxFinite(spec.output) + 2 * u * scale;
+      expected.outputScales.at(row, 0) = {scale, error};
+      scaleRelError += scale > 0.0 ? error / scale : 0.0;
+    } else {
+      scale = operands.outputScale.at(0);
+    }
+    for (int64_t col = 0; col < hidden; ++col)
+      expected.output.at(row, col) =
+          quantizeExpected(spec.output, y[col], scale, scaleRelError);
   }
   return expected;
 }

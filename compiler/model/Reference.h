@@ -77,11 +77,18 @@ struct FusedRowOperands {
   RowsView input;
   std::optional<RowsView> addend, skip;
   ParamView weight, bias, mean, variance;
+  /// FP8 outputs: the static scale, the per-token scales' bound.
+  ParamView outputScale, scaleUpperBound;
 };
 
 struct FusedRowExpected {
+  /// FP8 outputs: the quantized values y / scale, saturated; within half
+  /// an FP8 spacing plus the propagated f32 error (a kernel that rounds
+  /// toward zero is off by up to a whole spacing).
   ExpectedRows output;
   ExpectedRows residual; // empty without residual_out
+  /// rows x 1 (per-token FP8 scales).
+  ExpectedRows outputScales;
   /// rows x groups (save_stats; saved_mean for mean_var only).
   ExpectedRows savedMean, savedRstd;
 };

@@ -5,10 +5,10 @@
 using namespace norm;
 
 static constexpr ChipInfo kChips[] = {
-    {"sm_80", 163 * 1024, false},
-    {"sm_89", 99 * 1024, false},
-    {"sm_90", 227 * 1024, true},
-    {"sm_90a", 227 * 1024, true},
+    {"sm_80", 163 * 1024, false, false},
+    {"sm_89", 99 * 1024, false, true},
+    {"sm_90", 227 * 1024, true, true},
+    {"sm_90a", 227 * 1024, true, true},
 };
 
 const ChipInfo *norm::findChip(std::string_view chip) {

@@ -24,6 +24,9 @@ struct ChipInfo {
   int64_t maxSharedBytesPerCta;
   /// Programmatic dependent launch (griddepcontrol, sm_90 on).
   bool hasGridDependencyControl;
+  /// cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 (sm_89 on): FP8 outputs round in
+  /// hardware, elsewhere in integer code of the same result.
+  bool hasFp8Conversions;
 };
 
 /// sm_80 (163 KiB per CTA), sm_89 (99 KiB), sm_90 and sm_90a (227 KiB);

@@ -81,7 +81,7 @@ func.func @missing_eps(%x: tensor<?x8xf32>) {
 
 func.func @symbol_kernel_attr(%x: tensor<?x8xf32>) {
   // expected-error @+1 {{Invalid attribute `kernel` in property conversion: "k0"}}
-  %0 = "norm.fused_row"(%x) <{eps = 1.0e-06 : f64, statistic = #norm.statistic<rms>, kernel = "k0", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0>}> : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  %0 = "norm.fused_row"(%x) <{eps = 1.0e-06 : f64, statistic = #norm.statistic<rms>, kernel = "k0", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0>}> : (tensor<?x8xf32>) -> tensor<?x8xf32>
   return
 }
 
@@ -133,7 +133,7 @@ func.func @segment_no_input(%x: tensor<?x8xf32>, %w: tensor<8xf32>) {
 
 func.func @segment_two_inputs(%x: tensor<?x8xf32>) {
   // expected-error @+1 {{operand group starting at #0 requires 1 element, but found 2}}
-  %0 = "norm.fused_row"(%x, %x) <{eps = 1.0e-06 : f64, statistic = #norm.statistic<rms>, operandSegmentSizes = array<i32: 2, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0>}> : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %0 = "norm.fused_row"(%x, %x) <{eps = 1.0e-06 : f64, statistic = #norm.statistic<rms>, operandSegmentSizes = array<i32: 2, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0>}> : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
   return
 }
 
@@ -173,7 +173,7 @@ func.func @no_operands() {
 
 func.func @fused_row_three_results(%x: tensor<?x8xf32>) {
   // expected-error @+1 {{result group starting at #1 requires 0 or 1 element, but found 2}}
-  %0:3 = "norm.fused_row"(%x) <{eps = 1.0e-06 : f64, statistic = #norm.statistic<rms>, operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 2, 0, 0>}> : (tensor<?x8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>)
+  %0:3 = "norm.fused_row"(%x) <{eps = 1.0e-06 : f64, statistic = #norm.statistic<rms>, operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 2, 0, 0, 0>}> : (tensor<?x8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>)
   return
 }
 

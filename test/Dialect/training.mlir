@@ -10,7 +10,7 @@
 // CHECK: %output, %residual_out, %saved_rstd = norm.fused_row <rms> %arg0 addend(%arg1 : tensor<?x4096xbf16>) weight(%arg2 : tensor<4096xbf16>) eps(1.0e-06) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>, tensor<?x4096xbf16> saved_rstd(tensor<?x1xf32>)
 // CHECK: norm.fused_row_grad <rms> %residual_out grad(%arg3 : tensor<?x4096xbf16>) residual_grad(%arg4 : tensor<?x4096xbf16>) weight(%arg2 : tensor<4096xbf16>) saved_rstd(%saved_rstd : tensor<?x1xf32>) : tensor<?x4096xbf16> -> tensor<?x4096xbf16> weight_grad_partials(tensor<?x4096xf32>)
 // CHECK: norm.column_sum %weight_grad_partials : tensor<?x4096xf32> -> tensor<4096xbf16>
-// GENERIC: "norm.fused_row"({{.*}}) <{{.*}}operandSegmentSizes = array<i32: 1, 1, 0, 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 1, 0, 1>, statistic = #norm.statistic<rms>
+// GENERIC: "norm.fused_row"({{.*}}) <{{.*}}operandSegmentSizes = array<i32: 1, 1, 0, 1, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 1, 0, 0, 1>, statistic = #norm.statistic<rms>
 // GENERIC: "norm.fused_row_grad"({{.*}}) <{alpha = 1.000000e+00 : f64, groups = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1>, resultSegmentSizes = array<i32: 1, 0, 1, 0>, statistic = #norm.statistic<rms>, weight_offset = 0.000000e+00 : f64}>
 func.func @pre_norm_step(%x: tensor<?x4096xbf16>, %f: tensor<?x4096xbf16>,
                          %w: tensor<4096xbf16>, %dy: tensor<?x4096xbf16>,

@@ -64,6 +64,8 @@ std::optional<std::string> GuardedBuffer::findStrayWrite(uint32_t bits) const {
       uint32_t element;
       if (elementBytes == 4) {
         std::memcpy(&element, base + 4 * i, 4);
+      } else if (elementBytes == 1) {
+        element = base[i];
       } else {
         uint16_t half;
         std::memcpy(&half, base + 2 * i, 2);

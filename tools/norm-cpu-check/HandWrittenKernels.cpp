@@ -441,11 +441,13 @@ public:
 
   // The QK-Norm kernels are the simplest ones: RMS and L2, plain weights.
   bool supports(const OpSpec &spec) const override {
-    // The training and in-place kernels have no hand-written counterparts.
+    // The training, in-place and FP8 kernels have no hand-written
+    // counterparts.
     if (spec.saveStats || spec.backward ||
         spec.kind == OpSpec::Kind::ColumnSum ||
         spec.outputOver != ::norm::RowOperand::None ||
-        spec.residualOver != ::norm::RowOperand::None)
+        spec.residualOver != ::norm::RowOperand::None ||
+        spec.outputScale != ::norm::OutputScale::None)
       return false;
     return spec.kind != OpSpec::Kind::QKNormPrologue ||
            (spec.qkStatistic != ::norm::Statistic::MeanVar &&

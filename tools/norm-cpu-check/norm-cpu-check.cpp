@@ -128,6 +128,9 @@ static constexpr LongRowCase kLongRows[] = {
     {"rms_add", ElementType::bf16, 100000}, // shared, residual out
     {"rms_add_inplace", ElementType::bf16, 100000}, // shared, in place
     {"layer_add_inplace", ElementType::f16, 65537}, // shared, in place
+    {"rms_add_fp8_token", ElementType::bf16, 100000}, // shared, amax pass
+    {"residual_fp8_token", ElementType::f16, 65537},  // shared, no statistic
+    {"rms_fp8", ElementType::f32, 100000},            // streamed, static
     {"layer", ElementType::f16, 100000},    // shared, mean_var
     {"rms_add", ElementType::f32, 100000},  // streamed, v from residual_out
     {"rms_add_inplace", ElementType::f32, 100000}, // streamed, in place
@@ -234,6 +237,54 @@ static const std::vector<Variant> &getVariants() {
          s.residualOver = ::norm::RowOperand::Addend;
          s.outputOver = ::norm::RowOperand::Input;
          s.eps = 1e-5;
+         return true;
+       }},
+      // Inference: FP8 outputs in the same pass.
+      {"rms_fp8",
+       "RMSNorm with weight, e4m3 output, static scale "
+       "(rms_norm_static_fp8_quant)",
+       false,
+       [](OpSpec &s) {
+         s.kind = Kind::RMSNorm;
+         s.hasWeight = true;
+         s.output = ElementType::f8E4M3FN;
+         s.outputScale = ::norm::OutputScale::Static;
+         return true;
+       }},
+      {"rms_add_fp8_token",
+       "residual add + RMSNorm, residual out, e4m3 output with per-token "
+       "scales (rms_norm_dynamic_per_token_quant)",
+       false,
+       [](OpSpec &s) {
+         s.kind = Kind::RMSNorm;
+         s.hasAddend = s.hasWeight = s.writeResidual = true;
+         s.output = ElementType::f8E4M3FN;
+         s.outputScale = ::norm::OutputScale::PerToken;
+         return true;
+       }},
+      {"layer_fp8_e5m2_ub",
+       "LayerNorm with weight and bias, e5m2 output, per-token scales "
+       "bounded by scale_ub",
+       false,
+       [](OpSpec &s) {
+         s.kind = Kind::LayerNorm;
+         s.hasWeight = s.hasBias = true;
+         s.eps = 1e-5;
+         s.output = ElementType::f8E5M2;
+         s.outputScale = ::norm::OutputScale::PerToken;
+         s.scaleUpperBound = true;
+         return true;
+       }},
+      {"residual_fp8_token",
+       "alpha * x + y with residual out, no statistic, e4m3 output with "
+       "per-token scales",
+       false,
+       [](OpSpec &s) {
+         s.kind = Kind::Elementwise;
+         s.hasAddend = s.writeResidual = true;
+         s.alpha = 2.0;
+         s.output = ElementType::f8E4M3FN;
+         s.outputScale = ::norm::OutputScale::PerToken;
          return true;
        }},
       {"rms_gemma", "RMSNorm, (1 + w) weight (weight_offset 1)", false,
@@ -651,6 +702,13 @@ getInputDraw(const OpSpec &spec, const std::string &name, Random &random) {
     };
   if (name == "variance")
     return uniform(0.25, 2.0);
+  // FP8: a static scale that saturates e4m3 for the largest outputs (|y|
+  // up to about 3 over 1/150 and more), and a bound on per-token amaxes
+  // that clamps some rows and not others.
+  if (name == "output_scale")
+    return uniform(1.0 / 300, 1.0 / 100);
+  if (name == "scale_ub")
+    return uniform(1.0, 3.0);
   return uniform(-1, 1); // addend, skip
 }
 
@@ -807,6 +865,8 @@ static void runCase(const Task &task, const KernelSignature &signature,
     operands.bias = paramView("bias");
     operands.mean = paramView("mean");
     operands.variance = paramView("variance");
+    operands.outputScale = paramView("output_scale");
+    operands.scaleUpperBound = paramView("scale_ub");
     rowExpected = referenceFusedRow(spec, operands);
   }
 
@@ -888,6 +948,9 @@ static void runCase(const Task &task, const KernelSignature &signature,
     if (spec.writeResidual)
       check.compareRows(at("residual_out"), expected.residual,
                         "residual_out");
+    if (spec.outputScale == ::norm::OutputScale::PerToken)
+      check.compareRows(at("output_scales"), expected.outputScales,
+                        "output_scales");
     if (spec.saveStats)
       compareSavedStats(buffers, expected.savedMean, expected.savedRstd, check);
     break;

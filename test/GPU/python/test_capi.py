@@ -63,19 +63,23 @@ class NoTorchTest(unittest.TestCase):
         define = lambda name: int(re.search(r"#define %s (\d+)" % name,
                                             text).group(1))
         self.assertEqual(ctypes.sizeof(capi._LaunchArgs),
+                         define("NORMJIT_LAUNCH_ARGS_SIZE_V8"))
+        self.assertEqual(ctypes.sizeof(capi._LaunchArgsV6),
                          define("NORMJIT_LAUNCH_ARGS_SIZE_V6"))
         self.assertEqual(ctypes.sizeof(capi._LaunchArgsV5),
                          define("NORMJIT_LAUNCH_ARGS_SIZE_V5"))
         for name in ("POSITIONS", "ROPE_TABLE", "GRAD_OUTPUT", "RESIDUAL_GRAD",
                      "SAVED_MEAN", "SAVED_RSTD", "GRAD_INPUT", "ADDEND_GRAD",
                      "WEIGHT_GRAD_PARTIALS", "BIAS_GRAD_PARTIALS",
-                     "WEIGHT_GRAD", "BIAS_GRAD"):
+                     "WEIGHT_GRAD", "BIAS_GRAD", "OUTPUT_SCALE", "SCALE_UB",
+                     "OUTPUT_SCALES"):
             self.assertEqual(getattr(capi, name), int(re.search(
                 r"NORMJIT_%s = (\d+)" % name, text).group(1)), name)
         for name in ("ROPE_POSITIONS", "ROPE_TABLE", "SAVE_STATS", "BACKWARD",
                      "PER_HEAD_WEIGHT", "OUTPUT_OVER_INPUT",
                      "OUTPUT_OVER_ADDEND", "RESIDUAL_OVER_INPUT",
-                     "RESIDUAL_OVER_ADDEND"):
+                     "RESIDUAL_OVER_ADDEND", "OUTPUT_SCALE_STATIC",
+                     "OUTPUT_SCALE_PER_TOKEN", "SCALE_UB"):
             self.assertEqual(getattr(capi, "OP_" + name), 1 << int(re.search(
                 r"#define NORMJIT_OP_%s \(1u << (\d+)\)" % name,
                 text).group(1)), name)
@@ -85,13 +89,14 @@ class NoTorchTest(unittest.TestCase):
         sizes = [capi.make_launch_args({slot: buffer}).struct_size
                  for slot in (capi.INPUT, capi.V, capi.K_CACHE,
                               capi.ROPE_TABLE, capi.GRAD_OUTPUT,
-                              capi.BIAS_GRAD)]
+                              capi.BIAS_GRAD, capi.OUTPUT_SCALES)]
         self.assertEqual(sizes, [define("NORMJIT_LAUNCH_ARGS_SIZE_V1"),
                                  define("NORMJIT_LAUNCH_ARGS_SIZE_V3"),
                                  define("NORMJIT_LAUNCH_ARGS_SIZE_V5"),
                                  define("NORMJIT_LAUNCH_ARGS_SIZE_V5"),
                                  define("NORMJIT_LAUNCH_ARGS_SIZE_V6"),
-                                 define("NORMJIT_LAUNCH_ARGS_SIZE_V6")])
+                                 define("NORMJIT_LAUNCH_ARGS_SIZE_V6"),
+                                 define("NORMJIT_LAUNCH_ARGS_SIZE_V8")])
         args = capi.make_launch_args({capi.K_CACHE: buffer}, cache_rows=64)
         self.assertEqual(args.cache_rows, 64)
         # API 5's counts follow its 24 tensors, API 6's its 34.
@@ -257,7 +262,7 @@ class FakeDriverTest(unittest.TestCase):
         self.assertIn("hidden size must be in [1, 16777216], got 0",
                       str(caught.exception))
         with self.assertRaises(norm_opt.NormJitError) as caught:
-            self.context.kernel(RMS._replace(flags=1 << 20))
+            self.context.kernel(RMS._replace(flags=1 << 23))
         self.assertIn("normjit_op_desc.flags: unknown bits", str(caught.exception))
 
     def test_kernel_not_in_bundle(self):
@@ -345,7 +350,7 @@ class FakeDriverTest(unittest.TestCase):
             {slot: b for slot, b in buffers.items() if b is not None})
 
     def test_attention_launch(self):
-        self.assertEqual(self.context.library.api_version, 7)
+        self.assertEqual(self.context.library.api_version, 8)
         kernel = self.context.kernel(self.ATTENTION)
         config = kernel.config(100)
         self.assertEqual((config.vector, config.threads_per_row), (8, 16))

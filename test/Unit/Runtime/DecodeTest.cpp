@@ -436,7 +436,7 @@ TEST_F(DecodeCApiTest, LaunchCarriesCacheRowsAndRefusesWorkspace) {
   const int64_t capacity = 256;
   DecodeBuffers b(host, 2, 2, capacity);
   normjit::LaunchArgs args;
-  EXPECT_EQ(args.get()->struct_size, NORMJIT_LAUNCH_ARGS_SIZE_V6);
+  EXPECT_EQ(args.get()->struct_size, NORMJIT_LAUNCH_ARGS_SIZE_V8);
   args.set(NORMJIT_Q, b.q, NORMJIT_BF16, kQCols)
       .set(NORMJIT_K, b.k, NORMJIT_BF16, kKvCols)
       .set(NORMJIT_V, b.v, NORMJIT_BF16, kKvCols)

@@ -29,7 +29,9 @@ ERROR_OUT_OF_MEMORY = 11
 
 # normjit_dtype (I32: attention's cu_seqlens only, API 3)
 F32, F16, BF16, I32 = 0, 1, 2, 3
-DTYPE_NAMES = {F32: "f32", F16: "f16", BF16: "bf16", I32: "i32"}
+F8E4M3FN, F8E5M2 = 4, 5  # API 8: FP8 outputs of row norms only
+DTYPE_NAMES = {F32: "f32", F16: "f16", BF16: "bf16", I32: "i32",
+               F8E4M3FN: "f8E4M3FN", F8E5M2: "f8E5M2"}
 DTYPE_BYTES = {F32: 4, F16: 2, BF16: 2, I32: 4}
 
 # normjit_op_kind
@@ -74,6 +76,11 @@ OP_OUTPUT_OVER_INPUT = 1 << 16
 OP_OUTPUT_OVER_ADDEND = 1 << 17
 OP_RESIDUAL_OVER_INPUT = 1 << 18
 OP_RESIDUAL_OVER_ADDEND = 1 << 19
+# API 8, FP8 outputs: a static scale (OUTPUT_SCALE) or per-token scales
+# written to OUTPUT_SCALES, their amax bounded by SCALE_UB.
+OP_OUTPUT_SCALE_STATIC = 1 << 20
+OP_OUTPUT_SCALE_PER_TOKEN = 1 << 21
+OP_SCALE_UB = 1 << 22
 
 # normjit_buffer (V, CU_SEQLENS, LSE: API 3; K_CACHE .. SEMAPHORES: API 4,
 # decode attention, whose WORKSPACE and SEMAPHORES are libnormjit's own)
@@ -87,15 +94,19 @@ GRAD_OUTPUT, RESIDUAL_GRAD, SAVED_MEAN, SAVED_RSTD = range(24, 28)
 GRAD_INPUT, ADDEND_GRAD = 28, 29
 WEIGHT_GRAD_PARTIALS, BIAS_GRAD_PARTIALS = 30, 31
 WEIGHT_GRAD, BIAS_GRAD = 32, 33
-NUM_BUFFERS = 34
+# API 8: FP8 outputs' scales.
+OUTPUT_SCALE, SCALE_UB, OUTPUT_SCALES = 34, 35, 36
+NUM_BUFFERS = 37
 # The tensors of an API 1 / 2 normjit_launch_args: launch arguments of row
 # kernels keep that size, so they work with older libraries too; those of
 # prefill attention the API 3 size (17 tensors), those of decode and rope
 # tables API 5's (24 tensors, then cache_rows and rope_table_rows), those
-# of training API 6's (34 tensors, then the same two counts).
+# of training API 6's (34 tensors, then the same two counts), those of FP8
+# scales API 8's (37 tensors, then the two counts).
 NUM_BUFFERS_V1 = 14
 NUM_BUFFERS_V3 = 17
 NUM_BUFFERS_V5 = 24
+NUM_BUFFERS_V6 = 34
 
 # normjit_context_options.flags and normjit_kernel_create flags
 CONTEXT_NO_TUNING = 1 << 0
@@ -160,10 +171,16 @@ def _launch_args_fields(tensors: int):
 
 
 class _LaunchArgs(ctypes.Structure):
-    """normjit_launch_args of API 6 (34 tensors, cache_rows,
+    """normjit_launch_args of API 8 (37 tensors, cache_rows,
     rope_table_rows); its prefixes of 14 and 17 tensors are the API 1 and
     API 3 layouts."""
     _fields_ = _launch_args_fields(NUM_BUFFERS)
+
+
+class _LaunchArgsV6(ctypes.Structure):
+    """normjit_launch_args of API 6 and 7: 34 tensors, then cache_rows and
+    rope_table_rows."""
+    _fields_ = _launch_args_fields(NUM_BUFFERS_V6)
 
 
 class _LaunchArgsV5(ctypes.Structure):
@@ -312,7 +329,7 @@ _SIGNATURES = {
         ctypes.c_void_p, ctypes.POINTER(_OpDesc), ctypes.c_uint32,
         ctypes.POINTER(ctypes.c_void_p)]),
     "normjit_kernel_destroy": (None, [ctypes.c_void_p]),
-    # The launch arguments are a _LaunchArgs or a _LaunchArgsV5.
+    # The launch arguments are a _LaunchArgs, _LaunchArgsV6 or _LaunchArgsV5.
     "normjit_kernel_launch": (ctypes.c_int, [
         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]),
     "normjit_kernel_get_config": (ctypes.c_int, [
@@ -486,8 +503,9 @@ def make_launch_args(buffers: Dict[int, Buffer], cache_rows: int = 0,
     tensors) for row kernels, API 3's (17) for attention, API 5's (24
     tensors, cache_rows, the rows of decode's KV caches, and
     rope_table_rows; a _LaunchArgsV5) for decode and rope tables, API 6's
-    (34 tensors, then the two counts; a _LaunchArgs) only for the training
-    buffers (slots 24 and up), so that every libnormjit that has the
+    (34 tensors, then the two counts; a _LaunchArgsV6) for the training
+    buffers (slots 24 to 33), API 8's (37 tensors; a _LaunchArgs) only for
+    FP8 scales (slots 34 and up), so that every libnormjit that has the
     buffers reads it (API 4's decode layout is the C header's business:
     this layer ships with its library)."""
     for name, count in (("cache_rows", cache_rows),
@@ -497,9 +515,12 @@ def make_launch_args(buffers: Dict[int, Buffer], cache_rows: int = 0,
     for slot in buffers:
         if not 0 <= slot < NUM_BUFFERS:
             raise ValueError(f"unknown buffer slot {slot}")
-    if any(slot >= NUM_BUFFERS_V5 for slot in buffers):
+    if any(slot >= NUM_BUFFERS_V6 for slot in buffers):
         args = _LaunchArgs()
         args.struct_size = ctypes.sizeof(_LaunchArgs)
+    elif any(slot >= NUM_BUFFERS_V5 for slot in buffers):
+        args = _LaunchArgsV6()
+        args.struct_size = ctypes.sizeof(_LaunchArgsV6)
     elif (cache_rows or rope_table_rows or
             any(slot >= NUM_BUFFERS_V3 for slot in buffers)):
         args = _LaunchArgsV5()
@@ -554,7 +575,7 @@ class Kernel(_Handle):
     def launch(self, args: _LaunchArgs, rows: int, stream: int = 0) -> None:
         """Enqueues the kernel on `stream` (a CUstream handle; 0: the legacy
         default stream). Asynchronous; capturable in CUDA graphs."""
-        if not isinstance(args, (_LaunchArgs, _LaunchArgsV5)):
+        if not isinstance(args, (_LaunchArgs, _LaunchArgsV6, _LaunchArgsV5)):
             raise TypeError("launch arguments come from make_launch_args, "
                             f"got {type(args).__name__}")
         status = self._launch(self._handle, ctypes.addressof(args), rows,
