@@ -176,10 +176,9 @@ struct NormExpandFp8Conversions
   using Base::Base;
 
   void runOnOperation() override {
-    const ::norm::ChipInfo *chip =
-        ::norm::findChip(mlir::norm::getTargetOptions(getOperation()).chip);
     RewritePatternSet patterns(&getContext());
-    if (!software && chip && chip->hasFp8Conversions)
+    if (!software &&
+        mlir::norm::getTargetOptions(getOperation()).hasFp8Conversions())
       patterns.add<TruncFp8ToNVVM>(&getContext());
     else
       patterns.add<ExpandTruncFp8>(&getContext());

@@ -182,8 +182,9 @@ def NormExpandFp8Conversions : Pass<"norm-expand-fp8-conversions"> {
   let description = [{
     Rewrites `arith.truncf` from f32 to `f8E4M3FN` or `f8E5M2` (scalars and
     vectors), which no LLVM backend lowers, into what the target runs:
-    where the chip of the enclosing `#norm.target` has cvt to FP8 (sm_89
-    on, `norm::ChipInfo::hasFp8Conversions`) and `software` is not set,
+    where the enclosing `#norm.target` has cvt to FP8 (sm_90 from PTX 7.8,
+    sm_89 from PTX 8.1: `norm::TargetOptions::hasFp8Conversions`; LLVM
+    cannot select it otherwise) and `software` is not set,
     `nvvm.convert.f32x2.to.f8x2` of element pairs
     (`cvt.rn.satfinite.e4m3x2.f32`); otherwise i32 arithmetic on the bit
     patterns (the host path, sm_80). Both round to nearest even and

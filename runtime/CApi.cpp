@@ -260,20 +260,27 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
       status = invalid("unknown dtype " + std::to_string(dtype));
       return false;
     }
-    if (dtype == desc->output_type &&
-        isFp8ElementType(static_cast<ElementType>(dtype)))
-      continue; // the model's rules say which operations take it
-    if (!isFloatDtype(dtype)) {
-      status = invalid(
-          dtype == NORMJIT_I32
-              ? "normjit_op_desc: NORMJIT_I32 is only the dtype of the "
-                "cu_seqlens buffer; tensors and parameters are f32, f16 or "
-                "bf16"
-              : "normjit_op_desc: FP8 is only the output_type of a row "
-                "norm's quantized output; inputs and parameters are f32, "
-                "f16 or bf16");
-      return false;
-    }
+  }
+  // FP8 is an output type (the model's rules say of which operations).
+  if (desc->output_type == NORMJIT_I32) {
+    status = invalid("normjit_op_desc: NORMJIT_I32 is only the dtype of the "
+                     "cu_seqlens buffer; tensors and parameters are f32, f16 "
+                     "or bf16");
+    return false;
+  }
+  for (int32_t dtype : {desc->input_type, desc->param_type, desc->addend_type,
+                        desc->skip_type}) {
+    if (isFloatDtype(dtype))
+      continue;
+    status = invalid(
+        dtype == NORMJIT_I32
+            ? "normjit_op_desc: NORMJIT_I32 is only the dtype of the "
+              "cu_seqlens buffer; tensors and parameters are f32, f16 or "
+              "bf16"
+            : "normjit_op_desc: FP8 is only the output_type of a row norm's "
+              "quantized output; inputs and parameters are f32, f16 or "
+              "bf16");
+    return false;
   }
   if ((desc->flags & NORMJIT_OP_OUTPUT_SCALE_STATIC) &&
       (desc->flags & NORMJIT_OP_OUTPUT_SCALE_PER_TOKEN)) {

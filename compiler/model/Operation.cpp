@@ -528,12 +528,20 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
   if (!isKnownKind(spec.kind))
     return Status::invalid("unknown operation kind " +
                            std::to_string(static_cast<int>(spec.kind)));
-  for (ElementType type : {spec.input, spec.output, spec.param, spec.statsType,
+  // FP8 is an output type only (verifyQuantizedOutput says of which).
+  if (!isFloatElementType(spec.output) && !isFp8ElementType(spec.output))
+    return Status::invalid("unknown element type " +
+                           std::to_string(static_cast<int>(spec.output)));
+  for (ElementType type : {spec.input, spec.param, spec.statsType,
                            spec.addendType, spec.skipType})
-    if (!isFloatElementType(type) &&
-        !(type == spec.output && isFp8ElementType(type)))
-      return Status::invalid("unknown element type " +
-                             std::to_string(static_cast<int>(type)));
+    if (!isFloatElementType(type))
+      return Status::invalid(
+          isFp8ElementType(type)
+              ? "FP8 (" + std::string(getElementTypeName(type)) +
+                    ") is the type of quantized outputs only; inputs and "
+                    "parameters are f32, f16 or bf16"
+              : "unknown element type " +
+                    std::to_string(static_cast<int>(type)));
   if (!parseOutputScaleName(getOutputScaleName(spec.outputScale)))
     return Status::invalid("unknown output scale " +
                            std::to_string(static_cast<int>(spec.outputScale)));
@@ -606,6 +614,13 @@ Status norm::getBackwardKernels(const OpSpec &forward,
     return status;
   if (forward.backward)
     return Status::invalid("the operation is a backward kernel already");
+  if (isFp8ElementType(forward.output))
+    return Status::error(ErrorCode::Unsupported,
+                         "an FP8 output (" +
+                             std::string(getElementTypeName(forward.output)) +
+                             ") is an inference kernel's: quantization has no "
+                             "backward kernel; train with an f32, f16 or bf16 "
+                             "output");
   auto addRow = [&](OpSpec row) -> Status {
     row.backward = true;
     row.saveStats = false;

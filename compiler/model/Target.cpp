@@ -5,10 +5,10 @@
 using namespace norm;
 
 static constexpr ChipInfo kChips[] = {
-    {"sm_80", 163 * 1024, false, false},
-    {"sm_89", 99 * 1024, false, true},
-    {"sm_90", 227 * 1024, true, true},
-    {"sm_90a", 227 * 1024, true, true},
+    {"sm_80", 163 * 1024, false, 0},
+    {"sm_89", 99 * 1024, false, 81},
+    {"sm_90", 227 * 1024, true, 78},
+    {"sm_90a", 227 * 1024, true, 78},
 };
 
 const ChipInfo *norm::findChip(std::string_view chip) {
@@ -48,4 +48,10 @@ Status TargetOptions::verify() const {
     return Status::invalid("pdl needs griddepcontrol, which " + chip +
                            " lacks (sm_90 and sm_90a have it)");
   return Status::success();
+}
+
+bool TargetOptions::hasFp8Conversions() const {
+  const ChipInfo *info = findChip(chip);
+  return info && info->minFp8PtxVersion &&
+         ptxVersion >= info->minFp8PtxVersion;
 }

@@ -24,9 +24,9 @@ struct ChipInfo {
   int64_t maxSharedBytesPerCta;
   /// Programmatic dependent launch (griddepcontrol, sm_90 on).
   bool hasGridDependencyControl;
-  /// cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 (sm_89 on): FP8 outputs round in
-  /// hardware, elsewhere in integer code of the same result.
-  bool hasFp8Conversions;
+  /// The first PTX version with cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 on
+  /// the chip (7.8 on sm_90, 8.1 on sm_89), 0 for none (sm_80).
+  int minFp8PtxVersion;
 };
 
 /// sm_80 (163 KiB per CTA), sm_89 (99 KiB), sm_90 and sm_90a (227 KiB);
@@ -65,6 +65,9 @@ struct TargetOptions {
   /// buffers while this one starts. Kernel names end in `_pdl`.
   bool pdl = false;
 
+  /// Whether FP8 outputs round in hardware (ChipInfo::minFp8PtxVersion);
+  /// elsewhere in integer code of the same result.
+  bool hasFp8Conversions() const;
   /// maxSharedBytes, or the chip's when 0 (0 for an unknown chip).
   int64_t getMaxSharedBytes() const;
   /// A known chip, a PTX version in range, a shared-memory limit between 0

@@ -13,8 +13,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
+#include <tuple>
 
 using namespace norm;
 using namespace norm::check;
@@ -71,9 +73,47 @@ TEST(FloatFormats, EveryHalfPatternRoundTrips) {
     }
 }
 
+TEST(FloatFormats, EveryFp8PatternRoundTrips) {
+  for (ElementType type : {ElementType::f8E4M3FN, ElementType::f8E5M2})
+    for (uint32_t bits = 0; bits < 0x100; ++bits) {
+      double value = decode(type, bits);
+      if (std::isnan(value) || std::isinf(value))
+        continue;
+      ASSERT_EQ(encode(type, value), bits)
+          << getElementTypeName(type) << " " << bits;
+    }
+}
+
+TEST(FloatFormats, Fp8RoundsToEvenAndSaturates) {
+  using T = ElementType;
+  // e4m3: 3 fraction bits, largest finite 448 (0x7e), 0x7f is NaN.
+  EXPECT_EQ(roundTo(T::f8E4M3FN, 1 + 0x1p-4), 1.0);
+  EXPECT_EQ(roundTo(T::f8E4M3FN, 1 + 3 * 0x1p-4), 1 + 0x1p-2);
+  EXPECT_EQ(decode(T::f8E4M3FN, 0x7e), 448.0);
+  EXPECT_TRUE(std::isnan(decode(T::f8E4M3FN, 0x7f)));
+  EXPECT_TRUE(std::isnan(decode(T::f8E4M3FN, 0xff)));
+  EXPECT_EQ(encode(T::f8E4M3FN, 464.0), 0x7eu); // would round to 480
+  EXPECT_EQ(encode(T::f8E4M3FN, -1e30), 0xfeu);
+  EXPECT_EQ(encode(T::f8E4M3FN, std::numeric_limits<double>::infinity()),
+            0x7eu);
+  // Subnormals: multiples of 2^-9.
+  EXPECT_EQ(encode(T::f8E4M3FN, 0x1p-9), 0x01u);
+  EXPECT_EQ(encode(T::f8E4M3FN, 0x1p-10), 0x00u);
+  EXPECT_EQ(encode(T::f8E4M3FN, 3 * 0x1p-10), 0x02u);
+  EXPECT_EQ(encode(T::f8E4M3FN, 0x1p-6 - 0x1p-10), 0x08u); // to 2^-6
+  // e5m2: 2 fraction bits, largest finite 57344 (0x7b), infinity 0x7c.
+  EXPECT_EQ(decode(T::f8E5M2, 0x7b), 57344.0);
+  EXPECT_TRUE(std::isinf(decode(T::f8E5M2, 0x7c)));
+  EXPECT_EQ(encode(T::f8E5M2, 65536.0), 0x7bu);
+  EXPECT_EQ(encode(T::f8E5M2, 0x1p-16), 0x01u);
+  EXPECT_EQ(ulp(T::f8E5M2, 3.0), 0.5);
+  EXPECT_EQ(getElementBytes(T::f8E5M2), 1);
+}
+
 TEST(FloatFormats, PoisonIsNaN) {
   for (ElementType type :
-       {ElementType::f32, ElementType::f16, ElementType::bf16}) {
+       {ElementType::f32, ElementType::f16, ElementType::bf16,
+        ElementType::f8E4M3FN, ElementType::f8E5M2}) {
     EXPECT_TRUE(std::isnan(decode(type, getOutputPoison(type))));
     EXPECT_TRUE(std::isnan(decode(type, getInputGuard(type))));
   }
@@ -394,6 +434,37 @@ gpu.module @norm_kernels {
 }
 )mlir";
 
+/// A kernel that rounds `width` f32 values a CTA to `type` (FP8: through
+/// norm-expand-fp8-conversions' integer code).
+std::string getTruncKernel(const std::string &name, const std::string &type,
+                           int width) {
+  std::string memref = "memref<1099511627776x" + type + ">";
+  std::string vector = "vector<" + std::to_string(width) + "x";
+  return "  gpu.func @" + name +
+         "(%in: memref<1099511627776xf32>, %out: " + memref +
+         ")\n"
+         "      kernel attributes {known_block_size = array<i32: 1, 1, 1>} {\n"
+         "    %b = gpu.block_id x\n"
+         "    %w = arith.constant " + std::to_string(width) + " : index\n"
+         "    %i = arith.muli %b, %w : index\n"
+         "    %x = vector.load %in[%i] : memref<1099511627776xf32>, " +
+         vector + "f32>\n"
+         "    %q = arith.truncf %x : " + vector + "f32> to " + vector + type +
+         ">\n"
+         "    vector.store %q, %out[%i] : " + memref + ", " + vector + type +
+         ">\n"
+         "    gpu.return\n"
+         "  }\n";
+}
+
+/// f32 -> e4m3 and e5m2, one element or eight a CTA.
+std::string getFp8ConversionKernels() {
+  return "module attributes {gpu.container_module} {\ngpu.module @k {\n" +
+         getTruncKernel("to_e4m3", "f8E4M3FN", 1) +
+         getTruncKernel("to_e4m3x8", "f8E4M3FN", 8) +
+         getTruncKernel("to_e5m2x8", "f8E5M2", 8) + "}\n}\n";
+}
+
 /// f32 values that exercise f32 -> f16/bf16 rounding: every f16 value, the
 /// midpoints between neighbours (ties) and the f32 values on either side,
 /// the overflow and subnormal boundaries, and random bit patterns.
@@ -428,6 +499,44 @@ std::vector<float> getRoundingInputs() {
   return inputs;
 }
 
+/// f32 values that exercise f32 -> FP8 rounding: every finite value of
+/// both formats, their midpoints and the f32 values on either side, the
+/// saturation and subnormal boundaries, infinities, NaN and random bit
+/// patterns; a multiple of 8 of them.
+std::vector<float> getFp8RoundingInputs() {
+  std::vector<float> inputs;
+  for (ElementType type : {ElementType::f8E4M3FN, ElementType::f8E5M2})
+    for (uint32_t q = 0; q < 0x7f; ++q)
+      for (uint32_t sign : {0u, 0x80u}) {
+        double value = decode(type, q | sign);
+        double next = decode(type, (q + 1) | sign);
+        if (!std::isfinite(value))
+          continue;
+        float tie = std::isfinite(next)
+                        ? static_cast<float>((value + next) / 2)
+                        : static_cast<float>(value * 1.0625);
+        inputs.insert(inputs.end(),
+                      {static_cast<float>(value), tie, std::nextafter(tie, 0.0f),
+                       std::nextafter(tie, 1e30f * (sign ? -1 : 1))});
+      }
+  for (float value : {448.0f, 464.0f, 479.99f, 480.0f, 57344.0f, 61440.0f,
+                      65536.0f, 0x1p-9f, 0x1p-10f, 0x1p-16f, 0x1p-17f,
+                      0x1.8p-17f, 1e-30f, 0x1p-149f,
+                      std::numeric_limits<float>::infinity(),
+                      std::numeric_limits<float>::quiet_NaN(), 3e38f})
+    inputs.insert(inputs.end(), {value, -value});
+  uint32_t state = 54321;
+  for (int i = 0; i < 100000; ++i) {
+    state = state * 1664525u + 1013904223u;
+    float value;
+    std::memcpy(&value, &state, sizeof(value));
+    inputs.push_back(value);
+  }
+  while (inputs.size() % 8)
+    inputs.push_back(0.0f);
+  return inputs;
+}
+
 /// NaN matches NaN; everything else bit for bit.
 ::testing::AssertionResult sameConversion(ElementType type, uint32_t got,
                                           uint32_t want, float input) {
@@ -435,9 +544,11 @@ std::vector<float> getRoundingInputs() {
     return ::testing::AssertionSuccess();
   if (got == want)
     return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << getElementTypeName(type) << " of " << std::hexfloat << input
-         << ": got 0x" << std::hex << got << ", want 0x" << want;
+  // AssertionResult formats each value on its own: no stream manipulators.
+  char text[128];
+  std::snprintf(text, sizeof(text), " of %a: got 0x%x, want 0x%x",
+                static_cast<double>(input), got, want);
+  return ::testing::AssertionFailure() << getElementTypeName(type) << text;
 }
 
 // The host path converts exactly on every CPU: with this machine's features
@@ -486,6 +597,31 @@ TEST(HostKernels, ConvertsNarrowFloatsExactlyOnAnyCpu) {
         ASSERT_EQ(got, expected) << "f16 0x" << std::hex << h;
       }
     }
+  }
+}
+
+// The host path rounds f32 to FP8 as cvt.rn.satfinite does: to nearest
+// even, saturated, NaN to NaN, bit for bit what the float64 model encodes.
+TEST(HostKernels, ConvertsToFp8Exactly) {
+  std::vector<float> inputs = getFp8RoundingInputs();
+  int64_t n = static_cast<int64_t>(inputs.size());
+  HostCompileOptions options;
+  options.cpu = "x86-64";
+  std::unique_ptr<HostKernels> kernels;
+  Status status =
+      HostKernels::compile(getFp8ConversionKernels(), options, kernels);
+  ASSERT_TRUE(status) << status.message();
+  for (auto [kernel, type, width] :
+       {std::tuple{"to_e4m3", ElementType::f8E4M3FN, 1},
+        std::tuple{"to_e4m3x8", ElementType::f8E4M3FN, 8},
+        std::tuple{"to_e5m2x8", ElementType::f8E5M2, 8}}) {
+    SCOPED_TRACE(kernel);
+    std::vector<uint8_t> out(n, 0x5a);
+    ASSERT_TRUE(
+        kernels->launch(kernel, {inputs.data(), out.data()}, {}, n / width));
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_TRUE(
+          sameConversion(type, out[i], encode(type, inputs[i]), inputs[i]));
   }
 }
 

@@ -235,6 +235,14 @@ TEST(Operations, CanonicalTextRoundTrips) {
   EXPECT_FALSE(parseCanonicalSpec("op=rms_norm hidden=x", error));
 }
 
+/// verifyOpSpec refuses `spec` with a message that contains `message`.
+void refused(const OpSpec &spec, const std::string &message) {
+  Status status = verifyOpSpec(spec);
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find(message), std::string::npos)
+      << status.message();
+}
+
 TEST(Operations, InPlaceRules) {
   OpSpec vllm = rmsNorm(4096);
   vllm.hasAddend = vllm.writeResidual = true;
@@ -250,12 +258,6 @@ TEST(Operations, InPlaceRules) {
   add.kind = OpKind::Elementwise;
   EXPECT_TRUE(verifyOpSpec(add).ok()) << verifyOpSpec(add).message();
 
-  auto refused = [](const OpSpec &spec, const std::string &message) {
-    Status status = verifyOpSpec(spec);
-    EXPECT_FALSE(status.ok());
-    EXPECT_NE(status.message().find(message), std::string::npos)
-        << status.message();
-  };
   OpSpec cast = vllm;
   cast.output = ElementType::f32;
   refused(cast, "output (f32) cannot overwrite 'addend' (bf16)");
@@ -287,6 +289,125 @@ TEST(Operations, InPlaceRules) {
   ASSERT_EQ(backward.rows.size(), 1u);
   EXPECT_EQ(backward.rows[0].outputOver, RowOperand::None);
   EXPECT_EQ(backward.rows[0].residualOver, RowOperand::None);
+}
+
+TEST(Operations, Fp8OutputRules) {
+  OpSpec spec = rmsNorm(4096);
+  spec.hasAddend = spec.writeResidual = true;
+  spec.output = ElementType::f8E4M3FN;
+  spec.outputScale = OutputScale::Static;
+  EXPECT_TRUE(verifyOpSpec(spec).ok()) << verifyOpSpec(spec).message();
+  OpSpec token = spec;
+  token.output = ElementType::f8E5M2;
+  token.outputScale = OutputScale::PerToken;
+  token.scaleUpperBound = true;
+  EXPECT_TRUE(verifyOpSpec(token).ok()) << verifyOpSpec(token).message();
+
+  OpSpec unscaled = spec;
+  unscaled.outputScale = OutputScale::None;
+  refused(unscaled, "an FP8 output (f8E4M3FN) needs a scale");
+  OpSpec bf16 = spec;
+  bf16.output = ElementType::bf16;
+  refused(bf16, "output scales quantize FP8 outputs");
+  OpSpec grouped = token;
+  grouped.kind = OpKind::GroupNorm;
+  grouped.groups = 32;
+  refused(grouped, "groups must be 1, got 32");
+  OpSpec bounded = spec;
+  bounded.scaleUpperBound = true;
+  refused(bounded, "scale_ub bounds per-token FP8 scales only");
+  OpSpec skip = spec;
+  skip.hasSkip = true;
+  refused(skip, "a skip (Sandwich-Norm) add before it is not supported");
+  OpSpec backward = spec;
+  backward.backward = true;
+  refused(backward, "written by forward row kernels only");
+  OpSpec qk = examples::makeQKNorm();
+  qk.output = ElementType::f8E4M3FN;
+  qk.outputScale = OutputScale::Static;
+  refused(qk, "written by forward row kernels only");
+  // FP8 is an output type only.
+  OpSpec input = spec;
+  input.input = ElementType::f8E4M3FN;
+  refused(input, "FP8 (f8E4M3FN) is the type of quantized outputs only");
+
+  // The buffers: the scalars after the row inputs, the scales after
+  // residual_out, each f32 one element wide.
+  std::vector<BufferSlot> slots;
+  for (const BufferSpec &buffer : getBuffers(token))
+    slots.push_back(buffer.slot);
+  EXPECT_EQ(slots, (std::vector<BufferSlot>{
+                       BufferSlot::Input, BufferSlot::Addend,
+                       BufferSlot::Weight, BufferSlot::ScaleUpperBound,
+                       BufferSlot::Output, BufferSlot::ResidualOut,
+                       BufferSlot::OutputScales}));
+  EXPECT_TRUE(isParameterBuffer(BufferSlot::OutputScale));
+  EXPECT_FALSE(isParameterBuffer(BufferSlot::OutputScales));
+
+  // Identity: the fields only where set; a round trip keeps them.
+  std::string text = getCanonicalSpec(token);
+  EXPECT_NE(text.find("output=f8E5M2"), std::string::npos) << text;
+  EXPECT_NE(text.find(" output_scale=per_token scale_ub=1"), std::string::npos)
+      << text;
+  EXPECT_EQ(getCanonicalSpec(rmsNorm(4096)).find("scale"), std::string::npos);
+  std::string error;
+  std::optional<OpSpec> back = parseCanonicalSpec(text, error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_EQ(back->outputScale, OutputScale::PerToken);
+  EXPECT_TRUE(back->scaleUpperBound);
+  EXPECT_EQ(getCanonicalSpec(*back), text);
+  EXPECT_NE(getCanonicalSpec(spec), text);
+  EXPECT_FALSE(parseCanonicalSpec(text + " output_scale=dynamic", error));
+
+  // vLLM's per-token scale: amax / fp8_max, bounded, at least
+  // 1 / (fp8_max * 512).
+  EXPECT_EQ(getPerTokenScale(ElementType::f8E4M3FN, 448.0, std::nullopt),
+            1.0);
+  EXPECT_EQ(getPerTokenScale(ElementType::f8E4M3FN, 896.0, 448.0), 1.0);
+  EXPECT_EQ(getPerTokenScale(ElementType::f8E5M2, 0.0, std::nullopt),
+            1.0 / (57344.0 * 512));
+  EXPECT_TRUE(std::isnan(getPerTokenScale(
+      ElementType::f8E4M3FN, std::numeric_limits<double>::quiet_NaN(),
+      std::nullopt)));
+}
+
+TEST(Launches, PerTokenScalesNeedRowsHeldWhole) {
+  TargetOptions sm90;
+  int64_t shared = sm90.getMaxSharedBytes();
+  OpSpec spec = rmsNorm(100000);
+  spec.output = ElementType::f8E4M3FN;
+  spec.outputScale = OutputScale::PerToken;
+  LaunchConfig launch = getHeuristicLaunch(spec, 4096);
+  EXPECT_EQ(getRowStorage(spec, launch, shared), RowStorage::Shared);
+  EXPECT_TRUE(verifyLaunchFor(spec, launch, shared).ok());
+  // Without a statistic too: the amax needs the row staged.
+  OpSpec add = spec;
+  add.kind = OpKind::Elementwise;
+  add.hasAddend = true;
+  EXPECT_EQ(getRowStorage(add, getHeuristicLaunch(add, 4096), shared),
+            RowStorage::Shared);
+  spec.hidden = 262144;
+  launch = getHeuristicLaunch(spec, 4096);
+  ASSERT_EQ(getRowStorage(spec, launch, shared), RowStorage::Streamed);
+  Status status = verifyLaunchFor(spec, launch, shared);
+  EXPECT_EQ(status.code(), ErrorCode::Unsupported) << status.message();
+  EXPECT_NE(status.message().find("use a static scale there"),
+            std::string::npos)
+      << status.message();
+  // A static scale streams.
+  spec.outputScale = OutputScale::Static;
+  EXPECT_TRUE(verifyLaunchFor(spec, launch, shared).ok());
+  // cvt to FP8: sm_90 from PTX 7.8, sm_89 from PTX 8.1, never sm_80.
+  TargetOptions sm89;
+  sm89.chip = "sm_89";
+  EXPECT_TRUE(sm90.hasFp8Conversions());
+  EXPECT_FALSE(sm89.hasFp8Conversions());
+  sm89.ptxVersion = 81;
+  EXPECT_TRUE(sm89.hasFp8Conversions());
+  TargetOptions sm80;
+  sm80.chip = "sm_80";
+  sm80.ptxVersion = 90;
+  EXPECT_FALSE(sm80.hasFp8Conversions());
 }
 
 TEST(Launches, InPlaceResidualsNeedRowsReadWhole) {

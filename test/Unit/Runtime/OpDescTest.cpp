@@ -77,6 +77,17 @@ protected:
     normjit_kernel_destroy(kernel);
     return {status, message};
   }
+
+  /// `desc` converts to the operation `operation`, which no kernel of the
+  /// bundle implements.
+  void expectNotFound(const normjit_op_desc &desc,
+                      const std::string &operation) {
+    auto [status, message] = create(desc);
+    EXPECT_EQ(status, NORMJIT_ERROR_NOT_FOUND);
+    EXPECT_NE(message.find(operation + " is in no kernel bundle"),
+              std::string::npos)
+        << message;
+  }
 };
 
 TEST_F(OpDescTest, InitLeavesRotaryEmbeddingsOff) {
@@ -269,12 +280,10 @@ TEST_F(OpDescTest, InPlaceFlagsReachTheOperation) {
   // Each flag is part of the operation: without one, another kernel.
   normjit_op_desc half = desc;
   half.flags &= ~NORMJIT_OP_OUTPUT_OVER_ADDEND;
-  auto [status, message] = create(half);
-  EXPECT_EQ(status, NORMJIT_ERROR_NOT_FOUND);
-  EXPECT_NE(message.find("rms_norm h4096 bf16 +addend +residual_out "
-                         "residual_out over input is in no kernel bundle"),
-            std::string::npos)
-      << message;
+  expectNotFound(half, "rms_norm h4096 bf16 +addend +residual_out "
+                       "residual_out over input");
+  normjit_status status;
+  std::string message;
 
   struct Case {
     const char *what;
@@ -332,6 +341,83 @@ TEST_F(OpDescTest, InPlaceFlagsReachTheOperation) {
                  NORMJIT_OP_RESIDUAL_OVER_INPUT |
                  NORMJIT_OP_RESIDUAL_OVER_ADDEND),
             0u);
+}
+
+TEST_F(OpDescTest, Fp8FlagsReachTheOperation) {
+  // rms_norm_dynamic_per_token_quant after a residual add, bounded.
+  OpSpec token = makeRmsNorm(4096);
+  token.hasAddend = token.writeResidual = token.hasWeight = true;
+  token.output = ElementType::f8E4M3FN;
+  token.outputScale = OutputScale::PerToken;
+  token.scaleUpperBound = true;
+  OpSpec fixed = makeRmsNorm(4096);
+  fixed.hasWeight = true;
+  fixed.output = ElementType::f8E5M2;
+  fixed.outputScale = OutputScale::Static;
+  openBundleOf({token, fixed});
+  normjit_op_desc desc = normjit::opDesc();
+  desc.hidden = 4096;
+  desc.output_type = NORMJIT_F8E4M3FN;
+  desc.flags = NORMJIT_OP_WEIGHT | NORMJIT_OP_ADDEND | NORMJIT_OP_RESIDUAL_OUT |
+               NORMJIT_OP_OUTPUT_SCALE_PER_TOKEN | NORMJIT_OP_SCALE_UB;
+  EXPECT_EQ(create(desc).first, NORMJIT_SUCCESS) << normjit_last_error();
+  normjit_op_desc fixedDesc = normjit::opDesc();
+  fixedDesc.hidden = 4096;
+  fixedDesc.output_type = NORMJIT_F8E5M2;
+  fixedDesc.flags = NORMJIT_OP_WEIGHT | NORMJIT_OP_OUTPUT_SCALE_STATIC;
+  EXPECT_EQ(create(fixedDesc).first, NORMJIT_SUCCESS) << normjit_last_error();
+
+  // Without the bound: another kernel.
+  normjit_op_desc unbounded = desc;
+  unbounded.flags &= ~NORMJIT_OP_SCALE_UB;
+  expectNotFound(unbounded, "rms_norm h4096 bf16->f8E4M3FN +addend "
+                            "+residual_out scale per_token");
+  normjit_status status;
+  std::string message;
+
+  struct Case {
+    const char *what;
+    int32_t input, output;
+    uint32_t flags;
+    const char *message;
+  };
+  const Case cases[] = {
+      {"both scales", NORMJIT_BF16, NORMJIT_F8E4M3FN,
+       NORMJIT_OP_OUTPUT_SCALE_STATIC | NORMJIT_OP_OUTPUT_SCALE_PER_TOKEN,
+       "NORMJIT_OP_OUTPUT_SCALE_STATIC and NORMJIT_OP_OUTPUT_SCALE_PER_TOKEN "
+       "exclude each other"},
+      {"no scale", NORMJIT_BF16, NORMJIT_F8E4M3FN, 0,
+       "an FP8 output (f8E4M3FN) needs a scale"},
+      {"scale of bf16", NORMJIT_BF16, NORMJIT_BF16,
+       NORMJIT_OP_OUTPUT_SCALE_STATIC, "output scales quantize FP8 outputs"},
+      {"FP8 input", NORMJIT_F8E4M3FN, NORMJIT_F8E4M3FN,
+       NORMJIT_OP_OUTPUT_SCALE_STATIC,
+       "FP8 is only the output_type of a row norm's quantized output"},
+      {"bound of a static scale", NORMJIT_BF16, NORMJIT_F8E5M2,
+       NORMJIT_OP_OUTPUT_SCALE_STATIC | NORMJIT_OP_SCALE_UB,
+       "scale_ub bounds per-token FP8 scales only"},
+  };
+  for (const Case &c : cases) {
+    normjit_op_desc bad = normjit::opDesc();
+    bad.hidden = 4096;
+    bad.input_type = c.input;
+    bad.output_type = c.output;
+    bad.flags = NORMJIT_OP_WEIGHT | c.flags;
+    std::tie(status, message) = create(bad);
+    EXPECT_EQ(status, NORMJIT_ERROR_INVALID_ARGUMENT) << c.what;
+    EXPECT_NE(message.find(c.message), std::string::npos)
+        << c.what << ": " << message;
+  }
+
+  // Quantized outputs have no backward.
+  normjit_op_desc backward[2];
+  size_t count = 0;
+  EXPECT_EQ(normjit_op_desc_get_backward(&desc, backward, 2, &count),
+            NORMJIT_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(normjit_last_error())
+                .find("quantization has no backward kernel"),
+            std::string::npos)
+      << normjit_last_error();
 }
 
 } // namespace
