@@ -20,8 +20,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/model/FloatFormats.h"
 #include "compiler/model/Reference.h"
-#include "runtime/ElementTypes.h"
 #include "runtime/Runtime.h"
 
 #include <algorithm>
@@ -47,24 +47,12 @@ struct HostTensor {
   HostTensor(ElementType type, size_t count)
       : type(type), bytes(count * getElementBytes(type)) {}
   size_t size() const { return bytes.size() / getElementBytes(type); }
+  // Exactly as the CPU sweep stores them (compiler/model/FloatFormats.h).
   double get(size_t i) const {
-    if (type == ElementType::f32) {
-      float v;
-      std::memcpy(&v, &bytes[i * 4], 4);
-      return v;
-    }
-    uint16_t v;
-    std::memcpy(&v, &bytes[i * 2], 2);
-    return type == ElementType::bf16 ? bf16ToFloat(v) : f16ToFloat(v);
+    return check::loadElement(type, bytes.data(), static_cast<int64_t>(i));
   }
   void set(size_t i, double value) {
-    float f = static_cast<float>(value);
-    if (type == ElementType::f32) {
-      std::memcpy(&bytes[i * 4], &f, 4);
-      return;
-    }
-    uint16_t v = type == ElementType::bf16 ? floatToBf16(f) : floatToF16(f);
-    std::memcpy(&bytes[i * 2], &v, 2);
+    check::storeElement(type, bytes.data(), static_cast<int64_t>(i), value);
   }
   void poison() {
     for (size_t i = 0; i < size(); ++i)
@@ -194,10 +182,14 @@ ExpectedOutputs reference(const OpSpec &s, Buffers &b, int64_t rows) {
   operands.bias = getParam(b, BufferSlot::Bias);
   operands.mean = getParam(b, BufferSlot::Mean);
   operands.variance = getParam(b, BufferSlot::Variance);
+  operands.outputScale = getParam(b, BufferSlot::OutputScale);
+  operands.scaleUpperBound = getParam(b, BufferSlot::ScaleUpperBound);
   check::FusedRowExpected fused = check::referenceFusedRow(s, operands);
   expected[BufferSlot::Output] = std::move(fused.output);
   if (s.writeResidual)
     expected[BufferSlot::ResidualOut] = std::move(fused.residual);
+  if (s.outputScale == OutputScale::PerToken)
+    expected[BufferSlot::OutputScales] = std::move(fused.outputScales);
   expectSavedStats(expected, fused.savedMean, fused.savedRstd);
   return expected;
 }
@@ -300,13 +292,20 @@ private:
       int64_t stride = buffer.rows2D ? buffer.cols + c.extraStride : 0;
       int64_t count = buffer.rows2D ? c.rows * stride : buffer.cols;
       HostTensor tensor(buffer.type, count);
-      // Variances and saved rstds are positive.
+      // Variances and saved rstds are positive; a static FP8 scale small
+      // enough that the largest outputs saturate (|y| up to 8, scale at
+      // most 1/60), a bound that clamps some rows' amax.
       bool positive = buffer.slot == BufferSlot::Variance ||
                       buffer.slot == BufferSlot::SavedRstd;
       for (size_t i = 0; i < tensor.size(); ++i)
-        tensor.set(i, buffer.written ? NAN
-                      : positive     ? std::fabs(nextRandom()) + 0.1
-                                     : nextRandom());
+        tensor.set(i,
+                   buffer.written ? NAN
+                   : buffer.slot == BufferSlot::OutputScale
+                       ? (std::fabs(nextRandom()) + 1.0) / 180
+                   : buffer.slot == BufferSlot::ScaleUpperBound
+                       ? std::fabs(nextRandom()) + 2.0
+                   : positive ? std::fabs(nextRandom()) + 0.1
+                              : nextRandom());
       host[buffer.slot] = std::move(tensor);
       host.strides[static_cast<int>(buffer.slot)] = stride;
     }
@@ -526,6 +525,66 @@ OpSpec makeSpec(OpSpec::Kind kind, int64_t hidden, ElementType type) {
 
 std::string named(const std::string &what, int64_t hidden, int64_t rows) {
   return what + " h" + std::to_string(hidden) + " rows " + std::to_string(rows);
+}
+
+/// FP8 outputs (e4m3, e5m2): vLLM's static and per-token quantization after
+/// a residual add, per-token scales bounded by scale_ub, rows staged in
+/// shared memory for the amax pass, a long static row streamed, and a CUDA
+/// graph.
+std::vector<Case> getFp8Cases(bool quick) {
+  using Kind = OpSpec::Kind;
+  const ElementType bf16 = ElementType::bf16;
+  std::vector<Case> cases;
+  auto fp8 = [&](Kind kind, int64_t hidden, ElementType output,
+                 OutputScale scale) {
+    OpSpec spec = makeSpec(kind, hidden, bf16);
+    spec.output = output;
+    spec.outputScale = scale;
+    return spec;
+  };
+  OpSpec fixed = fp8(Kind::RMSNorm, quick ? 1000 : 4096,
+                     ElementType::f8E4M3FN, OutputScale::Static);
+  fixed.hasAddend = fixed.writeResidual = true;
+  OpSpec token = fp8(Kind::RMSNorm, quick ? 1000 : 4096,
+                     ElementType::f8E4M3FN, OutputScale::PerToken);
+  token.hasAddend = token.writeResidual = true;
+  if (quick) {
+    cases.push_back({named("fused add+rms_norm -> e4m3, static", 1000, 3),
+                     fixed, 3});
+    cases.push_back({named("fused add+rms_norm -> e4m3, per token", 1000, 3),
+                     token, 3});
+    return cases;
+  }
+  for (int64_t rows : {1, 4096}) {
+    cases.push_back(
+        {named("fused add+rms_norm -> e4m3, static", 4096, rows), fixed, rows});
+    cases.push_back({named("fused add+rms_norm -> e4m3, per token", 4096, rows),
+                     token, rows});
+  }
+  OpSpec bounded = fp8(Kind::RMSNorm, 5120, ElementType::f8E5M2,
+                       OutputScale::PerToken);
+  bounded.scaleUpperBound = true;
+  cases.push_back({named("rms_norm -> e5m2, per token, scale_ub", 5120, 1000),
+                   bounded, 1000});
+  OpSpec layer = fp8(Kind::LayerNorm, 8192, ElementType::f8E4M3FN,
+                     OutputScale::PerToken);
+  layer.hasBias = true;
+  cases.push_back({named("layer_norm +bias -> e4m3, per token", 8192, 777),
+                   layer, 777});
+  OpSpec staged = fp8(Kind::RMSNorm, 40000, ElementType::f8E4M3FN,
+                      OutputScale::PerToken);
+  cases.push_back({named("rms_norm -> e4m3, per token, staged", 40000, 5),
+                   staged, 5});
+  OpSpec streamed = fp8(Kind::RMSNorm, 262144, ElementType::f8E5M2,
+                        OutputScale::Static);
+  cases.push_back({named("rms_norm -> e5m2, static, streamed", 262144, 3),
+                   streamed, 3});
+  Case graph{named("fused add+rms_norm -> e4m3 per token, CUDA graph", 4096,
+                   256),
+             token, 256};
+  graph.graph = true;
+  cases.push_back(graph);
+  return cases;
 }
 
 /// In-place row kernels, outputs over the very buffers of their inputs:
@@ -827,6 +886,8 @@ std::vector<Case> getFullSweep() {
   cases.push_back(graph);
   for (Case &inPlace : getInPlaceCases(/*quick=*/false))
     cases.push_back(std::move(inPlace));
+  for (Case &quantized : getFp8Cases(/*quick=*/false))
+    cases.push_back(std::move(quantized));
   for (Case &training : getTrainingCases(/*quick=*/false))
     cases.push_back(std::move(training));
   return cases;
@@ -876,6 +937,8 @@ std::vector<Case> getQuickSweep() {
                    makeSpec(Kind::RMSNorm, 70000, bf16), 2});
   for (Case &inPlace : getInPlaceCases(/*quick=*/true))
     cases.push_back(std::move(inPlace));
+  for (Case &quantized : getFp8Cases(/*quick=*/true))
+    cases.push_back(std::move(quantized));
   for (Case &training : getTrainingCases(/*quick=*/true))
     cases.push_back(std::move(training));
   return cases;

@@ -52,8 +52,8 @@ def guarded(shape, dtype):
 
 
 def bits(tensor):
-    return tensor.view(torch.int16 if tensor.element_size() == 2 else
-                       torch.int32)
+    return tensor.view({1: torch.int8, 2: torch.int16}.get(
+        tensor.element_size(), torch.int32))
 
 
 class Case(unittest.TestCase):
@@ -112,6 +112,97 @@ class HeuristicCase(Case):
     @classmethod
     def tearDownClass(cls):
         norm_opt.configure(tuning=True)
+
+
+# FP8 formats: (largest finite value, fraction bits, smallest normal).
+FP8 = {"torch.float8_e4m3fn": (448.0, 3, 2.0 ** -6),
+       "torch.float8_e5m2": (57344.0, 2, 2.0 ** -14)}
+
+
+def fp8_half_spacing(dtype, value64):
+    """Half the distance between FP8 neighbours around |value64|: the most a
+    correctly rounded result may be off."""
+    _, fraction, smallest = FP8[str(dtype)]
+    magnitude = value64.abs().clamp(min=smallest)
+    return torch.exp2(torch.floor(torch.log2(magnitude)) - fraction) / 2
+
+
+@unittest.skipUnless(HAVE_CUDA and hasattr(torch, "float8_e4m3fn"),
+                     "needs torch with float8 and a CUDA device")
+class Fp8Test(HeuristicCase):
+    """rms_norm_quant / layer_norm_quant against float64 references
+    quantized the same way: within half an FP8 spacing (plus the f32 error
+    of y, far below it), saturated, guards intact."""
+
+    def assertQuantized(self, q, want64, name):
+        max_value = FP8[str(q.dtype)][0]
+        want = want64.clamp(-max_value, max_value)
+        limit = fp8_half_spacing(q.dtype, want) + 1e-5 * (1 + want.abs())
+        error = (q.double() - want).abs()
+        bad = ~(error <= limit)
+        if bad.any():
+            index = tuple(int(i) for i in bad.nonzero()[0])
+            self.fail(f"{name}: {int(bad.sum())} of {q.numel()} elements off, "
+                      f"first at {index}: got {q[index].item()}, expected "
+                      f"{want[index].item()}")
+
+    def test_static_scale(self):
+        for dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+            for hidden in (768, 4096, 5120, 16384):
+                for rows in (0, 1, 777):
+                    with self.subTest(dtype=dtype, hidden=hidden, rows=rows):
+                        x = self.rand(rows, hidden)
+                        w = self.rand(hidden)
+                        # Small enough that the largest outputs saturate.
+                        s = torch.tensor([1 / 150], device="cuda")
+                        q, q_buffer = guarded((rows, hidden), dtype)
+                        got, scale = norm_opt.rms_norm_quant(
+                            x, w, 1e-6, scale=s, dtype=dtype, out=q)
+                        self.assertIs(got, q)
+                        self.assertIs(scale, s)
+                        self.assertGuards(q_buffer, "q")
+                        want = rms_reference(x.double(), w.double(), 1e-6)
+                        self.assertQuantized(q, want / s.double(), "q")
+
+    def test_per_token_scales_with_residual_and_bound(self):
+        for dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+            for hidden in (768, 4096, 8192, 16384):
+                for bound in (None, 2.0):
+                    with self.subTest(dtype=dtype, hidden=hidden, bound=bound):
+                        rows = 333
+                        x, r = self.rand(rows, hidden), self.rand(rows, hidden)
+                        w, b = self.rand(hidden), self.rand(hidden)
+                        ub = (torch.tensor([bound], device="cuda")
+                              if bound is not None else None)
+                        q, scales, h = norm_opt.layer_norm_quant(
+                            x, w, b, 1e-5, residual=r, scale_ub=ub,
+                            dtype=dtype)
+                        self.assertTrue(torch.equal(bits(h), bits(x + r)))
+                        y = layer_reference(h.double(), w.double(),
+                                            b.double(), 1e-5)
+                        max_value = FP8[str(dtype)][0]
+                        amax = y.abs().amax(-1, keepdim=True)
+                        if ub is not None:
+                            amax = amax.clamp(max=bound)
+                        want_scales = (amax / max_value).clamp(
+                            min=1 / (max_value * 512))
+                        self.assertEqual(scales.shape, (rows, 1))
+                        self.assertTrue(torch.allclose(
+                            scales.double(), want_scales, rtol=1e-4, atol=0),
+                            "per-token scales")
+                        self.assertQuantized(q, y / scales.double(), "q")
+
+    def test_matches_torchs_unfused_quantization(self):
+        # torch's own norm, divide, clamp and cast: the same bytes but for
+        # values within the f32 error of a rounding midpoint.
+        dtype = torch.float8_e4m3fn
+        x, w = self.rand(1000, 4096), self.rand(4096)
+        s = torch.tensor([0.01], device="cuda")
+        q, _ = norm_opt.rms_norm_quant(x, w, 1e-6, scale=s, dtype=dtype)
+        y = F.rms_norm(x.float(), (4096,), w.float(), 1e-6)
+        torch_q = (y / s).clamp(-448, 448).to(dtype)
+        differ = (bits(q) != bits(torch_q)).sum().item()
+        self.assertLessEqual(differ, q.numel() // 1000)
 
 
 @unittest.skipUnless(HAVE_CUDA, "needs torch and a CUDA device")

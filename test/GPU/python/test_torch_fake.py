@@ -145,6 +145,39 @@ class TorchLayerTest(FakeDriverCase):
             lambda: norm_opt.fused_add_rms_norm(wide[1:], r, w, 1e-6,
                                                 out=wide[:5]))
 
+    @unittest.skipUnless(torch is not None and
+                         hasattr(torch, "float8_e4m3fn"), "needs float8")
+    def test_fp8_outputs(self):
+        x, r, w = self.rand(5, 4096), self.rand(5, 4096), self.rand(4096)
+        s = torch.tensor([0.5])
+        q, scale = norm_opt.rms_norm_quant(x, w, 1e-6, scale=s)
+        name, params = self.launch()
+        self.assertIn("_bf16_f8E4M3FN_", name)
+        # input, weight, output_scale, output.
+        self.assertEqual(params[:4], [x.data_ptr(), w.data_ptr(),
+                                      s.data_ptr(), q.data_ptr()])
+        self.assertEqual(q.dtype, torch.float8_e4m3fn)
+        self.assertIs(scale, s)
+        ub = torch.tensor([3.0])
+        q, scales, h = norm_opt.rms_norm_quant(
+            x, w, 1e-6, residual=r, scale_ub=ub, dtype=torch.float8_e5m2)
+        name, params = self.launch()
+        self.assertIn("_bf16_f8E5M2_", name)
+        # input (the residual stream), addend, weight, scale_ub, output,
+        # residual_out, output_scales.
+        self.assertEqual(params[:7], [r.data_ptr(), x.data_ptr(), w.data_ptr(),
+                                      ub.data_ptr(), q.data_ptr(),
+                                      h.data_ptr(), scales.data_ptr()])
+        self.assertEqual((scales.shape, scales.dtype),
+                         ((5, 1), torch.float32))
+        self.assertRaisesRegex(ValueError, "quantize FP8 outputs",
+                               lambda: self.layer.prepare_row_norm(
+                                   capi.OP_RMS_NORM, x, w, None, 1e-6,
+                                   scale=s))
+        self.assertRaisesRegex(TypeError, "no FP8 type",
+                               lambda: norm_opt.rms_norm_quant(
+                                   x, w, dtype=torch.bfloat16))
+
     def test_fused_add_layer_norm(self):
         x, r = self.rand(5, 1024), self.rand(5, 1024)
         w, b = self.rand(1024), self.rand(1024)

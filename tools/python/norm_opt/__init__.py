@@ -38,7 +38,8 @@ from norm_opt import _capi as capi
 from norm_opt._capi import LaunchConfig, NormJitError, OpDesc, load_library
 
 __all__ = ["rms_norm", "layer_norm", "fused_add_rms_norm",
-           "fused_add_layer_norm", "qk_norm", "attention", "attention_decode",
+           "fused_add_layer_norm", "rms_norm_quant", "layer_norm_quant",
+           "qk_norm", "attention", "attention_decode",
            "configure", "get_context", "NormJitError", "LaunchConfig", "OpDesc", "capi",
            "load_library"]
 
@@ -87,6 +88,29 @@ def fused_add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5, *,
     return _torch_layer().fused_add_layer_norm(
         x, residual, weight, bias, eps, alpha=alpha, out=out,
         residual_out=residual_out)
+
+
+def rms_norm_quant(input, weight=None, eps=None, *, scale=None, scale_ub=None,
+                   residual=None, dtype=None, out=None, weight_offset=0.0):
+    """RMSNorm with an FP8 output (dtype torch.float8_e4m3fn, the default, or
+    float8_e5m2) in one kernel (libnormjit API 8). With `scale` (a float32
+    scalar tensor) q = fp8(y / scale) as vLLM's rms_norm_static_fp8_quant;
+    without it per token, as rms_norm_dynamic_per_token_quant: each row's
+    scale max(min(amax(|y|), scale_ub) / fp8_max, 1 / (fp8_max * 512)).
+    Rounds to nearest even and saturates. With `residual`, y normalizes
+    input + residual, as fused_add_rms_norm. Returns (q, scale or scales
+    [..., 1] float32[, the new residual]). Inference only (no autograd)."""
+    return _torch_layer().rms_norm_quant(
+        input, weight, eps, scale=scale, scale_ub=scale_ub, residual=residual,
+        dtype=dtype, out=out, weight_offset=weight_offset)
+
+
+def layer_norm_quant(input, weight=None, bias=None, eps=1e-5, *, scale=None,
+                     scale_ub=None, residual=None, dtype=None, out=None):
+    """layer_norm with an FP8 output in one kernel: as rms_norm_quant."""
+    return _torch_layer().layer_norm_quant(
+        input, weight, bias, eps, scale=scale, scale_ub=scale_ub,
+        residual=residual, dtype=dtype, out=out)
 
 
 def qk_norm(qkv, num_q_heads, num_kv_heads, q_weight=None, k_weight=None,

@@ -20,6 +20,10 @@ from norm_opt._registry import get_kernel
 
 _DTYPES = {torch.float32: _capi.F32, torch.float16: _capi.F16,
            torch.bfloat16: _capi.BF16}
+# FP8 outputs (API 8), where this torch has the dtypes.
+_FP8_DTYPES = {getattr(torch, name): dtype for name, dtype in
+               (("float8_e4m3fn", _capi.F8E4M3FN),
+                ("float8_e5m2", _capi.F8E5M2)) if hasattr(torch, name)}
 
 #===------------------------------------------------------------------------===#
 # Tensors to buffers
@@ -98,7 +102,8 @@ class Call(NamedTuple):
 
 
 def _buffer(tensor: torch.Tensor, cols: int, stride: int = 0) -> Buffer:
-    return Buffer(tensor.data_ptr(), _DTYPES[tensor.dtype], cols, stride)
+    dtype = _DTYPES.get(tensor.dtype, _FP8_DTYPES.get(tensor.dtype))
+    return Buffer(tensor.data_ptr(), dtype, cols, stride)
 
 
 def _param_dtype(*params: Optional[torch.Tensor]) -> int:
@@ -135,13 +140,19 @@ def prepare_row_norm(kind: int, input: torch.Tensor,
                      out_dtype: Optional[torch.dtype] = None,
                      names: Tuple[str, str] = ("input", "addend"),
                      weight_offset: float = 0.0,
-                     save_stats: bool = False) -> Call:
+                     save_stats: bool = False,
+                     scale: Optional[torch.Tensor] = None,
+                     scale_ub: Optional[torch.Tensor] = None,
+                     scales: Optional[torch.Tensor] = None) -> Call:
     """A fused-row launch: y = norm(alpha * input + addend) * (weight +
     weight_offset) + bias over the last dimension, and with an addend also
     the sum (in input's dtype) as the new residual. `names` name input and
     addend in errors. With save_stats (API 6) also the f32 statistics its
     backward reads, [..., 1] each: outputs (y[, residual][, mean], rstd),
-    the mean for a LayerNorm only."""
+    the mean for a LayerNorm only. An FP8 out_dtype (API 8) quantizes y by
+    the f32 scalar `scale` (static), or else per token: then outputs (y[,
+    residual], scales), scales [..., 1] f32 (into `scales` if given), each
+    row's amax bounded by the f32 scalar `scale_ub` if given."""
     hidden = input.size(-1) if input.dim() else 0
     device = _device(input, addend, weight, bias, out, residual_out)
     input_type = _dtype(input, names[0])
@@ -165,7 +176,13 @@ def prepare_row_norm(kind: int, input: torch.Tensor,
         buffers[_capi.ADDEND] = _buffer(a, hidden, a_stride)
         keep.append(a)
         flags |= _capi.OP_ADDEND | _capi.OP_RESIDUAL_OUT
-    output_type = _dtype(torch.empty(0, dtype=out_dtype), "out")
+    fp8 = out_dtype in _FP8_DTYPES
+    output_type = (_FP8_DTYPES[out_dtype] if fp8 else
+                   _dtype(torch.empty(0, dtype=out_dtype), "out"))
+    if not fp8 and (scale is not None or scale_ub is not None or
+                    scales is not None):
+        raise ValueError("scale, scale_ub and scales quantize FP8 outputs "
+                         f"(float8_e4m3fn, float8_e5m2), not {out_dtype}")
     y = _output(out, input.shape, out_dtype, input, "out")
     buffers[_capi.OUTPUT] = _buffer(y, hidden, hidden)
     outputs = [y]
@@ -193,6 +210,9 @@ def prepare_row_norm(kind: int, input: torch.Tensor,
             if (rows and output.data_ptr() == source.data_ptr()
                     and stride == hidden):
                 flags |= getattr(_capi, "OP_%s_OVER_%s" % (prefix, name))
+    if fp8:
+        flags |= _add_fp8_scales(buffers, keep, outputs, input, scale,
+                                 scale_ub, scales)
     if save_stats:
         outputs += _add_saved_stats(buffers, kind == _capi.OP_LAYER_NORM,
                                     tuple(input.shape[:-1]) + (1,), input)
@@ -204,6 +224,40 @@ def prepare_row_norm(kind: int, input: torch.Tensor,
                   alpha=float(alpha), weight_offset=float(weight_offset))
     return Call(device, desc, _capi.make_launch_args(buffers), rows,
                 tuple(outputs), tuple(keep))
+
+
+def _f32_scalar(tensor: torch.Tensor, name: str) -> torch.Tensor:
+    if tensor.numel() != 1 or tensor.dtype != torch.float32:
+        raise ValueError(f"{name}: expected one float32 element, got "
+                         f"{tuple(tensor.shape)} {tensor.dtype}")
+    return tensor.reshape(1).contiguous()
+
+
+def _add_fp8_scales(buffers, keep, outputs, like: torch.Tensor,
+                    scale: Optional[torch.Tensor],
+                    scale_ub: Optional[torch.Tensor],
+                    scales: Optional[torch.Tensor]) -> int:
+    """The scale buffers of an FP8 output; returns their op flags."""
+    if scale is not None:
+        if scale_ub is not None or scales is not None:
+            raise ValueError("a static scale takes no scale_ub or scales")
+        scale = _f32_scalar(scale, "scale")
+        buffers[_capi.OUTPUT_SCALE] = _buffer(scale, 1)
+        keep.append(scale)
+        return _capi.OP_OUTPUT_SCALE_STATIC
+    flags = _capi.OP_OUTPUT_SCALE_PER_TOKEN
+    if scale_ub is not None:
+        scale_ub = _f32_scalar(scale_ub, "scale_ub")
+        buffers[_capi.SCALE_UB] = _buffer(scale_ub, 1)
+        keep.append(scale_ub)
+        flags |= _capi.OP_SCALE_UB
+    shape = tuple(like.shape[:-1]) + (1,)
+    token = _output(scales, shape, torch.float32, like, "scales")
+    if not token.is_contiguous():
+        raise ValueError("scales must be contiguous")
+    buffers[_capi.OUTPUT_SCALES] = _buffer(token, 1, 1)
+    outputs.append(token)
+    return flags
 
 
 def _add_saved_stats(buffers, mean: bool, shape, like: torch.Tensor):
@@ -354,6 +408,52 @@ def fused_add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5, *,
                                alpha)[:2]
     return run(_prepare_add_norm(_capi.OP_LAYER_NORM, x, residual, weight,
                                  bias, eps, alpha, out, residual_out))
+
+
+def _quantized_norm(kind, input, weight, bias, eps, scale, scale_ub,
+                    residual, dtype, out, weight_offset):
+    if dtype not in _FP8_DTYPES:
+        raise TypeError(f"dtype {dtype} is no FP8 type this torch has "
+                        "(float8_e4m3fn, float8_e5m2)")
+    if residual is None:
+        call = prepare_row_norm(kind, input, weight, bias, eps, out=out,
+                                out_dtype=dtype, weight_offset=weight_offset,
+                                scale=scale, scale_ub=scale_ub)
+    else:
+        call = prepare_row_norm(kind, residual, weight, bias, eps,
+                                addend=input, out=out, out_dtype=dtype,
+                                names=("residual", "input"),
+                                weight_offset=weight_offset, scale=scale,
+                                scale_ub=scale_ub)
+    outputs = run(call)
+    # (y, scale or scales[, the new residual]).
+    y, rest = outputs[0], list(outputs[1:])
+    new_residual = rest.pop(0) if residual is not None else None
+    token = rest.pop(0) if scale is None else scale
+    return (y, token) if residual is None else (y, token, new_residual)
+
+
+def rms_norm_quant(input, weight=None, eps=None, *, scale=None, scale_ub=None,
+                   residual=None, dtype=None, out=None, weight_offset=0.0):
+    """RMSNorm with an FP8 output in one pass (vLLM's
+    rms_norm_static_fp8_quant with `scale`, else
+    rms_norm_dynamic_per_token_quant): y = norm(input [+ residual]) * (weight
+    + weight_offset), q = fp8(y / scale), rounded to nearest even and
+    saturated. Returns (q, scale) with a static scale, (q, scales) per token
+    (scales [..., 1] float32, max(min(amax, scale_ub) / fp8_max, 1 /
+    (fp8_max * 512))), and the new residual last when `residual` is given.
+    Inference only: no autograd."""
+    return _quantized_norm(_capi.OP_RMS_NORM, input, weight, None,
+                           _default_eps(input, eps), scale, scale_ub, residual,
+                           dtype or torch.float8_e4m3fn, out, weight_offset)
+
+
+def layer_norm_quant(input, weight=None, bias=None, eps=1e-5, *, scale=None,
+                     scale_ub=None, residual=None, dtype=None, out=None):
+    """LayerNorm with an FP8 output in one pass: as rms_norm_quant."""
+    return _quantized_norm(_capi.OP_LAYER_NORM, input, weight, bias, eps,
+                           scale, scale_ub, residual,
+                           dtype or torch.float8_e4m3fn, out, 0.0)
 
 
 def _prepare_add_norm(kind, x, residual, weight, bias, eps, alpha, out,
