@@ -2,13 +2,15 @@
 """norm-bench: libnormjit's kernels beside what a user would pick instead.
 
 On one GPU, for each operation (RMSNorm, LayerNorm, fused add + RMSNorm, the
-QK-Norm prologue, fused add + LayerNorm), dtype, hidden size and row count,
-the median time of
+QK-Norm prologue, fused add + LayerNorm, fused add + RMSNorm with an e4m3
+output, static or per-token scales), dtype, hidden size and row count, the
+median time of
   copy     a device-to-device copy of one input-sized tensor (the roofline)
   ours     libnormjit's kernel through norm_opt (ctypes, the C API)
-  eager    torch: F.rms_norm / F.layer_norm / x + r then either
+  eager    torch: F.rms_norm / F.layer_norm / x + r then either (FP8:
+           then divide by the scale, clamp, cast: the unfused quantize)
   compile  torch.compile of the same functions (static shapes)
-  triton   a single-pass Triton kernel, one program per row
+  triton   a single-pass Triton kernel, one program per row (none for FP8)
 and, for ours, every configuration the autotuner tried, re-timed at the
 measured row count (pick/best). Each point also compares our output with
 eager's. The run is budgeted: points go in priority order (bf16 first, the
@@ -39,8 +41,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 
 import report  # noqa: E402
 
-OPS = ("add_rms", "rms", "layer", "qk", "add_layer")
-ADD_OPS = ("add_rms", "add_layer")      # write y and the new residual
+OPS = ("add_rms", "rms", "layer", "qk", "add_layer", "add_rms_fp8",
+       "add_rms_fp8_token")
+# Fused add + RMSNorm with an e4m3 output: static scale (vLLM's
+# rms_norm_static_fp8_quant), per-token scales (its dynamic_per_token).
+FP8_OPS = {"add_rms_fp8": "static", "add_rms_fp8_token": "per_token"}
+FP8_MAX = 448.0
+ADD_OPS = ("add_rms", "add_layer") + tuple(FP8_OPS)  # y and the residual
 LAYER_OPS = ("layer", "add_layer")      # weight and bias
 HIDDEN = (4096, 8192, 7168, 128, 2048, 16384, 1024, 5120, 769, 3001)
 ANCHOR_HIDDEN = (4096, 8192, 7168, 128, 2048, 16384)  # those of ANCHORS.md
@@ -54,7 +61,8 @@ QUICK = dict(hidden=(4096, 128, 769), rows=(1, 4096), dtypes=("bf16",))
 # The tensors of a buffer set the eager and compiled functions take.
 EAGER_ARGS = {"rms": ("x", "w"), "layer": ("x", "w", "b"),
               "add_rms": ("x", "r", "w"), "add_layer": ("x", "r", "w", "b"),
-              "qk": ("qkv", "qw", "kw")}
+              "qk": ("qkv", "qw", "kw"), "add_rms_fp8": ("x", "r", "w", "s"),
+              "add_rms_fp8_token": ("x", "r", "w")}
 # The buffers the Triton anchor writes, in the order eager returns them.
 TRITON_OUTPUTS = {"rms": ("y",), "layer": ("y",), "add_rms": ("y", "h"),
                   "add_layer": ("y", "h"), "qk": ("q", "k")}
@@ -79,6 +87,11 @@ class Point(NamedTuple):
             return {"copy": normed, "ours": 2 * normed + 4 * self.hidden}
         tensor = self.kernel_rows * self.hidden * 2
         params = (2 if self.op in LAYER_OPS else 1) * self.hidden * 2
+        if self.op in FP8_OPS:  # x, r, h; q of one byte; per-token scales
+            scales = 4 * self.kernel_rows if FP8_OPS[self.op] == "per_token" \
+                else 4
+            return {"copy": tensor,
+                    "ours": 3 * tensor + tensor // 2 + params + scales}
         tensors = 4 if self.op in ADD_OPS else 2
         return {"copy": tensor, "ours": tensors * tensor + params}
 
@@ -188,7 +201,7 @@ def print_plan(plan: List[Point], args) -> None:
           f"{', '.join(('ours',) + args.anchors)}; budget {args.budget_s:.0f} s")
     for p in plan:
         sizes = p.bytes()
-        print(f"  {p.label:34s} kernel rows {p.kernel_rows:7d}  input "
+        print(f"  {p.label:40s} kernel rows {p.kernel_rows:7d}  input "
               f"{sizes['copy'] / 2**20:9.3f} MiB")
 
 
@@ -280,6 +293,11 @@ class Bench:
             if point.op in ADD_OPS:
                 s["r"] = rand(n, h)
                 s["h"] = torch.empty(n, h, dtype=dtype, device="cuda")
+            if point.op in FP8_OPS:
+                s["q"] = torch.empty(n, h, dtype=torch.float8_e4m3fn,
+                                     device="cuda")
+                s["s"] = torch.tensor([0.01], device="cuda")
+                s["scales"] = torch.empty(n, 1, device="cuda")
             s["copy_src"] = s["x"]
         s["copy_dst"] = torch.empty_like(s["copy_src"])
         return s
@@ -302,6 +320,24 @@ class Bench:
                 h = x + r
                 return F.layer_norm(h, (h.shape[-1],), w, b, EPS), h
             return add_layer
+        torch = self.torch
+        if op == "add_rms_fp8":  # the norm, then quantize (static scale)
+            def add_rms_fp8(x, r, w, s):
+                h = x + r
+                y = F.rms_norm(h.float(), (h.shape[-1],), w.float(), EPS)
+                q = (y / s).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
+                return q, h
+            return add_rms_fp8
+        if op == "add_rms_fp8_token":  # vLLM's per-token reference
+            def add_rms_fp8_token(x, r, w):
+                h = x + r
+                y = F.rms_norm(h.float(), (h.shape[-1],), w.float(), EPS)
+                scales = (y.abs().amax(-1, keepdim=True) / FP8_MAX).clamp(
+                    min=1 / (FP8_MAX * 512))
+                q = (y / scales).clamp(-FP8_MAX, FP8_MAX).to(
+                    torch.float8_e4m3fn)
+                return q, h, scales
+            return add_rms_fp8_token
         hq, hkv = QK_HEADS
 
         def qk(qkv, qw, kw):
@@ -352,6 +388,13 @@ class Bench:
         from norm_opt import capi
         kind = (capi.OP_LAYER_NORM if point.op in LAYER_OPS
                 else capi.OP_RMS_NORM)
+        if point.op in FP8_OPS:
+            static = FP8_OPS[point.op] == "static"
+            return self.ours.prepare_row_norm(
+                kind, s["r"], s["w"], None, EPS, addend=s["x"], out=s["q"],
+                residual_out=s["h"], out_dtype=self.torch.float8_e4m3fn,
+                scale=s["s"] if static else None,
+                scales=None if static else s["scales"])
         if point.op in ADD_OPS:
             return self.ours.prepare_row_norm(
                 kind, s["r"], s["w"], s.get("b"), EPS, addend=s["x"],
@@ -398,7 +441,14 @@ class Bench:
         for got, ref in zip(outputs, want):
             ref = ref.reshape(got.shape).double()
             error = (got.double() - ref).abs()
-            bad += int((~(error <= 2 * tol * (1 + ref.abs()))).sum())
+            if got.dtype == torch.float8_e4m3fn:
+                # Both round y's f32 value: one e4m3 step apart at most
+                # (per-token scales differ in their last bits).
+                step = torch.exp2(torch.floor(torch.log2(
+                    ref.abs().clamp(min=2.0 ** -6))) - 3)
+                bad += int((~(error <= step)).sum())
+            else:
+                bad += int((~(error <= 2 * tol * (1 + ref.abs()))).sum())
             unwritten += int(got.isnan().sum())  # still the poison
             relative = error / (1 + ref.abs())
             finite = relative[torch.isfinite(relative)]
@@ -436,6 +486,8 @@ class Bench:
         if kernel is not None:
             attempt("ours", lambda: self.time(our_calls))
         for name in args.anchors:
+            if name == "triton" and point.op not in TRITON_OUTPUTS:
+                continue  # no Triton anchor for FP8 outputs
             if name != "compile":  # the second pass
                 attempt(name, lambda: self.time(self.calls(name, point, sets)))
         if "triton" in record["times_us"]:
@@ -504,7 +556,7 @@ class Bench:
         if self.triton is not None and "triton" in self.args.anchors:
             specs = [f"{op}:{dtype}:{hidden}" + (
                 ":%d:%d" % QK_HEADS if op == "qk" else "")
-                for op, dtype, hidden in first]
+                for op, dtype, hidden in first if op in TRITON_OUTPUTS]
             count = max(1, min(self.args.triton_warmers, len(specs)))
             for i in range(count):
                 warmers.append(subprocess.Popen(

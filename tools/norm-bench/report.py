@@ -45,6 +45,11 @@ OP_TITLES = {
                  "new residual)",
     "qk": "QK-Norm prologue (packed qkv, 32 query / 8 key-value heads; "
           "rows are tokens)",
+    "add_rms_fp8": "fused add + RMSNorm, e4m3 output with a static scale "
+                   "(writes q and the new residual; anchors: the norm, then "
+                   "divide, clamp and cast)",
+    "add_rms_fp8_token": "fused add + RMSNorm, e4m3 output with per-token "
+                         "scales (writes q, the new residual and the scales)",
 }
 TUNER_LIMIT = 1.03  # the pick within 3% of the best candidate
 
