@@ -30,8 +30,9 @@ Value getConvertedValue(Operation *op) {
 }
 
 /// `convert(kernel(...))` is `kernel(...)` with the conversion's output type
-/// when the kernel's output before the conversion is its exact f32 result
-/// (or its residual stream, unchanged).
+/// (and a quantizing conversion's scales) when the kernel's output before
+/// the conversion is its exact f32 result (or its residual stream,
+/// unchanged).
 struct FuseConversionIntoProducer : RewritePattern {
   FuseConversionIntoProducer(MLIRContext *context)
       : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, context) {}
@@ -55,6 +56,16 @@ struct FuseConversionIntoProducer : RewritePattern {
       return rewriter.notifyMatchFailure(conversion,
                                          "producer output is rounded twice");
 
+    // A quantizing conversion (norm.fused_row <none> to FP8) takes its
+    // scale along: the kernel quantizes the same f32 value.
+    std::optional<RowKernelSpec> convert = RowKernelSpec::get(conversion);
+    bool perToken = bool(convert->scalesType);
+    if (perToken && spec->groups != 1)
+      return rewriter.notifyMatchFailure(
+          conversion, "per-token scales of a grouped producer");
+    spec->outputScale = convert->outputScale;
+    spec->scaleUb = convert->scaleUb;
+    spec->scalesType = convert->scalesType;
     spec->outputType =
         cast<RankedTensorType>(conversion->getResult(0).getType());
     SmallVector<Operation *> users =
@@ -67,7 +78,7 @@ struct FuseConversionIntoProducer : RewritePattern {
     FusedRowOp fused = spec->build(
         rewriter,
         rewriter.getFusedLoc({producer->getLoc(), conversion->getLoc()}));
-    rewriter.replaceOp(conversion, fused.getOutput());
+    replaceRowKernel(rewriter, conversion, fused);
     if (Value residual = fused.getResidualOut())
       rewriter.replaceAllUsesWith(producer->getResult(1), residual);
     rewriter.eraseOp(producer);

@@ -176,6 +176,13 @@ def FuseCasts : Pass<"norm-fuse-casts"> {
     widens to f32 anyway; with an addend the input's element type sets the
     rounding of the residual stream).
 
+    A quantizing conversion (a `norm.fused_row <none>` to `f8E4M3FN` or
+    `f8E5M2` with its `output_scale`, or its `output_scales` and
+    `scale_ub`) folds the same way, scales and all: the producer then
+    quantizes its f32 result in the same pass (per-token scales only into a
+    producer without groups). A producer rounding to bf16 first keeps its
+    quantize apart, since the unfused graph rounds twice.
+
     Kernels with a fixed `launch` or `kernel` are left as they are.
   }];
   let dependentDialects = ["::mlir::norm::NormDialect"];

@@ -80,6 +80,10 @@ std::optional<RowKernelSpec> RowKernelSpec::get(Operation *op) {
             spec.f32Residual = row.getF32Residual();
             if (Value residual = row.getResidualOut())
               spec.residualType = cast<RankedTensorType>(residual.getType());
+            spec.outputScale = row.getOutputScale();
+            spec.scaleUb = row.getScaleUb();
+            if (Value scales = row.getOutputScales())
+              spec.scalesType = cast<RankedTensorType>(scales.getType());
             return true;
           })
           .Default([](Operation *) { return false; });
@@ -102,7 +106,8 @@ bool RowKernelSpec::isElementwiseCopy() const {
 
 SmallVector<Value> RowKernelSpec::getOperands() const {
   SmallVector<Value> operands;
-  for (Value v : {input, addend, skip, weight, bias, mean, variance})
+  for (Value v : {input, addend, skip, weight, bias, mean, variance,
+                  outputScale, scaleUb})
     if (v)
       operands.push_back(v);
   return operands;
@@ -110,10 +115,9 @@ SmallVector<Value> RowKernelSpec::getOperands() const {
 
 FusedRowOp RowKernelSpec::build(OpBuilder &builder, Location loc) const {
   return FusedRowOp::create(
-      builder, loc, outputType, residualType, /*output_scales=*/Type(),
+      builder, loc, outputType, residualType, scalesType,
       /*saved_mean=*/Type(), /*saved_rstd=*/Type(), input, addend, skip,
-      weight, bias, mean, variance, /*output_scale=*/Value(),
-      /*scale_ub=*/Value(),
+      weight, bias, mean, variance, outputScale, scaleUb,
       StatisticAttr::get(builder.getContext(), statistic),
       readsEps() ? builder.getF64FloatAttr(eps) : FloatAttr(),
       builder.getF64FloatAttr(alpha), builder.getF64FloatAttr(weightOffset),
@@ -126,8 +130,11 @@ FusedRowOp RowKernelSpec::build(OpBuilder &builder, Location loc) const {
 void mlir::norm::replaceRowKernel(RewriterBase &rewriter, Operation *op,
                                   FusedRowOp fused) {
   SmallVector<Value> replacements = {fused.getOutput()};
-  if (op->getNumResults() == 2)
+  auto row = dyn_cast<FusedRowOp>(op);
+  if (row ? bool(row.getResidualOut()) : op->getNumResults() == 2)
     replacements.push_back(fused.getResidualOut());
+  if (row && row.getOutputScales())
+    replacements.push_back(fused.getOutputScales());
   rewriter.replaceOp(op, replacements);
 }
 

@@ -32,6 +32,10 @@ struct RowKernelSpec {
   RankedTensorType outputType;
   /// The type of `residual_out`; null when the kernel does not store `v`.
   RankedTensorType residualType;
+  /// FP8 outputs: the static scale, or the type of the per-token scales
+  /// (null where absent) and their bound.
+  Value outputScale, scaleUb;
+  RankedTensorType scalesType;
 
   /// The row kernel `op` is on its own: for rms_norm, layer_norm, l2_norm,
   /// group_norm, batch_norm_inference, residual_add, cast, and fused_row ops
@@ -57,7 +61,7 @@ struct RowKernelSpec {
 };
 
 /// Replaces `op`, an op with a RowKernelSpec, by `fused`, result by result
-/// (`output`, then `residual_out` when `op` is a fused_row that has one).
+/// (`output`, then `residual_out` and `output_scales` where `op` has them).
 void replaceRowKernel(RewriterBase &rewriter, Operation *op, FusedRowOp fused);
 
 /// The first of `candidates` before which a new op can be created that reads
