@@ -100,17 +100,16 @@ struct ExpandTruncFp8 : TruncFp8Pattern {
     Value tiny = arith::SubIOp::create(
         rewriter, loc, b.bitcast(aligned, rewriter.getI32Type()),
         b.i32(0x4b000000));
-    Value result = b.select(
-        b.cmp(arith::CmpIPredicate::ugt, magnitude, 0x7f800000),
-        b.i32(format.nanCode),
-        b.select(b.cmp(arith::CmpIPredicate::uge, magnitude, format.maxBits),
-                 b.i32(format.maxCode),
-                 b.select(b.cmp(arith::CmpIPredicate::uge, magnitude,
-                                format.minNormalBits),
-                          normal, tiny)));
+    Value finite = b.select(
+        b.cmp(arith::CmpIPredicate::uge, magnitude, format.maxBits),
+        b.i32(format.maxCode),
+        b.select(
+            b.cmp(arith::CmpIPredicate::uge, magnitude, format.minNormalBits),
+            normal, tiny));
     // NaN keeps no sign: cvt gives the one quiet NaN.
-    result = b.select(b.cmp(arith::CmpIPredicate::ugt, magnitude, 0x7f800000),
-                      result, b.ori(result, sign));
+    Value result =
+        b.select(b.cmp(arith::CmpIPredicate::ugt, magnitude, 0x7f800000),
+                 b.i32(format.nanCode), b.ori(finite, sign));
     Value byte = arith::TruncIOp::create(
         rewriter, loc, b.shaped(rewriter.getI8Type()), result);
     rewriter.replaceOp(op, b.bitcast(byte, fp8));

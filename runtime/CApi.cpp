@@ -178,11 +178,6 @@ static bool isDtype(int32_t dtype) {
   return dtype >= NORMJIT_F32 && dtype <= NORMJIT_F8E5M2;
 }
 
-/// The float dtypes: every tensor but cu_seqlens, and every desc type.
-static bool isFloatDtype(int32_t dtype) {
-  return isDtype(dtype) &&
-         isFloatElementType(static_cast<ElementType>(dtype));
-}
 
 /// Unknown flag bits and non-zero reserved fields are refused, not
 /// ignored, so that later versions can give them a meaning.
@@ -254,33 +249,20 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
     status = invalid("unknown operation kind " + std::to_string(desc->kind));
     return false;
   }
+  // FP8 passes here: the model says which operations take it (outputs of
+  // forward row kernels only).
   for (int32_t dtype : {desc->input_type, desc->output_type, desc->param_type,
                         desc->addend_type, desc->skip_type}) {
     if (!isDtype(dtype)) {
       status = invalid("unknown dtype " + std::to_string(dtype));
       return false;
     }
-  }
-  // FP8 is an output type (the model's rules say of which operations).
-  if (desc->output_type == NORMJIT_I32) {
-    status = invalid("normjit_op_desc: NORMJIT_I32 is only the dtype of the "
-                     "cu_seqlens buffer; tensors and parameters are f32, f16 "
-                     "or bf16");
-    return false;
-  }
-  for (int32_t dtype : {desc->input_type, desc->param_type, desc->addend_type,
-                        desc->skip_type}) {
-    if (isFloatDtype(dtype))
-      continue;
-    status = invalid(
-        dtype == NORMJIT_I32
-            ? "normjit_op_desc: NORMJIT_I32 is only the dtype of the "
-              "cu_seqlens buffer; tensors and parameters are f32, f16 or "
-              "bf16"
-            : "normjit_op_desc: FP8 is only the output_type of a row norm's "
-              "quantized output; inputs and parameters are f32, f16 or "
-              "bf16");
-    return false;
+    if (dtype == NORMJIT_I32) {
+      status = invalid("normjit_op_desc: NORMJIT_I32 is only the dtype of "
+                       "the cu_seqlens buffer; tensors and parameters are "
+                       "f32, f16 or bf16");
+      return false;
+    }
   }
   if ((desc->flags & NORMJIT_OP_OUTPUT_SCALE_STATIC) &&
       (desc->flags & NORMJIT_OP_OUTPUT_SCALE_PER_TOKEN)) {

@@ -392,7 +392,7 @@ TEST_F(OpDescTest, Fp8FlagsReachTheOperation) {
        NORMJIT_OP_OUTPUT_SCALE_STATIC, "output scales quantize FP8 outputs"},
       {"FP8 input", NORMJIT_F8E4M3FN, NORMJIT_F8E4M3FN,
        NORMJIT_OP_OUTPUT_SCALE_STATIC,
-       "FP8 is only the output_type of a row norm's quantized output"},
+       "FP8 (f8E4M3FN) is the type of quantized outputs only"},
       {"bound of a static scale", NORMJIT_BF16, NORMJIT_F8E5M2,
        NORMJIT_OP_OUTPUT_SCALE_STATIC | NORMJIT_OP_SCALE_UB,
        "scale_ub bounds per-token FP8 scales only"},
