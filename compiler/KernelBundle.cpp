@@ -16,10 +16,30 @@ namespace norm {
 FailureOr<std::string> getKernelPtx(ModuleOp module) {
   auto binary = dyn_cast_or_null<gpu::BinaryOp>(
       SymbolTable::lookupSymbolIn(module, mlir::norm::kKernelModuleName));
-  if (!binary)
+  if (!binary) {
+    // Lowered without a kernel left: every norm op's result was unused and
+    // removed as dead code.
+    bool hasNormOps = module
+                          ->walk([](Operation *op) {
+                            return op->getDialect() &&
+                                           op->getDialect()->getNamespace() ==
+                                               "norm"
+                                       ? WalkResult::interrupt()
+                                       : WalkResult::advance();
+                          })
+                          .wasInterrupted();
+    if (!hasNormOps && !module.getOps<gpu::GPUModuleOp>().empty())
+      return module.emitError("no kernel binary: the kernels are not "
+                              "assembled yet (run --norm-lower-to-ptx)");
+    if (!hasNormOps)
+      return module.emitError(
+          "no kernel to write: no result of the program depends on a norm "
+          "op (norm ops whose results are unused are removed before kernels "
+          "are formed); return what the kernels compute");
     return module.emitError(
         "no kernel binary: expected 'gpu.binary @norm_kernels' (run "
         "--norm-lower-to-ptx)");
+  }
   ArrayAttr objects = binary.getObjectsAttr();
   auto object = objects.size() == 1 ? dyn_cast<gpu::ObjectAttr>(objects[0])
                                     : gpu::ObjectAttr();

@@ -778,6 +778,13 @@ template <typename OpTy> static LogicalResult verifyDecodeOperands(OpTy op) {
                {op.getKCache(), "k_cache"},
                {op.getVCache(), "v_cache"}})))
     return failure();
+  // batch + 1 offsets: a static count below 2 is a batch of no sequence.
+  auto offsets = cast<RankedTensorType>(op.getCuSeqlens().getType());
+  if (!offsets.isDynamicDim(0) && offsets.getDimSize(0) < 2)
+    return op.emitOpError()
+           << "'cu_seqlens' holds batch + 1 offsets, so at least 2 (a batch "
+              "of one sequence), got "
+           << offsets;
   for (auto [cache, name] : {std::pair{op.getKCache(), "k_cache"},
                              std::pair{op.getVCache(), "v_cache"}}) {
     int64_t cols = cast<RankedTensorType>(cache.getType()).getDimSize(1);

@@ -1,9 +1,9 @@
 //===- ColumnStatsKernel.cpp - the kernel of norm.column_stats ------------===//
 //
 // A tile of `vector` adjacent columns is the kernel's "row": the T threads
-// of a tile take every T-th input row, accumulate shifted sums (pivot: the
-// first input row) in f32 registers, and reduce them with one
-// norm.row_allreduce. No atomics: the result does not depend on scheduling.
+// of a tile take every T-th input row, keep Welford's running means and
+// squared deviations in f32 registers, and combine them with two
+// norm.row_allreduce (the mean, then the deviations about it). No atomics: the result does not depend on scheduling.
 // norm.column_sum (the second step of a backward kernel's weight and bias
 // gradients) is the same kernel with one plain sum, stored in the output's
 // type.
@@ -84,53 +84,60 @@ void ColumnStatsEmitter::emit() {
       return;
     }
 
+    // Welford's update per input row: the thread's count, and per column
+    // its mean and sum of squared deviations (a pivot row's differences
+    // cancel when that row is an outlier).
     SmallVector<Value> partial = ifElseZeros(valid, [&] {
-      Value hasRows =
-          arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, rows, index(0));
-      Value pivot = ifElseZeros(hasRows, [&] {
-                      return SmallVector<Value>{loadTile(index(0))};
-                    }).front();
       Value init = zero(f32Vector);
       auto loop = scf::ForOp::create(
-          b, lane, rows, index(threads), ValueRange{init, init},
-          [&](OpBuilder &nested, Location, Value r, ValueRange sums) {
+          b, lane, rows, index(threads),
+          ValueRange{constantF32(0.0), init, init},
+          [&](OpBuilder &nested, Location, Value r, ValueRange carried) {
             OpBuilder::InsertionGuard guard(b);
             b.setInsertionPoint(nested.getInsertionBlock(),
                                 nested.getInsertionPoint());
-            Value d = subf(loadTile(mul(r, inputStride)), pivot);
-            if (ragged)
-              d = arith::SelectOp::create(b, tailMask(column, hidden), d,
-                                          zero(f32Vector));
-            scf::YieldOp::create(
-                b, ValueRange{addf(sums[0], d), addf(sums[1], mulf(d, d))});
+            Value x = loadTile(mul(r, inputStride));
+            Value count = addf(carried[0], constantF32(1.0));
+            Value delta = subf(x, carried[1]);
+            Value mean = addf(
+                carried[1],
+                mulf(delta, splat(divideApprox(constantF32(1.0), count))));
+            Value m2 = addf(carried[2], mulf(delta, subf(x, mean)));
+            scf::YieldOp::create(b, ValueRange{count, mean, m2});
           });
-      return SmallVector<Value>{pivot, loop.getResult(0), loop.getResult(1)};
+      return SmallVector<Value>(loop.getResults());
     });
 
-    SmallVector<Value> lanes;
-    for (Value sum : ArrayRef<Value>(partial).drop_front())
-      for (int64_t i = 0; i < vector; ++i)
-        lanes.push_back(vector::ExtractOp::create(b, sum, i));
-    SmallVector<Value> sums = allReduce(lanes);
+    // Per column, the moments of every thread: the mean, then the squared
+    // deviations about it.
+    Value count = partial[0];
+    SmallVector<Value> sums, means, m2s;
+    for (int64_t i = 0; i < vector; ++i)
+      sums.push_back(
+          mulf(count, vector::ExtractOp::create(b, partial[1], i)));
+    sums = allReduce(sums);
+    // n = 0 gives NaN statistics: an empty batch has none.
+    Value rowsF32 = arith::UIToFPOp::create(
+        b, f32, arith::IndexCastUIOp::create(b, b.getI64Type(), rows));
+    Value invCount = arith::DivFOp::create(b, constantF32(1.0), rowsF32);
+    for (int64_t i = 0; i < vector; ++i) {
+      means.push_back(mulf(sums[i], invCount));
+      Value d = subf(vector::ExtractOp::create(b, partial[1], i), means[i]);
+      m2s.push_back(addf(vector::ExtractOp::create(b, partial[2], i),
+                         mulf(count, mulf(d, d))));
+    }
+    m2s = allReduce(m2s);
 
     Value first =
         arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, index(0));
     ifThen(arith::AndIOp::create(b, valid, first), [&] {
-      // n = 0 gives NaN statistics: an empty batch has none.
-      Value count = arith::UIToFPOp::create(
-          b, f32, arith::IndexCastUIOp::create(b, b.getI64Type(), rows));
-      Value invCount = splat(arith::DivFOp::create(b, constantF32(1.0), count));
       auto gather = [&](ArrayRef<Value> scalars) {
         return vector::FromElementsOp::create(b, f32Vector, scalars).getResult();
       };
-      Value centre = mulf(gather(ArrayRef(sums).take_front(vector)), invCount);
-      Value meanSquare =
-          mulf(gather(ArrayRef(sums).drop_front(vector)), invCount);
-      Value variance = arith::MaximumFOp::create(
-          b, subf(meanSquare, mulf(centre, centre)), zero(f32Vector));
-      storeVector(addf(partial[0], centre), arg("mean"), index(0), column,
-                  hidden, !ragged);
-      storeVector(variance, arg("variance"), index(0), column, hidden, !ragged);
+      storeVector(gather(means), arg("mean"), index(0), column, hidden,
+                  !ragged);
+      storeVector(mulf(gather(m2s), splat(invCount)), arg("variance"),
+                  index(0), column, hidden, !ragged);
     });
   });
 }

@@ -15,19 +15,27 @@ namespace mlir::norm {
 using namespace mlir;
 using namespace mlir::norm;
 
-/// Attention kernels take both QK-Norm weights or neither.
-template <typename OpTy> static LogicalResult verifyWeightPair(OpTy op) {
-  if (bool(op.getQNormWeight()) == bool(op.getKNormWeight()))
-    return success();
-  return op.emitOpError()
-         << "has a QK-Norm weight for only one of q and k; the attention "
-            "kernels take both or neither (give the other a ones weight)";
+/// Attention kernels take both QK-Norm weights or neither: a missing one
+/// becomes a weight of ones (an offset needs both weights, so the ones
+/// scale by exactly one).
+template <typename OpTy> static void completeWeightPair(OpTy op) {
+  Value q = op.getQNormWeight(), k = op.getKNormWeight();
+  if (bool(q) == bool(k))
+    return;
+  auto type = cast<RankedTensorType>((q ? q : k).getType());
+  OpBuilder b(op);
+  Value ones = arith::ConstantOp::create(
+      b, op.getLoc(),
+      DenseElementsAttr::get(type, FloatAttr::get(type.getElementType(), 1.0)));
+  if (q)
+    op.getKNormWeightMutable().assign(ones);
+  else
+    op.getQNormWeightMutable().assign(ones);
 }
 
 /// The kernel op of `op` over one sequence of all its tokens.
 static LogicalResult formAttentionKernel(AttentionOp op) {
-  if (failed(verifyWeightPair(op)))
-    return failure();
+  completeWeightPair(op);
   OpBuilder b(op);
   Location loc = op.getLoc();
   // cu_seqlens = [0, tokens] as i32, the type of FlashAttention's offsets.
@@ -54,8 +62,7 @@ static LogicalResult formAttentionKernel(AttentionOp op) {
 /// The decode kernel op of `op`: the same operands and fields (in the same
 /// order: the kernel op adds only its launch and symbol).
 static LogicalResult formDecodeKernel(AttentionDecodeOp op) {
-  if (failed(verifyWeightPair(op)))
-    return failure();
+  completeWeightPair(op);
   OpBuilder b(op);
   auto kernel = AttentionDecodeKernelOp::create(
       b, op.getLoc(), op->getResultTypes(), op->getOperands(),

@@ -68,21 +68,27 @@ void FusedRowEmitter::emitRegisterRows() {
                      addend ? loadChunk(row, addend, addendBase, c) : Value()));
       // The residual stream is complete before the reduction: storing it now
       // overlaps the writes with the exchange. In place, it waits for the
-      // exchange, when every thread has read the row (and its pivot).
+      // exchange, when every thread has read the row.
       Value residual = arg("residual_out");
       if (residual && !residualInPlace)
         storeRow(row, values, residual, rowBase(position, "residual_out"));
       SmallVector<Value> out = values;
       if (skip)
         llvm::append_range(out, loadRow(row, skip, rowBase(position, "skip")));
-      Value pivot = loadPivot(inputBase, addendBase);
-      SmallVector<Value> sums = initialSums();
-      for (auto [c, v] : llvm::enumerate(values))
-        accumulate({chunkStart(c), row.isFull(c)}, v, pivot, sums);
-      if (pivot)
-        out.push_back(pivot);
-      for (Value sum : sums)
+      // mean_var: the sum of v now, the deviations after the mean.
+      if (fused.statistic == ::norm::Statistic::MeanVar) {
+        Value sum = zero(VectorType::get({vector}, f32));
+        for (Value v : values)
+          sum = addf(sum, toF32(v));
         out.push_back(reduce(sum));
+        return out;
+      }
+      SmallVector<Chunk> chunks;
+      for (int64_t c = 0; c < row.chunks; ++c)
+        chunks.push_back({chunkStart(c), row.isFull(c)});
+      SmallVector<Value> sums = initialSums();
+      accumulate(chunks, values, sums);
+      llvm::append_range(out, finishSums(sums));
       return out;
     });
 
@@ -94,11 +100,16 @@ void FusedRowEmitter::emitRegisterRows() {
     };
     ArrayRef<Value> values = take(row.chunks);
     ArrayRef<Value> skipChunks = take(skip ? row.chunks : 0);
-    Value pivot =
-        fused.statistic == ::norm::Statistic::MeanVar ? take(1).front() : Value();
 
-    // 2. One exchange for all sums of the row.
-    SmallVector<Value> sums = allReduce(cursor);
+    // 2. The exchange of the row's sums (mean_var: the mean, then the
+    // squared deviations from it, over the row in registers).
+    SmallVector<Value> totals;
+    if (fused.statistic == ::norm::Statistic::MeanVar) {
+      auto [mean, m2] = allReduceDeviations(row, values, cursor.front());
+      totals = {mean, m2};
+    } else {
+      totals = exchangeSums(cursor);
+    }
 
     // 3. Normalize and scale (per-token FP8 scales: twice, the amax over
     // the row's threads in between), store.
@@ -119,7 +130,7 @@ void FusedRowEmitter::emitRegisterRows() {
       amax = ifElseZeros(position.valid, [&] {
                Value local = zero(VectorType::get({vector}, f32));
                for (auto [c, y] :
-                    llvm::enumerate(normalizeRow(getRowScale(sums, pivot))))
+                    llvm::enumerate(normalizeRow(getRowScale(totals))))
                  local = accumulateAmax({chunkStart(c), row.isFull(c)}, y,
                                         local);
                return SmallVector<Value>{local};
@@ -130,10 +141,9 @@ void FusedRowEmitter::emitRegisterRows() {
       if (residualInPlace)
         storeRow(row, values, arg("residual_out"),
                  rowBase(position, "residual_out"));
-      RowScale scale = getRowScale(sums, pivot);
+      RowScale scale = getRowScale(totals);
       saveStatistics(position.token, position.group, scale.scale,
-                     arg("saved_mean") ? addf(scale.pivot, scale.centre)
-                                       : Value());
+                     scale.mean);
       Value rowInverse =
           amax ? storeTokenScale(position.token, amax) : inverse;
       SmallVector<Value> outputs;
@@ -196,35 +206,35 @@ Value FusedRowEmitter::loadPrologue(Chunk chunk, Value inputBase,
                   addend ? load(addend, addendBase) : Value());
 }
 
-Value FusedRowEmitter::loadPivot(Value inputBase, Value addendBase) {
-  if (fused.statistic != ::norm::Statistic::MeanVar)
-    return {};
-  Value addend = arg("addend");
-  Value first = memref::LoadOp::create(b, arg("input"), inputBase);
-  return toF32(prologue(
-      first, addend ? memref::LoadOp::create(b, addend, addendBase).getResult()
-                    : Value()));
-}
-
 SmallVector<Value> FusedRowEmitter::initialSums() {
-  int64_t count = fused.statistic == ::norm::Statistic::MeanVar ? 2
-                  : fused.statistic == ::norm::Statistic::None  ? 0
-                                                        : 1;
-  return SmallVector<Value>(count, zero(VectorType::get({vector}, f32)));
+  switch (fused.statistic) {
+  case ::norm::Statistic::MeanVar: {
+    Moments none = getZeroMoments();
+    return {none.count, none.mean, none.m2};
+  }
+  case ::norm::Statistic::None:
+    return {};
+  default:
+    return {zero(VectorType::get({vector}, f32))};
+  }
 }
 
-void FusedRowEmitter::accumulate(Chunk chunk, Value v, Value pivot,
+void FusedRowEmitter::accumulate(ArrayRef<Chunk> chunks, ArrayRef<Value> values,
                                  MutableArrayRef<Value> sums) {
-  Value vf = toF32(v);
   switch (fused.statistic) {
   case ::norm::Statistic::RMS:
   case ::norm::Statistic::L2:
-    sums[0] = addf(sums[0], mulf(vf, vf));
+    for (Value v : values) {
+      Value vf = toF32(v);
+      sums[0] = addf(sums[0], mulf(vf, vf));
+    }
     break;
   case ::norm::Statistic::MeanVar: {
-    Value d = maskOutside(fused.row, chunk, subf(vf, splat(pivot)));
-    sums[0] = addf(sums[0], d);
-    sums[1] = addf(sums[1], mulf(d, d));
+    Moments total = combineMoments({sums[0], sums[1], sums[2]},
+                                   getMoments(fused.row, chunks, values));
+    sums[0] = total.count;
+    sums[1] = total.mean;
+    sums[2] = total.m2;
     break;
   }
   case ::norm::Statistic::None:
@@ -232,27 +242,39 @@ void FusedRowEmitter::accumulate(Chunk chunk, Value v, Value pivot,
   }
 }
 
-RowScale FusedRowEmitter::getRowScale(ArrayRef<Value> sums, Value pivot) {
+SmallVector<Value> FusedRowEmitter::finishSums(ArrayRef<Value> sums) {
+  if (fused.statistic == ::norm::Statistic::MeanVar)
+    return SmallVector<Value>(sums);
+  SmallVector<Value> scalars;
+  for (Value sum : sums)
+    scalars.push_back(reduce(sum));
+  return scalars;
+}
+
+SmallVector<Value> FusedRowEmitter::exchangeSums(ArrayRef<Value> sums) {
+  if (fused.statistic != ::norm::Statistic::MeanVar)
+    return allReduce(sums);
+  auto [mean, m2] =
+      allReduceMoments({sums[0], sums[1], sums[2]}, fused.row.length);
+  return {mean, m2};
+}
+
+RowScale FusedRowEmitter::getRowScale(ArrayRef<Value> totals) {
   RowScale result;
-  result.pivot = pivot;
   double invLength = 1.0 / static_cast<double>(fused.row.length);
   switch (fused.statistic) {
   case ::norm::Statistic::RMS:
-    result.scale = rsqrt(addf(mulf(sums[0], constantF32(invLength)),
+    result.scale = rsqrt(addf(mulf(totals[0], constantF32(invLength)),
                               constantF32(fused.eps)));
     break;
   case ::norm::Statistic::L2:
-    result.scale = rsqrt(addf(sums[0], constantF32(fused.eps)));
+    result.scale = rsqrt(addf(totals[0], constantF32(fused.eps)));
     break;
-  case ::norm::Statistic::MeanVar: {
-    // mean = pivot + centre; var = E[(v - pivot)^2] - centre^2.
-    result.centre = mulf(sums[0], constantF32(invLength));
-    Value variance = subf(mulf(sums[1], constantF32(invLength)),
-                          mulf(result.centre, result.centre));
-    variance = arith::MaximumFOp::create(b, variance, constantF32(0.0));
-    result.scale = rsqrt(addf(variance, constantF32(fused.eps)));
+  case ::norm::Statistic::MeanVar:
+    result.mean = totals[0];
+    result.scale = rsqrt(addf(mulf(totals[1], constantF32(invLength)),
+                              constantF32(fused.eps)));
     break;
-  }
   case ::norm::Statistic::None:
     break;
   }
@@ -266,8 +288,8 @@ RowScale FusedRowEmitter::getRowScale(ArrayRef<Value> sums, Value pivot) {
 Value FusedRowEmitter::normalize(const RowScale &scale, Value v,
                                  const ChunkParams &params) {
   Value y = toF32(v);
-  if (scale.centre)
-    y = subf(subf(y, splat(scale.pivot)), splat(scale.centre));
+  if (scale.mean)
+    y = subf(y, splat(scale.mean));
   else if (params.mean)
     y = subf(y, toF32(params.mean));
   if (scale.scale)

@@ -55,9 +55,9 @@ struct RowPosition {
 };
 
 /// What normalizes a row: `scale` (null without a statistic) and, for
-/// mean_var, `pivot` and `centre` (mean = pivot + centre).
+/// mean_var, the row's `mean`.
 struct RowScale {
-  Value scale, pivot, centre;
+  Value scale, mean;
 };
 
 /// Per-channel parameters of a row, `vector`-wide chunks in storage type
@@ -124,18 +124,19 @@ private:
   Value prologue(Value x, Value a);
   /// v of one chunk, from input (and addend) at their row bases.
   Value loadPrologue(Chunk chunk, Value inputBase, Value addendBase);
-  /// The pivot of mean_var sums: the row's first v (null otherwise). Every
-  /// thread loads it: the sums of v - pivot then need no difference of
-  /// large numbers.
-  Value loadPivot(Value inputBase, Value addendBase);
   /// Zeros for the per-thread sums of the statistic: sum(v^2) for rms and
-  /// l2, sum(v - pivot) and sum((v - pivot)^2) for mean_var.
+  /// l2 (a vector), the thread's Moments for mean_var (count, mean, m2).
   SmallVector<Value> initialSums();
-  /// Adds chunk `v` to `sums` (see initialSums).
-  void accumulate(Chunk chunk, Value v, Value pivot,
+  /// Adds this thread's chunks `chunks` of v to `sums` (see initialSums).
+  void accumulate(ArrayRef<Chunk> chunks, ArrayRef<Value> values,
                   MutableArrayRef<Value> sums);
-  /// The scale of the row from the row sums of its statistic.
-  RowScale getRowScale(ArrayRef<Value> sums, Value pivot);
+  /// The thread's sums as scalars, ready for the exchange.
+  SmallVector<Value> finishSums(ArrayRef<Value> sums);
+  /// The row's totals from every thread's finished sums (every thread of
+  /// the CTA calls it): sum(v^2), or the mean and sum((v - mean)^2).
+  SmallVector<Value> exchangeSums(ArrayRef<Value> sums);
+  /// The scale of the row from its totals (exchangeSums).
+  RowScale getRowScale(ArrayRef<Value> totals);
   /// The f32 output of one chunk of v.
   Value normalize(const RowScale &scale, Value v, const ChunkParams &params);
 

@@ -9,6 +9,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
@@ -62,6 +63,10 @@ Value KernelBuilder::subf(Value x, Value y) {
 
 Value KernelBuilder::mulf(Value x, Value y) {
   return arith::MulFOp::create(b, x, y);
+}
+
+Value KernelBuilder::divideApprox(Value x, Value y) {
+  return arith::DivFOp::create(b, x, y, arith::FastMathFlags::afn);
 }
 
 Value KernelBuilder::rsqrt(Value x) {
@@ -366,6 +371,90 @@ void KernelBuilder::saveStatistics(Value token, Value column, Value rstd,
       memref::StoreOp::create(b, mean, meanBuffer,
                               add(mul(token, stride("saved_mean")), column));
   });
+}
+
+//===----------------------------------------------------------------------===//
+// Mean and variance
+//===----------------------------------------------------------------------===//
+
+std::pair<Value, Value>
+KernelBuilder::allReduceDeviations(const RowLayout &row, ArrayRef<Value> chunks,
+                                   Value sum) {
+  Value mean = mulf(allReduce({sum}).front(),
+                    constantF32(1.0 / static_cast<double>(row.length)));
+  Value squares = zero(VectorType::get({vector}, f32));
+  for (auto [c, v] : llvm::enumerate(chunks)) {
+    Value d = maskOutside(row, {chunkStart(c), row.isFull(c)},
+                          subf(toF32(v), splat(mean)));
+    squares = addf(squares, mulf(d, d));
+  }
+  return {mean, allReduce({reduce(squares)}).front()};
+}
+
+Moments KernelBuilder::getZeroMoments() {
+  Value zeroF32 = constantF32(0.0);
+  return {zeroF32, zeroF32, zeroF32};
+}
+
+Moments KernelBuilder::getMoments(const RowLayout &row, ArrayRef<Chunk> chunks,
+                                  ArrayRef<Value> values) {
+  // The lanes of a chunk inside the row: clamp(length - start, 0, vector).
+  Value count = index(0);
+  Value sum = zero(VectorType::get({vector}, f32));
+  SmallVector<Value> masked;
+  for (auto [chunk, v] : llvm::zip(chunks, values)) {
+    masked.push_back(maskOutside(row, chunk, toF32(v)));
+    sum = addf(sum, masked.back());
+    Value lanes = index(vector);
+    if (!chunk.inside) {
+      Value left = arith::SubIOp::create(b, index(row.length), chunk.start);
+      lanes = arith::MaxSIOp::create(
+          b, arith::MinSIOp::create(b, left, lanes), index(0));
+    }
+    count = add(count, lanes);
+  }
+  // Chunks inside the row for every lane: a count known here, a mean by
+  // its reciprocal.
+  Value countF32, mean;
+  if (llvm::all_of(chunks, [](const Chunk &chunk) { return chunk.inside; })) {
+    double lanes = static_cast<double>(vector * chunks.size());
+    countF32 = constantF32(lanes);
+    mean = mulf(reduce(sum), constantF32(1.0 / lanes));
+  } else {
+    countF32 = arith::SIToFPOp::create(
+        b, f32, arith::IndexCastOp::create(b, b.getI32Type(), count));
+    mean = divideApprox(reduce(sum), arith::MaximumFOp::create(
+                                          b, countF32, constantF32(1.0)));
+  }
+  Value squares = zero(sum.getType());
+  for (auto [chunk, v] : llvm::zip(chunks, masked)) {
+    Value d = maskOutside(row, chunk, subf(v, splat(mean)));
+    squares = addf(squares, mulf(d, d));
+  }
+  return {countF32, mean, reduce(squares)};
+}
+
+Moments KernelBuilder::combineMoments(const Moments &x, const Moments &y) {
+  if (matchPattern(x.count, m_AnyZeroFloat()))
+    return y;
+  Value count = addf(x.count, y.count);
+  Value delta = subf(y.mean, x.mean);
+  Value share = divideApprox(
+      y.count, arith::MaximumFOp::create(b, count, constantF32(1.0)));
+  Value mean = addf(x.mean, mulf(delta, share));
+  Value m2 = addf(addf(x.m2, y.m2),
+                  mulf(mulf(delta, delta), mulf(x.count, share)));
+  return {count, mean, m2};
+}
+
+std::pair<Value, Value> KernelBuilder::allReduceMoments(const Moments &local,
+                                                        int64_t length) {
+  Value sum = allReduce({mulf(local.count, local.mean)}).front();
+  Value mean = mulf(sum, constantF32(1.0 / static_cast<double>(length)));
+  Value d = subf(local.mean, mean);
+  Value m2 =
+      allReduce({addf(local.m2, mulf(local.count, mulf(d, d)))}).front();
+  return {mean, m2};
 }
 
 SmallVector<Value> KernelBuilder::allReduce(ValueRange values) {

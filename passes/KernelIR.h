@@ -45,6 +45,15 @@ struct Chunk {
   bool inside;
 };
 
+/// A thread's share of a mean_var statistic: how many of the row's elements
+/// it holds, their mean and the sum of their squared deviations from that
+/// mean (f32 scalars). Deviations from the thread's own mean, combined with
+/// Chan et al.'s formula, keep the variance exact to rounding where sums of
+/// v - v[0] or E[v^2] - mean^2 cancel (a row with one outlier channel).
+struct Moments {
+  Value count, mean, m2;
+};
+
 /// Chunks a thread loads per iteration of a loop over a long row: four
 /// independent 16-byte loads in flight per thread and buffer.
 constexpr int64_t kChunksPerIteration = 4;
@@ -68,6 +77,9 @@ protected:
   Value addf(Value x, Value y);
   Value subf(Value x, Value y);
   Value mulf(Value x, Value y);
+  /// x / y, approximate (afn): div.approx.f32 on the GPU (2 ulp, no slow
+  /// path); for the means of counts, not for values a user sees.
+  Value divideApprox(Value x, Value y);
   /// Approximate (afn): rsqrt.approx.f32 on the GPU.
   Value rsqrt(Value x);
   /// `scalar` in every lane of a `vector`-wide f32 vector.
@@ -155,6 +167,28 @@ protected:
   SmallVector<Value> forEachChunkGroup(
       const RowLayout &row, ValueRange carried,
       function_ref<SmallVector<Value>(ArrayRef<Chunk>, ValueRange)> body);
+
+  /// mean_var of a row held in registers, from this thread's `chunks` of
+  /// it and their `sum` (lanes outside the row zero): the row's mean from
+  /// one exchange, then the sum of squared deviations from it from another
+  /// (every thread of the CTA calls it). Returns {mean, m2}.
+  std::pair<Value, Value> allReduceDeviations(const RowLayout &row,
+                                              ArrayRef<Value> chunks,
+                                              Value sum);
+  /// Moments of no elements.
+  Moments getZeroMoments();
+  /// The moments of `values`, this thread's chunks `chunks` of `row` (any
+  /// float type; lanes outside the row do not count): two passes over them.
+  Moments getMoments(const RowLayout &row, ArrayRef<Chunk> chunks,
+                     ArrayRef<Value> values);
+  /// The moments of the elements of `x` and `y` together.
+  Moments combineMoments(const Moments &x, const Moments &y);
+  /// The mean and the sum of squared deviations of a row of `length`
+  /// elements from every thread's moments (every thread of the CTA calls
+  /// it): one exchange for the mean, one for sum(m2 + count * (mean_t -
+  /// mean)^2), whose terms are all nonnegative.
+  std::pair<Value, Value> allReduceMoments(const Moments &local,
+                                           int64_t length);
 
   /// save_stats: the row's first thread stores `rstd` in saved_rstd and,
   /// where the kernel has it, `mean` in saved_mean, at column `column` (the

@@ -53,7 +53,6 @@ void FusedRowEmitter::emitLongRows(::norm::RowStorage storage,
         Value residualBase = residual && !residualLate
                                  ? rowBase(position, "residual_out")
                                  : Value();
-        Value pivot = loadPivot(inputBase, addendBase);
         SmallVector<Value> sums = forEachChunkGroup(
             row, initialSums(),
             [&](ArrayRef<Chunk> chunks, ValueRange carried) {
@@ -68,23 +67,15 @@ void FusedRowEmitter::emitLongRows(::norm::RowStorage storage,
                   storeVector(convert(v, elementOf(residual)), residual,
                               residualBase, chunk.start, row.length,
                               chunk.inside);
-                accumulate(chunk, v, pivot, next);
               }
+              accumulate(chunks, values, next);
               return next;
             });
-        SmallVector<Value> out;
-        if (pivot)
-          out.push_back(pivot);
-        for (Value sum : sums)
-          out.push_back(reduce(sum));
-        return out;
+        return finishSums(sums);
       });
-    Value pivot =
-        fused.statistic == ::norm::Statistic::MeanVar ? partial.front() : Value();
 
-    // 2. One exchange for all sums of the row.
-    SmallVector<Value> sums =
-        allReduce(ArrayRef<Value>(partial).drop_front(pivot ? 1 : 0));
+    // 2. The exchange of the row's sums.
+    SmallVector<Value> totals = exchangeSums(partial);
 
     Value skipBase = skip ? rowBase(position, "skip") : Value();
     // Per-token FP8 scales: the amax of the normalized staged row, over the
@@ -93,7 +84,7 @@ void FusedRowEmitter::emitLongRows(::norm::RowStorage storage,
     if (fused.outputScale == ::norm::OutputScale::PerToken) {
       assert(staged.buffer && "per-token scales of a streamed row");
       amax = ifElseZeros(position.valid, [&] {
-               RowScale scale = getRowScale(sums, pivot);
+               RowScale scale = getRowScale(totals);
                return forEachChunkGroup(
                    row, {zero(VectorType::get({vector}, f32))},
                    [&](ArrayRef<Chunk> chunks, ValueRange carried) {
@@ -113,12 +104,11 @@ void FusedRowEmitter::emitLongRows(::norm::RowStorage storage,
 
     // 3. v back, normalize, scale, store.
     ifThen(position.valid, [&] {
-      RowScale scale = getRowScale(sums, pivot);
+      RowScale scale = getRowScale(totals);
       Value rowInverse =
           amax ? storeTokenScale(position.token, amax) : inverse;
       saveStatistics(position.token, position.group, scale.scale,
-                     arg("saved_mean") ? addf(scale.pivot, scale.centre)
-                                       : Value());
+                     scale.mean);
       bool fromInput = !staged.buffer && !readBack;
       Value inputBase = fromInput ? rowBase(position, "input") : Value();
       Value addendBase =

@@ -111,13 +111,34 @@ struct LowerExact : OpRewritePattern<OpTy> {
   }
 };
 
+/// arith.divf with `afn`: div.approx.f32 (2 ulp for divisors of magnitude
+/// 2^-126 to 2^126), which has no slow path: div.rn.f32 calls a subroutine
+/// and takes a stack frame.
+struct LowerApproximateDivision : OpRewritePattern<arith::DivFOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(arith::DivFOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isKernelF32(op) || isa<VectorType>(op.getType()) ||
+        !isApproximate(op.getFastmath()))
+      return rewriter.notifyMatchFailure(op, "not an afn f32 divf");
+    rewriter.replaceOp(
+        op, LLVM::CallIntrinsicOp::create(
+                rewriter, op.getLoc(), rewriter.getF32Type(),
+                rewriter.getStringAttr("llvm.nvvm.div.approx.f"),
+                ValueRange{op.getLhs(), op.getRhs()})
+                .getResult(0));
+    return success();
+  }
+};
+
 struct LowerApproxMathToNVVM
     : public mlir::norm::impl::NormLowerApproxMathToNVVMBase<
           LowerApproxMathToNVVM> {
   void runOnOperation() override {
     MLIRContext *context = &getContext();
     RewritePatternSet patterns(context);
-    patterns.add<LowerRsqrt>(context);
+    patterns.add<LowerRsqrt, LowerApproximateDivision>(context);
     patterns.add<LowerApproximate<math::Exp2Op>>(context,
                                                  "llvm.nvvm.ex2.approx.f32");
     patterns.add<LowerApproximate<math::Log2Op>>(context,

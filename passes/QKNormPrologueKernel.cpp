@@ -66,68 +66,43 @@ void QKNormPrologueEmitter::emit() {
     Value isQ = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, head,
                                       index(qHeads));
 
-    // 1. The head into registers and its partial sums: sum(x^2), or for
-    // mean_var sum(x - pivot) and sum((x - pivot)^2) with the head's first
-    // element as the pivot.
+    // 1. The head into registers and its partial sum: of x^2, or for
+    // mean_var of x (then the squared deviations from the mean).
+    bool meanVar = statistic == ::norm::Statistic::MeanVar;
     SmallVector<Value> loaded = ifElseZeros(valid, [&] {
       Value base = add(mul(token, stride("qkv")), mul(head, index(headDim)));
       SmallVector<Value> out = loadRow(row, qkv, base);
-      VectorType f32Vector = VectorType::get({vector}, f32);
-      Value pivot;
-      if (statistic == ::norm::Statistic::MeanVar)
-        pivot = toF32(memref::LoadOp::create(b, qkv, base).getResult());
-      Value sum = zero(f32Vector), squares = zero(f32Vector);
+      Value sum = zero(VectorType::get({vector}, f32));
       for (int64_t c = 0; c < row.chunks; ++c) {
         Value x = toF32(out[c]);
-        if (pivot)
-          x = maskOutside(row, {chunkStart(c), row.isFull(c)},
-                          subf(x, splat(pivot)));
-        if (pivot)
-          sum = addf(sum, x);
-        squares = addf(squares, mulf(x, x));
+        sum = addf(sum, meanVar ? x : mulf(x, x));
       }
-      if (pivot) {
-        out.push_back(pivot);
-        out.push_back(reduce(sum));
-      }
-      out.push_back(reduce(squares));
+      out.push_back(reduce(sum));
       return out;
     });
     ArrayRef<Value> values = ArrayRef<Value>(loaded).take_front(row.chunks);
-    ArrayRef<Value> partial = ArrayRef<Value>(loaded).drop_front(row.chunks);
-    Value pivot = statistic == ::norm::Statistic::MeanVar ? partial.front() : Value();
-    SmallVector<Value> sums = allReduce(partial.drop_front(pivot ? 1 : 0));
+    Value partial = loaded.back();
+    Value total, mean;
+    if (meanVar)
+      std::tie(mean, total) = allReduceDeviations(row, values, partial);
+    else
+      total = allReduce({partial}).front();
 
     // 2. Normalize, scale, store to q or k.
     ifThen(valid, [&] {
       double invLength = 1.0 / static_cast<double>(headDim);
       Value eps = constantF32(spec.eps);
-      Value scale, centre;
-      switch (statistic) {
-      case ::norm::Statistic::RMS:
-        scale = rsqrt(addf(mulf(sums[0], constantF32(invLength)), eps));
-        break;
-      case ::norm::Statistic::L2:
-        scale = rsqrt(addf(sums[0], eps));
-        break;
-      default: {
-        // mean = pivot + centre; var = E[(x - pivot)^2] - centre^2.
-        centre = mulf(sums[0], constantF32(invLength));
-        Value variance = subf(mulf(sums[1], constantF32(invLength)),
-                              mulf(centre, centre));
-        variance = arith::MaximumFOp::create(b, variance, constantF32(0.0));
-        scale = rsqrt(addf(variance, eps));
-        break;
-      }
-      }
+      // rms and mean_var: the mean of x^2 or (x - mean)^2; l2: the sum.
+      Value scale = statistic == ::norm::Statistic::L2
+                        ? rsqrt(addf(total, eps))
+                        : rsqrt(addf(mulf(total, constantF32(invLength)), eps));
       // save_stats: the head's statistic, for the backward.
-      saveStatistics(token, head, scale,
-                     arg("saved_mean") ? addf(pivot, centre) : Value());
+      saveStatistics(token, head, scale, mean);
       SmallVector<Value> outputs;
       for (int64_t c = 0; c < row.chunks; ++c) {
         Value y = toF32(values[c]);
-        if (centre)
-          y = subf(subf(y, splat(pivot)), splat(centre));
+        if (mean)
+          y = subf(y, splat(mean));
         y = mulf(y, splat(scale));
         if (!qWeight.empty()) {
           Value wq = toF32(qWeight[c]);

@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -239,6 +240,26 @@ Status norm::jit::writeFileAtomically(const std::string &path,
   // Unique among threads (counter) and processes (pid); O_EXCL guards the
   // rest. The file is renamed only once complete, so a crash leaves a stray
   // temporary file, never a torn entry.
+  // The target is replaced by a rename: refuse anything but a regular file
+  // there (a FIFO, device node or symlink would be replaced, not written).
+  struct stat target;
+  if (::lstat(path.c_str(), &target) == 0 && !S_ISREG(target.st_mode))
+    return Status::error(ErrorCode::IoError,
+                         "'" + path +
+                             "' exists and is not a regular file (a "
+                             "directory, symbolic link, FIFO or device): "
+                             "refusing to replace it");
+  // A write past RLIMIT_FSIZE raises SIGXFSZ, which kills the host: refuse
+  // a file the limit cannot hold before writing any of it.
+  struct rlimit limit;
+  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 &&
+      limit.rlim_cur != RLIM_INFINITY && bytes.size() > limit.rlim_cur)
+    return Status::error(ErrorCode::IoError,
+                         "cannot write '" + path + "': its " +
+                             std::to_string(bytes.size()) +
+                             " bytes exceed the file size limit (" +
+                             std::to_string(limit.rlim_cur) +
+                             " bytes, ulimit -f)");
   static std::atomic<uint64_t> counter{0};
   std::string temporary = path + ".tmp." + std::to_string(::getpid()) + "." +
                           std::to_string(counter++);

@@ -110,6 +110,8 @@ Status ContextImpl::buildKernel(const OpSpec &spec,
     std::shared_ptr<const Kernel> sumKernel;
     KernelOptions sumOptions;
     sumOptions.tune = kernelOptions.tune;
+    // The caller's gradients are the sums' outputs.
+    sumOptions.refuseMisaligned = kernelOptions.refuseMisaligned;
     if (Status status = getKernel(sum.columnSum, sumOptions, sumKernel);
         !status)
       return status.withContext("the gradient sum of " + describeOpSpec(spec));

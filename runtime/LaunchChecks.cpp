@@ -331,8 +331,31 @@ Status Kernel::launchChecked(const LaunchArgs &args, int64_t rows,
       });
 }
 
-Status Kernel::zeroGradients(const LaunchArgs &args, void *stream) const {
-  for (const GradientSumKernel &sum : gradientSums) {
+const LoadedKernel *
+Kernel::GradientSumKernel::getVariant(const LaunchArgs &sumArgs,
+                                      int64_t partialRows) const {
+  const Plan &plan = kernel->plans[static_cast<int>(getRowBucket(partialRows))];
+  if (plan.fast->isAligned(sumArgs, partialRows))
+    return plan.fast.get();
+  if (!kernel->refuseMisaligned && plan.scalar &&
+      plan.scalar->isAligned(sumArgs, partialRows))
+    return plan.scalar.get();
+  return nullptr;
+}
+
+Status Kernel::checkGradients(const LaunchArgs &args,
+                              int64_t partialRows) const {
+  for (int slot = 0; slot < kNumBufferSlots; ++slot)
+    if (expected[slot].scratch && args.tensors[slot].data)
+      return invalidLaunch(
+          spec, "buffer '" +
+                    std::string(getBufferSlotName(static_cast<BufferSlot>(slot))) +
+                    "' is the library's own (backward kernels' gradient "
+                    "partials are allocated per context and stream): leave "
+                    "it empty");
+  std::array<Footprint, 2> footprints;
+  for (size_t i = 0; i < gradientSums.size(); ++i) {
+    const GradientSumKernel &sum = gradientSums[i];
     const TensorArg &gradient = args[sum.gradient];
     const ExpectedBuffer &want = expected[static_cast<int>(sum.gradient)];
     std::string name(getBufferSlotName(sum.gradient));
@@ -345,22 +368,46 @@ Status Kernel::zeroGradients(const LaunchArgs &args, void *stream) const {
                                      std::string(getElementTypeName(
                                          want.type)) +
                                      " elements");
+    // The partials are the library's, aligned for every variant.
+    LaunchArgs sumArgs;
+    sumArgs.set(BufferSlot::Output, gradient.data, gradient.type,
+                gradient.cols);
+    if (!sum.getVariant(sumArgs, partialRows)) {
+      const Plan &plan =
+          sum.kernel->plans[static_cast<int>(getRowBucket(partialRows))];
+      return Status::error(
+          ErrorCode::Misaligned,
+          "launch of " + describeOpSpec(spec) + ": the gradient sum into '" +
+              name + "': " +
+              plan.fast->describeMisalignment(sumArgs, partialRows) +
+              (refuseMisaligned ? " (the kernel refuses misaligned buffers)"
+                                : ""));
+    }
+    footprints[i].start = reinterpret_cast<uintptr_t>(gradient.data);
+    footprints[i].width = gradient.cols * getElementBytes(gradient.type);
   }
+  if (gradientSums.size() == 2 && overlap(footprints[0], footprints[1]))
+    return invalidLaunch(spec, "output '" +
+                                   std::string(getBufferSlotName(
+                                       gradientSums[0].gradient)) +
+                                   "' overlaps buffer '" +
+                                   std::string(getBufferSlotName(
+                                       gradientSums[1].gradient)) +
+                                   "': kernels assume buffers do not alias");
+  return Status::success();
+}
+
+Status Kernel::zeroGradients(const LaunchArgs &args, void *stream) const {
+  if (Status status = checkGradients(args, 0); !status)
+    return status;
   // A column sum of no rows writes zeros; it reads no input.
   for (const GradientSumKernel &sum : gradientSums) {
     const TensorArg &gradient = args[sum.gradient];
     LaunchArgs sumArgs;
     sumArgs.set(BufferSlot::Output, gradient.data, gradient.type,
                 gradient.cols);
-    const Plan &plan = sum.kernel->plans[static_cast<int>(RowBucket::One)];
-    const LoadedKernel *variant =
-        plan.fast->isAligned(sumArgs, 1) ? plan.fast.get() : plan.scalar.get();
-    if (!variant)
-      return Status::error(ErrorCode::Misaligned,
-                           "launch of " + describeOpSpec(spec) + ": " +
-                               plan.fast->describeMisalignment(sumArgs, 1));
-    if (Status status =
-            variant->launch(sumArgs, 0, static_cast<cu::Stream>(stream));
+    if (Status status = sum.getVariant(sumArgs, 0)->launch(
+            sumArgs, 0, static_cast<cu::Stream>(stream));
         !status)
       return status;
   }
@@ -393,6 +440,9 @@ Status Kernel::launchBackward(const LaunchArgs &args, int64_t rows,
                                      std::to_string(rows));
     elements += partialRows * strides[i];
   }
+  // Every column sum must be able to run before the row kernel is enqueued.
+  if (Status status = checkGradients(args, partialRows); !status)
+    return status;
   LaunchArgs full = args;
   return scratch->run(cuStream, elements, 0, [&](void *workspace, void *) {
     auto *base = static_cast<float *>(workspace);

@@ -236,6 +236,10 @@ public:
     /// partials) into `output` (the gradient) on `stream`.
     Status launch(const void *data, int64_t stride, const TensorArg &output,
                   int64_t partialRows, void *stream) const;
+    /// The variant of the sum that takes `sumArgs` (the gradient alone; the
+    /// partials are aligned for any) for `partialRows` rows, null if none.
+    const LoadedKernel *getVariant(const LaunchArgs &sumArgs,
+                                   int64_t partialRows) const;
   };
 
 private:
@@ -270,6 +274,11 @@ private:
                          DecodeLaunch &decode) const;
   /// InvalidArgument when an output shares a byte with another buffer.
   Status checkOverlap(const LaunchArgs &args, int64_t rows) const;
+  /// The gradients of a backward launch whose sums reduce `partialRows`
+  /// rows: empty partials, each gradient its weight's length and type and
+  /// aligned for a variant of its sum, no two sharing a byte. Checked before
+  /// anything is enqueued, zero rows too.
+  Status checkGradients(const LaunchArgs &args, int64_t partialRows) const;
   /// A backward launch of no rows: zero weight and bias gradients.
   Status zeroGradients(const LaunchArgs &args, void *stream) const;
   /// A backward launch: the row kernel `variant` into the stream's

@@ -37,6 +37,17 @@ config.substitutions.append(
 if config.ptxas and os.path.exists(config.ptxas):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", config.ptxas))
+# GPGPU-Sim running the generated PTX on the CPU (norm-cpu-check
+# --engine=ptxsim): $NORM_PTXSIM, or ../shared/tools/ptxsim beside the source
+# tree, found the way norm-cpu-check finds it; the feature is absent (and the
+# suite unsupported) without it, never faked.
+ptxsim = os.environ.get("NORM_PTXSIM") or os.path.join(
+    config.norm_src_root, "..", "shared", "tools", "ptxsim")
+if (config.ptxas and os.path.exists(config.ptxas)
+        and os.access(os.path.join(ptxsim, "bin", "ptxsim-run"), os.X_OK)):
+    config.available_features.add("ptxsim")
+    config.environment["NORM_PTXSIM"] = os.path.abspath(ptxsim)
+    config.environment["PTXSIM_PTXAS"] = config.ptxas
 if config.norm_sanitize in ("ON", "1", "TRUE"):
     config.available_features.add("sanitizer")
     # Our instrumented inline BumpPtrAllocator code poisons slabs that the

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 packages=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools libzstd-dev
-          zlib1g-dev libgtest-dev cmake ninja-build g++)
+          zlib1g-dev libgtest-dev cmake ninja-build g++ ccache)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
@@ -23,11 +23,21 @@ if ((${#missing[@]})); then
     "${missing[@]}" >/dev/null
 fi
 
+# A compiler cache: a clean clone on a machine that built the project before
+# rebuilds from it in minutes (paths relative to the clone, so any clone
+# hits); a fresh machine builds from nothing. NORM_CCACHE=0 turns it off.
+launcher=()
+if [ "${NORM_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
+fi
+
 build=${NORM_BUILD_DIR:-build}
 if [ ! -f "$build/build.ninja" ]; then
   cmake -G Ninja -S . -B "$build" \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit ${NORM_CMAKE_ARGS:-} >/dev/null
+    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit "${launcher[@]}" \
+    ${NORM_CMAKE_ARGS:-} >/dev/null
 fi
 echo "== building in $build"
 ninja -C "$build" ${NORM_NINJA_ARGS:-} all

@@ -681,7 +681,9 @@ OpSpec norm::normalizeOpSpec(const OpSpec &spec) {
   }
   if (!n.hasSkip)
     n.skipType = defaults.skipType;
-  if (!n.hasWeight && !n.hasBias)
+  // A backward kernel reads no bias (its gradient partials are f32): the
+  // parameter type is the weight's alone, and the column sums' output.
+  if (!n.hasWeight && (!n.hasBias || n.backward))
     n.param = defaults.param;
   if (n.kind != OpKind::BatchNormInference)
     n.statsType = defaults.statsType;

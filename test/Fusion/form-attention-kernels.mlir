@@ -39,12 +39,32 @@ func.func @static_tokens(%q: tensor<7x128xf16>) -> tensor<7x128xf16> {
 
 // -----
 
+// A QK-Norm weight for q only: k gets a weight of ones (the kernels take
+// both or neither).
+// CHECK-LABEL: func.func @one_weight
+//  CHECK-SAME: (%{{.*}}: tensor<?x128xbf16>, %[[W:.*]]: tensor<128xbf16>)
+//       CHECK: %[[ONES:.*]] = arith.constant dense<1.000000e+00> : tensor<128xbf16>
+//       CHECK: norm.attention_kernel {{.*}} q_norm_weight(%[[W]] : tensor<128xbf16>) k_norm_weight(%[[ONES]] : tensor<128xbf16>)
 func.func @one_weight(%q: tensor<?x128xbf16>, %w: tensor<128xbf16>) -> tensor<?x128xbf16> {
-  // expected-error @below {{has a QK-Norm weight for only one of q and k; the attention kernels take both or neither (give the other a ones weight)}}
   %o = norm.attention %q, %q, %q q_norm_weight(%w : tensor<128xbf16>) scale(0.1)
       qk_norm_eps(1.0e-06)
       {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64,
        qk_norm = #norm.qk_norm<rms>}
       : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>
   return %o : tensor<?x128xbf16>
+}
+
+// -----
+
+// The same for a k weight alone (f16).
+// CHECK-LABEL: func.func @k_weight_only
+//       CHECK: %[[ONES:.*]] = arith.constant dense<1.000000e+00> : tensor<64xf16>
+//       CHECK: norm.attention_kernel {{.*}} q_norm_weight(%[[ONES]] : tensor<64xf16>) k_norm_weight(%{{.*}} : tensor<64xf16>)
+func.func @k_weight_only(%q: tensor<?x64xf16>, %w: tensor<64xf16>) -> tensor<?x64xf16> {
+  %o = norm.attention %q, %q, %q k_norm_weight(%w : tensor<64xf16>) scale(0.1)
+      qk_norm_eps(1.0e-06)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64,
+       qk_norm = #norm.qk_norm<l2>}
+      : tensor<?x64xf16>, tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x64xf16>
+  return %o : tensor<?x64xf16>
 }

@@ -44,17 +44,16 @@ func.func @not_in_place(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: te
 }
 
 // LayerNorm rows staged in shared memory, residual_out over addend and
-// output over input: every thread reads the first element (the pivot of
-// the shifted variance) before the exchange; both outputs are stored from
-// the staged row after it.
+// output over input: every thread reads its elements of both before the
+// exchange; both outputs are stored from the staged row after it.
 // CHECK-LABEL: gpu.func @norm_layer_add_h65536_bf16_bf16_{{[0-9a-f]+}}_v8_t1024_w32_r1_smem(
 // CHECK-SAME: %[[LX:arg[0-9]+]]: memref<1099511627776xbf16> {llvm.align = 16 : i64, llvm.readonly},
 // CHECK-SAME: %[[LA:arg[0-9]+]]: memref<1099511627776xbf16> {llvm.align = 16 : i64, llvm.readonly},
 // CHECK-SAME: %[[LW:arg[0-9]+]]: memref<1099511627776xbf16> {llvm.align = 16 : i64, llvm.noalias, llvm.readonly},
 // CHECK-SAME: %[[LY:arg[0-9]+]]: memref<1099511627776xbf16> {llvm.align = 16 : i64},
 // CHECK-SAME: %[[LH:arg[0-9]+]]: memref<1099511627776xbf16> {llvm.align = 16 : i64},
-// CHECK: memref.load %[[LX]]
-// CHECK: memref.load %[[LA]]
+// CHECK: vector.load %[[LX]]
+// CHECK: vector.load %[[LA]]
 // CHECK-NOT: vector.store
 // CHECK: norm.row_allreduce
 // CHECK: memref.load %view

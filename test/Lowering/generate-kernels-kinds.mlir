@@ -14,11 +14,14 @@
 // CHECK: %[[WCOL:.*]] = arith.addi %[[COL]], %{{.*}} : index
 // CHECK: vector.load %arg1[%[[WCOL]]] {alignment = 16 : i64} : memref<1099511627776xf32>, vector<4xf32>
 // CHECK: vector.load %arg2[%[[WCOL]]]
-// CHECK: scf.if %[[VALID]] -> (vector<4xf32>, f32, f32, f32)
+// CHECK: scf.if %[[VALID]] -> (vector<4xf32>, f32)
 // CHECK: arith.muli %[[TOKEN]],
-// CHECK: memref.load %arg0
-// CHECK: norm.row_allreduce %{{.*}}, %{{.*}} {group_size = 4 : i64} : f32, f32
-// CHECK: arith.constant 6.250000e-02 : f32
+// CHECK-NOT: memref.load %arg0
+// The group's mean, then the squared deviations from it.
+// CHECK: %[[INV:.*]] = arith.constant 6.250000e-02 : f32
+// CHECK: %[[SUM:.*]] = norm.row_allreduce %{{.*}} {group_size = 4 : i64} : f32
+// CHECK: arith.mulf %[[SUM]], %[[INV]]
+// CHECK: norm.row_allreduce %{{.*}} {group_size = 4 : i64} : f32
 
 // BatchNorm inference: no statistic, no reduction; 1 / sqrt(var + eps) per
 // channel once per CTA.
@@ -67,8 +70,9 @@
 // CHECK: vector.store %{{.*}}, %arg4
 
 // Column statistics: a tile of `vector` columns per thread group; each
-// thread sums every 64th row, shifted by the first row; one reduction of
-// all sums; the first thread of the tile stores mean and variance.
+// thread takes every 64th row (Welford's update); two reductions (the
+// means, the deviations); the first thread of the tile stores mean and
+// variance.
 // CHECK-LABEL: gpu.func @norm_colstats_h300_bf16_f32_{{[0-9a-f]+}}_v4_t64_w4_r2(
 // CHECK-SAME: %arg0: memref<1099511627776xbf16> {llvm.align = 8 : i64, llvm.noalias, llvm.readonly}
 // CHECK-SAME: %arg1: memref<1099511627776xf32> {llvm.align = 16 : i64, llvm.noalias}
@@ -76,11 +80,13 @@
 // CHECK: %[[ROWS:.*]] = arith.index_cast %arg3
 // CHECK: %[[VALID:.*]] = arith.cmpi ult, %{{.*}}, %c75 : index
 // CHECK: scf.if %[[VALID]]
-// CHECK: %[[ANY:.*]] = arith.cmpi sgt, %[[ROWS]], %{{.*}} : index
-// CHECK: %[[PIVOT:.*]] = scf.if %[[ANY]] -> (vector<4xf32>)
-// CHECK: scf.for %{{.*}} = %[[LANE]] to %[[ROWS]] step %c64 iter_args
-// CHECK: arith.subf %{{.*}}, %[[PIVOT]] : vector<4xf32>
-// CHECK: norm.row_allreduce {{.*}} {group_size = 64 : i64} : f32, f32, f32, f32, f32, f32, f32, f32
+// Welford's update per row: count, mean and squared deviations.
+// CHECK: scf.for %{{.*}} = %[[LANE]] to %[[ROWS]] step %c64 iter_args({{.*}}) -> (f32, vector<4xf32>, vector<4xf32>)
+// CHECK: arith.divf %{{.*}}, %{{.*}} fastmath<afn> : f32
+// The columns' means over the tile's threads, then their squared
+// deviations from them.
+// CHECK: norm.row_allreduce {{.*}} {group_size = 64 : i64} : f32, f32, f32, f32
+// CHECK: norm.row_allreduce {{.*}} {group_size = 64 : i64} : f32, f32, f32, f32
 // CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[LANE]], %c0
 // CHECK: %[[STORE:.*]] = arith.andi %[[VALID]], %[[FIRST]]
 // CHECK: scf.if %[[STORE]] {

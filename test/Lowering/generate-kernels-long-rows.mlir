@@ -36,8 +36,8 @@
 // CHECK: %[[S0:.*]] = arith.addi %[[REGION]], %[[Q0]] : index
 // CHECK: memref.store %[[V0]], %[[STAGED]][%[[S0]]] {alignment = 16 : i64}
 // CHECK: vector.store %[[V0]], %[[H]][%{{.*}}] {alignment = 16 : i64}
-// CHECK: arith.addf %[[ACC]], %{{.*}} : vector<8xf32>
 // CHECK-COUNT-3: memref.store %{{.*}}, %[[STAGED]]
+// CHECK: arith.addf %[[ACC]], %{{.*}} : vector<8xf32>
 // CHECK: scf.yield
 // CHECK-NEXT: }
 // The last chunk: a masked load; staged whole where it starts in the row.

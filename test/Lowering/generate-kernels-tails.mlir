@@ -4,8 +4,8 @@
 // the row for every lane, chunk 1 does not (elements 64..127 of 100): lanes
 // test their position, lane 4 loads and stores a masked partial vector,
 // lanes 5-7 nothing. A CTA of 4 rows at a time loops twice over its 8 rows.
-// The variance is computed from sums of v - v[0] (pivot) and both sums are
-// reduced by one norm.row_allreduce.
+// The mean comes from one norm.row_allreduce, the sum of squared deviations
+// from it from a second.
 
 // CHECK-LABEL: gpu.func @norm_layer_h100_bf16_bf16_{{[0-9a-f]+}}_v8_t8_w1_r8(
 // CHECK-SAME: %[[X:arg[0-9]+]]: memref<1099511627776xbf16> {llvm.align = 16 : i64, llvm.noalias, llvm.readonly}
@@ -26,26 +26,29 @@
 // CHECK: vector.maskedload %[[W]][%[[E1]]], %[[MASK]], %{{.*}} : memref<1099511627776xbf16>, vector<8xi1>, vector<8xbf16> into vector<8xbf16>
 // CHECK: scf.for %{{.*}} = %c0 to %c2 step %c1 {
 // CHECK: %[[VALID:.*]] = arith.cmpi ult,
-// CHECK: %[[ROW:.*]]:5 = scf.if %[[VALID]] -> (vector<8xbf16>, vector<8xbf16>, f32, f32, f32) {
+// CHECK: %[[ROW:.*]]:3 = scf.if %[[VALID]] -> (vector<8xbf16>, vector<8xbf16>, f32) {
 // CHECK: vector.load %[[X]]
 // CHECK: vector.maskedload %[[X]]
-// CHECK: %[[FIRST:.*]] = memref.load %[[X]][%{{.*}}] : memref<1099511627776xbf16>
-// CHECK: %[[PIVOT:.*]] = arith.extf %[[FIRST]] : bf16 to f32
-// CHECK: vector.broadcast %[[PIVOT]]
-// Elements outside the row do not count.
-// CHECK: %[[TAIL:.*]] = vector.create_mask
-// CHECK: arith.select %[[TAIL]], %{{.*}}, %{{.*}} : vector<8xi1>, vector<8xf32>
+// CHECK-NOT: memref.load %[[X]]
 // CHECK: %[[S1:.*]] = vector.reduction <add>
-// CHECK: %[[S2:.*]] = vector.reduction <add>
-// CHECK: scf.yield %{{.*}}, %{{.*}}, %[[PIVOT]], %[[S1]], %[[S2]]
+// CHECK: scf.yield %{{.*}}, %{{.*}}, %[[S1]]
 // CHECK: } else {
 // CHECK: scf.yield
 // CHECK-NEXT: }
-// CHECK-NEXT: %[[SUMS:.*]]:2 = norm.row_allreduce %[[ROW]]#3, %[[ROW]]#4 {group_size = 8 : i64} : f32, f32
+// The mean first, then the squared deviations from it over the row in
+// registers: a second exchange, no cancellation.
+// CHECK: %[[SUM:.*]] = norm.row_allreduce %[[ROW]]#2 {group_size = 8 : i64} : f32
+// CHECK: %[[MEAN:.*]] = arith.mulf %[[SUM]], %{{.*}} : f32
+// CHECK: %[[SPLAT:.*]] = vector.broadcast %[[MEAN]] : f32 to vector<8xf32>
+// CHECK: arith.subf %{{.*}}, %[[SPLAT]] : vector<8xf32>
+// Elements outside the row do not count.
+// CHECK: %[[D1:.*]] = arith.subf %{{.*}}, %[[SPLAT]] : vector<8xf32>
+// CHECK: %[[TAIL:.*]] = vector.create_mask
+// CHECK: arith.select %[[TAIL]], %[[D1]], %{{.*}} : vector<8xi1>, vector<8xf32>
+// CHECK: %[[SQUARES:.*]] = vector.reduction <add>
+// CHECK: %[[M2:.*]] = norm.row_allreduce %[[SQUARES]] {group_size = 8 : i64} : f32
 // CHECK-NEXT: scf.if %[[VALID]] {
-// CHECK: %[[MEAN:.*]] = arith.mulf %[[SUMS]]#0, %{{.*}} : f32
-// CHECK: arith.mulf %[[SUMS]]#1
-// CHECK: %[[VAR:.*]] = arith.maximumf
+// CHECK: arith.mulf %[[M2]], %{{.*}} : f32
 // CHECK: math.rsqrt %{{.*}} fastmath<afn> : f32
 // CHECK: vector.store %{{.*}}, %[[Y]][%{{.*}}] {alignment = 16 : i64}
 // CHECK: scf.if %[[FULL]] {

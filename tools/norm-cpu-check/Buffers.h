@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace norm::check {
@@ -51,14 +52,21 @@ public:
   RowsView view() const { return {type, data(), rows, cols, stride}; }
   ParamView paramView() const { return {type, data()}; }
 
+  /// The bytes from the first element to the end of the allocation (the
+  /// rows, their gaps and the guard after them).
+  int64_t getBytesFromData() const { return size - guardBytes; }
   /// Sets every element of the allocation, guards and gaps included.
   void fill(uint32_t bits);
-  /// Sets the elements of the rows to values drawn from `draw(row)`,
-  /// rounded to the element type.
+  /// Sets the elements of the rows to values drawn from `draw(row)` or
+  /// `draw(row, col)`, rounded to the element type.
   template <typename Draw> void fillRows(Draw draw) {
     for (int64_t row = 0; row < rows; ++row)
-      for (int64_t col = 0; col < cols; ++col)
-        store(row, col, draw(row));
+      for (int64_t col = 0; col < cols; ++col) {
+        if constexpr (std::is_invocable_v<Draw, int64_t, int64_t>)
+          store(row, col, draw(row, col));
+        else
+          store(row, col, draw(row));
+      }
   }
   void store(int64_t row, int64_t col, double value);
   double load(int64_t row, int64_t col) const;

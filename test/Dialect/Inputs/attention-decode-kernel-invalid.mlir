@@ -78,3 +78,16 @@ func.func @rope_without_theta(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>, %len: 
      -> tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>
   return %o, %a, %b : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>
 }
+
+// -----
+
+func.func @empty_offsets(%q: tensor<?x128xbf16>, %cu: tensor<0xi32>, %len: tensor<?xi32>)
+    -> (tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>) {
+  // expected-error @below {{'cu_seqlens' holds batch + 1 offsets, so at least 2 (a batch of one sequence), got 'tensor<0xi32>'}}
+  %o, %a, %b = norm.attention_decode_kernel %q, %q, %q seqlens(%cu : tensor<0xi32>)
+      cache(%q, %q lengths %len : tensor<?xi32>) scale(0.1)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64}
+      : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>
+     -> tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>
+  return %o, %a, %b : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>
+}

@@ -157,6 +157,33 @@ TEST_F(CompilerAdapterTest, NormalizedOperationsCompile) {
   expectFits(normal, compiler->getHeuristicLaunch(normal, 1));
 }
 
+// The backward kernels derived from every forward row norm with a bias but
+// no weight (f16/f32 parameters once compiled to a kernel of another
+// signature: "the compiler returned another kernel than asked for").
+TEST_F(CompilerAdapterTest, BackwardOfBiasWithoutWeightCompiles) {
+  for (OpKind kind : {OpKind::LayerNorm, OpKind::RMSNorm, OpKind::L2Norm,
+                      OpKind::GroupNorm})
+    for (ElementType param :
+         {ElementType::bf16, ElementType::f16, ElementType::f32}) {
+      OpSpec forward = makeRmsNorm(kind == OpKind::GroupNorm ? 1280 : 4096);
+      forward.kind = kind;
+      forward.groups = kind == OpKind::GroupNorm ? 32 : 1;
+      forward.hasWeight = false;
+      forward.hasBias = true;
+      forward.param = param;
+      if (!verifyOpSpec(forward).ok())
+        continue;
+      BackwardKernels backward;
+      Status status = getBackwardKernels(forward, backward);
+      ASSERT_TRUE(status.ok()) << describeOpSpec(forward) << ": "
+                               << status.message();
+      for (const OpSpec &row : backward.rows)
+        expectFits(row, compiler->getHeuristicLaunch(row, 4096));
+      for (const OpSpec &sum : backward.columnSums)
+        expectFits(sum, compiler->getHeuristicLaunch(sum, 264));
+    }
+}
+
 TEST_F(CompilerAdapterTest, EveryTuningCandidateCompiles) {
   for (int64_t hidden : {128, 769, 1152, 4096, 7168, 16384}) {
     OpSpec spec = makeRmsNorm(hidden);

@@ -8,7 +8,9 @@
 #include <fcntl.h>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 
@@ -276,6 +278,58 @@ TEST(DiskCache, StoreReportsUnwritableDirectories) {
   EXPECT_EQ(status.code(), ErrorCode::IoError);
   EXPECT_NE(status.message().find("file/sub"), std::string::npos)
       << status.message();
+}
+
+// Bundles and cache entries are renamed over their target: a FIFO, device
+// node, directory or symbolic link there must stay as it is.
+TEST(DiskCache, AtomicWritesReplaceOnlyRegularFiles) {
+  TempDir dir;
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0644), 0);
+  ASSERT_EQ(::mkdir((dir / "sub").c_str(), 0755), 0);
+  writeAll(dir / "real", "kept");
+  ASSERT_EQ(::symlink((dir / "real").c_str(), (dir / "link").c_str()), 0);
+  for (const char *name : {"fifo", "sub", "link"}) {
+    Status status = writeFileAtomically(dir / name, "bundle bytes");
+    EXPECT_EQ(status.code(), ErrorCode::IoError) << name;
+    EXPECT_NE(status.message().find("not a regular file"), std::string::npos)
+        << status.message();
+  }
+  struct stat info;
+  ASSERT_EQ(::lstat((dir / "fifo").c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode));
+  ASSERT_EQ(::lstat((dir / "link").c_str(), &info), 0);
+  EXPECT_TRUE(S_ISLNK(info.st_mode));
+  EXPECT_EQ(readAll(dir / "real"), "kept");
+  // A regular file is replaced; no temporary file is left.
+  EXPECT_TRUE(writeFileAtomically(dir / "real", "new").ok());
+  EXPECT_EQ(readAll(dir / "real"), "new");
+  EXPECT_EQ(dir.list(),
+            (std::vector<std::string>{"fifo", "link", "real", "sub"}));
+}
+
+// Under a file-size limit (ulimit -f) a write past it raised SIGXFSZ and
+// killed the host: now an IoError, nothing written, no temporary file left.
+// In a child process, whose limit the test lowers.
+TEST(DiskCache, FileSizeLimitIsAnErrorNotASignal) {
+  TempDir dir;
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    struct rlimit limit = {1024, 1024};
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0)
+      ::_exit(3);
+    Status big = writeFileAtomically(dir / "big", std::string(4096, 'x'));
+    Status small = writeFileAtomically(dir / "small", std::string(512, 'x'));
+    bool ok = big.code() == ErrorCode::IoError &&
+              big.message().find("file size limit") != std::string::npos &&
+              small.ok();
+    ::_exit(ok ? 0 : 4);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(dir.list(), std::vector<std::string>{"small"});
 }
 
 TEST(DiskCache, DefaultDirectory) {

@@ -274,6 +274,55 @@ TEST_F(TrainingTest, BackwardOfNoRowsZeroesTheGradients) {
   EXPECT_EQ(fakecuda_launch_count(), 2);
 }
 
+// Everything a backward launch needs is checked before its first kernel is
+// enqueued, zero rows included: the gradients' alignment for their sums (as
+// NORMJIT_KERNEL_REFUSE_MISALIGNED asks, for the sums too), gradients
+// sharing bytes, the caller's own partials.
+TEST_F(TrainingTest, BackwardChecksEverythingBeforeEnqueuing) {
+  OpSpec spec = makeLayerNormBackward(4096);
+  KernelOptions refusing;
+  refusing.refuseMisaligned = true;
+  std::shared_ptr<const Kernel> kernel;
+  ASSERT_TRUE(context->getKernel(spec, refusing, kernel).ok());
+  for (int64_t rows : {0, 64}) {
+    SCOPED_TRACE("rows " + std::to_string(rows));
+    LaunchArgs args = backwardArgs(spec, std::max<int64_t>(rows, 1));
+    // 4-byte aligned f32, not 16: only a scalar column sum could take it.
+    LaunchArgs odd = args;
+    odd.set(BufferSlot::BiasGrad, memory.get(4097 * 4) + 4, ElementType::f32,
+            4096);
+    Status status = kernel->launch(odd, rows, nullptr);
+    EXPECT_EQ(status.code(), ErrorCode::Misaligned) << status.message();
+    EXPECT_NE(status.message().find("'bias_grad'"), std::string::npos)
+        << status.message();
+    LaunchArgs same = args;
+    same.set(BufferSlot::BiasGrad, args[BufferSlot::WeightGrad].data,
+             ElementType::f32, 4096);
+    status = kernel->launch(same, rows, nullptr);
+    EXPECT_EQ(status.code(), ErrorCode::InvalidArgument);
+    EXPECT_NE(status.message().find("overlaps"), std::string::npos)
+        << status.message();
+    LaunchArgs partials = args;
+    partials.set(BufferSlot::BiasGradPartials, memory.get(1 << 16),
+                 ElementType::f32, 4096);
+    status = kernel->launch(partials, rows, nullptr);
+    EXPECT_NE(status.message().find("'bias_grad_partials' is the library's"),
+              std::string::npos)
+        << status.message();
+    EXPECT_EQ(fakecuda_launch_count(), 0);
+  }
+  // A kernel that takes misaligned buffers sums into that gradient with
+  // its scalar column sum: row kernel and two sums.
+  std::shared_ptr<const Kernel> lenient = getKernel(spec);
+  ASSERT_TRUE(lenient);
+  LaunchArgs odd = backwardArgs(spec, 64);
+  odd.set(BufferSlot::BiasGrad, memory.get(4097 * 4) + 4, ElementType::f32,
+          4096);
+  Status status = lenient->launch(odd, 64, nullptr);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(fakecuda_launch_count(), 3);
+}
+
 TEST_F(TrainingTest, WeightlessBackwardRunsOneKernel) {
   OpSpec spec;
   spec.hidden = 5120;
