@@ -60,6 +60,12 @@ public:
       return op->emitOpError()
              << "'" << name << "' must have a non-empty hidden size, got "
              << type;
+    // The kernels' limit, stated on the op the user wrote.
+    if (width > ::norm::kMaxRowLength)
+      return op->emitOpError()
+             << "'" << name << "': hidden size must be in [1, "
+             << ::norm::kMaxRowLength << "], got " << width
+             << " (the kernels' limit)";
     int64_t r = tensor.getDimSize(0);
     if (!hidden) {
       hidden = width;

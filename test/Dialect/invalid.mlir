@@ -804,6 +804,16 @@ func.func @fr_launch_too_long(%x: tensor<?x16777217xbf16>) {
 
 // -----
 
+// The layer op the user wrote states the kernels' limit itself (it was
+// refused later, naming the norm.fused_row that fusion formed).
+func.func @rms_too_long(%x: tensor<?x16777217xf32>) {
+  // expected-error @+1 {{'norm.rms_norm' op 'input': hidden size must be in [1, 16777216], got 16777217 (the kernels' limit)}}
+  %0 = norm.rms_norm %x eps(1.0e-06) : tensor<?x16777217xf32> -> tensor<?x16777217xf32>
+  return
+}
+
+// -----
+
 // The largest hidden size a type can state must not overflow the check.
 func.func @fr_launch_huge(%x: tensor<?x9223372036854775807xbf16>) {
   // expected-error @+1 {{hidden size must be in [1, 16777216], got 9223372036854775807}}

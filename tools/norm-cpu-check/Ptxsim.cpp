@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -45,6 +46,7 @@ public:
     ::rmdir(path.c_str());
   }
   bool ok() const { return !path.empty(); }
+  const std::string &get() const { return path; }
   std::string file(const std::string &name) {
     files.push_back(path + "/" + name);
     return files.back();
@@ -77,6 +79,46 @@ static std::string quote(const std::string &text) {
   return quoted + "'";
 }
 
+std::string norm::check::rewriteForPtxsim(const std::string &ptx) {
+  // cvt.rn.f16x2.f32 d, a, b puts a in the upper half and b in the lower;
+  // GPGPU-Sim writes a to the lower half and zeros the upper.
+  static const std::regex f16x2(
+      R"(cvt\.rn\.f16x2\.f32\s+(%\w+),\s*(%\w+),\s*(%\w+);)");
+  // cvt.rn.f32.{u64,s64} gives 0 on GPGPU-Sim: the halves through f64
+  // (exact below 2^53), rounded once to f32.
+  std::string out = std::regex_replace(
+      ptx, f16x2,
+      "{ .reg .b16 %ptxsim_h<2>; cvt.rn.f16.f32 %ptxsim_h0, $2; "
+      "cvt.rn.f16.f32 %ptxsim_h1, $3; mov.b32 $1, {%ptxsim_h1, %ptxsim_h0}; }");
+  // {add,sub,mul}.rn.f16x2 computes the lower half alone and zeros the
+  // upper (as above): half by half in f16, which rounds the same.
+  static const std::regex f16x2Arithmetic(
+      R"((add|sub|mul)(\.rn)?\.f16x2\s+(%\w+),\s*(%\w+),\s*(%\w+);)");
+  out = std::regex_replace(
+      out, f16x2Arithmetic,
+      "{ .reg .b16 %ptxsim_a<2>, %ptxsim_b<2>, %ptxsim_d<2>; "
+      "mov.b32 {%ptxsim_a0, %ptxsim_a1}, $4; "
+      "mov.b32 {%ptxsim_b0, %ptxsim_b1}, $5; "
+      "$1.rn.f16 %ptxsim_d0, %ptxsim_a0, %ptxsim_b0; "
+      "$1.rn.f16 %ptxsim_d1, %ptxsim_a1, %ptxsim_b1; "
+      "mov.b32 $3, {%ptxsim_d0, %ptxsim_d1}; }");
+  for (const char *sign : {"u", "s"}) {
+    std::regex int64ToF32(std::string(R"(cvt\.rn\.f32\.)") + sign +
+                          R"(64\s+(%\w+),\s*(%\w+);)");
+    out = std::regex_replace(
+        out, int64ToF32,
+        std::string("{ .reg .b32 %ptxsim_lo, %ptxsim_hi; "
+                    ".reg .f64 %ptxsim_dl, %ptxsim_dh; "
+                    "mov.b64 {%ptxsim_lo, %ptxsim_hi}, $2; "
+                    "cvt.rn.f64.u32 %ptxsim_dl, %ptxsim_lo; cvt.rn.f64.") +
+            sign +
+            "32 %ptxsim_dh, %ptxsim_hi; "
+            "fma.rn.f64 %ptxsim_dl, %ptxsim_dh, 0d41F0000000000000, "
+            "%ptxsim_dl; cvt.rn.f32.f64 $1, %ptxsim_dl; }");
+  }
+  return out;
+}
+
 Status norm::check::runOnPtxsim(const PtxsimOptions &options,
                                 const std::string &ptx,
                                 const KernelSignature &signature,
@@ -91,11 +133,20 @@ Status norm::check::runOnPtxsim(const PtxsimOptions &options,
   if (!dir.ok())
     return Status::error(ErrorCode::IoError, "cannot create a run directory");
   std::string ptxPath = dir.file("kernel.ptx");
-  if (!writeBytes(ptxPath, ptx.data(), ptx.size()))
+  std::string simulated = rewriteForPtxsim(ptx);
+  if (!writeBytes(ptxPath, simulated.data(), simulated.size()))
     return Status::error(ErrorCode::IoError, "cannot write " + ptxPath);
 
+  // The simulator loads libcudart.so.11.0 from its lib folder (RUNPATH),
+  // where a copy of the package may hold that link as a plain file: a link
+  // in the run directory, found first through LD_LIBRARY_PATH.
+  std::string library = dir.file("libcudart.so.11.0");
+  if (::symlink((options.root + "/lib/libcudart.so").c_str(),
+                library.c_str()) != 0)
+    return Status::error(ErrorCode::IoError, "cannot link " + library);
   std::ostringstream command;
-  command << quote(options.root + "/bin/ptxsim-run") << " -q --grid " << gridX
+  command << "LD_LIBRARY_PATH=" << quote(dir.get()) << " "
+          << quote(options.root + "/bin/ptxsim-run") << " -q --grid " << gridX
           << " --block " << signature.blockThreads << " --smem "
           << signature.sharedBytes << " --timeout 600";
   if (options.warpShuffle)

@@ -38,6 +38,13 @@ struct PtxsimOptions {
   bool cpAsyncDefer = false;
 };
 
+/// `ptx` with the instructions GPGPU-Sim gets wrong replaced by sequences
+/// it gets right and that compute the same bits: cvt.rn.f16x2.f32 (halves
+/// swapped, upper zeroed), {add,sub,mul}.rn.f16x2 (upper zeroed) and
+/// cvt.rn.f32.{u64,s64} (0; replaced exactly up to 2^53). Each found with
+/// a one-instruction kernel.
+std::string rewriteForPtxsim(const std::string &ptx);
+
 /// The ptxsim folder: $NORM_PTXSIM, else ../shared/tools/ptxsim beside the
 /// source tree; empty when neither holds bin/ptxsim-run.
 std::string findPtxsim(const std::string &sourceDir);
