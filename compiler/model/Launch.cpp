@@ -384,6 +384,13 @@ int64_t norm::getRegisterBytesPerVector(const OpSpec &spec, int64_t vector,
   return total;
 }
 
+int64_t norm::getLiveBytesPerVector(const OpSpec &spec, int64_t vector) {
+  int64_t bytes = getRegisterBytesPerVector(spec, vector, RowStorage::Registers);
+  int64_t stream =
+      divideCeil(vector * getElementBytes(getStreamType(spec)), 4) * 4;
+  return vector * 4 + (bytes - stream);
+}
+
 int64_t norm::getElementsPerThread(const OpSpec &spec,
                                    const LaunchConfig &launch) {
   int64_t perChunk = launch.threadsPerRow * launch.vector;
@@ -406,9 +413,12 @@ int64_t norm::getMaxElementsPerThread(const OpSpec &spec,
   int64_t rowRegisters =
       std::min(getRegistersPerThread(threadsPerCta), kRegisterBudget) -
       (spec.backward ? kBackwardRegisterOverhead : kRegisterOverhead);
-  // 4 bytes a register, kRegisterBytesPerResidentByte / 2 of them a byte.
-  int64_t vectors =
-      rowRegisters * 4 * 2 / (kRegisterBytesPerResidentByte * bytesPerVector);
+  // 4 bytes a register, kRegisterBytesPerResidentByte / 2 of them a byte;
+  // and at least v in f32 beside the parameters (getLiveBytesPerVector).
+  int64_t liveBytes = bytesPerVector * kRegisterBytesPerResidentByte / 2;
+  if (!spec.backward && storage == RowStorage::Registers)
+    liveBytes = std::max(liveBytes, getLiveBytesPerVector(spec, vector));
+  int64_t vectors = rowRegisters * 4 / liveBytes;
   return std::clamp<int64_t>(vectors * vector, 0, most / vector * vector);
 }
 

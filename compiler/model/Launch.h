@@ -169,6 +169,16 @@ int64_t getRegistersPerThread(int64_t threadsPerCta);
 int64_t getRegisterBytesPerVector(const OpSpec &spec, int64_t vector,
                                   RowStorage storage = RowStorage::Registers);
 
+/// A forward row kept in registers holds each element of v in f32 from
+/// its sum to its normalization, beside the parameters in storage type:
+/// 4 bytes an element plus the rest of getRegisterBytesPerVector. This
+/// bounds narrow rows without parameters, which the 1.5 ratio undercounts:
+/// measured with `ptxas -v` (sm_90 and sm_80, CUDA 13), weightless bf16 and
+/// f16 RMSNorm, L2 and LayerNorm rows at 1024 threads (64 registers) spill
+/// 12-196 bytes from 56 elements a thread (hidden 52224 to 65536) and not at
+/// 48 (test/Target/ptxas-storage-regimes.mlir).
+int64_t getLiveBytesPerVector(const OpSpec &spec, int64_t vector);
+
 /// Elements of a row each thread of `launch` holds: whole vectors.
 int64_t getElementsPerThread(const OpSpec &spec, const LaunchConfig &launch);
 
