@@ -1503,7 +1503,7 @@ func.func @qk_mixed_outputs(%qkv: tensor<?x384xbf16>) {
 
 // Heads of 131072 fit no CTA's registers, where the prologue keeps them.
 func.func @qk_heads_beyond_registers(%qkv: tensor<?x393216xbf16>) {
-  // expected-error @+1 {{rows of 131072 elements do not fit in the registers of one CTA (at most 65536), where this kernel keeps them; such rows are not supported}}
+  // expected-error @+1 {{rows of 131072 elements do not fit in the registers of one CTA (at most 49152), where this kernel keeps them; such rows are not supported}}
   %0:2 = norm.qk_norm_prologue <rms> %qkv eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 131072 : i64, launch = #norm.launch<vector = 8, threads_per_row = 1024, warps = 32, rows_per_cta = 1>} : tensor<?x393216xbf16> -> tensor<?x131072xbf16>, tensor<?x131072xbf16>
   return
 }
