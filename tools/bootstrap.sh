@@ -23,9 +23,10 @@ if ((${#missing[@]})); then
     "${missing[@]}" >/dev/null
 fi
 
-# A compiler cache: a clean clone on a machine that built the project before
-# rebuilds from it in minutes (paths relative to the clone, so any clone
-# hits); a fresh machine builds from nothing. NORM_CCACHE=0 turns it off.
+# A compiler cache, so that a clean clone on a machine that built the project
+# before can rebuild from it (paths relative to the clone, so any clone may
+# hit; the saving is not measured yet); a fresh machine builds from nothing.
+# NORM_CCACHE=0 turns it off.
 launcher=()
 if [ "${NORM_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
