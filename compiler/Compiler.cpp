@@ -28,6 +28,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
@@ -278,9 +279,12 @@ static std::string findPtxas(const std::string &ptxasPath) {
   return {};
 }
 
-Status assembleCubin(std::string_view ptx, std::string_view chip,
-                     const std::string &ptxasPath,
-                     std::vector<uint8_t> &cubin) {
+/// Runs ptxas on `ptx` for `chip` with `extraArgs`, writing a cubin; its
+/// log (stdout and stderr) in `log`.
+static Status runPtxas(std::string_view ptx, std::string_view chip,
+                       const std::string &ptxasPath,
+                       llvm::ArrayRef<llvm::StringRef> extraArgs,
+                       std::vector<uint8_t> &cubin, std::string &log) {
   auto fail = [](std::string message) {
     return Status::error(ErrorCode::CompileError, std::move(message));
   };
@@ -306,26 +310,75 @@ Status assembleCubin(std::string_view ptx, std::string_view chip,
     return fail("cannot create a temporary file for ptxas");
 
   std::string arch = "-arch=" + std::string(chip);
-  llvm::SmallVector<llvm::StringRef> args = {ptxas, arch, ptxPath, "-o",
-                                             cubinPath};
+  llvm::SmallVector<llvm::StringRef> args = {ptxas, arch};
+  args.append(extraArgs.begin(), extraArgs.end());
+  args.append({ptxPath, "-o", cubinPath});
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath.str(),
                                                 logPath.str()};
   std::string error;
   int code =
       llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, redirects,
                                 /*SecondsToWait=*/0, /*MemoryLimit=*/0, &error);
-  if (code != 0) {
-    std::string log;
-    if (auto buffer = llvm::MemoryBuffer::getFile(logPath))
-      log = (*buffer)->getBuffer().str();
+  if (auto buffer = llvm::MemoryBuffer::getFile(logPath))
+    log = (*buffer)->getBuffer().str();
+  if (code != 0)
     return fail(ptxas + " failed" + (error.empty() ? "" : " (" + error + ")") +
                 ": " + log);
-  }
   auto buffer = llvm::MemoryBuffer::getFile(cubinPath, /*IsText=*/false);
   if (!buffer)
     return fail("cannot read the cubin that ptxas wrote");
   llvm::StringRef bytes = (*buffer)->getBuffer();
   cubin.assign(bytes.begin(), bytes.end());
+  return Status::success();
+}
+
+Status assembleCubin(std::string_view ptx, std::string_view chip,
+                     const std::string &ptxasPath,
+                     std::vector<uint8_t> &cubin) {
+  std::string log;
+  return runPtxas(ptx, chip, ptxasPath, {}, cubin, log);
+}
+
+Status getKernelResources(std::string_view ptx, std::string_view chip,
+                          const std::string &ptxasPath,
+                          std::vector<KernelResources> &kernels) {
+  std::vector<uint8_t> cubin;
+  std::string log;
+  if (Status status = runPtxas(ptx, chip, ptxasPath, {"-v"}, cubin, log);
+      !status)
+    return status;
+  // ptxas info    : Compiling entry function 'NAME' for 'sm_90'
+  //     N bytes stack frame, N bytes spill stores, N bytes spill loads
+  // ptxas info    : Used N registers, ...
+  static const llvm::Regex entry("Compiling entry function '([^']+)'");
+  static const llvm::Regex frame("([0-9]+) bytes stack frame, ([0-9]+) bytes "
+                                 "spill stores, ([0-9]+) bytes spill loads");
+  static const llvm::Regex used("Used ([0-9]+) registers");
+  kernels.clear();
+  llvm::SmallVector<llvm::StringRef, 4> match;
+  llvm::SmallVector<llvm::StringRef> lines;
+  llvm::StringRef(log).split(lines, '\n');
+  auto number = [](llvm::StringRef text) {
+    int64_t value = 0;
+    text.getAsInteger(10, value);
+    return value;
+  };
+  for (llvm::StringRef line : lines) {
+    if (entry.match(line, &match)) {
+      kernels.push_back({match[1].str()});
+    } else if (kernels.empty()) {
+      continue;
+    } else if (frame.match(line, &match)) {
+      kernels.back().stackFrameBytes = number(match[1]);
+      kernels.back().spillStoreBytes = number(match[2]);
+      kernels.back().spillLoadBytes = number(match[3]);
+    } else if (used.match(line, &match)) {
+      kernels.back().registers = number(match[1]);
+    }
+  }
+  if (kernels.empty())
+    return Status::error(ErrorCode::CompileError,
+                         "ptxas -v reported no kernel: " + log);
   return Status::success();
 }
 

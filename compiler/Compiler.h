@@ -54,6 +54,23 @@ Status compileProgram(std::string_view mlir, const TargetOptions &target,
 /// every cache key.
 std::string_view getCompilerVersion();
 
+/// What `ptxas -v` reports for one kernel.
+struct KernelResources {
+  std::string name;
+  int64_t registers = 0;
+  int64_t stackFrameBytes = 0;
+  int64_t spillStoreBytes = 0;
+  int64_t spillLoadBytes = 0;
+  bool spills() const { return spillStoreBytes > 0 || spillLoadBytes > 0; }
+};
+
+/// Assembles PTX for `chip` with `ptxas -v` (found as assembleCubin finds
+/// it) and reads each kernel's registers, stack frame and spills from its
+/// report, in the PTX's order.
+Status getKernelResources(std::string_view ptx, std::string_view chip,
+                          const std::string &ptxasPath,
+                          std::vector<KernelResources> &kernels);
+
 /// Assembles PTX into a cubin for `chip` with ptxas (`ptxasPath`, else
 /// $CUDA_HOME/bin/ptxas, else PATH, else /usr/local/cuda/bin/ptxas).
 Status assembleCubin(std::string_view ptx, std::string_view chip,

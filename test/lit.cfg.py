@@ -14,6 +14,9 @@ config.test_exec_root = os.path.join(config.norm_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%norm_src_root", config.norm_src_root))
+# The GoogleTest binaries, for suites that run them in another mode.
+config.substitutions.append(
+    ("%unit_dir", os.path.join(config.norm_obj_root, "test", "Unit")))
 
 llvm_config.with_system_environment(["HOME", "TMPDIR", "CUDA_HOME", "XDG_CACHE_HOME",
                                      "NORM_ROBUSTNESS_SEEDS", "NORM_ROBUSTNESS_RUNS"])

@@ -8,7 +8,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # everything.
 filter=()
 if [ "${1:-}" = --quick ]; then
-  filter=(--filter-out '(cpu-sweep|ptxsim-sweep|robustness\.test)')
+  filter=(--filter-out '(cpu-sweep|ptxsim-|robustness\.test)')
 fi
 bash tools/bootstrap.sh
 build=${NORM_BUILD_DIR:-build}

@@ -76,10 +76,10 @@ TEST_P(AttentionDecodeTest, MatchesTheUnfusedSequence) {
   const DecodeCase &c = GetParam();
   OpSpec spec = getSpec(c);
   LaunchConfig launch = getForcedLaunch(spec, c.warps, c.blockN, c.stages);
-  KernelSource source;
-  std::unique_ptr<HostKernels> kernels;
-  Status compiled = compileForHost(spec, launch, source, kernels);
+  AttentionRunner runner;
+  Status compiled = runner.compile(spec, launch);
   ASSERT_TRUE(compiled) << compiled.message();
+  const KernelSignature &signature = runner.getSignature();
 
   int64_t d = c.headDim, qCols = c.heads * d, kvCols = c.kvHeads * d;
   int64_t batch = c.newTokens.size(), capacity = c.capacity;
@@ -147,7 +147,7 @@ TEST_P(AttentionDecodeTest, MatchesTheUnfusedSequence) {
   std::unique_ptr<GuardedBuffer> kWant = makeCache(1), vWant = makeCache(2);
 
   DecodeShape shape{tokens, batch, capacity, c.splits};
-  int64_t rowsPerCta = source.signature.launch.rowsPerCta;
+  int64_t rowsPerCta = signature.launch.rowsPerCta;
   int64_t workspaceLength =
       getLaunchLength(spec, BufferSlot::Workspace, rowsPerCta, shape);
   int64_t semaphoreCount =
@@ -185,9 +185,9 @@ TEST_P(AttentionDecodeTest, MatchesTheUnfusedSequence) {
       {"v_cache", vCache.get()},
       {"workspace", &workspace},
       {"semaphores", &semaphores}};
-  std::vector<void *> buffers;
+  std::vector<SimBuffer> buffers;
   std::vector<int64_t> integers;
-  for (const KernelParam &param : source.signature.params) {
+  for (const KernelParam &param : signature.params) {
     switch (param.kind) {
     case KernelParam::Kind::Rows:
       integers.push_back(tokens);
@@ -212,16 +212,16 @@ TEST_P(AttentionDecodeTest, MatchesTheUnfusedSequence) {
     }
     case KernelParam::Kind::Buffer:
       ASSERT_TRUE(byName.count(param.name)) << "unexpected " << param.name;
-      buffers.push_back(byName[param.name]->data());
+      buffers.push_back({byName[param.name]->data(),
+                         byName[param.name]->getBytesFromData()});
       continue;
     }
   }
-  int64_t grid = source.signature.getGridX(tokens, batch, c.splits);
+  int64_t grid = signature.getGridX(tokens, batch, c.splits);
   std::vector<uint8_t> firstOutput;
   for (int run = 0; run < 2; ++run) {
     output.fill(getOutputPoison(c.type));
-    Status ran =
-        kernels->launch(source.signature.name, buffers, integers, grid);
+    Status ran = runner.launch(buffers, integers, grid);
     ASSERT_TRUE(ran) << ran.message();
     EXPECT_TRUE(semaphores.matches(zeroSemaphores))
         << "semaphores not reset after launch " << run;
@@ -301,8 +301,7 @@ TEST_P(AttentionDecodeTest, MatchesTheUnfusedSequence) {
           want->store(row, col, ok && e.tolerance > 0 ? actual : e.value);
         }
     }
-  EXPECT_EQ(wrong, 0) << "first: " << first << " ("
-                      << source.signature.name << ")";
+  EXPECT_EQ(wrong, 0) << "first: " << first << " (" << signature.name << ")";
   EXPECT_TRUE(kCache->matches(kWant->snapshot()))
       << "k_cache changed outside the appended rows";
   EXPECT_TRUE(vCache->matches(vWant->snapshot()))

@@ -1,20 +1,26 @@
 //===- AttentionHarness.h - attention kernels on the host path --*- C++ -*-===//
 //
 // What the prefill and decode kernel tests share: the operation of a case,
-// its launch with forced fields, and the kernel generated and compiled for
-// the host execution path.
+// its launch with forced fields, and the kernel generated and run on the
+// host execution path or, as the environment selects, its PTX run on
+// GPGPU-Sim (test/Host/ptxsim-attention.test).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef NORM_TEST_UNIT_ATTENTIONHARNESS_H
 #define NORM_TEST_UNIT_ATTENTIONHARNESS_H
 
+#include "compiler/Compiler.h"
 #include "compiler/HostExecution.h"
 #include "compiler/model/KernelModel.h"
 #include "tools/norm-cpu-check/KernelSource.h"
+#include "tools/norm-cpu-check/Ptxsim.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace norm::check {
@@ -76,6 +82,71 @@ inline Status compileForHost(const OpSpec &spec, const LaunchConfig &launch,
   options.optLevel = 0;
   return HostKernels::compile(source.mlir, options, kernels);
 }
+
+/// A case's kernel where the environment runs it: by default the kernel IR
+/// on the host execution path (compileForHost); with
+/// NORM_TEST_ENGINE=ptxsim the PTX for NORM_TEST_CHIP (sm_80 unless set)
+/// on the simulator in $NORM_PTXSIM, which steps its warps in a random
+/// order with NORM_TEST_WARP_SHUFFLE=SEED and lands cp.async bytes at
+/// their wait with NORM_TEST_CP_ASYNC_DEFER=1. The simulator copies each
+/// buffer in and out: read-only inputs may share an allocation (a packed
+/// projection's column slices), outputs may not.
+class AttentionRunner {
+public:
+  Status compile(const OpSpec &spec, const LaunchConfig &launch) {
+    const char *engine = std::getenv("NORM_TEST_ENGINE");
+    if (!engine || std::string(engine) == "host")
+      return compileForHost(spec, launch, source, host);
+    if (std::string(engine) != "ptxsim")
+      return Status::invalid("NORM_TEST_ENGINE: unknown engine '" +
+                             std::string(engine) + "'");
+    // Only $NORM_PTXSIM, which lit sets where it found the simulator.
+    const char *root = std::getenv("NORM_PTXSIM");
+    simulator.root = root && *root ? findPtxsim(/*sourceDir=*/"") : "";
+    if (simulator.root.empty())
+      return Status::invalid("NORM_TEST_ENGINE=ptxsim: $NORM_PTXSIM does "
+                             "not hold bin/ptxsim-run");
+    if (const char *seed = std::getenv("NORM_TEST_WARP_SHUFFLE"))
+      simulator.warpShuffle = std::strtoul(seed, nullptr, 10);
+    if (const char *defer = std::getenv("NORM_TEST_CP_ASYNC_DEFER"))
+      simulator.cpAsyncDefer = std::string(defer) == "1";
+    TargetOptions target;
+    const char *chip = std::getenv("NORM_TEST_CHIP");
+    target.chip = chip ? chip : "sm_80";
+    // The simulator's configuration holds 164 KiB of shared memory.
+    target.maxSharedBytes =
+        std::min<int64_t>(target.getMaxSharedBytes(), 160 * 1024);
+    if (Status valid = target.verify(); !valid)
+      return valid;
+    CompiledKernel compiled;
+    if (Status built = compileKernel(spec, launch, target, compiled); !built)
+      return built;
+    source.signature = compiled.signature;
+    ptx = std::move(compiled.ptx);
+    return Status::success();
+  }
+
+  const KernelSignature &getSignature() const { return source.signature; }
+
+  /// Launches `gridX` CTAs of the kernel with its buffers (in parameter
+  /// order) and integer parameters.
+  Status launch(const std::vector<SimBuffer> &buffers,
+                const std::vector<int64_t> &integers, int64_t gridX) {
+    if (!host)
+      return runOnPtxsim(simulator, ptx, source.signature, buffers, integers,
+                         gridX);
+    std::vector<void *> pointers;
+    for (const SimBuffer &buffer : buffers)
+      pointers.push_back(buffer.data);
+    return host->launch(source.signature.name, pointers, integers, gridX);
+  }
+
+private:
+  KernelSource source;
+  std::unique_ptr<HostKernels> host;
+  std::string ptx;
+  PtxsimOptions simulator;
+};
 
 /// Llama 3's scaled rotary frequency of pair `pair` (factor 8, low and high
 /// frequency factors 1 and 4, an original context of 8192: the rope_scaling

@@ -101,10 +101,10 @@ TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
   const AttentionCase &c = GetParam();
   OpSpec spec = getSpec(c);
   LaunchConfig launch = getForcedLaunch(spec, c.warps, c.blockN, c.stages);
-  KernelSource source;
-  std::unique_ptr<HostKernels> kernels;
-  Status compiled = compileForHost(spec, launch, source, kernels);
+  AttentionRunner runner;
+  Status compiled = runner.compile(spec, launch);
   ASSERT_TRUE(compiled) << compiled.message();
+  const KernelSignature &signature = runner.getSignature();
 
   int64_t d = c.headDim, qCols = c.heads * d, kvCols = c.kvHeads * d;
   std::vector<int64_t> cu = {0};
@@ -119,6 +119,7 @@ TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
   int64_t packedCols = qCols + 2 * kvCols;
   std::unique_ptr<GuardedBuffer> qkv, q, k, v;
   const void *qData, *kData, *vData;
+  int64_t qBytes, kBytes, vBytes;
   int64_t qStride, kStride, vStride;
   if (c.packed) {
     qkv = std::make_unique<GuardedBuffer>(c.type, tokens, packedCols,
@@ -130,6 +131,11 @@ TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
              col * getElementBytes(c.type);
     };
     qData = at(0), kData = at(qCols), vData = at(qCols + kvCols);
+    auto bytesFrom = [&](int64_t col) {
+      return qkv->getBytesFromData() - col * getElementBytes(c.type);
+    };
+    qBytes = bytesFrom(0), kBytes = bytesFrom(qCols);
+    vBytes = bytesFrom(qCols + kvCols);
     qStride = kStride = vStride = qkv->getStride();
   } else {
     q = std::make_unique<GuardedBuffer>(c.type, tokens, qCols, qCols + 8);
@@ -140,6 +146,8 @@ TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
       buffer->fillRows(draw);
     }
     qData = q->data(), kData = k->data(), vData = v->data();
+    qBytes = q->getBytesFromData(), kBytes = k->getBytesFromData();
+    vBytes = v->getBytesFromData();
     qStride = q->getStride(), kStride = k->getStride(), vStride = v->getStride();
   }
   GuardedBuffer qWeight(c.type, 1, d, d), kWeight(c.type, 1, d, d);
@@ -209,9 +217,9 @@ TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
     before.push_back(buffer->snapshot());
 
   // Parameters in signature order.
-  std::vector<void *> buffers;
+  std::vector<SimBuffer> buffers;
   std::vector<int64_t> integers;
-  for (const KernelParam &param : source.signature.params) {
+  for (const KernelParam &param : signature.params) {
     if (param.kind == KernelParam::Kind::Rows) {
       integers.push_back(tokens);
       continue;
@@ -235,23 +243,28 @@ TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
       continue;
     }
     const std::string &n = param.name;
-    void *pointer = n == "q"            ? const_cast<void *>(qData)
-                    : n == "k"          ? const_cast<void *>(kData)
-                    : n == "v"          ? const_cast<void *>(vData)
-                    : n == "q_weight"   ? qWeight.data()
-                    : n == "k_weight"   ? kWeight.data()
-                    : n == "cu_seqlens" ? offsets.data()
-                    : n == "positions"  ? positionBuffer.data()
-                    : n == "rope_table" ? table.data()
-                    : n == "output"     ? output.data()
-                    : n == "lse"        ? lse.data()
-                                        : nullptr;
-    ASSERT_NE(pointer, nullptr) << "unexpected parameter " << n;
-    buffers.push_back(pointer);
+    auto whole = [](GuardedBuffer &buffer) {
+      return SimBuffer{buffer.data(), buffer.getBytesFromData()};
+    };
+    auto slice = [](const void *data, int64_t bytes) {
+      return SimBuffer{const_cast<void *>(data), bytes};
+    };
+    SimBuffer buffer = n == "q"            ? slice(qData, qBytes)
+                       : n == "k"          ? slice(kData, kBytes)
+                       : n == "v"          ? slice(vData, vBytes)
+                       : n == "q_weight"   ? whole(qWeight)
+                       : n == "k_weight"   ? whole(kWeight)
+                       : n == "cu_seqlens" ? whole(offsets)
+                       : n == "positions"  ? whole(positionBuffer)
+                       : n == "rope_table" ? whole(table)
+                       : n == "output"     ? whole(output)
+                       : n == "lse"        ? whole(lse)
+                                           : SimBuffer();
+    ASSERT_NE(buffer.data, nullptr) << "unexpected parameter " << n;
+    buffers.push_back(buffer);
   }
-  int64_t grid = source.signature.getGridX(tokens, batch);
-  Status ran =
-      kernels->launch(source.signature.name, buffers, integers, grid);
+  Status ran = runner.launch(buffers, integers,
+                             signature.getGridX(tokens, batch));
   ASSERT_TRUE(ran) << ran.message();
 
   // The reference of the unfused graph.
@@ -322,8 +335,7 @@ TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
                   std::to_string(e.value) + " +- " +
                   std::to_string(e.tolerance);
       }
-  EXPECT_EQ(wrong, 0) << "first: " << first << " (" << source.signature.name
-                      << ")";
+  EXPECT_EQ(wrong, 0) << "first: " << first << " (" << signature.name << ")";
 
   EXPECT_EQ(output.findStrayWrite(getOutputPoison(c.type)), std::nullopt);
   if (c.lse) {

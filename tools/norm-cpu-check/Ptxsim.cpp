@@ -124,8 +124,7 @@ Status norm::check::runOnPtxsim(const PtxsimOptions &options,
                                 const KernelSignature &signature,
                                 const std::vector<SimBuffer> &buffers,
                                 const std::vector<int64_t> &integers,
-                                int64_t rows) {
-  int64_t gridX = signature.getGridX(rows);
+                                int64_t gridX) {
   // A launch of no CTAs runs nothing (and the driver refuses it).
   if (gridX == 0)
     return Status::success();

@@ -49,13 +49,13 @@ std::string rewriteForPtxsim(const std::string &ptx);
 /// source tree; empty when neither holds bin/ptxsim-run.
 std::string findPtxsim(const std::string &sourceDir);
 
-/// Launches kernel `signature` of `ptx` for `rows` rows on the simulator:
+/// Launches kernel `signature` of `ptx` on `gridX` CTAs on the simulator:
 /// its buffers (in parameter order) from `buffers`, its integer parameters
 /// from `integers`; the buffers' bytes are the kernel's results after.
 Status runOnPtxsim(const PtxsimOptions &options, const std::string &ptx,
                    const KernelSignature &signature,
                    const std::vector<SimBuffer> &buffers,
-                   const std::vector<int64_t> &integers, int64_t rows);
+                   const std::vector<int64_t> &integers, int64_t gridX);
 
 } // namespace norm::check
 

@@ -15,6 +15,7 @@
 #include "compiler/HostExecution.h"
 #include "compiler/model/FloatFormats.h"
 #include "compiler/model/Reference.h"
+#include "runtime/Candidates.h"
 #include "tools/norm-cpu-check/Buffers.h"
 #include "tools/norm-cpu-check/KernelSource.h"
 #include "tools/norm-cpu-check/Ptxsim.h"
@@ -82,7 +83,8 @@ static cl::opt<std::string> hostCpuOption(
 static cl::opt<std::string> injectOption(
     "inject", cl::cat(checkCategory),
     cl::desc("Corrupt each run after the kernel to show the checks work: "
-             "value, nan, guard, gap or input"),
+             "value, nan, guard, gap or input; with --engine=ptxas, spill "
+             "(each kernel limited to 24 registers a thread)"),
     cl::init(""));
 static cl::opt<bool> reverseThreadsOption(
     "reverse-threads", cl::cat(checkCategory),
@@ -107,8 +109,11 @@ static cl::opt<std::string> inputsOption(
 static cl::opt<std::string> engineOption(
     "engine", cl::cat(checkCategory),
     cl::desc("Where kernels run: 'host' (their kernel IR JIT-compiled for "
-             "this CPU) or 'ptxsim' (their PTX on GPGPU-Sim: $NORM_PTXSIM, "
-             "else ../shared/tools/ptxsim beside the source tree)"),
+             "this CPU), 'ptxsim' (their PTX on GPGPU-Sim: $NORM_PTXSIM, "
+             "else ../shared/tools/ptxsim beside the source tree), or "
+             "'ptxas' (nowhere: their PTX assembled with ptxas -v for "
+             "--chip, with every tuner candidate of every row bucket, and "
+             "any spill a failure)"),
     cl::init("host"));
 static cl::opt<bool> defaultLaunchOnly(
     "default-launch-only", cl::cat(checkCategory),
@@ -646,6 +651,9 @@ struct Task {
 struct Summary {
   std::mutex mutex;
   int64_t passed = 0, failed = 0, compiled = 0;
+  /// --engine=ptxas: the most registers a kernel took, and which.
+  int64_t mostRegisters = 0;
+  std::string mostRegistersLabel;
   /// Cases of kernels the compiler refuses as documented (Unsupported:
   /// in-place LayerNorm over streamed rows, per-token FP8 rows too long to
   /// stage): not failures, and a sweep over them can pass.
@@ -857,6 +865,9 @@ struct Engine {
   const std::string *ptx = nullptr;
 };
 
+/// --engine=ptxas: kernels are assembled, not run.
+static bool ptxasAudit = false;
+
 /// The simulator engine (empty root: the host), and the target of the
 /// generated kernels.
 static PtxsimOptions ptxsimOptions;
@@ -963,7 +974,8 @@ static void runCase(const Task &task, const KernelSignature &signature,
 
   Status launched =
       engine.ptx ? runOnPtxsim(ptxsimOptions, *engine.ptx, signature,
-                               simBuffers, integers, rows)
+                               simBuffers, integers,
+                               signature.getGridX(rows))
                  : engine.host->launch(signature.name, pointers, integers,
                                        signature.getGridX(rows));
   if (Status status = launched; !status) {
@@ -1072,6 +1084,54 @@ static Status checkParams(const KernelSignature &signature,
 static void runCases(const Task &task, const KernelSignature &signature,
                      const Engine &engine, Summary &summary);
 
+/// --engine=ptxas: the task's kernel assembled with `ptxas -v`; one case,
+/// failed where ptxas spills (the register rule let through a
+/// configuration that does not fit).
+static void auditRegisters(const Task &task, Summary &summary) {
+  auto fail = [&](const std::string &message) {
+    summary.report("FAIL " + task.label + ": " + message);
+    std::lock_guard<std::mutex> lock(summary.mutex);
+    ++summary.failed;
+  };
+  CompiledKernel compiled;
+  if (Status status =
+          compileKernel(task.spec, task.launch, checkTarget, compiled);
+      !status)
+    return fail("no PTX: " + status.message());
+  // Fault injection: a register limit that no kernel here fits.
+  if (injectOption == "spill") {
+    size_t entry = compiled.ptx.find(".entry");
+    size_t body = compiled.ptx.find("\n{", entry);
+    if (entry == std::string::npos || body == std::string::npos)
+      return fail("no kernel body in the PTX");
+    compiled.ptx.insert(body + 1, ".maxnreg 24\n");
+  }
+  std::vector<KernelResources> kernels;
+  if (Status status = getKernelResources(compiled.ptx, checkTarget.chip,
+                                         /*ptxasPath=*/"", kernels);
+      !status)
+    return fail(status.message());
+  for (const KernelResources &kernel : kernels) {
+    std::string usage = std::to_string(kernel.registers) + " registers, " +
+                        std::to_string(kernel.spillStoreBytes) +
+                        " bytes spill stores, " +
+                        std::to_string(kernel.spillLoadBytes) +
+                        " bytes spill loads (" + kernel.name + ")";
+    if (kernel.spills())
+      return fail("ptxas -arch=" + checkTarget.chip + " spills: " + usage);
+    if (verboseOption)
+      summary.report("PASS " + task.label + ": " + usage);
+    std::lock_guard<std::mutex> lock(summary.mutex);
+    if (kernel.registers > summary.mostRegisters) {
+      summary.mostRegisters = kernel.registers;
+      summary.mostRegistersLabel = task.label;
+    }
+  }
+  std::lock_guard<std::mutex> lock(summary.mutex);
+  ++summary.compiled;
+  ++summary.passed;
+}
+
 static void runTask(const Task &task, const KernelProvider &provider,
                     Summary &summary) {
   auto failAll = [&](const std::string &message) {
@@ -1091,6 +1151,8 @@ static void runTask(const Task &task, const KernelProvider &provider,
   }
   if (printKernel)
     summary.report("// " + task.label + "\n" + source.mlir);
+  if (ptxasAudit)
+    return auditRegisters(task, summary);
   // The simulator runs the PTX the GPU would.
   if (!ptxsimOptions.root.empty()) {
     CompiledKernel compiled;
@@ -1185,6 +1247,19 @@ static std::vector<Task> planTasks(const KernelProvider &provider,
         };
         for (int64_t rows : rowCounts)
           add(provider.getDefaultLaunch(spec, rows), rows, "default");
+        // What the tuner times in each row bucket, beside the heuristic's
+        // launch for the bucket's tuning rows.
+        if (ptxasAudit)
+          for (jit::RowBucket bucket : jit::kAllRowBuckets) {
+            LaunchConfig heuristic = provider.getDefaultLaunch(
+                spec, jit::getTuningRows(spec, bucket));
+            add(heuristic, 1, "heuristic");
+            if (!defaultLaunchOnly)
+              for (const LaunchConfig &launch : jit::getTuningCandidates(
+                       spec, bucket, heuristic,
+                       checkTarget.getMaxSharedBytes()))
+                add(launch, 1, "candidate");
+          }
         int64_t vector = provider.getDefaultLaunch(spec, -1).vector;
         if (!defaultLaunchOnly)
           for (const LaunchConfig &launch : getAlternateLaunches(spec, vector))
@@ -1257,7 +1332,14 @@ int main(int argc, char **argv) {
   TargetOptions &target = checkTarget;
   target.pdl = pdlOption;
   target.chip = chipOption;
-  if (engineOption == "ptxsim") {
+  if (engineOption == "ptxas") {
+    ptxasAudit = true;
+    if (kernelsOption != "generated") {
+      llvm::errs() << "norm-cpu-check: --engine=ptxas needs the generated "
+                      "kernels\n";
+      return 2;
+    }
+  } else if (engineOption == "ptxsim") {
     ptxsimOptions.root = findPtxsim(NORM_SOURCE_DIR);
     ptxsimOptions.warpShuffle = warpShuffleOption;
     ptxsimOptions.cpAsyncDefer = cpAsyncDeferOption;
@@ -1289,8 +1371,8 @@ int main(int argc, char **argv) {
                  << "'\n";
     return 2;
   }
-  static const char *kInjections[] = {"",      "value", "nan",
-                                      "guard", "gap",   "input"};
+  static const char *kInjections[] = {"",    "value", "nan",  "guard",
+                                      "gap", "input", "spill"};
   if (llvm::find(kInjections, injectOption) == std::end(kInjections)) {
     llvm::errs() << "norm-cpu-check: unknown --inject kind '" << injectOption
                  << "'\n";
@@ -1379,13 +1461,19 @@ int main(int argc, char **argv) {
                << summary.failed << " failed";
   if (summary.refused)
     llvm::outs() << ", " << summary.refused << " refused as unsupported";
+  if (ptxasAudit)
+    llvm::outs() << ", no spill in those passed; most registers "
+                 << summary.mostRegisters << " ("
+                 << summary.mostRegistersLabel << ")";
   llvm::outs() << " (" << summary.compiled
                << " kernels compiled, " << llvm::format("%.1f", seconds)
                << " s)\n";
-  llvm::outs() << "worst error / tolerance:";
-  for (auto [type, ratio] : summary.worstRatio)
-    llvm::outs() << " " << getElementTypeName(type) << " "
-                 << llvm::format("%.3f", ratio);
-  llvm::outs() << "\n";
+  if (!ptxasAudit) {
+    llvm::outs() << "worst error / tolerance:";
+    for (auto [type, ratio] : summary.worstRatio)
+      llvm::outs() << " " << getElementTypeName(type) << " "
+                   << llvm::format("%.3f", ratio);
+    llvm::outs() << "\n";
+  }
   return summary.failed == 0 && summary.passed + summary.refused > 0 ? 0 : 1;
 }
