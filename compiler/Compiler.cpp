@@ -254,7 +254,7 @@ Status compileProgram(std::string_view mlir, const TargetOptions &target,
 std::string_view getCompilerVersion() {
   // Bump the generation with every change to the generated code.
   static const std::string version =
-      "norm-opt-codegen-3 (LLVM " LLVM_VERSION_STRING ")";
+      "norm-opt-codegen-4 (LLVM " LLVM_VERSION_STRING ")";
   return version;
 }
 

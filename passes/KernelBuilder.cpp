@@ -71,12 +71,19 @@ gpu::GPUFuncOp mlir::norm::buildKernel(OpBuilder &builder, Location loc,
                     builder.getI64IntegerAttr(param.alignment));
   }
 
-  // Attention CTAs hold tens of KiB of tiles in shared memory, which bounds
-  // the CTAs per SM already; without this hint ptxas aims at more CTAs
-  // with fewer registers and spills (sm_80, head dim 128: 168 registers
-  // and 16 bytes spilled, against 198 and none). Backward row kernels too:
-  // bf16 RMSNorm at 4096, 512 threads, took 64 registers and spilled.
-  if (::norm::isAttention(spec.kind) || spec.backward)
+  // The register rule (and the tuner) size the CTA; without this hint
+  // ptxas aims at more CTAs per SM with fewer registers and spills to get
+  // there: attention at sm_80, head dim 128: 168 registers and 16 bytes
+  // spilled, against 198 and none; backward bf16 RMSNorm at 4096, 512
+  // threads: 64 registers and a spill; LayerNorm bf16 at 4544 with 1024
+  // threads (which may take 64): 31 registers and 8 bytes spilled, against
+  // 37 and none. Not for rows that loop over their chunks (staged or
+  // streamed): given the registers, ptxas schedules their loads further
+  // ahead and spills (f32 RMSNorm at 131072 streamed: 64 registers and 16
+  // bytes spilled with the hint, 32 and none without).
+  bool loopsOverRow = ::norm::isFusedRow(spec) && !spec.backward &&
+                      !::norm::fitsInRegisters(spec, sig.launch);
+  if (!loopsOverRow)
     func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                   builder.getI32IntegerAttr(1));
 

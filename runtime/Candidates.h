@@ -128,8 +128,8 @@ int64_t fitTuningRows(const OpSpec &spec, RowBucket bucket, int64_t rows,
 /// vector: four candidates at most, staged in shared memory or streamed as
 /// the compiler's target allows. Attention: warps 2, 4, 8 x block_n 32, 64,
 /// 128 x stages 1, 2, at the only vector and threads per row it has, where
-/// the tiles fit `maxSharedBytes` (0: unchecked) and the accumulators the
-/// registers. Decode attention, whose query tile holds a token's query
+/// the tiles fit `maxSharedBytes` (0: unchecked) and the accumulators and
+/// K/V copies the registers (norm::verifyLaunchFor). Decode attention, whose query tile holds a token's query
 /// heads of one kv head: warps from the fewest whose 16 rows each hold that
 /// group, doubled up to 8, x the same block_n and stages, in every bucket
 /// (each runs one token per sequence). Every candidate meets

@@ -56,6 +56,7 @@ constexpr int kDeviceComputeCapabilityMinor = 76;
 constexpr int kDeviceMaxSharedMemoryPerBlockOptin = 97;
 // CUfunction_attribute
 constexpr int kFuncMaxThreadsPerBlock = 0;
+constexpr int kFuncLocalSizeBytes = 3;
 constexpr int kFuncNumRegs = 4;
 constexpr int kFuncMaxDynamicSharedSizeBytes = 8;
 // CUjit_option

@@ -427,6 +427,12 @@ Status norm::jit::loadKernel(const std::shared_ptr<DeviceState> &device,
           "cuFuncGetAttribute");
       !status)
     return status;
+  if (Status status = driver.check(
+          driver.funcGetAttribute(&kernel->localBytes, cu::kFuncLocalSizeBytes,
+                                  kernel->function),
+          "cuFuncGetAttribute");
+      !status)
+    return status;
   if (maxThreads < sig.blockThreads)
     return Status::error(ErrorCode::Unsupported,
                          "kernel " + sig.name + " can run at most " +

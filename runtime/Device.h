@@ -92,6 +92,10 @@ struct LoadedKernel {
   std::shared_ptr<DeviceState> device;
   cu::Module module = nullptr;
   cu::Function function = nullptr;
+  /// Local memory a thread of the kernel takes (the driver's
+  /// CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES): non-zero where its registers
+  /// spilled. The tuner never times such a kernel.
+  int localBytes = 0;
   KernelBinary binary; // kept for bundles
   LaunchLayout layout;
 

@@ -237,6 +237,13 @@ Status ContextImpl::tune(const OpSpec &spec, const GradientSums &sums,
       BucketReport::Candidate candidate{launch, -1, {}};
       size_t i = indexOf(launch);
       Status status = loadStatus[i];
+      // The register rule keeps spilling configurations out (checked with
+      // ptxas at its boundaries); this driver's compiler may still spill.
+      if (status.ok() && loaded[i]->localBytes > 0)
+        status = Status::error(
+            ErrorCode::Unsupported,
+            "spills (" + std::to_string(loaded[i]->localBytes) +
+                " bytes of local memory a thread): not timed");
       if (status.ok())
         status = tuner->time(*loaded[i], candidate.microseconds);
       if (!status.ok()) {

@@ -82,6 +82,12 @@ Status norm::verifyLaunch(const LaunchConfig &launch) {
   return Status::success();
 }
 
+int64_t norm::getAttentionCopiesPerThread(const OpSpec &spec,
+                                          const LaunchConfig &launch) {
+  int64_t bytes = launch.blockN * spec.hidden * 2 * getElementBytes(spec.input);
+  return divideCeil(bytes / 16, std::max<int64_t>(launch.warps, 1) * 32);
+}
+
 int64_t norm::getAttentionThreadsPerRow(int64_t headDim) {
   int64_t threads = 1;
   while (threads * 8 < headDim)
@@ -126,6 +132,25 @@ static Status verifyAttentionLaunch(const OpSpec &spec,
         " f32 accumulators per thread, more than the " +
         str(kMaxAttentionAccumulators) + " that registers hold; use a "
         "smaller block_n");
+  int64_t copies = getAttentionCopiesPerThread(spec, launch);
+  if (copies > kMaxAttentionCopiesPerThread)
+    return Status::invalid(
+        "attention at head dim " + str(spec.hidden) + " with block_n " +
+        str(launch.blockN) + " and " + str(launch.warps) +
+        " warps issues " + str(copies) +
+        " 16-byte copies of K and V per thread and key tile, more than the " +
+        str(kMaxAttentionCopiesPerThread) +
+        " whose addresses registers hold beside the accumulators; use more "
+        "warps or a smaller block_n");
+  if (spec.kind == OpKind::AttentionDecode &&
+      (launch.blockN * spec.hidden > kMaxDecodeTileElements ||
+       (spec.hidden > 128 && launch.warps > 4)))
+    return Status::invalid(
+        "decode attention at head dim " + str(spec.hidden) + " with block_n " +
+        str(launch.blockN) + " and " + str(launch.warps) +
+        " warps does not fit the registers (key tiles of at most " +
+        str(kMaxDecodeTileElements) +
+        " elements, at most 4 warps beyond head dim 128)");
   int64_t shared = getAttentionSharedBytes(spec, launch);
   if (maxSharedBytes > 0 && shared > maxSharedBytes)
     return Status::invalid("attention tiles take " + str(shared) +
@@ -341,7 +366,10 @@ Status norm::verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch,
 }
 
 int64_t norm::getRegistersPerThread(int64_t threadsPerCta) {
-  int64_t share = kRegistersPerCta / std::max<int64_t>(threadsPerCta, 1);
+  // ptxas counts the CTA in whole groups of 4 warps: 576 and 640 threads
+  // take 96 registers at most, 800 take 72 (`ptxas -v`, sm_90, CUDA 13).
+  int64_t threads = divideCeil(std::max<int64_t>(threadsPerCta, 1), 128) * 128;
+  int64_t share = kRegistersPerCta / threads;
   return std::min<int64_t>(share / 8 * 8, kMaxRegistersPerThread);
 }
 
@@ -364,11 +392,15 @@ int64_t norm::getRegisterBytesPerVector(const OpSpec &spec, int64_t vector,
   // 64, in CTAs of 1024 threads: see kBackwardRegisterOverhead); f32
   // LayerNorm with a bias spills at 16 (test/Target/ptxas-backward.mlir).
   // Staged, the weight is read again from the cache where it is used.
+  // mean_var rows also keep x-hat: LayerNorm's backward spilled 8-64 bytes
+  // at 8 elements a thread in 96 registers without it (bf16 and f32 at
+  // 4544 and 5120, norm-cpu-check --engine=ptxas).
   int64_t columnSums = (spec.hasWeight ? 1 : 0) + (spec.hasBias ? 1 : 0);
+  int64_t normalized = getStatistic(spec) == Statistic::MeanVar ? 1 : 0;
   if (spec.backward)
     return bytes(ElementType::f32) *
            (storage == RowStorage::Registers
-                ? 2 + (spec.hasWeight ? 1 : 0) + columnSums
+                ? 2 + (spec.hasWeight ? 1 : 0) + columnSums + normalized
                 : columnSums);
   if (storage != RowStorage::Registers)
     return 0;
@@ -388,7 +420,12 @@ int64_t norm::getLiveBytesPerVector(const OpSpec &spec, int64_t vector) {
   int64_t bytes = getRegisterBytesPerVector(spec, vector, RowStorage::Registers);
   int64_t stream =
       divideCeil(vector * getElementBytes(getStreamType(spec)), 4) * 4;
-  return vector * 4 + (bytes - stream);
+  // FP8 outputs: the scaled f32 values and their packing, and with
+  // per-token scales y in f32 across the amax exchange besides v.
+  int64_t fp8 = 0;
+  if (isFp8ElementType(spec.output))
+    fp8 = vector * (spec.outputScale == OutputScale::PerToken ? 4 : 2);
+  return vector * 4 + (bytes - stream) + fp8;
 }
 
 int64_t norm::getElementsPerThread(const OpSpec &spec,

@@ -104,6 +104,17 @@ constexpr int64_t kReservedSharedBytes = 1024;
 /// 128 with block_n 128 (128) takes 255 without spilling.
 /// test/Target/ptxas-attention.mlir checks the configurations at the edge.
 constexpr int64_t kMaxAttentionAccumulators = 144;
+/// 16-byte cp.async copies of a K and V tile one thread of an attention
+/// kernel may issue (getAttentionCopiesPerThread), and the largest key tile
+/// (block_n x head dim) of a decode kernel, which also keeps its query
+/// group and the cache append. Measured with `ptxas -v` (sm_90, CUDA 13)
+/// over every tuner candidate of 7 QK-Norm/RoPE/GQA combinations at head
+/// dims 64-256 (norm-cpu-check --engine=ptxas): prefill spilled at 24-64
+/// copies (head dim 96-128 with block_n 128 and 2-4 warps, 256 with 32 and
+/// 2 warps) and never at 16; decode also with block_n 128 at head dims 96
+/// and 128 with any warps, and with 8 warps at head dim 256 (4-8 bytes).
+constexpr int64_t kMaxAttentionCopiesPerThread = 16;
+constexpr int64_t kMaxDecodeTileElements = 8192;
 
 /// The rules of #norm.launch: vector 1, 2, 4 or 8; threads per row 1, 2,
 /// 4, 8, 16 or a multiple of 32 up to 1024; 1 to 32 warps, whose threads
@@ -127,6 +138,11 @@ Status verifyLaunch(const LaunchConfig &launch);
 /// `maxSharedBytes` (0: no limit checked).
 Status verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch,
                        int64_t maxSharedBytes = 0);
+
+/// 16-byte copies of one K and V tile each thread of an attention kernel
+/// issues.
+int64_t getAttentionCopiesPerThread(const OpSpec &spec,
+                                    const LaunchConfig &launch);
 
 /// Threads that share a head row in an attention kernel's prologue (each
 /// a 16-byte vector at a time): the head dim / 8 rounded up to a power of
@@ -154,8 +170,9 @@ enum class RowStorage {
 };
 
 /// 32-bit registers one thread of a CTA of `threadsPerCta` threads may use:
-/// the CTA's share of the register file, in the allocation granule of 8,
-/// at most kMaxRegistersPerThread (64 at 1024 threads, 128 at 512).
+/// the share of the register file of the CTA counted in groups of 4 warps,
+/// in the allocation granule of 8, at most kMaxRegistersPerThread (64 at
+/// 1024 threads, 128 at 512, 96 at 576).
 int64_t getRegistersPerThread(int64_t threadsPerCta);
 
 /// Register bytes of `vector` elements of a row that a thread of the kernel
@@ -176,7 +193,11 @@ int64_t getRegisterBytesPerVector(const OpSpec &spec, int64_t vector,
 /// measured with `ptxas -v` (sm_90 and sm_80, CUDA 13), weightless bf16 and
 /// f16 RMSNorm, L2 and LayerNorm rows at 1024 threads (64 registers) spill
 /// 12-196 bytes from 56 elements a thread (hidden 52224 to 65536) and not at
-/// 48 (test/Target/ptxas-storage-regimes.mlir).
+/// 48 (test/Target/ptxas-storage-regimes.mlir). FP8 outputs add 2 bytes an
+/// element, 4 with per-token scales (y in f32 across the amax exchange):
+/// bf16 and f16 RMSNorm to e4m3 spilled 4-8 bytes at 28 elements a thread
+/// in 64 registers, with per-token scales 76-124 bytes at 28 in 64 and 64
+/// in 128 (norm-cpu-check --engine=ptxas).
 int64_t getLiveBytesPerVector(const OpSpec &spec, int64_t vector);
 
 /// Elements of a row each thread of `launch` holds: whole vectors.

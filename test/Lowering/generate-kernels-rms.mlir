@@ -28,7 +28,7 @@
 // CHECK-SAME: %[[Y:arg[0-9]+]]: memref<1099511627776xbf16> {llvm.align = 16 : i64, llvm.noalias},
 // CHECK-SAME: %[[H:arg[0-9]+]]: memref<1099511627776xbf16> {llvm.align = 16 : i64, llvm.noalias},
 // CHECK-SAME: %[[ROWS:arg[0-9]+]]: i64, %[[XS:arg[0-9]+]]: i64, %[[AS:arg[0-9]+]]: i64, %[[YS:arg[0-9]+]]: i64, %[[HS:arg[0-9]+]]: i64)
-// CHECK-SAME: kernel attributes {known_block_size = array<i32: 512, 1, 1>}
+// CHECK-SAME: kernel attributes {known_block_size = array<i32: 512, 1, 1>, nvvm.minctasm = 1 : i32}
 // CHECK: %[[TID:.*]] = gpu.thread_id x
 // CHECK: %[[LANE:.*]] = arith.remui %[[TID]], %c512
 // CHECK: %[[START:.*]] = arith.muli %[[LANE]], %c8

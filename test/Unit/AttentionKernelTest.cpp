@@ -374,12 +374,13 @@ INSTANTIATE_TEST_SUITE_P(
         AttentionCase{"varlen_empty_d64_gqa8", kBf16, 64, 8, 1, true, kL2,
                       true, 0.0, {7, 0, 1, 64}},
         // Launch shapes: 8 warps, the narrowest and widest key tiles, one
-        // stage.
+        // stage, one warp (at most 16 K/V copies a thread:
+        // kMaxAttentionCopiesPerThread).
         AttentionCase{"w8_n16_s1", kBf16, 128, 2, 1, true, kRms, true, 0.0,
                       {150, 9}, false, true, 8, 16, 1},
-        AttentionCase{"w2_n128_s2", kF16, 64, 2, 2, false, kRms, false, 0.0,
-                      {200}, false, false, 2, 128, 2},
-        AttentionCase{"w1_n32_s1_d256", kBf16, 256, 1, 1, false, kMeanVar,
+        AttentionCase{"w4_n128_s2", kF16, 64, 2, 2, false, kRms, false, 0.0,
+                      {200}, false, false, 4, 128, 2},
+        AttentionCase{"w1_n32_s1_layernorm", kBf16, 64, 1, 1, false, kMeanVar,
                       true, 1.0, {33}, false, true, 1, 32, 1},
         // Rotary embeddings after the QK-Norm: Qwen3 (theta 1e6), Gemma 3
         // (1e4 local layers), ChatGLM's interleaved half, a long f16

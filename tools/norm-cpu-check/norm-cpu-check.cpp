@@ -189,6 +189,9 @@ static constexpr int64_t kLongRowCounts[] = {0, 1, 5};
 static constexpr ElementType kTypes[] = {ElementType::f32, ElementType::f16,
                                          ElementType::bf16};
 
+/// --engine=ptxas: kernels are assembled, not run.
+static bool ptxasAudit = false;
+
 namespace {
 /// One operation with its flags, at any hidden size and element type.
 struct Variant {
@@ -241,9 +244,75 @@ static bool configureHeadsBackward(OpSpec &spec, ::norm::OpKind kind,
   return spec.hidden / heads <= kMaxHeadDim && fitsBackward(spec);
 }
 
+namespace {
+/// An attention kernel for the ptxas engine only (its runs are the unit
+/// tests': AttentionKernelTests, AttentionDecodeTests): the sweep's size is
+/// the head dim, 16-bit types only; scale 1 / sqrt(head dim), eps 1e-6,
+/// theta 1e6 rotary over the head or half of it; prefill causal.
+struct AttentionVariant {
+  const char *name, *description;
+  ::norm::OpKind kind;
+  int64_t heads, kvHeads;
+  ::norm::Statistic norm;
+  bool weights;
+  ::norm::RopeStyle rope;
+  bool halfRotary;
+
+  bool configure(OpSpec &spec) const {
+    if (!ptxasAudit || spec.input == ElementType::f32 ||
+        spec.hidden % 8 != 0 || spec.hidden > 256)
+      return false;
+    spec.kind = kind;
+    spec.numQHeads = heads;
+    spec.numKvHeads = kvHeads;
+    spec.qkStatistic = norm;
+    spec.hasWeight = weights;
+    spec.eps = norm == ::norm::Statistic::None ? 0.0 : 1e-6;
+    spec.scale = 1.0 / std::sqrt(static_cast<double>(spec.hidden));
+    spec.causal = kind == ::norm::OpKind::Attention;
+    spec.rope = rope;
+    if (rope != ::norm::RopeStyle::None) {
+      spec.rotaryDim = halfRotary ? spec.hidden / 2 : spec.hidden;
+      spec.ropeTheta = 1e6;
+    }
+    return true;
+  }
+};
+} // namespace
+
+static const AttentionVariant kAttentionVariants[] = {
+    {"attn_rms_rope", "prefill attention, RMS QK-Norm with weights, NeoX "
+     "rotary, 8 q / 2 kv heads (Qwen3) (--engine=ptxas only)",
+     OpKind::Attention, 8, 2, Statistic::RMS, true, RopeStyle::NeoX, false},
+    {"attn_layer_gptj", "prefill attention, LayerNorm QK-Norm with weights, "
+     "GPT-J rotary over half the head, 4 q / 4 kv heads (--engine=ptxas only)",
+     OpKind::Attention, 4, 4, Statistic::MeanVar, true, RopeStyle::GptJ,
+     true},
+    {"attn_plain_mqa", "prefill attention, no QK-Norm or rotary, 8 q heads "
+     "on one kv head (--engine=ptxas only)",
+     OpKind::Attention, 8, 1, Statistic::None, false, RopeStyle::None, false},
+    {"decode_rms_rope", "decode attention with cache append, RMS QK-Norm "
+     "with weights, NeoX rotary, 8 q / 2 kv heads (--engine=ptxas only)",
+     OpKind::AttentionDecode, 8, 2, Statistic::RMS, true, RopeStyle::NeoX,
+     false},
+    {"decode_l2_gptj_mha", "decode attention, L2 QK-Norm, GPT-J rotary over "
+     "half the head, 4 q / 4 kv heads (--engine=ptxas only)",
+     OpKind::AttentionDecode, 4, 4, Statistic::L2, false, RopeStyle::GptJ,
+     true},
+    {"decode_layer_mqa32", "decode attention, LayerNorm QK-Norm with "
+     "weights, NeoX rotary, 32 q heads on one kv head (--engine=ptxas only)",
+     OpKind::AttentionDecode, 32, 1, Statistic::MeanVar, true,
+     RopeStyle::NeoX, false},
+    {"decode_plain", "decode attention, no QK-Norm or rotary, 8 q / 1 kv "
+     "head (--engine=ptxas only)",
+     OpKind::AttentionDecode, 8, 1, Statistic::None, false, RopeStyle::None,
+     false},
+};
+
 static const std::vector<Variant> &getVariants() {
   using Kind = OpSpec::Kind;
-  static const std::vector<Variant> variants = {
+  static const std::vector<Variant> variants = [] {
+  std::vector<Variant> all = {
       {"rms", "RMSNorm with weight", true,
        [](OpSpec &s) {
          s.kind = Kind::RMSNorm;
@@ -594,6 +663,14 @@ static const std::vector<Variant> &getVariants() {
          return true;
        }},
   };
+  // Attention, for --engine=ptxas only.
+  for (const AttentionVariant &attention : kAttentionVariants)
+    all.push_back({attention.name, attention.description, false,
+                   [&attention](OpSpec &spec) {
+                     return attention.configure(spec);
+                   }});
+  return all;
+  }();
   return variants;
 }
 
@@ -864,9 +941,6 @@ struct Engine {
   const HostKernels *host = nullptr;
   const std::string *ptx = nullptr;
 };
-
-/// --engine=ptxas: kernels are assembled, not run.
-static bool ptxasAudit = false;
 
 /// The simulator engine (empty root: the host), and the target of the
 /// generated kernels.
@@ -1247,9 +1321,10 @@ static std::vector<Task> planTasks(const KernelProvider &provider,
         };
         for (int64_t rows : rowCounts)
           add(provider.getDefaultLaunch(spec, rows), rows, "default");
-        // What the tuner times in each row bucket, beside the heuristic's
-        // launch for the bucket's tuning rows.
-        if (ptxasAudit)
+        // What the runtime would launch: the heuristic's launch for each
+        // row bucket's tuning rows and what the tuner times beside it (not
+        // the CPU sweep's own alternates).
+        if (ptxasAudit) {
           for (jit::RowBucket bucket : jit::kAllRowBuckets) {
             LaunchConfig heuristic = provider.getDefaultLaunch(
                 spec, jit::getTuningRows(spec, bucket));
@@ -1260,6 +1335,10 @@ static std::vector<Task> planTasks(const KernelProvider &provider,
                        checkTarget.getMaxSharedBytes()))
                 add(launch, 1, "candidate");
           }
+          for (auto &[key, task] : byLaunch)
+            tasks.push_back(std::move(task));
+          continue;
+        }
         int64_t vector = provider.getDefaultLaunch(spec, -1).vector;
         if (!defaultLaunchOnly)
           for (const LaunchConfig &launch : getAlternateLaunches(spec, vector))

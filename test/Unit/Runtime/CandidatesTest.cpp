@@ -234,8 +234,8 @@ TEST(TuningScratch, RowsHalveUntilTheScratchFits) {
 namespace {
 
 // Attention: warps 2, 4, 8 x block_n 32, 64, 128 x stages 1, 2 where the
-// tiles fit the target's shared memory and the accumulators the registers;
-// the heuristic first. Scratch holds one sequence's two offsets.
+// tiles fit the target's shared memory and the accumulators and copies the
+// registers; the heuristic first. Scratch holds one sequence's two offsets.
 TEST(Candidates, AttentionShapes) {
   OpSpec spec = examples::makeAttention();
   LaunchConfig heuristic = getHeuristicLaunch(spec, -1);
@@ -243,7 +243,9 @@ TEST(Candidates, AttentionShapes) {
       getTuningCandidates(spec, RowBucket::More, heuristic, 232448);
   ASSERT_FALSE(all.empty());
   EXPECT_EQ(all.front(), heuristic);
-  EXPECT_EQ(all.size(), 18u) << "head dim 128 fits every shape on sm_90";
+  // Head dim 128 fits every tile on sm_90; 2 warps with block_n 64 or 128
+  // and 4 with 128 issue more than 16 copies a thread (ptxas spilled).
+  EXPECT_EQ(all.size(), 12u);
   for (const LaunchConfig &launch : all) {
     EXPECT_TRUE(verifyLaunchFor(spec, launch, 232448))
         << launch.getMangledSuffix();
@@ -301,15 +303,16 @@ TEST(Candidates, DecodeWarpsFollowTheGroup) {
     std::set<int64_t> warps;
     size_t count;
   };
-  // Head dim 128 fits every key tile and stage on sm_90: 6 per warp count.
+  // Head dim 128 on sm_90: key tiles of block_n 32 and 64 (128 spilled),
+  // 16 copies a thread at most (one warp none, two block_n 32), 2 stages.
   for (const Case &c :
-       {Case{8, 2, {1, 2, 4, 8}, 24}, Case{32, 8, {1, 2, 4, 8}, 24},
-        Case{32, 1, {2, 4, 8}, 18}, Case{64, 1, {4, 8}, 12},
-        Case{128, 1, {8}, 6},
+       {Case{8, 2, {2, 4, 8}, 10}, Case{32, 8, {2, 4, 8}, 10},
+        Case{32, 1, {2, 4, 8}, 10}, Case{64, 1, {4, 8}, 8},
+        Case{128, 1, {8}, 4},
         // 3 and 6 warps hold 48 heads, and the heuristic's 4 competes.
-        Case{48, 1, {3, 4, 6}, 13},
+        Case{48, 1, {3, 4, 6}, 7},
         // No CTA holds 256 heads: the most warps.
-        Case{256, 1, {8}, 6}}) {
+        Case{256, 1, {8}, 4}}) {
     OpSpec spec = makeDecode(c.qHeads, c.kvHeads);
     LaunchConfig heuristic = getHeuristicLaunch(spec, -1);
     std::vector<LaunchConfig> all =

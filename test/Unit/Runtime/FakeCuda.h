@@ -47,6 +47,9 @@ void fakecuda_set_max_threads_per_block(int threads);
 /// CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN; launches asking
 /// for more dynamic shared memory fail.
 void fakecuda_set_max_shared_bytes_optin(int bytes);
+/// CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES of the kernels whose names end in
+/// `suffix` (a spilling kernel; the others: 0).
+void fakecuda_set_local_bytes(const char *suffix, int bytes);
 /// The next `count` calls of `entry` ("cuModuleLoadDataEx", ...) fail with
 /// `result`.
 void fakecuda_fail_next(const char *entry, int result, int count);

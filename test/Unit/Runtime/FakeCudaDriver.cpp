@@ -147,6 +147,9 @@ struct State {
   int devices = 1, major = 9, minor = 0, driverVersion = 13000;
   int maxThreadsPerBlock = 1024;
   int maxSharedBytesOptin = 232448; // 227 KiB, as on sm_90
+  // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES of kernels whose name ends so.
+  std::string spillingSuffix;
+  int spillBytes = 0;
   int retains = 0;
   std::set<Module *> modules;
   std::set<Stream *> streams;
@@ -240,6 +243,8 @@ void fakecuda_reset(void) {
   s.driverVersion = 13000;
   s.maxThreadsPerBlock = 1024;
   s.maxSharedBytesOptin = 232448;
+  s.spillingSuffix.clear();
+  s.spillBytes = 0;
   s.launchCount = 0;
   s.copyCount = 0;
   s.memsetCount = 0;
@@ -261,6 +266,10 @@ void fakecuda_set_max_threads_per_block(int threads) {
 }
 void fakecuda_set_max_shared_bytes_optin(int bytes) {
   state().maxSharedBytesOptin = bytes;
+}
+void fakecuda_set_local_bytes(const char *suffix, int bytes) {
+  state().spillingSuffix = suffix;
+  state().spillBytes = bytes;
 }
 
 void fakecuda_fail_next(const char *entry, int result, int count) {
@@ -564,11 +573,20 @@ Result cuModuleGetFunction(void **function, void *module, const char *name) {
   return kNotFound;
 }
 
-Result cuFuncGetAttribute(int *value, int attribute, void *) {
+Result cuFuncGetAttribute(int *value, int attribute, void *function) {
   if (Result r = enter(FuncGetAttribute))
     return r;
   if (attribute == 0) {
     *value = state().maxThreadsPerBlock;
+    return kSuccess;
+  }
+  if (attribute == 3) { // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES
+    const std::string &name = static_cast<Function *>(function)->name;
+    const std::string &suffix = state().spillingSuffix;
+    bool spills = !suffix.empty() && name.size() >= suffix.size() &&
+                  name.compare(name.size() - suffix.size(), suffix.size(),
+                               suffix) == 0;
+    *value = spills ? state().spillBytes : 0;
     return kSuccess;
   }
   *value = 32;
