@@ -132,9 +132,12 @@ private:
   struct RopeAngles {
     VectorType pairType;
     Value frequency, firstPair, tableRows;
+    llvm::MaybeAlign tableAlignment;
   };
-  RopeAngles prepareRopeAngles(VectorType pairType, int64_t pairsPerChunk,
-                               int64_t owners);
+  /// For the owners lane + slot threads (of `owners`), `pairsPerOwner`
+  /// pairs each, whole chunks or not.
+  RopeAngles prepareRopeAngles(VectorType pairType, int64_t pairsPerOwner,
+                               int64_t owners, int64_t slot, bool byChunk);
   /// The cosines and sines of the lane's pairs for token `token`.
   std::pair<Value, Value> getRopeAngles(const RopeAngles &angles, Value token);
 
@@ -452,84 +455,131 @@ void AttentionEmitter::emitKeyNorm(Value stage, Value active) {
 // Rotary embeddings
 //===----------------------------------------------------------------------===//
 
-// The thread of chunk `lane` turns the pairs of that chunk: neox pairs
-// 8 lane + j of the first half with the chunk rotaryDim / 16 further on,
-// gptj the 4 pairs (2i, 2i + 1) inside it. Each pair has one owner, so the
-// tile is rotated in place from the rounded values the norm stored, as the
-// unfused graph rotates them, and rounded to T again. Rows past their
-// sequence (a tile's tail) stay as they are.
+// The pairs are dealt out to the threads of a row: where they fill 16-byte
+// chunks, owner o (of threads' lanes, o = lane + s threads) turns the
+// pairs of chunk o, neox pairs 8 o + j of the first half with the chunk
+// rotaryDim / 16 further on, gptj the 4 pairs (2i, 2i + 1) inside it;
+// otherwise (StableLM's 20 of 80, any even rotary dim) owner o turns pair o
+// alone, element by element. Each pair has one owner, so the tile is
+// rotated in place from the rounded values the norm stored, as the unfused
+// graph rotates them, and rounded to T again. Rows past their sequence (a
+// tile's tail) stay as they are.
 void AttentionEmitter::emitRope(Value base, int64_t rows,
                                 function_ref<Value(Value)> tokenOf,
                                 Value active) {
   bool neox = spec.rope == ::norm::RopeStyle::NeoX;
+  int64_t pairs = spec.rotaryDim / 2;
   int64_t pairsPerChunk = neox ? kChunk : kChunk / 2;
-  int64_t owners = spec.rotaryDim / (2 * pairsPerChunk);
-  VectorType pairType = VectorType::get({pairsPerChunk}, f32);
-  Value owner = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, lane,
-                                      index(owners));
-  RopeAngles angles = prepareRopeAngles(pairType, pairsPerChunk, owners);
+  bool byChunk = pairs % pairsPerChunk == 0;
+  int64_t pairsPerOwner = byChunk ? pairsPerChunk : 1;
+  int64_t owners = pairs / pairsPerOwner;
+  VectorType pairType = VectorType::get({pairsPerOwner}, f32);
+  SmallVector<Value> ownerOf, owns;
+  SmallVector<RopeAngles> angles;
+  for (int64_t slot = 0; slot * threads < owners; ++slot) {
+    ownerOf.push_back(add(lane, index(slot * threads)));
+    owns.push_back(arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                         ownerOf.back(), index(owners)));
+    angles.push_back(
+        prepareRopeAngles(pairType, pairsPerOwner, owners, slot, byChunk));
+  }
+  // The element offset of element `e` (an index) of the row.
+  auto elementOffset = [&](Value row, Value e) -> Value {
+    Value chunk = arith::DivUIOp::create(b, e, index(kChunk));
+    return add(tileOffset(base, row, chunk),
+               arith::RemUIOp::create(b, e, index(kChunk)));
+  };
+  // Scalar memref accesses (the NVVM conversion gives them the shared
+  // address space), as 1-element vectors for the angles' arithmetic.
+  VectorType single = VectorType::get({1}, element);
+  auto loadElement = [&](Value offset) -> Value {
+    Value value = memref::LoadOp::create(b, shared, ValueRange{offset});
+    return toF32(vector::BroadcastOp::create(b, single, value));
+  };
+  auto storeElement = [&](Value value, Value offset) {
+    Value rounded = vector::ExtractOp::create(b, convert(value, element),
+                                              ArrayRef<int64_t>{0});
+    memref::StoreOp::create(b, rounded, shared, ValueRange{offset});
+  };
   forEachTileRow(rows, [&](Value row) {
     Value token = tokenOf(row);
     Value exists = arith::AndIOp::create(
         b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, index(rows)),
         arith::CmpIOp::create(b, arith::CmpIPredicate::ult, token, seqLength));
-    ifThen(arith::AndIOp::create(b, exists, owner), [&] {
-      auto [cos, sin] = getRopeAngles(angles, token);
-      // (a, b) -> (a cos - b sin, b cos + a sin).
-      auto turn = [&](Value x, Value y) -> std::pair<Value, Value> {
-        return {subf(mulf(x, cos), mulf(y, sin)),
-                addf(mulf(y, cos), mulf(x, sin))};
-      };
-      if (neox) {
-        Value first = tileOffset(base, row, lane);
-        Value second = tileOffset(base, row, add(lane, index(owners)));
-        auto [x, y] = turn(toF32(loadChunk(first)), toF32(loadChunk(second)));
-        storeChunk(convert(x, element), first);
-        storeChunk(convert(y, element), second);
-        return;
-      }
-      Value offset = tileOffset(base, row, lane);
-      Value chunk = toF32(loadChunk(offset));
-      auto [even, odd] =
-          turn(vector::ShuffleOp::create(b, chunk, chunk,
-                                         ArrayRef<int64_t>{0, 2, 4, 6}),
-               vector::ShuffleOp::create(b, chunk, chunk,
-                                         ArrayRef<int64_t>{1, 3, 5, 7}));
-      Value turned = vector::ShuffleOp::create(
-          b, even, odd, ArrayRef<int64_t>{0, 4, 1, 5, 2, 6, 3, 7});
-      storeChunk(convert(turned, element), offset);
-    });
+    for (auto [owner, ownsPair, slotAngles] : llvm::zip(ownerOf, owns, angles))
+      ifThen(arith::AndIOp::create(b, exists, ownsPair), [&] {
+        auto [cos, sin] = getRopeAngles(slotAngles, token);
+        // (a, b) -> (a cos - b sin, b cos + a sin).
+        auto turn = [&](Value x, Value y) -> std::pair<Value, Value> {
+          return {subf(mulf(x, cos), mulf(y, sin)),
+                  addf(mulf(y, cos), mulf(x, sin))};
+        };
+        if (!byChunk) {
+          Value first = neox ? owner : mul(owner, index(2));
+          Value second = add(first, index(neox ? pairs : 1));
+          Value firstAt = elementOffset(row, first);
+          Value secondAt = elementOffset(row, second);
+          auto [x, y] = turn(loadElement(firstAt), loadElement(secondAt));
+          storeElement(x, firstAt);
+          storeElement(y, secondAt);
+          return;
+        }
+        if (neox) {
+          Value first = tileOffset(base, row, owner);
+          Value second = tileOffset(base, row, add(owner, index(owners)));
+          auto [x, y] =
+              turn(toF32(loadChunk(first)), toF32(loadChunk(second)));
+          storeChunk(convert(x, element), first);
+          storeChunk(convert(y, element), second);
+          return;
+        }
+        Value offset = tileOffset(base, row, owner);
+        Value chunk = toF32(loadChunk(offset));
+        auto [even, odd] =
+            turn(vector::ShuffleOp::create(b, chunk, chunk,
+                                           ArrayRef<int64_t>{0, 2, 4, 6}),
+                 vector::ShuffleOp::create(b, chunk, chunk,
+                                           ArrayRef<int64_t>{1, 3, 5, 7}));
+        Value turned = vector::ShuffleOp::create(
+            b, even, odd, ArrayRef<int64_t>{0, 4, 1, 5, 2, 6, 3, 7});
+        storeChunk(convert(turned, element), offset);
+      });
   }, active);
   gpu::BarrierOp::create(b);
 }
 
 // The frequencies are double-precision constants picked by the lane (exact
-// to f32, where an in-kernel ex2 would cost 2^-21 of every angle). A table
-// needs the lane's first pair, its rows and their count.
+// to f32, where an in-kernel ex2 would cost 2^-21 of every angle): slot
+// `slot`'s owner is lane + slot threads. A table needs the owner's first
+// pair, its rows and their count; pairs one by one are 4-byte aligned.
 AttentionEmitter::RopeAngles
-AttentionEmitter::prepareRopeAngles(VectorType pairType, int64_t pairsPerChunk,
-                                    int64_t owners) {
+AttentionEmitter::prepareRopeAngles(VectorType pairType, int64_t pairsPerOwner,
+                                    int64_t owners, int64_t slot,
+                                    bool byChunk) {
   RopeAngles angles;
   angles.pairType = pairType;
+  int64_t firstOwner = slot * threads;
   if (spec.ropeTable) {
-    angles.firstPair = mul(lane, index(pairsPerChunk));
+    angles.firstPair =
+        mul(add(lane, index(firstOwner)), index(pairsPerOwner));
     angles.tableRows = indexArg("rope_table_rows");
+    angles.tableAlignment =
+        byChunk ? alignmentOf(arg("rope_table")) : llvm::MaybeAlign(4);
     return angles;
   }
-  auto frequencies = [&](int64_t chunk) -> Value {
+  auto frequencies = [&](int64_t owner) -> Value {
     SmallVector<float> values;
-    for (int64_t j = 0; j < pairsPerChunk; ++j)
+    for (int64_t j = 0; j < pairsPerOwner; ++j)
       values.push_back(static_cast<float>(::norm::getRopeFrequency(
-          spec.ropeTheta, spec.rotaryDim, chunk * pairsPerChunk + j)));
+          spec.ropeTheta, spec.rotaryDim, owner * pairsPerOwner + j)));
     return arith::ConstantOp::create(
         b, DenseElementsAttr::get(pairType, ArrayRef<float>(values)));
   };
-  angles.frequency = frequencies(0);
-  for (int64_t chunk = 1; chunk < owners; ++chunk)
+  angles.frequency = frequencies(firstOwner);
+  for (int64_t l = 1; l < threads && firstOwner + l < owners; ++l)
     angles.frequency = arith::SelectOp::create(
-        b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane,
-                                 index(chunk)),
-        frequencies(chunk), angles.frequency);
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, index(l)),
+        frequencies(firstOwner + l), angles.frequency);
   return angles;
 }
 
@@ -563,10 +613,11 @@ AttentionEmitter::getRopeAngles(const RopeAngles &angles, Value token) {
       Value at = add(mul(row, stride("rope_table")), angles.firstPair);
       Value sinAt = add(at, index(spec.rotaryDim / 2));
       return {vector::LoadOp::create(b, pairType, table, at,
-                                     /*nontemporal=*/false, alignmentOf(table)),
+                                     /*nontemporal=*/false,
+                                     angles.tableAlignment),
               vector::LoadOp::create(b, pairType, table, sinAt,
                                      /*nontemporal=*/false,
-                                     alignmentOf(table))};
+                                     angles.tableAlignment)};
     });
     Value nan = broadcast(constantF32(std::numeric_limits<double>::quiet_NaN()));
     return {arith::SelectOp::create(b, inTable, values[0], nan),

@@ -210,8 +210,8 @@ typedef enum normjit_rope {
  * RMS, and NORMJIT_OP_QK_RMS says so explicitly there); it takes eps,
  * NORMJIT_OP_WEIGHT (q_weight and k_weight, param_type, head dim each) and
  * weight_offset. rope (NORMJIT_ROPE_NEOX or _GPTJ) rotates the first
- * rotary_dim elements of each q and k head row (0: the head dim; a multiple
- * of 16 for neox, of 8 for gptj), pair i by pos * rope_theta^(-2i /
+ * rotary_dim elements of each q and k head row (0: the head dim; even,
+ * StableLM's 20 of 80 too), pair i by pos * rope_theta^(-2i /
  * rotary_dim) (rope_theta 0: 10000), pos the token's index within its
  * sequence; the other elements stay as they are. API 5: with
  * NORMJIT_OP_ROPE_POSITIONS, pos is the token's entry of NORMJIT_POSITIONS

@@ -303,14 +303,11 @@ Status norm::verifyRope(RopeStyle style, int64_t rotaryDim, double theta,
                         int64_t headDim, bool fromTable) {
   if (style == RopeStyle::None)
     return Status::success();
-  int64_t chunk = style == RopeStyle::NeoX ? 16 : 8;
-  if (rotaryDim <= 0 || rotaryDim > headDim || rotaryDim % chunk != 0)
+  if (rotaryDim <= 0 || rotaryDim > headDim || rotaryDim % 2 != 0)
     return Status::invalid(
         std::string(getRopeStyleName(style)) +
-        " rotary embeddings need a rotary dim that is a multiple of " +
-        std::to_string(chunk) + " from " + std::to_string(chunk) +
-        " to the head dim (" + std::to_string(headDim) + "), got " +
-        std::to_string(rotaryDim));
+        " rotary embeddings need an even rotary dim from 2 to the head dim (" +
+        std::to_string(headDim) + "), got " + std::to_string(rotaryDim));
   if (fromTable)
     return Status::success();
   if (Status status = verifyPositiveFinite(theta, "rope_theta"); !status)

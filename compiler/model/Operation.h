@@ -259,9 +259,9 @@ Status verifyAttentionHeadDim(int64_t headDim);
 Status verifyHeadCounts(int64_t numQHeads, int64_t numKvHeads);
 
 /// Rotary embeddings over the first `rotaryDim` of `headDim` elements:
-/// rotaryDim positive and at most headDim, in whole 16-byte chunks of the
-/// pairs the kernel rotates together (a multiple of 16 for neox, whose
-/// halves are chunks, of 8 for gptj); theta positive, finite and not 1
+/// rotaryDim even, positive and at most headDim (the kernel turns whole
+/// 16-byte chunks where the pairs fill them, a multiple of 16 for neox and
+/// of 8 for gptj, and single pairs otherwise); theta positive, finite and not 1
 /// unless the angles come `fromTable` (which needs no theta).
 Status verifyRope(RopeStyle style, int64_t rotaryDim, double theta,
                   int64_t headDim, bool fromTable = false);

@@ -716,8 +716,8 @@ static void testAttention(normjit_context *context) {
          NORMJIT_ERROR_INVALID_ARGUMENT);
   desc = attentionDesc(kHeadDim, kKvHeads, 0);
   desc.rope = NORMJIT_ROPE_NEOX;
-  desc.rotary_dim = 24;
-  expect("rotary dim 24", normjit_kernel_create(context, &desc, 0, &refused),
+  desc.rotary_dim = 25;
+  expect("rotary dim 25", normjit_kernel_create(context, &desc, 0, &refused),
          NORMJIT_ERROR_INVALID_ARGUMENT);
   desc.rope = 3;
   expect("unknown rope", normjit_kernel_create(context, &desc, 0, &refused),

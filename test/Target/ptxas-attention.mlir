@@ -10,10 +10,12 @@
 // RUN: norm-opt %s --norm-lower-to-ptx -o %t.sm90.ptx
 // RUN: FileCheck %s --input-file=%t.sm90.ptx
 // RUN: FileCheck %s --input-file=%t.sm90.ptx --check-prefix=ENTRY
+// RUN: FileCheck %s --input-file=%t.sm90.ptx --check-prefix=PAIRS
 // RUN: %ptxas -arch=sm_90 -v %t.sm90.ptx -o %t.sm90.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // RUN: norm-opt %s --norm-lower-to-ptx="chip=sm_80" -o %t.sm80.ptx
 // RUN: FileCheck %s --input-file=%t.sm80.ptx
 // RUN: FileCheck %s --input-file=%t.sm80.ptx --check-prefix=ENTRY
+// RUN: FileCheck %s --input-file=%t.sm80.ptx --check-prefix=PAIRS
 // RUN: %ptxas -arch=sm_80 -v %t.sm80.ptx -o %t.sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // CHECK-NOT: .extern .func
@@ -29,12 +31,12 @@
 // CHECK-DAG: sin.approx.f32
 // CHECK-DAG: cos.approx.f32
 // CHECK-DAG: fma.rn.f32
-// ENTRY-COUNT-15: .visible .entry
+// ENTRY-COUNT-17: .visible .entry
 // ENTRY-NOT: .visible .entry
 
 // PTXAS-NOT: error
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
-// PTXAS-COUNT-15: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-COUNT-17: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 // PTXAS-NOT: error
 
@@ -193,4 +195,39 @@ func.func @rope_table(%q128: tensor<?x4096xbf16>, %kv128: tensor<?x1024xbf16>,
       : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
      -> tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
   return %a, %b, %bk, %bv : tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
+}
+
+// Rotary dims whose pairs do not fill 16-byte chunks turn one pair at a
+// time (2-byte shared accesses, 4-byte table loads): StableLM-3B (neox, 20
+// of 80, per-head LayerNorm) in prefill, and decode turning 10 GPT-J pairs
+// from a table.
+// Measured: sm_90 199 / 199 registers, sm_80 201 / 194, no spills.
+// PAIRS-LABEL: .visible .entry norm_attn_qkmean_var_causal_ropeneox20_d80
+// PAIRS: ld.shared.b16
+// PAIRS: st.shared.b16
+// PAIRS-LABEL: .visible .entry norm_decode_ropegptj20_table_d64
+// PAIRS: ld.global.nc.b32
+// PAIRS: ld.shared.b16
+// PAIRS: st.shared.b16
+func.func @rope_pairs(%q80: tensor<?x2560xbf16>, %kv80: tensor<?x2560xbf16>,
+                      %w80: tensor<80xbf16>, %cu: tensor<?xi32>, %len: tensor<?xi32>,
+                      %q64: tensor<?x1024xbf16>, %kv64: tensor<?x256xbf16>,
+                      %table: tensor<?x20xf32>)
+    -> (tensor<?x2560xbf16>, tensor<?x1024xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16>) {
+  %a = norm.attention_kernel %q80, %kv80, %kv80 seqlens(%cu : tensor<?xi32>)
+      q_norm_weight(%w80 : tensor<80xbf16>) k_norm_weight(%w80 : tensor<80xbf16>)
+      scale(0.11180339887498948) qk_norm_eps(1.0e-05)
+      {num_heads = 32 : i64, num_kv_heads = 32 : i64, head_dim = 80 : i64, causal,
+       qk_norm = #norm.qk_norm<mean_var>, rope = #norm.rope<neox>, rotary_dim = 20 : i64,
+       rope_theta = 1.0e+04 : f64}
+      : tensor<?x2560xbf16>, tensor<?x2560xbf16>, tensor<?x2560xbf16> -> tensor<?x2560xbf16>
+  %b, %bk, %bv = norm.attention_decode_kernel %q64, %kv64, %kv64 seqlens(%cu : tensor<?xi32>)
+      cache(%kv64, %kv64 lengths %len : tensor<?xi32>)
+      rope_table(%table : tensor<?x20xf32>)
+      scale(0.125)
+      {num_heads = 16 : i64, num_kv_heads = 4 : i64, head_dim = 64 : i64,
+       rope = #norm.rope<gptj>, rotary_dim = 20 : i64}
+      : tensor<?x1024xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16>
+     -> tensor<?x1024xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16>
+  return %a, %b, %bk, %bv : tensor<?x2560xbf16>, tensor<?x1024xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16>
 }

@@ -362,7 +362,15 @@ INSTANTIATE_TEST_SUITE_P(
         withTable(DecodeCase{"table_pos_gptj_d64_f16", kF16, 64, 4, 1, kL2,
                              false, 0.0, kGptJ, 32, 1e4, {5, 64}, {3, 1}, 80,
                              2},
-                  /*positions=*/true)),
+                  /*positions=*/true),
+        // Pairs one at a time: StableLM-3B's 20 of 80 (per-head LayerNorm),
+        // and 10 GPT-J pairs from a table.
+        DecodeCase{"stablelm_d80_rot20", kBf16, 80, 4, 4, kMeanVar, true, 0.0,
+                   kNeoX, 20, 1e4, {40, 3}, {1, 2}, 64, 2},
+        withTable(DecodeCase{"table_gptj_rot20_d64", kBf16, 64, 4, 2, kRms,
+                             true, 0.0, kGptJ, 20, 1e4, {30, 0}, {2, 1}, 48,
+                             1},
+                  /*positions=*/false)),
     [](const testing::TestParamInfo<DecodeCase> &info) {
       return std::string(info.param.name);
     });

@@ -419,7 +419,20 @@ INSTANTIATE_TEST_SUITE_P(
                           kNeoX, 128, 1e4),
         withRopeTable(AttentionCase{"table_bad_positions_nan", kBf16, 128, 2,
                                     1, true, kRms, true, 0.0, {5, 9, 40}},
-                      kNeoX, 0, /*positions=*/true, /*badPositions=*/true)),
+                      kNeoX, 0, /*positions=*/true, /*badPositions=*/true),
+        // Rotary dims whose pairs do not fill 16-byte chunks, turned a pair
+        // at a time: StableLM-3B (20 of 80, per-head LayerNorm), GPT-NeoX-20B
+        // (24 of 96), 31 GPT-J pairs over 4 slots of a head-64 row's
+        // threads, from a table with positions.
+        withRope(AttentionCase{"rope_neox_stablelm_d80", kBf16, 80, 4, 4, true,
+                               kMeanVar, true, 0.0, {37, 70}},
+                 kNeoX, 20, 1e4),
+        withRope(AttentionCase{"rope_neox_neox20b_d96_f16", kF16, 96, 4, 2,
+                               false, kNone, false, 0.0, {65, 3}},
+                 kNeoX, 24, 1e4),
+        withRopeTable(AttentionCase{"table_pos_gptj_rot62_d64", kBf16, 64, 2,
+                                    1, true, kRms, true, 1.0, {40, 17}},
+                      kGptJ, 62, /*positions=*/true)),
     [](const testing::TestParamInfo<AttentionCase> &info) {
       return std::string(info.param.name);
     });

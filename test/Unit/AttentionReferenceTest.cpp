@@ -614,7 +614,7 @@ TEST(AttentionReference, RotaryEmbeddingsAcceptTheKernelAndCatchBugs) {
   }
   Config config{E::bf16, 2, 1, 64, false, {}, 0.0, false, {8}};
   config.rope = RopeStyle::NeoX;
-  config.rotaryDim = 24;
+  config.rotaryDim = 23;
   Case c = makeRandomCase(config, 1);
   Status status = verifyAttentionProblem(c.problem, c.operands());
   EXPECT_NE(status.message().find("attention: neox rotary embeddings need"),

@@ -1287,10 +1287,13 @@ TEST(Attention, RopeRules) {
   gptj.rope = RopeStyle::GptJ;
   gptj.rotaryDim = 24;
   EXPECT_TRUE(verifyOpSpec(gptj)) << "gptj pairs fill 8-element chunks";
+  OpSpec stablelm = spec;
+  stablelm.rotaryDim = 24; // pairs one at a time, as StableLM's 20 of 80
+  EXPECT_TRUE(verifyOpSpec(stablelm));
   OpSpec odd = spec;
-  odd.rotaryDim = 24;
-  expectInvalid(odd, "neox rotary embeddings need a rotary dim that is a "
-                     "multiple of 16");
+  odd.rotaryDim = 25;
+  expectInvalid(odd, "neox rotary embeddings need an even rotary dim from 2 "
+                     "to the head dim (128), got 25");
   OpSpec wide = spec;
   wide.rotaryDim = 144;
   expectInvalid(wide, "to the head dim (128), got 144");

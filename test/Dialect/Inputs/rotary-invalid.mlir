@@ -9,8 +9,8 @@ func.func @width(%q: tensor<?x4096xbf16>) -> tensor<?x4096xbf16> {
 // -----
 
 func.func @rotary_dim(%q: tensor<?x256xbf16>) -> tensor<?x256xbf16> {
-  // expected-error @below {{gptj rotary embeddings need a rotary dim that is a multiple of 8 from 8 to the head dim (128), got 12}}
-  %0 = norm.rotary <gptj> %q {num_heads = 2 : i64, head_dim = 128 : i64, rotary_dim = 12 : i64, rope_theta = 1.0e+04 : f64} : tensor<?x256xbf16>
+  // expected-error @below {{gptj rotary embeddings need an even rotary dim from 2 to the head dim (128), got 13}}
+  %0 = norm.rotary <gptj> %q {num_heads = 2 : i64, head_dim = 128 : i64, rotary_dim = 13 : i64, rope_theta = 1.0e+04 : f64} : tensor<?x256xbf16>
   return %0 : tensor<?x256xbf16>
 }
 

@@ -420,9 +420,9 @@ class FakeDriverTest(unittest.TestCase):
                  "NORMJIT_I32 is only the dtype of the cu_seqlens buffer"),
                 # Rotary embeddings (refused before compiling anything: the
                 # kernel generator has none yet).
-                (self.ATTENTION._replace(rope=capi.ROPE_NEOX, rotary_dim=24),
-                 "attention: neox rotary embeddings need a rotary dim that is "
-                 "a multiple of 16 from 16 to the head dim (128), got 24"),
+                (self.ATTENTION._replace(rope=capi.ROPE_NEOX, rotary_dim=25),
+                 "attention: neox rotary embeddings need an even rotary dim "
+                 "from 2 to the head dim (128), got 25"),
                 (self.ATTENTION._replace(rope=capi.ROPE_GPTJ, rope_theta=1.0),
                  "attention: rope_theta must not be 1"),
                 (RMS._replace(rope=capi.ROPE_NEOX),

@@ -631,10 +631,9 @@ class TorchLayerTest(FakeDriverCase):
              norm_opt.NormJitError, "buffer 'rope_table' at 0x[0-9a-f]+ is "
              "not aligned to the 16 bytes"),
             # libnormjit's rules, before any kernel is built.
-            (lambda: norm_opt.attention(q, k, k, rope="neox", rotary_dim=24),
-             norm_opt.NormJitError, "neox rotary embeddings need a rotary "
-             r"dim that is a multiple of 16 from 16 to the head dim \(64\), "
-             "got 24"),
+            (lambda: norm_opt.attention(q, k, k, rope="neox", rotary_dim=25),
+             norm_opt.NormJitError, "neox rotary embeddings need an even "
+             r"rotary dim from 2 to the head dim \(64\), got 25"),
         ]
         for call, error, message in cases:
             with self.subTest(message=message):

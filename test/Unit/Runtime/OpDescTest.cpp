@@ -198,15 +198,15 @@ TEST_F(OpDescTest, RotaryEmbeddingRefusals) {
     normjit_op_desc desc;
     std::string message;
   } cases[] = {
-      {"neox 24", makeAttentionDesc(NORMJIT_ROPE_NEOX, 24),
-       "attention: neox rotary embeddings need a rotary dim that is a "
-       "multiple of 16 from 16 to the head dim (128), got 24"},
+      {"neox 25", makeAttentionDesc(NORMJIT_ROPE_NEOX, 25),
+       "attention: neox rotary embeddings need an even rotary dim from 2 to "
+       "the head dim (128), got 25"},
       {"gptj past the head", makeAttentionDesc(NORMJIT_ROPE_GPTJ, 136),
-       "attention: gptj rotary embeddings need a rotary dim that is a "
-       "multiple of 8 from 8 to the head dim (128), got 136"},
+       "attention: gptj rotary embeddings need an even rotary dim from 2 to "
+       "the head dim (128), got 136"},
       {"negative rotary dim", makeAttentionDesc(NORMJIT_ROPE_GPTJ, -8),
-       "attention: gptj rotary embeddings need a rotary dim that is a "
-       "multiple of 8 from 8 to the head dim (128), got -8"},
+       "attention: gptj rotary embeddings need an even rotary dim from 2 to "
+       "the head dim (128), got -8"},
       {"negative base", makeAttentionDesc(NORMJIT_ROPE_NEOX, 0, -1.0),
        "attention: rope_theta must be a positive finite number, got -1.0"},
       {"base 1", makeAttentionDesc(NORMJIT_ROPE_NEOX, 0, 1.0),

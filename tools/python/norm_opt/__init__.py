@@ -154,8 +154,8 @@ def attention(q, k, v, *, causal=False, scale=None, cu_seqlens=None,
     rotary_dim / 2), Llama, Qwen; 'gptj': pairs (2i, 2i + 1)) then rotates
     the first rotary_dim elements (None: all D) of each head of q and k,
     pair i by pos * rope_theta^(-2i / rotary_dim), pos the token's index
-    within its sequence (libnormjit refuses, with NormJitError, rotary dims
-    that are no multiple of 16 for neox, of 8 for gptj). positions (int32
+    within its sequence (libnormjit refuses, with NormJitError, odd rotary
+    dims). positions (int32
     [tokens], one per token of q, on q's device, copied if not
     contiguous; int64 is refused: convert it with .to(torch.int32), as a
     range check would need a device sync)
