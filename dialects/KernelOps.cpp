@@ -216,6 +216,7 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
         rope ? builder.getI64IntegerAttr(spec.rotaryDim) : IntegerAttr();
     FloatAttr theta =
         rope && !spec.ropeTable ? real(spec.ropeTheta) : FloatAttr();
+    UnitAttr ropeFirst = spec.ropeFirst ? builder.getUnitAttr() : UnitAttr();
     IntegerAttr heads = builder.getI64IntegerAttr(spec.numQHeads);
     IntegerAttr kvHeads = builder.getI64IntegerAttr(spec.numKvHeads);
     IntegerAttr headDim = builder.getI64IntegerAttr(spec.hidden);
@@ -230,7 +231,7 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
               input(BufferSlot::QWeight), input(BufferSlot::KWeight),
               input(BufferSlot::Positions), input(BufferSlot::RopeTable), heads,
               kvHeads, headDim, real(spec.scale), qkNorm, eps,
-              real(spec.weightOffset), style, rotaryDim, theta,
+              real(spec.weightOffset), style, rotaryDim, theta, ropeFirst,
               /*launch=*/nullptr, /*kernel=*/nullptr)
               .getOperation());
     return KernelOpInterface(
@@ -242,7 +243,7 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
             input(BufferSlot::RopeTable), heads, kvHeads, headDim,
             spec.causal ? builder.getUnitAttr() : UnitAttr(), real(spec.scale),
             qkNorm, eps, real(spec.weightOffset), style, rotaryDim, theta,
-            /*launch=*/nullptr, /*kernel=*/nullptr)
+            ropeFirst, /*launch=*/nullptr, /*kernel=*/nullptr)
             .getOperation());
   }
   default:

@@ -495,6 +495,9 @@ template <typename OpTy> static LogicalResult verifyAttentionFields(OpTy op) {
   if (failed(verifyRopeOperands(op, op.getRope(), op.getQ().getType(),
                                 headDim)))
     return failure();
+  if (op.getRopeFirst() && (!op.getRope() || !op.getQkNorm()))
+    return op.emitOpError("'rope_first' needs a 'rope' style and a 'qk_norm' "
+                          "kind");
   if (!op.getQkNorm()) {
     if (op.getQNormWeight() || op.getKNormWeight() || op.getQkNormEpsAttr() ||
         op.getQkNormOffset().convertToDouble() != 0.0)
@@ -1091,6 +1094,7 @@ static ::norm::OpSpec getAttentionOpSpec(OpTy op, OpKind kind) {
       spec.ropeTheta = theta.getValueAsDouble();
     spec.ropePositions = bool(op.getPositions());
     spec.ropeTable = bool(op.getRopeTable());
+    spec.ropeFirst = op.getRopeFirst();
   }
   return spec;
 }

@@ -289,7 +289,8 @@ def Norm_RotaryOp : Norm_Op<"rotary", [Pure, AttrSizedOperandSegments,
                        Norm_RopeStyleAttr:$style,
                        I64Attr:$num_heads, I64Attr:$head_dim,
                        OptionalAttr<I64Attr>:$rotary_dim,
-                       OptionalAttr<F64Attr>:$rope_theta);
+                       OptionalAttr<F64Attr>:$rope_theta,
+                       UnitAttr:$rope_first);
   let results = (outs Norm_RowTensor:$result);
   let assemblyFormat = "$style $input " # OptParam<"positions">.format # " " #
       OptParam<"rope_table">.format # " attr-dict `:` type($input)";
@@ -316,12 +317,15 @@ def Norm_AttentionOp : Norm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     With `rope`, the (normalized) query and key rows are then rotated by
     their position within the sequence (rotary position embeddings,
     `#norm.rope<neox>` or `<gptj>`) over their first `rotary_dim` elements
-    (default `head_dim`; a multiple of 16 for `neox`, 8 for `gptj`) with the
+    (default `head_dim`; any even number) with the
     frequency base `rope_theta`; or at the optional `positions` (i32, one
     per token), or with the angles of a `rope_table` instead of
     `rope_theta` (see `norm.rotary`). `rope_theta` is required with `rope`
     unless a table gives the angles. Positions move the rotations only: the
-    causal mask stays by index within the sequence.
+    causal mask stays by index within the sequence. With `rope_first` (which
+    needs `qk_norm` and `rope`) the rows are rotated first and normalized
+    after (Llama 4's L2 QK-Norm of rotated rows); each step rounds to the
+    element type, as the graph stores it.
 
     ```mlir
     %o = norm.attention %q, %k, %v q_norm_weight(%wq : tensor<128xbf16>)
@@ -344,7 +348,8 @@ def Norm_AttentionOp : Norm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
                        DefaultValuedAttr<F64Attr, "0.0">:$qk_norm_offset,
                        OptionalAttr<Norm_RopeStyleAttr>:$rope,
                        OptionalAttr<I64Attr>:$rotary_dim,
-                       OptionalAttr<F64Attr>:$rope_theta);
+                       OptionalAttr<F64Attr>:$rope_theta,
+                       UnitAttr:$rope_first);
   let results = (outs Norm_RowTensor:$result);
   let assemblyFormat = "$q `,` $k `,` $v " # OptParam<"q_norm_weight">.format #
       " " # OptParam<"k_norm_weight">.format # " " # OptParam<"positions">.format #
@@ -399,7 +404,8 @@ def Norm_AttentionDecodeOp : Norm_Op<"attention_decode", [Pure,
                        DefaultValuedAttr<F64Attr, "0.0">:$qk_norm_offset,
                        OptionalAttr<Norm_RopeStyleAttr>:$rope,
                        OptionalAttr<I64Attr>:$rotary_dim,
-                       OptionalAttr<F64Attr>:$rope_theta);
+                       OptionalAttr<F64Attr>:$rope_theta,
+                       UnitAttr:$rope_first);
   let results = (outs Norm_RowTensor:$output, Norm_RowTensor:$k_cache_out,
                       Norm_RowTensor:$v_cache_out);
   let assemblyFormat = "$q `,` $k `,` $v `seqlens` `(` $cu_seqlens `:` "
@@ -646,6 +652,7 @@ def Norm_AttentionKernelOp : Norm_Op<"attention_kernel", [Pure,
                        OptionalAttr<Norm_RopeStyleAttr>:$rope,
                        OptionalAttr<I64Attr>:$rotary_dim,
                        OptionalAttr<F64Attr>:$rope_theta,
+                       UnitAttr:$rope_first,
                        OptionalAttr<Norm_LaunchAttr>:$launch,
                        OptionalAttr<SymbolRefAttr>:$kernel);
   let results = (outs Norm_RowTensor:$output,
@@ -713,6 +720,7 @@ def Norm_AttentionDecodeKernelOp : Norm_Op<"attention_decode_kernel", [Pure,
                        OptionalAttr<Norm_RopeStyleAttr>:$rope,
                        OptionalAttr<I64Attr>:$rotary_dim,
                        OptionalAttr<F64Attr>:$rope_theta,
+                       UnitAttr:$rope_first,
                        OptionalAttr<Norm_LaunchAttr>:$launch,
                        OptionalAttr<SymbolRefAttr>:$kernel);
   let results = (outs Norm_RowTensor:$output, Norm_RowTensor:$k_cache_out,

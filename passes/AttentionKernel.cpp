@@ -10,7 +10,9 @@
 // key/value loop then streams tiles of N keys and values through shared
 // memory with cp.async, `stages` tiles in flight; each key tile is
 // normalized in place once it has arrived, and both are then rotated in
-// place by the rotary embeddings (see emitRope). Warp w owns query rows
+// place by the rotary embeddings (see emitRope); with rope_first (Llama 4's
+// norm of rotated rows) the query and key rows are rotated first and then
+// normalized in place (emitTileNorm). Warp w owns query rows
 // [16w, 16w + 16): S = Q K^T from ldmatrix fragments, the online softmax in
 // f32 (row max and sum over the four lanes that share a row), P rounded to
 // the element type and O += P V with V's fragments from ldmatrix.trans.
@@ -120,8 +122,10 @@ private:
   void emitQueryPrologue(Value tileRows, Value chunkValid);
   /// cp.async of key and value tile `tile` into stage `stage`.
   void emitKeyValueCopies(Value tile, Value stage);
-  /// The key tile of `stage` normalized in place (if `active`).
-  void emitKeyNorm(Value stage, Value active);
+  /// Rows [0, rows) of the tile at `base` normalized in place with
+  /// `weight` (if `active`).
+  void emitTileNorm(Value base, int64_t rows, Value weight,
+                    Value active = {});
   /// Rotary embeddings of rows [0, rows) of the tile at `base`, in place (if
   /// `active`); row r is token `tokenOf(r)` of the sequence (an index among
   /// the new tokens in decode).
@@ -372,7 +376,8 @@ void AttentionEmitter::emitQueryPrologue(Value tileRows, Value chunkValid) {
                                                      /*nontemporal=*/false,
                                                      alignmentOf(q)))};
               }).front();
-    Value y = normalizeChunk(x, chunkValid, qWeight);
+    // Rotated first, the rows are normalized after (emitTileNorm).
+    Value y = spec.ropeFirst ? x : normalizeChunk(x, chunkValid, qWeight);
     ifThen(chunkValid, [&] {
       storeChunk(convert(y, element), tileOffset(0, row, lane));
     });
@@ -433,19 +438,19 @@ void AttentionEmitter::emitKeyValueCopies(Value tile, Value stage) {
   AsyncCommitOp::create(b);
 }
 
-void AttentionEmitter::emitKeyNorm(Value stage, Value active) {
-  Value base = stageBase(stage, /*value=*/false);
+void AttentionEmitter::emitTileNorm(Value base, int64_t rows, Value weight,
+                                    Value active) {
   Value chunkValid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, lane,
                                            index(chunksPerRow));
-  forEachTileRow(blockN, [&](Value row) {
+  forEachTileRow(rows, [&](Value row) {
     Value inTile = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row,
-                                         index(blockN));
+                                         index(rows));
     Value valid = arith::AndIOp::create(b, inTile, chunkValid);
     Value offset = tileOffset(base, row, lane);
     Value x = ifElseZeros(valid, [&]() -> SmallVector<Value> {
                 return {toF32(loadChunk(offset))};
               }).front();
-    Value y = normalizeChunk(x, chunkValid, kWeight);
+    Value y = normalizeChunk(x, chunkValid, weight);
     ifThen(valid, [&] { storeChunk(convert(y, element), offset); });
   }, active);
   gpu::BarrierOp::create(b);
@@ -1037,6 +1042,8 @@ void AttentionEmitter::emit() {
   emitQueryPrologue(tileRows, chunkValid);
   if (hasRope)
     emitRope(index(0), blockM, [&](Value row) { return rowToken(row); });
+  if (hasNorm && spec.ropeFirst)
+    emitTileNorm(index(0), blockM, qWeight);
 
   // Key tiles to visit: all of the sequence's, or up to the one holding the
   // tile's last query row.
@@ -1116,17 +1123,19 @@ void AttentionEmitter::emit() {
         // Decode normalizes and rotates the new keys only: the cache holds
         // them as they were appended.
         KeyTile keys = getKeyTile(tile);
-        if (hasNorm)
-          emitKeyNorm(stage, keys.isNew);
+        Value kBase = stageBase(stage, /*value=*/false);
+        if (hasNorm && !spec.ropeFirst)
+          emitTileNorm(kBase, blockN, kWeight, keys.isNew);
         if (hasRope)
-          emitRope(stageBase(stage, /*value=*/false), blockN,
+          emitRope(kBase, blockN,
                    [&](Value row) { return add(keys.first, row); },
                    keys.isNew);
+        if (hasNorm && spec.ropeFirst)
+          emitTileNorm(kBase, blockN, kWeight, keys.isNew);
         if (decode)
           emitCacheAppend(tile, stage);
 
         // S = Q K^T: 16 x N per warp.
-        Value kBase = stageBase(stage, false);
         Value vBase = stageBase(stage, true);
         SmallVector<Value> scores(scoreBlocks, zero(accType));
         for (int64_t kk = 0; kk < headDim / 16; ++kk) {

@@ -52,7 +52,8 @@ static LogicalResult formAttentionKernel(AttentionOp op) {
       op.getNumKvHeadsAttr(), op.getHeadDimAttr(), op.getCausalAttr(),
       op.getScaleAttr(), op.getQkNormAttr(), op.getQkNormEpsAttr(),
       op.getQkNormOffsetAttr(), op.getRopeAttr(), op.getRotaryDimAttr(),
-      op.getRopeThetaAttr(), /*launch=*/nullptr, /*kernel=*/nullptr);
+      op.getRopeThetaAttr(), op.getRopeFirstAttr(), /*launch=*/nullptr,
+      /*kernel=*/nullptr);
   kernel->setDiscardableAttrs(op->getDiscardableAttrDictionary());
   op.replaceAllUsesWith(kernel.getOutput());
   op.erase();

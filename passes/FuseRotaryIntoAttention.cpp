@@ -29,7 +29,9 @@ static RotaryOp matchRotary(Value value, uint64_t heads, uint64_t headDim) {
 }
 
 /// Either attention layer op (prefill or decode) whose q and k are rotated
-/// alike for it alone: it reads them unrotated and rotates itself.
+/// alike for it alone: it reads them unrotated and rotates itself, after
+/// its QK-Norm, or before it where the QK-Norm moved in first (the graph
+/// normalized rotated rows).
 template <typename OpTy>
 struct FuseRotaryIntoAttentionOp : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
@@ -38,9 +40,6 @@ struct FuseRotaryIntoAttentionOp : OpRewritePattern<OpTy> {
                                 PatternRewriter &rewriter) const override {
     if (attention.getRope())
       return rewriter.notifyMatchFailure(attention, "rotates already");
-    if (attention.getQkNorm())
-      return rewriter.notifyMatchFailure(
-          attention, "its QK-Norm would run before the rotation");
     RotaryOp q = matchRotary(attention.getQ(), attention.getNumHeads(),
                              attention.getHeadDim());
     RotaryOp k = matchRotary(attention.getK(), attention.getNumKvHeads(),
@@ -72,6 +71,9 @@ struct FuseRotaryIntoAttentionOp : OpRewritePattern<OpTy> {
         attention.getPositionsMutable().assign(positions);
       if (Value table = q.getRopeTable())
         attention.getRopeTableMutable().assign(table);
+      // A QK-Norm already inside normalizes the rotated rows (Llama 4).
+      if (attention.getQkNorm())
+        attention.setRopeFirst(true);
     });
     rewriter.eraseOp(q);
     rewriter.eraseOp(k);

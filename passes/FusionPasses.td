@@ -76,10 +76,12 @@ def FuseRotaryIntoAttention : Pass<"norm-fuse-rotary-into-attention"> {
     (`num_heads` for q, `num_kv_heads` for k) and `head_dim`, used only by
     the attention: the attention then reads the unrotated `q` and `k` and
     carries `rope`, `rotary_dim` and `rope_theta`. Attention ops that
-    already rotate, or that carry a `qk_norm` (it would then run before the
-    rotation instead of after), are left alone; so run this before
-    `norm-fuse-qk-norm-into-attention`, which then finds the norms that
-    feed the rotations.
+    already rotate are left alone. Run before
+    `norm-fuse-qk-norm-into-attention`, it moves in rotations of normalized
+    rows (Qwen3, Gemma 3), and the QK-Norm fusion then finds the norms that
+    feed them; run after it, it moves in rotations that the attention's
+    QK-Norm reads (Llama 4's L2 norm of rotated rows) and sets
+    `rope_first`.
   }];
   let dependentDialects = ["::mlir::norm::NormDialect"];
 }

@@ -22,8 +22,11 @@ void mlir::norm::buildNormFusePipeline(OpPassManager &pm,
   pm.addPass(createFuseRotaryIntoAttention());
   // QK-Norm that cannot move into the attention (its normalized q or k has
   // other users) still gets the prologue kernel.
-  if (options.qkNorm == QKNormPlacement::Attention)
+  // Then the rotations that the moved-in norms read (Llama 4): rope_first.
+  if (options.qkNorm == QKNormPlacement::Attention) {
     pm.addPass(createFuseQKNormIntoAttention());
+    pm.addPass(createFuseRotaryIntoAttention());
+  }
   pm.addPass(createFormQKNormPrologue());
   pm.addPass(createFormAttentionKernels());
   pm.addPass(createFormRowKernels());

@@ -218,10 +218,10 @@ static std::string checkStructSize(const char *type, uint32_t size,
   (NORMJIT_HAS_FIELD(object, field) ? (object)->field                          \
                                     : decltype((object)->field){})
 
-constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_SCALE_UB << 1) - 1;
+constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_ROPE_FIRST << 1) - 1;
 constexpr uint32_t kAttentionOpFlags =
     NORMJIT_OP_CAUSAL | NORMJIT_OP_WRITE_LSE | NORMJIT_OP_ROPE_POSITIONS |
-    NORMJIT_OP_ROPE_TABLE;
+    NORMJIT_OP_ROPE_TABLE | NORMJIT_OP_ROPE_FIRST;
 constexpr uint32_t kQKStatisticFlags =
     NORMJIT_OP_QK_RMS | NORMJIT_OP_QK_L2 | NORMJIT_OP_QK_MEAN_VAR;
 constexpr uint32_t kKnownContextFlags =
@@ -330,12 +330,14 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
   }
   // A rotary dim or base without a style would be dropped silently.
   bool ropeFlags =
-      desc->flags & (NORMJIT_OP_ROPE_POSITIONS | NORMJIT_OP_ROPE_TABLE);
+      desc->flags & (NORMJIT_OP_ROPE_POSITIONS | NORMJIT_OP_ROPE_TABLE |
+                     NORMJIT_OP_ROPE_FIRST);
   if (rope == NORMJIT_ROPE_NONE &&
       (rotaryDim != 0 || ropeTheta != 0.0 || ropeFlags)) {
     status = invalid("normjit_op_desc: rotary_dim, rope_theta, "
-                     "NORMJIT_OP_ROPE_POSITIONS and NORMJIT_OP_ROPE_TABLE "
-                     "need rope (NORMJIT_ROPE_NEOX or NORMJIT_ROPE_GPTJ)");
+                     "NORMJIT_OP_ROPE_POSITIONS, NORMJIT_OP_ROPE_TABLE and "
+                     "NORMJIT_OP_ROPE_FIRST need rope (NORMJIT_ROPE_NEOX or "
+                     "NORMJIT_ROPE_GPTJ)");
     return false;
   }
   if ((desc->flags & NORMJIT_OP_ROPE_TABLE) && ropeTheta != 0.0) {
@@ -400,6 +402,7 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
       spec.ropeTheta = ropeTheta != 0.0 ? ropeTheta : OpSpec().ropeTheta;
       spec.ropePositions = desc->flags & NORMJIT_OP_ROPE_POSITIONS;
       spec.ropeTable = desc->flags & NORMJIT_OP_ROPE_TABLE;
+      spec.ropeFirst = desc->flags & NORMJIT_OP_ROPE_FIRST;
     }
   }
   spec.eps = desc->eps;

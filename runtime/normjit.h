@@ -79,8 +79,9 @@ extern "C" {
  * NORMJIT_OP_OUTPUT_SCALE_PER_TOKEN, NORMJIT_OP_SCALE_UB, the buffers
  * NORMJIT_OUTPUT_SCALE, NORMJIT_SCALE_UB and NORMJIT_OUTPUT_SCALES, so 37
  * tensors in normjit_launch_args; the library still reads the layouts of
- * API 4 to 7). */
-#define NORMJIT_API_VERSION 8
+ * API 4 to 7). Then 9 (NORMJIT_OP_ROPE_FIRST: attention rotating before its
+ * QK-Norm, Llama 4; rotary dims of any even size). */
+#define NORMJIT_API_VERSION 9
 
 /* The library version of this header: major (libnormjit.so.1) changes only
  * when the ABI breaks, minor is the API version. */
@@ -188,6 +189,9 @@ typedef enum normjit_op_kind {
 #define NORMJIT_OP_OUTPUT_SCALE_STATIC (1u << 20)
 #define NORMJIT_OP_OUTPUT_SCALE_PER_TOKEN (1u << 21)
 #define NORMJIT_OP_SCALE_UB (1u << 22)
+/* API 9, attention: rotate q and k first, then apply the QK-Norm to the
+ * rotated rows (Llama 4's L2 norm after RoPE); needs rope and a QK-Norm. */
+#define NORMJIT_OP_ROPE_FIRST (1u << 23)
 
 /* normjit_op_desc.rope (API 3): attention's rotary position embeddings. */
 typedef enum normjit_rope {
@@ -213,7 +217,9 @@ typedef enum normjit_rope {
  * rotary_dim elements of each q and k head row (0: the head dim; even,
  * StableLM's 20 of 80 too), pair i by pos * rope_theta^(-2i /
  * rotary_dim) (rope_theta 0: 10000), pos the token's index within its
- * sequence; the other elements stay as they are. API 5: with
+ * sequence; the other elements stay as they are (API 9: with
+ * NORMJIT_OP_ROPE_FIRST the rows are rotated before the QK-Norm, each step
+ * rounded to the element type). API 5: with
  * NORMJIT_OP_ROPE_POSITIONS, pos is the token's entry of NORMJIT_POSITIONS
  * (i32, 1-D, cols = rows); with NORMJIT_OP_ROPE_TABLE the angles come from
  * NORMJIT_ROPE_TABLE (f32, rope_table_rows x rotary_dim, any row stride

@@ -142,7 +142,8 @@ static void rotateRow(const AttentionProblem &p, int64_t pos, double *x,
 }
 
 /// The head rows of `view` as the graph stores them: normalized and rounded
-/// to T with QK-Norm, exactly as stored without, then rotated.
+/// to T with QK-Norm, exactly as stored without, then rotated (or rotated,
+/// then normalized, with ropeFirst).
 /// Per token of `problem`, its position: its index within its sequence
 /// plus `offsets[b]` (decode's cache lengths) when given.
 static std::vector<int64_t>
@@ -195,17 +196,23 @@ static HeadRows normalizeHeads(const AttentionProblem &problem,
       int64_t index = token * heads + head;
       double *out = rows.value.data() + index * dim;
       double *dev = rows.deviation.data() + index * dim;
-      for (int64_t d = 0; d < dim; ++d)
+      for (int64_t d = 0; d < dim; ++d) {
         v[d] = view.at(token, head * dim + d);
+        dv[d] = 0.0;
+      }
+      bool rotate = problem.rope != RopeStyle::None;
+      if (rotate && problem.ropeFirst)
+        rotateRow(problem, positions[token], v.data(), dv.data());
       if (!problem.hasQKNorm()) {
         std::copy(v.begin(), v.end(), out);
+        std::copy(dv.begin(), dv.end(), dev);
       } else {
         RowStatistic stat =
             computeStatistic(*problem.qkNorm, problem.qkEps, v, dv);
         for (int64_t d = 0; d < dim; ++d) {
           // As Reference.cpp's epilogue: f32 normalize, weight, round to T.
           double normalized = (v[d] - stat.center) * stat.scale;
-          double error = stat.centerError * stat.scale +
+          double error = (stat.centerError + dv[d]) * stat.scale +
                          std::fabs(normalized) * stat.scaleRelError;
           double factor = weight ? weight.at(d) + problem.qkOffset : 1.0;
           double exact = normalized * factor;
@@ -213,7 +220,7 @@ static HeadRows normalizeHeads(const AttentionProblem &problem,
           std::tie(out[d], dev[d]) = roundWithin(type, exact, error);
         }
       }
-      if (problem.rope != RopeStyle::None)
+      if (rotate && !problem.ropeFirst)
         rotateRow(problem, positions[token], out, dev);
       finishRow(rows, index);
     }

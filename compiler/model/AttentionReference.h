@@ -129,6 +129,9 @@ struct AttentionProblem {
   /// Every position must lie inside (the kernel's NaN rows are not a
   /// reference's business).
   std::vector<float> ropeTable;
+  /// Rotate the rows before the QK-Norm (OpSpec::ropeFirst), each step
+  /// rounded to T, not after it.
+  bool ropeFirst = false;
   /// Sequence b is tokens [cuSeqlens[b], cuSeqlens[b + 1]); starts at 0,
   /// non-decreasing (empty sequences allowed).
   std::vector<int64_t> cuSeqlens;

@@ -100,7 +100,8 @@ static std::string getKernelPrefix(const OpSpec &spec) {
     if (spec.rope != RopeStyle::None)
       os << "_rope" << getRopeStyleName(spec.rope) << spec.rotaryDim
          << (spec.ropeTable ? "_table" : "")
-         << (spec.ropePositions ? "_pos" : "");
+         << (spec.ropePositions ? "_pos" : "")
+         << (spec.ropeFirst ? "_first" : "");
     os << "_d" << spec.hidden << "_h" << spec.numQHeads << "x"
        << spec.numKvHeads << "_" << type(spec.input);
     return os.str();

@@ -385,6 +385,10 @@ static Status verifyAttention(const OpSpec &spec) {
   if (spec.rope == RopeStyle::None && (spec.ropePositions || spec.ropeTable))
     return Status::invalid("rotary positions and tables need a rotary "
                            "embedding style (rope)");
+  if (spec.ropeFirst &&
+      (spec.rope == RopeStyle::None || spec.qkStatistic == Statistic::None))
+    return Status::invalid("rotating before the QK-Norm needs both a rotary "
+                           "embedding style (rope) and a QK-Norm");
   if (spec.kind == OpKind::AttentionDecode && (spec.causal || spec.writeLse))
     return Status::invalid("decode attention is causal by position (a new "
                            "token sees the cache and the new tokens before "
@@ -559,7 +563,8 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
 
   if (!isAttention(spec.kind) &&
       (spec.causal || spec.writeLse || spec.scale != 1.0 ||
-       spec.rope != RopeStyle::None || spec.ropePositions || spec.ropeTable))
+       spec.rope != RopeStyle::None || spec.ropePositions || spec.ropeTable ||
+       spec.ropeFirst))
     return Status::invalid(
         "causal, scale, lse and rope apply to attention only");
 
@@ -701,6 +706,8 @@ OpSpec norm::normalizeOpSpec(const OpSpec &spec) {
     n.ropePositions = defaults.ropePositions;
     n.ropeTable = defaults.ropeTable;
   }
+  if (n.rope == RopeStyle::None || n.qkStatistic == Statistic::None)
+    n.ropeFirst = defaults.ropeFirst;
   if (n.rope == RopeStyle::None || n.ropeTable)
     n.ropeTheta = defaults.ropeTheta;
   if (n.kind == OpKind::BatchNormStats)
@@ -746,6 +753,8 @@ std::string norm::getCanonicalSpec(const OpSpec &original) {
     os << " rope_positions=1";
   if (s.ropeTable)
     os << " rope_table=1";
+  if (s.ropeFirst)
+    os << " rope_first=1";
   if (s.saveStats)
     os << " save_stats=1";
   if (s.backward)
@@ -869,6 +878,8 @@ std::optional<OpSpec> norm::parseCanonicalSpec(std::string_view text,
         flag("rope_positions", spec.ropePositions);
       if (fields.count("rope_table"))
         flag("rope_table", spec.ropeTable);
+      if (fields.count("rope_first"))
+        flag("rope_first", spec.ropeFirst);
     }
   }
   if (fields.count("save_stats"))
@@ -928,6 +939,8 @@ std::string norm::describeOpSpec(const OpSpec &spec) {
         os << " theta " << formatReal(spec.ropeTheta);
       if (spec.ropePositions)
         os << " positions";
+      if (spec.ropeFirst)
+        os << " before the QK-Norm";
     }
   }
   if (spec.groups != 1)

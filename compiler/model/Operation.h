@@ -126,6 +126,9 @@ struct OpSpec {
   /// frequency scaling (linear, NTK, Llama 3, YaRN) is the caller's table.
   /// A position outside the table rotates its row to NaN.
   bool ropeTable = false;
+  /// The rotation before the QK-Norm (Llama 4's L2 norm after RoPE), not
+  /// after it: each rounded to the element type, as the graph stores them.
+  bool ropeFirst = false;
   // Training (row norms: rms, layer, l2; the QK-Norm prologue):
   /// The forward kernel also writes what its backward reads: the f32
   /// `saved_rstd` of each kernel row (group, head; the scale the statistic

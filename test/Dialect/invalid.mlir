@@ -516,6 +516,22 @@ func.func @attn_weight_without_kind(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>, 
 
 // -----
 
+func.func @attn_rope_first_without_norm(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>) {
+  // expected-error @+1 {{'rope_first' needs a 'rope' style and a 'qk_norm' kind}}
+  %0 = norm.attention %q, %k, %k scale(0.125) {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64, rope = #norm.rope<neox>, rope_theta = 1.0e+04 : f64, rope_first} : tensor<?x64xf16>, tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x64xf16>
+  return
+}
+
+// -----
+
+func.func @attn_rope_first_without_rope(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>, %c: tensor<?xi32>) {
+  // expected-error @+1 {{'rope_first' needs a 'rope' style and a 'qk_norm' kind}}
+  %0:3 = norm.attention_decode %q, %k, %k seqlens(%c : tensor<?xi32>) cache(%k, %k lengths %c : tensor<?xi32>) scale(0.125) qk_norm_eps(1.0e-06) {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64, qk_norm = #norm.qk_norm<l2>, rope_first} : tensor<?x64xf16>, tensor<?x64xf16>, tensor<?x64xf16>, tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x64xf16>, tensor<?x64xf16>, tensor<?x64xf16>
+  return
+}
+
+// -----
+
 func.func @attn_eps_without_kind(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>) {
   // expected-error @+1 {{QK-Norm weights, eps and offset need a 'qk_norm' kind}}
   %0 = norm.attention %q, %k, %k scale(0.125) qk_norm_eps(1.0e-06) {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64} : tensor<?x64xf16>, tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x64xf16>

@@ -48,7 +48,15 @@ struct DecodeCase {
   // The angles from a (Llama 3 scaled) table of theta's frequencies; the
   // positions from a buffer (each new token 5 past its cache position).
   bool table = false, positions = false;
+  // Rotate, then normalize (Llama 4).
+  bool ropeFirst = false;
 };
+
+/// `c` rotated before its QK-Norm.
+DecodeCase withRopeFirst(DecodeCase c) {
+  c.ropeFirst = true;
+  return c;
+}
 
 /// `c` with a rope table and, if asked, explicit positions.
 DecodeCase withTable(DecodeCase c, bool positions) {
@@ -67,6 +75,7 @@ OpSpec getSpec(const DecodeCase &c) {
                                   c.offset, c.rope, c.rotaryDim, c.ropeTheta);
   spec.ropeTable = c.table;
   spec.ropePositions = c.positions;
+  spec.ropeFirst = c.ropeFirst;
   return spec;
 }
 
@@ -246,6 +255,7 @@ TEST_P(AttentionDecodeTest, MatchesTheUnfusedSequence) {
   step.rope = spec.rope;
   step.rotaryDim = spec.rotaryDim;
   step.ropeTheta = spec.ropeTheta;
+  step.ropeFirst = spec.ropeFirst;
   if (c.positions)
     step.positions = positions;
   if (c.table)
@@ -370,7 +380,17 @@ INSTANTIATE_TEST_SUITE_P(
         withTable(DecodeCase{"table_gptj_rot20_d64", kBf16, 64, 4, 2, kRms,
                              true, 0.0, kGptJ, 20, 1e4, {30, 0}, {2, 1}, 48,
                              1},
-                  /*positions=*/false)),
+                  /*positions=*/false),
+        // Rotated, then normalized: Llama 4's L2 QK-Norm (GQA 5, theta 5e5)
+        // over 2 splits (a whole-row rotation keeps the L2 norm: the order
+        // shows in the roundings only), and a weighted RMS norm of half
+        // rotated rows, where the order shows.
+        withRopeFirst(DecodeCase{"llama4_rope_first_l2", kBf16, 128, 10, 2,
+                                 kL2, false, 0.0, kNeoX, 0, 5e5, {90, 4},
+                                 {1, 2}, 128, 2}),
+        withRopeFirst(DecodeCase{"rope_first_rms_half_gqa4", kBf16, 128, 8,
+                                 2, kRms, true, 0.0, kNeoX, 64, 1e4, {40, 7},
+                                 {2, 1}, 64, 1})),
     [](const testing::TestParamInfo<DecodeCase> &info) {
       return std::string(info.param.name);
     });

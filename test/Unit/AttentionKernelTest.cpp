@@ -50,6 +50,8 @@ struct AttentionCase {
   // sequences' in reverse); the last token of each sequence outside the
   // table (causal cases: only its own output may turn NaN).
   bool table = false, positions = false, badPositions = false;
+  // Rotate, then normalize (Llama 4).
+  bool ropeFirst = false;
 };
 
 /// `c` with rotary embeddings.
@@ -69,6 +71,14 @@ AttentionCase withRopeTable(AttentionCase c, RopeStyle style,
   c.table = true;
   c.positions = positions;
   c.badPositions = badPositions;
+  return c;
+}
+
+/// `c` rotated before its QK-Norm (Llama 4), angles from theta.
+AttentionCase withRopeFirst(AttentionCase c, RopeStyle style,
+                            int64_t rotaryDim, double theta) {
+  c = withRope(c, style, rotaryDim, theta);
+  c.ropeFirst = true;
   return c;
 }
 
@@ -92,6 +102,7 @@ OpSpec getSpec(const AttentionCase &c) {
   spec.writeLse = c.lse;
   spec.ropeTable = c.table;
   spec.ropePositions = c.positions;
+  spec.ropeFirst = c.ropeFirst;
   return spec;
 }
 
@@ -283,6 +294,7 @@ TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
   problem.rope = c.rope;
   problem.rotaryDim = c.rotaryDim;
   problem.ropeTheta = c.ropeTheta;
+  problem.ropeFirst = c.ropeFirst;
   if (c.positions)
     problem.positions = referencePositions;
   if (c.table)
@@ -432,7 +444,18 @@ INSTANTIATE_TEST_SUITE_P(
                  kNeoX, 24, 1e4),
         withRopeTable(AttentionCase{"table_pos_gptj_rot62_d64", kBf16, 64, 2,
                                     1, true, kRms, true, 1.0, {40, 17}},
-                      kGptJ, 62, /*positions=*/true)),
+                      kGptJ, 62, /*positions=*/true),
+        // Rotated, then normalized: Llama 4 (L2 QK-Norm without weights,
+        // theta 5e5, GQA 5; a whole-row rotation keeps the L2 norm, so the
+        // order shows in the roundings only), and a weighted RMS norm of a
+        // partial GPT-J rotation in f16, where it shows.
+        withRopeFirst(AttentionCase{"rope_first_llama4_l2_d128", kBf16, 128,
+                                    10, 2, true, kL2, false, 0.0,
+                                    {1, 70, 129}},
+                      kNeoX, 0, 5e5),
+        withRopeFirst(AttentionCase{"rope_first_rms_gptj_d64_f16", kF16, 64,
+                                    4, 4, false, kRms, true, 0.0, {50, 9}},
+                      kGptJ, 32, 1e4)),
     [](const testing::TestParamInfo<AttentionCase> &info) {
       return std::string(info.param.name);
     });

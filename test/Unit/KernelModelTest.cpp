@@ -1349,6 +1349,39 @@ TEST(Attention, RopeIdentity) {
       << describeOpSpec(spec);
 }
 
+TEST(Attention, RopeBeforeTheQKNorm) {
+  OpSpec spec = examples::makeAttention(); // RMS QK-Norm
+  spec.rope = RopeStyle::NeoX;
+  spec.rotaryDim = spec.hidden;
+  std::string after = getCanonicalSpec(spec);
+  spec.ropeFirst = true;
+  EXPECT_TRUE(verifyOpSpec(spec)) << verifyOpSpec(spec).message();
+  std::string text = getCanonicalSpec(spec);
+  EXPECT_NE(text, after) << "another kernel";
+  EXPECT_NE(text.find(" rope_first=1"), std::string::npos) << text;
+  EXPECT_EQ(after.find("rope_first"), std::string::npos) << after;
+  std::string error;
+  std::optional<OpSpec> parsed = parseCanonicalSpec(text, error);
+  ASSERT_TRUE(parsed) << error;
+  EXPECT_TRUE(parsed->ropeFirst);
+  EXPECT_EQ(getCanonicalSpec(*parsed), text);
+  EXPECT_NE(describeOpSpec(spec).find("before the QK-Norm"), std::string::npos)
+      << describeOpSpec(spec);
+  LaunchConfig launch{8, 16, 4, 64, 64, 2};
+  std::string name = getKernelName(spec, launch, TargetOptions());
+  EXPECT_NE(name.find("_first_"), std::string::npos) << name;
+  OpSpec noNorm = spec;
+  noNorm.qkStatistic = Statistic::None;
+  noNorm.hasWeight = false;
+  expectInvalid(noNorm, "rotating before the QK-Norm needs both");
+  OpSpec noRope = spec;
+  noRope.rope = RopeStyle::None;
+  expectInvalid(noRope, "rotating before the QK-Norm needs both");
+  OpSpec row = rmsNorm();
+  row.ropeFirst = true;
+  expectInvalid(row, "rope apply to attention only");
+}
+
 TEST(Attention, RopeTablesAndPositions) {
   OpSpec spec = examples::makeAttention();
   spec.rope = RopeStyle::NeoX;

@@ -248,7 +248,8 @@ namespace {
 /// An attention kernel for the ptxas engine only (its runs are the unit
 /// tests': AttentionKernelTests, AttentionDecodeTests): the sweep's size is
 /// the head dim, 16-bit types only; scale 1 / sqrt(head dim), eps 1e-6,
-/// theta 1e6 rotary over the head or half of it; prefill causal.
+/// theta 1e6 rotary over the head or 1 / rotaryFraction of it (even),
+/// before the QK-Norm with ropeFirst; prefill causal.
 struct AttentionVariant {
   const char *name, *description;
   ::norm::OpKind kind;
@@ -256,7 +257,8 @@ struct AttentionVariant {
   ::norm::Statistic norm;
   bool weights;
   ::norm::RopeStyle rope;
-  bool halfRotary;
+  int64_t rotaryFraction;
+  bool ropeFirst = false;
 
   bool configure(OpSpec &spec) const {
     if (!ptxasAudit || spec.input == ElementType::f32 ||
@@ -272,8 +274,9 @@ struct AttentionVariant {
     spec.causal = kind == ::norm::OpKind::Attention;
     spec.rope = rope;
     if (rope != ::norm::RopeStyle::None) {
-      spec.rotaryDim = halfRotary ? spec.hidden / 2 : spec.hidden;
+      spec.rotaryDim = spec.hidden / rotaryFraction / 2 * 2;
       spec.ropeTheta = 1e6;
+      spec.ropeFirst = ropeFirst;
     }
     return true;
   }
@@ -283,30 +286,42 @@ struct AttentionVariant {
 static const AttentionVariant kAttentionVariants[] = {
     {"attn_rms_rope", "prefill attention, RMS QK-Norm with weights, NeoX "
      "rotary, 8 q / 2 kv heads (Qwen3) (--engine=ptxas only)",
-     OpKind::Attention, 8, 2, Statistic::RMS, true, RopeStyle::NeoX, false},
+     OpKind::Attention, 8, 2, Statistic::RMS, true, RopeStyle::NeoX, 1},
     {"attn_layer_gptj", "prefill attention, LayerNorm QK-Norm with weights, "
      "GPT-J rotary over half the head, 4 q / 4 kv heads (--engine=ptxas only)",
      OpKind::Attention, 4, 4, Statistic::MeanVar, true, RopeStyle::GptJ,
-     true},
+     2},
     {"attn_plain_mqa", "prefill attention, no QK-Norm or rotary, 8 q heads "
      "on one kv head (--engine=ptxas only)",
-     OpKind::Attention, 8, 1, Statistic::None, false, RopeStyle::None, false},
+     OpKind::Attention, 8, 1, Statistic::None, false, RopeStyle::None, 1},
+    {"attn_l2_rope_first", "prefill attention, L2 QK-Norm of rotated rows "
+     "(NeoX), 10 q / 2 kv heads (Llama 4) (--engine=ptxas only)",
+     OpKind::Attention, 10, 2, Statistic::L2, false, RopeStyle::NeoX, 1,
+     true},
+    {"attn_layer_quarter", "prefill attention, LayerNorm QK-Norm with "
+     "weights, NeoX rotary over a quarter of the head (StableLM: a pair at a "
+     "time at head dim 80), 4 q / 4 kv heads (--engine=ptxas only)",
+     OpKind::Attention, 4, 4, Statistic::MeanVar, true, RopeStyle::NeoX, 4},
     {"decode_rms_rope", "decode attention with cache append, RMS QK-Norm "
      "with weights, NeoX rotary, 8 q / 2 kv heads (--engine=ptxas only)",
      OpKind::AttentionDecode, 8, 2, Statistic::RMS, true, RopeStyle::NeoX,
-     false},
+     1},
     {"decode_l2_gptj_mha", "decode attention, L2 QK-Norm, GPT-J rotary over "
      "half the head, 4 q / 4 kv heads (--engine=ptxas only)",
      OpKind::AttentionDecode, 4, 4, Statistic::L2, false, RopeStyle::GptJ,
-     true},
+     2},
     {"decode_layer_mqa32", "decode attention, LayerNorm QK-Norm with "
      "weights, NeoX rotary, 32 q heads on one kv head (--engine=ptxas only)",
      OpKind::AttentionDecode, 32, 1, Statistic::MeanVar, true,
-     RopeStyle::NeoX, false},
+     RopeStyle::NeoX, 1},
+    {"decode_l2_rope_first", "decode attention, L2 QK-Norm of rotated rows "
+     "(NeoX), 10 q / 2 kv heads (Llama 4) (--engine=ptxas only)",
+     OpKind::AttentionDecode, 10, 2, Statistic::L2, false, RopeStyle::NeoX,
+     1, true},
     {"decode_plain", "decode attention, no QK-Norm or rotary, 8 q / 1 kv "
      "head (--engine=ptxas only)",
      OpKind::AttentionDecode, 8, 1, Statistic::None, false, RopeStyle::None,
-     false},
+     1},
 };
 
 static const std::vector<Variant> &getVariants() {

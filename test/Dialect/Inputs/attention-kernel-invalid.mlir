@@ -138,10 +138,10 @@ func.func @rotary_dim_without_rope(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>) -
 // -----
 
 func.func @rotary_dim_neox(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>) -> tensor<?x128xbf16> {
-  // expected-error @below {{neox rotary embeddings need a rotary dim that is a multiple of 16 from 16 to the head dim (128), got 40}}
+  // expected-error @below {{neox rotary embeddings need an even rotary dim from 2 to the head dim (128), got 41}}
   %o = norm.attention_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>) scale(0.1)
       {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64,
-       rope = #norm.rope<neox>, rotary_dim = 40 : i64, rope_theta = 1.0e+04 : f64}
+       rope = #norm.rope<neox>, rotary_dim = 41 : i64, rope_theta = 1.0e+04 : f64}
       : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>
   return %o : tensor<?x128xbf16>
 }

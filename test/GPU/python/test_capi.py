@@ -262,7 +262,7 @@ class FakeDriverTest(unittest.TestCase):
         self.assertIn("hidden size must be in [1, 16777216], got 0",
                       str(caught.exception))
         with self.assertRaises(norm_opt.NormJitError) as caught:
-            self.context.kernel(RMS._replace(flags=1 << 23))
+            self.context.kernel(RMS._replace(flags=1 << 24))
         self.assertIn("normjit_op_desc.flags: unknown bits", str(caught.exception))
 
     def test_kernel_not_in_bundle(self):
@@ -350,7 +350,7 @@ class FakeDriverTest(unittest.TestCase):
             {slot: b for slot, b in buffers.items() if b is not None})
 
     def test_attention_launch(self):
-        self.assertEqual(self.context.library.api_version, 8)
+        self.assertEqual(self.context.library.api_version, 9)
         kernel = self.context.kernel(self.ATTENTION)
         config = kernel.config(100)
         self.assertEqual((config.vector, config.threads_per_row), (8, 16))
@@ -431,8 +431,8 @@ class FakeDriverTest(unittest.TestCase):
                  "NORMJIT_OP_ATTENTION only"),
                 (self.ATTENTION._replace(rotary_dim=64),
                  "normjit_op_desc: rotary_dim, rope_theta, "
-                 "NORMJIT_OP_ROPE_POSITIONS and NORMJIT_OP_ROPE_TABLE need "
-                 "rope"),
+                 "NORMJIT_OP_ROPE_POSITIONS, NORMJIT_OP_ROPE_TABLE and "
+                 "NORMJIT_OP_ROPE_FIRST need rope"),
                 (self.ATTENTION._replace(rope=3),
                  "normjit_op_desc.rope is 3, not a normjit_rope")]:
             with self.subTest(message=message):

@@ -101,6 +101,24 @@ TEST_F(OpDescTest, InitLeavesRotaryEmbeddingsOff) {
   EXPECT_EQ(desc.rope_theta, 0.0);
 }
 
+TEST_F(OpDescTest, RopeFirstReachesItsOwnOperation) {
+  // Llama 4: an L2 QK-Norm of rotated rows.
+  OpSpec spec = makeAttention(RopeStyle::NeoX, kHeadDim, 10000.0);
+  spec.qkStatistic = Statistic::L2;
+  spec.eps = 1e-6;
+  spec.ropeFirst = true;
+  openBundleOf({spec});
+  normjit_op_desc desc = makeAttentionDesc(NORMJIT_ROPE_NEOX);
+  desc.flags |= NORMJIT_OP_QK_L2 | NORMJIT_OP_ROPE_FIRST;
+  desc.eps = 1e-6;
+  EXPECT_EQ(create(desc).first, NORMJIT_SUCCESS);
+  // Normalizing first is another kernel.
+  desc.flags &= ~NORMJIT_OP_ROPE_FIRST;
+  auto [status, message] = create(desc);
+  EXPECT_EQ(status, NORMJIT_ERROR_NOT_FOUND);
+  EXPECT_EQ(message.find("before the QK-Norm"), std::string::npos) << message;
+}
+
 TEST_F(OpDescTest, RotaryEmbeddingsReachTheOperation) {
   openBundleOf({makeAttention(RopeStyle::NeoX, kHeadDim, 10000.0),
                 makeAttention(RopeStyle::GptJ, 64, 1e6)});
@@ -190,9 +208,13 @@ TEST_F(OpDescTest, RotaryEmbeddingRefusals) {
       "normjit_op_desc: scale, rope, NORMJIT_OP_CAUSAL, NORMJIT_OP_WRITE_LSE "
       "and NORMJIT_OP_ROPE_* apply to NORMJIT_OP_ATTENTION only";
   const std::string needRope =
-      "normjit_op_desc: rotary_dim, rope_theta, NORMJIT_OP_ROPE_POSITIONS and "
-      "NORMJIT_OP_ROPE_TABLE need rope (NORMJIT_ROPE_NEOX or "
-      "NORMJIT_ROPE_GPTJ)";
+      "normjit_op_desc: rotary_dim, rope_theta, NORMJIT_OP_ROPE_POSITIONS, "
+      "NORMJIT_OP_ROPE_TABLE and NORMJIT_OP_ROPE_FIRST need rope "
+      "(NORMJIT_ROPE_NEOX or NORMJIT_ROPE_GPTJ)";
+  normjit_op_desc firstWithoutRope = makeAttentionDesc();
+  firstWithoutRope.flags |= NORMJIT_OP_ROPE_FIRST;
+  normjit_op_desc firstWithoutNorm = makeAttentionDesc(NORMJIT_ROPE_NEOX);
+  firstWithoutNorm.flags |= NORMJIT_OP_ROPE_FIRST;
   struct Case {
     const char *what;
     normjit_op_desc desc;
@@ -225,6 +247,10 @@ TEST_F(OpDescTest, RotaryEmbeddingRefusals) {
        "normjit_op_desc: with NORMJIT_OP_ROPE_TABLE the table gives the "
        "angles; rope_theta must be 0"},
       {"table without rope", tableWithoutRope, needRope},
+      {"rope first without rope", firstWithoutRope, needRope},
+      {"rope first without a QK-Norm", firstWithoutNorm,
+       "attention: rotating before the QK-Norm needs both a rotary embedding "
+       "style (rope) and a QK-Norm"},
   };
   // Refused, not served the bundle's operation without rotary embeddings.
   for (const Case &c : cases) {

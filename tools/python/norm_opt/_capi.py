@@ -81,6 +81,8 @@ OP_RESIDUAL_OVER_ADDEND = 1 << 19
 OP_OUTPUT_SCALE_STATIC = 1 << 20
 OP_OUTPUT_SCALE_PER_TOKEN = 1 << 21
 OP_SCALE_UB = 1 << 22
+# API 9, attention: rotate q and k before the QK-Norm (Llama 4).
+OP_ROPE_FIRST = 1 << 23
 
 # normjit_buffer (V, CU_SEQLENS, LSE: API 3; K_CACHE .. SEMAPHORES: API 4,
 # decode attention, whose WORKSPACE and SEMAPHORES are libnormjit's own)
