@@ -96,9 +96,10 @@ public:
     return success();
   }
 
-  /// A 1-D parameter of the hidden size (or of `length`, the head dim).
+  /// A 1-D parameter of the hidden size (or of `length`, `what`).
   LogicalResult param(Value v, StringRef name,
-                      std::optional<int64_t> length = std::nullopt) {
+                      std::optional<int64_t> length = std::nullopt,
+                      StringRef what = "the head dim") {
     if (!v)
       return success();
     assert((length || hidden) && "no row tensor set the hidden size");
@@ -106,7 +107,7 @@ public:
     if (cast<RankedTensorType>(v.getType()).getDimSize(0) != expected)
       return op->emitOpError()
              << "'" << name << "' must have " << expected << " elements ("
-             << (length ? "the head dim" : "the hidden size") << "), got "
+             << (length ? what : "the hidden size") << "), got "
              << v.getType();
     return success();
   }
@@ -466,6 +467,18 @@ LogicalResult RotaryOp::verify() {
   return verifyRopeOperands(*this, getStyle(), getInput().getType(), headDim);
 }
 
+/// Whether the QK-Norm weights of an attention op are one row per head
+/// (Command R+): either holds num_heads (num_kv_heads) rows of head_dim
+/// where there are several heads.
+template <typename OpTy> static bool hasPerHeadQKWeights(OpTy op) {
+  auto rowsOf = [&](Value weight) -> int64_t {
+    return weight ? cast<RankedTensorType>(weight.getType()).getDimSize(0) /
+                        static_cast<int64_t>(op.getHeadDim())
+                  : 1;
+  };
+  return rowsOf(op.getQNormWeight()) > 1 || rowsOf(op.getKNormWeight()) > 1;
+}
+
 /// The rules norm.attention and norm.attention_kernel share: head counts
 /// and widths, k and v alike, the scale, and the QK-Norm's fields.
 template <typename OpTy> static LogicalResult verifyAttentionFields(OpTy op) {
@@ -507,10 +520,18 @@ template <typename OpTy> static LogicalResult verifyAttentionFields(OpTy op) {
   }
   if (!op.getQkNormEpsAttr())
     return op.emitOpError("'qk_norm' needs 'qk_norm_eps'");
+  // One head_dim row every head shares, or a row per head for both.
   ShapeChecker shapes(op);
+  bool perHead = hasPerHeadQKWeights(op);
   if (failed(verifyEps(op, op.getQkNormEpsAttr(), "qk_norm_eps")) ||
-      failed(shapes.param(op.getQNormWeight(), "q_norm_weight", headDim)) ||
-      failed(shapes.param(op.getKNormWeight(), "k_norm_weight", headDim)))
+      failed(shapes.param(op.getQNormWeight(), "q_norm_weight",
+                          perHead ? heads * headDim : headDim,
+                          perHead ? "num_heads x head_dim: a row per head"
+                                  : "the head dim")) ||
+      failed(shapes.param(op.getKNormWeight(), "k_norm_weight",
+                          perHead ? kvHeads * headDim : headDim,
+                          perHead ? "num_kv_heads x head_dim: a row per head"
+                                  : "the head dim")))
     return failure();
   if (failed(getSharedParamType(op, {{op.getQNormWeight(), "q_norm_weight"},
                                      {op.getKNormWeight(), "k_norm_weight"}})))
@@ -1079,6 +1100,7 @@ static ::norm::OpSpec getAttentionOpSpec(OpTy op, OpKind kind) {
   spec.input = spec.output = getElementTypeOf(op.getQ());
   spec.param = getParamType({op.getQNormWeight(), op.getKNormWeight()});
   spec.hasWeight = bool(op.getQNormWeight());
+  spec.qkWeightPerHead = spec.hasWeight && hasPerHeadQKWeights(op);
   spec.numQHeads = op.getNumHeads();
   spec.numKvHeads = op.getNumKvHeads();
   spec.qkStatistic = op.getQkNorm() ? getModelStatistic(*op.getQkNorm())

@@ -305,7 +305,9 @@ def Norm_AttentionOp : Norm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     `v` are `tokens x (num_kv_heads * head_dim)` (grouped-query attention
     when `num_kv_heads < num_heads`). With `qk_norm` set, each head's query
     and key rows are normalized first (RMSNorm, L2 or LayerNorm without
-    bias) with the optional `head_dim`-long weights, plus `qk_norm_offset`
+    bias) with the optional `head_dim`-long weights (or a row per head,
+    `num_heads * head_dim` for q and `num_kv_heads * head_dim` for k:
+    Command R+), plus `qk_norm_offset`
     (Gemma 3's `1 + w`): the fusion pass `norm-fuse-qk-norm-into-attention`
     moves separate norms here so that an attention kernel applies them in
     its prologue. QK-Norm

@@ -118,13 +118,20 @@ private:
   /// `active` (uniform), not at all unless it holds.
   void forEachTileRow(int64_t rows, function_ref<void(Value row)> body,
                       Value active = {});
+  /// The lane's chunk of QK-Norm weight `name` (of head `weightHead` where
+  /// each head has its own), zeros past the row.
+  Value loadWeightChunk(StringRef name, Value weightHead, Value chunkValid);
+  /// The query weight chunk of tile row `row`: the CTA's, or in decode with
+  /// a weight per head, the row's head's.
+  Value getQueryWeight(Value row, Value chunkValid);
   /// The query tile into shared memory, normalized.
   void emitQueryPrologue(Value tileRows, Value chunkValid);
   /// cp.async of key and value tile `tile` into stage `stage`.
   void emitKeyValueCopies(Value tile, Value stage);
-  /// Rows [0, rows) of the tile at `base` normalized in place with
-  /// `weight` (if `active`).
-  void emitTileNorm(Value base, int64_t rows, Value weight,
+  /// Rows [0, rows) of the tile at `base` normalized in place, row r with
+  /// `weightOf(r)` (if `active`).
+  void emitTileNorm(Value base, int64_t rows,
+                    function_ref<Value(Value row)> weightOf,
                     Value active = {});
   /// Rotary embeddings of rows [0, rows) of the tile at `base`, in place (if
   /// `active`); row r is token `tokenOf(r)` of the sequence (an index among
@@ -304,6 +311,25 @@ Value AttentionEmitter::allReduceSum(Value value, int64_t groupSize) {
 // The prologue: QK-Norm of head rows
 //===----------------------------------------------------------------------===//
 
+Value AttentionEmitter::loadWeightChunk(StringRef name, Value weightHead,
+                                        Value chunkValid) {
+  Value buffer = arg(name);
+  Value at = mul(lane, index(kChunk));
+  if (spec.qkWeightPerHead)
+    at = add(mul(weightHead, index(headDim)), at);
+  return ifElseZeros(chunkValid, [&]() -> SmallVector<Value> {
+           return {vector::LoadOp::create(
+               b, VectorType::get({kChunk}, elementOf(buffer)), buffer, at,
+               /*nontemporal=*/false, alignmentOf(buffer))};
+         }).front();
+}
+
+Value AttentionEmitter::getQueryWeight(Value row, Value chunkValid) {
+  if (!spec.hasWeight || qWeight)
+    return qWeight;
+  return loadWeightChunk("q_weight", rowHead(row), chunkValid);
+}
+
 Value AttentionEmitter::normalizeChunk(Value x, Value validChunk,
                                        Value weight) {
   if (!hasNorm)
@@ -377,7 +403,9 @@ void AttentionEmitter::emitQueryPrologue(Value tileRows, Value chunkValid) {
                                                      alignmentOf(q)))};
               }).front();
     // Rotated first, the rows are normalized after (emitTileNorm).
-    Value y = spec.ropeFirst ? x : normalizeChunk(x, chunkValid, qWeight);
+    Value y = spec.ropeFirst
+                  ? x
+                  : normalizeChunk(x, chunkValid, getQueryWeight(row, chunkValid));
     ifThen(chunkValid, [&] {
       storeChunk(convert(y, element), tileOffset(0, row, lane));
     });
@@ -438,7 +466,8 @@ void AttentionEmitter::emitKeyValueCopies(Value tile, Value stage) {
   AsyncCommitOp::create(b);
 }
 
-void AttentionEmitter::emitTileNorm(Value base, int64_t rows, Value weight,
+void AttentionEmitter::emitTileNorm(Value base, int64_t rows,
+                                    function_ref<Value(Value row)> weightOf,
                                     Value active) {
   Value chunkValid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, lane,
                                            index(chunksPerRow));
@@ -450,7 +479,7 @@ void AttentionEmitter::emitTileNorm(Value base, int64_t rows, Value weight,
     Value x = ifElseZeros(valid, [&]() -> SmallVector<Value> {
                 return {toF32(loadChunk(offset))};
               }).front();
-    Value y = normalizeChunk(x, chunkValid, weight);
+    Value y = normalizeChunk(x, chunkValid, weightOf(row));
     ifThen(valid, [&] { storeChunk(convert(y, element), offset); });
   }, active);
   gpu::BarrierOp::create(b);
@@ -996,17 +1025,12 @@ void AttentionEmitter::emit() {
   // The QK-Norm weights, one chunk per lane, for the whole kernel.
   Value chunkValid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, lane,
                                            index(chunksPerRow));
+  // With a weight row per head: the CTA's head's (decode's query rows span
+  // a group of heads: each row loads its own, see getQueryWeight).
   if (spec.hasWeight) {
-    for (auto [name, weight] :
-         {std::pair{"q_weight", &qWeight}, std::pair{"k_weight", &kWeight}}) {
-      Value buffer = arg(name);
-      *weight = ifElseZeros(chunkValid, [&]() -> SmallVector<Value> {
-                  return {vector::LoadOp::create(
-                      b, VectorType::get({kChunk}, elementOf(buffer)), buffer,
-                      mul(lane, index(kChunk)), /*nontemporal=*/false,
-                      alignmentOf(buffer))};
-                }).front();
-    }
+    kWeight = loadWeightChunk("k_weight", kvHead, chunkValid);
+    if (!(decode && spec.qkWeightPerHead))
+      qWeight = loadWeightChunk("q_weight", head, chunkValid);
   }
 
   // Decode: the sequence's cache rows (its length clamped to the capacity,
@@ -1043,7 +1067,8 @@ void AttentionEmitter::emit() {
   if (hasRope)
     emitRope(index(0), blockM, [&](Value row) { return rowToken(row); });
   if (hasNorm && spec.ropeFirst)
-    emitTileNorm(index(0), blockM, qWeight);
+    emitTileNorm(index(0), blockM,
+                 [&](Value row) { return getQueryWeight(row, chunkValid); });
 
   // Key tiles to visit: all of the sequence's, or up to the one holding the
   // tile's last query row.
@@ -1124,14 +1149,15 @@ void AttentionEmitter::emit() {
         // them as they were appended.
         KeyTile keys = getKeyTile(tile);
         Value kBase = stageBase(stage, /*value=*/false);
+        auto keyWeight = [&](Value) { return kWeight; };
         if (hasNorm && !spec.ropeFirst)
-          emitTileNorm(kBase, blockN, kWeight, keys.isNew);
+          emitTileNorm(kBase, blockN, keyWeight, keys.isNew);
         if (hasRope)
           emitRope(kBase, blockN,
                    [&](Value row) { return add(keys.first, row); },
                    keys.isNew);
         if (hasNorm && spec.ropeFirst)
-          emitTileNorm(kBase, blockN, kWeight, keys.isNew);
+          emitTileNorm(kBase, blockN, keyWeight, keys.isNew);
         if (decode)
           emitCacheAppend(tile, stage);
 

@@ -17,12 +17,17 @@ using namespace mlir::norm;
 
 /// Attention kernels take both QK-Norm weights or neither: a missing one
 /// becomes a weight of ones (an offset needs both weights, so the ones
-/// scale by exactly one).
+/// scale by exactly one); per-head weights get a row of ones per head.
 template <typename OpTy> static void completeWeightPair(OpTy op) {
   Value q = op.getQNormWeight(), k = op.getKNormWeight();
   if (bool(q) == bool(k))
     return;
-  auto type = cast<RankedTensorType>((q ? q : k).getType());
+  auto given = cast<RankedTensorType>((q ? q : k).getType());
+  int64_t headDim = op.getHeadDim();
+  bool perHead = given.getDimSize(0) != headDim;
+  int64_t heads = q ? op.getNumKvHeads() : op.getNumHeads();
+  auto type = RankedTensorType::get({headDim * (perHead ? heads : 1)},
+                                    given.getElementType());
   OpBuilder b(op);
   Value ones = arith::ConstantOp::create(
       b, op.getLoc(),

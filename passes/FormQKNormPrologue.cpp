@@ -63,8 +63,10 @@ struct FormPrologueFromQSlice : OpRewritePattern<tensor::ExtractSliceOp> {
         continue;
       // Multi-query attention's one key/value head is the norm alone.
       std::optional<PerHeadNorm> k = PerHeadNorm::findFrom(kSlice, q->headDim);
-      // The prologue scales both heads or neither.
-      if (!k || !q->isCompatibleWith(*k) || bool(q->weight) != bool(k->weight))
+      // The prologue scales both heads or neither, with one shared weight
+      // each.
+      if (!k || !q->isCompatibleWith(*k) || bool(q->weight) != bool(k->weight) ||
+          q->weightPerHead || k->weightPerHead)
         continue;
       if (succeeded(rewrite(rewriter, *q, *k, qkv, rowOffset, rowSize)))
         return success();

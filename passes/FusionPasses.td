@@ -104,7 +104,10 @@ def FuseQKNormIntoAttention : Pass<"norm-fuse-qk-norm-into-attention"> {
     with `D` the attention's `head_dim`, `H` its (key/value) head count, the
     same norm kind and eps on both, and no `weight_offset` (the attention
     prologue has none). The attention then reads `q` and `k` directly and
-    carries `qk_norm`, `qk_norm_eps` and the norm weights. Norms whose results
+    carries `qk_norm`, `qk_norm_eps` and the norm weights. A LayerNorm with
+    a weight per head (Command R+) is `norm.group_norm` of `H` groups on
+    `T x (H * D)` with an `H * D` weight and no bias: it moves in too, and
+    the attention then takes a weight row per head. Norms whose results
     have other users, and attention ops with a `qk_norm` already, are left
     alone.
   }];

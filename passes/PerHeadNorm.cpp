@@ -65,8 +65,33 @@ static std::optional<PerHeadNorm> matchOneHead(Value result, int64_t headDim) {
   return match;
 }
 
+/// The GroupNorm form: H groups of D channels on `[T, H * D]`, no bias, a
+/// weight per channel (a weight per head) or none.
+static std::optional<PerHeadNorm>
+matchGroupNorm(Value result, std::optional<int64_t> headDim) {
+  auto group = result.getDefiningOp<GroupNormOp>();
+  if (!group || group.getBias())
+    return std::nullopt;
+  int64_t heads = group.getGroups();
+  int64_t width = cast<RankedTensorType>(result.getType()).getDimSize(1);
+  if (heads < 2 || (headDim && width != heads * *headDim))
+    return std::nullopt;
+  PerHeadNorm match;
+  match.source = group.getInput();
+  match.result = result;
+  match.kind = QKNormKind::mean_var;
+  match.eps = group.getEps().convertToDouble();
+  match.weight = group.getWeight();
+  match.weightPerHead = bool(match.weight);
+  match.heads = heads;
+  match.headDim = width / heads;
+  return match;
+}
+
 std::optional<PerHeadNorm> PerHeadNorm::match(Value result,
                                               std::optional<int64_t> headDim) {
+  if (std::optional<PerHeadNorm> group = matchGroupNorm(result, headDim))
+    return group;
   const ReassociationIndices token = {0}, head = {1, 2}, tokenHead = {0, 1},
                              dim = {2};
   auto oneHead = [&]() -> std::optional<PerHeadNorm> {

@@ -11,6 +11,11 @@
 // then the norm alone on `[T, D]`. Both QK-Norm fusions (into
 // norm.attention, into norm.qk_norm_prologue) match either form.
 //
+// A LayerNorm with a weight per head (Command R+'s q_norm and k_norm of
+// [H, D]) is a GroupNorm of H groups on `[T, H * D]` with an `H * D` weight
+// and no bias: matched too, with `weightPerHead` (only norm.attention
+// takes it).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef NORM_PASSES_PERHEADNORM_H
@@ -29,8 +34,9 @@ struct PerHeadNorm {
   Value result;
   QKNormKind kind;
   double eps;
-  /// The norm's `D`-long weight; null for none.
+  /// The norm's `D`-long weight (`H * D` with weightPerHead); null for none.
   Value weight;
+  bool weightPerHead = false;
   /// Gemma's `1 + w` (RMSNorm only).
   double weightOffset = 0.0;
   int64_t heads;
@@ -50,10 +56,16 @@ struct PerHeadNorm {
   findFrom(Value source, std::optional<int64_t> headDim = std::nullopt);
 
   /// Whether `other` normalizes the same way (kind, eps and the weight
-  /// offset; the weights and head counts may differ).
+  /// offset; the weights and head counts may differ, but not whether each
+  /// head has its own weight where both have several heads and weights).
   bool isCompatibleWith(const PerHeadNorm &other) const {
+    auto sharesOrHasOne = [](const PerHeadNorm &n) {
+      return !n.weight || n.heads == 1;
+    };
     return kind == other.kind && eps == other.eps &&
-           headDim == other.headDim && weightOffset == other.weightOffset;
+           headDim == other.headDim && weightOffset == other.weightOffset &&
+           (weightPerHead == other.weightPerHead || sharesOrHasOne(*this) ||
+            sharesOrHasOne(other));
   }
 };
 

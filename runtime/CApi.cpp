@@ -218,7 +218,7 @@ static std::string checkStructSize(const char *type, uint32_t size,
   (NORMJIT_HAS_FIELD(object, field) ? (object)->field                          \
                                     : decltype((object)->field){})
 
-constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_ROPE_FIRST << 1) - 1;
+constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_QK_WEIGHT_PER_HEAD << 1) - 1;
 constexpr uint32_t kAttentionOpFlags =
     NORMJIT_OP_CAUSAL | NORMJIT_OP_WRITE_LSE | NORMJIT_OP_ROPE_POSITIONS |
     NORMJIT_OP_ROPE_TABLE | NORMJIT_OP_ROPE_FIRST;
@@ -405,6 +405,8 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
       spec.ropeFirst = desc->flags & NORMJIT_OP_ROPE_FIRST;
     }
   }
+  // The operation's rules refuse it outside attention.
+  spec.qkWeightPerHead = desc->flags & NORMJIT_OP_QK_WEIGHT_PER_HEAD;
   spec.eps = desc->eps;
   spec.alpha = desc->alpha;
   spec.weightOffset = desc->weight_offset;

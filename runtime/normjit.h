@@ -80,7 +80,8 @@ extern "C" {
  * NORMJIT_OUTPUT_SCALE, NORMJIT_SCALE_UB and NORMJIT_OUTPUT_SCALES, so 37
  * tensors in normjit_launch_args; the library still reads the layouts of
  * API 4 to 7). Then 9 (NORMJIT_OP_ROPE_FIRST: attention rotating before its
- * QK-Norm, Llama 4; rotary dims of any even size). */
+ * QK-Norm, Llama 4; NORMJIT_OP_QK_WEIGHT_PER_HEAD: a QK-Norm weight per
+ * head, Command R+; rotary dims of any even size). */
 #define NORMJIT_API_VERSION 9
 
 /* The library version of this header: major (libnormjit.so.1) changes only
@@ -192,6 +193,10 @@ typedef enum normjit_op_kind {
 /* API 9, attention: rotate q and k first, then apply the QK-Norm to the
  * rotated rows (Llama 4's L2 norm after RoPE); needs rope and a QK-Norm. */
 #define NORMJIT_OP_ROPE_FIRST (1u << 23)
+/* API 9, attention with NORMJIT_OP_WEIGHT: a QK-Norm weight row per head
+ * (Command R+): q_weight holds num_q_heads rows of the head dim, k_weight
+ * num_kv_heads, contiguous; not one row every head shares. */
+#define NORMJIT_OP_QK_WEIGHT_PER_HEAD (1u << 24)
 
 /* normjit_op_desc.rope (API 3): attention's rotary position embeddings. */
 typedef enum normjit_rope {
@@ -212,7 +217,8 @@ typedef enum normjit_rope {
  * NORMJIT_OP_QK_MEAN_VAR that is set, and none when none is (so an API 2
  * desc of kind NORMJIT_OP_QK_NORM without a statistic flag still means
  * RMS, and NORMJIT_OP_QK_RMS says so explicitly there); it takes eps,
- * NORMJIT_OP_WEIGHT (q_weight and k_weight, param_type, head dim each) and
+ * NORMJIT_OP_WEIGHT (q_weight and k_weight, param_type, head dim each;
+ * API 9: a head dim per head with NORMJIT_OP_QK_WEIGHT_PER_HEAD) and
  * weight_offset. rope (NORMJIT_ROPE_NEOX or _GPTJ) rotates the first
  * rotary_dim elements of each q and k head row (0: the head dim; even,
  * StableLM's 20 of 80 too), pair i by pos * rope_theta^(-2i /

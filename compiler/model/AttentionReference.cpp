@@ -214,7 +214,8 @@ static HeadRows normalizeHeads(const AttentionProblem &problem,
           double normalized = (v[d] - stat.center) * stat.scale;
           double error = (stat.centerError + dv[d]) * stat.scale +
                          std::fabs(normalized) * stat.scaleRelError;
-          double factor = weight ? weight.at(d) + problem.qkOffset : 1.0;
+          int64_t column = problem.qkWeightPerHead ? head * dim + d : d;
+          double factor = weight ? weight.at(column) + problem.qkOffset : 1.0;
           double exact = normalized * factor;
           error = error * std::fabs(factor) + 4 * u * std::fabs(exact);
           std::tie(out[d], dev[d]) = roundWithin(type, exact, error);

@@ -114,6 +114,8 @@ struct AttentionProblem {
   double qkEps = 1e-6;
   /// Added to the weights when given (Gemma's 1 + w: 1.0).
   double qkOffset = 0.0;
+  /// The weights hold a row of headDim per head (OpSpec::qkWeightPerHead).
+  bool qkWeightPerHead = false;
   /// Rotary embeddings of qn and kn (Operation.h's RopeStyle): pair i of
   /// the first rotaryDim elements turns by pos * theta^(-2i / rotaryDim),
   /// pos the token's index within its sequence.

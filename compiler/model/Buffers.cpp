@@ -179,8 +179,10 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
     rows(BufferSlot::K, spec.input, kv * h, false);
     rows(BufferSlot::V, spec.input, kv * h, false);
     if (spec.hasWeight) {
-      vector(BufferSlot::QWeight, spec.param, h, false);
-      vector(BufferSlot::KWeight, spec.param, h, false);
+      // A row per head (Command R+), or one every head shares.
+      bool perHead = spec.qkWeightPerHead;
+      vector(BufferSlot::QWeight, spec.param, h * (perHead ? q : 1), false);
+      vector(BufferSlot::KWeight, spec.param, h * (perHead ? kv : 1), false);
     }
     vector(BufferSlot::CuSeqlens, ElementType::i32, /*cols=*/0, false);
     bool decode = spec.kind == OpKind::AttentionDecode;

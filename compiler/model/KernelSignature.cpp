@@ -94,7 +94,8 @@ static std::string getKernelPrefix(const OpSpec &spec) {
   case OpKind::AttentionDecode:
     os << (spec.kind == OpKind::Attention ? "norm_attn" : "norm_decode");
     if (spec.qkStatistic != Statistic::None)
-      os << "_qk" << getStatisticName(spec.qkStatistic);
+      os << "_qk" << getStatisticName(spec.qkStatistic)
+         << (spec.qkWeightPerHead ? "_hw" : "");
     if (spec.causal)
       os << "_causal";
     if (spec.rope != RopeStyle::None)

@@ -378,6 +378,8 @@ static Status verifyAttention(const OpSpec &spec) {
                            "offsets and optional QK-Norm weights");
   if (spec.qkStatistic == Statistic::None && spec.hasWeight)
     return Status::invalid("QK-Norm weights need a QK-Norm statistic");
+  if (spec.qkWeightPerHead && !spec.hasWeight)
+    return Status::invalid("per-head QK-Norm weights need QK-Norm weights");
   if (Status status = verifyRope(spec.rope, spec.rotaryDim, spec.ropeTheta,
                                  spec.hidden, spec.ropeTable);
       !status)
@@ -567,6 +569,10 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
        spec.ropeFirst))
     return Status::invalid(
         "causal, scale, lse and rope apply to attention only");
+  if (!isAttention(spec.kind) && spec.qkWeightPerHead)
+    return Status::invalid("per-head QK-Norm weights apply to attention only "
+                           "(the QK-Norm prologue kernel shares one weight "
+                           "among the heads)");
 
   if (spec.backward && !isFusedRow(spec))
     return Status::invalid(
@@ -708,6 +714,8 @@ OpSpec norm::normalizeOpSpec(const OpSpec &spec) {
   }
   if (n.rope == RopeStyle::None || n.qkStatistic == Statistic::None)
     n.ropeFirst = defaults.ropeFirst;
+  if (!isAttention(n.kind) || !n.hasWeight)
+    n.qkWeightPerHead = defaults.qkWeightPerHead;
   if (n.rope == RopeStyle::None || n.ropeTable)
     n.ropeTheta = defaults.ropeTheta;
   if (n.kind == OpKind::BatchNormStats)
@@ -755,6 +763,8 @@ std::string norm::getCanonicalSpec(const OpSpec &original) {
     os << " rope_table=1";
   if (s.ropeFirst)
     os << " rope_first=1";
+  if (s.qkWeightPerHead)
+    os << " qk_weight_per_head=1";
   if (s.saveStats)
     os << " save_stats=1";
   if (s.backward)
@@ -881,6 +891,8 @@ std::optional<OpSpec> norm::parseCanonicalSpec(std::string_view text,
       if (fields.count("rope_first"))
         flag("rope_first", spec.ropeFirst);
     }
+    if (fields.count("qk_weight_per_head"))
+      flag("qk_weight_per_head", spec.qkWeightPerHead);
   }
   if (fields.count("save_stats"))
     flag("save_stats", spec.saveStats);
@@ -927,6 +939,8 @@ std::string norm::describeOpSpec(const OpSpec &spec) {
       os << " " << getStatisticName(spec.qkStatistic);
   }
   if (isAttention(spec.kind)) {
+    if (spec.qkWeightPerHead)
+      os << " weight per head";
     if (spec.causal)
       os << " causal";
     if (spec.writeLse)

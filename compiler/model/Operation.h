@@ -129,6 +129,11 @@ struct OpSpec {
   /// The rotation before the QK-Norm (Llama 4's L2 norm after RoPE), not
   /// after it: each rounded to the element type, as the graph stores them.
   bool ropeFirst = false;
+  /// Attention: each head has its own QK-Norm weight (Command R+'s q_norm
+  /// and k_norm of [heads, head_dim]): q_weight holds numQHeads rows of
+  /// head_dim, k_weight numKvHeads, head after head; not one head_dim row
+  /// that every head shares.
+  bool qkWeightPerHead = false;
   // Training (row norms: rms, layer, l2; the QK-Norm prologue):
   /// The forward kernel also writes what its backward reads: the f32
   /// `saved_rstd` of each kernel row (group, head; the scale the statistic

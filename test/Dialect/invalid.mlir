@@ -516,6 +516,14 @@ func.func @attn_weight_without_kind(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>, 
 
 // -----
 
+func.func @attn_weights_per_head_and_shared(%q: tensor<?x256xf16>, %k: tensor<?x128xf16>, %wq: tensor<256xf16>, %wk: tensor<64xf16>) {
+  // expected-error @+1 {{'k_norm_weight' must have 128 elements (num_kv_heads x head_dim: a row per head), got 'tensor<64xf16>'}}
+  %0 = norm.attention %q, %k, %k q_norm_weight(%wq : tensor<256xf16>) k_norm_weight(%wk : tensor<64xf16>) scale(0.125) qk_norm_eps(1.0e-06) {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 64 : i64, qk_norm = #norm.qk_norm<rms>} : tensor<?x256xf16>, tensor<?x128xf16>, tensor<?x128xf16> -> tensor<?x256xf16>
+  return
+}
+
+// -----
+
 func.func @attn_rope_first_without_norm(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>) {
   // expected-error @+1 {{'rope_first' needs a 'rope' style and a 'qk_norm' kind}}
   %0 = norm.attention %q, %k, %k scale(0.125) {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64, rope = #norm.rope<neox>, rope_theta = 1.0e+04 : f64, rope_first} : tensor<?x64xf16>, tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x64xf16>
@@ -556,9 +564,9 @@ func.func @attn_qk_eps(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>) {
 
 // -----
 
-func.func @attn_q_weight_length(%q: tensor<?x128xf16>, %k: tensor<?x64xf16>, %w: tensor<128xf16>) {
-  // expected-error @+1 {{'q_norm_weight' must have 64 elements (the head dim), got 'tensor<128xf16>'}}
-  %0 = norm.attention %q, %k, %k q_norm_weight(%w : tensor<128xf16>) scale(0.125) qk_norm_eps(1.0e-06) {num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64, qk_norm = #norm.qk_norm<rms>} : tensor<?x128xf16>, tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x128xf16>
+func.func @attn_q_weight_length(%q: tensor<?x128xf16>, %k: tensor<?x64xf16>, %w: tensor<96xf16>) {
+  // expected-error @+1 {{'q_norm_weight' must have 64 elements (the head dim), got 'tensor<96xf16>'}}
+  %0 = norm.attention %q, %k, %k q_norm_weight(%w : tensor<96xf16>) scale(0.125) qk_norm_eps(1.0e-06) {num_heads = 2 : i64, num_kv_heads = 1 : i64, head_dim = 64 : i64, qk_norm = #norm.qk_norm<rms>} : tensor<?x128xf16>, tensor<?x64xf16>, tensor<?x64xf16> -> tensor<?x128xf16>
   return
 }
 

@@ -351,3 +351,31 @@ func.func @mqa_layer_norm(%q: tensor<?x1024xbf16>, %k: tensor<?x256xbf16>, %v: t
       : tensor<?x1024xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x1024xbf16>
   return %o : tensor<?x1024xbf16>
 }
+
+// Command R+: a LayerNorm QK-Norm with a weight row per head, written as a
+// GroupNorm of one group per head with an H * D weight: the attention takes
+// the weights per head (norm-fuse.mlir: one kernel). With a bias it stays
+// apart.
+// CHECK-LABEL: func.func @cohere_per_head
+//  CHECK-SAME: (%[[Q:[^:]*]]: tensor<?x1024xbf16>, %[[K:[^:]*]]: tensor<?x256xbf16>, %[[V:[^:]*]]: tensor<?x256xbf16>, %[[WQ:[^:]*]]: tensor<1024xbf16>, %[[WK:[^:]*]]: tensor<256xbf16>
+//       CHECK: norm.attention %[[Q]], %[[K]], %[[V]] q_norm_weight(%[[WQ]] : tensor<1024xbf16>) k_norm_weight(%[[WK]] : tensor<256xbf16>) scale(0.08838834764831845) qk_norm_eps(1.0e-05)
+//  CHECK-SAME: qk_norm = #norm.qk_norm<mean_var>
+//       CHECK: norm.group_norm
+//       CHECK: norm.group_norm
+//       CHECK: norm.attention
+//   CHECK-NOT: qk_norm =
+//       CHECK: return
+func.func @cohere_per_head(%q: tensor<?x1024xbf16>, %k: tensor<?x256xbf16>, %v: tensor<?x256xbf16>,
+    %wq: tensor<1024xbf16>, %wk: tensor<256xbf16>, %b: tensor<1024xbf16>) -> (tensor<?x1024xbf16>, tensor<?x1024xbf16>) {
+  %qn = norm.group_norm %q weight(%wq : tensor<1024xbf16>) eps(1.0e-05) {groups = 8 : i64} : tensor<?x1024xbf16> -> tensor<?x1024xbf16>
+  %kn = norm.group_norm %k weight(%wk : tensor<256xbf16>) eps(1.0e-05) {groups = 2 : i64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %o = norm.attention %qn, %kn, %v scale(0.08838834764831845)
+      {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64, causal}
+      : tensor<?x1024xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x1024xbf16>
+  %qb = norm.group_norm %q weight(%wq : tensor<1024xbf16>) bias(%b : tensor<1024xbf16>) eps(1.0e-05) {groups = 8 : i64} : tensor<?x1024xbf16> -> tensor<?x1024xbf16>
+  %kb = norm.group_norm %k weight(%wk : tensor<256xbf16>) eps(1.0e-05) {groups = 2 : i64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %o2 = norm.attention %qb, %kb, %v scale(0.08838834764831845)
+      {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64, causal}
+      : tensor<?x1024xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x1024xbf16>
+  return %o, %o2 : tensor<?x1024xbf16>, tensor<?x1024xbf16>
+}

@@ -50,11 +50,19 @@ struct DecodeCase {
   bool table = false, positions = false;
   // Rotate, then normalize (Llama 4).
   bool ropeFirst = false;
+  // A QK-Norm weight row per head (Command R+).
+  bool weightPerHead = false;
 };
 
 /// `c` rotated before its QK-Norm.
 DecodeCase withRopeFirst(DecodeCase c) {
   c.ropeFirst = true;
+  return c;
+}
+
+/// `c` with a QK-Norm weight row per head.
+DecodeCase withWeightPerHead(DecodeCase c) {
+  c.weightPerHead = true;
   return c;
 }
 
@@ -76,6 +84,7 @@ OpSpec getSpec(const DecodeCase &c) {
   spec.ropeTable = c.table;
   spec.ropePositions = c.positions;
   spec.ropeFirst = c.ropeFirst;
+  spec.qkWeightPerHead = c.weightPerHead;
   return spec;
 }
 
@@ -106,7 +115,10 @@ TEST_P(AttentionDecodeTest, MatchesTheUnfusedSequence) {
     buffer->fill(getInputGuard(c.type));
     buffer->fillRows(draw);
   }
-  GuardedBuffer qWeight(c.type, 1, d, d), kWeight(c.type, 1, d, d);
+  int64_t qWeights = d * (c.weightPerHead ? c.heads : 1);
+  int64_t kWeights = d * (c.weightPerHead ? c.kvHeads : 1);
+  GuardedBuffer qWeight(c.type, 1, qWeights, qWeights);
+  GuardedBuffer kWeight(c.type, 1, kWeights, kWeights);
   for (GuardedBuffer *w : {&qWeight, &kWeight}) {
     w->fill(getInputGuard(c.type));
     w->fillRows([&](int64_t) { return random.uniform(-0.5, 1.5); });
@@ -256,6 +268,7 @@ TEST_P(AttentionDecodeTest, MatchesTheUnfusedSequence) {
   step.rotaryDim = spec.rotaryDim;
   step.ropeTheta = spec.ropeTheta;
   step.ropeFirst = spec.ropeFirst;
+  step.qkWeightPerHead = spec.qkWeightPerHead;
   if (c.positions)
     step.positions = positions;
   if (c.table)
@@ -390,7 +403,16 @@ INSTANTIATE_TEST_SUITE_P(
                                  {1, 2}, 128, 2}),
         withRopeFirst(DecodeCase{"rope_first_rms_half_gqa4", kBf16, 128, 8,
                                  2, kRms, true, 0.0, kNeoX, 64, 1e4, {40, 7},
-                                 {2, 1}, 64, 1})),
+                                 {2, 1}, 64, 1}),
+        // A weight row per head (Command R+: LayerNorm, GQA 4): the query
+        // rows of a tile span the heads of a group, each with its own; and
+        // rotated first.
+        withWeightPerHead(DecodeCase{"per_head_weights_cohere", kBf16, 128,
+                                     8, 2, kMeanVar, true, 0.0, kNeoX, 0,
+                                     7.5e7, {50, 3}, {2, 1}, 64, 2}),
+        withWeightPerHead(withRopeFirst(
+            DecodeCase{"per_head_weights_rope_first", kF16, 64, 4, 2, kRms,
+                       true, 1.0, kGptJ, 32, 1e4, {20, 0}, {1, 3}, 32, 1}))),
     [](const testing::TestParamInfo<DecodeCase> &info) {
       return std::string(info.param.name);
     });

@@ -52,6 +52,8 @@ struct AttentionCase {
   bool table = false, positions = false, badPositions = false;
   // Rotate, then normalize (Llama 4).
   bool ropeFirst = false;
+  // A QK-Norm weight row per head (Command R+).
+  bool weightPerHead = false;
 };
 
 /// `c` with rotary embeddings.
@@ -82,6 +84,12 @@ AttentionCase withRopeFirst(AttentionCase c, RopeStyle style,
   return c;
 }
 
+/// `c` with a QK-Norm weight row per head.
+AttentionCase withWeightPerHead(AttentionCase c) {
+  c.weightPerHead = true;
+  return c;
+}
+
 /// `c` with its positions from a buffer, angles from theta.
 AttentionCase withRopePositions(AttentionCase c, RopeStyle style,
                                 int64_t rotaryDim, double theta) {
@@ -103,6 +111,7 @@ OpSpec getSpec(const AttentionCase &c) {
   spec.ropeTable = c.table;
   spec.ropePositions = c.positions;
   spec.ropeFirst = c.ropeFirst;
+  spec.qkWeightPerHead = c.weightPerHead;
   return spec;
 }
 
@@ -161,7 +170,10 @@ TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
     vBytes = v->getBytesFromData();
     qStride = q->getStride(), kStride = k->getStride(), vStride = v->getStride();
   }
-  GuardedBuffer qWeight(c.type, 1, d, d), kWeight(c.type, 1, d, d);
+  int64_t qWeights = d * (c.weightPerHead ? c.heads : 1);
+  int64_t kWeights = d * (c.weightPerHead ? c.kvHeads : 1);
+  GuardedBuffer qWeight(c.type, 1, qWeights, qWeights);
+  GuardedBuffer kWeight(c.type, 1, kWeights, kWeights);
   for (GuardedBuffer *w : {&qWeight, &kWeight}) {
     w->fill(getInputGuard(c.type));
     w->fillRows([&](int64_t) { return random.uniform(-0.5, 1.5); });
@@ -295,6 +307,7 @@ TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
   problem.rotaryDim = c.rotaryDim;
   problem.ropeTheta = c.ropeTheta;
   problem.ropeFirst = c.ropeFirst;
+  problem.qkWeightPerHead = c.weightPerHead;
   if (c.positions)
     problem.positions = referencePositions;
   if (c.table)
@@ -455,7 +468,16 @@ INSTANTIATE_TEST_SUITE_P(
                       kNeoX, 0, 5e5),
         withRopeFirst(AttentionCase{"rope_first_rms_gptj_d64_f16", kF16, 64,
                                     4, 4, false, kRms, true, 0.0, {50, 9}},
-                      kGptJ, 32, 1e4)),
+                      kGptJ, 32, 1e4),
+        // A weight row per head: Command R+ (LayerNorm QK-Norm, GQA 4, head
+        // dim 128, NeoX), and RMS with Gemma's offset on one KV head.
+        withWeightPerHead(withRope(
+            AttentionCase{"per_head_weights_cohere_d128", kBf16, 128, 8, 2,
+                          true, kMeanVar, true, 0.0, {1, 66, 130}},
+            kNeoX, 0, 7.5e7)),
+        withWeightPerHead(AttentionCase{"per_head_weights_offset_mqa_d64",
+                                        kF16, 64, 4, 1, false, kRms, true,
+                                        1.0, {40, 17}})),
     [](const testing::TestParamInfo<AttentionCase> &info) {
       return std::string(info.param.name);
     });

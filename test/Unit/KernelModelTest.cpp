@@ -1349,6 +1349,41 @@ TEST(Attention, RopeIdentity) {
       << describeOpSpec(spec);
 }
 
+TEST(Attention, QKWeightsPerHead) {
+  OpSpec spec = examples::makeAttention(); // RMS QK-Norm with weights
+  ASSERT_TRUE(spec.hasWeight);
+  std::string shared = getCanonicalSpec(spec);
+  spec.qkWeightPerHead = true;
+  EXPECT_TRUE(verifyOpSpec(spec)) << verifyOpSpec(spec).message();
+  std::string text = getCanonicalSpec(spec);
+  EXPECT_NE(text.find(" qk_weight_per_head=1"), std::string::npos) << text;
+  EXPECT_EQ(shared.find("qk_weight_per_head"), std::string::npos) << shared;
+  std::string error;
+  std::optional<OpSpec> parsed = parseCanonicalSpec(text, error);
+  ASSERT_TRUE(parsed) << error;
+  EXPECT_TRUE(parsed->qkWeightPerHead);
+  EXPECT_EQ(getCanonicalSpec(*parsed), text);
+  EXPECT_NE(describeOpSpec(spec).find("weight per head"), std::string::npos);
+  std::string name =
+      getKernelName(spec, LaunchConfig{8, 16, 4, 64, 64, 2}, TargetOptions());
+  EXPECT_NE(name.find("_hw_"), std::string::npos) << name;
+  // The weights: a row per head, q heads for q, kv heads for k.
+  for (const BufferSpec &buffer : getBuffers(spec)) {
+    if (buffer.slot == BufferSlot::QWeight)
+      EXPECT_EQ(buffer.cols, spec.hidden * spec.numQHeads);
+    if (buffer.slot == BufferSlot::KWeight)
+      EXPECT_EQ(buffer.cols, spec.hidden * spec.numKvHeads);
+  }
+  OpSpec noWeight = spec;
+  noWeight.hasWeight = false;
+  expectInvalid(noWeight, "per-head QK-Norm weights need QK-Norm weights");
+  OpSpec prologue = spec;
+  prologue.kind = OpKind::QKNormPrologue;
+  prologue.scale = 1.0;
+  prologue.causal = false;
+  expectInvalid(prologue, "per-head QK-Norm weights apply to attention only");
+}
+
 TEST(Attention, RopeBeforeTheQKNorm) {
   OpSpec spec = examples::makeAttention(); // RMS QK-Norm
   spec.rope = RopeStyle::NeoX;

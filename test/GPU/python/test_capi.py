@@ -262,7 +262,7 @@ class FakeDriverTest(unittest.TestCase):
         self.assertIn("hidden size must be in [1, 16777216], got 0",
                       str(caught.exception))
         with self.assertRaises(norm_opt.NormJitError) as caught:
-            self.context.kernel(RMS._replace(flags=1 << 24))
+            self.context.kernel(RMS._replace(flags=1 << 25))
         self.assertIn("normjit_op_desc.flags: unknown bits", str(caught.exception))
 
     def test_kernel_not_in_bundle(self):

@@ -101,6 +101,37 @@ TEST_F(OpDescTest, InitLeavesRotaryEmbeddingsOff) {
   EXPECT_EQ(desc.rope_theta, 0.0);
 }
 
+TEST_F(OpDescTest, QKWeightsPerHeadReachTheirOwnOperation) {
+  // Command R+: a LayerNorm QK-Norm with a weight row per head.
+  OpSpec spec = makeAttention();
+  spec.qkStatistic = Statistic::MeanVar;
+  spec.eps = 1e-5;
+  spec.hasWeight = spec.qkWeightPerHead = true;
+  openBundleOf({spec});
+  normjit_op_desc desc = makeAttentionDesc();
+  desc.flags |= NORMJIT_OP_QK_MEAN_VAR | NORMJIT_OP_WEIGHT |
+                NORMJIT_OP_QK_WEIGHT_PER_HEAD;
+  desc.eps = 1e-5;
+  EXPECT_EQ(create(desc).first, NORMJIT_SUCCESS);
+  desc.flags &= ~NORMJIT_OP_QK_WEIGHT_PER_HEAD;
+  EXPECT_EQ(create(desc).first, NORMJIT_ERROR_NOT_FOUND) << "another kernel";
+  desc.flags &= ~NORMJIT_OP_WEIGHT;
+  desc.flags |= NORMJIT_OP_QK_WEIGHT_PER_HEAD;
+  auto [status, message] = create(desc);
+  EXPECT_EQ(status, NORMJIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(message.find("per-head QK-Norm weights need QK-Norm weights"),
+            std::string::npos)
+      << message;
+  normjit_op_desc rms = makeAttentionDesc();
+  rms.kind = NORMJIT_OP_RMS_NORM;
+  rms.flags = NORMJIT_OP_WEIGHT | NORMJIT_OP_QK_WEIGHT_PER_HEAD;
+  std::tie(status, message) = create(rms);
+  EXPECT_EQ(status, NORMJIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(message.find("per-head QK-Norm weights apply to attention only"),
+            std::string::npos)
+      << message;
+}
+
 TEST_F(OpDescTest, RopeFirstReachesItsOwnOperation) {
   // Llama 4: an L2 QK-Norm of rotated rows.
   OpSpec spec = makeAttention(RopeStyle::NeoX, kHeadDim, 10000.0);

@@ -81,8 +81,10 @@ OP_RESIDUAL_OVER_ADDEND = 1 << 19
 OP_OUTPUT_SCALE_STATIC = 1 << 20
 OP_OUTPUT_SCALE_PER_TOKEN = 1 << 21
 OP_SCALE_UB = 1 << 22
-# API 9, attention: rotate q and k before the QK-Norm (Llama 4).
+# API 9, attention: rotate q and k before the QK-Norm (Llama 4); a QK-Norm
+# weight row per head (Command R+).
 OP_ROPE_FIRST = 1 << 23
+OP_QK_WEIGHT_PER_HEAD = 1 << 24
 
 # normjit_buffer (V, CU_SEQLENS, LSE: API 3; K_CACHE .. SEMAPHORES: API 4,
 # decode attention, whose WORKSPACE and SEMAPHORES are libnormjit's own)
