@@ -403,9 +403,9 @@ void AttentionEmitter::emitQueryPrologue(Value tileRows, Value chunkValid) {
                                                      alignmentOf(q)))};
               }).front();
     // Rotated first, the rows are normalized after (emitTileNorm).
-    Value y = spec.ropeFirst
-                  ? x
-                  : normalizeChunk(x, chunkValid, getQueryWeight(row, chunkValid));
+    Value y = spec.ropeFirst ? x
+                             : normalizeChunk(x, chunkValid,
+                                              getQueryWeight(row, chunkValid));
     ifThen(chunkValid, [&] {
       storeChunk(convert(y, element), tileOffset(0, row, lane));
     });

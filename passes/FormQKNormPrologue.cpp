@@ -65,8 +65,9 @@ struct FormPrologueFromQSlice : OpRewritePattern<tensor::ExtractSliceOp> {
       std::optional<PerHeadNorm> k = PerHeadNorm::findFrom(kSlice, q->headDim);
       // The prologue scales both heads or neither, with one shared weight
       // each.
-      if (!k || !q->isCompatibleWith(*k) || bool(q->weight) != bool(k->weight) ||
-          q->weightPerHead || k->weightPerHead)
+      if (!k || !q->isCompatibleWith(*k) ||
+          bool(q->weight) != bool(k->weight) || q->weightPerHead ||
+          k->weightPerHead)
         continue;
       if (succeeded(rewrite(rewriter, *q, *k, qkv, rowOffset, rowSize)))
         return success();
