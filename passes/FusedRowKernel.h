@@ -12,7 +12,7 @@
 //
 // Threads keep their share of a row in registers where the CTA's registers
 // hold it (norm::fitsInRegisters), the chunks unrolled (FusedRowKernel.cpp).
-// Otherwise they loop over their chunks (kChunksPerIteration at a time) and
+// Otherwise they loop over their chunks (norm::getChunksInFlight at a time) and
 // keep the row elsewhere (norm::getRowStorage; LongRowKernel.cpp):
 //   shared    step 1 stores v in dynamic shared memory as it accumulates the
 //             sums, step 3 reads it back: global memory is read once;

@@ -77,15 +77,13 @@ gpu::GPUFuncOp mlir::norm::buildKernel(OpBuilder &builder, Location loc,
   // spilled, against 198 and none; backward bf16 RMSNorm at 4096, 512
   // threads: 64 registers and a spill; LayerNorm bf16 at 4544 with 1024
   // threads (which may take 64): 31 registers and 8 bytes spilled, against
-  // 37 and none. Not for rows that loop over their chunks (staged or
-  // streamed): given the registers, ptxas schedules their loads further
-  // ahead and spills (f32 RMSNorm at 131072 streamed: 64 registers and 16
-  // bytes spilled with the hint, 32 and none without).
-  bool loopsOverRow = ::norm::isFusedRow(spec) && !spec.backward &&
-                      !::norm::fitsInRegisters(spec, sig.launch);
-  if (!loopsOverRow)
-    func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
-                  builder.getI32IntegerAttr(1));
+  // 37 and none. Rows that loop over their chunks (staged or streamed)
+  // too: bf16 RMSNorm staged at 57600 with 512 threads, 40 registers and 4
+  // bytes spilled without it; their loops are not unrolled beyond
+  // norm::getChunksInFlight, so the registers do not invite ptxas to
+  // schedule more loads ahead.
+  func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                builder.getI32IntegerAttr(1));
 
   ImplicitLocOpBuilder b(loc, context);
   b.setInsertionPointToStart(&func.getBody().front());

@@ -5,6 +5,7 @@
 #include "dialects/NormOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -327,13 +328,13 @@ Value KernelBuilder::maskOutside(const RowLayout &row, Chunk chunk, Value d) {
 }
 
 SmallVector<Value> KernelBuilder::forEachChunkGroup(
-    const RowLayout &row, ValueRange carried,
+    const RowLayout &row, int64_t chunksAtOnce, ValueRange carried,
     function_ref<SmallVector<Value>(ArrayRef<Chunk>, ValueRange)> body) {
   int64_t perChunk = threads * vector;
-  int64_t iterations = row.length / perChunk / kChunksPerIteration;
+  int64_t iterations = row.length / perChunk / chunksAtOnce;
   SmallVector<Value> values(carried);
   if (iterations > 0) {
-    int64_t step = kChunksPerIteration * perChunk;
+    int64_t step = chunksAtOnce * perChunk;
     Value laneStart = chunkStart(0);
     auto loop = scf::ForOp::create(
         b, index(0), index(iterations * step), index(step), values,
@@ -343,14 +344,23 @@ SmallVector<Value> KernelBuilder::forEachChunkGroup(
                               nested.getInsertionPoint());
           Value first = add(offset, laneStart);
           SmallVector<Chunk> chunks;
-          for (int64_t i = 0; i < kChunksPerIteration; ++i)
+          for (int64_t i = 0; i < chunksAtOnce; ++i)
             chunks.push_back({add(first, index(i * perChunk)), true});
           scf::YieldOp::create(b, body(chunks, args));
         });
+    // Unrolled further (by `ptxas` where LLVM leaves the loop), its loads
+    // move ahead of the sums and spill.
+    MLIRContext *context = b.getContext();
+    auto unroll = LLVM::LoopUnrollAttr::get(
+        context, /*disable=*/b.getBoolAttr(true), {}, {}, {}, {}, {}, {});
+    loop->setAttr("loop_annotation",
+                  LLVM::LoopAnnotationAttr::get(
+                      context, {}, {}, {}, unroll, {}, {}, {}, {}, {}, {}, {},
+                      {}, {}, {}, {}));
     values = SmallVector<Value>(loop.getResults());
   }
   SmallVector<Chunk> rest;
-  for (int64_t c = iterations * kChunksPerIteration; c < row.chunks; ++c)
+  for (int64_t c = iterations * chunksAtOnce; c < row.chunks; ++c)
     rest.push_back({chunkStart(c), row.isFull(c)});
   if (!rest.empty())
     values = body(rest, values);

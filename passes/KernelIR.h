@@ -54,10 +54,6 @@ struct Moments {
   Value count, mean, m2;
 };
 
-/// Chunks a thread loads per iteration of a loop over a long row: four
-/// independent 16-byte loads in flight per thread and buffer.
-constexpr int64_t kChunksPerIteration = 4;
-
 /// Emits the body of one kernel with the ABI of `sig`: derive an emitter
 /// per kernel kind from it.
 class KernelBuilder {
@@ -162,10 +158,13 @@ protected:
   Value maskOutside(const RowLayout &row, Chunk chunk, Value d);
   /// Runs `body` over this thread's chunks of `row` in order, threading
   /// `carried` through: the chunks inside the row for every lane in an
-  /// scf.for, kChunksPerIteration at a time, the others after it (the last
-  /// one may be partial). Returns the final carried values.
+  /// scf.for, `chunksAtOnce` at a time, the others after it (the last one
+  /// may be partial). The loop is marked not to be unrolled (LLVM's
+  /// `llvm.loop.unroll.disable`, `.pragma "nounroll"` for ptxas): the
+  /// registers its body holds are what norm::getChunksInFlight counted.
+  /// Returns the final carried values.
   SmallVector<Value> forEachChunkGroup(
-      const RowLayout &row, ValueRange carried,
+      const RowLayout &row, int64_t chunksAtOnce, ValueRange carried,
       function_ref<SmallVector<Value>(ArrayRef<Chunk>, ValueRange)> body);
 
   /// mean_var of a row held in registers, from this thread's `chunks` of

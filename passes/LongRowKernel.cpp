@@ -22,6 +22,7 @@ void FusedRowEmitter::emitLongRows(::norm::RowStorage storage,
   Value addend = arg("addend"), skip = arg("skip");
   Value residual = arg("residual_out");
   bool twoSteps = fused.statistic != ::norm::Statistic::None;
+  int64_t inFlight = ::norm::getChunksInFlight(fused.spec, sig.launch);
 
   // Shared: one region per row the CTA works on at once, in the dynamic
   // shared memory of the launch (sharedBytes of the signature).
@@ -54,7 +55,7 @@ void FusedRowEmitter::emitLongRows(::norm::RowStorage storage,
                                  ? rowBase(position, "residual_out")
                                  : Value();
         SmallVector<Value> sums = forEachChunkGroup(
-            row, initialSums(),
+            row, inFlight, initialSums(),
             [&](ArrayRef<Chunk> chunks, ValueRange carried) {
               SmallVector<Value> values;
               for (Chunk chunk : chunks)
@@ -86,7 +87,7 @@ void FusedRowEmitter::emitLongRows(::norm::RowStorage storage,
       amax = ifElseZeros(position.valid, [&] {
                RowScale scale = getRowScale(totals);
                return forEachChunkGroup(
-                   row, {zero(VectorType::get({vector}, f32))},
+                   row, inFlight, {zero(VectorType::get({vector}, f32))},
                    [&](ArrayRef<Chunk> chunks, ValueRange carried) {
                      Value local = carried.front();
                      for (Chunk chunk : chunks)
@@ -118,7 +119,8 @@ void FusedRowEmitter::emitLongRows(::norm::RowStorage storage,
                                : Value();
       Value output = arg("output");
       Value outputBase = rowBase(position, "output");
-      forEachChunkGroup(row, {}, [&](ArrayRef<Chunk> chunks, ValueRange) {
+      forEachChunkGroup(row, inFlight, {}, [&](ArrayRef<Chunk> chunks,
+                                               ValueRange) {
         SmallVector<Value> values;
         SmallVector<ChunkParams> params;
         for (Chunk chunk : chunks) {

@@ -365,6 +365,13 @@ Status norm::verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch,
       " threads holds without spilling; use more threads per row");
 }
 
+int64_t norm::getChunksInFlight(const OpSpec &spec, const LaunchConfig &launch) {
+  int64_t vector = std::max<int64_t>(launch.vector, 1);
+  int64_t held =
+      getMaxElementsPerThread(spec, launch.getThreadsPerCta(), vector) / vector;
+  return std::clamp<int64_t>(held / 2, 1, kMaxChunksInFlight);
+}
+
 int64_t norm::getRegistersPerThread(int64_t threadsPerCta) {
   // ptxas counts the CTA in whole groups of 4 warps: 576 and 640 threads
   // take 96 registers at most, 800 take 72 (`ptxas -v`, sm_90, CUDA 13).

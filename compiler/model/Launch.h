@@ -89,6 +89,9 @@ constexpr int64_t kBackwardRegisterOverhead = 32;
 constexpr int64_t kMaxStagedBackwardElements = 32;
 constexpr int64_t kMaxStagedBackwardThreads = 512;
 constexpr int64_t kRegisterBudget = 128;
+/// Chunks a thread of a row kernel that loops over its row loads at once at
+/// most (getChunksInFlight): four 16-byte loads a buffer.
+constexpr int64_t kMaxChunksInFlight = 4;
 /// Shared memory of a CTA that staged rows leave to the static buffer of
 /// the row reduction (at most 32 warps x 3 sums x 4 bytes).
 constexpr int64_t kReservedSharedBytes = 1024;
@@ -223,6 +226,18 @@ int64_t getMaxElementsPerThread(const OpSpec &spec, int64_t threadsPerCta,
 /// do.
 bool fitsInRegisters(const OpSpec &spec, const LaunchConfig &launch,
                      RowStorage storage = RowStorage::Registers);
+
+/// Chunks of its row a thread of a forward row kernel that loops over them
+/// (rows staged or streamed) loads at once, one loop iteration: half of the
+/// vectors the register rule lets it keep (getMaxElementsPerThread), since
+/// the loop also carries its partial sums and each chunk's addresses, 1 to
+/// kMaxChunksInFlight. The loop is not unrolled further (by LLVM or
+/// `ptxas`), so this is what is in flight: measured with `ptxas -v` (sm_80
+/// and sm_90, CUDA 13), 4 chunks a thread of bf16 LayerNorm + skip at 1024
+/// threads (64 registers) spilled 8-44 bytes, and rows unrolled by `ptxas`
+/// past the emitter's 4 spilled from f16 RMSNorm at 131072 (16 bytes) to
+/// f32 at 262144 (test/Target/ptxas-register-sweep.test).
+int64_t getChunksInFlight(const OpSpec &spec, const LaunchConfig &launch);
 
 /// "" (registers), "_smem" or "_stream": the suffix of kernel names.
 std::string_view getRowStorageSuffix(RowStorage storage);

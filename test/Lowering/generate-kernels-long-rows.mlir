@@ -11,6 +11,8 @@
 // while the sum of squares accumulates, one exchange, then read back from
 // shared memory.
 
+// CHECK: #[[NOUNROLL_UNROLL:.*]] = #llvm.loop_unroll<disable = true>
+// CHECK: #[[NOUNROLL:.*]] = #llvm.loop_annotation<unroll = #[[NOUNROLL_UNROLL]]>
 // CHECK-LABEL: gpu.func @norm_rms_add_h4100_bf16_bf16_{{[0-9a-f]+}}_v8_t32_w4_r8_smem(
 // CHECK-SAME: %[[X:arg[0-9]+]]: memref<1099511627776xbf16> {llvm.align = 16 : i64, llvm.noalias, llvm.readonly},
 // CHECK-SAME: %[[A:arg[0-9]+]]: memref<1099511627776xbf16> {llvm.align = 16 : i64, llvm.noalias, llvm.readonly},
@@ -39,7 +41,9 @@
 // CHECK-COUNT-3: memref.store %{{.*}}, %[[STAGED]]
 // CHECK: arith.addf %[[ACC]], %{{.*}} : vector<8xf32>
 // CHECK: scf.yield
-// CHECK-NEXT: }
+// The loop is not unrolled further: four chunks at once is what the
+// register rule counted (norm::getChunksInFlight).
+// CHECK-NEXT: } {loop_annotation = #[[NOUNROLL]]}
 // The last chunk: a masked load; staged whole where it starts in the row.
 // CHECK: vector.maskedload %[[X]]
 // CHECK: %[[STARTS:.*]] = arith.cmpi ult, %{{.*}}, %c4100 : index
@@ -100,7 +104,9 @@ func.func @streamed(%x: tensor<?x16384xf32>, %a: tensor<?x16384xf32>) -> (tensor
 // CHECK-SAME: %[[Y:arg[0-9]+]]: memref<1099511627776xbf16> {llvm.align = 16 : i64, llvm.noalias},
 // CHECK-SAME: %[[H:arg[0-9]+]]: memref<1099511627776xbf16> {llvm.align = 16 : i64, llvm.noalias},
 // CHECK: norm.row_allreduce
-// CHECK: scf.for %{{.*}} = %c0 to %c65536 step %c32768 {
+// Two chunks a thread at once in CTAs of 1024 threads (64 registers):
+// norm::getChunksInFlight.
+// CHECK: scf.for %{{.*}} = %c0 to %c65536 step %c16384 {
 // CHECK: vector.load %[[A]]
 // CHECK: vector.load %[[X]]
 // CHECK: %[[SUM:.*]] = arith.addf %{{.*}} : vector<8xf32>
