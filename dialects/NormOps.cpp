@@ -467,16 +467,20 @@ LogicalResult RotaryOp::verify() {
   return verifyRopeOperands(*this, getStyle(), getInput().getType(), headDim);
 }
 
-/// Whether the QK-Norm weights of an attention op are one row per head
-/// (Command R+): either holds num_heads (num_kv_heads) rows of head_dim
-/// where there are several heads.
-template <typename OpTy> static bool hasPerHeadQKWeights(OpTy op) {
+bool mlir::norm::isPerHeadQKWeightPair(Value qWeight, Value kWeight,
+                                       int64_t headDim) {
   auto rowsOf = [&](Value weight) -> int64_t {
-    return weight ? cast<RankedTensorType>(weight.getType()).getDimSize(0) /
-                        static_cast<int64_t>(op.getHeadDim())
-                  : 1;
+    return weight && headDim > 0
+               ? cast<RankedTensorType>(weight.getType()).getDimSize(0) /
+                     headDim
+               : 1;
   };
-  return rowsOf(op.getQNormWeight()) > 1 || rowsOf(op.getKNormWeight()) > 1;
+  return rowsOf(qWeight) > 1 || rowsOf(kWeight) > 1;
+}
+
+template <typename OpTy> static bool hasPerHeadQKWeights(OpTy op) {
+  return isPerHeadQKWeightPair(op.getQNormWeight(), op.getKNormWeight(),
+                               op.getHeadDim());
 }
 
 /// The rules norm.attention and norm.attention_kernel share: head counts
@@ -725,9 +729,17 @@ LogicalResult QKNormPrologueOp::verify() {
       getElementTypeOrSelf(getK().getType()))
     return emitOpError() << "'q' and 'k' share an element type, got "
                          << getQ().getType() << " and " << getK().getType();
+  // One head_dim row every head shares, or a row per head for both.
   ShapeChecker shapes(*this);
-  if (failed(shapes.param(getQWeight(), "q_weight", headDim)) ||
-      failed(shapes.param(getKWeight(), "k_weight", headDim)))
+  bool perHead = isPerHeadQKWeightPair(getQWeight(), getKWeight(), headDim);
+  if (failed(shapes.param(getQWeight(), "q_weight",
+                          perHead ? qHeads * headDim : headDim,
+                          perHead ? "num_q_heads x head_dim: a row per head"
+                                  : "the head dim")) ||
+      failed(shapes.param(getKWeight(), "k_weight",
+                          perHead ? kvHeads * headDim : headDim,
+                          perHead ? "num_kv_heads x head_dim: a row per head"
+                                  : "the head dim")))
     return failure();
   if (bool(getQWeight()) != bool(getKWeight()))
     return emitOpError("'q_weight' and 'k_weight' go together");
@@ -1037,6 +1049,8 @@ static ::norm::Statistic getModelStatistic(QKNormKind kind) {
   spec.output = getElementTypeOf(getQ());
   spec.param = getParamType({getQWeight(), getKWeight()});
   spec.hasWeight = bool(getQWeight());
+  spec.qkWeightPerHead =
+      isPerHeadQKWeightPair(getQWeight(), getKWeight(), getHeadDim());
   spec.eps = getEps().convertToDouble();
   spec.weightOffset = getWeightOffset().convertToDouble();
   spec.numQHeads = getNumQHeads();

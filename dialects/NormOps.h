@@ -18,6 +18,13 @@ namespace mlir::norm {
 /// cast between them can be folded into the reader.
 bool widensExactly(Type narrow, Type wide);
 
+/// Whether QK-Norm weights `qWeight` and `kWeight` (either may be null) of
+/// heads of `headDim` elements hold a row per head (Command R+'s
+/// [heads, head_dim] q_norm and k_norm): either holds more than one row. The
+/// verifiers, norm::OpSpec::qkWeightPerHead and the passes that complete or
+/// move the weights all ask this.
+bool isPerHeadQKWeightPair(Value qWeight, Value kWeight, int64_t headDim);
+
 //===----------------------------------------------------------------------===//
 // Kernel ops and the kernel model
 //===----------------------------------------------------------------------===//

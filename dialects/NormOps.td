@@ -566,8 +566,9 @@ def Norm_QKNormPrologueOp : Norm_Op<"qk_norm_prologue", [Pure,
     heads, then v heads) and writes `q` (`tokens x num_q_heads * head_dim`)
     and `k` (`tokens x num_kv_heads * head_dim`), each head row normalized by
     RMSNorm, L2 norm or LayerNorm without bias (`mean_var`) and scaled by
-    `q_weight`/`k_weight` (length `head_dim`) plus `weight_offset` (Gemma 3's
-    `1 + w`: `offset(1.0)`). One launch; `v` is not touched; one key/value
+    `q_weight`/`k_weight` (length `head_dim`, or a row per head for both:
+    `num_q_heads * head_dim` and `num_kv_heads * head_dim`, Command R+) plus
+    `weight_offset` (Gemma 3's `1 + w`: `offset(1.0)`). One launch; `v` is not touched; one key/value
     head (multi-query attention) is as good as many. The row stride of
     `qkv` is a runtime argument of the kernel. A launch configuration serves
     rows of `head_dim` elements, held in registers (`norm::fitsInRegisters`).

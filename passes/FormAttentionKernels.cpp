@@ -24,7 +24,7 @@ template <typename OpTy> static void completeWeightPair(OpTy op) {
     return;
   auto given = cast<RankedTensorType>((q ? q : k).getType());
   int64_t headDim = op.getHeadDim();
-  bool perHead = given.getDimSize(0) != headDim;
+  bool perHead = isPerHeadQKWeightPair(q, k, headDim);
   int64_t heads = q ? op.getNumKvHeads() : op.getNumHeads();
   auto type = RankedTensorType::get({headDim * (perHead ? heads : 1)},
                                     given.getElementType());

@@ -38,6 +38,18 @@ bool isAllRows(Value qkv, OpFoldResult offset, OpFoldResult size) {
   return dim && dim.getSource() == qkv && dim.getConstantIndex() == 0;
 }
 
+/// Whether the weights of `q` and `k` are one row each, or, where either is
+/// a row per head, a row for each of their heads.
+bool hasWeightRows(const PerHeadNorm &q, const PerHeadNorm &k) {
+  if (!isPerHeadQKWeightPair(q.weight, k.weight, q.headDim))
+    return true;
+  auto rowsOf = [](const PerHeadNorm &norm) {
+    return cast<RankedTensorType>(norm.weight.getType()).getDimSize(0) /
+           norm.headDim;
+  };
+  return rowsOf(q) == q.heads && rowsOf(k) == k.heads;
+}
+
 struct FormPrologueFromQSlice : OpRewritePattern<tensor::ExtractSliceOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -63,11 +75,10 @@ struct FormPrologueFromQSlice : OpRewritePattern<tensor::ExtractSliceOp> {
         continue;
       // Multi-query attention's one key/value head is the norm alone.
       std::optional<PerHeadNorm> k = PerHeadNorm::findFrom(kSlice, q->headDim);
-      // The prologue scales both heads or neither, with one shared weight
-      // each.
+      // The prologue scales both heads or neither, with one weight row
+      // every head shares or a row per head for both (Command R+).
       if (!k || !q->isCompatibleWith(*k) ||
-          bool(q->weight) != bool(k->weight) || q->weightPerHead ||
-          k->weightPerHead)
+          bool(q->weight) != bool(k->weight) || !hasWeightRows(*q, *k))
         continue;
       if (succeeded(rewrite(rewriter, *q, *k, qkv, rowOffset, rowSize)))
         return success();

@@ -161,6 +161,16 @@ SmallVector<Value> KernelBuilder::ifElse(Value cond,
   });
 }
 
+SmallVector<Value>
+KernelBuilder::ifElse(Value cond, function_ref<SmallVector<Value>()> then,
+                      function_ref<SmallVector<Value>()> otherwise) {
+  return createIfElse(b, cond, then, [&](TypeRange types) {
+    SmallVector<Value> values = otherwise();
+    assert(TypeRange(values) == types && "branches of different types");
+    return values;
+  });
+}
+
 void KernelBuilder::waitForPredecessor() {
   if (!sig.pdl)
     return;

@@ -109,6 +109,10 @@ protected:
   /// same types) when it does not.
   SmallVector<Value> ifElse(Value cond, function_ref<SmallVector<Value>()> then,
                             ValueRange otherwise);
+  /// Values that `then` computes when `cond` holds, `otherwise` (of the
+  /// same types) when it does not, each in its own branch.
+  SmallVector<Value> ifElse(Value cond, function_ref<SmallVector<Value>()> then,
+                            function_ref<SmallVector<Value>()> otherwise);
   void ifThen(Value cond, function_ref<void()> then,
               function_ref<void()> otherwise = nullptr);
   /// Runs `body` for each row this thread's group works on: one or, when a

@@ -138,6 +138,15 @@ std::optional<PerHeadNorm> PerHeadNorm::match(Value result,
 
 std::optional<PerHeadNorm>
 PerHeadNorm::findFrom(Value source, std::optional<int64_t> headDim) {
+  // source -> group_norm (a weight row per head, or none).
+  for (Operation *group : source.getUsers()) {
+    if (!isa<GroupNormOp>(group))
+      continue;
+    std::optional<PerHeadNorm> match =
+        matchGroupNorm(group->getResult(0), headDim);
+    if (match && match->source == source)
+      return match;
+  }
   // source -> expand -> collapse -> norm -> expand -> collapse.
   for (Operation *heads : source.getUsers()) {
     if (!isa<tensor::ExpandShapeOp>(heads))

@@ -13,8 +13,7 @@
 //
 // A LayerNorm with a weight per head (Command R+'s q_norm and k_norm of
 // [H, D]) is a GroupNorm of H groups on `[T, H * D]` with an `H * D` weight
-// and no bias: matched too, with `weightPerHead` (only norm.attention
-// takes it).
+// and no bias: matched too, with `weightPerHead` (both fusions take it).
 //
 //===----------------------------------------------------------------------===//
 

@@ -4,7 +4,8 @@
 // r / (Hq + Hkv), read from the packed qkv row of the token (q heads, then
 // k heads) and written to q or k. The threads of a head keep it in
 // registers; both weights stay in registers for the CTA's lifetime and each
-// head picks its own.
+// head picks its own, or, with a weight row per head (Command R+), each head
+// loads its own row with the head.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,8 +30,13 @@ public:
   void emit();
 
 private:
-  /// `w + weight_offset` of both weights in f32 (empty without weights).
+  /// The chunks of a weight every head shares (empty without weights or
+  /// with a row per head).
   SmallVector<Value> loadWeight(const RowLayout &row, StringRef name);
+  /// The chunks of the weight row of q head `head` (or k head `head` -
+  /// num_q_heads) of a weight per head.
+  SmallVector<Value> loadHeadWeight(const RowLayout &row, Value isQ,
+                                    Value head);
 
   const ::norm::OpSpec &spec;
 };
@@ -40,10 +46,25 @@ private:
 SmallVector<Value> QKNormPrologueEmitter::loadWeight(const RowLayout &row,
                                                      StringRef name) {
   Value buffer = arg(name);
-  if (!buffer)
+  if (!buffer || spec.qkWeightPerHead)
     return {};
   // Register-lean: the weights stay in their storage type until used.
   return loadRow(row, buffer, index(0));
+}
+
+SmallVector<Value> QKNormPrologueEmitter::loadHeadWeight(const RowLayout &row,
+                                                         Value isQ,
+                                                         Value head) {
+  int64_t headDim = spec.hidden;
+  return ifElse(
+      isQ,
+      [&]() -> SmallVector<Value> {
+        return loadRow(row, arg("q_weight"), mul(head, index(headDim)));
+      },
+      [&]() -> SmallVector<Value> {
+        Value kHead = arith::SubIOp::create(b, head, index(spec.numQHeads));
+        return loadRow(row, arg("k_weight"), mul(kHead, index(headDim)));
+      });
 }
 
 void QKNormPrologueEmitter::emit() {
@@ -98,16 +119,24 @@ void QKNormPrologueEmitter::emit() {
                         : rsqrt(addf(mulf(total, constantF32(invLength)), eps));
       // save_stats: the head's statistic, for the backward.
       saveStatistics(token, head, scale, mean);
+      SmallVector<Value> headWeight;
+      if (spec.qkWeightPerHead)
+        headWeight = loadHeadWeight(row, isQ, head);
       SmallVector<Value> outputs;
       for (int64_t c = 0; c < row.chunks; ++c) {
         Value y = toF32(values[c]);
         if (mean)
           y = subf(y, splat(mean));
         y = mulf(y, splat(scale));
-        if (!qWeight.empty()) {
-          Value wq = toF32(qWeight[c]);
-          Value wk = toF32(kWeight[c]);
-          Value w = arith::SelectOp::create(b, isQ, wq, wk);
+        if (spec.hasWeight) {
+          Value w;
+          if (!headWeight.empty()) {
+            w = toF32(headWeight[c]);
+          } else {
+            Value wq = toF32(qWeight[c]);
+            Value wk = toF32(kWeight[c]);
+            w = arith::SelectOp::create(b, isQ, wq, wk);
+          }
           if (spec.weightOffset != 0.0)
             w = addf(w, splatF32(spec.weightOffset));
           y = mulf(y, w);

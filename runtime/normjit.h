@@ -193,9 +193,10 @@ typedef enum normjit_op_kind {
 /* API 9, attention: rotate q and k first, then apply the QK-Norm to the
  * rotated rows (Llama 4's L2 norm after RoPE); needs rope and a QK-Norm. */
 #define NORMJIT_OP_ROPE_FIRST (1u << 23)
-/* API 9, attention with NORMJIT_OP_WEIGHT: a QK-Norm weight row per head
- * (Command R+): q_weight holds num_q_heads rows of the head dim, k_weight
- * num_kv_heads, contiguous; not one row every head shares. */
+/* API 9, attention and the QK-Norm prologue (NORMJIT_OP_QK_NORM) with
+ * NORMJIT_OP_WEIGHT: a QK-Norm weight row per head (Command R+): q_weight
+ * holds num_q_heads rows of the head dim, k_weight num_kv_heads,
+ * contiguous; not one row every head shares. */
 #define NORMJIT_OP_QK_WEIGHT_PER_HEAD (1u << 24)
 
 /* normjit_op_desc.rope (API 3): attention's rotary position embeddings. */

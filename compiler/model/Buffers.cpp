@@ -159,8 +159,10 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
     int64_t q = spec.numQHeads, kv = spec.numKvHeads;
     rows(BufferSlot::Qkv, spec.input, (q + 2 * kv) * h, false);
     if (spec.hasWeight) {
-      vector(BufferSlot::QWeight, spec.param, h, false);
-      vector(BufferSlot::KWeight, spec.param, h, false);
+      // A row per head (Command R+), or one every head shares.
+      bool perHead = spec.qkWeightPerHead;
+      vector(BufferSlot::QWeight, spec.param, h * (perHead ? q : 1), false);
+      vector(BufferSlot::KWeight, spec.param, h * (perHead ? kv : 1), false);
     }
     rows(BufferSlot::Q, spec.output, q * h, true);
     rows(BufferSlot::K, spec.output, kv * h, true);

@@ -80,8 +80,9 @@ static std::string getKernelPrefix(const OpSpec &spec) {
   auto type = [](ElementType t) { return getElementTypeName(t); };
   switch (spec.kind) {
   case OpKind::QKNormPrologue:
-    os << "norm_qk_" << getStatisticName(spec.qkStatistic) << "_d"
-       << spec.hidden << "_" << type(spec.input) << "_" << type(spec.output);
+    os << "norm_qk_" << getStatisticName(spec.qkStatistic)
+       << (spec.qkWeightPerHead ? "_hw" : "") << "_d" << spec.hidden << "_"
+       << type(spec.input) << "_" << type(spec.output);
     return os.str();
   case OpKind::BatchNormStats:
     os << "norm_colstats_h" << spec.hidden << "_" << type(spec.input)

@@ -351,6 +351,8 @@ static Status verifyQKNorm(const OpSpec &spec) {
       spec.f32Residual || spec.groups != 1)
     return Status::invalid("the QK-Norm prologue takes only qkv and optional "
                            "q/k weights");
+  if (spec.qkWeightPerHead && !spec.hasWeight)
+    return Status::invalid("per-head QK-Norm weights need QK-Norm weights");
   return verifyWeightOffset(spec.weightOffset, spec.hasWeight);
 }
 
@@ -569,10 +571,10 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
        spec.ropeFirst))
     return Status::invalid(
         "causal, scale, lse and rope apply to attention only");
-  if (!isAttention(spec.kind) && spec.qkWeightPerHead)
-    return Status::invalid("per-head QK-Norm weights apply to attention only "
-                           "(the QK-Norm prologue kernel shares one weight "
-                           "among the heads)");
+  if (!isAttention(spec.kind) && spec.kind != OpKind::QKNormPrologue &&
+      spec.qkWeightPerHead)
+    return Status::invalid("per-head QK-Norm weights apply to attention and "
+                           "the QK-Norm prologue only");
 
   if (spec.backward && !isFusedRow(spec))
     return Status::invalid(
@@ -647,7 +649,9 @@ Status norm::getBackwardKernels(const OpSpec &forward,
       row.kind = getRowKind(getStatistic(forward), heads);
       row.hidden = heads * forward.hidden;
       row.groups = heads;
-      row.perHeadWeight = heads > 1;
+      // Heads share one weight row, or each has its own (Command R+): then
+      // the weight is the row's channels, as GroupNorm's.
+      row.perHeadWeight = heads > 1 && !forward.qkWeightPerHead;
       row.input = forward.input;
       row.output = forward.output;
       row.param = forward.param;
@@ -714,7 +718,8 @@ OpSpec norm::normalizeOpSpec(const OpSpec &spec) {
   }
   if (n.rope == RopeStyle::None || n.qkStatistic == Statistic::None)
     n.ropeFirst = defaults.ropeFirst;
-  if (!isAttention(n.kind) || !n.hasWeight)
+  if ((!isAttention(n.kind) && n.kind != OpKind::QKNormPrologue) ||
+      !n.hasWeight)
     n.qkWeightPerHead = defaults.qkWeightPerHead;
   if (n.rope == RopeStyle::None || n.ropeTable)
     n.ropeTheta = defaults.ropeTheta;
@@ -891,9 +896,9 @@ std::optional<OpSpec> norm::parseCanonicalSpec(std::string_view text,
       if (fields.count("rope_first"))
         flag("rope_first", spec.ropeFirst);
     }
-    if (fields.count("qk_weight_per_head"))
-      flag("qk_weight_per_head", spec.qkWeightPerHead);
   }
+  if (fields.count("qk_weight_per_head"))
+    flag("qk_weight_per_head", spec.qkWeightPerHead);
   if (fields.count("save_stats"))
     flag("save_stats", spec.saveStats);
   if (fields.count("backward"))
@@ -937,10 +942,10 @@ std::string norm::describeOpSpec(const OpSpec &spec) {
     os << " heads " << spec.numQHeads << "/" << spec.numKvHeads;
     if (spec.qkStatistic != Statistic::RMS)
       os << " " << getStatisticName(spec.qkStatistic);
-  }
-  if (isAttention(spec.kind)) {
     if (spec.qkWeightPerHead)
       os << " weight per head";
+  }
+  if (isAttention(spec.kind)) {
     if (spec.causal)
       os << " causal";
     if (spec.writeLse)

@@ -382,7 +382,9 @@ QKNormExpected check::referenceQKNorm(const OpSpec &spec, const RowsView &qkv,
                        std::fabs(normalized) * stat.scaleRelError;
         Epilogue epilogue{spec.output};
         if (weight)
-          epilogue.weight = weight.at(d) + spec.weightOffset;
+          epilogue.weight =
+              weight.at(spec.qkWeightPerHead ? outHead * headDim + d : d) +
+              spec.weightOffset;
         out.at(token, outHead * headDim + d) = epilogue.apply(normalized, error);
       }
     }

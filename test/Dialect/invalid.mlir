@@ -933,6 +933,15 @@ func.func @qk_qkv_width(%qkv: tensor<?x512xbf16>) {
 
 // -----
 
+// A weight row per query head beside one row the two key/value heads share.
+func.func @qk_weights_per_head_and_shared(%qkv: tensor<?x1536xbf16>, %wq: tensor<1024xbf16>, %wk: tensor<128xbf16>) {
+  // expected-error @+1 {{'k_weight' must have 256 elements (num_kv_heads x head_dim: a row per head), got 'tensor<128xbf16>'}}
+  %0:2 = norm.qk_norm_prologue <mean_var> %qkv q_weight(%wq : tensor<1024xbf16>) k_weight(%wk : tensor<128xbf16>) eps(1.0e-05) {num_q_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64} : tensor<?x1536xbf16> -> tensor<?x1024xbf16>, tensor<?x256xbf16>
+  return
+}
+
+// -----
+
 // q and k fit, but the packed width overflows int64.
 func.func @qk_qkv_width_overflow(%qkv: tensor<?x512xbf16>, %q: tensor<?x4611686018427387904xbf16>) {
   // expected-error @+1 {{'qkv' must have (num_q_heads + 2 * num_kv_heads) x head_dim columns, got 'tensor<?x512xbf16>'}}
@@ -950,9 +959,9 @@ func.func @qk_rows(%qkv: tensor<4x384xbf16>) {
 
 // -----
 
-func.func @qk_q_weight(%qkv: tensor<?x384xbf16>, %w: tensor<384xbf16>) {
-  // expected-error @+1 {{'q_weight' must have 128 elements (the head dim), got 'tensor<384xbf16>'}}
-  %0:2 = norm.qk_norm_prologue <rms> %qkv q_weight(%w : tensor<384xbf16>) eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64} : tensor<?x384xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16>
+func.func @qk_q_weight(%qkv: tensor<?x384xbf16>, %w: tensor<96xbf16>) {
+  // expected-error @+1 {{'q_weight' must have 128 elements (the head dim), got 'tensor<96xbf16>'}}
+  %0:2 = norm.qk_norm_prologue <rms> %qkv q_weight(%w : tensor<96xbf16>) eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64} : tensor<?x384xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16>
   return
 }
 

@@ -510,3 +510,51 @@ func.func @offsets_differ(%qkv: tensor<?x768xbf16>, %wq: tensor<128xbf16>, %wk: 
   %kn = tensor.collapse_shape %k_nheads [[0], [1, 2]] : tensor<?x2x128xbf16> into tensor<?x256xbf16>
   return %qn, %kn : tensor<?x256xbf16>, tensor<?x256xbf16>
 }
+
+// Command R+: LayerNorm per head with a weight row per head (GroupNorm of
+// one group a head, no bias). With one key/value head its norm is a
+// LayerNorm whose weight is that head's row: still a row per head.
+// CHECK-LABEL: func.func @cohere_per_head
+//  CHECK-SAME: %[[WQ:[^:]*]]: tensor<1024xbf16>, %[[WK:[^:]*]]: tensor<256xbf16>, %[[WK1:[^:]*]]: tensor<128xbf16>
+//       CHECK: norm.qk_norm_prologue <mean_var> %{{.*}} q_weight(%[[WQ]] : tensor<1024xbf16>) k_weight(%[[WK]] : tensor<256xbf16>) eps(1.0e-05) {head_dim = 128 : i64, num_kv_heads = 2 : i64, num_q_heads = 8 : i64} : tensor<?x1536xbf16> -> tensor<?x1024xbf16>, tensor<?x256xbf16>
+//       CHECK: norm.qk_norm_prologue <mean_var> %{{.*}} q_weight(%[[WQ]] : tensor<1024xbf16>) k_weight(%[[WK1]] : tensor<128xbf16>) eps(1.0e-05) {head_dim = 128 : i64, num_kv_heads = 1 : i64, num_q_heads = 8 : i64} : tensor<?x1280xbf16> -> tensor<?x1024xbf16>, tensor<?x128xbf16>
+//   CHECK-NOT: norm.group_norm
+//       CHECK: return
+func.func @cohere_per_head(%qkv: tensor<?x1536xbf16>, %mqa: tensor<?x1280xbf16>,
+    %wq: tensor<1024xbf16>, %wk: tensor<256xbf16>, %wk1: tensor<128xbf16>)
+    -> (tensor<?x1024xbf16>, tensor<?x256xbf16>, tensor<?x1024xbf16>, tensor<?x128xbf16>) {
+  %c0 = arith.constant 0 : index
+  %t = tensor.dim %qkv, %c0 : tensor<?x1536xbf16>
+  %q = tensor.extract_slice %qkv[0, 0] [%t, 1024] [1, 1] : tensor<?x1536xbf16> to tensor<?x1024xbf16>
+  %k = tensor.extract_slice %qkv[0, 1024] [%t, 256] [1, 1] : tensor<?x1536xbf16> to tensor<?x256xbf16>
+  %qn = norm.group_norm %q weight(%wq : tensor<1024xbf16>) eps(1.0e-05) {groups = 8 : i64} : tensor<?x1024xbf16> -> tensor<?x1024xbf16>
+  %kn = norm.group_norm %k weight(%wk : tensor<256xbf16>) eps(1.0e-05) {groups = 2 : i64} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %m = tensor.dim %mqa, %c0 : tensor<?x1280xbf16>
+  %q1 = tensor.extract_slice %mqa[0, 0] [%m, 1024] [1, 1] : tensor<?x1280xbf16> to tensor<?x1024xbf16>
+  %k1 = tensor.extract_slice %mqa[0, 1024] [%m, 128] [1, 1] : tensor<?x1280xbf16> to tensor<?x128xbf16>
+  %qn1 = norm.group_norm %q1 weight(%wq : tensor<1024xbf16>) eps(1.0e-05) {groups = 8 : i64} : tensor<?x1024xbf16> -> tensor<?x1024xbf16>
+  %kn1 = norm.layer_norm %k1 weight(%wk1 : tensor<128xbf16>) eps(1.0e-05) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  return %qn, %kn, %qn1, %kn1 : tensor<?x1024xbf16>, tensor<?x256xbf16>, tensor<?x1024xbf16>, tensor<?x128xbf16>
+}
+
+// Left alone: a weight row per query head beside one row the two key/value
+// heads share (the kernel takes a row per head for both or one each).
+// CHECK-LABEL: func.func @per_head_beside_shared
+//   CHECK-NOT: norm.qk_norm_prologue
+//       CHECK: return
+func.func @per_head_beside_shared(%qkv: tensor<?x1536xbf16>, %wq: tensor<1024xbf16>, %wk: tensor<128xbf16>)
+    -> (tensor<?x1024xbf16>, tensor<?x256xbf16>) {
+  %c0 = arith.constant 0 : index
+  %t = tensor.dim %qkv, %c0 : tensor<?x1536xbf16>
+  %q = tensor.extract_slice %qkv[0, 0] [%t, 1024] [1, 1] : tensor<?x1536xbf16> to tensor<?x1024xbf16>
+  %k = tensor.extract_slice %qkv[0, 1024] [%t, 256] [1, 1] : tensor<?x1536xbf16> to tensor<?x256xbf16>
+  %qn = norm.group_norm %q weight(%wq : tensor<1024xbf16>) eps(1.0e-05) {groups = 8 : i64} : tensor<?x1024xbf16> -> tensor<?x1024xbf16>
+  %k_heads = tensor.expand_shape %k [[0], [1, 2]] output_shape [%t, 2, 128]
+      : tensor<?x256xbf16> into tensor<?x2x128xbf16>
+  %k_rows = tensor.collapse_shape %k_heads [[0, 1], [2]] : tensor<?x2x128xbf16> into tensor<?x128xbf16>
+  %k_normed = norm.layer_norm %k_rows weight(%wk : tensor<128xbf16>) eps(1.0e-05) : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  %k_nheads = tensor.expand_shape %k_normed [[0, 1], [2]] output_shape [%t, 2, 128]
+      : tensor<?x128xbf16> into tensor<?x2x128xbf16>
+  %kn = tensor.collapse_shape %k_nheads [[0], [1, 2]] : tensor<?x2x128xbf16> into tensor<?x256xbf16>
+  return %qn, %kn : tensor<?x1024xbf16>, tensor<?x256xbf16>
+}

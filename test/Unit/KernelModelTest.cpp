@@ -33,6 +33,26 @@ void expectInvalid(const OpSpec &spec, const std::string &text) {
   EXPECT_NE(status.message().find(text), std::string::npos) << status.message();
 }
 
+/// `spec` is valid, its canonical text names ` field=1` where that of
+/// `without` (the same operation without the field) does not, and the text
+/// parses back to itself. Returns the parsed spec.
+OpSpec expectCanonicalRoundTrip(const OpSpec &spec, const OpSpec &without,
+                                const std::string &field) {
+  EXPECT_TRUE(verifyOpSpec(spec)) << verifyOpSpec(spec).message();
+  std::string text = getCanonicalSpec(spec);
+  std::string other = getCanonicalSpec(without);
+  EXPECT_NE(text, other) << "another kernel";
+  EXPECT_NE(text.find(" " + field + "=1"), std::string::npos) << text;
+  EXPECT_EQ(other.find(field), std::string::npos) << other;
+  std::string error;
+  std::optional<OpSpec> parsed = parseCanonicalSpec(text, error);
+  EXPECT_TRUE(parsed) << error;
+  if (!parsed)
+    return spec;
+  EXPECT_EQ(getCanonicalSpec(*parsed), text);
+  return *parsed;
+}
+
 void expectLaunchInvalid(const OpSpec &spec, const LaunchConfig &launch,
                          const std::string &text) {
   Status status = verifyLaunchFor(spec, launch);
@@ -1352,17 +1372,10 @@ TEST(Attention, RopeIdentity) {
 TEST(Attention, QKWeightsPerHead) {
   OpSpec spec = examples::makeAttention(); // RMS QK-Norm with weights
   ASSERT_TRUE(spec.hasWeight);
-  std::string shared = getCanonicalSpec(spec);
+  OpSpec shared = spec;
   spec.qkWeightPerHead = true;
-  EXPECT_TRUE(verifyOpSpec(spec)) << verifyOpSpec(spec).message();
-  std::string text = getCanonicalSpec(spec);
-  EXPECT_NE(text.find(" qk_weight_per_head=1"), std::string::npos) << text;
-  EXPECT_EQ(shared.find("qk_weight_per_head"), std::string::npos) << shared;
-  std::string error;
-  std::optional<OpSpec> parsed = parseCanonicalSpec(text, error);
-  ASSERT_TRUE(parsed) << error;
-  EXPECT_TRUE(parsed->qkWeightPerHead);
-  EXPECT_EQ(getCanonicalSpec(*parsed), text);
+  EXPECT_TRUE(expectCanonicalRoundTrip(spec, shared, "qk_weight_per_head")
+                  .qkWeightPerHead);
   EXPECT_NE(describeOpSpec(spec).find("weight per head"), std::string::npos);
   std::string name =
       getKernelName(spec, LaunchConfig{8, 16, 4, 64, 64, 2}, TargetOptions());
@@ -1377,29 +1390,63 @@ TEST(Attention, QKWeightsPerHead) {
   OpSpec noWeight = spec;
   noWeight.hasWeight = false;
   expectInvalid(noWeight, "per-head QK-Norm weights need QK-Norm weights");
-  OpSpec prologue = spec;
-  prologue.kind = OpKind::QKNormPrologue;
-  prologue.scale = 1.0;
-  prologue.causal = false;
-  expectInvalid(prologue, "per-head QK-Norm weights apply to attention only");
+  OpSpec row = rmsNorm();
+  row.qkWeightPerHead = true;
+  expectInvalid(row, "per-head QK-Norm weights apply to attention and the "
+                     "QK-Norm prologue only");
+}
+
+TEST(QKNormPrologue, WeightsPerHead) {
+  // Command R+: LayerNorm per head, a weight row per head, 6 q / 2 kv heads.
+  OpSpec spec = examples::makeQKNorm();
+  spec.numQHeads = 6;
+  spec.numKvHeads = 2;
+  spec.qkStatistic = Statistic::MeanVar;
+  spec.eps = 1e-5;
+  OpSpec shared = spec;
+  spec.qkWeightPerHead = true;
+  EXPECT_TRUE(expectCanonicalRoundTrip(spec, shared, "qk_weight_per_head")
+                  .qkWeightPerHead);
+  EXPECT_NE(describeOpSpec(spec).find("weight per head"), std::string::npos)
+      << describeOpSpec(spec);
+  std::string name = getKernelName(spec, getHeuristicLaunch(spec, 64),
+                                   TargetOptions());
+  EXPECT_EQ(name.rfind("norm_qk_mean_var_hw_d128_", 0), 0u) << name;
+  for (const BufferSpec &buffer : getBuffers(spec)) {
+    if (buffer.slot == BufferSlot::QWeight)
+      EXPECT_EQ(buffer.cols, 128 * 6);
+    if (buffer.slot == BufferSlot::KWeight)
+      EXPECT_EQ(buffer.cols, 128 * 2);
+  }
+  OpSpec noWeight = spec;
+  noWeight.hasWeight = false;
+  expectInvalid(noWeight, "per-head QK-Norm weights need QK-Norm weights");
+  // The backward: each kind of head a GroupNorm whose weight is the row's
+  // channels (a row per head), not one row the heads share.
+  BackwardKernels kernels;
+  ASSERT_TRUE(getBackwardKernels(spec, kernels));
+  ASSERT_EQ(kernels.rows.size(), 2u);
+  for (size_t i = 0; i < kernels.rows.size(); ++i) {
+    const OpSpec &row = kernels.rows[i];
+    int64_t heads = i == 0 ? 6 : 2;
+    EXPECT_EQ(row.groups, heads);
+    EXPECT_FALSE(row.perHeadWeight);
+    for (const BufferSpec &buffer : getBuffers(row))
+      if (buffer.slot == BufferSlot::Weight)
+        EXPECT_EQ(buffer.cols, 128 * heads);
+  }
+  ASSERT_TRUE(getBackwardKernels(shared, kernels));
+  for (const OpSpec &row : kernels.rows)
+    EXPECT_TRUE(row.perHeadWeight);
 }
 
 TEST(Attention, RopeBeforeTheQKNorm) {
   OpSpec spec = examples::makeAttention(); // RMS QK-Norm
   spec.rope = RopeStyle::NeoX;
   spec.rotaryDim = spec.hidden;
-  std::string after = getCanonicalSpec(spec);
+  OpSpec after = spec;
   spec.ropeFirst = true;
-  EXPECT_TRUE(verifyOpSpec(spec)) << verifyOpSpec(spec).message();
-  std::string text = getCanonicalSpec(spec);
-  EXPECT_NE(text, after) << "another kernel";
-  EXPECT_NE(text.find(" rope_first=1"), std::string::npos) << text;
-  EXPECT_EQ(after.find("rope_first"), std::string::npos) << after;
-  std::string error;
-  std::optional<OpSpec> parsed = parseCanonicalSpec(text, error);
-  ASSERT_TRUE(parsed) << error;
-  EXPECT_TRUE(parsed->ropeFirst);
-  EXPECT_EQ(getCanonicalSpec(*parsed), text);
+  EXPECT_TRUE(expectCanonicalRoundTrip(spec, after, "rope_first").ropeFirst);
   EXPECT_NE(describeOpSpec(spec).find("before the QK-Norm"), std::string::npos)
       << describeOpSpec(spec);
   LaunchConfig launch{8, 16, 4, 64, 64, 2};

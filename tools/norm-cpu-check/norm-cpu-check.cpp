@@ -534,6 +534,19 @@ static const std::vector<Variant> &getVariants() {
          s.numKvHeads = 2;
          return s.hidden <= kMaxHeadDim;
        }},
+      {"qk_layer_hw",
+       "QK-Norm prologue, LayerNorm per head with a weight row per head "
+       "(Command R+), 6 q / 2 kv heads",
+       false,
+       [](OpSpec &s) {
+         s.kind = Kind::QKNormPrologue;
+         s.qkStatistic = ::norm::Statistic::MeanVar;
+         s.hasWeight = s.qkWeightPerHead = true;
+         s.eps = 1e-5;
+         s.numQHeads = 6;
+         s.numKvHeads = 2;
+         return s.hidden <= kMaxHeadDim;
+       }},
       {"qk_l2", "QK-Norm prologue, L2 without weights, 3 q / 1 kv heads", false,
        [](OpSpec &s) {
          s.kind = Kind::QKNormPrologue;

@@ -127,9 +127,33 @@ TEST_F(OpDescTest, QKWeightsPerHeadReachTheirOwnOperation) {
   rms.flags = NORMJIT_OP_WEIGHT | NORMJIT_OP_QK_WEIGHT_PER_HEAD;
   std::tie(status, message) = create(rms);
   EXPECT_EQ(status, NORMJIT_ERROR_INVALID_ARGUMENT);
-  EXPECT_NE(message.find("per-head QK-Norm weights apply to attention only"),
+  EXPECT_NE(message.find("per-head QK-Norm weights apply to attention and "
+                         "the QK-Norm prologue only"),
             std::string::npos)
       << message;
+}
+
+TEST_F(OpDescTest, QKNormPrologueWeightsPerHead) {
+  // Command R+ outside attention: the QK-Norm prologue with a weight row per
+  // head, a kernel of its own.
+  OpSpec spec = makeQKNorm();
+  spec.numQHeads = 6;
+  spec.numKvHeads = 2;
+  spec.qkStatistic = Statistic::MeanVar;
+  spec.eps = 1e-5;
+  spec.qkWeightPerHead = true;
+  openBundleOf({spec});
+  normjit_op_desc qk = normjit::opDesc();
+  qk.kind = NORMJIT_OP_QK_NORM;
+  qk.hidden = spec.hidden;
+  qk.num_q_heads = 6;
+  qk.num_kv_heads = 2;
+  qk.eps = 1e-5;
+  qk.flags = NORMJIT_OP_QK_MEAN_VAR | NORMJIT_OP_WEIGHT |
+             NORMJIT_OP_QK_WEIGHT_PER_HEAD;
+  EXPECT_EQ(create(qk).first, NORMJIT_SUCCESS);
+  qk.flags &= ~NORMJIT_OP_QK_WEIGHT_PER_HEAD;
+  EXPECT_EQ(create(qk).first, NORMJIT_ERROR_NOT_FOUND) << "another kernel";
 }
 
 TEST_F(OpDescTest, RopeFirstReachesItsOwnOperation) {
