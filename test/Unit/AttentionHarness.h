@@ -1,9 +1,10 @@
 //===- AttentionHarness.h - attention kernels on the host path --*- C++ -*-===//
 //
-// What the prefill and decode kernel tests share: the operation of a case,
-// its launch with forced fields, and the kernel generated and run on the
-// host execution path or, as the environment selects, its PTX run on
-// GPGPU-Sim (test/Host/ptxsim-attention.test).
+// What the prefill and decode kernel tests share: the operation of a case
+// (makeAttentionSpec, shared with norm-cpu-check), its launch with forced
+// fields, and the kernel generated and run on the host execution path or,
+// as the environment selects, its PTX run on GPGPU-Sim
+// (test/Host/ptxsim-attention.test).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,7 @@
 #include "compiler/Compiler.h"
 #include "compiler/HostExecution.h"
 #include "compiler/model/KernelModel.h"
+#include "tools/norm-cpu-check/AttentionSpec.h"
 #include "tools/norm-cpu-check/KernelSource.h"
 #include "tools/norm-cpu-check/Ptxsim.h"
 
@@ -24,32 +26,6 @@
 #include <vector>
 
 namespace norm::check {
-
-/// Attention of `kind` with scale 1 / sqrt(headDim), eps 1e-6 with a
-/// QK-Norm, and rotary embeddings over `rotaryDim` elements (0: the head
-/// dim) when `rope` is set.
-inline OpSpec makeAttentionSpec(OpKind kind, ElementType type, int64_t headDim,
-                                int64_t heads, int64_t kvHeads, Statistic norm,
-                                bool weights, double offset, RopeStyle rope,
-                                int64_t rotaryDim, double theta) {
-  OpSpec spec;
-  spec.kind = kind;
-  spec.hidden = headDim;
-  spec.input = spec.output = spec.param = type;
-  spec.numQHeads = heads;
-  spec.numKvHeads = kvHeads;
-  spec.qkStatistic = norm;
-  spec.hasWeight = weights;
-  spec.weightOffset = offset;
-  spec.eps = norm == Statistic::None ? 0.0 : 1e-6;
-  spec.scale = 1.0 / std::sqrt(static_cast<double>(headDim));
-  spec.rope = rope;
-  if (rope != RopeStyle::None) {
-    spec.rotaryDim = rotaryDim ? rotaryDim : headDim;
-    spec.ropeTheta = theta;
-  }
-  return spec;
-}
 
 /// The heuristic's launch with `warps`, `blockN` and `stages` forced where
 /// they are not 0.

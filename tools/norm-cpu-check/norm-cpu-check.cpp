@@ -16,6 +16,7 @@
 #include "compiler/model/FloatFormats.h"
 #include "compiler/model/Reference.h"
 #include "runtime/Candidates.h"
+#include "tools/norm-cpu-check/AttentionSpec.h"
 #include "tools/norm-cpu-check/Buffers.h"
 #include "tools/norm-cpu-check/KernelSource.h"
 #include "tools/norm-cpu-check/Ptxsim.h"
@@ -264,20 +265,12 @@ struct AttentionVariant {
     if (!ptxasAudit || spec.input == ElementType::f32 ||
         spec.hidden % 8 != 0 || spec.hidden > 256)
       return false;
-    spec.kind = kind;
-    spec.numQHeads = heads;
-    spec.numKvHeads = kvHeads;
-    spec.qkStatistic = norm;
-    spec.hasWeight = weights;
-    spec.eps = norm == ::norm::Statistic::None ? 0.0 : 1e-6;
-    spec.scale = 1.0 / std::sqrt(static_cast<double>(spec.hidden));
+    spec = makeAttentionSpec(kind, spec.input, spec.hidden, heads, kvHeads,
+                             norm, weights, /*offset=*/0.0, rope,
+                             spec.hidden / rotaryFraction / 2 * 2,
+                             /*theta=*/1e6);
     spec.causal = kind == ::norm::OpKind::Attention;
-    spec.rope = rope;
-    if (rope != ::norm::RopeStyle::None) {
-      spec.rotaryDim = spec.hidden / rotaryFraction / 2 * 2;
-      spec.ropeTheta = 1e6;
-      spec.ropeFirst = ropeFirst;
-    }
+    spec.ropeFirst = rope != ::norm::RopeStyle::None && ropeFirst;
     return true;
   }
 };

@@ -53,6 +53,31 @@ protected:
     EXPECT_TRUE(context->isTuning());
     return context->getKernel(spec, {}, kernel);
   }
+  /// The launch that wins one row with every candidate running.
+  LaunchConfig getOneRowWinner() {
+    std::shared_ptr<const Kernel> reference;
+    EXPECT_TRUE(tuned(makeCompiler(), {}, reference).ok());
+    return reference ? reference->getReport(RowBucket::One).launch
+                     : LaunchConfig();
+  }
+  /// Tunes with `compiler` and expects `loser` to have lost one row: not
+  /// chosen, not timed, with a failure that says `why`.
+  void expectNotTimed(std::shared_ptr<FakeCompiler> compiler,
+                      const LaunchConfig &loser, const std::string &why) {
+    std::shared_ptr<const Kernel> kernel;
+    ASSERT_TRUE(tuned(std::move(compiler), {}, kernel).ok());
+    const BucketReport &report = kernel->getReport(RowBucket::One);
+    EXPECT_NE(report.launch, loser);
+    bool seen = false;
+    for (const BucketReport::Candidate &c : report.candidates)
+      if (c.launch == loser) {
+        seen = true;
+        EXPECT_LT(c.microseconds, 0);
+        EXPECT_NE(c.failure.find(why), std::string::npos) << c.failure;
+      }
+    EXPECT_TRUE(seen);
+    EXPECT_NE(report.tuningReport.find("failed: "), std::string::npos);
+  }
 };
 
 TEST_F(TuningTest, PicksTheFastestCandidatePerBucket) {
@@ -166,50 +191,21 @@ TEST_F(TuningTest, FixedConfigurationsRunAtEveryRowCount) {
 }
 
 TEST_F(TuningTest, FailedCandidatesAreSkipped) {
-  auto compiler = makeCompiler();
   // Reject the configuration that would win one row.
-  std::shared_ptr<const Kernel> reference;
-  ASSERT_TRUE(tuned(makeCompiler(), {}, reference).ok());
-  LaunchConfig winner = reference->getReport(RowBucket::One).launch;
+  LaunchConfig winner = getOneRowWinner();
+  auto compiler = makeCompiler();
   compiler->rejects = [=](const LaunchConfig &c) { return c == winner; };
-  std::shared_ptr<const Kernel> kernel;
-  ASSERT_TRUE(tuned(compiler, {}, kernel).ok());
-  const BucketReport &report = kernel->getReport(RowBucket::One);
-  EXPECT_NE(report.launch, winner);
-  bool sawFailure = false;
-  for (const BucketReport::Candidate &c : report.candidates)
-    if (c.launch == winner) {
-      sawFailure = true;
-      EXPECT_LT(c.microseconds, 0);
-      EXPECT_NE(c.failure.find("fake compiler rejects"), std::string::npos);
-    }
-  EXPECT_TRUE(sawFailure);
-  EXPECT_NE(report.tuningReport.find("failed: "), std::string::npos);
+  expectNotTimed(compiler, winner, "fake compiler rejects");
 }
 
 // A candidate whose kernel the driver reports with local memory (its
 // registers spilled) is never timed, and so never wins.
 TEST_F(TuningTest, SpillingCandidatesAreNotTimed) {
-  std::shared_ptr<const Kernel> reference;
-  ASSERT_TRUE(tuned(makeCompiler(), {}, reference).ok());
-  LaunchConfig winner = reference->getReport(RowBucket::One).launch;
+  LaunchConfig winner = getOneRowWinner();
   std::string suffix = "_" + winner.getMangledSuffix();
   fakecuda_set_local_bytes(suffix.c_str(), 24);
-  std::shared_ptr<const Kernel> kernel;
-  ASSERT_TRUE(tuned(makeCompiler(), {}, kernel).ok());
-  const BucketReport &report = kernel->getReport(RowBucket::One);
-  EXPECT_NE(report.launch, winner);
-  bool sawSpill = false;
-  for (const BucketReport::Candidate &c : report.candidates)
-    if (c.launch == winner) {
-      sawSpill = true;
-      EXPECT_LT(c.microseconds, 0);
-      EXPECT_NE(c.failure.find("spills (24 bytes of local memory a thread): "
-                               "not timed"),
-                std::string::npos)
-          << c.failure;
-    }
-  EXPECT_TRUE(sawSpill);
+  expectNotTimed(makeCompiler(), winner,
+                 "spills (24 bytes of local memory a thread): not timed");
 }
 
 TEST_F(TuningTest, NoCandidateCompilingIsAnError) {
