@@ -216,6 +216,27 @@ class TorchLayerTest(FakeDriverCase):
         self.assertTrue(self.launch()[0].startswith("norm_qk_rms_d256_"))
         norm_opt.qk_norm(qkv, 2, 2, qw, kw, layer_norm=True)
         self.assertTrue(self.launch()[0].startswith("norm_qk_mean_var_d256_"))
+        # Command R+: a weight row per head, [Hq, D] and [Hkv, D] or flat.
+        qkv = self.rand(3, 10 * 128)
+        qw, kw = self.rand(6, 128), self.rand(2, 128)
+        q, k = norm_opt.qk_norm(qkv, 6, 2, qw, kw, layer_norm=True)
+        name, params = self.launch()
+        self.assertTrue(name.startswith("norm_qk_mean_var_hw_d128_"), name)
+        self.assertEqual(params[:3], [qkv.data_ptr(), qw.data_ptr(),
+                                      kw.data_ptr()])
+        norm_opt.qk_norm(qkv, 6, 2, qw.flatten(), kw.flatten(),
+                         layer_norm=True)
+        self.assertTrue(self.launch()[0].startswith("norm_qk_mean_var_hw_"))
+        with self.assertRaisesRegex(ValueError, r"k_weight: expected 256 "
+                                    r"elements \(a row of 128 per head"):
+            norm_opt.qk_norm(qkv, 6, 2, qw, self.rand(128), layer_norm=True)
+        with self.assertRaisesRegex(ValueError, r"q_weight: expected shape "
+                                    r"\(6, 128\), got \(3, 128\)"):
+            norm_opt.qk_norm(qkv, 6, 2, self.rand(3, 128), kw)
+        qw.requires_grad_(True)
+        with self.assertRaisesRegex(NotImplementedError, "row per head have "
+                                    "no backward"):
+            norm_opt.qk_norm(qkv, 6, 2, qw, kw, layer_norm=True)
 
     def test_fixed_configuration(self):
         from norm_opt import _torch
@@ -285,6 +306,17 @@ class TorchLayerTest(FakeDriverCase):
                                       256, 64, 64, 256, 4])
         self.assertEqual((out.shape, lse.shape, lse.dtype),
                          ((7, 256), (7, 4), torch.float32))
+        # Command R+'s weights per head ([Hq, D], and the one kv head's
+        # [1, D]) and Llama 4's rotation before the norm: their own kernels.
+        wq, wk = self.rand(4, 64), self.rand(1, 64)
+        norm_opt.attention(q, k, v, qk_norm="layer", q_norm_weight=wq,
+                           k_norm_weight=wk, head_dim=64)
+        name, params = self.launch()
+        self.assertTrue(name.startswith("norm_attn_qkmean_var_hw_d64_"), name)
+        self.assertEqual(params[3:5], [wq.data_ptr(), wk.data_ptr()])
+        norm_opt.attention(q, k, v, qk_norm="l2", rope="neox", rope_first=True,
+                           head_dim=64)
+        self.assertIn("_first", self.launch()[0])
 
     # The op's shape function: what torch.compile's fake tensors see.
     def test_attention_shapes_without_running(self):
@@ -310,11 +342,38 @@ class TorchLayerTest(FakeDriverCase):
         call = prepare(q, k, k, rope="gptj", rotary_dim=32, rope_theta=5e5)
         self.assertEqual(fields(call), (capi.ROPE_GPTJ, 32, 5e5))
         self.assertEqual(call.desc._to_c().struct_size, 120)
+        # Llama 4: rotated, then normalized (API 9).
+        self.assertFalse(call.desc.flags & capi.OP_ROPE_FIRST)
+        call = prepare(q, k, k, qk_norm="l2", rope="neox", rope_first=True)
+        self.assertTrue(call.desc.flags & capi.OP_ROPE_FIRST)
+        with self.assertRaisesRegex(ValueError, "rope_first: rotating before "
+                                    "the QK-Norm needs rope= and qk_norm="):
+            prepare(q, k, k, rope="neox", rope_first=True)
+        # Command R+: a QK-Norm weight row per head (API 9), [H, D] or flat.
+        wq, wk = self.rand(4, 64), self.rand(2, 64)
+        for pair in ((wq, wk), (wq.flatten(), wk.flatten())):
+            call = prepare(q, k, k, qk_norm="layer", q_norm_weight=pair[0],
+                           k_norm_weight=pair[1])
+            self.assertTrue(call.desc.flags & capi.OP_QK_WEIGHT_PER_HEAD)
+            self.assertEqual((call.args.tensors[capi.Q_WEIGHT].cols,
+                              call.args.tensors[capi.K_WEIGHT].cols), (256, 128))
+        call = prepare(q, k, k, qk_norm="layer", q_norm_weight=self.rand(64),
+                       k_norm_weight=self.rand(64))
+        self.assertFalse(call.desc.flags & capi.OP_QK_WEIGHT_PER_HEAD)
+        with self.assertRaisesRegex(ValueError, r"k_norm_weight: expected 128 "
+                                    r"elements \(a row of 64 per head"):
+            prepare(q, k, k, qk_norm="rms", q_norm_weight=wq,
+                    k_norm_weight=self.rand(64))
         meta = lambda *shape: torch.empty(*shape, dtype=torch.bfloat16,
                                           device="meta")
         out, _ = torch.ops.norm_opt.attention(
             meta(9, 8, 64), meta(9, 2, 64), meta(9, 2, 64), None, None, None,
             True, None, None, 1e-6, 0.0, False, None, "neox", 32, 5e5)
+        self.assertEqual(out.shape, (9, 8, 64))
+        out, _ = torch.ops.norm_opt.attention(
+            meta(9, 8, 64), meta(9, 2, 64), meta(9, 2, 64), None, None, None,
+            True, None, "l2", 1e-6, 0.0, False, None, "neox", None, 5e5, None,
+            None, True)
         self.assertEqual(out.shape, (9, 8, 64))
 
     # The ops' shape functions check positions and the table (meta tensors:

@@ -97,6 +97,12 @@ class DecodeOpTest(unittest.TestCase):
         for op in (self.op, torch.ops.norm_opt.attention.default):
             with self.subTest(op=str(op)):
                 args = op._schema.arguments
+                # API 9's rope_first last, defaulted: older callers' argument
+                # lists still bind.
+                self.assertEqual((args[-1].name, str(args[-1].type),
+                                  args[-1].default_value),
+                                 ("rope_first", "bool", False))
+                args = args[:-1]
                 self.assertEqual([a.name for a in args[-2:]],
                                  ["positions", "cos_sin_cache"])
                 for a in args[-2:]:

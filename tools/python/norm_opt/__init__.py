@@ -120,8 +120,10 @@ def qk_norm(qkv, num_q_heads, num_kv_heads, q_weight=None, k_weight=None,
     D] (rows may be strided), q[..., Hq, D] and k[..., Hkv, D], each head
     RMS-normalized (L2 with l2=True, LayerNorm without bias with
     layer_norm=True) and scaled by its weight plus weight_offset (1.0:
-    Gemma 3's 1 + w). Differentiable in qkv (its q and k columns; v's get
-    zero) and the weights."""
+    Gemma 3's 1 + w): q_weight and k_weight are [D] each, or a row per head
+    (Command R+: [Hq, D] and [Hkv, D], or flat), forward only for now.
+    Differentiable in qkv (its q and k columns; v's get zero) and weights
+    of [D]."""
     return _torch_layer().qk_norm(qkv, num_q_heads, num_kv_heads, q_weight,
                                   k_weight, eps, l2=l2, layer_norm=layer_norm,
                                   weight_offset=weight_offset, q_out=q_out,
@@ -132,7 +134,7 @@ def attention(q, k, v, *, causal=False, scale=None, cu_seqlens=None,
               qk_norm=None, q_norm_weight=None, k_norm_weight=None,
               qk_norm_eps=1e-6, qk_norm_offset=0.0, return_lse=False,
               head_dim=None, rope=None, rotary_dim=None, rope_theta=10000.0,
-              positions=None, cos_sin_cache=None):
+              positions=None, cos_sin_cache=None, rope_first=False):
     """softmax(scale * q k^T) v per head, as F.scaled_dot_product_attention,
     on token-major variable-length batches (FlashAttention-2's varlen
     layout), forward only.
@@ -149,13 +151,14 @@ def attention(q, k, v, *, causal=False, scale=None, cu_seqlens=None,
     inside CUDA graphs). causal masks keys after the query within its
     sequence; scale None is 1 / sqrt(D). qk_norm ('rms', 'l2' or 'layer',
     LayerNorm without bias) normalizes each head of q and k first, scaled by
-    q_norm_weight / k_norm_weight ([D] each) plus qk_norm_offset (1.0:
-    Gemma's 1 + w), with qk_norm_eps. rope ('neox': pairs (d, d +
-    rotary_dim / 2), Llama, Qwen; 'gptj': pairs (2i, 2i + 1)) then rotates
-    the first rotary_dim elements (None: all D) of each head of q and k,
-    pair i by pos * rope_theta^(-2i / rotary_dim), pos the token's index
-    within its sequence (libnormjit refuses, with NormJitError, odd rotary
-    dims). positions (int32
+    q_norm_weight / k_norm_weight ([D] each, or a row per head: [Hq, D] and
+    [Hkv, D], Command R+) plus qk_norm_offset (1.0: Gemma's 1 + w), with
+    qk_norm_eps. rope ('neox': pairs (d, d + rotary_dim / 2), Llama, Qwen;
+    'gptj': pairs (2i, 2i + 1)) then rotates the first rotary_dim elements
+    (None: all D) of each head of q and k, pair i by pos * rope_theta^(-2i /
+    rotary_dim), pos the token's index within its sequence (libnormjit
+    refuses, with NormJitError, odd rotary dims); rope_first=True rotates
+    first and normalizes the rotated heads (Llama 4). positions (int32
     [tokens], one per token of q, on q's device, copied if not
     contiguous; int64 is refused: convert it with .to(torch.int32), as a
     range check would need a device sync)
@@ -182,7 +185,7 @@ def attention(q, k, v, *, causal=False, scale=None, cu_seqlens=None,
         qk_norm_offset=qk_norm_offset, return_lse=return_lse,
         head_dim=head_dim, rope=rope, rotary_dim=rotary_dim,
         rope_theta=rope_theta, positions=positions,
-        cos_sin_cache=cos_sin_cache)
+        cos_sin_cache=cos_sin_cache, rope_first=rope_first)
 
 
 
@@ -190,12 +193,13 @@ def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None,
                      *, scale=None, qk_norm=None, q_norm_weight=None,
                      k_norm_weight=None, qk_norm_eps=1e-6, qk_norm_offset=0.0,
                      head_dim=None, rope=None, rotary_dim=None,
-                     rope_theta=10000.0, positions=None, cos_sin_cache=None):
+                     rope_theta=10000.0, positions=None, cos_sin_cache=None,
+                     rope_first=False):
     """One decode step of attention over a KV cache, forward only, in one
     kernel: q and k of the new tokens are normalized (qk_norm,
     q_norm_weight, k_norm_weight, qk_norm_eps, qk_norm_offset) and rotated
-    (rope, rotary_dim, rope_theta, positions, cos_sin_cache) as in
-    norm_opt.attention, each new token by its cache position
+    (rope, rotary_dim, rope_theta, positions, cos_sin_cache, rope_first) as
+    in norm_opt.attention, each new token by its cache position
     cache_seqlens[b] + i, or by its entry of positions (int32 [tokens]) where
     given (the cache rows written and the keys seen stay by cache
     position), with the angles of cos_sin_cache where given; k and v are
@@ -223,7 +227,7 @@ def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None,
         k_norm_weight=k_norm_weight, qk_norm_eps=qk_norm_eps,
         qk_norm_offset=qk_norm_offset, head_dim=head_dim, rope=rope,
         rotary_dim=rotary_dim, rope_theta=rope_theta, positions=positions,
-        cos_sin_cache=cos_sin_cache)
+        cos_sin_cache=cos_sin_cache, rope_first=rope_first)
 
 
 from norm_opt._registry import configure, get_context  # noqa: E402

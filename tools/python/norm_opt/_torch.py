@@ -274,16 +274,57 @@ def _add_saved_stats(buffers, mean: bool, shape, like: torch.Tensor):
     return stats
 
 
+def _is_per_head(weight: Optional[torch.Tensor], head_dim: int) -> bool:
+    """Whether a QK-Norm weight holds a row per head: [heads, head_dim]
+    with several heads, or more than head_dim elements."""
+    if weight is None:
+        return False
+    if weight.dim() == 2:
+        return weight.size(0) > 1
+    return weight.dim() == 1 and weight.size(0) > head_dim
+
+
+def _qk_weight_pair(q_weight: Optional[torch.Tensor],
+                    k_weight: Optional[torch.Tensor], head_dim: int,
+                    q_heads: int, kv_heads: int, names: Tuple[str, str]):
+    """The QK-Norm weights as the C API takes them (1-D, contiguous) and
+    whether they hold a row per head (Command R+'s q_norm and k_norm of
+    [heads, head_dim], given as such or flat): where either does, both do
+    (one key/value head's row is its only head's)."""
+    if q_weight is None:
+        return None, None, False
+    per_head = (_is_per_head(q_weight, head_dim) or
+                _is_per_head(k_weight, head_dim))
+    pair = []
+    for weight, heads, name in ((q_weight, q_heads, names[0]),
+                                (k_weight, kv_heads, names[1])):
+        rows = heads if per_head else 1
+        if weight.dim() == 2:
+            if tuple(weight.shape) != (rows, head_dim):
+                raise ValueError(f"{name}: expected shape ({rows}, {head_dim})"
+                                 f", got {tuple(weight.shape)}")
+            weight = weight.reshape(-1)
+        if weight.dim() != 1 or weight.size(0) != rows * head_dim:
+            what = (f"a row of {head_dim} per head ({heads} heads), as the "
+                    "other weight has" if per_head else
+                    f"one row of the head dim")
+            raise ValueError(f"{name}: expected {rows * head_dim} elements "
+                             f"({what}), got shape {tuple(weight.shape)}")
+        pair.append(weight.contiguous())
+    return pair[0], pair[1], per_head
+
+
 def _add_qk_weights(buffers, keep, q_weight: Optional[torch.Tensor],
-                    k_weight: Optional[torch.Tensor], head_dim: int) -> int:
-    """Adds the QK-Norm weights (both or neither) to a launch's buffers;
-    their flag."""
+                    k_weight: Optional[torch.Tensor],
+                    per_head: bool = False) -> int:
+    """Adds the QK-Norm weights (both or neither; 1-D, a row per head with
+    `per_head`) to a launch's buffers; their flags."""
     if q_weight is None:
         return 0
-    buffers[_capi.Q_WEIGHT] = _buffer(q_weight, head_dim)
-    buffers[_capi.K_WEIGHT] = _buffer(k_weight, head_dim)
+    buffers[_capi.Q_WEIGHT] = _buffer(q_weight, q_weight.size(0))
+    buffers[_capi.K_WEIGHT] = _buffer(k_weight, k_weight.size(0))
     keep += [q_weight, k_weight]
-    return _capi.OP_WEIGHT
+    return _capi.OP_WEIGHT | (_capi.OP_QK_WEIGHT_PER_HEAD if per_head else 0)
 
 
 def prepare_qk_norm(qkv: torch.Tensor, num_q_heads: int, num_kv_heads: int,
@@ -298,7 +339,9 @@ def prepare_qk_norm(qkv: torch.Tensor, num_q_heads: int, num_kv_heads: int,
     """The QK-Norm prologue: per-head norms of q and k read from a packed
     [..., (Hq + 2 Hkv) * D] projection (rows may be strided): RMSNorm, L2
     (l2=True) or LayerNorm without bias (layer_norm=True), the weights
-    shifted by weight_offset (1.0: Gemma 3's 1 + w). With save_stats (API
+    shifted by weight_offset (1.0: Gemma 3's 1 + w); a weight row per head
+    (Command R+: [Hq, D] and [Hkv, D], or flat) where either has several
+    rows (API 9). With save_stats (API
     6) also the f32 statistics of each head, [..., Hq + Hkv] (q heads,
     then k heads): outputs (q, k[, mean], rstd), the mean for LayerNorm
     heads only."""
@@ -316,8 +359,9 @@ def prepare_qk_norm(qkv: torch.Tensor, num_q_heads: int, num_kv_heads: int,
     device = _device(qkv, q_weight, k_weight)
     input_type = _dtype(qkv, "qkv")
     x, tokens, stride = _rows(qkv, qkv.size(-1), "qkv")
-    q_weight = _param(q_weight, head_dim, "q_weight")
-    k_weight = _param(k_weight, head_dim, "k_weight")
+    q_weight, k_weight, per_head = _qk_weight_pair(
+        q_weight, k_weight, head_dim, num_q_heads, num_kv_heads,
+        ("q_weight", "k_weight"))
     param_type = _param_dtype(q_weight, k_weight)
     out_dtype = out_dtype or qkv.dtype
     lead = tuple(qkv.shape[:-1])
@@ -334,7 +378,7 @@ def prepare_qk_norm(qkv: torch.Tensor, num_q_heads: int, num_kv_heads: int,
     keep = [x]
     flags = (_capi.OP_QK_L2 if l2 else 0) | (
         _capi.OP_QK_MEAN_VAR if layer_norm else 0) | _add_qk_weights(
-            buffers, keep, q_weight, k_weight, head_dim)
+            buffers, keep, q_weight, k_weight, per_head)
     outputs = [q, k]
     if save_stats:
         outputs += _add_saved_stats(buffers, layer_norm, lead + (
@@ -471,6 +515,14 @@ def qk_norm(qkv, num_q_heads, num_kv_heads, q_weight=None, k_weight=None,
             q_out=None, k_out=None):
     if _train.use_ops(q_out is not None or k_out is not None, qkv, q_weight,
                       k_weight):
+        heads = num_q_heads + 2 * num_kv_heads
+        head_dim = qkv.size(-1) // heads if qkv.dim() and heads > 0 else 0
+        if head_dim and (_is_per_head(q_weight, head_dim) or
+                         _is_per_head(k_weight, head_dim)):
+            raise NotImplementedError(
+                "norm_opt.qk_norm: weights with a row per head have no "
+                "backward or torch.compile op yet: call it under "
+                "torch.no_grad() outside torch.compile")
         if l2 and layer_norm:
             raise ValueError("l2 and layer_norm exclude each other")
         kind = "l2" if l2 else "layer" if layer_norm else "rms"
@@ -600,9 +652,12 @@ def _heads(tensor: torch.Tensor, name: str,
 
 
 def _given_head_dim(head_dim: Optional[int],
-                    q_norm_weight: Optional[torch.Tensor]) -> Optional[int]:
-    """head_dim=, else the QK-Norm weight's length."""
-    if head_dim is None and q_norm_weight is not None and q_norm_weight.dim():
+                    q_norm_weight: Optional[torch.Tensor],
+                    q: torch.Tensor) -> Optional[int]:
+    """head_dim=, else q's own ([tokens, heads, head_dim]), else the
+    QK-Norm weight's row length."""
+    if head_dim is None and q.dim() != 3 and q_norm_weight is not None and (
+            q_norm_weight.dim()):
         return q_norm_weight.size(-1)
     return head_dim
 
@@ -633,11 +688,15 @@ def prepare_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
                       rotary_dim: Optional[int] = None,
                       rope_theta: float = _DEFAULT_ROPE_THETA,
                       positions: Optional[torch.Tensor] = None,
-                      cos_sin_cache: Optional[torch.Tensor] = None) -> Call:
+                      cos_sin_cache: Optional[torch.Tensor] = None,
+                      rope_first: bool = False) -> Call:
     """One attention launch (see norm_opt.attention): outputs (out[, lse])."""
     if qk_norm is not None and qk_norm not in _QK_NORMS:
         raise ValueError(f"qk_norm: expected None, 'rms', 'l2' or 'layer', got "
                          f"{qk_norm!r}")
+    if rope_first and (rope is None or qk_norm is None):
+        raise ValueError("rope_first: rotating before the QK-Norm needs rope= "
+                         "and qk_norm=")
     rope_style, rotary_dim_given = rope, rotary_dim
     if cos_sin_cache is not None and rope is not None:
         _check_table_theta(rope_theta)  # before _rope_fields' rules of theta
@@ -646,7 +705,7 @@ def prepare_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
         raise ValueError("give both q_norm_weight and k_norm_weight, or neither")
     if q_norm_weight is not None and qk_norm is None:
         raise ValueError("q_norm_weight and k_norm_weight need qk_norm")
-    head_dim = _given_head_dim(head_dim, q_norm_weight)
+    head_dim = _given_head_dim(head_dim, q_norm_weight, q)
     device = _device(q, k, v, cu_seqlens, q_norm_weight, k_norm_weight,
                      positions, cos_sin_cache)
     input_type = _dtype(q, "q")
@@ -679,8 +738,9 @@ def prepare_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
                          f"offsets, got {cu_seqlens.dtype} of shape "
                          f"{tuple(cu_seqlens.shape)}")
     cu_seqlens = cu_seqlens.contiguous()
-    q_norm_weight = _param(q_norm_weight, head_dim, "q_norm_weight")
-    k_norm_weight = _param(k_norm_weight, head_dim, "k_norm_weight")
+    q_norm_weight, k_norm_weight, per_head = _qk_weight_pair(
+        q_norm_weight, k_norm_weight, head_dim, num_q_heads, num_kv_heads,
+        ("q_norm_weight", "k_norm_weight"))
     cols = num_q_heads * head_dim
     out = torch.empty((tokens, cols), dtype=q.dtype, device=q.device)
     buffers = {
@@ -693,8 +753,9 @@ def prepare_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     }
     keep = [q2, k2, v2, cu_seqlens]
     flags = (_QK_NORMS[qk_norm] if qk_norm else 0) | (
-        _capi.OP_CAUSAL if causal else 0) | _add_qk_weights(
-            buffers, keep, q_norm_weight, k_norm_weight, head_dim)
+        _capi.OP_CAUSAL if causal else 0) | (
+            _capi.OP_ROPE_FIRST if rope_first else 0) | _add_qk_weights(
+                buffers, keep, q_norm_weight, k_norm_weight, per_head)
     table_rows = 0
     if positions is not None:
         positions = positions.contiguous()
@@ -737,7 +798,7 @@ def _attention_impl(q, k, v, cu_seqlens, q_norm_weight, k_norm_weight, causal,
                     scale, qk_norm, qk_norm_eps, qk_norm_offset, return_lse,
                     head_dim, rope=None, rotary_dim=None,
                     rope_theta=_DEFAULT_ROPE_THETA, positions=None,
-                    cos_sin_cache=None):
+                    cos_sin_cache=None, rope_first=False):
     # Defaults as in the schema: older torch passes only the given arguments.
     outputs = run(prepare_attention(
         q, k, v, causal=causal, scale=scale, cu_seqlens=cu_seqlens,
@@ -746,7 +807,7 @@ def _attention_impl(q, k, v, cu_seqlens, q_norm_weight, k_norm_weight, causal,
         qk_norm_offset=qk_norm_offset, return_lse=return_lse,
         head_dim=head_dim, rope=rope, rotary_dim=rotary_dim,
         rope_theta=rope_theta, positions=positions,
-        cos_sin_cache=cos_sin_cache))
+        cos_sin_cache=cos_sin_cache, rope_first=rope_first))
     lse = outputs[1] if return_lse else q.new_empty((0,), dtype=torch.float32)
     return outputs[0], lse
 
@@ -755,10 +816,10 @@ def _attention_fake(q, k, v, cu_seqlens, q_norm_weight, k_norm_weight, causal,
                     scale, qk_norm, qk_norm_eps, qk_norm_offset, return_lse,
                     head_dim, rope=None, rotary_dim=None,
                     rope_theta=_DEFAULT_ROPE_THETA, positions=None,
-                    cos_sin_cache=None):
+                    cos_sin_cache=None, rope_first=False):
     """Shapes only (torch.compile's fake tensors, meta tensors), and the
     rotary inputs' shapes, dtypes and strides."""
-    _, heads, dim = _heads(q, "q", _given_head_dim(head_dim, q_norm_weight))
+    _, heads, dim = _heads(q, "q", _given_head_dim(head_dim, q_norm_weight, q))
     _check_rope_inputs(positions, cos_sin_cache, rope, rotary_dim, rope_theta,
                        q.size(0), dim)
     lse = q.new_empty((q.size(0), heads) if return_lse else (0,),
@@ -777,7 +838,7 @@ _LIBRARY.define(
     "str? qk_norm, float qk_norm_eps, float qk_norm_offset, bool return_lse, "
     "int? head_dim, str? rope=None, int? rotary_dim=None, "
     "float rope_theta=10000.0, Tensor? positions=None, "
-    "Tensor? cos_sin_cache=None) -> (Tensor, Tensor)")
+    "Tensor? cos_sin_cache=None, bool rope_first=False) -> (Tensor, Tensor)")
 for _key in ("CUDA", "CPU"):
     _LIBRARY.impl("attention", _attention_impl, _key)
 if hasattr(torch.library, "register_fake"):  # torch >= 2.4
@@ -793,14 +854,14 @@ def attention(q, k, v, *, causal=False, scale=None, cu_seqlens=None,
               qk_norm_eps=1e-6, qk_norm_offset=0.0, return_lse=False,
               head_dim=None, rope=None, rotary_dim=None,
               rope_theta=_DEFAULT_ROPE_THETA, positions=None,
-              cos_sin_cache=None):
+              cos_sin_cache=None, rope_first=False):
     _check_forward_only(q, k, v, q_norm_weight, k_norm_weight, cos_sin_cache)
     out, lse = torch.ops.norm_opt.attention(
         q, k, v, cu_seqlens, q_norm_weight, k_norm_weight, bool(causal),
         None if scale is None else float(scale), qk_norm, float(qk_norm_eps),
         float(qk_norm_offset), bool(return_lse), head_dim, rope,
         None if rotary_dim is None else int(rotary_dim), float(rope_theta),
-        positions, cos_sin_cache)
+        positions, cos_sin_cache, bool(rope_first))
     return (out, lse) if return_lse else out
 
 
@@ -855,8 +916,8 @@ def prepare_attention_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                              rotary_dim: Optional[int] = None,
                              rope_theta: float = _DEFAULT_ROPE_THETA,
                              positions: Optional[torch.Tensor] = None,
-                             cos_sin_cache: Optional[torch.Tensor] = None
-                             ) -> Call:
+                             cos_sin_cache: Optional[torch.Tensor] = None,
+                             rope_first: bool = False) -> Call:
     """One decode launch (see norm_opt.attention_decode): outputs (out,)."""
     if cache_seqlens.dtype != torch.int32 or cache_seqlens.dim() != 1 or (
             cache_seqlens.size(0) < 1):
@@ -886,7 +947,8 @@ def prepare_attention_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                              qk_norm_offset=qk_norm_offset, head_dim=head_dim,
                              rope=rope, rotary_dim=rotary_dim,
                              rope_theta=rope_theta, positions=positions,
-                             cos_sin_cache=cos_sin_cache)
+                             cos_sin_cache=cos_sin_cache,
+                             rope_first=rope_first)
     desc = call.desc._replace(kind=_capi.OP_ATTENTION_DECODE)
     _device(q, k_cache, v_cache, cache_seqlens)
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
@@ -921,14 +983,14 @@ def _attention_decode_impl(q, k, v, k_cache, v_cache, cache_seqlens,
                            qk_norm, qk_norm_eps, qk_norm_offset, head_dim,
                            rope=None, rotary_dim=None,
                            rope_theta=_DEFAULT_ROPE_THETA, positions=None,
-                           cos_sin_cache=None):
+                           cos_sin_cache=None, rope_first=False):
     return run(prepare_attention_decode(
         q, k, v, k_cache, v_cache, cache_seqlens, cu_seqlens, scale=scale,
         qk_norm=qk_norm, q_norm_weight=q_norm_weight,
         k_norm_weight=k_norm_weight, qk_norm_eps=qk_norm_eps,
         qk_norm_offset=qk_norm_offset, head_dim=head_dim, rope=rope,
         rotary_dim=rotary_dim, rope_theta=rope_theta, positions=positions,
-        cos_sin_cache=cos_sin_cache))[0]
+        cos_sin_cache=cos_sin_cache, rope_first=rope_first))[0]
 
 
 def _attention_decode_fake(q, k, v, k_cache, v_cache, cache_seqlens,
@@ -936,11 +998,11 @@ def _attention_decode_fake(q, k, v, k_cache, v_cache, cache_seqlens,
                            qk_norm, qk_norm_eps, qk_norm_offset, head_dim,
                            rope=None, rotary_dim=None,
                            rope_theta=_DEFAULT_ROPE_THETA, positions=None,
-                           cos_sin_cache=None):
+                           cos_sin_cache=None, rope_first=False):
     """Shapes only: the output, like q; the caches are left alone (the
     schema says that the kernel writes them). The rotary inputs' shapes,
     dtypes and strides are checked as in prefill."""
-    _, _, dim = _heads(q, "q", _given_head_dim(head_dim, q_norm_weight))
+    _, _, dim = _heads(q, "q", _given_head_dim(head_dim, q_norm_weight, q))
     _check_rope_inputs(positions, cos_sin_cache, rope, rotary_dim, rope_theta,
                        q.size(0), dim)
     return q.new_empty(q.shape)
@@ -955,7 +1017,8 @@ _LIBRARY.define(
     "Tensor? q_norm_weight, Tensor? k_norm_weight, float? scale, "
     "str? qk_norm, float qk_norm_eps, float qk_norm_offset, int? head_dim, "
     "str? rope=None, int? rotary_dim=None, float rope_theta=10000.0, "
-    "Tensor? positions=None, Tensor? cos_sin_cache=None) -> Tensor")
+    "Tensor? positions=None, Tensor? cos_sin_cache=None, "
+    "bool rope_first=False) -> Tensor")
 for _key in ("CUDA", "CPU"):
     _LIBRARY.impl("attention_decode", _attention_decode_impl, _key)
 if hasattr(torch.library, "register_fake"):
@@ -971,7 +1034,7 @@ def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens,
                      q_norm_weight=None, k_norm_weight=None, qk_norm_eps=1e-6,
                      qk_norm_offset=0.0, head_dim=None, rope=None,
                      rotary_dim=None, rope_theta=_DEFAULT_ROPE_THETA,
-                     positions=None, cos_sin_cache=None):
+                     positions=None, cos_sin_cache=None, rope_first=False):
     _check_forward_only(q, k, v, k_cache, v_cache, q_norm_weight,
                         k_norm_weight, cos_sin_cache)
     return torch.ops.norm_opt.attention_decode(
@@ -980,7 +1043,7 @@ def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens,
         float(qk_norm_eps), float(qk_norm_offset),
         None if head_dim is None else int(head_dim), rope,
         None if rotary_dim is None else int(rotary_dim), float(rope_theta),
-        positions, cos_sin_cache)
+        positions, cos_sin_cache, bool(rope_first))
 
 
 # The training ops (torch.ops.norm_opt.row_norm, qk_norm and their
