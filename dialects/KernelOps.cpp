@@ -174,6 +174,17 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
             /*launch=*/nullptr, /*kernel=*/nullptr)
             .getOperation());
   }
+  // The rotary attributes of the QK-Norm prologue and attention.
+  bool rope = spec.rope != ::norm::RopeStyle::None;
+  RopeStyleAttr style =
+      rope ? RopeStyleAttr::get(context, spec.rope == ::norm::RopeStyle::NeoX
+                                             ? RopeStyle::neox
+                                             : RopeStyle::gptj)
+           : RopeStyleAttr();
+  IntegerAttr rotaryDim =
+      rope ? builder.getI64IntegerAttr(spec.rotaryDim) : IntegerAttr();
+  FloatAttr theta = rope && !spec.ropeTable ? real(spec.ropeTheta) : FloatAttr();
+  UnitAttr ropeFirst = spec.ropeFirst ? builder.getUnitAttr() : UnitAttr();
   switch (spec.kind) {
   case OpKind::ColumnSum:
     return KernelOpInterface(
@@ -192,31 +203,22 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
             builder, loc, result(BufferSlot::Q), result(BufferSlot::K),
             result(BufferSlot::SavedMean), result(BufferSlot::SavedRstd),
             input(BufferSlot::Qkv), input(BufferSlot::QWeight),
-            input(BufferSlot::KWeight),
+            input(BufferSlot::KWeight), input(BufferSlot::Positions),
+            input(BufferSlot::RopeTable),
             QKNormKindAttr::get(context, getQKNormKind(spec.qkStatistic)),
             builder.getI64IntegerAttr(spec.numQHeads),
             builder.getI64IntegerAttr(spec.numKvHeads),
             builder.getI64IntegerAttr(spec.hidden), real(spec.eps),
-            real(spec.weightOffset), /*launch=*/nullptr, /*kernel=*/nullptr)
+            real(spec.weightOffset), style, rotaryDim, theta, ropeFirst,
+            /*launch=*/nullptr, /*kernel=*/nullptr)
             .getOperation());
   case OpKind::Attention:
   case OpKind::AttentionDecode: {
-    bool rope = spec.rope != ::norm::RopeStyle::None;
     QKNormKindAttr qkNorm =
         spec.qkStatistic == ::norm::Statistic::None
             ? QKNormKindAttr()
             : QKNormKindAttr::get(context, getQKNormKind(spec.qkStatistic));
     FloatAttr eps = ::norm::usesEps(spec) ? real(spec.eps) : FloatAttr();
-    RopeStyleAttr style =
-        rope ? RopeStyleAttr::get(context, spec.rope == ::norm::RopeStyle::NeoX
-                                               ? RopeStyle::neox
-                                               : RopeStyle::gptj)
-             : RopeStyleAttr();
-    IntegerAttr rotaryDim =
-        rope ? builder.getI64IntegerAttr(spec.rotaryDim) : IntegerAttr();
-    FloatAttr theta =
-        rope && !spec.ropeTable ? real(spec.ropeTheta) : FloatAttr();
-    UnitAttr ropeFirst = spec.ropeFirst ? builder.getUnitAttr() : UnitAttr();
     IntegerAttr heads = builder.getI64IntegerAttr(spec.numQHeads);
     IntegerAttr kvHeads = builder.getI64IntegerAttr(spec.numKvHeads);
     IntegerAttr headDim = builder.getI64IntegerAttr(spec.hidden);

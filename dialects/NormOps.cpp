@@ -13,6 +13,7 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -413,6 +414,21 @@ template <typename OpTy> static int64_t getRotaryDimOrHeadDim(OpTy op) {
   return static_cast<int64_t>(op.getHeadDim());
 }
 
+/// The rope fields of `spec` from a kernel op's (attention, the QK-Norm
+/// prologue).
+template <typename OpTy>
+static void setModelRope(OpTy op, ::norm::OpSpec &spec) {
+  spec.rope = getModelRopeStyle(op.getRope());
+  if (spec.rope == ::norm::RopeStyle::None)
+    return;
+  spec.rotaryDim = getRotaryDimOrHeadDim(op);
+  if (FloatAttr theta = op.getRopeThetaAttr())
+    spec.ropeTheta = theta.getValueAsDouble();
+  spec.ropePositions = bool(op.getPositions());
+  spec.ropeTable = bool(op.getRopeTable());
+  spec.ropeFirst = op.getRopeFirst();
+}
+
 /// The rules of a rotary embedding, wherever one is (norm.rotary, the
 /// attention ops): `rope` set for rotary_dim, rope_theta, positions and a
 /// table; rope_theta exactly when no table gives the angles; the model's
@@ -467,20 +483,42 @@ LogicalResult RotaryOp::verify() {
   return verifyRopeOperands(*this, getStyle(), getInput().getType(), headDim);
 }
 
+int64_t mlir::norm::getQKWeightRows(Value weight, int64_t headDim) {
+  return weight && headDim > 0
+             ? cast<RankedTensorType>(weight.getType()).getDimSize(0) / headDim
+             : 1;
+}
+
 bool mlir::norm::isPerHeadQKWeightPair(Value qWeight, Value kWeight,
                                        int64_t headDim) {
-  auto rowsOf = [&](Value weight) -> int64_t {
-    return weight && headDim > 0
-               ? cast<RankedTensorType>(weight.getType()).getDimSize(0) /
-                     headDim
-               : 1;
-  };
-  return rowsOf(qWeight) > 1 || rowsOf(kWeight) > 1;
+  return getQKWeightRows(qWeight, headDim) > 1 ||
+         getQKWeightRows(kWeight, headDim) > 1;
 }
 
 template <typename OpTy> static bool hasPerHeadQKWeights(OpTy op) {
   return isPerHeadQKWeightPair(op.getQNormWeight(), op.getKNormWeight(),
                                op.getHeadDim());
+}
+
+/// The QK-Norm weights of an op with `qHeads` and `kvHeads` heads of
+/// `headDim` (named after the op's operands): one head_dim row every head
+/// shares, or a row per head for both (Command R+), of one type.
+static LogicalResult verifyQKWeightRows(Operation *op, Value qWeight,
+                                        Value kWeight,
+                                        std::array<StringRef, 3> names,
+                                        int64_t qHeads, int64_t kvHeads,
+                                        int64_t headDim) {
+  auto [qName, kName, qHeadsName] = names;
+  ShapeChecker shapes(op);
+  bool perHead = isPerHeadQKWeightPair(qWeight, kWeight, headDim);
+  std::string qRows = (qHeadsName + " x head_dim: a row per head").str();
+  if (failed(shapes.param(qWeight, qName, perHead ? qHeads * headDim : headDim,
+                          perHead ? StringRef(qRows) : "the head dim")) ||
+      failed(shapes.param(kWeight, kName, perHead ? kvHeads * headDim : headDim,
+                          perHead ? "num_kv_heads x head_dim: a row per head"
+                                  : "the head dim")))
+    return failure();
+  return getSharedParamType(op, {{qWeight, qName}, {kWeight, kName}});
 }
 
 /// The rules norm.attention and norm.attention_kernel share: head counts
@@ -524,21 +562,11 @@ template <typename OpTy> static LogicalResult verifyAttentionFields(OpTy op) {
   }
   if (!op.getQkNormEpsAttr())
     return op.emitOpError("'qk_norm' needs 'qk_norm_eps'");
-  // One head_dim row every head shares, or a row per head for both.
-  ShapeChecker shapes(op);
-  bool perHead = hasPerHeadQKWeights(op);
   if (failed(verifyEps(op, op.getQkNormEpsAttr(), "qk_norm_eps")) ||
-      failed(shapes.param(op.getQNormWeight(), "q_norm_weight",
-                          perHead ? heads * headDim : headDim,
-                          perHead ? "num_heads x head_dim: a row per head"
-                                  : "the head dim")) ||
-      failed(shapes.param(op.getKNormWeight(), "k_norm_weight",
-                          perHead ? kvHeads * headDim : headDim,
-                          perHead ? "num_kv_heads x head_dim: a row per head"
-                                  : "the head dim")))
-    return failure();
-  if (failed(getSharedParamType(op, {{op.getQNormWeight(), "q_norm_weight"},
-                                     {op.getKNormWeight(), "k_norm_weight"}})))
+      failed(verifyQKWeightRows(
+          op, op.getQNormWeight(), op.getKNormWeight(),
+          {"q_norm_weight", "k_norm_weight", "num_heads"}, heads, kvHeads,
+          headDim)))
     return failure();
   double offset = op.getQkNormOffset().convertToDouble();
   if (!std::isfinite(offset))
@@ -729,23 +757,12 @@ LogicalResult QKNormPrologueOp::verify() {
       getElementTypeOrSelf(getK().getType()))
     return emitOpError() << "'q' and 'k' share an element type, got "
                          << getQ().getType() << " and " << getK().getType();
-  // One head_dim row every head shares, or a row per head for both.
-  ShapeChecker shapes(*this);
-  bool perHead = isPerHeadQKWeightPair(getQWeight(), getKWeight(), headDim);
-  if (failed(shapes.param(getQWeight(), "q_weight",
-                          perHead ? qHeads * headDim : headDim,
-                          perHead ? "num_q_heads x head_dim: a row per head"
-                                  : "the head dim")) ||
-      failed(shapes.param(getKWeight(), "k_weight",
-                          perHead ? kvHeads * headDim : headDim,
-                          perHead ? "num_kv_heads x head_dim: a row per head"
-                                  : "the head dim")))
+  if (failed(verifyQKWeightRows(*this, getQWeight(), getKWeight(),
+                                {"q_weight", "k_weight", "num_q_heads"},
+                                qHeads, kvHeads, headDim)))
     return failure();
   if (bool(getQWeight()) != bool(getKWeight()))
     return emitOpError("'q_weight' and 'k_weight' go together");
-  if (failed(getSharedParamType(
-          *this, {{getQWeight(), "q_weight"}, {getKWeight(), "k_weight"}})))
-    return failure();
   // One statistic per head, q heads first.
   if (failed(verifyF32Rows(*this, getSavedMean(), "saved_mean",
                            qHeads + kvHeads, qkv.getDimSize(0))) ||
@@ -758,6 +775,10 @@ LogicalResult QKNormPrologueOp::verify() {
   if (meanVar && getSavedRstd() && !getSavedMean())
     return emitOpError("kind 'mean_var' saves 'saved_mean' with "
                        "'saved_rstd' (its backward reads both)");
+  if (failed(verifyRopeOperands(*this, getRope(), qkv, headDim)))
+    return failure();
+  if (getRopeFirst() && !getRope())
+    return emitOpError("'rope_first' needs a 'rope' style");
   return verifyKernelModel(*this);
 }
 
@@ -1057,6 +1078,7 @@ static ::norm::Statistic getModelStatistic(QKNormKind kind) {
   spec.numKvHeads = getNumKvHeads();
   spec.qkStatistic = getModelStatistic(getKind());
   spec.saveStats = bool(getSavedRstd());
+  setModelRope(*this, spec);
   return spec;
 }
 
@@ -1076,6 +1098,10 @@ Value QKNormPrologueOp::getBuffer(BufferSlot slot) {
     return getSavedMean();
   case BufferSlot::SavedRstd:
     return getSavedRstd();
+  case BufferSlot::Positions:
+    return getPositions();
+  case BufferSlot::RopeTable:
+    return getRopeTable();
   default:
     return {};
   }
@@ -1123,15 +1149,7 @@ static ::norm::OpSpec getAttentionOpSpec(OpTy op, OpKind kind) {
       op.getQkNormEpsAttr() ? op.getQkNormEpsAttr().getValueAsDouble() : 0.0;
   spec.weightOffset = op.getQkNormOffset().convertToDouble();
   spec.scale = op.getScale().convertToDouble();
-  spec.rope = getModelRopeStyle(op.getRope());
-  if (spec.rope != ::norm::RopeStyle::None) {
-    spec.rotaryDim = getRotaryDimOrHeadDim(op);
-    if (FloatAttr theta = op.getRopeThetaAttr())
-      spec.ropeTheta = theta.getValueAsDouble();
-    spec.ropePositions = bool(op.getPositions());
-    spec.ropeTable = bool(op.getRopeTable());
-    spec.ropeFirst = op.getRopeFirst();
-  }
+  setModelRope(op, spec);
   return spec;
 }
 

@@ -25,6 +25,9 @@ bool widensExactly(Type narrow, Type wide);
 /// move the weights all ask this.
 bool isPerHeadQKWeightPair(Value qWeight, Value kWeight, int64_t headDim);
 
+/// The head_dim rows a QK-Norm weight holds (1 for none).
+int64_t getQKWeightRows(Value weight, int64_t headDim);
+
 //===----------------------------------------------------------------------===//
 // Kernel ops and the kernel model
 //===----------------------------------------------------------------------===//

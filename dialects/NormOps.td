@@ -577,6 +577,15 @@ def Norm_QKNormPrologueOp : Norm_Op<"qk_norm_prologue", [Pure,
     `mean_var`) keep each head's statistic for the backward
     (`norm.fused_row_grad` with `per_head_weight`).
 
+    With `rope`, the normalized head rows, rounded to the element type as
+    the unfused graph stores them, are then rotated (see `norm.rotary`: row
+    `i` at position `i`, or `positions[i]`; angles by `rope_theta` or from
+    a `rope_table`) and rounded again; with `rope_first` (Llama 4's norm of
+    rotated rows) they are rotated first. This is QK-Norm and RoPE in one
+    launch for an attention kernel the project does not own. The pairs are
+    turned in registers, so a launch keeps each pair within a thread
+    (`norm::verifyRotaryLayout`). Statistics are saved without `rope` only.
+
     ```mlir
     %q, %k = norm.qk_norm_prologue <rms> %qkv q_weight(%wq : tensor<128xbf16>)
         k_weight(%wk : tensor<128xbf16>)
@@ -587,16 +596,23 @@ def Norm_QKNormPrologueOp : Norm_Op<"qk_norm_prologue", [Pure,
   let arguments = (ins Norm_RowTensor:$qkv,
                        Optional<Norm_ParamTensor>:$q_weight,
                        Optional<Norm_ParamTensor>:$k_weight,
+                       Optional<Norm_PositionsTensor>:$positions,
+                       Optional<Norm_RopeTableTensor>:$rope_table,
                        Norm_QKNormKindAttr:$kind, I64Attr:$num_q_heads,
                        I64Attr:$num_kv_heads, I64Attr:$head_dim, F64Attr:$eps,
                        DefaultValuedAttr<F64Attr, "0.0">:$weight_offset,
+                       OptionalAttr<Norm_RopeStyleAttr>:$rope,
+                       OptionalAttr<I64Attr>:$rotary_dim,
+                       OptionalAttr<F64Attr>:$rope_theta,
+                       UnitAttr:$rope_first,
                        OptionalAttr<Norm_LaunchAttr>:$launch,
                        OptionalAttr<SymbolRefAttr>:$kernel);
   let results = (outs Norm_RowTensor:$q, Norm_RowTensor:$k,
                       Optional<Norm_F32RowTensor>:$saved_mean,
                       Optional<Norm_F32RowTensor>:$saved_rstd);
   let assemblyFormat = "$kind $qkv " # OptParam<"q_weight">.format # " " #
-      OptParam<"k_weight">.format # " " # Real<"eps", "eps">.format # " " #
+      OptParam<"k_weight">.format # " " # OptParam<"positions">.format # " " #
+      OptParam<"rope_table">.format # " " # Real<"eps", "eps">.format # " " #
       OptReal<"offset", "weight_offset">.format # " attr-dict `:` type($qkv) `->` "
       "type($q) `,` type($k) "
       "(`saved_mean` `(` type($saved_mean)^ `)`)? "

@@ -138,20 +138,9 @@ private:
   /// the new tokens in decode).
   void emitRope(Value base, int64_t rows, function_ref<Value(Value)> tokenOf,
                 Value active = {});
-  /// What the angles of a lane's pairs come from: its frequencies (theta),
-  /// or its first pair of a table row and the table's rows.
-  struct RopeAngles {
-    VectorType pairType;
-    Value frequency, firstPair, tableRows;
-    llvm::MaybeAlign tableAlignment;
-  };
-  /// For the owners lane + slot threads (of `owners`), `pairsPerOwner`
-  /// pairs each, whole chunks or not.
-  RopeAngles prepareRopeAngles(VectorType pairType, int64_t pairsPerOwner,
-                               int64_t owners, int64_t slot, bool byChunk);
-  /// The cosines and sines of the lane's pairs for token `token`.
-  std::pair<Value, Value> getRopeAngles(const RopeAngles &angles, Value token);
-
+  /// The rotary position (i32) of token `token` of the sequence: its
+  /// positions entry, or its index (after the cache, in decode).
+  Value tokenPosition(Value token);
   //===--- Decode ----------------------------------------------------------===//
 
   /// Query row `row` of the tile: its token within the sequence and its
@@ -514,8 +503,9 @@ void AttentionEmitter::emitRope(Value base, int64_t rows,
     ownerOf.push_back(add(lane, index(slot * threads)));
     owns.push_back(arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
                                          ownerOf.back(), index(owners)));
-    angles.push_back(
-        prepareRopeAngles(pairType, pairsPerOwner, owners, slot, byChunk));
+    angles.push_back(prepareRopeAngles(
+        spec, pairType, owners, slot,
+        byChunk ? alignmentOf(arg("rope_table")) : llvm::MaybeAlign(4)));
   }
   // The element offset of element `e` (an index) of the row.
   auto elementOffset = [&](Value row, Value e) -> Value {
@@ -542,7 +532,7 @@ void AttentionEmitter::emitRope(Value base, int64_t rows,
         arith::CmpIOp::create(b, arith::CmpIPredicate::ult, token, seqLength));
     for (auto [owner, ownsPair, slotAngles] : llvm::zip(ownerOf, owns, angles))
       ifThen(arith::AndIOp::create(b, exists, ownsPair), [&] {
-        auto [cos, sin] = getRopeAngles(slotAngles, token);
+        auto [cos, sin] = getRopeAngles(spec, slotAngles, tokenPosition(token));
         // (a, b) -> (a cos - b sin, b cos + a sin).
         auto turn = [&](Value x, Value y) -> std::pair<Value, Value> {
           return {subf(mulf(x, cos), mulf(y, sin)),
@@ -582,98 +572,14 @@ void AttentionEmitter::emitRope(Value base, int64_t rows,
   gpu::BarrierOp::create(b);
 }
 
-// The frequencies are double-precision constants picked by the lane (exact
-// to f32, where an in-kernel ex2 would cost 2^-21 of every angle): slot
-// `slot`'s owner is lane + slot threads. A table needs the owner's first
-// pair, its rows and their count; pairs one by one are 4-byte aligned.
-AttentionEmitter::RopeAngles
-AttentionEmitter::prepareRopeAngles(VectorType pairType, int64_t pairsPerOwner,
-                                    int64_t owners, int64_t slot,
-                                    bool byChunk) {
-  RopeAngles angles;
-  angles.pairType = pairType;
-  int64_t firstOwner = slot * threads;
-  if (spec.ropeTable) {
-    angles.firstPair =
-        mul(add(lane, index(firstOwner)), index(pairsPerOwner));
-    angles.tableRows = indexArg("rope_table_rows");
-    angles.tableAlignment =
-        byChunk ? alignmentOf(arg("rope_table")) : llvm::MaybeAlign(4);
-    return angles;
-  }
-  auto frequencies = [&](int64_t owner) -> Value {
-    SmallVector<float> values;
-    for (int64_t j = 0; j < pairsPerOwner; ++j)
-      values.push_back(static_cast<float>(::norm::getRopeFrequency(
-          spec.ropeTheta, spec.rotaryDim, owner * pairsPerOwner + j)));
-    return arith::ConstantOp::create(
-        b, DenseElementsAttr::get(pairType, ArrayRef<float>(values)));
-  };
-  angles.frequency = frequencies(firstOwner);
-  for (int64_t l = 1; l < threads && firstOwner + l < owners; ++l)
-    angles.frequency = arith::SelectOp::create(
-        b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, index(l)),
-        frequencies(firstOwner + l), angles.frequency);
-  return angles;
-}
-
 // The position of token `token` of the sequence: its positions entry, or
-// its index (after the cache, in decode). Its angles: from the table's row
-// (NaN outside the table, so that a bad position cannot pass unseen), or
-// pos * freq reduced to [-pi, pi] with 2 pi in two parts by fmas, where
-// sin.approx and cos.approx are accurate. (The NVVM conversion would send
-// roundeven to libdevice; the magic constant rounds with two adds.)
-std::pair<Value, Value>
-AttentionEmitter::getRopeAngles(const RopeAngles &angles, Value token) {
-  Type i32 = b.getI32Type();
-  Value position;
+// its index (after the cache, in decode).
+Value AttentionEmitter::tokenPosition(Value token) {
   if (spec.ropePositions)
-    position = memref::LoadOp::create(b, arg("positions"),
-                                      ValueRange{add(seqStart, token)});
-  else
-    position = arith::IndexCastUIOp::create(
-        b, i32, decode ? add(cacheLength, token) : token);
-  VectorType pairType = angles.pairType;
-  auto broadcast = [&](Value scalar) -> Value {
-    return vector::BroadcastOp::create(b, pairType, scalar);
-  };
-  if (spec.ropeTable) {
-    // Negative positions wrap to huge ones: outside the table too.
-    Value row = arith::IndexCastOp::create(b, b.getIndexType(), position);
-    Value inTable = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row,
-                                          angles.tableRows);
-    Value table = arg("rope_table");
-    SmallVector<Value> values = ifElseZeros(inTable, [&]() -> SmallVector<Value> {
-      Value at = add(mul(row, stride("rope_table")), angles.firstPair);
-      Value sinAt = add(at, index(spec.rotaryDim / 2));
-      return {vector::LoadOp::create(b, pairType, table, at,
-                                     /*nontemporal=*/false,
-                                     angles.tableAlignment),
-              vector::LoadOp::create(b, pairType, table, sinAt,
-                                     /*nontemporal=*/false,
-                                     angles.tableAlignment)};
-    });
-    Value nan = broadcast(constantF32(std::numeric_limits<double>::quiet_NaN()));
-    return {arith::SelectOp::create(b, inTable, values[0], nan),
-            arith::SelectOp::create(b, inTable, values[1], nan)};
-  }
-  constexpr double kTwoPi = 6.283185307179586;
-  float twoPiHigh = static_cast<float>(kTwoPi);
-  float twoPiLow = static_cast<float>(kTwoPi - static_cast<double>(twoPiHigh));
-  Value angle = mulf(broadcast(arith::SIToFPOp::create(b, f32, position)),
-                     angles.frequency);
-  // Whole turns, rounded to nearest by adding and taking away 1.5 2^23
-  // (exact for |x| < 2^22: angles of positions below 2^24 are).
-  Value magic = broadcast(constantF32(0x1.8p23));
-  Value turns = subf(
-      addf(mulf(angle, broadcast(constantF32(1.0 / kTwoPi))), magic), magic);
-  Value negTurns = arith::NegFOp::create(b, turns);
-  Value reduced = math::FmaOp::create(
-      b, negTurns, broadcast(constantF32(twoPiLow)),
-      math::FmaOp::create(b, negTurns, broadcast(constantF32(twoPiHigh)),
-                          angle));
-  return {math::CosOp::create(b, reduced, arith::FastMathFlags::afn),
-          math::SinOp::create(b, reduced, arith::FastMathFlags::afn)};
+    return memref::LoadOp::create(b, arg("positions"),
+                                  ValueRange{add(seqStart, token)});
+  return arith::IndexCastUIOp::create(b, b.getI32Type(),
+                                      decode ? add(cacheLength, token) : token);
 }
 
 //===----------------------------------------------------------------------===//

@@ -131,6 +131,12 @@ def FormQKNormPrologue : Pass<"norm-form-qk-norm-prologue"> {
     count is an unrelated SSA value), the prologue reads a row slice of
     `qkv` with the slices' rows: a view with the same row stride, never a
     copy.
+
+    Rotations (`norm.rotary`) of q and k that turn both alike move in too:
+    of the normalized rows, where each is the norm's only user (Qwen 3,
+    Gemma 3; the prologue's results then replace the rotations'), or of the
+    slices before the norms (Llama 4: `rope_first`). The rotations that an
+    attention reads have moved into it before this pass runs in `norm-fuse`.
   }];
   let dependentDialects = ["::mlir::norm::NormDialect",
                            "::mlir::tensor::TensorDialect"];

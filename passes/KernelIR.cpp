@@ -13,6 +13,8 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::norm;
 
@@ -483,4 +485,96 @@ SmallVector<Value> KernelBuilder::allReduce(ValueRange values) {
   return SmallVector<Value>(
       RowAllReduceOp::create(b, values, static_cast<uint64_t>(threads))
           .getResults());
+}
+
+//===----------------------------------------------------------------------===//
+// Rotary embeddings
+//===----------------------------------------------------------------------===//
+
+// The frequencies are double-precision constants picked by the lane (exact
+// to f32, where an in-kernel ex2 would cost 2^-21 of every angle): slot
+// `slot`'s owner is lane + slot threads. A table needs the owner's first
+// pair, its rows and their count; the caller knows how its pairs are
+// aligned.
+KernelBuilder::RopeAngles
+KernelBuilder::prepareRopeAngles(const ::norm::OpSpec &spec,
+                                 VectorType pairType, int64_t owners,
+                                 int64_t slot,
+                                 llvm::MaybeAlign tableAlignment) {
+  int64_t pairsPerOwner = pairType.getNumElements();
+  RopeAngles angles;
+  angles.pairType = pairType;
+  int64_t firstOwner = slot * threads;
+  if (spec.ropeTable) {
+    angles.firstPair =
+        mul(add(lane, index(firstOwner)), index(pairsPerOwner));
+    angles.tableRows = indexArg("rope_table_rows");
+    angles.tableAlignment = tableAlignment;
+    return angles;
+  }
+  auto frequencies = [&](int64_t owner) -> Value {
+    SmallVector<float> values;
+    for (int64_t j = 0; j < pairsPerOwner; ++j)
+      values.push_back(static_cast<float>(::norm::getRopeFrequency(
+          spec.ropeTheta, spec.rotaryDim, owner * pairsPerOwner + j)));
+    return arith::ConstantOp::create(
+        b, DenseElementsAttr::get(pairType, ArrayRef<float>(values)));
+  };
+  angles.frequency = frequencies(firstOwner);
+  for (int64_t l = 1; l < threads && firstOwner + l < owners; ++l)
+    angles.frequency = arith::SelectOp::create(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane, index(l)),
+        frequencies(firstOwner + l), angles.frequency);
+  return angles;
+}
+
+// The angles at a position: from the table's row (NaN outside the table,
+// so that a bad position cannot pass unseen), or
+// pos * freq reduced to [-pi, pi] with 2 pi in two parts by fmas, where
+// sin.approx and cos.approx are accurate. (The NVVM conversion would send
+// roundeven to libdevice; the magic constant rounds with two adds.)
+std::pair<Value, Value>
+KernelBuilder::getRopeAngles(const ::norm::OpSpec &spec,
+                             const RopeAngles &angles, Value position) {
+  VectorType pairType = angles.pairType;
+  auto broadcast = [&](Value scalar) -> Value {
+    return vector::BroadcastOp::create(b, pairType, scalar);
+  };
+  if (spec.ropeTable) {
+    // Negative positions wrap to huge ones: outside the table too.
+    Value row = arith::IndexCastOp::create(b, b.getIndexType(), position);
+    Value inTable = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row,
+                                          angles.tableRows);
+    Value table = arg("rope_table");
+    SmallVector<Value> values = ifElseZeros(inTable, [&]() -> SmallVector<Value> {
+      Value at = add(mul(row, stride("rope_table")), angles.firstPair);
+      Value sinAt = add(at, index(spec.rotaryDim / 2));
+      return {vector::LoadOp::create(b, pairType, table, at,
+                                     /*nontemporal=*/false,
+                                     angles.tableAlignment),
+              vector::LoadOp::create(b, pairType, table, sinAt,
+                                     /*nontemporal=*/false,
+                                     angles.tableAlignment)};
+    });
+    Value nan = broadcast(constantF32(std::numeric_limits<double>::quiet_NaN()));
+    return {arith::SelectOp::create(b, inTable, values[0], nan),
+            arith::SelectOp::create(b, inTable, values[1], nan)};
+  }
+  constexpr double kTwoPi = 6.283185307179586;
+  float twoPiHigh = static_cast<float>(kTwoPi);
+  float twoPiLow = static_cast<float>(kTwoPi - static_cast<double>(twoPiHigh));
+  Value angle = mulf(broadcast(arith::SIToFPOp::create(b, f32, position)),
+                     angles.frequency);
+  // Whole turns, rounded to nearest by adding and taking away 1.5 2^23
+  // (exact for |x| < 2^22: angles of positions below 2^24 are).
+  Value magic = broadcast(constantF32(0x1.8p23));
+  Value turns = subf(
+      addf(mulf(angle, broadcast(constantF32(1.0 / kTwoPi))), magic), magic);
+  Value negTurns = arith::NegFOp::create(b, turns);
+  Value reduced = math::FmaOp::create(
+      b, negTurns, broadcast(constantF32(twoPiLow)),
+      math::FmaOp::create(b, negTurns, broadcast(constantF32(twoPiHigh)),
+                          angle));
+  return {math::CosOp::create(b, reduced, arith::FastMathFlags::afn),
+          math::SinOp::create(b, reduced, arith::FastMathFlags::afn)};
 }

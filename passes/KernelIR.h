@@ -201,6 +201,26 @@ protected:
   /// norm.row_allreduce of `values` over the threads of a row.
   SmallVector<Value> allReduce(ValueRange values);
 
+  //===--- Rotary embeddings ----------------------------------------------===//
+
+  /// What the angles of a thread's pairs come from: their frequencies
+  /// (theta), or the first pair of a table row and the table's rows.
+  struct RopeAngles {
+    VectorType pairType;
+    Value frequency, firstPair, tableRows;
+    llvm::MaybeAlign tableAlignment;
+  };
+  /// The angles of owner `lane + slot * threads` (of `owners`), which turns
+  /// the pairType-many pairs from owner * that on; a table's rows of such
+  /// pairs are `tableAlignment` aligned.
+  RopeAngles prepareRopeAngles(const ::norm::OpSpec &spec, VectorType pairType,
+                               int64_t owners, int64_t slot,
+                               llvm::MaybeAlign tableAlignment);
+  /// The cosines and sines of the pairs of `angles` at `position` (i32).
+  std::pair<Value, Value> getRopeAngles(const ::norm::OpSpec &spec,
+                                        const RopeAngles &angles,
+                                        Value position);
+
   ImplicitLocOpBuilder &b;
   const ::norm::KernelSignature &sig;
   Type f32;

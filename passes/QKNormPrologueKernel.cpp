@@ -7,6 +7,16 @@
 // head picks its own, or, with a weight row per head (Command R+), each head
 // loads its own row with the head.
 //
+// Rotary embeddings turn the pairs in registers, after the norm or, with
+// rope_first (Llama 4), before it, each result rounded to the element type
+// as the unfused graph stores it. The head row is dealt out to the threads
+// segment by segment (norm::getRowSegments): neox's two halves of the
+// rotary dims alike, so that chunk c of the first and chunk c of the second
+// hold a thread's pairs at the same lanes, and gptj's rotary dims in even
+// vectors that hold whole pairs; so StableLM's 20 of 80 turns in registers
+// as a whole head does. Owner c * threads + lane of chunk c turns the pairs
+// from owner * pairsPerChunk on, the attention kernel's owners.
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/KernelBuilder.h"
@@ -14,66 +24,192 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace mlir::norm;
 
 namespace {
 
+/// A segment of the head row and its layout over the threads.
+struct Segment {
+  int64_t offset;
+  RowLayout row;
+};
+
 class QKNormPrologueEmitter : public KernelBuilder {
 public:
   QKNormPrologueEmitter(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
                         const ::norm::KernelSignature &sig,
                         const ::norm::OpSpec &spec)
-      : KernelBuilder(b, func, sig), spec(spec) {}
+      : KernelBuilder(b, func, sig), spec(spec) {
+    for (::norm::RowSegment segment : ::norm::getRowSegments(spec))
+      segments.push_back(
+          {segment.offset, RowLayout(segment.length, vector, threads)});
+  }
 
   void emit();
 
 private:
+  /// The chunks of the head row at `base` of `buffer`, segment after
+  /// segment.
+  SmallVector<Value> loadHead(Value buffer, Value base);
+  void storeHead(ArrayRef<Value> chunks, Value buffer, Value base);
+  /// Each chunk's start within its segment, and whether it is inside it for
+  /// every lane.
+  SmallVector<std::pair<const Segment *, Chunk>> getChunks();
+
   /// The chunks of a weight every head shares (empty without weights or
   /// with a row per head).
-  SmallVector<Value> loadWeight(const RowLayout &row, StringRef name);
+  SmallVector<Value> loadWeight(StringRef name);
   /// The chunks of the weight row of q head `head` (or k head `head` -
   /// num_q_heads) of a weight per head.
-  SmallVector<Value> loadHeadWeight(const RowLayout &row, Value isQ,
-                                    Value head);
+  SmallVector<Value> loadHeadWeight(Value isQ, Value head);
+  /// The angles' sources of the chunks with rotary pairs (empty without
+  /// rope): one owner slot per chunk of the first segment.
+  SmallVector<RopeAngles> prepareRotation();
+  /// The chunks of the head row of token `token` (f32, the values the
+  /// graph stored) rotated, in `element`.
+  SmallVector<Value> rotate(ArrayRef<RopeAngles> angles,
+                            ArrayRef<Value> chunks, Value token, Type element);
 
   const ::norm::OpSpec &spec;
+  SmallVector<Segment> segments;
 };
 
 } // namespace
 
-SmallVector<Value> QKNormPrologueEmitter::loadWeight(const RowLayout &row,
-                                                     StringRef name) {
+SmallVector<Value> QKNormPrologueEmitter::loadHead(Value buffer, Value base) {
+  SmallVector<Value> chunks;
+  for (const Segment &segment : segments)
+    llvm::append_range(chunks, loadRow(segment.row, buffer,
+                                       add(base, index(segment.offset))));
+  return chunks;
+}
+
+void QKNormPrologueEmitter::storeHead(ArrayRef<Value> chunks, Value buffer,
+                                      Value base) {
+  for (const Segment &segment : segments) {
+    storeRow(segment.row, chunks.take_front(segment.row.chunks), buffer,
+             add(base, index(segment.offset)));
+    chunks = chunks.drop_front(segment.row.chunks);
+  }
+}
+
+SmallVector<std::pair<const Segment *, Chunk>>
+QKNormPrologueEmitter::getChunks() {
+  SmallVector<std::pair<const Segment *, Chunk>> chunks;
+  for (const Segment &segment : segments)
+    for (int64_t c = 0; c < segment.row.chunks; ++c)
+      chunks.push_back({&segment, {chunkStart(c), segment.row.isFull(c)}});
+  return chunks;
+}
+
+SmallVector<Value> QKNormPrologueEmitter::loadWeight(StringRef name) {
   Value buffer = arg(name);
   if (!buffer || spec.qkWeightPerHead)
     return {};
   // Register-lean: the weights stay in their storage type until used.
-  return loadRow(row, buffer, index(0));
+  return loadHead(buffer, index(0));
 }
 
-SmallVector<Value> QKNormPrologueEmitter::loadHeadWeight(const RowLayout &row,
-                                                         Value isQ,
+SmallVector<Value> QKNormPrologueEmitter::loadHeadWeight(Value isQ,
                                                          Value head) {
   int64_t headDim = spec.hidden;
   return ifElse(
       isQ,
       [&]() -> SmallVector<Value> {
-        return loadRow(row, arg("q_weight"), mul(head, index(headDim)));
+        return loadHead(arg("q_weight"), mul(head, index(headDim)));
       },
       [&]() -> SmallVector<Value> {
         Value kHead = arith::SubIOp::create(b, head, index(spec.numQHeads));
-        return loadRow(row, arg("k_weight"), mul(kHead, index(headDim)));
+        return loadHead(arg("k_weight"), mul(kHead, index(headDim)));
       });
+}
+
+SmallVector<KernelBuilder::RopeAngles>
+QKNormPrologueEmitter::prepareRotation() {
+  if (spec.rope == ::norm::RopeStyle::None)
+    return {};
+  bool neox = spec.rope == ::norm::RopeStyle::NeoX;
+  const RowLayout &first = segments.front().row;
+  int64_t pairsPerChunk = neox ? vector : vector / 2;
+  VectorType pairType = VectorType::get({pairsPerChunk}, f32);
+  // Table rows are 16-byte aligned (the signature); owners' pairs start at
+  // multiples of pairsPerChunk.
+  llvm::MaybeAlign alignment(std::min<int64_t>(16, 4 * pairsPerChunk));
+  SmallVector<RopeAngles> angles;
+  for (int64_t c = 0; c < first.chunks; ++c)
+    angles.push_back(prepareRopeAngles(
+        spec, pairType, first.length / vector, c, alignment));
+  return angles;
+}
+
+SmallVector<Value> QKNormPrologueEmitter::rotate(ArrayRef<RopeAngles> angles,
+                                                 ArrayRef<Value> chunks,
+                                                 Value token, Type element) {
+  bool neox = spec.rope == ::norm::RopeStyle::NeoX;
+  const RowLayout &first = segments.front().row;
+  Value position =
+      spec.ropePositions
+          ? memref::LoadOp::create(b, arg("positions"), ValueRange{token})
+                .getResult()
+          : arith::IndexCastUIOp::create(b, b.getI32Type(), token).getResult();
+  SmallVector<Value> out(chunks);
+  // (a, b) -> (a cos - b sin, b cos + a sin).
+  auto turn = [&](Value x, Value y, Value cos,
+                  Value sin) -> std::pair<Value, Value> {
+    return {subf(mulf(x, cos), mulf(y, sin)), addf(mulf(y, cos), mulf(x, sin))};
+  };
+  for (auto [c, chunkAngles] : llvm::enumerate(angles)) {
+    // Owners past the pairs (threads of a partial chunk) read no angles.
+    std::pair<Value, Value> cosSin;
+    if (first.isFull(c)) {
+      cosSin = getRopeAngles(spec, chunkAngles, position);
+    } else {
+      Value owns = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                         chunkStart(c), index(first.length));
+      SmallVector<Value> values = ifElseZeros(owns, [&]() -> SmallVector<Value> {
+        auto [cos, sin] = getRopeAngles(spec, chunkAngles, position);
+        return {cos, sin};
+      });
+      cosSin = {values[0], values[1]};
+    }
+    auto [cos, sin] = cosSin;
+    if (neox) {
+      // The second half's chunk c follows the first's chunks.
+      int64_t second = first.chunks + c;
+      auto [x, y] = turn(out[c], out[second], cos, sin);
+      out[c] = x;
+      out[second] = y;
+      continue;
+    }
+    SmallVector<int64_t> evens, odds, interleave;
+    for (int64_t j = 0; j < vector / 2; ++j) {
+      evens.push_back(2 * j);
+      odds.push_back(2 * j + 1);
+      interleave.append({j, vector / 2 + j});
+    }
+    Value chunk = out[c];
+    auto [even, odd] =
+        turn(mlir::vector::ShuffleOp::create(b, chunk, chunk, evens),
+             mlir::vector::ShuffleOp::create(b, chunk, chunk, odds), cos, sin);
+    out[c] = mlir::vector::ShuffleOp::create(b, even, odd, interleave);
+  }
+  return llvm::map_to_vector(out, [&](Value x) { return convert(x, element); });
 }
 
 void QKNormPrologueEmitter::emit() {
   int64_t headDim = spec.hidden, qHeads = spec.numQHeads;
   int64_t heads = qHeads + spec.numKvHeads;
-  RowLayout row(headDim, vector, threads);
   ::norm::Statistic statistic = spec.qkStatistic;
-  SmallVector<Value> qWeight = loadWeight(row, "q_weight");
-  SmallVector<Value> kWeight = loadWeight(row, "k_weight");
+  SmallVector<Value> qWeight = loadWeight("q_weight");
+  SmallVector<Value> kWeight = loadWeight("k_weight");
+  SmallVector<RopeAngles> angles = prepareRotation();
+  bool ropeFirst = spec.ropeFirst && !angles.empty();
+  bool ropeAfter = !spec.ropeFirst && !angles.empty();
+  SmallVector<std::pair<const Segment *, Chunk>> chunks = getChunks();
+  int64_t numChunks = chunks.size();
   // Only the heads may be the grid before's outputs.
   waitForPredecessor();
 
@@ -92,22 +228,38 @@ void QKNormPrologueEmitter::emit() {
     bool meanVar = statistic == ::norm::Statistic::MeanVar;
     SmallVector<Value> loaded = ifElseZeros(valid, [&] {
       Value base = add(mul(token, stride("qkv")), mul(head, index(headDim)));
-      SmallVector<Value> out = loadRow(row, qkv, base);
+      SmallVector<Value> out = loadHead(qkv, base);
+      // Llama 4: the norm of the rotated rows, as the graph stored them.
+      if (ropeFirst)
+        out = rotate(angles,
+                     llvm::map_to_vector(out, [&](Value x) { return toF32(x); }),
+                     token, elementOf(qkv));
       Value sum = zero(VectorType::get({vector}, f32));
-      for (int64_t c = 0; c < row.chunks; ++c) {
-        Value x = toF32(out[c]);
+      for (Value chunk : out) {
+        Value x = toF32(chunk);
         sum = addf(sum, meanVar ? x : mulf(x, x));
       }
       out.push_back(reduce(sum));
       return out;
     });
-    ArrayRef<Value> values = ArrayRef<Value>(loaded).take_front(row.chunks);
+    ArrayRef<Value> values = ArrayRef<Value>(loaded).take_front(numChunks);
     Value partial = loaded.back();
     Value total, mean;
-    if (meanVar)
-      std::tie(mean, total) = allReduceDeviations(row, values, partial);
-    else
+    if (meanVar) {
+      // Two passes over the registers: the mean, then the squared
+      // deviations (lanes outside their segment hold zeros, not x).
+      mean = mulf(allReduce({partial}).front(),
+                  constantF32(1.0 / static_cast<double>(headDim)));
+      Value squares = zero(VectorType::get({vector}, f32));
+      for (auto [chunk, v] : llvm::zip(chunks, values)) {
+        Value d = maskOutside(chunk.first->row, chunk.second,
+                              subf(toF32(v), splat(mean)));
+        squares = addf(squares, mulf(d, d));
+      }
+      total = allReduce({reduce(squares)}).front();
+    } else {
       total = allReduce({partial}).front();
+    }
 
     // 2. Normalize, scale, store to q or k.
     ifThen(valid, [&] {
@@ -121,9 +273,9 @@ void QKNormPrologueEmitter::emit() {
       saveStatistics(token, head, scale, mean);
       SmallVector<Value> headWeight;
       if (spec.qkWeightPerHead)
-        headWeight = loadHeadWeight(row, isQ, head);
+        headWeight = loadHeadWeight(isQ, head);
       SmallVector<Value> outputs;
-      for (int64_t c = 0; c < row.chunks; ++c) {
+      for (int64_t c = 0; c < numChunks; ++c) {
         Value y = toF32(values[c]);
         if (mean)
           y = subf(y, splat(mean));
@@ -143,16 +295,23 @@ void QKNormPrologueEmitter::emit() {
         }
         outputs.push_back(y);
       }
+      // The graph stores the normalized rows, then rotates them.
+      if (ropeAfter) {
+        Type element = elementOf(arg("q"));
+        outputs = rotate(angles, llvm::map_to_vector(outputs, [&](Value y) {
+                           return toF32(convert(y, element));
+                         }), token, element);
+      }
       ifThen(
           isQ,
           [&] {
             Value base = add(mul(token, stride("q")), mul(head, index(headDim)));
-            storeRow(row, outputs, arg("q"), base);
+            storeHead(outputs, arg("q"), base);
           },
           [&] {
             Value kHead = arith::SubIOp::create(b, head, index(qHeads));
             Value base = add(mul(token, stride("k")), mul(kHead, index(headDim)));
-            storeRow(row, outputs, arg("k"), base);
+            storeHead(outputs, arg("k"), base);
           });
     });
   });

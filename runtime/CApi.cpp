@@ -222,6 +222,8 @@ constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_QK_WEIGHT_PER_HEAD << 1) - 1;
 constexpr uint32_t kAttentionOpFlags =
     NORMJIT_OP_CAUSAL | NORMJIT_OP_WRITE_LSE | NORMJIT_OP_ROPE_POSITIONS |
     NORMJIT_OP_ROPE_TABLE | NORMJIT_OP_ROPE_FIRST;
+constexpr uint32_t kRopeOpFlags = NORMJIT_OP_ROPE_POSITIONS |
+                                 NORMJIT_OP_ROPE_TABLE | NORMJIT_OP_ROPE_FIRST;
 constexpr uint32_t kQKStatisticFlags =
     NORMJIT_OP_QK_RMS | NORMJIT_OP_QK_L2 | NORMJIT_OP_QK_MEAN_VAR;
 constexpr uint32_t kKnownContextFlags =
@@ -307,14 +309,18 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
   // Checked here before the conversion, which reads these fields only for
   // attention (scale 0 is the C default, 1 / sqrt(head dim)): a message in
   // the C API's names. verifyOpSpec states the same rule for OpSpecs.
-  if (!attention &&
-      (scale != 0.0 || rope != NORMJIT_ROPE_NONE ||
-       (desc->flags & kAttentionOpFlags))) {
+  // The QK-Norm prologue rotates too (API 9).
+  bool rotary = attention || desc->kind == NORMJIT_OP_QK_NORM;
+  if ((!attention && (scale != 0.0 || (desc->flags & kAttentionOpFlags &
+                                       ~kRopeOpFlags))) ||
+      (!rotary &&
+       (rope != NORMJIT_ROPE_NONE || (desc->flags & kRopeOpFlags)))) {
     // (Decode takes scale and rope too, and refuses causal and lse in
-    // verifyOpSpec; the message stays API 3's.)
-    status = invalid("normjit_op_desc: scale, rope, NORMJIT_OP_CAUSAL, "
-                     "NORMJIT_OP_WRITE_LSE and NORMJIT_OP_ROPE_* apply to "
-                     "NORMJIT_OP_ATTENTION only");
+    // verifyOpSpec.)
+    status = invalid("normjit_op_desc: scale, NORMJIT_OP_CAUSAL and "
+                     "NORMJIT_OP_WRITE_LSE apply to NORMJIT_OP_ATTENTION "
+                     "only, rope and NORMJIT_OP_ROPE_* to attention and "
+                     "NORMJIT_OP_QK_NORM");
     return false;
   }
   if (rope < NORMJIT_ROPE_NONE || rope > NORMJIT_ROPE_GPTJ) {
@@ -329,11 +335,8 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
     return false;
   }
   // A rotary dim or base without a style would be dropped silently.
-  bool ropeFlags =
-      desc->flags & (NORMJIT_OP_ROPE_POSITIONS | NORMJIT_OP_ROPE_TABLE |
-                     NORMJIT_OP_ROPE_FIRST);
   if (rope == NORMJIT_ROPE_NONE &&
-      (rotaryDim != 0 || ropeTheta != 0.0 || ropeFlags)) {
+      (rotaryDim != 0 || ropeTheta != 0.0 || (desc->flags & kRopeOpFlags))) {
     status = invalid("normjit_op_desc: rotary_dim, rope_theta, "
                      "NORMJIT_OP_ROPE_POSITIONS, NORMJIT_OP_ROPE_TABLE and "
                      "NORMJIT_OP_ROPE_FIRST need rope (NORMJIT_ROPE_NEOX or "
@@ -395,6 +398,8 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
     spec.scale = scale != 0.0 || desc->hidden <= 0
                      ? scale
                      : 1.0 / std::sqrt(static_cast<double>(desc->hidden));
+  }
+  if (rotary) {
     // 0: the whole head, the model's base; verifyRope judges the rest.
     spec.rope = static_cast<RopeStyle>(rope);
     if (spec.rope != RopeStyle::None) {

@@ -256,6 +256,13 @@ typedef enum normjit_rope {
  * overlap each other. One launch runs num_q_heads * (ceil(rows /
  * rows_per_cta) + batch) CTAs. */
 
+/* The QK-Norm prologue (NORMJIT_OP_QK_NORM) takes rope too (API 9): rope,
+ * rotary_dim, rope_theta, NORMJIT_OP_ROPE_POSITIONS, NORMJIT_OP_ROPE_TABLE
+ * and NORMJIT_OP_ROPE_FIRST as attention does, row t (token) at position t
+ * or at its NORMJIT_POSITIONS entry: QK-Norm and RoPE of q and k in one
+ * launch. Its backward (and NORMJIT_OP_SAVE_STATS) is the norm's alone, so
+ * it refuses them with rope. */
+
 /* Decode attention (NORMJIT_OP_ATTENTION_DECODE, API 4): one launch
  * normalizes and rotates the new tokens' q and k as attention does (the same
  * desc fields: hidden, heads, scale, the QK-Norm flags, NORMJIT_OP_WEIGHT,

@@ -97,25 +97,19 @@ struct HeadRows {
 /// sin.approx.f32 and cos.approx.f32 on [-pi, pi] (PTX states 2^-20.9).
 constexpr double kTrigError = 0x1p-20;
 
-/// The rounding of `exact` to T and how far the kernel's value may lie from
-/// it when its f32 value is within `error` of `exact` (0 unless a rounding
-/// midpoint lies inside: rounding is monotonic).
-static std::pair<double, double> roundWithin(ElementType type, double exact,
-                                             double error) {
+std::pair<double, double> detail::roundWithin(ElementType type, double exact,
+                                              double error) {
   double value = roundTo(type, exact);
   double low = roundTo(type, exact - error);
   double high = roundTo(type, exact + error);
   return {value, std::max(value - low, high - value)};
 }
 
-/// Rotates the stored head row `x` (deviations `dx`) of position `pos` as
-/// the rotary kernel does and stores the result rounded to T.
-static void rotateRow(const AttentionProblem &p, int64_t pos, double *x,
-                      double *dx) {
-  int64_t half = p.rotaryDim / 2;
-  bool neox = p.rope == RopeStyle::NeoX;
-  const float *row =
-      p.ropeTable.empty() ? nullptr : p.ropeTable.data() + pos * p.rotaryDim;
+void detail::rotateRow(const Rotary &rope, ElementType type, int64_t pos,
+                       double *x, double *dx) {
+  int64_t half = rope.rotaryDim / 2;
+  bool neox = rope.style == RopeStyle::NeoX;
+  const float *row = rope.table ? rope.table + pos * rope.rotaryDim : nullptr;
   for (int64_t i = 0; i < half; ++i) {
     int64_t first = neox ? i : 2 * i, second = neox ? i + half : 2 * i + 1;
     double c, s, angleError = 0.0;
@@ -124,7 +118,7 @@ static void rotateRow(const AttentionProblem &p, int64_t pos, double *x,
       s = row[half + i];
     } else {
       double angle = static_cast<double>(pos) *
-                     getRopeFrequency(p.ropeTheta, p.rotaryDim, i);
+                     getRopeFrequency(rope.theta, rope.rotaryDim, i);
       // The reduction's second constant is off by 2^-46 per turn.
       angleError = 2.01 * u * std::fabs(angle) + 8 * u +
                    std::fabs(angle) * 0x1p-48 + kTrigError;
@@ -136,9 +130,18 @@ static void rotateRow(const AttentionProblem &p, int64_t pos, double *x,
     double gain = std::max({1.0, std::fabs(c), std::fabs(s)});
     double error = gain * (da + db + (std::fabs(a) + std::fabs(b) + da + db) *
                                          (angleError + 3 * u));
-    std::tie(x[first], dx[first]) = roundWithin(p.type, a * c - b * s, error);
-    std::tie(x[second], dx[second]) = roundWithin(p.type, b * c + a * s, error);
+    std::tie(x[first], dx[first]) = roundWithin(type, a * c - b * s, error);
+    std::tie(x[second], dx[second]) = roundWithin(type, b * c + a * s, error);
   }
+}
+
+/// Rotates the stored head row `x` (deviations `dx`) of position `pos` as
+/// the attention kernels do.
+static void rotateRow(const AttentionProblem &p, int64_t pos, double *x,
+                      double *dx) {
+  Rotary rope{p.rope, p.rotaryDim, p.ropeTheta,
+              p.ropeTable.empty() ? nullptr : p.ropeTable.data()};
+  detail::rotateRow(rope, p.type, pos, x, dx);
 }
 
 /// The head rows of `view` as the graph stores them: normalized and rounded

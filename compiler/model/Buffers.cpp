@@ -145,6 +145,16 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
     }
     return buffers;
   }
+  // Rotary positions (one per token) and the angles' table (rows of its
+  // own).
+  auto addRopeBuffers = [&] {
+    if (spec.ropePositions)
+      vector(BufferSlot::Positions, ElementType::i32, 0, false);
+    if (spec.ropeTable) {
+      rows(BufferSlot::RopeTable, ElementType::f32, spec.rotaryDim, false);
+      buffers.back().ownRows = true;
+    }
+  };
   switch (spec.kind) {
   case OpKind::ColumnSum:
     rows(BufferSlot::Input, ElementType::f32, h, false);
@@ -164,6 +174,7 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
       vector(BufferSlot::QWeight, spec.param, h * (perHead ? q : 1), false);
       vector(BufferSlot::KWeight, spec.param, h * (perHead ? kv : 1), false);
     }
+    addRopeBuffers();
     rows(BufferSlot::Q, spec.output, q * h, true);
     rows(BufferSlot::K, spec.output, kv * h, true);
     if (spec.saveStats) {
@@ -190,12 +201,7 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
     bool decode = spec.kind == OpKind::AttentionDecode;
     if (decode)
       vector(BufferSlot::CacheSeqlens, ElementType::i32, 0, false);
-    if (spec.ropePositions)
-      vector(BufferSlot::Positions, ElementType::i32, 0, false);
-    if (spec.ropeTable) {
-      rows(BufferSlot::RopeTable, ElementType::f32, spec.rotaryDim, false);
-      buffers.back().ownRows = true;
-    }
+    addRopeBuffers();
     if (decode) {
       rows(BufferSlot::Output, spec.output, q * h, true);
       for (BufferSlot cache : {BufferSlot::KCache, BufferSlot::VCache}) {
@@ -304,6 +310,7 @@ bool norm::hasVectorRows(const BufferSpec &buffer) {
   case BufferSlot::OutputScales:
   case BufferSlot::WeightGradPartials:
   case BufferSlot::BiasGradPartials:
+  case BufferSlot::RopeTable: // read a pair's angles at a time
     return false;
   default:
     return buffer.rows2D;

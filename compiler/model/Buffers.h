@@ -131,7 +131,8 @@ std::optional<BufferSlot> getRowOperandSlot(RowOperand operand);
 /// Whether the row accesses of `buffer` move `vector` elements, so that the
 /// 16-byte rule and the widest vector apply to it: every 2-D buffer but
 /// the saved statistics (one f32 per group, stored one at a time) and the
-/// f32 gradient partials (accumulators, stored in 16-byte parts).
+/// f32 gradient partials (accumulators, stored in 16-byte parts) and the
+/// rope table (a lane's pairs at a time, 16-byte aligned rows).
 bool hasVectorRows(const BufferSpec &buffer);
 
 /// One weight or bias gradient of a backward row kernel: the column sum

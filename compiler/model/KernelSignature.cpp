@@ -78,10 +78,19 @@ static uint32_t hashText(std::string_view text) {
 static std::string getKernelPrefix(const OpSpec &spec) {
   std::ostringstream os;
   auto type = [](ElementType t) { return getElementTypeName(t); };
+  auto ropeSuffix = [&]() -> std::string {
+    if (spec.rope == RopeStyle::None)
+      return "";
+    return "_rope" + std::string(getRopeStyleName(spec.rope)) +
+           std::to_string(spec.rotaryDim) + (spec.ropeTable ? "_table" : "") +
+           (spec.ropePositions ? "_pos" : "") +
+           (spec.ropeFirst ? "_first" : "");
+  };
   switch (spec.kind) {
   case OpKind::QKNormPrologue:
     os << "norm_qk_" << getStatisticName(spec.qkStatistic)
-       << (spec.qkWeightPerHead ? "_hw" : "") << "_d" << spec.hidden << "_"
+       << (spec.qkWeightPerHead ? "_hw" : "") << ropeSuffix() << "_d"
+       << spec.hidden << "_"
        << type(spec.input) << "_" << type(spec.output);
     return os.str();
   case OpKind::BatchNormStats:
@@ -99,12 +108,7 @@ static std::string getKernelPrefix(const OpSpec &spec) {
          << (spec.qkWeightPerHead ? "_hw" : "");
     if (spec.causal)
       os << "_causal";
-    if (spec.rope != RopeStyle::None)
-      os << "_rope" << getRopeStyleName(spec.rope) << spec.rotaryDim
-         << (spec.ropeTable ? "_table" : "")
-         << (spec.ropePositions ? "_pos" : "")
-         << (spec.ropeFirst ? "_first" : "");
-    os << "_d" << spec.hidden << "_h" << spec.numQHeads << "x"
+    os << ropeSuffix() << "_d" << spec.hidden << "_h" << spec.numQHeads << "x"
        << spec.numKvHeads << "_" << type(spec.input);
     return os.str();
   case OpKind::RMSNorm:

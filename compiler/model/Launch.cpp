@@ -299,6 +299,38 @@ static Status verifyQuantizedStorage(const OpSpec &spec,
                             "; use a static scale there");
 }
 
+std::vector<RowSegment> norm::getRowSegments(const OpSpec &spec) {
+  int64_t length = getRowLength(spec), rotary = spec.rotaryDim;
+  if (spec.kind != OpKind::QKNormPrologue || spec.rope == RopeStyle::None ||
+      rotary <= 0 || rotary > length)
+    return {{0, length}};
+  std::vector<RowSegment> segments;
+  if (spec.rope == RopeStyle::NeoX)
+    segments = {{0, rotary / 2}, {rotary / 2, rotary / 2}};
+  else
+    segments = {{0, rotary}};
+  if (rotary < length)
+    segments.push_back({rotary, length - rotary});
+  return segments;
+}
+
+Status norm::verifyRotaryLayout(const OpSpec &spec,
+                                const LaunchConfig &launch) {
+  if (spec.kind != OpKind::QKNormPrologue || spec.rope == RopeStyle::None)
+    return Status::success();
+  bool neox = spec.rope == RopeStyle::NeoX;
+  int64_t vector = launch.vector;
+  int64_t boundary = neox ? spec.rotaryDim / 2 : spec.rotaryDim;
+  if (boundary % vector == 0 && (neox || vector % 2 == 0))
+    return Status::success();
+  return Status::invalid(
+      "the QK-Norm prologue turns " + std::string(getRopeStyleName(spec.rope)) +
+      " pairs within a thread: the vector must " +
+      (neox ? "" : "be even and ") + "divide " +
+      (neox ? "rotary_dim / 2 (" : "rotary_dim (") + std::to_string(boundary) +
+      "), got " + std::to_string(vector));
+}
+
 Status norm::verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch,
                              int64_t maxSharedBytes) {
   if (Status status = verifyLaunch(launch); !status)
@@ -334,6 +366,8 @@ Status norm::verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch,
         std::to_string(threads) + " threads x vector " +
         std::to_string(vector) + " for rows of " + std::to_string(length) +
         " elements");
+  if (Status status = verifyRotaryLayout(spec, launch); !status)
+    return status;
   if (Status status = verifyInPlaceStorage(spec, launch, maxSharedBytes);
       !status)
     return status;
@@ -445,8 +479,10 @@ int64_t norm::getLiveBytesPerVector(const OpSpec &spec, int64_t vector) {
 
 int64_t norm::getElementsPerThread(const OpSpec &spec,
                                    const LaunchConfig &launch) {
-  int64_t perChunk = launch.threadsPerRow * launch.vector;
-  return divideCeil(getRowLength(spec), perChunk) * launch.vector;
+  int64_t perChunk = launch.threadsPerRow * launch.vector, chunks = 0;
+  for (RowSegment segment : getRowSegments(spec))
+    chunks += divideCeil(segment.length, perChunk);
+  return chunks * launch.vector;
 }
 
 int64_t norm::getMaxElementsPerThread(const OpSpec &spec,

@@ -142,6 +142,24 @@ Status verifyLaunch(const LaunchConfig &launch);
 Status verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch,
                        int64_t maxSharedBytes = 0);
 
+/// A run of a head row that the QK-Norm prologue lays out on its own.
+struct RowSegment {
+  int64_t offset, length;
+};
+
+/// The segments of the QK-Norm prologue's head rows: with rope, the rotary
+/// pairs' halves (neox: [0, rotary_dim / 2) and [rotary_dim / 2,
+/// rotary_dim); gptj: [0, rotary_dim)) and the rest, each dealt out to the
+/// threads chunk by chunk, so that a pair's elements meet in one thread and
+/// vector lane (neox) or one vector (gptj) and turn in registers; one
+/// segment, the row, otherwise (and for every other kernel).
+std::vector<RowSegment> getRowSegments(const OpSpec &spec);
+
+/// The rule of getRowSegments for a launch: the vector divides where each
+/// segment starts, and is even for gptj pairs. Success for every other
+/// kernel.
+Status verifyRotaryLayout(const OpSpec &spec, const LaunchConfig &launch);
+
 /// 16-byte copies of one K and V tile each thread of an attention kernel
 /// issues.
 int64_t getAttentionCopiesPerThread(const OpSpec &spec,

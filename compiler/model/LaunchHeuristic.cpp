@@ -36,6 +36,7 @@
 #include "compiler/model/Buffers.h"
 
 #include <algorithm>
+#include <tuple>
 
 using namespace norm;
 
@@ -143,6 +144,16 @@ static LaunchConfig getAttentionHeuristic(const OpSpec &spec) {
   return launch;
 }
 
+/// The widest vector of at most `maxVector` that the QK-Norm prologue's
+/// rotary rule (verifyRotaryLayout) allows, and its threads per row.
+static std::pair<int64_t, int64_t> pickRotaryLayout(const OpSpec &spec,
+                                                    int64_t maxVector) {
+  int64_t vector = maxVector;
+  while (vector > 1 && !verifyRotaryLayout(spec, completeLaunch(vector, 1, -1)))
+    vector /= 2;
+  return {vector, pickThreadsPerRow(spec, vector)};
+}
+
 LaunchConfig norm::getHeuristicLaunch(const OpSpec &spec, int64_t rows) {
   if (isAttention(spec.kind))
     return getAttentionHeuristic(spec);
@@ -175,6 +186,10 @@ LaunchConfig norm::getHeuristicLaunch(const OpSpec &spec, int64_t rows) {
       threads = t;
     }
   }
+  // The prologue's rotary pairs lie within a thread: a vector that divides
+  // where its segments start.
+  if (!verifyRotaryLayout(spec, completeLaunch(vector, threads, -1)))
+    std::tie(vector, threads) = pickRotaryLayout(spec, vector);
   // Each thread group of a backward CTA sums its rows' weight gradients in
   // registers over the persistent grid's blocks of one row a group.
   if (spec.backward)

@@ -331,6 +331,22 @@ static bool isKnownKind(OpKind kind) {
 }
 
 /// The QK-Norm prologue: heads of q and k in one packed row.
+/// The rotary fields of attention and the QK-Norm prologue.
+static Status verifyRopeFields(const OpSpec &spec) {
+  if (Status status = verifyRope(spec.rope, spec.rotaryDim, spec.ropeTheta,
+                                 spec.hidden, spec.ropeTable);
+      !status)
+    return status;
+  if (spec.rope == RopeStyle::None && (spec.ropePositions || spec.ropeTable))
+    return Status::invalid("rotary positions and tables need a rotary "
+                           "embedding style (rope)");
+  if (spec.ropeFirst &&
+      (spec.rope == RopeStyle::None || spec.qkStatistic == Statistic::None))
+    return Status::invalid("rotating before the QK-Norm needs both a rotary "
+                           "embedding style (rope) and a QK-Norm");
+  return Status::success();
+}
+
 static Status verifyQKNorm(const OpSpec &spec) {
   if (spec.numQHeads <= 0 || spec.numKvHeads <= 0 ||
       spec.numQHeads > kMaxRowLength || spec.numKvHeads > kMaxRowLength)
@@ -353,6 +369,13 @@ static Status verifyQKNorm(const OpSpec &spec) {
                            "q/k weights");
   if (spec.qkWeightPerHead && !spec.hasWeight)
     return Status::invalid("per-head QK-Norm weights need QK-Norm weights");
+  if (Status status = verifyRopeFields(spec); !status)
+    return status;
+  // The backward of the prologue is the norm's alone (one per head).
+  if (spec.saveStats && spec.rope != RopeStyle::None)
+    return Status::invalid("save_stats keeps the statistics for the QK-Norm's "
+                           "backward, which has no rotary embeddings: save "
+                           "them from a prologue without rope");
   return verifyWeightOffset(spec.weightOffset, spec.hasWeight);
 }
 
@@ -382,17 +405,8 @@ static Status verifyAttention(const OpSpec &spec) {
     return Status::invalid("QK-Norm weights need a QK-Norm statistic");
   if (spec.qkWeightPerHead && !spec.hasWeight)
     return Status::invalid("per-head QK-Norm weights need QK-Norm weights");
-  if (Status status = verifyRope(spec.rope, spec.rotaryDim, spec.ropeTheta,
-                                 spec.hidden, spec.ropeTable);
-      !status)
+  if (Status status = verifyRopeFields(spec); !status)
     return status;
-  if (spec.rope == RopeStyle::None && (spec.ropePositions || spec.ropeTable))
-    return Status::invalid("rotary positions and tables need a rotary "
-                           "embedding style (rope)");
-  if (spec.ropeFirst &&
-      (spec.rope == RopeStyle::None || spec.qkStatistic == Statistic::None))
-    return Status::invalid("rotating before the QK-Norm needs both a rotary "
-                           "embedding style (rope) and a QK-Norm");
   if (spec.kind == OpKind::AttentionDecode && (spec.causal || spec.writeLse))
     return Status::invalid("decode attention is causal by position (a new "
                            "token sees the cache and the new tokens before "
@@ -566,11 +580,13 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
       return status;
 
   if (!isAttention(spec.kind) &&
-      (spec.causal || spec.writeLse || spec.scale != 1.0 ||
-       spec.rope != RopeStyle::None || spec.ropePositions || spec.ropeTable ||
+      (spec.causal || spec.writeLse || spec.scale != 1.0))
+    return Status::invalid("causal, scale and lse apply to attention only");
+  if (!isAttention(spec.kind) && spec.kind != OpKind::QKNormPrologue &&
+      (spec.rope != RopeStyle::None || spec.ropePositions || spec.ropeTable ||
        spec.ropeFirst))
-    return Status::invalid(
-        "causal, scale, lse and rope apply to attention only");
+    return Status::invalid("rotary embeddings (rope) apply to attention and "
+                           "the QK-Norm prologue only");
   if (!isAttention(spec.kind) && spec.kind != OpKind::QKNormPrologue &&
       spec.qkWeightPerHead)
     return Status::invalid("per-head QK-Norm weights apply to attention and "
@@ -642,6 +658,13 @@ Status norm::getBackwardKernels(const OpSpec &forward,
       kernels.columnSums.push_back(sum.columnSum);
     return Status::success();
   };
+  if (forward.kind == OpKind::QKNormPrologue &&
+      forward.rope != RopeStyle::None)
+    return Status::error(ErrorCode::Unsupported,
+                         "the QK-Norm prologue's backward differentiates the "
+                         "norm per head; with rope it would also need the "
+                         "inverse rotation: train with the prologue without "
+                         "rope and rotate apart");
   if (forward.kind == OpKind::QKNormPrologue) {
     // One launch per kind of head: q heads, then k heads.
     for (int64_t heads : {forward.numQHeads, forward.numKvHeads}) {
@@ -709,8 +732,9 @@ OpSpec norm::normalizeOpSpec(const OpSpec &spec) {
     n.causal = defaults.causal;
     n.scale = defaults.scale;
     n.writeLse = defaults.writeLse;
-    n.rope = defaults.rope;
   }
+  if (!isAttention(n.kind) && n.kind != OpKind::QKNormPrologue)
+    n.rope = defaults.rope;
   if (n.rope == RopeStyle::None) {
     n.rotaryDim = defaults.rotaryDim;
     n.ropePositions = defaults.ropePositions;
@@ -880,7 +904,9 @@ std::optional<OpSpec> norm::parseCanonicalSpec(std::string_view text,
     flag("causal", spec.causal);
     real("scale", spec.scale);
     flag("lse", spec.writeLse);
-    // Kernels without rotary embeddings have no rope fields.
+  }
+  // Kernels without rotary embeddings have no rope fields.
+  if (isAttention(spec.kind) || spec.kind == OpKind::QKNormPrologue) {
     if (std::optional<std::string> rope =
             fields.count("rope") ? take("rope") : std::nullopt) {
       if (std::optional<RopeStyle> style = parseRopeStyleName(*rope))
@@ -944,8 +970,6 @@ std::string norm::describeOpSpec(const OpSpec &spec) {
       os << " " << getStatisticName(spec.qkStatistic);
     if (spec.qkWeightPerHead)
       os << " weight per head";
-  }
-  if (isAttention(spec.kind)) {
     if (spec.causal)
       os << " causal";
     if (spec.writeLse)

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 using namespace norm;
 using namespace norm::check;
@@ -345,7 +346,8 @@ std::vector<Expected> check::referenceColumnSum(const RowsView &input,
 
 QKNormExpected check::referenceQKNorm(const OpSpec &spec, const RowsView &qkv,
                                       const ParamView &qWeight,
-                                      const ParamView &kWeight) {
+                                      const ParamView &kWeight,
+                                      const QKNormRotary &rotary) {
   int64_t tokens = qkv.rows, headDim = spec.hidden;
   QKNormExpected expected;
   expected.q = ExpectedRows(tokens, spec.numQHeads * headDim);
@@ -357,15 +359,25 @@ QKNormExpected check::referenceQKNorm(const OpSpec &spec, const RowsView &qkv,
     if (meanVar)
       expected.savedMean = ExpectedRows(tokens, heads);
   }
-  std::vector<double> v(headDim), dv(headDim, 0.0);
+  bool rotate = spec.rope != RopeStyle::None;
+  Rotary rope{spec.rope, spec.rotaryDim, spec.ropeTheta,
+              rotary.table.empty() ? nullptr : rotary.table.data()};
+  std::vector<double> v(headDim), dv(headDim, 0.0), y(headDim), dy(headDim);
   for (int64_t token = 0; token < tokens; ++token) {
+    int64_t position =
+        rotary.positions.empty() ? token : rotary.positions[token];
     for (int64_t head = 0; head < spec.numQHeads + spec.numKvHeads; ++head) {
       bool isQ = head < spec.numQHeads;
       ExpectedRows &out = isQ ? expected.q : expected.k;
       const ParamView &weight = isQ ? qWeight : kWeight;
       int64_t outHead = isQ ? head : head - spec.numQHeads;
-      for (int64_t d = 0; d < headDim; ++d)
+      for (int64_t d = 0; d < headDim; ++d) {
         v[d] = qkv.at(token, head * headDim + d);
+        dv[d] = 0.0;
+      }
+      // Llama 4: the graph rotates the rows it reads and stores them.
+      if (rotate && spec.ropeFirst)
+        rotateRow(rope, spec.input, position, v.data(), dv.data());
       RowStatistic stat = computeStatistic(getStatistic(spec), spec.eps, v, dv);
       if (spec.saveStats) {
         expected.savedRstd.at(token, head) = {
@@ -378,15 +390,30 @@ QKNormExpected check::referenceQKNorm(const OpSpec &spec, const RowsView &qkv,
       }
       for (int64_t d = 0; d < headDim; ++d) {
         double normalized = (v[d] - stat.center) * stat.scale;
-        double error = stat.centerError * stat.scale +
+        double error = (stat.centerError + dv[d]) * stat.scale +
                        std::fabs(normalized) * stat.scaleRelError;
         Epilogue epilogue{spec.output};
         if (weight)
           epilogue.weight =
               weight.at(spec.qkWeightPerHead ? outHead * headDim + d : d) +
               spec.weightOffset;
-        out.at(token, outHead * headDim + d) = epilogue.apply(normalized, error);
+        if (!rotate) {
+          out.at(token, outHead * headDim + d) =
+              epilogue.apply(normalized, error);
+          continue;
+        }
+        // Stored, then rotated (or stored as the result of a rotated row):
+        // the rounded value and how far the kernel's may lie from it.
+        Expected exact = epilogue.compute(normalized, error);
+        std::tie(y[d], dy[d]) =
+            roundWithin(spec.output, exact.value, exact.tolerance);
       }
+      if (!rotate)
+        continue;
+      if (!spec.ropeFirst)
+        rotateRow(rope, spec.output, position, y.data(), dy.data());
+      for (int64_t d = 0; d < headDim; ++d)
+        out.at(token, outHead * headDim + d) = {y[d], dy[d]};
     }
   }
   return expected;

@@ -133,10 +133,23 @@ struct QKNormExpected {
   ExpectedRows savedMean, savedRstd;
 };
 
+/// The rotary inputs of a QK-Norm prologue with rope.
+struct QKNormRotary {
+  /// One per token (OpSpec::ropePositions); empty: the token's row index.
+  std::vector<int64_t> positions;
+  /// Contiguous rows of rotary_dim (OpSpec::ropeTable); empty: rope_theta.
+  /// Every position must have its row.
+  std::vector<float> table;
+};
+
 /// norm.qk_norm_prologue over `qkv` (tokens x (Hq + 2 Hkv) * head_dim).
+/// With rope, each element is the graph's stored value (rounded to the
+/// element type after the norm and after the rotation) with the deviation
+/// a kernel's f32 rounding may cause (0 unless a rounding midpoint is near).
 QKNormExpected referenceQKNorm(const OpSpec &spec, const RowsView &qkv,
                                const ParamView &qWeight,
-                               const ParamView &kWeight);
+                               const ParamView &kWeight,
+                               const QKNormRotary &rotary = {});
 
 struct ColumnStatsExpected {
   std::vector<Expected> mean, variance;

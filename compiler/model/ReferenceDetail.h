@@ -12,6 +12,7 @@
 #include "compiler/model/KernelModel.h"
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace norm::check::detail {
@@ -33,6 +34,28 @@ struct RowStatistic {
 RowStatistic computeStatistic(Statistic statistic, double eps,
                               const std::vector<double> &v,
                               const std::vector<double> &dv);
+
+/// The rounding of `exact` to `type` and how far a kernel's value may lie
+/// from it when its f32 value is within `error` of `exact` (0 unless a
+/// rounding midpoint lies inside: rounding is monotonic).
+std::pair<double, double> roundWithin(ElementType type, double exact,
+                                      double error);
+
+/// Rotary embeddings as the kernels apply them (OpSpec's rope fields): by
+/// theta, or from `table` (contiguous rows of rotary_dim, cosines then
+/// sines; null: theta).
+struct Rotary {
+  RopeStyle style = RopeStyle::None;
+  int64_t rotaryDim = 0;
+  double theta = 10000.0;
+  const float *table = nullptr;
+};
+
+/// Rotates the stored head row `x` (deviations `dx`, see roundWithin) of
+/// position `pos` in f32 with sin.approx and cos.approx (or the table's
+/// angles) and rounds the result to `type`, as the kernels do.
+void rotateRow(const Rotary &rope, ElementType type, int64_t pos, double *x,
+               double *dx);
 
 } // namespace norm::check::detail
 

@@ -157,7 +157,7 @@ func.func @segment_no_v(%q: tensor<?x64xf16>, %k: tensor<?x64xf16>, %w: tensor<6
 
 func.func @segment_no_qkv(%w: tensor<128xf16>) {
   // expected-error @+1 {{operand group starting at #0 requires 1 element, but found 0}}
-  %0:2 = "norm.qk_norm_prologue"(%w) <{eps = 1.0e-06 : f64, head_dim = 128 : i64, kind = #norm.qk_norm<rms>, num_kv_heads = 1 : i64, num_q_heads = 1 : i64, operandSegmentSizes = array<i32: 0, 1, 0>, resultSegmentSizes = array<i32: 1, 1, 0, 0>}> : (tensor<128xf16>) -> (tensor<?x128xf16>, tensor<?x128xf16>)
+  %0:2 = "norm.qk_norm_prologue"(%w) <{eps = 1.0e-06 : f64, head_dim = 128 : i64, kind = #norm.qk_norm<rms>, num_kv_heads = 1 : i64, num_q_heads = 1 : i64, operandSegmentSizes = array<i32: 0, 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 1, 0, 0>}> : (tensor<128xf16>) -> (tensor<?x128xf16>, tensor<?x128xf16>)
   return
 }
 
@@ -987,6 +987,40 @@ func.func @qk_launch(%qkv: tensor<?x384xbf16>) {
 func.func @qk_launch_access_bytes(%qkv: tensor<?x384xf32>) {
   // expected-error @+1 {{launch vector width 8 of f32 moves 32 bytes per access (at most 16)}}
   %0:2 = norm.qk_norm_prologue <rms> %qkv eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64, launch = #norm.launch<vector = 8, threads_per_row = 16, warps = 1, rows_per_cta = 2>} : tensor<?x384xf32> -> tensor<?x128xf32>, tensor<?x128xf32>
+  return
+}
+
+// -----
+
+// StableLM's 20 of 80: a vector of 4 would split the pairs 10 apart.
+func.func @qk_rope_launch(%qkv: tensor<?x240xbf16>) {
+  // expected-error @+1 {{the QK-Norm prologue turns neox pairs within a thread: the vector must divide rotary_dim / 2 (10), got 4}}
+  %0:2 = norm.qk_norm_prologue <rms> %qkv eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 80 : i64, rope = #norm.rope<neox>, rotary_dim = 20 : i64, rope_theta = 1.0e+04 : f64, launch = #norm.launch<vector = 4, threads_per_row = 4, warps = 1, rows_per_cta = 8>} : tensor<?x240xbf16> -> tensor<?x80xbf16>, tensor<?x80xbf16>
+  return
+}
+
+// -----
+
+func.func @qk_rope_first_without_rope(%qkv: tensor<?x384xbf16>) {
+  // expected-error @+1 {{'rope_first' needs a 'rope' style}}
+  %0:2 = norm.qk_norm_prologue <l2> %qkv eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64, rope_first} : tensor<?x384xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @qk_positions_without_rope(%qkv: tensor<?x384xbf16>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'rotary_dim', 'rope_theta', 'positions' and 'rope_table' need a 'rope' style}}
+  %0:2 = norm.qk_norm_prologue <rms> %qkv positions(%p : tensor<?xi32>) eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64} : tensor<?x384xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+// The backward of the prologue is the norm's: no statistics with rope.
+func.func @qk_rope_saved_stats(%qkv: tensor<?x384xbf16>) {
+  // expected-error @+1 {{save_stats keeps the statistics for the QK-Norm's backward, which has no rotary embeddings}}
+  %0:3 = norm.qk_norm_prologue <rms> %qkv eps(1.0e-06) {num_q_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64, rope = #norm.rope<gptj>, rope_theta = 1.0e+04 : f64} : tensor<?x384xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16> saved_rstd(tensor<?x2xf32>)
   return
 }
 

@@ -1328,10 +1328,8 @@ TEST(Attention, RopeRules) {
   }
   OpSpec row = rmsNorm();
   row.rope = RopeStyle::NeoX;
-  expectInvalid(row, "rope apply to attention only");
-  OpSpec prologue = examples::makeQKNorm();
-  prologue.rope = RopeStyle::NeoX;
-  expectInvalid(prologue, "rope apply to attention only");
+  expectInvalid(row, "rotary embeddings (rope) apply to attention and the "
+                     "QK-Norm prologue only");
   // theta^(-2i / d): 1 at pair 0, 1 / theta at the half-way pair.
   EXPECT_EQ(getRopeFrequency(1e4, 128, 0), 1.0);
   EXPECT_DOUBLE_EQ(getRopeFrequency(1e4, 128, 32), 1e-2);
@@ -1394,6 +1392,81 @@ TEST(Attention, QKWeightsPerHead) {
   row.qkWeightPerHead = true;
   expectInvalid(row, "per-head QK-Norm weights apply to attention and the "
                      "QK-Norm prologue only");
+}
+
+TEST(QKNormPrologue, RotaryEmbeddings) {
+  // Qwen 3: QK-Norm, then NeoX RoPE at explicit positions.
+  OpSpec spec = examples::makeQKNorm();
+  OpSpec plain = spec;
+  spec.rope = RopeStyle::NeoX;
+  spec.rotaryDim = 128;
+  spec.ropeTheta = 1e6;
+  spec.ropePositions = true;
+  EXPECT_TRUE(verifyOpSpec(spec)) << verifyOpSpec(spec).message();
+  EXPECT_TRUE(expectCanonicalRoundTrip(spec, plain, "rope_positions").ropePositions);
+  EXPECT_NE(describeOpSpec(spec).find("rope neox 128 theta"),
+            std::string::npos)
+      << describeOpSpec(spec);
+  LaunchConfig launch = getHeuristicLaunch(spec, 64);
+  std::string name = getKernelName(spec, launch, TargetOptions());
+  EXPECT_EQ(name.rfind("norm_qk_rms_ropeneox128_pos_d128_", 0), 0u) << name;
+  int64_t positions = 0;
+  for (const BufferSpec &buffer : getBuffers(spec))
+    positions += buffer.slot == BufferSlot::Positions;
+  EXPECT_EQ(positions, 1);
+  // The halves of the rotary dims are laid out alike: pairs (d, d + 64) meet
+  // in one thread and lane, with the 16 threads x 8 lanes of a head without
+  // rope.
+  EXPECT_TRUE(verifyRotaryLayout(spec, launch));
+  EXPECT_EQ(launch.vector, 8);
+  EXPECT_EQ(launch.threadsPerRow, 16);
+  std::vector<RowSegment> segments = getRowSegments(spec);
+  ASSERT_EQ(segments.size(), 2u);
+  EXPECT_EQ(segments[1].offset, 64);
+  OpSpec stablelm = spec;
+  stablelm.hidden = 80;
+  stablelm.rotaryDim = 20;
+  segments = getRowSegments(stablelm);
+  ASSERT_EQ(segments.size(), 3u);
+  EXPECT_EQ(segments[1].offset, 10);
+  EXPECT_EQ(segments[2].offset, 20);
+  EXPECT_EQ(segments[2].length, 60);
+  // Chunks per segment: 10 elements in 8 threads x 2, twice, then 60.
+  EXPECT_EQ(getElementsPerThread(stablelm, {2, 8, 4, 16}), 2 * (1 + 1 + 4));
+  expectLaunchInvalid(stablelm, {4, 4, 4, 32},
+                      "the QK-Norm prologue turns neox pairs within a thread: "
+                      "the vector must divide rotary_dim / 2 (10), got 4");
+  OpSpec gptj = spec;
+  gptj.rope = RopeStyle::GptJ;
+  expectLaunchInvalid(gptj, {1, 16, 4, 16}, "the vector must be even");
+  EXPECT_EQ(getRowSegments(gptj).size(), 1u);
+  // The heuristic finds a layout for any even rotary dim: StableLM's 20 of
+  // 80 (pairs 10 apart: 2 threads x 1 element), GPT-J 24 of 128.
+  for (auto [style, headDim, rotaryDim] :
+       {std::tuple{RopeStyle::NeoX, 80, 20}, std::tuple{RopeStyle::GptJ, 128, 24},
+        std::tuple{RopeStyle::NeoX, 256, 256}, std::tuple{RopeStyle::NeoX, 64, 2},
+        std::tuple{RopeStyle::GptJ, 6, 6}}) {
+    OpSpec s = spec;
+    s.rope = style;
+    s.hidden = headDim;
+    s.rotaryDim = rotaryDim;
+    LaunchConfig l = getHeuristicLaunch(s, 1000);
+    EXPECT_TRUE(verifyLaunchFor(s, l))
+        << headDim << "/" << rotaryDim << ": " << verifyLaunchFor(s, l).message();
+  }
+  // The backward differentiates the norm alone: no saved statistics, no
+  // backward kernels with rope.
+  OpSpec save = spec;
+  save.saveStats = true;
+  expectInvalid(save, "save_stats keeps the statistics for the QK-Norm's "
+                      "backward, which has no rotary embeddings");
+  BackwardKernels kernels;
+  Status backward = getBackwardKernels(spec, kernels);
+  EXPECT_EQ(backward.code(), ErrorCode::Unsupported) << backward.message();
+  OpSpec first = spec;
+  first.ropeFirst = true;
+  EXPECT_TRUE(verifyOpSpec(first));
+  EXPECT_TRUE(expectCanonicalRoundTrip(first, spec, "rope_first").ropeFirst);
 }
 
 TEST(QKNormPrologue, WeightsPerHead) {
@@ -1461,7 +1534,7 @@ TEST(Attention, RopeBeforeTheQKNorm) {
   expectInvalid(noRope, "rotating before the QK-Norm needs both");
   OpSpec row = rmsNorm();
   row.ropeFirst = true;
-  expectInvalid(row, "rope apply to attention only");
+  expectInvalid(row, "(rope) apply to attention and the QK-Norm prologue");
 }
 
 TEST(Attention, RopeTablesAndPositions) {
@@ -1479,7 +1552,7 @@ TEST(Attention, RopeTablesAndPositions) {
   expectInvalid(noRope, "rotary positions and tables need a rotary");
   OpSpec row = rmsNorm();
   row.ropePositions = true;
-  expectInvalid(row, "rope apply to attention only");
+  expectInvalid(row, "(rope) apply to attention and the QK-Norm prologue");
 
   // Identity: only where set; theta is not part of a table's kernel.
   std::string text = getCanonicalSpec(spec);

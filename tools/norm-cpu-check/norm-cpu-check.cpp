@@ -215,6 +215,8 @@ static ElementType getCastType(ElementType type) {
 /// variants skip larger "hidden" sizes, whose heads would not fit in the
 /// registers the prologue keeps them in.
 constexpr int64_t kMaxHeadDim = 1024;
+/// Rows of the rope tables of QK-Norm prologue cases (positions below it).
+constexpr int64_t kRopeTableRows = 97;
 
 /// GroupNorm: the most groups of 32, 8, 4, 3 and 2 that leave at least two
 /// channels a group; false for hidden sizes without one.
@@ -549,6 +551,54 @@ static const std::vector<Variant> &getVariants() {
          s.numKvHeads = 1;
          return s.hidden <= kMaxHeadDim;
        }},
+      {"qk_rms_rope",
+       "QK-Norm prologue, then NeoX RoPE (Qwen 3): RMS with weights, theta "
+       "1e6 at explicit positions, 4 q / 2 kv heads",
+       true,
+       [](OpSpec &s) {
+         s.kind = Kind::QKNormPrologue;
+         s.hasWeight = s.ropePositions = true;
+         s.numQHeads = 4;
+         s.numKvHeads = 2;
+         s.rope = ::norm::RopeStyle::NeoX;
+         s.rotaryDim = s.hidden / 2 * 2;
+         s.ropeTheta = 1e6;
+         return s.hidden <= kMaxHeadDim && s.rotaryDim >= 2;
+       }},
+      {"qk_l2_rope_first",
+       "QK-Norm prologue of rotated rows (Llama 4): GPT-J RoPE from a "
+       "cos/sin table at explicit positions, then L2 without weights, 4 q / "
+       "1 kv heads",
+       true,
+       [](OpSpec &s) {
+         s.kind = Kind::QKNormPrologue;
+         s.qkStatistic = ::norm::Statistic::L2;
+         s.eps = 1e-6;
+         s.numQHeads = 4;
+         s.numKvHeads = 1;
+         s.rope = ::norm::RopeStyle::GptJ;
+         s.rotaryDim = s.hidden;
+         s.ropeTable = s.ropePositions = s.ropeFirst = true;
+         // GPT-J pairs need an even vector, so an even head dim.
+         return s.hidden <= kMaxHeadDim && s.hidden % 2 == 0;
+       }},
+      {"qk_layer_rope_partial",
+       "QK-Norm prologue, then partial NeoX RoPE (StableLM: a quarter of "
+       "the head, rows at their index): LayerNorm with weights, 2 q / 2 kv "
+       "heads",
+       false,
+       [](OpSpec &s) {
+         s.kind = Kind::QKNormPrologue;
+         s.qkStatistic = ::norm::Statistic::MeanVar;
+         s.hasWeight = true;
+         s.eps = 1e-5;
+         s.numQHeads = 2;
+         s.numKvHeads = 2;
+         s.rope = ::norm::RopeStyle::NeoX;
+         s.rotaryDim = s.hidden / 4 / 2 * 2;
+         s.ropeTheta = 1e4;
+         return s.hidden <= kMaxHeadDim && s.rotaryDim >= 2;
+       }},
       {"column_stats", "per-column mean and variance (BatchNorm training)",
        true,
        [](OpSpec &s) {
@@ -868,6 +918,29 @@ getInputDraw(const OpSpec &spec, const std::string &name, Random &random) {
   }
   if (name == "weight" || name == "q_weight" || name == "k_weight")
     return spec.weightOffset != 0.0 ? uniform(-0.5, 0.5) : uniform(0.5, 1.5);
+  // Rotary positions: inside the table, or any up to 2^20 (long contexts,
+  // where the angles' reduction matters), with position 0 in the mix. The
+  // simulator's fma.rn.f32 rounds its product (GPGPU-Sim computes a * b + c
+  // in float), which the angles' reduction must not: that costs u |angle|,
+  // within the 2^-20 the tolerance allows sin.approx (which the simulator
+  // computes exactly) for angles below 16, so there positions stay below 16.
+  if (name == "positions")
+    return [&random, table = spec.ropeTable](int64_t, int64_t) -> double {
+      uint64_t bits = random.next();
+      if (bits % 8 == 0)
+        return 0;
+      int64_t most = engineOption == "ptxsim" ? 16 : 1 << 20;
+      return table ? bits % kRopeTableRows : (bits >> 8) % most;
+    };
+  // The cos_sin_cache of theta 1e4 with YaRN's attention factor 1.1, so
+  // that the table's cos and sin exceed 1 as such tables do.
+  if (name == "rope_table")
+    return [dim = spec.rotaryDim](int64_t row, int64_t col) {
+      int64_t half = dim / 2, pair = col % half;
+      double angle = static_cast<double>(row) *
+                     ::norm::getRopeFrequency(1e4, dim, pair);
+      return 1.1 * (col < half ? std::cos(angle) : std::sin(angle));
+    };
   if (name == "bias" || name == "mean")
     return uniform(-0.5, 0.5);
   // Saved statistics of rows of about kRowScales' magnitudes.
@@ -1001,6 +1074,9 @@ static void runCase(const Task &task, const KernelSignature &signature,
       continue;
     }
     int64_t cols = getBufferCols(spec, param);
+    // One rotary position per row (token).
+    if (param.name == "positions")
+      cols = rows;
     // At least one element of gap after each row; outputs get another stride
     // than inputs so that a kernel using the wrong stride fails. Vector
     // kernels get 16-byte aligned buffers and rows; scalar kernels, which
@@ -1015,6 +1091,8 @@ static void runCase(const Task &task, const KernelSignature &signature,
     if (param.name == "weight_grad_partials" ||
         param.name == "bias_grad_partials")
       bufferRows = getGradPartialRows(spec, signature.launch, rows);
+    if (param.name == "rope_table")
+      bufferRows = kRopeTableRows;
     auto buffer = std::make_unique<GuardedBuffer>(
         param.elementType, param.rowMajor2D ? bufferRows : 1, cols,
         param.rowMajor2D ? stride : cols, /*misaligned=*/scalar);
@@ -1041,6 +1119,8 @@ static void runCase(const Task &task, const KernelSignature &signature,
     buffers[param.name] = std::move(buffer);
   }
   std::vector<int64_t> integers = {rows};
+  if (buffers.count("rope_table"))
+    integers.push_back(kRopeTableRows);
   integers.insert(integers.end(), strides.begin(), strides.end());
 
   auto view = [&](const std::string &name) { return buffers[name]->view(); };
@@ -1113,8 +1193,20 @@ static void runCase(const Task &task, const KernelSignature &signature,
 
   switch (spec.kind) {
   case OpSpec::Kind::QKNormPrologue: {
-    QKNormExpected expected = referenceQKNorm(
-        spec, view("qkv"), paramView("q_weight"), paramView("k_weight"));
+    QKNormRotary rotary;
+    if (buffers.count("positions"))
+      for (int64_t token = 0; token < rows; ++token)
+        rotary.positions.push_back(
+            static_cast<int64_t>(buffers["positions"]->load(0, token)));
+    if (buffers.count("rope_table")) {
+      const GuardedBuffer &table = *buffers["rope_table"];
+      for (int64_t row = 0; row < table.getRows(); ++row)
+        for (int64_t col = 0; col < table.getCols(); ++col)
+          rotary.table.push_back(static_cast<float>(table.load(row, col)));
+    }
+    QKNormExpected expected =
+        referenceQKNorm(spec, view("qkv"), paramView("q_weight"),
+                        paramView("k_weight"), rotary);
     check.compareRows(*buffers["q"], expected.q, "q");
     check.compareRows(*buffers["k"], expected.k, "k");
     if (spec.saveStats)

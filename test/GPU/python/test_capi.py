@@ -426,9 +426,10 @@ class FakeDriverTest(unittest.TestCase):
                 (self.ATTENTION._replace(rope=capi.ROPE_GPTJ, rope_theta=1.0),
                  "attention: rope_theta must not be 1"),
                 (RMS._replace(rope=capi.ROPE_NEOX),
-                 "normjit_op_desc: scale, rope, NORMJIT_OP_CAUSAL, "
-                 "NORMJIT_OP_WRITE_LSE and NORMJIT_OP_ROPE_* apply to "
-                 "NORMJIT_OP_ATTENTION only"),
+                 "normjit_op_desc: scale, NORMJIT_OP_CAUSAL and "
+                 "NORMJIT_OP_WRITE_LSE apply to NORMJIT_OP_ATTENTION only, "
+                 "rope and NORMJIT_OP_ROPE_* to attention and "
+                 "NORMJIT_OP_QK_NORM"),
                 (self.ATTENTION._replace(rotary_dim=64),
                  "normjit_op_desc: rotary_dim, rope_theta, "
                  "NORMJIT_OP_ROPE_POSITIONS, NORMJIT_OP_ROPE_TABLE and "

@@ -49,6 +49,17 @@ normjit_op_desc makeAttentionDesc(int32_t rope = NORMJIT_ROPE_NONE,
                                 rotaryDim, theta);
 }
 
+/// A desc of the QK-Norm prologue with `spec`'s head dim, heads and eps.
+normjit_op_desc makeQKNormDesc(const OpSpec &spec) {
+  normjit_op_desc qk = normjit::opDesc();
+  qk.kind = NORMJIT_OP_QK_NORM;
+  qk.hidden = spec.hidden;
+  qk.num_q_heads = spec.numQHeads;
+  qk.num_kv_heads = spec.numKvHeads;
+  qk.eps = spec.eps;
+  return qk;
+}
+
 /// `desc` as a program whose header's struct ends at `end` passes it:
 /// struct_size `end`, garbage after.
 normjit_op_desc endingAt(normjit_op_desc desc, size_t end) {
@@ -143,17 +154,39 @@ TEST_F(OpDescTest, QKNormPrologueWeightsPerHead) {
   spec.eps = 1e-5;
   spec.qkWeightPerHead = true;
   openBundleOf({spec});
-  normjit_op_desc qk = normjit::opDesc();
-  qk.kind = NORMJIT_OP_QK_NORM;
-  qk.hidden = spec.hidden;
-  qk.num_q_heads = 6;
-  qk.num_kv_heads = 2;
-  qk.eps = 1e-5;
+  normjit_op_desc qk = makeQKNormDesc(spec);
   qk.flags = NORMJIT_OP_QK_MEAN_VAR | NORMJIT_OP_WEIGHT |
              NORMJIT_OP_QK_WEIGHT_PER_HEAD;
   EXPECT_EQ(create(qk).first, NORMJIT_SUCCESS);
   qk.flags &= ~NORMJIT_OP_QK_WEIGHT_PER_HEAD;
   EXPECT_EQ(create(qk).first, NORMJIT_ERROR_NOT_FOUND) << "another kernel";
+}
+
+TEST_F(OpDescTest, QKNormPrologueRotates) {
+  // Llama 4 outside attention: RoPE from a table at explicit positions,
+  // then an L2 QK-Norm, in the prologue.
+  OpSpec spec = makeQKNorm();
+  spec.qkStatistic = Statistic::L2;
+  spec.hasWeight = false;
+  spec.rope = RopeStyle::GptJ;
+  spec.rotaryDim = spec.hidden;
+  spec.ropeTable = spec.ropePositions = spec.ropeFirst = true;
+  openBundleOf({spec});
+  normjit_op_desc qk = makeQKNormDesc(spec);
+  qk.rope = NORMJIT_ROPE_GPTJ;
+  qk.flags = NORMJIT_OP_QK_L2 | NORMJIT_OP_ROPE_TABLE |
+             NORMJIT_OP_ROPE_POSITIONS | NORMJIT_OP_ROPE_FIRST;
+  EXPECT_EQ(create(qk).first, NORMJIT_SUCCESS) << normjit_last_error();
+  qk.flags &= ~NORMJIT_OP_ROPE_FIRST;
+  EXPECT_EQ(create(qk).first, NORMJIT_ERROR_NOT_FOUND) << "another kernel";
+  // Not with the statistics of its backward.
+  qk.flags |= NORMJIT_OP_SAVE_STATS;
+  auto [status, message] = create(qk);
+  EXPECT_EQ(status, NORMJIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(message.find("save_stats keeps the statistics for the QK-Norm's "
+                         "backward, which has no rotary embeddings"),
+            std::string::npos)
+      << message;
 }
 
 TEST_F(OpDescTest, RopeFirstReachesItsOwnOperation) {
@@ -248,7 +281,8 @@ TEST_F(OpDescTest, RotaryEmbeddingRefusals) {
   qkNorm.hidden = kHeadDim;
   qkNorm.num_q_heads = 4;
   qkNorm.num_kv_heads = 2;
-  qkNorm.rope = NORMJIT_ROPE_GPTJ;
+  qkNorm.rope = NORMJIT_ROPE_GPTJ; // rotates (API 9), but is not causal
+  qkNorm.flags = NORMJIT_OP_CAUSAL;
   normjit_op_desc unknown = makeAttentionDesc(3);
   normjit_op_desc reserved = makeAttentionDesc(NORMJIT_ROPE_NEOX);
   reserved.reserved = 1;
@@ -260,8 +294,9 @@ TEST_F(OpDescTest, RotaryEmbeddingRefusals) {
   normjit_op_desc tableWithoutRope = makeAttentionDesc();
   tableWithoutRope.flags |= NORMJIT_OP_ROPE_TABLE;
   const std::string attentionOnly =
-      "normjit_op_desc: scale, rope, NORMJIT_OP_CAUSAL, NORMJIT_OP_WRITE_LSE "
-      "and NORMJIT_OP_ROPE_* apply to NORMJIT_OP_ATTENTION only";
+      "normjit_op_desc: scale, NORMJIT_OP_CAUSAL and NORMJIT_OP_WRITE_LSE "
+      "apply to NORMJIT_OP_ATTENTION only, rope and NORMJIT_OP_ROPE_* to "
+      "attention and NORMJIT_OP_QK_NORM";
   const std::string needRope =
       "normjit_op_desc: rotary_dim, rope_theta, NORMJIT_OP_ROPE_POSITIONS, "
       "NORMJIT_OP_ROPE_TABLE and NORMJIT_OP_ROPE_FIRST need rope "
@@ -290,7 +325,7 @@ TEST_F(OpDescTest, RotaryEmbeddingRefusals) {
        "attention: rope_theta must not be 1 (every pair would turn at the "
        "same rate)"},
       {"rms_norm", rms, attentionOnly},
-      {"qk_norm", qkNorm, attentionOnly},
+      {"causal qk_norm", qkNorm, attentionOnly},
       {"unknown style", unknown,
        "normjit_op_desc.rope is 3, not a normjit_rope (NORMJIT_ROPE_NONE, "
        "_NEOX or _GPTJ)"},

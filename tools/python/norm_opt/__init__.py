@@ -115,19 +115,29 @@ def layer_norm_quant(input, weight=None, bias=None, eps=1e-5, *, scale=None,
 
 def qk_norm(qkv, num_q_heads, num_kv_heads, q_weight=None, k_weight=None,
             eps=1e-6, *, l2=False, layer_norm=False, weight_offset=0.0,
-            q_out=None, k_out=None):
+            q_out=None, k_out=None, rope=None, rotary_dim=None,
+            rope_theta=10000.0, positions=None, cos_sin_cache=None,
+            rope_first=False):
     """The QK-Norm prologue: from a packed projection qkv[..., (Hq + 2 Hkv) *
     D] (rows may be strided), q[..., Hq, D] and k[..., Hkv, D], each head
     RMS-normalized (L2 with l2=True, LayerNorm without bias with
     layer_norm=True) and scaled by its weight plus weight_offset (1.0:
     Gemma 3's 1 + w): q_weight and k_weight are [D] each, or a row per head
     (Command R+: [Hq, D] and [Hkv, D], or flat), forward only for now.
-    Differentiable in qkv (its q and k columns; v's get zero) and weights
-    of [D]."""
+    With rope='neox' or 'gptj' the normalized heads are then rotated
+    (rotary_dim, rope_theta, positions and cos_sin_cache as attention's;
+    row t at position t without positions), or rotated first with
+    rope_first (Llama 4): QK-Norm and RoPE in one launch, forward only for
+    now. Differentiable in qkv (its q and k columns; v's get zero) and
+    weights of [D]."""
     return _torch_layer().qk_norm(qkv, num_q_heads, num_kv_heads, q_weight,
                                   k_weight, eps, l2=l2, layer_norm=layer_norm,
                                   weight_offset=weight_offset, q_out=q_out,
-                                  k_out=k_out)
+                                  k_out=k_out, rope=rope,
+                                  rotary_dim=rotary_dim, rope_theta=rope_theta,
+                                  positions=positions,
+                                  cos_sin_cache=cos_sin_cache,
+                                  rope_first=rope_first)
 
 
 def attention(q, k, v, *, causal=False, scale=None, cu_seqlens=None,

@@ -335,7 +335,13 @@ def prepare_qk_norm(qkv: torch.Tensor, num_q_heads: int, num_kv_heads: int,
                     out_dtype: Optional[torch.dtype] = None,
                     q_out: Optional[torch.Tensor] = None,
                     k_out: Optional[torch.Tensor] = None,
-                    save_stats: bool = False) -> Call:
+                    save_stats: bool = False,
+                    rope: Optional[str] = None,
+                    rotary_dim: Optional[int] = None,
+                    rope_theta: float = _DEFAULT_ROPE_THETA,
+                    positions: Optional[torch.Tensor] = None,
+                    cos_sin_cache: Optional[torch.Tensor] = None,
+                    rope_first: bool = False) -> Call:
     """The QK-Norm prologue: per-head norms of q and k read from a packed
     [..., (Hq + 2 Hkv) * D] projection (rows may be strided): RMSNorm, L2
     (l2=True) or LayerNorm without bias (layer_norm=True), the weights
@@ -344,9 +350,17 @@ def prepare_qk_norm(qkv: torch.Tensor, num_q_heads: int, num_kv_heads: int,
     rows (API 9). With save_stats (API
     6) also the f32 statistics of each head, [..., Hq + Hkv] (q heads,
     then k heads): outputs (q, k[, mean], rstd), the mean for LayerNorm
-    heads only."""
+    heads only. With rope= (API 9) the normalized heads are then rotated
+    (before the norm with rope_first, Llama 4), as attention's rope fields
+    say, row t at position t or positions[t]; not with save_stats."""
     if l2 and layer_norm:
         raise ValueError("l2 and layer_norm exclude each other")
+    if rope_first and rope is None:
+        raise ValueError("rope_first: rotating before the QK-Norm needs rope=")
+    rope_style, rotary_dim_given = rope, rotary_dim
+    if cos_sin_cache is not None and rope is not None:
+        _check_table_theta(rope_theta)  # before _rope_fields' rules of theta
+    rope, rotary_dim, rope_theta = _rope_fields(rope, rotary_dim, rope_theta)
     heads = num_q_heads + 2 * num_kv_heads
     if num_q_heads <= 0 or num_kv_heads <= 0 or qkv.dim() == 0 or (
             qkv.size(-1) % heads):
@@ -359,6 +373,8 @@ def prepare_qk_norm(qkv: torch.Tensor, num_q_heads: int, num_kv_heads: int,
     device = _device(qkv, q_weight, k_weight)
     input_type = _dtype(qkv, "qkv")
     x, tokens, stride = _rows(qkv, qkv.size(-1), "qkv")
+    _check_rope_inputs(positions, cos_sin_cache, rope_style,
+                       rotary_dim_given, rope_theta, tokens, head_dim)
     q_weight, k_weight, per_head = _qk_weight_pair(
         q_weight, k_weight, head_dim, num_q_heads, num_kv_heads,
         ("q_weight", "k_weight"))
@@ -384,13 +400,20 @@ def prepare_qk_norm(qkv: torch.Tensor, num_q_heads: int, num_kv_heads: int,
         outputs += _add_saved_stats(buffers, layer_norm, lead + (
             num_q_heads + num_kv_heads,), qkv)
         flags |= _capi.OP_SAVE_STATS
+    rope_flags, table_rows = _add_rope_inputs(buffers, keep, positions,
+                                              cos_sin_cache, tokens)
+    flags |= rope_flags | (_capi.OP_ROPE_FIRST if rope_first else 0)
+    if cos_sin_cache is not None:
+        rope_theta = 0.0  # the table's angles replace rope_theta's
     desc = OpDesc(kind=_capi.OP_QK_NORM, hidden=head_dim,
                   input_type=input_type, output_type=_dtype(q, "q"),
                   param_type=param_type, flags=flags,
                   eps=float(eps), weight_offset=float(weight_offset),
-                  num_q_heads=num_q_heads, num_kv_heads=num_kv_heads)
-    return Call(device, desc, _capi.make_launch_args(buffers), tokens,
-                tuple(outputs), tuple(keep))
+                  num_q_heads=num_q_heads, num_kv_heads=num_kv_heads,
+                  rope=rope, rotary_dim=rotary_dim, rope_theta=rope_theta)
+    return Call(device, desc,
+                _capi.make_launch_args(buffers, rope_table_rows=table_rows),
+                tokens, tuple(outputs), tuple(keep))
 
 
 def run(call: Call, config: Optional[LaunchConfig] = None,
@@ -512,7 +535,12 @@ def _prepare_add_norm(kind, x, residual, weight, bias, eps, alpha, out,
 
 def qk_norm(qkv, num_q_heads, num_kv_heads, q_weight=None, k_weight=None,
             eps=1e-6, *, l2=False, layer_norm=False, weight_offset=0.0,
-            q_out=None, k_out=None):
+            q_out=None, k_out=None, rope=None, rotary_dim=None,
+            rope_theta=_DEFAULT_ROPE_THETA, positions=None,
+            cos_sin_cache=None, rope_first=False):
+    rotary = dict(rope=rope, rotary_dim=rotary_dim, rope_theta=rope_theta,
+                  positions=positions, cos_sin_cache=cos_sin_cache,
+                  rope_first=rope_first)
     if _train.use_ops(q_out is not None or k_out is not None, qkv, q_weight,
                       k_weight):
         heads = num_q_heads + 2 * num_kv_heads
@@ -523,6 +551,10 @@ def qk_norm(qkv, num_q_heads, num_kv_heads, q_weight=None, k_weight=None,
                 "norm_opt.qk_norm: weights with a row per head have no "
                 "backward or torch.compile op yet: call it under "
                 "torch.no_grad() outside torch.compile")
+        if rope is not None:
+            raise NotImplementedError(
+                "norm_opt.qk_norm: rope has no backward or torch.compile op "
+                "yet: call it under torch.no_grad() outside torch.compile")
         if l2 and layer_norm:
             raise ValueError("l2 and layer_norm exclude each other")
         kind = "l2" if l2 else "layer" if layer_norm else "rms"
@@ -531,7 +563,7 @@ def qk_norm(qkv, num_q_heads, num_kv_heads, q_weight=None, k_weight=None,
     return run(prepare_qk_norm(qkv, num_q_heads, num_kv_heads, q_weight,
                                k_weight, eps, l2=l2, layer_norm=layer_norm,
                                weight_offset=weight_offset, q_out=q_out,
-                               k_out=k_out))
+                               k_out=k_out, **rotary))
 
 
 #===------------------------------------------------------------------------===#
@@ -675,6 +707,30 @@ def _check_forward_only(*tensors: Optional[torch.Tensor]) -> None:
                 "detach its inputs")
 
 
+def _add_rope_inputs(buffers, keep, positions: Optional[torch.Tensor],
+                     cos_sin_cache: Optional[torch.Tensor],
+                     tokens: int) -> Tuple[int, int]:
+    """Adds the positions and the cos_sin_cache (checked by
+    _check_rope_inputs) to a launch's buffers; their flags and the table's
+    rows."""
+    flags, table_rows = 0, 0
+    if positions is not None:
+        positions = positions.contiguous()
+        buffers[_capi.POSITIONS] = Buffer(positions.data_ptr(), _capi.I32,
+                                          tokens)
+        keep.append(positions)
+        flags |= _capi.OP_ROPE_POSITIONS
+    if cos_sin_cache is not None:
+        table_rows = cos_sin_cache.size(0)
+        buffers[_capi.ROPE_TABLE] = Buffer(
+            cos_sin_cache.data_ptr(), _capi.F32, cos_sin_cache.size(1),
+            cos_sin_cache.stride(0) if table_rows > 1 else
+            cos_sin_cache.size(1))
+        keep.append(cos_sin_cache)
+        flags |= _capi.OP_ROPE_TABLE
+    return flags, table_rows
+
+
 def prepare_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
                       causal: bool = False, scale: Optional[float] = None,
                       cu_seqlens: Optional[torch.Tensor] = None,
@@ -756,23 +812,11 @@ def prepare_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
         _capi.OP_CAUSAL if causal else 0) | (
             _capi.OP_ROPE_FIRST if rope_first else 0) | _add_qk_weights(
                 buffers, keep, q_norm_weight, k_norm_weight, per_head)
-    table_rows = 0
-    if positions is not None:
-        positions = positions.contiguous()
-        buffers[_capi.POSITIONS] = Buffer(positions.data_ptr(), _capi.I32,
-                                          tokens)
-        keep.append(positions)
-        flags |= _capi.OP_ROPE_POSITIONS
+    rope_flags, table_rows = _add_rope_inputs(buffers, keep, positions,
+                                              cos_sin_cache, tokens)
+    flags |= rope_flags
     if cos_sin_cache is not None:
-        # The table's angles replace rope_theta's (0 in the desc).
-        table_rows = cos_sin_cache.size(0)
-        buffers[_capi.ROPE_TABLE] = Buffer(
-            cos_sin_cache.data_ptr(), _capi.F32, cos_sin_cache.size(1),
-            cos_sin_cache.stride(0) if table_rows > 1 else
-            cos_sin_cache.size(1))
-        keep.append(cos_sin_cache)
-        flags |= _capi.OP_ROPE_TABLE
-        rope_theta = 0.0
+        rope_theta = 0.0  # the table's angles replace rope_theta's
     out = out.view(q.shape)
     outputs = [out]
     if return_lse:
