@@ -238,6 +238,45 @@ class TorchLayerTest(FakeDriverCase):
                                     "no backward"):
             norm_opt.qk_norm(qkv, 6, 2, qw, kw, layer_norm=True)
 
+    def test_qk_norm_rope(self):
+        # Qwen 3 outside attention: QK-Norm, then NeoX RoPE at positions.
+        qkv = self.rand(3, 12 * 128)
+        qw, kw = self.rand(128), self.rand(128)
+        positions = torch.tensor([7, 0, 4096], dtype=torch.int32)
+        q, k = norm_opt.qk_norm(qkv, 8, 2, qw, kw, rope="neox",
+                                rope_theta=1e6, positions=positions)
+        name, params = self.launch()
+        self.assertTrue(name.startswith("norm_qk_rms_ropeneox128_pos_d128_"),
+                        name)
+        self.assertEqual(params[:6], [qkv.data_ptr(), qw.data_ptr(),
+                                      kw.data_ptr(), positions.data_ptr(),
+                                      q.data_ptr(), k.data_ptr()])
+        # Llama 4: GPT-J from a cos/sin table, then L2 without weights.
+        table = self.rand(64, 128).float()
+        norm_opt.qk_norm(qkv, 8, 2, l2=True, rope="gptj", positions=positions,
+                         cos_sin_cache=table, rope_first=True)
+        name, params = self.launch()
+        self.assertTrue(name.startswith(
+            "norm_qk_l2_ropegptj128_table_pos_first_d128_"), name)
+        self.assertEqual(params[:3], [qkv.data_ptr(), positions.data_ptr(),
+                                      table.data_ptr()])
+        self.assertIn(64, params)  # rope_table_rows
+        # StableLM's partial rotary, rows at their index.
+        norm_opt.qk_norm(self.rand(3, 6 * 80), 2, 2, layer_norm=True,
+                         rope="neox", rotary_dim=20)
+        self.assertTrue(self.launch()[0].startswith(
+            "norm_qk_mean_var_ropeneox20_d80_"))
+        with self.assertRaisesRegex(ValueError, "rope_first: rotating before "
+                                    "the QK-Norm needs rope="):
+            norm_opt.qk_norm(qkv, 8, 2, rope_first=True)
+        with self.assertRaisesRegex(ValueError, r"positions: expected one "
+                                    r"position per token, shape \(3,\)"):
+            norm_opt.qk_norm(qkv, 8, 2, rope="neox", positions=positions[:2])
+        qw.requires_grad_(True)
+        with self.assertRaisesRegex(NotImplementedError, "rope has no "
+                                    "backward"):
+            norm_opt.qk_norm(qkv, 8, 2, qw, kw, rope="neox")
+
     def test_fixed_configuration(self):
         from norm_opt import _torch
         call = _torch.prepare_row_norm(capi.OP_RMS_NORM, self.rand(5, 4096),

@@ -327,6 +327,12 @@ def _add_qk_weights(buffers, keep, q_weight: Optional[torch.Tensor],
     return _capi.OP_WEIGHT | (_capi.OP_QK_WEIGHT_PER_HEAD if per_head else 0)
 
 
+# rope= of attention and the QK-Norm prologue: normjit_rope.
+_ROPES = {None: _capi.ROPE_NONE, "neox": _capi.ROPE_NEOX,
+          "gptj": _capi.ROPE_GPTJ}
+_DEFAULT_ROPE_THETA = 10000.0
+
+
 def prepare_qk_norm(qkv: torch.Tensor, num_q_heads: int, num_kv_heads: int,
                     q_weight: Optional[torch.Tensor] = None,
                     k_weight: Optional[torch.Tensor] = None, eps: float = 1e-6,
@@ -573,10 +579,6 @@ def qk_norm(qkv, num_q_heads, num_kv_heads, q_weight=None, k_weight=None,
 # qk_norm= of attention: the C API's statistic flag.
 _QK_NORMS = {"rms": _capi.OP_QK_RMS, "l2": _capi.OP_QK_L2,
              "layer": _capi.OP_QK_MEAN_VAR}
-# rope= of attention: normjit_rope.
-_ROPES = {None: _capi.ROPE_NONE, "neox": _capi.ROPE_NEOX,
-          "gptj": _capi.ROPE_GPTJ}
-_DEFAULT_ROPE_THETA = 10000.0
 
 
 def _rope_fields(rope: Optional[str], rotary_dim: Optional[int],
