@@ -222,8 +222,13 @@ getAttentionCandidates(const OpSpec &spec, const LaunchConfig &heuristic,
   };
   add(heuristic);
   for (int64_t warps : getAttentionWarps(spec))
-    for (int64_t blockN : {32, 64, 128})
+    for (int64_t blockN : {16, 32, 64, 128})
       for (int64_t stages : {1, 2}) {
+        // Key tiles of 16: decode's beyond head dim 192 (verifyLaunchFor),
+        // where 32 would not fit the registers.
+        if (blockN == 16 && (spec.kind != OpKind::AttentionDecode ||
+                             spec.hidden <= kMaxDecodeHeadDimAt32Keys))
+          continue;
         LaunchConfig launch = heuristic;
         launch.warps = warps;
         launch.rowsPerCta = 16 * warps;

@@ -125,6 +125,13 @@ static Status verifyAttentionLaunch(const OpSpec &spec,
                            str(16 * launch.warps) + ", got " +
                            str(launch.rowsPerCta));
   int64_t accumulators = spec.hidden / 2 + launch.blockN / 2;
+  if (launch.warps > 4 && accumulators > kMaxAttentionAccumulatorsAt8Warps)
+    return Status::invalid(
+        "attention at head dim " + str(spec.hidden) + " with block_n " +
+        str(launch.blockN) + " keeps " + str(accumulators) +
+        " f32 accumulators per thread, more than the " +
+        str(kMaxAttentionAccumulatorsAt8Warps) + " that registers hold "
+        "beside 8 warps' copies; use 4 warps or a smaller block_n");
   if (accumulators > kMaxAttentionAccumulators)
     return Status::invalid(
         "attention at head dim " + str(spec.hidden) + " with block_n " +
@@ -144,13 +151,17 @@ static Status verifyAttentionLaunch(const OpSpec &spec,
         "warps or a smaller block_n");
   if (spec.kind == OpKind::AttentionDecode &&
       (launch.blockN * spec.hidden > kMaxDecodeTileElements ||
-       (spec.hidden > 128 && launch.warps > 4)))
+       (spec.hidden > 128 && launch.warps > 4) ||
+       (spec.hidden > kMaxDecodeHeadDimAt32Keys &&
+        (launch.blockN > 16 || launch.warps != 4))))
     return Status::invalid(
         "decode attention at head dim " + str(spec.hidden) + " with block_n " +
         str(launch.blockN) + " and " + str(launch.warps) +
         " warps does not fit the registers (key tiles of at most " +
         str(kMaxDecodeTileElements) +
-        " elements, at most 4 warps beyond head dim 128)");
+        " elements, at most 4 warps beyond head dim 128, 4 warps and key "
+        "tiles of 16 beyond " +
+        str(kMaxDecodeHeadDimAt32Keys) + ")");
   int64_t shared = getAttentionSharedBytes(spec, launch);
   if (maxSharedBytes > 0 && shared > maxSharedBytes)
     return Status::invalid("attention tiles take " + str(shared) +

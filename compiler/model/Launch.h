@@ -107,6 +107,11 @@ constexpr int64_t kReservedSharedBytes = 1024;
 /// 128 with block_n 128 (128) takes 255 without spilling.
 /// test/Target/ptxas-attention.mlir checks the configurations at the edge.
 constexpr int64_t kMaxAttentionAccumulators = 144;
+/// ... and at 8 warps: measured the same way over every tuner candidate of
+/// 10 QK-Norm/RoPE/GQA variants at head dims 64-256 (every 16), ptxas
+/// spilled 8 bytes at head dim 208 with block_n 64 (136, sm_80) and 224
+/// (144, sm_90); 128 (head dim 192 with block_n 64) never did.
+constexpr int64_t kMaxAttentionAccumulatorsAt8Warps = 128;
 /// 16-byte cp.async copies of a K and V tile one thread of an attention
 /// kernel may issue (getAttentionCopiesPerThread), and the largest key tile
 /// (block_n x head dim) of a decode kernel, which also keeps its query
@@ -118,6 +123,13 @@ constexpr int64_t kMaxAttentionAccumulators = 144;
 /// and 128 with any warps, and with 8 warps at head dim 256 (4-8 bytes).
 constexpr int64_t kMaxAttentionCopiesPerThread = 16;
 constexpr int64_t kMaxDecodeTileElements = 8192;
+/// Decode kernels beyond this head dim take 4 warps and key tiles of 16
+/// rows: with 32 they sat at 254-255 registers and ptxas spilled 4-40 bytes
+/// at head dims 208-256 (one stage on sm_80, sm_89 and sm_90; two stages at
+/// 224 without QK-Norm on sm_80 and at 256 with rope_first on sm_89), where
+/// 16 take 236; 2 warps with 16 (fewer copies a thread) spilled 4-40 bytes
+/// with one stage (the audit of kMaxAttentionAccumulatorsAt8Warps).
+constexpr int64_t kMaxDecodeHeadDimAt32Keys = 192;
 
 /// The rules of #norm.launch: vector 1, 2, 4 or 8; threads per row 1, 2,
 /// 4, 8, 16 or a multiple of 32 up to 1024; 1 to 32 warps, whose threads

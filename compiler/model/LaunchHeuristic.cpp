@@ -120,9 +120,9 @@ int64_t pickThreadsPerRow(const OpSpec &spec, int64_t vector) {
 } // namespace
 
 /// Attention (FlashAttention-2's choices on sm_80/sm_90): 4 warps of 16
-/// query rows, key tiles of 64 (32 at head dims over 128, whose output rows
-/// take most registers), two stages where the target's shared memory holds
-/// them.
+/// query rows, key tiles of 64 (32 at head dims over 128, 16 in decode
+/// beyond 192: the output rows take most registers), two stages where the
+/// target's shared memory holds them.
 static LaunchConfig getAttentionHeuristic(const OpSpec &spec) {
   LaunchConfig launch;
   launch.vector = 8;
@@ -140,6 +140,9 @@ static LaunchConfig getAttentionHeuristic(const OpSpec &spec) {
     int64_t group = spec.numQHeads / spec.numKvHeads;
     launch.warps = std::clamp<int64_t>((group + 15) / 16, 4, 8);
     launch.rowsPerCta = 16 * launch.warps;
+    // Beyond head dim 192 the output rows leave room for key tiles of 16.
+    if (spec.hidden > kMaxDecodeHeadDimAt32Keys)
+      launch.blockN = 16;
   }
   return launch;
 }

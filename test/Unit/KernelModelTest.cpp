@@ -1685,13 +1685,25 @@ TEST(Attention, LaunchRules) {
   EXPECT_TRUE(verifyLaunchFor(gemma, wide, 99 * 1024));
   wide.blockN = 128;
   expectLaunchInvalid(gemma, wide, "192 f32 accumulators");
-  // Shared memory of the target.
-  LaunchConfig big = getHeuristicLaunch(gemma, -1);
+  // 8 warps keep fewer accumulators: 144 spilled at head dim 224.
+  LaunchConfig eight = getHeuristicLaunch(gemma, -1);
+  eight.warps = 8;
+  eight.rowsPerCta = 128;
+  expectLaunchInvalid(gemma, eight, "144 f32 accumulators per thread, more "
+                                    "than the 128 that registers hold beside "
+                                    "8 warps' copies");
+  // Shared memory of the target: head dim 192, 8 warps, 64 keys in 2
+  // stages take 144 KiB.
+  OpSpec wide192 = examples::makeAttention();
+  wide192.hidden = 192;
+  LaunchConfig big = getHeuristicLaunch(wide192, -1);
   big.warps = 8;
   big.rowsPerCta = 128;
-  big.blockN = 32;
-  EXPECT_TRUE(verifyLaunchFor(gemma, big, 227 * 1024));
-  Status sm89 = verifyLaunchFor(gemma, big, 99 * 1024);
+  big.blockN = 64;
+  big.stages = 2;
+  EXPECT_TRUE(verifyLaunchFor(wide192, big, 227 * 1024))
+      << verifyLaunchFor(wide192, big, 227 * 1024).message();
+  Status sm89 = verifyLaunchFor(wide192, big, 99 * 1024);
   EXPECT_NE(sm89.message().find("shared memory"), std::string::npos);
   // Head dim 96 shares each row among 16 threads, 4 of them idle.
   EXPECT_EQ(getAttentionThreadsPerRow(96), 16);
@@ -1767,6 +1779,20 @@ TEST(KernelModel, DecodeAttentionKernels) {
 
   LaunchConfig launch = getHeuristicLaunch(spec, -1);
   EXPECT_EQ(launch.warps, 4);
+  // Beyond head dim 192: 4 warps and key tiles of 16 (32 spilled at
+  // 208-256, 2 warps at 240).
+  OpSpec wide = spec;
+  wide.hidden = 224;
+  LaunchConfig wideLaunch = getHeuristicLaunch(wide, -1);
+  EXPECT_EQ(wideLaunch.blockN, 16);
+  EXPECT_TRUE(verifyLaunchFor(wide, wideLaunch));
+  LaunchConfig keys32 = wideLaunch;
+  keys32.blockN = 32;
+  expectLaunchInvalid(wide, keys32, "4 warps and key tiles of 16 beyond 192");
+  LaunchConfig twoWarps = wideLaunch;
+  twoWarps.warps = 2;
+  twoWarps.rowsPerCta = 32;
+  expectLaunchInvalid(wide, twoWarps, "4 warps and key tiles of 16 beyond 192");
   KernelSignature sig;
   ASSERT_TRUE(describeKernel(spec, launch, TargetOptions(), sig));
   EXPECT_EQ(sig.kind, "attention_decode_kernel");

@@ -329,17 +329,24 @@ TEST(Candidates, DecodeWarpsFollowTheGroup) {
     for (RowBucket bucket : kAllRowBuckets)
       EXPECT_EQ(getTuningCandidates(spec, bucket, heuristic, 232448), all);
   }
-  // Head dim 256 on 99 KiB: what the accumulators and shared memory allow.
+  // Head dim 256 on 99 KiB: 4 warps and key tiles of 16, in one or two
+  // stages (32 keys spilled beyond head dim 192).
   OpSpec wide = makeDecode(8, 2, 256);
   std::vector<LaunchConfig> all = getTuningCandidates(
       wide, RowBucket::One, getHeuristicLaunch(wide, -1), 101376);
-  ASSERT_FALSE(all.empty());
-  EXPECT_LT(all.size(), 24u);
+  ASSERT_EQ(all.size(), 2u);
   for (const LaunchConfig &launch : all) {
     EXPECT_TRUE(verifyLaunchFor(wide, launch, 101376))
         << launch.getMangledSuffix();
-    EXPECT_NE(launch.blockN, 128);
+    EXPECT_EQ(launch.blockN, 16);
+    EXPECT_EQ(launch.warps, 4);
   }
+  // At head dim 192, 32 keys and more; never 16.
+  for (const LaunchConfig &launch :
+       getTuningCandidates(makeDecode(8, 2, 192), RowBucket::One,
+                           getHeuristicLaunch(makeDecode(8, 2, 192), -1),
+                           101376))
+    EXPECT_GE(launch.blockN, 32) << launch.getMangledSuffix();
 }
 
 // One new token per sequence, the caches holding about 256 MiB: a long
