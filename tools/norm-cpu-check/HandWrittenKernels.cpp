@@ -439,7 +439,8 @@ class HandWrittenKernels : public KernelProvider {
 public:
   std::string_view getName() const override { return "hand-written"; }
 
-  // The QK-Norm kernels are the simplest ones: RMS and L2, plain weights.
+  // The QK-Norm kernels are the simplest ones: RMS and L2, plain weights,
+  // no rotation.
   bool supports(const OpSpec &spec) const override {
     // The training, in-place and FP8 kernels have no hand-written
     // counterparts.
@@ -451,7 +452,7 @@ public:
       return false;
     return spec.kind != OpSpec::Kind::QKNormPrologue ||
            (spec.qkStatistic != ::norm::Statistic::MeanVar &&
-            spec.weightOffset == 0.0);
+            spec.weightOffset == 0.0 && spec.rope == ::norm::RopeStyle::None);
   }
 
   LaunchConfig getDefaultLaunch(const OpSpec &spec,
@@ -475,8 +476,9 @@ public:
     if (!supports(spec))
       return Status::error(::norm::ErrorCode::Unsupported,
                            "no hand-written kernel: QK-Norm kernels are RMS "
-                           "and L2 without a weight offset, and there are no "
-                           "training or in-place kernels");
+                           "and L2 without a weight offset or rotary "
+                           "embeddings, and there are no training or in-place "
+                           "kernels");
     // The ABI of the generated kernel (names aside): the check compares the
     // two providers with the same harness.
     KernelSignature &signature = source.signature;
