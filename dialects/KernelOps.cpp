@@ -212,6 +212,25 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
             real(spec.weightOffset), style, rotaryDim, theta, ropeFirst,
             /*launch=*/nullptr, /*kernel=*/nullptr)
             .getOperation());
+  case OpKind::KeyPrepare:
+    return KernelOpInterface(
+        KPrepareOp::create(
+            builder, loc, result(BufferSlot::KOut), result(BufferSlot::VOut),
+            result(BufferSlot::SavedMean), result(BufferSlot::SavedRstd),
+            input(BufferSlot::K), input(BufferSlot::V),
+            input(BufferSlot::CuSeqlens), input(BufferSlot::KWeight),
+            input(BufferSlot::Positions),
+            input(BufferSlot::RopeTable),
+            spec.qkStatistic == ::norm::Statistic::None
+                ? QKNormKindAttr()
+                : QKNormKindAttr::get(context,
+                                      getQKNormKind(spec.qkStatistic)),
+            builder.getI64IntegerAttr(spec.numKvHeads),
+            builder.getI64IntegerAttr(spec.hidden),
+            ::norm::usesEps(spec) ? real(spec.eps) : FloatAttr(),
+            real(spec.weightOffset), style, rotaryDim, theta, ropeFirst,
+            /*launch=*/nullptr, /*kernel=*/nullptr)
+            .getOperation());
   case OpKind::Attention:
   case OpKind::AttentionDecode: {
     QKNormKindAttr qkNorm =
@@ -245,7 +264,9 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
             input(BufferSlot::RopeTable), heads, kvHeads, headDim,
             spec.causal ? builder.getUnitAttr() : UnitAttr(), real(spec.scale),
             qkNorm, eps, real(spec.weightOffset), style, rotaryDim, theta,
-            ropeFirst, /*launch=*/nullptr, /*kernel=*/nullptr)
+            ropeFirst,
+            spec.keysPrepared ? builder.getUnitAttr() : UnitAttr(),
+            /*launch=*/nullptr, /*kernel=*/nullptr)
             .getOperation());
   }
   default:

@@ -521,6 +521,14 @@ static LogicalResult verifyQKWeightRows(Operation *op, Value qWeight,
   return getSharedParamType(op, {{qWeight, qName}, {kWeight, kName}});
 }
 
+/// Whether `op`'s keys were normalized and rotated before it
+/// (norm.attention_kernel's prepared_k): its QK-Norm and rope are q's.
+template <typename OpTy> static bool hasPreparedKeys(OpTy op) {
+  if constexpr (std::is_same_v<OpTy, AttentionKernelOp>)
+    return op.getPreparedK();
+  return false;
+}
+
 /// The rules norm.attention and norm.attention_kernel share: head counts
 /// and widths, k and v alike, the scale, and the QK-Norm's fields.
 template <typename OpTy> static LogicalResult verifyAttentionFields(OpTy op) {
@@ -572,6 +580,11 @@ template <typename OpTy> static LogicalResult verifyAttentionFields(OpTy op) {
   if (!std::isfinite(offset))
     return op.emitOpError() << "qk_norm_offset must be a finite number, got "
                             << ::norm::describeReal(offset);
+  if (hasPreparedKeys(op)) {
+    if (offset != 0.0 && !op.getQNormWeight())
+      return op.emitOpError("qk_norm_offset needs 'q_norm_weight'");
+    return success();
+  }
   if (offset != 0.0 && !(op.getQNormWeight() && op.getKNormWeight()))
     return op.emitOpError("qk_norm_offset needs both QK-Norm weights");
   return success();
@@ -782,6 +795,76 @@ LogicalResult QKNormPrologueOp::verify() {
   return verifyKernelModel(*this);
 }
 
+LogicalResult KPrepareOp::verify() {
+  int64_t kvHeads = getNumKvHeads(), headDim = getHeadDim();
+  if (failed(verifyRequiredSegments(*this, {0})) ||
+      failed(verifyPositive(*this, kvHeads, "num_kv_heads")) ||
+      failed(verifyPositive(*this, headDim, "head_dim")) ||
+      failed(verifyHeadsWidth(*this, getK().getType(), "k", kvHeads,
+                              "num_kv_heads", headDim)))
+    return failure();
+  auto k = cast<RankedTensorType>(getK().getType());
+  if (failed(verifyCompatibleShape(k.getShape(),
+                                   cast<ShapedType>(getKOut().getType())
+                                       .getShape())))
+    return emitOpError() << "'k_out' must have the shape of 'k', got "
+                         << getKOut().getType();
+  if (bool(getV()) != bool(getVOut()))
+    return emitOpError("'v' and 'v_out' go together");
+  if (Value v = getV()) {
+    if (v.getType() != getVOut().getType())
+      return emitOpError() << "'v_out' must have the type of 'v', got "
+                           << getVOut().getType();
+    if (failed(verifyCompatibleShape(v.getType(), getK().getType())) ||
+        getElementTypeOrSelf(v.getType()) != getElementTypeOrSelf(k))
+      return emitOpError() << "'v' must have the shape and element type of "
+                              "'k', got "
+                           << v.getType();
+  }
+  if (!getQkNorm()) {
+    if (getKWeight() || getEpsAttr() ||
+        getWeightOffset().convertToDouble() != 0.0 || getSavedRstd() ||
+        getSavedMean())
+      return emitOpError("'k_weight', eps, offset and saved statistics need "
+                         "a 'qk_norm' kind");
+    if (!getRope())
+      return emitOpError("needs a 'qk_norm' kind, a 'rope' style, or both");
+  } else if (!getEpsAttr()) {
+    return emitOpError("'qk_norm' needs eps");
+  }
+  if (getEpsAttr() && failed(verifyEps(*this, getEpsAttr())))
+    return failure();
+  ShapeChecker shapes(*this);
+  bool perHead = getQKWeightRows(getKWeight(), headDim) > 1;
+  if (failed(shapes.param(getKWeight(), "k_weight",
+                          perHead ? kvHeads * headDim : headDim,
+                          perHead ? "num_kv_heads x head_dim: a row per head"
+                                  : "the head dim")))
+    return failure();
+  if (failed(verifyF32Rows(*this, getSavedMean(), "saved_mean", kvHeads,
+                           k.getDimSize(0))) ||
+      failed(verifyF32Rows(*this, getSavedRstd(), "saved_rstd", kvHeads,
+                           k.getDimSize(0))))
+    return failure();
+  bool meanVar = getQkNorm() == QKNormKind::mean_var;
+  if (getSavedMean() && !(meanVar && getSavedRstd()))
+    return emitOpError("'saved_mean' needs kind 'mean_var' and 'saved_rstd'");
+  if (meanVar && getSavedRstd() && !getSavedMean())
+    return emitOpError("kind 'mean_var' saves 'saved_mean' with "
+                       "'saved_rstd' (its backward reads both)");
+  if (failed(verifyRopeOperands(*this, getRope(), k, headDim)))
+    return failure();
+  bool byIndex = getRope() && !getPositions();
+  if (bool(getCuSeqlens()) != byIndex)
+    return emitOpError("'cu_seqlens' is there exactly when keys turn by "
+                       "their index within their sequence ('rope' without "
+                       "'positions')");
+  if (getRopeFirst() && !(getRope() && getQkNorm()))
+    return emitOpError("'rope_first' needs a 'rope' style and a 'qk_norm' "
+                       "kind");
+  return verifyKernelModel(*this);
+}
+
 LogicalResult ColumnStatsOp::verify() {
   ShapeChecker shapes(*this);
   if (failed(shapes.row(getInput(), "input")) ||
@@ -809,6 +892,15 @@ verifyAttentionKernelOperands(OpTy op,
       return op.emitOpError() << "'" << name
                               << "' must have the element type of 'q' ("
                               << element << "), got " << v.getType();
+  if (hasPreparedKeys(op)) {
+    if (op.getKNormWeight())
+      return op.emitOpError("prepared keys were normalized before: no "
+                            "'k_norm_weight'");
+    if (!op.getQkNorm() && !op.getRope())
+      return op.emitOpError("'prepared_k' needs a 'qk_norm' kind or a 'rope' "
+                            "style for q");
+    return success();
+  }
   if (bool(op.getQNormWeight()) != bool(op.getKNormWeight()))
     return op.emitOpError("'q_norm_weight' and 'k_norm_weight' go together");
   return success();
@@ -1107,6 +1199,53 @@ Value QKNormPrologueOp::getBuffer(BufferSlot slot) {
   }
 }
 
+::norm::OpSpec KPrepareOp::getOpSpec() {
+  ::norm::OpSpec spec;
+  spec.kind = OpKind::KeyPrepare;
+  spec.hidden = getHeadDim();
+  spec.input = getElementTypeOf(getK());
+  spec.output = getElementTypeOf(getKOut());
+  spec.param = getParamType({getKWeight()});
+  spec.hasWeight = bool(getKWeight());
+  spec.qkWeightPerHead = getQKWeightRows(getKWeight(), getHeadDim()) > 1;
+  spec.eps = getEpsAttr() ? getEpsAttr().getValueAsDouble() : 0.0;
+  spec.weightOffset = getWeightOffset().convertToDouble();
+  spec.numKvHeads = getNumKvHeads();
+  spec.qkStatistic = getQkNorm() ? getModelStatistic(*getQkNorm())
+                                 : ::norm::Statistic::None;
+  spec.copyValues = bool(getV());
+  spec.saveStats = bool(getSavedRstd());
+  setModelRope(*this, spec);
+  return spec;
+}
+
+Value KPrepareOp::getBuffer(BufferSlot slot) {
+  switch (slot) {
+  case BufferSlot::K:
+    return getK();
+  case BufferSlot::V:
+    return getV();
+  case BufferSlot::CuSeqlens:
+    return getCuSeqlens();
+  case BufferSlot::KWeight:
+    return getKWeight();
+  case BufferSlot::Positions:
+    return getPositions();
+  case BufferSlot::RopeTable:
+    return getRopeTable();
+  case BufferSlot::KOut:
+    return getKOut();
+  case BufferSlot::VOut:
+    return getVOut();
+  case BufferSlot::SavedMean:
+    return getSavedMean();
+  case BufferSlot::SavedRstd:
+    return getSavedRstd();
+  default:
+    return {};
+  }
+}
+
 ::norm::OpSpec ColumnStatsOp::getOpSpec() {
   ::norm::OpSpec spec;
   spec.kind = OpKind::BatchNormStats;
@@ -1184,6 +1323,7 @@ static Value getAttentionBuffer(OpTy op, BufferSlot slot) {
   ::norm::OpSpec spec = getAttentionOpSpec(*this, OpKind::Attention);
   spec.causal = getCausal();
   spec.writeLse = bool(getLse());
+  spec.keysPrepared = getPreparedK();
   return spec;
 }
 

@@ -620,6 +620,68 @@ def Norm_QKNormPrologueOp : Norm_Op<"qk_norm_prologue", [Pure,
   let hasVerifier = 1;
 }
 
+def Norm_KPrepareOp : Norm_Op<"k_prepare", [Pure, AttrSizedOperandSegments,
+    AttrSizedResultSegments, Norm_KernelOp]> {
+  let summary = "normalize and rotate the k heads once, for every query to read";
+  let description = [{
+    Writes `k_out`, the head rows of `k` (`tokens x num_kv_heads *
+    head_dim`) normalized by `qk_norm` (RMSNorm, L2 or LayerNorm without
+    bias; optional) with the optional `k_weight` (the head dim, or a row per
+    head) plus `weight_offset`, rounded to the element type, then rotated by
+    `rope` (optional; see `norm.rotary`: a token at its index within its
+    sequence of the varlen batch `cu_seqlens`, as attention turns its keys,
+    or at `positions[i]`; angles by `rope_theta` or a `rope_table`;
+    `rope_first` rotates before the norm) and rounded again: the keys
+    exactly as the unfused graph stores them. `cu_seqlens` is there exactly
+    when tokens turn by their index (`rope` without `positions`). With `v`, its rows are copied to `v_out`
+    in the same launch (a packed projection's strided v made contiguous
+    beside its keys).
+
+    This is the key side of QK-Norm attention done once per token and kv
+    head: `norm-form-attention-kernels` pairs it with a
+    `norm.attention_kernel` whose `prepared_k` keys skip the per-tile norm
+    and rotation (which every query tile of every query head of a group
+    would otherwise repeat). On its own it is QK-Norm + RoPE of k in one
+    launch, for an attention kernel the project does not own. Statistics
+    are saved (`saved_mean`, `saved_rstd`: `tokens x num_kv_heads` f32)
+    without `rope` only, as for `norm.qk_norm_prologue`.
+
+    ```mlir
+    %kn = norm.k_prepare %k k_weight(%wk : tensor<128xbf16>) eps(1.0e-06)
+        {qk_norm = #norm.qk_norm<rms>, num_kv_heads = 8 : i64,
+         head_dim = 128 : i64, rope = #norm.rope<neox>, rope_theta = 1.0e+06 : f64}
+        : tensor<?x1024xbf16> -> tensor<?x1024xbf16>
+    ```
+  }];
+  let arguments = (ins Norm_RowTensor:$k, Optional<Norm_RowTensor>:$v,
+                       Optional<TensorRankOf<[I32], [1]>>:$cu_seqlens,
+                       Optional<Norm_ParamTensor>:$k_weight,
+                       Optional<Norm_PositionsTensor>:$positions,
+                       Optional<Norm_RopeTableTensor>:$rope_table,
+                       OptionalAttr<Norm_QKNormKindAttr>:$qk_norm,
+                       I64Attr:$num_kv_heads, I64Attr:$head_dim,
+                       OptionalAttr<F64Attr>:$eps,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_offset,
+                       OptionalAttr<Norm_RopeStyleAttr>:$rope,
+                       OptionalAttr<I64Attr>:$rotary_dim,
+                       OptionalAttr<F64Attr>:$rope_theta,
+                       UnitAttr:$rope_first,
+                       OptionalAttr<Norm_LaunchAttr>:$launch,
+                       OptionalAttr<SymbolRefAttr>:$kernel);
+  let results = (outs Norm_RowTensor:$k_out, Optional<Norm_RowTensor>:$v_out,
+                      Optional<Norm_F32RowTensor>:$saved_mean,
+                      Optional<Norm_F32RowTensor>:$saved_rstd);
+  let assemblyFormat = "$k (`values` `(` $v^ `:` type($v) `)`)? "
+      "(`seqlens` `(` $cu_seqlens^ `:` type($cu_seqlens) `)`)? " #
+      OptParam<"k_weight">.format # " " # OptParam<"positions">.format # " " #
+      OptParam<"rope_table">.format # " " # OptReal<"eps", "eps">.format # " " #
+      OptReal<"offset", "weight_offset">.format # " attr-dict `:` type($k) `->` "
+      "type($k_out) (`,` type($v_out)^)? "
+      "(`saved_mean` `(` type($saved_mean)^ `)`)? "
+      "(`saved_rstd` `(` type($saved_rstd)^ `)`)?";
+  let hasVerifier = 1;
+}
+
 def Norm_AttentionKernelOp : Norm_Op<"attention_kernel", [Pure,
     AttrSizedOperandSegments, Norm_KernelOp]> {
   let summary = "attention over variable-length sequences, QK-Norm in its prologue";
@@ -640,7 +702,9 @@ def Norm_AttentionKernelOp : Norm_Op<"attention_kernel", [Pure,
     `tokens x (num_kv_heads * head_dim)`, each with its own row stride (so
     they may be views of one packed projection). The optional `lse` result
     (`tokens x num_heads`, f32) holds each score row's natural-log
-    log-sum-exp, for a backward pass.
+    log-sum-exp, for a backward pass. With `prepared_k`, `k` holds keys
+    already normalized and rotated (`norm.k_prepare`): the QK-Norm and
+    rotary fields apply to q alone, and there is no `k_norm_weight`.
 
     One CTA computes 16 query rows per warp of one sequence and head with
     tensor cores (`norm.mma_sync`, `norm.ldmatrix`), streaming key/value
@@ -671,7 +735,7 @@ def Norm_AttentionKernelOp : Norm_Op<"attention_kernel", [Pure,
                        OptionalAttr<Norm_RopeStyleAttr>:$rope,
                        OptionalAttr<I64Attr>:$rotary_dim,
                        OptionalAttr<F64Attr>:$rope_theta,
-                       UnitAttr:$rope_first,
+                       UnitAttr:$rope_first, UnitAttr:$prepared_k,
                        OptionalAttr<Norm_LaunchAttr>:$launch,
                        OptionalAttr<SymbolRefAttr>:$kernel);
   let results = (outs Norm_RowTensor:$output,

@@ -18,6 +18,10 @@
 // the element type and O += P V with V's fragments from ldmatrix.trans.
 // Causal kernels stop at the tile that holds the tile's last query row.
 //
+// With prepared keys (norm.k_prepare wrote them normalized and rotated,
+// once per token and kv head) the loop reads K as it is: no norm, no
+// rotation, no barrier beyond the stage's.
+//
 // The decode kernel (norm.attention_decode_kernel) is the same loop over
 // other rows: a CTA's query rows are the new tokens x the query heads of
 // one kv head (token-major), so that a group reads its cache once, and its
@@ -934,7 +938,8 @@ void AttentionEmitter::emit() {
   // With a weight row per head: the CTA's head's (decode's query rows span
   // a group of heads: each row loads its own, see getQueryWeight).
   if (spec.hasWeight) {
-    kWeight = loadWeightChunk("k_weight", kvHead, chunkValid);
+    if (!spec.keysPrepared)
+      kWeight = loadWeightChunk("k_weight", kvHead, chunkValid);
     if (!(decode && spec.qkWeightPerHead))
       qWeight = loadWeightChunk("q_weight", head, chunkValid);
   }
@@ -1056,13 +1061,15 @@ void AttentionEmitter::emit() {
         KeyTile keys = getKeyTile(tile);
         Value kBase = stageBase(stage, /*value=*/false);
         auto keyWeight = [&](Value) { return kWeight; };
-        if (hasNorm && !spec.ropeFirst)
+        bool keyNorm = hasNorm && !spec.keysPrepared;
+        bool keyRope = hasRope && !spec.keysPrepared;
+        if (keyNorm && !spec.ropeFirst)
           emitTileNorm(kBase, blockN, keyWeight, keys.isNew);
-        if (hasRope)
+        if (keyRope)
           emitRope(kBase, blockN,
                    [&](Value row) { return add(keys.first, row); },
                    keys.isNew);
-        if (hasNorm && spec.ropeFirst)
+        if (keyNorm && spec.ropeFirst)
           emitTileNorm(kBase, blockN, keyWeight, keys.isNew);
         if (decode)
           emitCacheAppend(tile, stage);

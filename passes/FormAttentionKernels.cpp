@@ -38,11 +38,32 @@ template <typename OpTy> static void completeWeightPair(OpTy op) {
     op.getQNormWeightMutable().assign(ones);
 }
 
-/// The kernel op of `op` over one sequence of all its tokens.
-static LogicalResult formAttentionKernel(AttentionOp op) {
-  completeWeightPair(op);
+/// The keys of `op` normalized and rotated as its kernel would (the same
+/// fields, k's weight), by a norm.k_prepare over the sequences `offsets`.
+static Value prepareKeys(OpBuilder &b, AttentionOp op, Value offsets) {
+  Value k = op.getK();
+  bool byIndex = op.getRope() && !op.getPositions();
+  auto prepared = KPrepareOp::create(
+      b, op.getLoc(), k.getType(), /*v_out=*/Type(), /*saved_mean=*/Type(),
+      /*saved_rstd=*/Type(), k, /*v=*/Value(),
+      byIndex ? offsets : Value(), op.getKNormWeight(),
+      op.getPositions(), op.getRopeTable(), op.getQkNormAttr(),
+      op.getNumKvHeadsAttr(), op.getHeadDimAttr(), op.getQkNormEpsAttr(),
+      op.getQkNormOffsetAttr(), op.getRopeAttr(), op.getRotaryDimAttr(),
+      op.getRopeThetaAttr(), op.getRopeFirstAttr(), /*launch=*/nullptr,
+      /*kernel=*/nullptr);
+  return prepared.getKOut();
+}
+
+/// The kernel op of `op` over one sequence of all its tokens, its keys
+/// prepared by a norm.k_prepare unless `keysInLoop`.
+static LogicalResult formAttentionKernel(AttentionOp op, bool keysInLoop) {
+  bool prepare = !keysInLoop && (op.getQkNorm() || op.getRope());
+  if (!prepare)
+    completeWeightPair(op);
   OpBuilder b(op);
   Location loc = op.getLoc();
+
   // cu_seqlens = [0, tokens] as i32, the type of FlashAttention's offsets.
   Value tokens = b.createOrFold<tensor::DimOp>(loc, op.getQ(), 0);
   Value end = b.createOrFold<arith::IndexCastOp>(loc, b.getI32Type(), tokens);
@@ -50,15 +71,18 @@ static LogicalResult formAttentionKernel(AttentionOp op) {
   Value offsets = tensor::FromElementsOp::create(
       b, loc, RankedTensorType::get({2}, b.getI32Type()),
       ValueRange{start, end});
+  Value keys = prepare ? prepareKeys(b, op, offsets) : op.getK();
   auto kernel = AttentionKernelOp::create(
-      b, loc, op.getType(), /*lse=*/Type(), op.getQ(), op.getK(), op.getV(),
-      offsets, op.getQNormWeight(), op.getKNormWeight(), op.getPositions(),
+      b, loc, op.getType(), /*lse=*/Type(), op.getQ(), keys, op.getV(),
+      offsets, op.getQNormWeight(),
+      prepare ? Value() : op.getKNormWeight(), op.getPositions(),
       op.getRopeTable(), op.getNumHeadsAttr(),
       op.getNumKvHeadsAttr(), op.getHeadDimAttr(), op.getCausalAttr(),
       op.getScaleAttr(), op.getQkNormAttr(), op.getQkNormEpsAttr(),
       op.getQkNormOffsetAttr(), op.getRopeAttr(), op.getRotaryDimAttr(),
-      op.getRopeThetaAttr(), op.getRopeFirstAttr(), /*launch=*/nullptr,
-      /*kernel=*/nullptr);
+      op.getRopeThetaAttr(), op.getRopeFirstAttr(),
+      prepare ? b.getUnitAttr() : nullptr,
+      /*launch=*/nullptr, /*kernel=*/nullptr);
   kernel->setDiscardableAttrs(op->getDiscardableAttrDictionary());
   op.replaceAllUsesWith(kernel.getOutput());
   op.erase();
@@ -81,11 +105,12 @@ static LogicalResult formDecodeKernel(AttentionDecodeOp op) {
 namespace {
 struct FormAttentionKernelsPass
     : mlir::norm::impl::FormAttentionKernelsBase<FormAttentionKernelsPass> {
+  using Base::Base;
   void runOnOperation() override {
     SmallVector<AttentionOp> ops;
     getOperation()->walk([&](AttentionOp op) { ops.push_back(op); });
     for (AttentionOp op : ops)
-      if (failed(formAttentionKernel(op)))
+      if (failed(formAttentionKernel(op, keysInLoop)))
         return signalPassFailure();
     SmallVector<AttentionDecodeOp> decodes;
     getOperation()->walk([&](AttentionDecodeOp op) { decodes.push_back(op); });

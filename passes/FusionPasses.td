@@ -149,11 +149,23 @@ def FormAttentionKernels : Pass<"norm-form-attention-kernels"> {
     attention kernel op over one sequence of all its tokens:
     `cu_seqlens = [0, tokens]`, built with `tensor.from_elements`
     (variable-length batches come from a host that calls the kernel with
-    its own offsets). A QK-Norm with a weight on only one of q and k has no
-    kernel (the kernel takes both or neither): an error at the op. Each
+    its own offsets). Where the attention normalizes or rotates its keys
+    (`qk_norm`, `rope`), the key side becomes a `norm.k_prepare` of k
+    (normalized and rotated once per token and kv head, rounded as the
+    graph stores it) and the kernel reads those keys (`prepared_k`),
+    normalizing and rotating q alone in its prologue; with `keys-in-loop`
+    the kernel normalizes each key tile as it arrives instead (one launch;
+    every query tile's CTA repeats the work). Inside the loop the kernels
+    take both QK-Norm weights or neither: a missing one becomes ones. Each
     `norm.attention_decode` becomes a `norm.attention_decode_kernel` of the
-    same operands and fields.
+    same operands and fields (its new keys are few; the cache holds them
+    prepared).
   }];
+  let options = [
+    Option<"keysInLoop", "keys-in-loop", "bool", /*default=*/"false",
+           "Normalize and rotate the keys in the attention kernel's loop "
+           "instead of once in a norm.k_prepare kernel">,
+  ];
   let dependentDialects = ["::mlir::norm::NormDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::tensor::TensorDialect"];

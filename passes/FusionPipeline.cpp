@@ -28,7 +28,8 @@ void mlir::norm::buildNormFusePipeline(OpPassManager &pm,
     pm.addPass(createFuseRotaryIntoAttention());
   }
   pm.addPass(createFormQKNormPrologue());
-  pm.addPass(createFormAttentionKernels());
+  pm.addPass(createFormAttentionKernels(
+      FormAttentionKernelsOptions{options.keysInLoop}));
   pm.addPass(createFormRowKernels());
   pm.addPass(createFuseCasts());
   pm.addPass(createCSEPass());

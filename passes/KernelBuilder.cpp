@@ -91,6 +91,7 @@ gpu::GPUFuncOp mlir::norm::buildKernel(OpBuilder &builder, Location loc,
   b.setInsertionPoint(ret);
   switch (spec.kind) {
   case ::norm::OpKind::QKNormPrologue:
+  case ::norm::OpKind::KeyPrepare:
     emitQKNormPrologueKernel(b, func, sig, spec);
     break;
   case ::norm::OpKind::BatchNormStats:

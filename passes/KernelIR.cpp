@@ -180,6 +180,39 @@ void KernelBuilder::waitForPredecessor() {
   LaunchDependentsOp::create(b);
 }
 
+Value KernelBuilder::findSequence(Value offsets, Value batch, Value token) {
+  // offsets[low] <= token and the answer lies below high; halve [low, high)
+  // until it holds one sequence.
+  auto search = scf::WhileOp::create(
+      b, TypeRange{b.getIndexType(), b.getIndexType()},
+      ValueRange{index(0), batch},
+      [&](OpBuilder &nested, Location, ValueRange bounds) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nested.getInsertionBlock(),
+                            nested.getInsertionPoint());
+        Value wide = arith::CmpIOp::create(
+            b, arith::CmpIPredicate::ugt,
+            arith::SubIOp::create(b, bounds[1], bounds[0]), index(1));
+        scf::ConditionOp::create(b, wide, bounds);
+      },
+      [&](OpBuilder &nested, Location, ValueRange bounds) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nested.getInsertionBlock(),
+                            nested.getInsertionPoint());
+        Value low = bounds[0], high = bounds[1];
+        Value mid = arith::ShRUIOp::create(b, add(low, high), index(1));
+        Value start = arith::IndexCastUIOp::create(
+            b, b.getIndexType(),
+            memref::LoadOp::create(b, offsets, ValueRange{mid}));
+        Value below = arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
+                                            start, token);
+        scf::YieldOp::create(
+            b, ValueRange{arith::SelectOp::create(b, below, mid, low),
+                          arith::SelectOp::create(b, below, high, mid)});
+      });
+  return search.getResult(0);
+}
+
 void KernelBuilder::ifThen(Value cond, function_ref<void()> then,
                            function_ref<void()> otherwise) {
   auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/bool(otherwise));

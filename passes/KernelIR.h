@@ -127,6 +127,12 @@ protected:
       ValueRange carried,
       function_ref<SmallVector<Value>(Value row, ValueRange)> body);
 
+  /// The sequence that holds token `token` (index) of a varlen batch of
+  /// `batch` sequences (index) whose i32 offsets are `offsets`: the last b
+  /// with offsets[b] <= token (so an empty sequence never holds one), by a
+  /// binary search of ceil(log2(batch)) dependent loads.
+  Value findSequence(Value offsets, Value batch, Value token);
+
   /// Programmatic dependent launch (KernelSignature::pdl): waits for the
   /// grid before this one, then lets the next one start
   /// (norm.grid_dependency_wait, norm.launch_dependents). Every emitter

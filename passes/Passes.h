@@ -45,6 +45,11 @@ struct NormFuseOptions : public PassPipelineOptions<NormFuseOptions> {
       llvm::cl::desc("Fused add+norm kernels normalize the f32 sum instead of "
                      "the sum rounded as the graph rounds it"),
       llvm::cl::init(false)};
+  Option<bool> keysInLoop{
+      *this, "keys-in-loop",
+      llvm::cl::desc("Prefill attention normalizes and rotates its keys in "
+                     "its loop, not once in a norm.k_prepare kernel"),
+      llvm::cl::init(false)};
 };
 
 /// Layer ops to kernel ops: canonicalize, Sandwich-Norm, residual add + norm,

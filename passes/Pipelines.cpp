@@ -11,6 +11,7 @@ using namespace mlir::norm;
 void NormToPtxOptions::getFuseOptions(NormFuseOptions &fuse) const {
   fuse.qkNorm = qkNorm;
   fuse.f32Residual = f32Residual;
+  fuse.keysInLoop = keysInLoop;
 }
 
 void mlir::norm::buildNormToPtxPipeline(OpPassManager &pm,

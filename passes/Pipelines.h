@@ -23,6 +23,10 @@ struct NormToPtxOptions : public NormLowerToPtxOptionsBase<NormToPtxOptions> {
       *this, "f32-residual",
       llvm::cl::desc("Fused add+norm kernels normalize the f32 sum"),
       llvm::cl::init(false)};
+  Option<bool> keysInLoop{
+      *this, "keys-in-loop",
+      llvm::cl::desc("Prefill attention normalizes its keys in its loop"),
+      llvm::cl::init(false)};
 
   /// The options of norm-fuse (pass options cannot be copied).
   void getFuseOptions(NormFuseOptions &fuse) const;

@@ -1,8 +1,10 @@
-//===- QKNormPrologueKernel.cpp - the kernel of norm.qk_norm_prologue -----===//
+//===- QKNormPrologueKernel.cpp - norm.qk_norm_prologue and norm.k_prepare ===//
 //
 // Kernel rows are heads: row r of the launch is head r % (Hq + Hkv) of token
 // r / (Hq + Hkv), read from the packed qkv row of the token (q heads, then
-// k heads) and written to q or k. The threads of a head keep it in
+// k heads) and written to q or k; K-prepare's rows are the Hkv heads of k
+// alone (Hq = 0), written to k_out, with v's head row copied to v_out
+// beside each. The threads of a head keep it in
 // registers; both weights stay in registers for the CTA's lifetime and each
 // head picks its own, or, with a weight row per head (Command R+), each head
 // loads its own row with the head.
@@ -42,7 +44,8 @@ public:
   QKNormPrologueEmitter(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
                         const ::norm::KernelSignature &sig,
                         const ::norm::OpSpec &spec)
-      : KernelBuilder(b, func, sig), spec(spec) {
+      : KernelBuilder(b, func, sig), spec(spec),
+        keysOnly(spec.kind == ::norm::OpKind::KeyPrepare) {
     for (::norm::RowSegment segment : ::norm::getRowSegments(spec))
       segments.push_back(
           {segment.offset, RowLayout(segment.length, vector, threads)});
@@ -74,6 +77,8 @@ private:
                             ArrayRef<Value> chunks, Value token, Type element);
 
   const ::norm::OpSpec &spec;
+  /// K-prepare: k heads from `k` to `k_out`, not q and k heads from `qkv`.
+  bool keysOnly;
   SmallVector<Segment> segments;
 };
 
@@ -116,6 +121,8 @@ SmallVector<Value> QKNormPrologueEmitter::loadWeight(StringRef name) {
 SmallVector<Value> QKNormPrologueEmitter::loadHeadWeight(Value isQ,
                                                          Value head) {
   int64_t headDim = spec.hidden;
+  if (keysOnly)
+    return loadHead(arg("k_weight"), mul(head, index(headDim)));
   return ifElse(
       isQ,
       [&]() -> SmallVector<Value> {
@@ -150,11 +157,22 @@ SmallVector<Value> QKNormPrologueEmitter::rotate(ArrayRef<RopeAngles> angles,
                                                  Value token, Type element) {
   bool neox = spec.rope == ::norm::RopeStyle::NeoX;
   const RowLayout &first = segments.front().row;
-  Value position =
-      spec.ropePositions
-          ? memref::LoadOp::create(b, arg("positions"), ValueRange{token})
-                .getResult()
-          : arith::IndexCastUIOp::create(b, b.getI32Type(), token).getResult();
+  Value position;
+  if (spec.ropePositions) {
+    position = memref::LoadOp::create(b, arg("positions"), ValueRange{token});
+  } else {
+    // K-prepare: the index within the key's sequence, as attention turns
+    // it; the prologue: the row index.
+    Value index = token;
+    if (Value offsets = arg("cu_seqlens")) {
+      Value seq = findSequence(offsets, indexArg("batch"), token);
+      Value start = arith::IndexCastUIOp::create(
+          b, b.getIndexType(),
+          memref::LoadOp::create(b, offsets, ValueRange{seq}));
+      index = arith::SubIOp::create(b, token, start);
+    }
+    position = arith::IndexCastUIOp::create(b, b.getI32Type(), index);
+  }
   SmallVector<Value> out(chunks);
   // (a, b) -> (a cos - b sin, b cos + a sin).
   auto turn = [&](Value x, Value y, Value cos,
@@ -213,7 +231,8 @@ void QKNormPrologueEmitter::emit() {
   // Only the heads may be the grid before's outputs.
   waitForPredecessor();
 
-  Value qkv = arg("qkv");
+  Value qkv = arg(keysOnly ? "k" : "qkv");
+  StringRef source = keysOnly ? "k" : "qkv", kOut = keysOnly ? "k_out" : "k";
   Value kernelRows = mul(indexArg("rows"), index(heads));
   forEachCtaRow([&](Value rowIndex) {
     Value valid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, rowIndex,
@@ -227,7 +246,7 @@ void QKNormPrologueEmitter::emit() {
     // mean_var of x (then the squared deviations from the mean).
     bool meanVar = statistic == ::norm::Statistic::MeanVar;
     SmallVector<Value> loaded = ifElseZeros(valid, [&] {
-      Value base = add(mul(token, stride("qkv")), mul(head, index(headDim)));
+      Value base = add(mul(token, stride(source)), mul(head, index(headDim)));
       SmallVector<Value> out = loadHead(qkv, base);
       // Llama 4: the norm of the rotated rows, as the graph stored them.
       if (ropeFirst)
@@ -245,7 +264,10 @@ void QKNormPrologueEmitter::emit() {
     ArrayRef<Value> values = ArrayRef<Value>(loaded).take_front(numChunks);
     Value partial = loaded.back();
     Value total, mean;
-    if (meanVar) {
+    bool normalize = statistic != ::norm::Statistic::None;
+    if (!normalize) {
+      // Rotation alone (K-prepare without a QK-Norm).
+    } else if (meanVar) {
       // Two passes over the registers: the mean, then the squared
       // deviations (lanes outside their segment hold zeros, not x).
       mean = mulf(allReduce({partial}).front(),
@@ -264,13 +286,16 @@ void QKNormPrologueEmitter::emit() {
     // 2. Normalize, scale, store to q or k.
     ifThen(valid, [&] {
       double invLength = 1.0 / static_cast<double>(headDim);
-      Value eps = constantF32(spec.eps);
-      // rms and mean_var: the mean of x^2 or (x - mean)^2; l2: the sum.
-      Value scale = statistic == ::norm::Statistic::L2
-                        ? rsqrt(addf(total, eps))
-                        : rsqrt(addf(mulf(total, constantF32(invLength)), eps));
-      // save_stats: the head's statistic, for the backward.
-      saveStatistics(token, head, scale, mean);
+      Value scale;
+      if (normalize) {
+        Value eps = constantF32(spec.eps);
+        // rms and mean_var: the mean of x^2 or (x - mean)^2; l2: the sum.
+        scale = statistic == ::norm::Statistic::L2
+                    ? rsqrt(addf(total, eps))
+                    : rsqrt(addf(mulf(total, constantF32(invLength)), eps));
+        // save_stats: the head's statistic, for the backward.
+        saveStatistics(token, head, scale, mean);
+      }
       SmallVector<Value> headWeight;
       if (spec.qkWeightPerHead)
         headWeight = loadHeadWeight(isQ, head);
@@ -279,11 +304,14 @@ void QKNormPrologueEmitter::emit() {
         Value y = toF32(values[c]);
         if (mean)
           y = subf(y, splat(mean));
-        y = mulf(y, splat(scale));
+        if (scale)
+          y = mulf(y, splat(scale));
         if (spec.hasWeight) {
           Value w;
           if (!headWeight.empty()) {
             w = toF32(headWeight[c]);
+          } else if (keysOnly) {
+            w = toF32(kWeight[c]);
           } else {
             Value wq = toF32(qWeight[c]);
             Value wk = toF32(kWeight[c]);
@@ -297,22 +325,34 @@ void QKNormPrologueEmitter::emit() {
       }
       // The graph stores the normalized rows, then rotates them.
       if (ropeAfter) {
-        Type element = elementOf(arg("q"));
+        Type element = elementOf(arg(keysOnly ? "k_out" : "q"));
         outputs = rotate(angles, llvm::map_to_vector(outputs, [&](Value y) {
                            return toF32(convert(y, element));
                          }), token, element);
       }
-      ifThen(
-          isQ,
-          [&] {
-            Value base = add(mul(token, stride("q")), mul(head, index(headDim)));
-            storeHead(outputs, arg("q"), base);
-          },
-          [&] {
-            Value kHead = arith::SubIOp::create(b, head, index(qHeads));
-            Value base = add(mul(token, stride("k")), mul(kHead, index(headDim)));
-            storeHead(outputs, arg("k"), base);
-          });
+      auto storeKeys = [&] {
+        Value kHead = arith::SubIOp::create(b, head, index(qHeads));
+        Value base = add(mul(token, stride(kOut)), mul(kHead, index(headDim)));
+        storeHead(outputs, arg(kOut), base);
+      };
+      if (keysOnly)
+        storeKeys();
+      else
+        ifThen(
+            isQ,
+            [&] {
+              Value base =
+                  add(mul(token, stride("q")), mul(head, index(headDim)));
+              storeHead(outputs, arg("q"), base);
+            },
+            storeKeys);
+      // The value head beside its key: one more row in flight.
+      if (spec.copyValues) {
+        Value offset = mul(head, index(headDim));
+        SmallVector<Value> values =
+            loadHead(arg("v"), add(mul(token, stride("v")), offset));
+        storeHead(values, arg("v_out"), add(mul(token, stride("v_out")), offset));
+      }
     });
   });
 }

@@ -62,6 +62,10 @@ static_assert(NORMJIT_OP_ATTENTION ==
               static_cast<int>(OpSpec::Kind::Attention));
 static_assert(NORMJIT_OP_ATTENTION_DECODE ==
               static_cast<int>(OpSpec::Kind::AttentionDecode));
+static_assert(NORMJIT_OP_K_PREPARE ==
+              static_cast<int>(OpSpec::Kind::KeyPrepare));
+static_assert(NORMJIT_K_OUT == static_cast<int>(BufferSlot::KOut));
+static_assert(NORMJIT_V_OUT == static_cast<int>(BufferSlot::VOut));
 static_assert(NORMJIT_K_CACHE == static_cast<int>(BufferSlot::KCache));
 static_assert(NORMJIT_V_CACHE == static_cast<int>(BufferSlot::VCache));
 static_assert(NORMJIT_CACHE_SEQLENS ==
@@ -121,7 +125,11 @@ static_assert(offsetof(normjit_launch_args, tensors) +
                   NORMJIT_OUTPUT_SCALE * sizeof(normjit_tensor) +
                   2 * sizeof(int64_t) ==
               NORMJIT_LAUNCH_ARGS_SIZE_V6);
-static_assert(sizeof(normjit_launch_args) == NORMJIT_LAUNCH_ARGS_SIZE_V8);
+static_assert(offsetof(normjit_launch_args, tensors) +
+                  NORMJIT_K_OUT * sizeof(normjit_tensor) +
+                  2 * sizeof(int64_t) ==
+              NORMJIT_LAUNCH_ARGS_SIZE_V8);
+static_assert(sizeof(normjit_launch_args) == NORMJIT_LAUNCH_ARGS_SIZE_V10);
 static_assert(NORMJIT_F8E4M3FN == static_cast<int>(ElementType::f8E4M3FN));
 static_assert(NORMJIT_F8E5M2 == static_cast<int>(ElementType::f8E5M2));
 static_assert(NORMJIT_OUTPUT_SCALE ==
@@ -218,7 +226,7 @@ static std::string checkStructSize(const char *type, uint32_t size,
   (NORMJIT_HAS_FIELD(object, field) ? (object)->field                          \
                                     : decltype((object)->field){})
 
-constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_QK_WEIGHT_PER_HEAD << 1) - 1;
+constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_COPY_V << 1) - 1;
 constexpr uint32_t kAttentionOpFlags =
     NORMJIT_OP_CAUSAL | NORMJIT_OP_WRITE_LSE | NORMJIT_OP_ROPE_POSITIONS |
     NORMJIT_OP_ROPE_TABLE | NORMJIT_OP_ROPE_FIRST;
@@ -247,7 +255,7 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
     return false;
   }
   if (desc->kind < NORMJIT_OP_RMS_NORM ||
-      desc->kind > NORMJIT_OP_ATTENTION_DECODE) {
+      desc->kind > NORMJIT_OP_K_PREPARE) {
     status = invalid("unknown operation kind " + std::to_string(desc->kind));
     return false;
   }
@@ -310,7 +318,8 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
   // attention (scale 0 is the C default, 1 / sqrt(head dim)): a message in
   // the C API's names. verifyOpSpec states the same rule for OpSpecs.
   // The QK-Norm prologue rotates too (API 9).
-  bool rotary = attention || desc->kind == NORMJIT_OP_QK_NORM;
+  bool rotary = attention || desc->kind == NORMJIT_OP_QK_NORM ||
+                desc->kind == NORMJIT_OP_K_PREPARE;
   if ((!attention && (scale != 0.0 || (desc->flags & kAttentionOpFlags &
                                        ~kRopeOpFlags))) ||
       (!rotary &&
@@ -319,8 +328,8 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
     // verifyOpSpec.)
     status = invalid("normjit_op_desc: scale, NORMJIT_OP_CAUSAL and "
                      "NORMJIT_OP_WRITE_LSE apply to NORMJIT_OP_ATTENTION "
-                     "only, rope and NORMJIT_OP_ROPE_* to attention and "
-                     "NORMJIT_OP_QK_NORM");
+                     "only, rope and NORMJIT_OP_ROPE_* to attention, "
+                     "NORMJIT_OP_QK_NORM and NORMJIT_OP_K_PREPARE");
     return false;
   }
   if (rope < NORMJIT_ROPE_NONE || rope > NORMJIT_ROPE_GPTJ) {
@@ -382,7 +391,7 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
   spec.scaleUpperBound = desc->flags & NORMJIT_OP_SCALE_UB;
   // Without a statistic flag the QK-Norm prologue normalizes with RMS (API
   // 1), attention not at all.
-  if (attention)
+  if (attention || desc->kind == NORMJIT_OP_K_PREPARE)
     spec.qkStatistic = Statistic::None;
   if (desc->flags & NORMJIT_OP_QK_RMS)
     spec.qkStatistic = Statistic::RMS;
@@ -412,6 +421,8 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
   }
   // The operation's rules refuse it outside attention.
   spec.qkWeightPerHead = desc->flags & NORMJIT_OP_QK_WEIGHT_PER_HEAD;
+  spec.keysPrepared = desc->flags & NORMJIT_OP_PREPARED_K;
+  spec.copyValues = desc->flags & NORMJIT_OP_COPY_V;
   spec.eps = desc->eps;
   spec.alpha = desc->alpha;
   spec.weightOffset = desc->weight_offset;
@@ -796,6 +807,10 @@ static bool getArgsLayout(const normjit_launch_args &args,
               NORMJIT_LAUNCH_ARGS_SIZE_V6 - row};
     return true;
   case NORMJIT_LAUNCH_ARGS_SIZE_V8:
+    layout = {NORMJIT_K_OUT, NORMJIT_LAUNCH_ARGS_SIZE_V8 - 2 * row,
+              NORMJIT_LAUNCH_ARGS_SIZE_V8 - row};
+    return true;
+  case NORMJIT_LAUNCH_ARGS_SIZE_V10:
     layout = {NORMJIT_NUM_BUFFERS, offsetof(normjit_launch_args, cache_rows),
               offsetof(normjit_launch_args, rope_table_rows)};
     return true;
@@ -869,8 +884,10 @@ normjit_status normjit_kernel_launch(const normjit_kernel *kernel,
                      std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V5) +
                      "), API 6 (" +
                      std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V6) +
-                     ") and API 8 (" +
+                     "), API 8 (" +
                      std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V8) +
+                     ") and API 10 (" +
+                     std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V10) +
                      ") (call normjit_launch_args_init_sized)");
     LaunchArgs converted;
     if (args->reserved != 0)

@@ -81,8 +81,12 @@ extern "C" {
  * tensors in normjit_launch_args; the library still reads the layouts of
  * API 4 to 7). Then 9 (NORMJIT_OP_ROPE_FIRST: attention rotating before its
  * QK-Norm, Llama 4; NORMJIT_OP_QK_WEIGHT_PER_HEAD: a QK-Norm weight per
- * head, Command R+; rotary dims of any even size). */
-#define NORMJIT_API_VERSION 9
+ * head, Command R+; rotary dims of any even size). Then 10 (K-prepare:
+ * NORMJIT_OP_K_PREPARE, NORMJIT_OP_COPY_V, the buffers NORMJIT_K_OUT and
+ * NORMJIT_V_OUT, so 39 tensors in normjit_launch_args; attention over
+ * prepared keys: NORMJIT_OP_PREPARED_K; the library still reads the
+ * layouts of API 4 to 9). */
+#define NORMJIT_API_VERSION 10
 
 /* The library version of this header: major (libnormjit.so.1) changes only
  * when the ABI breaks, minor is the API version. */
@@ -109,8 +113,10 @@ extern "C" {
 #define NORMJIT_LAUNCH_ARGS_SIZE_V5 792
 /* ... and in API 6 and 7 (34 tensors, cache_rows, rope_table_rows). */
 #define NORMJIT_LAUNCH_ARGS_SIZE_V6 1112
-/* ... and in API 8 (37 tensors, cache_rows, rope_table_rows). */
+/* ... and in API 8 and 9 (37 tensors, cache_rows, rope_table_rows). */
 #define NORMJIT_LAUNCH_ARGS_SIZE_V8 1208
+/* ... and in API 10 (39 tensors, cache_rows, rope_table_rows). */
+#define NORMJIT_LAUNCH_ARGS_SIZE_V10 1272
 
 typedef enum normjit_status {
   NORMJIT_SUCCESS = 0,
@@ -147,7 +153,8 @@ typedef enum normjit_op_kind {
   NORMJIT_OP_BATCH_NORM_STATS = 6, /* per-column mean and variance */
   NORMJIT_OP_QK_NORM = 7,         /* per-head norm of q and k from packed qkv */
   NORMJIT_OP_ATTENTION = 8,       /* API 3: variable-length attention, below */
-  NORMJIT_OP_ATTENTION_DECODE = 9 /* API 4: attention over a KV cache, below */
+  NORMJIT_OP_ATTENTION_DECODE = 9, /* API 4: attention over a KV cache, below */
+  NORMJIT_OP_K_PREPARE = 10 /* API 10: k heads normalized and rotated once */
 } normjit_op_kind;
 
 /* normjit_op_desc.flags; other bits are refused (INVALID_ARGUMENT). */
@@ -198,6 +205,13 @@ typedef enum normjit_op_kind {
  * holds num_q_heads rows of the head dim, k_weight num_kv_heads,
  * contiguous; not one row every head shares. */
 #define NORMJIT_OP_QK_WEIGHT_PER_HEAD (1u << 24)
+/* API 10, prefill attention (NORMJIT_OP_ATTENTION) with a QK-Norm or rope:
+ * NORMJIT_K holds keys already normalized and rotated (by
+ * NORMJIT_OP_K_PREPARE), so the kernel applies the QK-Norm (q_weight only:
+ * no NORMJIT_K_WEIGHT) and the rotation to q alone. */
+#define NORMJIT_OP_PREPARED_K (1u << 25)
+/* API 10, NORMJIT_OP_K_PREPARE: also copy NORMJIT_V to NORMJIT_V_OUT. */
+#define NORMJIT_OP_COPY_V (1u << 26)
 
 /* normjit_op_desc.rope (API 3): attention's rotary position embeddings. */
 typedef enum normjit_rope {
@@ -262,6 +276,22 @@ typedef enum normjit_rope {
  * or at its NORMJIT_POSITIONS entry: QK-Norm and RoPE of q and k in one
  * launch. Its backward (and NORMJIT_OP_SAVE_STATS) is the norm's alone, so
  * it refuses them with rope. */
+
+/* K-prepare (NORMJIT_OP_K_PREPARE, API 10): the key side of QK-Norm
+ * attention, once per token and kv head: each head row of NORMJIT_K (rows x
+ * num_kv_heads * head_dim, any row stride; num_q_heads 0, hidden = head
+ * dim) normalized by the QK-Norm flag that is set (none: rope alone) with
+ * eps, NORMJIT_OP_WEIGHT (NORMJIT_K_WEIGHT, a head dim, or one per head
+ * with NORMJIT_OP_QK_WEIGHT_PER_HEAD) and weight_offset, rounded to
+ * output_type, then rotated by rope as attention rotates k (the same rope
+ * fields and NORMJIT_POSITIONS / NORMJIT_ROPE_TABLE; row t at position t
+ * without positions) and rounded again, written to NORMJIT_K_OUT (rows x
+ * num_kv_heads * head_dim). With NORMJIT_OP_COPY_V, NORMJIT_V (like k) is
+ * copied to NORMJIT_V_OUT in the same launch. Attention with
+ * NORMJIT_OP_PREPARED_K then reads NORMJIT_K_OUT as its keys: together the
+ * unfused graph's result, without normalizing each key tile in every query
+ * tile's CTA. NORMJIT_OP_SAVE_STATS as for the QK-Norm prologue (k heads
+ * only; not with rope). */
 
 /* Decode attention (NORMJIT_OP_ATTENTION_DECODE, API 4): one launch
  * normalizes and rotates the new tokens' q and k as attention does (the same
@@ -426,7 +456,10 @@ typedef enum normjit_buffer {
   NORMJIT_OUTPUT_SCALE = 34,
   NORMJIT_SCALE_UB = 35,
   NORMJIT_OUTPUT_SCALES = 36,
-  NORMJIT_NUM_BUFFERS = 37
+  /* API 10: K-prepare's outputs. */
+  NORMJIT_K_OUT = 37,
+  NORMJIT_V_OUT = 38,
+  NORMJIT_NUM_BUFFERS = 39
 } normjit_buffer;
 
 /* A device buffer: cols elements per row, row_stride elements between rows
@@ -445,7 +478,8 @@ typedef struct normjit_launch_args {
   uint32_t reserved;    /* 0 (anything else is refused) */
   /* API 1 and 2: 14 tensors (NORMJIT_LAUNCH_ARGS_SIZE_V1), API 3: 17
    * (NORMJIT_LAUNCH_ARGS_SIZE_V3), API 4: 22, API 5: 24, API 6 and 7: 34,
-   * API 8: 37; the library reads only the tensors within struct_size, the
+   * API 8 and 9: 37, API 10: 39; the library reads only the tensors within
+   * struct_size, the
    * others are absent. */
   normjit_tensor tensors[NORMJIT_NUM_BUFFERS];
   /* API 4. The rows of NORMJIT_K_CACHE and NORMJIT_V_CACHE (decode: batch *

@@ -19,7 +19,8 @@ static constexpr BufferSlot kAllSlots[] = {
     BufferSlot::SavedRstd, BufferSlot::GradInput, BufferSlot::AddendGrad,
     BufferSlot::WeightGradPartials, BufferSlot::BiasGradPartials,
     BufferSlot::WeightGrad, BufferSlot::BiasGrad, BufferSlot::OutputScale,
-    BufferSlot::ScaleUpperBound, BufferSlot::OutputScales};
+    BufferSlot::ScaleUpperBound, BufferSlot::OutputScales, BufferSlot::KOut,
+    BufferSlot::VOut};
 static_assert(sizeof(kAllSlots) / sizeof(kAllSlots[0]) == kNumBufferSlots);
 
 std::string_view norm::getBufferSlotName(BufferSlot slot) {
@@ -98,6 +99,10 @@ std::string_view norm::getBufferSlotName(BufferSlot slot) {
     return "scale_ub";
   case BufferSlot::OutputScales:
     return "output_scales";
+  case BufferSlot::KOut:
+    return "k_out";
+  case BufferSlot::VOut:
+    return "v_out";
   }
   return "?";
 }
@@ -185,6 +190,28 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
     }
     return buffers;
   }
+  case OpKind::KeyPrepare: {
+    int64_t kv = spec.numKvHeads;
+    rows(BufferSlot::K, spec.input, kv * h, false);
+    if (spec.copyValues)
+      rows(BufferSlot::V, spec.input, kv * h, false);
+    if (spec.hasWeight)
+      vector(BufferSlot::KWeight, spec.param,
+             h * (spec.qkWeightPerHead ? kv : 1), false);
+    // Without positions a key turns by its index within its sequence.
+    if (spec.rope != RopeStyle::None && !spec.ropePositions)
+      vector(BufferSlot::CuSeqlens, ElementType::i32, /*cols=*/0, false);
+    addRopeBuffers();
+    rows(BufferSlot::KOut, spec.output, kv * h, true);
+    if (spec.copyValues)
+      rows(BufferSlot::VOut, spec.input, kv * h, true);
+    if (spec.saveStats) {
+      if (spec.qkStatistic == Statistic::MeanVar)
+        rows(BufferSlot::SavedMean, ElementType::f32, kv, true);
+      rows(BufferSlot::SavedRstd, ElementType::f32, kv, true);
+    }
+    return buffers;
+  }
   case OpKind::Attention:
   case OpKind::AttentionDecode: {
     int64_t q = spec.numQHeads, kv = spec.numKvHeads;
@@ -192,10 +219,13 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
     rows(BufferSlot::K, spec.input, kv * h, false);
     rows(BufferSlot::V, spec.input, kv * h, false);
     if (spec.hasWeight) {
-      // A row per head (Command R+), or one every head shares.
+      // A row per head (Command R+), or one every head shares; prepared
+      // keys had theirs.
       bool perHead = spec.qkWeightPerHead;
       vector(BufferSlot::QWeight, spec.param, h * (perHead ? q : 1), false);
-      vector(BufferSlot::KWeight, spec.param, h * (perHead ? kv : 1), false);
+      if (!spec.keysPrepared)
+        vector(BufferSlot::KWeight, spec.param, h * (perHead ? kv : 1),
+               false);
     }
     vector(BufferSlot::CuSeqlens, ElementType::i32, /*cols=*/0, false);
     bool decode = spec.kind == OpKind::AttentionDecode;

@@ -62,8 +62,11 @@ enum class BufferSlot : int {
   OutputScale,
   ScaleUpperBound,
   OutputScales,
+  // K-prepare's outputs: the normalized, rotated k heads and the copied v.
+  KOut,
+  VOut,
 };
-constexpr int kNumBufferSlots = 37;
+constexpr int kNumBufferSlots = 39;
 
 /// "input", "residual_out", "q_weight", ...: the names of the kernel ops'
 /// operands and results and of kernel parameters.
@@ -96,11 +99,13 @@ struct BufferSpec {
 
 /// The buffers of the kernel of `spec` in parameter order: the inputs
 /// (norm.fused_row: input, addend, skip, weight, bias, mean, variance;
-/// norm.qk_norm_prologue: qkv, q_weight, k_weight; norm.column_stats:
+/// norm.qk_norm_prologue: qkv, q_weight, k_weight; norm.k_prepare: k, v,
+/// k_weight, positions, rope_table; norm.column_stats:
 /// input; norm.attention_kernel: q, k, v, q_weight, k_weight, cu_seqlens,
 /// positions, rope_table; norm.attention_decode_kernel: q, k, v, q_weight,
 /// k_weight, cu_seqlens, cache_seqlens, positions, rope_table), then the
-/// outputs (output, residual_out; q, k; mean, variance; output, lse;
+/// outputs (output, residual_out; q, k; k_out, v_out; mean, variance;
+/// output, lse;
 /// output, k_cache and v_cache (updated), workspace and semaphores
 /// (scratch)). A forward row kernel with save_stats adds saved_mean
 /// (mean_var) and saved_rstd, f32 rows of one value per group. A backward

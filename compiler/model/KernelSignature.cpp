@@ -9,6 +9,7 @@
 
 #include "compiler/model/Buffers.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -93,6 +94,14 @@ static std::string getKernelPrefix(const OpSpec &spec) {
        << spec.hidden << "_"
        << type(spec.input) << "_" << type(spec.output);
     return os.str();
+  case OpKind::KeyPrepare:
+    os << "norm_kprep";
+    if (spec.qkStatistic != Statistic::None)
+      os << "_" << getStatisticName(spec.qkStatistic)
+         << (spec.qkWeightPerHead ? "_hw" : "");
+    os << ropeSuffix() << (spec.copyValues ? "_v" : "") << "_d" << spec.hidden
+       << "_" << type(spec.input) << "_" << type(spec.output);
+    return os.str();
   case OpKind::BatchNormStats:
     os << "norm_colstats_h" << spec.hidden << "_" << type(spec.input)
        << "_f32";
@@ -108,6 +117,8 @@ static std::string getKernelPrefix(const OpSpec &spec) {
          << (spec.qkWeightPerHead ? "_hw" : "");
     if (spec.causal)
       os << "_causal";
+    if (spec.keysPrepared)
+      os << "_kprep";
     os << ropeSuffix() << "_d" << spec.hidden << "_h" << spec.numQHeads << "x"
        << spec.numKvHeads << "_" << type(spec.input);
     return os.str();
@@ -220,7 +231,13 @@ Status norm::describeKernel(const OpSpec &spec, const LaunchConfig &launch,
   rows.kind = KernelParam::Kind::Rows;
   rows.name = "rows";
   sig.params.push_back(rows);
-  if (isAttention(normal.kind)) {
+  // Sequence offsets come with their count (attention; K-prepare turning
+  // keys by their index within their sequence).
+  bool offsets = std::any_of(buffers.begin(), buffers.end(),
+                             [](const BufferSpec &buffer) {
+                               return buffer.slot == BufferSlot::CuSeqlens;
+                             });
+  if (offsets) {
     KernelParam batch;
     batch.kind = KernelParam::Kind::Batch;
     batch.name = "batch";

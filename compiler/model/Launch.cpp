@@ -312,7 +312,7 @@ static Status verifyQuantizedStorage(const OpSpec &spec,
 
 std::vector<RowSegment> norm::getRowSegments(const OpSpec &spec) {
   int64_t length = getRowLength(spec), rotary = spec.rotaryDim;
-  if (spec.kind != OpKind::QKNormPrologue || spec.rope == RopeStyle::None ||
+  if (!isHeadNorm(spec.kind) || spec.rope == RopeStyle::None ||
       rotary <= 0 || rotary > length)
     return {{0, length}};
   std::vector<RowSegment> segments;
@@ -327,7 +327,7 @@ std::vector<RowSegment> norm::getRowSegments(const OpSpec &spec) {
 
 Status norm::verifyRotaryLayout(const OpSpec &spec,
                                 const LaunchConfig &launch) {
-  if (spec.kind != OpKind::QKNormPrologue || spec.rope == RopeStyle::None)
+  if (!isHeadNorm(spec.kind) || spec.rope == RopeStyle::None)
     return Status::success();
   bool neox = spec.rope == RopeStyle::NeoX;
   int64_t vector = launch.vector;
@@ -335,7 +335,9 @@ Status norm::verifyRotaryLayout(const OpSpec &spec,
   if (boundary % vector == 0 && (neox || vector % 2 == 0))
     return Status::success();
   return Status::invalid(
-      "the QK-Norm prologue turns " + std::string(getRopeStyleName(spec.rope)) +
+      std::string(spec.kind == OpKind::KeyPrepare ? "K-prepare"
+                                                  : "the QK-Norm prologue") +
+      " turns " + std::string(getRopeStyleName(spec.rope)) +
       " pairs within a thread: the vector must " +
       (neox ? "" : "be even and ") + "divide " +
       (neox ? "rotary_dim / 2 (" : "rotary_dim (") + std::to_string(boundary) +
@@ -437,6 +439,9 @@ int64_t norm::getRegisterBytesPerVector(const OpSpec &spec, int64_t vector,
   };
   if (spec.kind == OpKind::QKNormPrologue)
     return bytes(spec.input) + (spec.hasWeight ? 2 * bytes(spec.param) : 0);
+  if (spec.kind == OpKind::KeyPrepare)
+    return bytes(spec.input) * (spec.copyValues ? 2 : 1) +
+           (spec.hasWeight ? bytes(spec.param) : 0);
   // v and grad_output, the weight and the weight gradient's column sums
   // (and the bias gradient's) are all live in f32 across the reduction:
   // measured with `ptxas -v` (sm_90), bf16 RMSNorm rows of 16 elements a

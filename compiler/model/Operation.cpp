@@ -16,8 +16,8 @@ using namespace norm;
 static constexpr OpKind kAllKinds[] = {
     OpKind::RMSNorm,        OpKind::LayerNorm,          OpKind::L2Norm,
     OpKind::GroupNorm,      OpKind::BatchNormInference, OpKind::Elementwise,
-    OpKind::BatchNormStats, OpKind::QKNormPrologue,     OpKind::Attention,
-    OpKind::AttentionDecode, OpKind::ColumnSum};
+    OpKind::BatchNormStats, OpKind::QKNormPrologue,     OpKind::KeyPrepare,
+    OpKind::Attention,      OpKind::AttentionDecode,    OpKind::ColumnSum};
 
 static constexpr Statistic kAllStatistics[] = {
     Statistic::RMS, Statistic::MeanVar, Statistic::L2, Statistic::None};
@@ -134,6 +134,8 @@ std::string_view norm::getOpKindName(OpKind kind) {
     return "batch_norm_stats";
   case OpKind::QKNormPrologue:
     return "qk_norm";
+  case OpKind::KeyPrepare:
+    return "k_prepare";
   case OpKind::Attention:
     return "attention";
   case OpKind::AttentionDecode:
@@ -157,6 +159,8 @@ std::string_view norm::getKernelOpName(OpKind kind) {
     return "column_stats";
   case OpKind::QKNormPrologue:
     return "qk_norm_prologue";
+  case OpKind::KeyPrepare:
+    return "k_prepare";
   case OpKind::Attention:
     return "attention_kernel";
   case OpKind::AttentionDecode:
@@ -197,6 +201,7 @@ Statistic norm::getStatistic(const OpSpec &spec) {
   case OpKind::L2Norm:
     return Statistic::L2;
   case OpKind::QKNormPrologue:
+  case OpKind::KeyPrepare:
   case OpKind::Attention:
   case OpKind::AttentionDecode:
     return spec.qkStatistic;
@@ -214,9 +219,8 @@ bool norm::usesEps(const OpSpec &spec) {
 }
 
 bool norm::isFusedRow(const OpSpec &spec) {
-  return spec.kind != OpKind::BatchNormStats &&
-         spec.kind != OpKind::QKNormPrologue && !isAttention(spec.kind) &&
-         spec.kind != OpKind::ColumnSum;
+  return spec.kind != OpKind::BatchNormStats && !isHeadNorm(spec.kind) &&
+         !isAttention(spec.kind) && spec.kind != OpKind::ColumnSum;
 }
 
 int64_t norm::getRowLength(const OpSpec &spec) {
@@ -226,7 +230,7 @@ int64_t norm::getRowLength(const OpSpec &spec) {
 }
 
 int64_t norm::getRowsPerToken(const OpSpec &spec) {
-  if (spec.kind == OpKind::QKNormPrologue)
+  if (isHeadNorm(spec.kind))
     return spec.numQHeads + spec.numKvHeads;
   if (isAttention(spec.kind))
     return spec.numQHeads;
@@ -330,8 +334,7 @@ static bool isKnownKind(OpKind kind) {
   return false;
 }
 
-/// The QK-Norm prologue: heads of q and k in one packed row.
-/// The rotary fields of attention and the QK-Norm prologue.
+/// The rotary fields of attention, the QK-Norm prologue and K-prepare.
 static Status verifyRopeFields(const OpSpec &spec) {
   if (Status status = verifyRope(spec.rope, spec.rotaryDim, spec.ropeTheta,
                                  spec.hidden, spec.ropeTable);
@@ -347,6 +350,28 @@ static Status verifyRopeFields(const OpSpec &spec) {
   return Status::success();
 }
 
+/// What the QK-Norm prologue and K-prepare (`kernel`, which reads only
+/// `inputs`) share: no row kernel's fields, weights per head only with
+/// weights, the rotary fields, and statistics saved for the norm's backward
+/// alone (one per head, without rope).
+static Status verifyHeadNormFields(const OpSpec &spec, const char *kernel,
+                                   const char *inputs) {
+  if (spec.hasBias || spec.hasAddend || spec.hasSkip || spec.writeResidual ||
+      spec.f32Residual || spec.groups != 1)
+    return Status::invalid(std::string(kernel) + " takes only " + inputs);
+  if (spec.qkWeightPerHead && !spec.hasWeight)
+    return Status::invalid("per-head QK-Norm weights need QK-Norm weights");
+  if (Status status = verifyRopeFields(spec); !status)
+    return status;
+  if (spec.saveStats && spec.rope != RopeStyle::None)
+    return Status::invalid("save_stats keeps the statistics for the QK-Norm's "
+                           "backward, which has no rotary embeddings: save "
+                           "them from " + std::string(kernel) +
+                           " without rope");
+  return verifyWeightOffset(spec.weightOffset, spec.hasWeight);
+}
+
+/// The QK-Norm prologue: heads of q and k in one packed row.
 static Status verifyQKNorm(const OpSpec &spec) {
   if (spec.numQHeads <= 0 || spec.numKvHeads <= 0 ||
       spec.numQHeads > kMaxRowLength || spec.numKvHeads > kMaxRowLength)
@@ -363,20 +388,35 @@ static Status verifyQKNorm(const OpSpec &spec) {
                            std::to_string(kMaxRowLength) + " elements)");
   if (spec.qkStatistic == Statistic::None)
     return Status::invalid("QK-Norm needs a statistic (rms, mean_var or l2)");
-  if (spec.hasBias || spec.hasAddend || spec.hasSkip || spec.writeResidual ||
-      spec.f32Residual || spec.groups != 1)
-    return Status::invalid("the QK-Norm prologue takes only qkv and optional "
-                           "q/k weights");
-  if (spec.qkWeightPerHead && !spec.hasWeight)
-    return Status::invalid("per-head QK-Norm weights need QK-Norm weights");
-  if (Status status = verifyRopeFields(spec); !status)
-    return status;
-  // The backward of the prologue is the norm's alone (one per head).
-  if (spec.saveStats && spec.rope != RopeStyle::None)
-    return Status::invalid("save_stats keeps the statistics for the QK-Norm's "
-                           "backward, which has no rotary embeddings: save "
-                           "them from a prologue without rope");
-  return verifyWeightOffset(spec.weightOffset, spec.hasWeight);
+  return verifyHeadNormFields(spec, "the QK-Norm prologue",
+                              "qkv and optional q/k weights");
+}
+
+/// K-prepare: the k heads of token rows normalized and/or rotated once,
+/// for attention kernels that read them as they are (prefill's prepared
+/// keys, a KV cache).
+static Status verifyKeyPrepare(const OpSpec &spec) {
+  if (spec.numQHeads != 0 || spec.numKvHeads <= 0 ||
+      spec.numKvHeads > kMaxRowLength)
+    return Status::invalid("K-prepare needs a positive number of key/value "
+                           "heads and no query heads, got " +
+                           std::to_string(spec.numQHeads) + " query and " +
+                           std::to_string(spec.numKvHeads) +
+                           " key/value heads");
+  if (spec.numKvHeads * spec.hidden > kMaxRowLength)
+    return Status::invalid("k rows of " + std::to_string(spec.numKvHeads) +
+                           " heads of " + std::to_string(spec.hidden) +
+                           " are longer than a kernel supports (at most " +
+                           std::to_string(kMaxRowLength) + " elements)");
+  if (spec.qkStatistic == Statistic::None && spec.rope == RopeStyle::None)
+    return Status::invalid("K-prepare needs a QK-Norm statistic (rms, "
+                           "mean_var or l2), rotary embeddings (rope), or "
+                           "both");
+  if (spec.qkStatistic == Statistic::None && (spec.hasWeight || spec.saveStats))
+    return Status::invalid("QK-Norm weights and save_stats need a QK-Norm "
+                           "statistic");
+  return verifyHeadNormFields(spec, "K-prepare",
+                              "k, an optional k weight and v to copy");
 }
 
 /// Attention: bf16 or f16 throughout, an optional QK-Norm.
@@ -407,6 +447,10 @@ static Status verifyAttention(const OpSpec &spec) {
     return Status::invalid("per-head QK-Norm weights need QK-Norm weights");
   if (Status status = verifyRopeFields(spec); !status)
     return status;
+  if (spec.keysPrepared && spec.qkStatistic == Statistic::None &&
+      spec.rope == RopeStyle::None)
+    return Status::invalid("prepared keys need a QK-Norm or rotary "
+                           "embeddings that q takes in the prologue");
   if (spec.kind == OpKind::AttentionDecode && (spec.causal || spec.writeLse))
     return Status::invalid("decode attention is causal by position (a new "
                            "token sees the cache and the new tokens before "
@@ -568,7 +612,7 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
     return Status::invalid("unknown QK-Norm statistic " +
                            std::to_string(static_cast<int>(spec.qkStatistic)));
   const char *size =
-      spec.kind == OpKind::QKNormPrologue || isAttention(spec.kind)
+      isHeadNorm(spec.kind) || isAttention(spec.kind)
           ? "head dim"
           : "hidden size";
   if (spec.hidden <= 0 || spec.hidden > kMaxRowLength)
@@ -582,24 +626,27 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
   if (!isAttention(spec.kind) &&
       (spec.causal || spec.writeLse || spec.scale != 1.0))
     return Status::invalid("causal, scale and lse apply to attention only");
-  if (!isAttention(spec.kind) && spec.kind != OpKind::QKNormPrologue &&
+  if (!isAttention(spec.kind) && !isHeadNorm(spec.kind) &&
       (spec.rope != RopeStyle::None || spec.ropePositions || spec.ropeTable ||
        spec.ropeFirst))
-    return Status::invalid("rotary embeddings (rope) apply to attention and "
-                           "the QK-Norm prologue only");
-  if (!isAttention(spec.kind) && spec.kind != OpKind::QKNormPrologue &&
+    return Status::invalid("rotary embeddings (rope) apply to attention, the "
+                           "QK-Norm prologue and K-prepare only");
+  if (!isAttention(spec.kind) && !isHeadNorm(spec.kind) &&
       spec.qkWeightPerHead)
-    return Status::invalid("per-head QK-Norm weights apply to attention and "
-                           "the QK-Norm prologue only");
+    return Status::invalid("per-head QK-Norm weights apply to attention, the "
+                           "QK-Norm prologue and K-prepare only");
+  if (spec.keysPrepared && spec.kind != OpKind::Attention)
+    return Status::invalid("prepared keys apply to prefill attention only");
+  if (spec.copyValues && spec.kind != OpKind::KeyPrepare)
+    return Status::invalid("copying the values applies to K-prepare only");
 
   if (spec.backward && !isFusedRow(spec))
     return Status::invalid(
         "backward applies to row kernels (norm.fused_row); the QK-Norm "
         "prologue's backward is one per head (per_head_weight)");
-  if (spec.saveStats && !isFusedRow(spec) &&
-      spec.kind != OpKind::QKNormPrologue)
-    return Status::invalid("save_stats applies to row kernels and the QK-Norm "
-                           "prologue");
+  if (spec.saveStats && !isFusedRow(spec) && !isHeadNorm(spec.kind))
+    return Status::invalid("save_stats applies to row kernels, the QK-Norm "
+                           "prologue and K-prepare");
   if (Status status = verifyInPlace(spec); !status)
     return status;
   if (Status status = verifyQuantizedOutput(spec); !status)
@@ -621,12 +668,35 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
     return Status::success();
   case OpKind::QKNormPrologue:
     return verifyQKNorm(spec);
+  case OpKind::KeyPrepare:
+    return verifyKeyPrepare(spec);
   case OpKind::Attention:
   case OpKind::AttentionDecode:
     return verifyAttention(spec);
   default:
     return verifyFusedRow(spec);
   }
+}
+
+OpSpec norm::getKeyPrepareSpec(const OpSpec &attention) {
+  OpSpec spec;
+  spec.kind = OpKind::KeyPrepare;
+  spec.hidden = attention.hidden;
+  spec.input = spec.output = attention.input;
+  spec.param = attention.param;
+  spec.hasWeight = attention.hasWeight;
+  spec.qkWeightPerHead = attention.qkWeightPerHead;
+  spec.eps = attention.eps;
+  spec.weightOffset = attention.weightOffset;
+  spec.numKvHeads = attention.numKvHeads;
+  spec.qkStatistic = attention.qkStatistic;
+  spec.rope = attention.rope;
+  spec.rotaryDim = attention.rotaryDim;
+  spec.ropeTheta = attention.ropeTheta;
+  spec.ropePositions = attention.ropePositions;
+  spec.ropeTable = attention.ropeTable;
+  spec.ropeFirst = attention.ropeFirst;
+  return spec;
 }
 
 //===----------------------------------------------------------------------===//
@@ -658,16 +728,17 @@ Status norm::getBackwardKernels(const OpSpec &forward,
       kernels.columnSums.push_back(sum.columnSum);
     return Status::success();
   };
-  if (forward.kind == OpKind::QKNormPrologue &&
-      forward.rope != RopeStyle::None)
+  if (isHeadNorm(forward.kind) && forward.rope != RopeStyle::None)
     return Status::error(ErrorCode::Unsupported,
                          "the QK-Norm prologue's backward differentiates the "
                          "norm per head; with rope it would also need the "
                          "inverse rotation: train with the prologue without "
                          "rope and rotate apart");
-  if (forward.kind == OpKind::QKNormPrologue) {
+  if (isHeadNorm(forward.kind)) {
     // One launch per kind of head: q heads, then k heads.
     for (int64_t heads : {forward.numQHeads, forward.numKvHeads}) {
+      if (heads == 0) // K-prepare
+        continue;
       OpSpec row;
       row.kind = getRowKind(getStatistic(forward), heads);
       row.hidden = heads * forward.hidden;
@@ -724,7 +795,7 @@ OpSpec norm::normalizeOpSpec(const OpSpec &spec) {
     n.statsType = defaults.statsType;
   if (!usesEps(n))
     n.eps = 0.0;
-  if (n.kind != OpKind::QKNormPrologue && !isAttention(n.kind)) {
+  if (!isHeadNorm(n.kind) && !isAttention(n.kind)) {
     n.numQHeads = n.numKvHeads = 0;
     n.qkStatistic = defaults.qkStatistic;
   }
@@ -733,8 +804,12 @@ OpSpec norm::normalizeOpSpec(const OpSpec &spec) {
     n.scale = defaults.scale;
     n.writeLse = defaults.writeLse;
   }
-  if (!isAttention(n.kind) && n.kind != OpKind::QKNormPrologue)
+  if (!isAttention(n.kind) && !isHeadNorm(n.kind))
     n.rope = defaults.rope;
+  if (n.kind != OpKind::Attention)
+    n.keysPrepared = defaults.keysPrepared;
+  if (n.kind != OpKind::KeyPrepare)
+    n.copyValues = defaults.copyValues;
   if (n.rope == RopeStyle::None) {
     n.rotaryDim = defaults.rotaryDim;
     n.ropePositions = defaults.ropePositions;
@@ -742,8 +817,7 @@ OpSpec norm::normalizeOpSpec(const OpSpec &spec) {
   }
   if (n.rope == RopeStyle::None || n.qkStatistic == Statistic::None)
     n.ropeFirst = defaults.ropeFirst;
-  if ((!isAttention(n.kind) && n.kind != OpKind::QKNormPrologue) ||
-      !n.hasWeight)
+  if ((!isAttention(n.kind) && !isHeadNorm(n.kind)) || !n.hasWeight)
     n.qkWeightPerHead = defaults.qkWeightPerHead;
   if (n.rope == RopeStyle::None || n.ropeTable)
     n.ropeTheta = defaults.ropeTheta;
@@ -794,6 +868,10 @@ std::string norm::getCanonicalSpec(const OpSpec &original) {
     os << " rope_first=1";
   if (s.qkWeightPerHead)
     os << " qk_weight_per_head=1";
+  if (s.keysPrepared)
+    os << " keys_prepared=1";
+  if (s.copyValues)
+    os << " copy_values=1";
   if (s.saveStats)
     os << " save_stats=1";
   if (s.backward)
@@ -906,7 +984,7 @@ std::optional<OpSpec> norm::parseCanonicalSpec(std::string_view text,
     flag("lse", spec.writeLse);
   }
   // Kernels without rotary embeddings have no rope fields.
-  if (isAttention(spec.kind) || spec.kind == OpKind::QKNormPrologue) {
+  if (isAttention(spec.kind) || isHeadNorm(spec.kind)) {
     if (std::optional<std::string> rope =
             fields.count("rope") ? take("rope") : std::nullopt) {
       if (std::optional<RopeStyle> style = parseRopeStyleName(*rope))
@@ -925,6 +1003,10 @@ std::optional<OpSpec> norm::parseCanonicalSpec(std::string_view text,
   }
   if (fields.count("qk_weight_per_head"))
     flag("qk_weight_per_head", spec.qkWeightPerHead);
+  if (fields.count("keys_prepared"))
+    flag("keys_prepared", spec.keysPrepared);
+  if (fields.count("copy_values"))
+    flag("copy_values", spec.copyValues);
   if (fields.count("save_stats"))
     flag("save_stats", spec.saveStats);
   if (fields.count("backward"))
@@ -964,7 +1046,7 @@ std::string norm::describeOpSpec(const OpSpec &spec) {
      << " h" << spec.hidden << " " << getElementTypeName(spec.input);
   if (spec.output != spec.input && spec.kind != OpKind::BatchNormStats)
     os << "->" << getElementTypeName(spec.output);
-  if (spec.kind == OpKind::QKNormPrologue || isAttention(spec.kind)) {
+  if (isHeadNorm(spec.kind) || isAttention(spec.kind)) {
     os << " heads " << spec.numQHeads << "/" << spec.numKvHeads;
     if (spec.qkStatistic != Statistic::RMS)
       os << " " << getStatisticName(spec.qkStatistic);
@@ -985,6 +1067,10 @@ std::string norm::describeOpSpec(const OpSpec &spec) {
       if (spec.ropeFirst)
         os << " before the QK-Norm";
     }
+    if (spec.keysPrepared)
+      os << " prepared keys";
+    if (spec.copyValues)
+      os << " +v";
   }
   if (spec.groups != 1)
     os << (spec.perHeadWeight ? " heads " : " groups ") << spec.groups;

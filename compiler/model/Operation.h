@@ -83,6 +83,7 @@ struct OpSpec {
     QKNormPrologue,     // norm.qk_norm_prologue
     Attention,          // norm.attention_kernel (prefill, variable length)
     AttentionDecode,    // norm.attention_decode_kernel (new tokens + cache)
+    KeyPrepare,         // norm.k_prepare (k heads normalized once)
     ColumnSum,          // norm.column_sum (f32 partial rows -> one row)
   };
   Kind kind = Kind::RMSNorm;
@@ -134,6 +135,13 @@ struct OpSpec {
   /// head_dim, k_weight numKvHeads, head after head; not one head_dim row
   /// that every head shares.
   bool qkWeightPerHead = false;
+  /// Prefill attention: k holds keys already normalized and rotated (by
+  /// norm.k_prepare, once per token and kv head, not once per query tile);
+  /// the QK-Norm and rotary fields apply to q alone, and the weight is q's.
+  bool keysPrepared = false;
+  /// K-prepare: the v heads of each token are copied beside the normalized
+  /// k heads (v_out), so that one launch writes both.
+  bool copyValues = false;
   // Training (row norms: rms, layer, l2; the QK-Norm prologue):
   /// The forward kernel also writes what its backward reads: the f32
   /// `saved_rstd` of each kernel row (group, head; the scale the statistic
@@ -179,7 +187,14 @@ inline bool isAttention(OpKind kind) {
   return kind == OpKind::Attention || kind == OpKind::AttentionDecode;
 }
 
-/// "rms_norm", "layer_norm", ..., "qk_norm".
+/// The kernels whose rows are the heads of token rows, normalized (and
+/// rotated) one at a time: the QK-Norm prologue (q and k heads) and the
+/// K-prepare kernel (k heads; numQHeads is 0).
+inline bool isHeadNorm(OpKind kind) {
+  return kind == OpKind::QKNormPrologue || kind == OpKind::KeyPrepare;
+}
+
+/// "rms_norm", "layer_norm", ..., "qk_norm", "k_prepare".
 std::string_view getOpKindName(OpKind kind);
 std::optional<OpKind> parseOpKindName(std::string_view name);
 
@@ -288,6 +303,12 @@ constexpr int64_t kMaxAttentionHeadDim = 256;
 /// offset, groups, head counts, and flags only where the kind uses them
 /// (InvalidArgument, with a message naming the field).
 Status verifyOpSpec(const OpSpec &spec);
+
+/// The K-prepare operation that normalizes and rotates the keys of prefill
+/// attention `attention` once (its QK-Norm, k's weight, eps, offset and
+/// rotary fields; numKvHeads heads of its head dim), for the attention with
+/// keysPrepared to read: together they compute `attention`.
+OpSpec getKeyPrepareSpec(const OpSpec &attention);
 
 //===----------------------------------------------------------------------===//
 // Training

@@ -113,14 +113,15 @@ func.func @qk_norm_with_other_user(%qkv: tensor<4x512xbf16>) -> (tensor<4x256xbf
 }
 
 // Command R+'s QK-Norm, a LayerNorm with a weight row per head written as
-// a GroupNorm of one group per head: one attention kernel that takes the
-// weights per head; a k without weights gets a row of ones per kv head.
+// a GroupNorm of one group per head: the keys normalized once (no weight)
+// by a K-prepare kernel, and one attention kernel that takes q's weights
+// per head and reads the prepared keys.
 // ATTN-LABEL: func.func @qk_weight_per_head
 //   ATTN-NOT: norm.group_norm
 //   ATTN-NOT: norm.fused_row
-//       ATTN: %[[ONES:.*]] = arith.constant dense<1.000000e+00> : tensor<256xbf16>
-//       ATTN: norm.attention_kernel %arg0, %arg1, %arg2 seqlens(%{{.*}} : tensor<2xi32>) q_norm_weight(%arg3 : tensor<1024xbf16>) k_norm_weight(%[[ONES]] : tensor<256xbf16>) scale(0.08838834764831845) qk_norm_eps(1.0e-05)
-//  ATTN-SAME: qk_norm = #norm.qk_norm<mean_var>
+//       ATTN: %[[K:.*]] = norm.k_prepare %arg1 eps(1.0e-05) {head_dim = 128 : i64, num_kv_heads = 2 : i64, qk_norm = #norm.qk_norm<mean_var>} : tensor<?x256xbf16> -> tensor<?x256xbf16>
+//       ATTN: norm.attention_kernel %arg0, %[[K]], %arg2 seqlens(%{{.*}} : tensor<2xi32>) q_norm_weight(%arg3 : tensor<1024xbf16>) scale(0.08838834764831845) qk_norm_eps(1.0e-05)
+//  ATTN-SAME: prepared_k, qk_norm = #norm.qk_norm<mean_var>
 func.func @qk_weight_per_head(%q: tensor<?x1024xbf16>, %k: tensor<?x256xbf16>, %v: tensor<?x256xbf16>,
     %wq: tensor<1024xbf16>) -> tensor<?x1024xbf16> {
   %qn = norm.group_norm %q weight(%wq : tensor<1024xbf16>) eps(1.0e-05) {groups = 8 : i64} : tensor<?x1024xbf16> -> tensor<?x1024xbf16>

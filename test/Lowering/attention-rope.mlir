@@ -1,8 +1,10 @@
-// RUN: norm-opt %s --split-input-file --norm-to-ptx 2>&1 | FileCheck %s --check-prefix=PTX
-// RUN: norm-opt %s --split-input-file --norm-fuse --norm-assign-launch-config --norm-generate-kernels | FileCheck %s --check-prefix=IR
+// RUN: norm-opt %s --split-input-file --norm-to-ptx=keys-in-loop=true 2>&1 | FileCheck %s --check-prefix=PTX
+// RUN: norm-opt %s --split-input-file --norm-fuse=keys-in-loop=true --norm-assign-launch-config --norm-generate-kernels | FileCheck %s --check-prefix=IR
 
-// Rotary embeddings after the QK-Norm: the q tile and each key tile are
-// turned in shared memory by constants chosen per lane, with the angle
+// Rotary embeddings after the QK-Norm, the keys in the loop (keys-in-loop;
+// norm-fuse prepares them once by default: attention-prepared-keys.mlir):
+// the q tile and each key tile are turned in shared memory by constants
+// chosen per lane, with the angle
 // reduced to [-pi, pi] by two fmas before sin.approx and cos.approx (no
 // libdevice call), and a barrier after each rotation.
 // PTX: .visible .entry norm_attn_qkrms_causal_ropeneox128_d128_h4x1_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2(

@@ -104,7 +104,7 @@ static void testVersion(void) {
   normjit_get_version(&major, &minor, &patch, &api);
   CHECK(major == NORMJIT_VERSION_MAJOR && minor == NORMJIT_VERSION_MINOR &&
         patch == NORMJIT_VERSION_PATCH && api == NORMJIT_API_VERSION);
-  CHECK(api == 9);
+  CHECK(api == 10);
   normjit_get_version(NULL, NULL, NULL, NULL);
   normjit_get_version(NULL, NULL, NULL, &api);
   printf("version: %u.%u.%u api %u\n", major, minor, patch, api);
@@ -257,7 +257,7 @@ static void testKernelErrors(normjit_context *context) {
   expect("unknown kernel flag",
          normjit_kernel_create(context, &desc, 1u << 7, &kernel),
          NORMJIT_ERROR_INVALID_ARGUMENT);
-  desc.kind = 10;
+  desc.kind = 11;
   expect("unknown kind", normjit_kernel_create(context, &desc, 0, &kernel),
          NORMJIT_ERROR_INVALID_ARGUMENT);
   desc.kind = NORMJIT_OP_RMS_NORM;
@@ -280,7 +280,7 @@ static void testKernelErrors(normjit_context *context) {
   expect("rope rms_norm", normjit_kernel_create(context, &desc, 0, &kernel),
          NORMJIT_ERROR_INVALID_ARGUMENT);
   desc.rope = NORMJIT_ROPE_NONE;
-  desc.flags = 1u << 25;
+  desc.flags = 1u << 27;
   expect("unknown op flag", normjit_kernel_create(context, &desc, 0, &kernel),
          NORMJIT_ERROR_INVALID_ARGUMENT);
   desc.flags = NORMJIT_OP_WEIGHT;

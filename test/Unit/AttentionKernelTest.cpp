@@ -54,6 +54,9 @@ struct AttentionCase {
   bool ropeFirst = false;
   // A QK-Norm weight row per head (Command R+).
   bool weightPerHead = false;
+  // The keys normalized and rotated once by the K-prepare kernel
+  // (getKeyPrepareSpec), then read as they are (OpSpec::keysPrepared).
+  bool preparedKeys = false;
 };
 
 /// `c` with rotary embeddings.
@@ -98,6 +101,13 @@ AttentionCase withRopePositions(AttentionCase c, RopeStyle style,
   return c;
 }
 
+/// `c` with its keys prepared by the K-prepare kernel.
+AttentionCase withPreparedKeys(AttentionCase c, const char *name) {
+  c.name = name;
+  c.preparedKeys = true;
+  return c;
+}
+
 std::ostream &operator<<(std::ostream &os, const AttentionCase &c) {
   return os << c.name;
 }
@@ -112,6 +122,7 @@ OpSpec getSpec(const AttentionCase &c) {
   spec.ropePositions = c.positions;
   spec.ropeFirst = c.ropeFirst;
   spec.qkWeightPerHead = c.weightPerHead;
+  spec.keysPrepared = c.preparedKeys;
   return spec;
 }
 
@@ -239,6 +250,67 @@ TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
   for (const GuardedBuffer *buffer : inputs)
     before.push_back(buffer->snapshot());
 
+  // Prepared keys: the K-prepare kernel writes them (poisoned first) from k,
+  // and the attention kernel reads them instead of k.
+  GuardedBuffer prepared(c.type, tokens, kvCols, kvCols + 24);
+  prepared.fill(getOutputPoison(c.type));
+  if (c.preparedKeys) {
+    OpSpec keySpec = getKeyPrepareSpec(spec);
+    AttentionRunner keyRunner;
+    Status keyCompiled =
+        keyRunner.compile(keySpec, getHeuristicLaunch(keySpec, -1));
+    ASSERT_TRUE(keyCompiled) << keyCompiled.message();
+    std::vector<SimBuffer> keyBuffers;
+    std::vector<int64_t> keyIntegers;
+    for (const KernelParam &param : keyRunner.getSignature().params) {
+      const std::string &n = param.name;
+      switch (param.kind) {
+      case KernelParam::Kind::Rows:
+        keyIntegers.push_back(tokens);
+        continue;
+      case KernelParam::Kind::Batch:
+        keyIntegers.push_back(batch);
+        continue;
+      case KernelParam::Kind::RopeTableRows:
+        keyIntegers.push_back(tableRows);
+        continue;
+      case KernelParam::Kind::RowStride:
+        keyIntegers.push_back(n == "k_stride"            ? kStride
+                              : n == "k_out_stride"      ? prepared.getStride()
+                              : n == "rope_table_stride" ? table.getStride()
+                                                         : -1);
+        ASSERT_GE(keyIntegers.back(), 0) << "unexpected parameter " << n;
+        continue;
+      default:
+        break;
+      }
+      SimBuffer buffer =
+          n == "k"            ? SimBuffer{const_cast<void *>(kData), kBytes}
+          : n == "k_weight"   ? SimBuffer{kWeight.data(),
+                                          kWeight.getBytesFromData()}
+          : n == "positions"  ? SimBuffer{positionBuffer.data(),
+                                          positionBuffer.getBytesFromData()}
+          : n == "cu_seqlens" ? SimBuffer{offsets.data(),
+                                          offsets.getBytesFromData()}
+          : n == "rope_table" ? SimBuffer{table.data(),
+                                          table.getBytesFromData()}
+          : n == "k_out"      ? SimBuffer{prepared.data(),
+                                          prepared.getBytesFromData()}
+                              : SimBuffer();
+      ASSERT_NE(buffer.data, nullptr) << "unexpected parameter " << n;
+      keyBuffers.push_back(buffer);
+    }
+    // One kernel row per token and kv head.
+    Status keysRan = keyRunner.launch(
+        keyBuffers, keyIntegers, keyRunner.getSignature().getGridX(tokens, 1));
+    ASSERT_TRUE(keysRan) << keysRan.message();
+    EXPECT_EQ(prepared.findStrayWrite(getOutputPoison(c.type)), std::nullopt);
+  }
+  const void *attentionK = c.preparedKeys ? prepared.data() : kData;
+  int64_t attentionKBytes =
+      c.preparedKeys ? prepared.getBytesFromData() : kBytes;
+  int64_t attentionKStride = c.preparedKeys ? prepared.getStride() : kStride;
+
   // Parameters in signature order.
   std::vector<SimBuffer> buffers;
   std::vector<int64_t> integers;
@@ -258,7 +330,7 @@ TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
     if (param.kind == KernelParam::Kind::RowStride) {
       const std::string &n = param.name;
       integers.push_back(n == "q_stride"            ? qStride
-                         : n == "k_stride"          ? kStride
+                         : n == "k_stride"          ? attentionKStride
                          : n == "v_stride"          ? vStride
                          : n == "output_stride"     ? output.getStride()
                          : n == "rope_table_stride" ? table.getStride()
@@ -273,7 +345,7 @@ TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
       return SimBuffer{const_cast<void *>(data), bytes};
     };
     SimBuffer buffer = n == "q"            ? slice(qData, qBytes)
-                       : n == "k"          ? slice(kData, kBytes)
+                       : n == "k"          ? slice(attentionK, attentionKBytes)
                        : n == "v"          ? slice(vData, vBytes)
                        : n == "q_weight"   ? whole(qWeight)
                        : n == "k_weight"   ? whole(kWeight)
@@ -477,7 +549,51 @@ INSTANTIATE_TEST_SUITE_P(
             kNeoX, 0, 7.5e7)),
         withWeightPerHead(AttentionCase{"per_head_weights_offset_mqa_d64",
                                         kF16, 64, 4, 1, false, kRms, true,
-                                        1.0, {40, 17}})),
+                                        1.0, {40, 17}}),
+        // Prepared keys (K-prepare, then attention normalizing and
+        // rotating q alone) against the same unfused graph: Qwen 3 with
+        // every tile tail (keys turned by their index within each
+        // sequence), Gemma 3 on one KV head, an L2 norm without weights in
+        // f16 and an empty sequence, Command R+'s weights per head, Llama
+        // 4's rotate-then-norm, a table with positions, StableLM's partial
+        // rotation, and a rotation without QK-Norm.
+        withPreparedKeys(withRope(AttentionCase{"", kBf16, 128, 8, 2, true,
+                                                kRms, true, 0.0,
+                                                {1, 7, 64, 129}},
+                                  kNeoX, 0, 1e6),
+                         "prepared_qwen3_d128_gqa4"),
+        withPreparedKeys(withRope(AttentionCase{"", kBf16, 256, 8, 1, true,
+                                                kRms, true, 1.0, {70, 33}},
+                                  kNeoX, 0, 1e4),
+                         "prepared_gemma_d256_mqa"),
+        withPreparedKeys(AttentionCase{"", kF16, 64, 4, 4, false, kL2, false,
+                                       0.0, {65, 0, 1, 30}},
+                         "prepared_l2_d64_f16_varlen"),
+        withPreparedKeys(
+            withWeightPerHead(withRope(
+                AttentionCase{"", kBf16, 128, 8, 2, true, kMeanVar, true, 0.0,
+                              {1, 66, 130}, /*packed=*/true},
+                kNeoX, 0, 7.5e7)),
+            "prepared_cohere_per_head_packed"),
+        withPreparedKeys(
+            withRopeFirst(AttentionCase{"", kBf16, 128, 10, 2, true, kL2,
+                                        false, 0.0, {1, 70, 129}},
+                          kNeoX, 0, 5e5),
+            "prepared_rope_first_llama4"),
+        withPreparedKeys(
+            withRopeTable(AttentionCase{"", kBf16, 64, 2, 1, true, kRms, true,
+                                        1.0, {40, 17}},
+                          kGptJ, 62, /*positions=*/true),
+            "prepared_table_pos_gptj_rot62"),
+        withPreparedKeys(withRope(AttentionCase{"", kBf16, 80, 4, 4, true,
+                                                kMeanVar, true, 0.0,
+                                                {37, 0, 70}},
+                                  kNeoX, 20, 1e4),
+                         "prepared_stablelm_d80"),
+        withPreparedKeys(withRope(AttentionCase{"", kF16, 96, 4, 2, false,
+                                                kNone, false, 0.0, {65, 3}},
+                                  kNeoX, 24, 1e4),
+                         "prepared_rope_only_d96_f16")),
     [](const testing::TestParamInfo<AttentionCase> &info) {
       return std::string(info.param.name);
     });

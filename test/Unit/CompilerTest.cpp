@@ -403,8 +403,9 @@ TEST(Compiler, CompilesPrograms) {
   EXPECT_EQ(buffers, (std::vector<std::string>{"input", "addend", "output",
                                                "residual_out"}));
 
-  // Attention with a QK-Norm: one attention kernel, the norm in its
-  // prologue, its weights and the sequence offsets among its buffers.
+  // Attention with a QK-Norm: the keys normalized once by a K-prepare
+  // kernel (and its scalar variant), q's norm in the attention kernel's
+  // prologue, q's weight and the sequence offsets among its buffers.
   const char *attention = R"mlir(
     func.func @f(%q: tensor<?x128xbf16>, %k: tensor<?x128xbf16>, %v: tensor<?x128xbf16>,
                  %w: tensor<128xbf16>) -> tensor<?x128xbf16> {
@@ -417,15 +418,21 @@ TEST(Compiler, CompilesPrograms) {
     })mlir";
   status = compileProgram(attention, TargetOptions(), module);
   ASSERT_TRUE(status) << status.message();
-  ASSERT_EQ(module.kernels.size(), 1u);
-  EXPECT_EQ(module.kernels[0].kind, "attention_kernel");
+  ASSERT_EQ(module.kernels.size(), 3u);
+  EXPECT_EQ(module.kernels[0].kind, "k_prepare");
+  EXPECT_EQ(module.kernels[1].kind, "k_prepare");
+  EXPECT_EQ(module.kernels[2].kind, "attention_kernel");
   buffers.clear();
   for (const KernelParam &param : module.kernels[0].params)
     if (param.kind == KernelParam::Kind::Buffer)
       buffers.push_back(param.name);
+  EXPECT_EQ(buffers, (std::vector<std::string>{"k", "k_weight", "k_out"}));
+  buffers.clear();
+  for (const KernelParam &param : module.kernels[2].params)
+    if (param.kind == KernelParam::Kind::Buffer)
+      buffers.push_back(param.name);
   EXPECT_EQ(buffers, (std::vector<std::string>{"q", "k", "v", "q_weight",
-                                               "k_weight", "cu_seqlens",
-                                               "output"}));
+                                               "cu_seqlens", "output"}));
   EXPECT_NE(module.ptx.find("mma.sync.aligned.m16n8k16"), std::string::npos);
 
   status = compileProgram("func.func @f(", TargetOptions(), module);

@@ -631,7 +631,7 @@ TEST(Training, RulesOfBackwardAndSavedStatistics) {
   stats.kind = OpKind::BatchNormStats;
   stats.hasWeight = false;
   stats.saveStats = true;
-  EXPECT_NE(message(stats).find("save_stats applies to row kernels and the QK-Norm prologue"),
+  EXPECT_NE(message(stats).find("save_stats applies to row kernels, the QK-Norm prologue and K-prepare"),
             std::string::npos);
   OpSpec sum = rmsNorm(64);
   sum.kind = OpKind::ColumnSum;
@@ -1328,8 +1328,8 @@ TEST(Attention, RopeRules) {
   }
   OpSpec row = rmsNorm();
   row.rope = RopeStyle::NeoX;
-  expectInvalid(row, "rotary embeddings (rope) apply to attention and the "
-                     "QK-Norm prologue only");
+  expectInvalid(row, "rotary embeddings (rope) apply to attention, the "
+                     "QK-Norm prologue and K-prepare only");
   // theta^(-2i / d): 1 at pair 0, 1 / theta at the half-way pair.
   EXPECT_EQ(getRopeFrequency(1e4, 128, 0), 1.0);
   EXPECT_DOUBLE_EQ(getRopeFrequency(1e4, 128, 32), 1e-2);
@@ -1390,8 +1390,8 @@ TEST(Attention, QKWeightsPerHead) {
   expectInvalid(noWeight, "per-head QK-Norm weights need QK-Norm weights");
   OpSpec row = rmsNorm();
   row.qkWeightPerHead = true;
-  expectInvalid(row, "per-head QK-Norm weights apply to attention and the "
-                     "QK-Norm prologue only");
+  expectInvalid(row, "per-head QK-Norm weights apply to attention, the "
+                     "QK-Norm prologue and K-prepare only");
 }
 
 TEST(QKNormPrologue, RotaryEmbeddings) {
@@ -1534,7 +1534,7 @@ TEST(Attention, RopeBeforeTheQKNorm) {
   expectInvalid(noRope, "rotating before the QK-Norm needs both");
   OpSpec row = rmsNorm();
   row.ropeFirst = true;
-  expectInvalid(row, "(rope) apply to attention and the QK-Norm prologue");
+  expectInvalid(row, "(rope) apply to attention, the QK-Norm prologue and K-prepare");
 }
 
 TEST(Attention, RopeTablesAndPositions) {
@@ -1552,7 +1552,7 @@ TEST(Attention, RopeTablesAndPositions) {
   expectInvalid(noRope, "rotary positions and tables need a rotary");
   OpSpec row = rmsNorm();
   row.ropePositions = true;
-  expectInvalid(row, "(rope) apply to attention and the QK-Norm prologue");
+  expectInvalid(row, "(rope) apply to attention, the QK-Norm prologue and K-prepare");
 
   // Identity: only where set; theta is not part of a table's kernel.
   std::string text = getCanonicalSpec(spec);

@@ -11,12 +11,14 @@
 // CHECK-COUNT-2: norm.rotary <neox>
 // CHECK-COUNT-2: norm.rms_norm
 
-// norm-to-ptx: the first norm, attention with the QK-Norm in its prologue,
-// fused add+RMSNorm twice with the same weights' shape; the row kernels
-// with their scalar fallbacks; no libdevice calls.
+// norm-to-ptx: the first norm, the keys normalized and rotated once
+// (K-prepare), attention with q's QK-Norm in its prologue, fused add+RMSNorm
+// twice with the same weights' shape; the row kernels with their scalar
+// fallbacks; no libdevice calls.
 // PTX-NOT: .extern .func
 // PTX-DAG: .visible .entry norm_rms_h4096_bf16_bf16_{{[0-9a-f]+}}_v8_t512_w16_r1(
-// PTX-DAG: .visible .entry norm_attn_qkrms_causal_ropeneox128_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2(
+// PTX-DAG: .visible .entry norm_kprep_rms_ropeneox128_d128_bf16_bf16_{{[0-9a-f]+}}_v8_t16_w4_r8(
+// PTX-DAG: .visible .entry norm_attn_qkrms_causal_kprep_ropeneox128_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2(
 // PTX-DAG: .visible .entry norm_rms_add_h4096_bf16_bf16_{{[0-9a-f]+}}_v8_t512_w16_r1(
 // PTX-DAG: ld.global.nc.v4.b32
 // PTX-DAG: shfl.sync.bfly
@@ -33,10 +35,10 @@
 // JSON-SAME: {"name": "input", "kind": "buffer", "type": "bf16", "rows_x_hidden": true, "read_only": true, "alignment": 16}, {"name": "addend"
 // JSON-SAME: {"name": "residual_out", "kind": "buffer", "type": "bf16", "rows_x_hidden": true, "read_only": false, "alignment": 16}, {"name": "rows", "kind": "rows", "type": "i64"}
 
-// Four kernels, in program order: the attention kernel reads q, k and v
-// straight from the packed projection (three views with its row stride)
-// and normalizes and rotates q and k (Qwen3's RoPE, theta 1e6) as it
-// loads them.
+// Five kernels, in program order: K-prepare normalizes and rotates k
+// (Qwen3's RoPE, theta 1e6) once, straight from the packed projection; the
+// attention kernel reads q and v from it (views with its row stride) and
+// the prepared keys, and normalizes and rotates q as it loads it.
 // FUSE-LABEL: func.func @decoder_block
 //  FUSE-SAME: (%[[X:[^:]*]]: tensor<?x4096xbf16>, %[[ATTN_W:[^:]*]]: tensor<4096xbf16>, %[[Q_W:[^:]*]]: tensor<128xbf16>, %[[K_W:[^:]*]]: tensor<128xbf16>, %[[MLP_W:[^:]*]]: tensor<4096xbf16>, %[[FINAL_W:[^:]*]]: tensor<4096xbf16>)
 //  FUSE-NOT: norm.rms_norm
@@ -47,24 +49,26 @@
 //      FUSE: %[[K:.*]] = tensor.extract_slice %[[QKV]][0, 4096] [%{{.*}}, 1024] [1, 1]
 //      FUSE: %[[V:.*]] = tensor.extract_slice %[[QKV]][0, 5120] [%{{.*}}, 1024] [1, 1]
 //      FUSE: %[[CU:.*]] = tensor.from_elements %{{.*}}, %{{.*}} : tensor<2xi32>
-//      FUSE: %[[ATT:.*]] = norm.attention_kernel %[[Q]], %[[K]], %[[V]] seqlens(%[[CU]] : tensor<2xi32>) q_norm_weight(%[[Q_W]] : tensor<128xbf16>) k_norm_weight(%[[K_W]] : tensor<128xbf16>) scale(0.08838834764831845) qk_norm_eps(1.0e-06)
-// FUSE-SAME: {causal, head_dim = 128 : i64, num_heads = 32 : i64, num_kv_heads = 8 : i64, qk_norm = #norm.qk_norm<rms>, rope = #norm.rope<neox>, rope_theta = 1.000000e+06 : f64}
+//      FUSE: %[[KP:.*]] = norm.k_prepare %[[K]] seqlens(%[[CU]] : tensor<2xi32>) k_weight(%[[K_W]] : tensor<128xbf16>) eps(1.0e-06) {head_dim = 128 : i64, num_kv_heads = 8 : i64, qk_norm = #norm.qk_norm<rms>, rope = #norm.rope<neox>, rope_theta = 1.000000e+06 : f64}
+//      FUSE: %[[ATT:.*]] = norm.attention_kernel %[[Q]], %[[KP]], %[[V]] seqlens(%[[CU]] : tensor<2xi32>) q_norm_weight(%[[Q_W]] : tensor<128xbf16>) scale(0.08838834764831845) qk_norm_eps(1.0e-06)
+// FUSE-SAME: {causal, head_dim = 128 : i64, num_heads = 32 : i64, num_kv_heads = 8 : i64, prepared_k, qk_norm = #norm.qk_norm<rms>, rope = #norm.rope<neox>, rope_theta = 1.000000e+06 : f64}
 //      FUSE: %[[O:.*]] = call @o_proj(%[[ATT]])
 //      FUSE: %[[N2:.*]], %[[H1:.*]] = norm.fused_row <rms> %[[X]] addend(%[[O]] : tensor<?x4096xbf16>) weight(%[[MLP_W]] : tensor<4096xbf16>) eps(1.0e-06) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>, tensor<?x4096xbf16>
 //      FUSE: %[[M:.*]] = call @mlp(%[[N2]])
 //      FUSE: %[[OUT:.*]], %[[H2:.*]] = norm.fused_row <rms> %[[H1]] addend(%[[M]] : tensor<?x4096xbf16>) weight(%[[FINAL_W]] : tensor<4096xbf16>) eps(1.0e-06) : tensor<?x4096xbf16> -> tensor<?x4096xbf16>, tensor<?x4096xbf16>
 //      FUSE: return %[[OUT]], %[[H2]]
 
-// Exactly four kernel ops, and no layer op left.
-// KERNELS-COUNT-4: norm.{{fused_row|attention_kernel}}
+// Exactly five kernel ops, and no layer op left.
+// KERNELS-COUNT-5: norm.{{fused_row|k_prepare|attention_kernel}}
 //     KERNELS-NOT: norm.{{fused_row|qk_norm_prologue|column_stats|rms_norm|residual_add|cast|rotary|attention }}
 
-// qk-norm=prologue: the stand-alone QK-Norm kernel writes q and k, which
-// the attention kernel then reads again.
+// qk-norm=prologue: the stand-alone QK-Norm kernel writes q and k, K-prepare
+// rotates k once, and the attention kernel rotates q as it loads it.
 // PROLOGUE-LABEL: func.func @decoder_block
 //       PROLOGUE: norm.fused_row <rms>
 //       PROLOGUE: %[[Q:.*]], %[[K:.*]] = norm.qk_norm_prologue <rms>
-//       PROLOGUE: norm.attention_kernel %[[Q]], %[[K]], %{{.*}} seqlens(%{{.*}} : tensor<2xi32>) scale(0.08838834764831845) {causal, head_dim = 128 : i64, num_heads = 32 : i64, num_kv_heads = 8 : i64, rope = #norm.rope<neox>, rope_theta = 1.000000e+06 : f64}
+//       PROLOGUE: %[[KP:.*]] = norm.k_prepare %[[K]] seqlens(%{{.*}} : tensor<2xi32>) {head_dim = 128 : i64, num_kv_heads = 8 : i64, rope = #norm.rope<neox>, rope_theta = 1.000000e+06 : f64}
+//       PROLOGUE: norm.attention_kernel %[[Q]], %[[KP]], %{{.*}} seqlens(%{{.*}} : tensor<2xi32>) scale(0.08838834764831845) {causal, head_dim = 128 : i64, num_heads = 32 : i64, num_kv_heads = 8 : i64, prepared_k, rope = #norm.rope<neox>, rope_theta = 1.000000e+06 : f64}
 //       PROLOGUE: norm.fused_row <rms> %{{.*}} addend
 //       PROLOGUE: norm.fused_row <rms> %{{.*}} addend
 

@@ -63,6 +63,8 @@ class NoTorchTest(unittest.TestCase):
         define = lambda name: int(re.search(r"#define %s (\d+)" % name,
                                             text).group(1))
         self.assertEqual(ctypes.sizeof(capi._LaunchArgs),
+                         define("NORMJIT_LAUNCH_ARGS_SIZE_V10"))
+        self.assertEqual(ctypes.sizeof(capi._LaunchArgsV8),
                          define("NORMJIT_LAUNCH_ARGS_SIZE_V8"))
         self.assertEqual(ctypes.sizeof(capi._LaunchArgsV6),
                          define("NORMJIT_LAUNCH_ARGS_SIZE_V6"))
@@ -72,14 +74,15 @@ class NoTorchTest(unittest.TestCase):
                      "SAVED_MEAN", "SAVED_RSTD", "GRAD_INPUT", "ADDEND_GRAD",
                      "WEIGHT_GRAD_PARTIALS", "BIAS_GRAD_PARTIALS",
                      "WEIGHT_GRAD", "BIAS_GRAD", "OUTPUT_SCALE", "SCALE_UB",
-                     "OUTPUT_SCALES"):
+                     "OUTPUT_SCALES", "K_OUT", "V_OUT"):
             self.assertEqual(getattr(capi, name), int(re.search(
                 r"NORMJIT_%s = (\d+)" % name, text).group(1)), name)
         for name in ("ROPE_POSITIONS", "ROPE_TABLE", "SAVE_STATS", "BACKWARD",
                      "PER_HEAD_WEIGHT", "OUTPUT_OVER_INPUT",
                      "OUTPUT_OVER_ADDEND", "RESIDUAL_OVER_INPUT",
                      "RESIDUAL_OVER_ADDEND", "OUTPUT_SCALE_STATIC",
-                     "OUTPUT_SCALE_PER_TOKEN", "SCALE_UB"):
+                     "OUTPUT_SCALE_PER_TOKEN", "SCALE_UB", "ROPE_FIRST",
+                     "QK_WEIGHT_PER_HEAD", "PREPARED_K", "COPY_V"):
             self.assertEqual(getattr(capi, "OP_" + name), 1 << int(re.search(
                 r"#define NORMJIT_OP_%s \(1u << (\d+)\)" % name,
                 text).group(1)), name)
@@ -89,14 +92,16 @@ class NoTorchTest(unittest.TestCase):
         sizes = [capi.make_launch_args({slot: buffer}).struct_size
                  for slot in (capi.INPUT, capi.V, capi.K_CACHE,
                               capi.ROPE_TABLE, capi.GRAD_OUTPUT,
-                              capi.BIAS_GRAD, capi.OUTPUT_SCALES)]
+                              capi.BIAS_GRAD, capi.OUTPUT_SCALES,
+                              capi.V_OUT)]
         self.assertEqual(sizes, [define("NORMJIT_LAUNCH_ARGS_SIZE_V1"),
                                  define("NORMJIT_LAUNCH_ARGS_SIZE_V3"),
                                  define("NORMJIT_LAUNCH_ARGS_SIZE_V5"),
                                  define("NORMJIT_LAUNCH_ARGS_SIZE_V5"),
                                  define("NORMJIT_LAUNCH_ARGS_SIZE_V6"),
                                  define("NORMJIT_LAUNCH_ARGS_SIZE_V6"),
-                                 define("NORMJIT_LAUNCH_ARGS_SIZE_V8")])
+                                 define("NORMJIT_LAUNCH_ARGS_SIZE_V8"),
+                                 define("NORMJIT_LAUNCH_ARGS_SIZE_V10")])
         args = capi.make_launch_args({capi.K_CACHE: buffer}, cache_rows=64)
         self.assertEqual(args.cache_rows, 64)
         # API 5's counts follow its 24 tensors, API 6's its 34.
@@ -262,7 +267,7 @@ class FakeDriverTest(unittest.TestCase):
         self.assertIn("hidden size must be in [1, 16777216], got 0",
                       str(caught.exception))
         with self.assertRaises(norm_opt.NormJitError) as caught:
-            self.context.kernel(RMS._replace(flags=1 << 25))
+            self.context.kernel(RMS._replace(flags=1 << 27))
         self.assertIn("normjit_op_desc.flags: unknown bits", str(caught.exception))
 
     def test_kernel_not_in_bundle(self):
@@ -350,7 +355,7 @@ class FakeDriverTest(unittest.TestCase):
             {slot: b for slot, b in buffers.items() if b is not None})
 
     def test_attention_launch(self):
-        self.assertEqual(self.context.library.api_version, 9)
+        self.assertEqual(self.context.library.api_version, 10)
         kernel = self.context.kernel(self.ATTENTION)
         config = kernel.config(100)
         self.assertEqual((config.vector, config.threads_per_row), (8, 16))
@@ -428,8 +433,8 @@ class FakeDriverTest(unittest.TestCase):
                 (RMS._replace(rope=capi.ROPE_NEOX),
                  "normjit_op_desc: scale, NORMJIT_OP_CAUSAL and "
                  "NORMJIT_OP_WRITE_LSE apply to NORMJIT_OP_ATTENTION only, "
-                 "rope and NORMJIT_OP_ROPE_* to attention and "
-                 "NORMJIT_OP_QK_NORM"),
+                 "rope and NORMJIT_OP_ROPE_* to attention, "
+                 "NORMJIT_OP_QK_NORM and NORMJIT_OP_K_PREPARE"),
                 (self.ATTENTION._replace(rotary_dim=64),
                  "normjit_op_desc: rotary_dim, rope_theta, "
                  "NORMJIT_OP_ROPE_POSITIONS, NORMJIT_OP_ROPE_TABLE and "

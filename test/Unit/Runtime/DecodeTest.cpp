@@ -408,11 +408,11 @@ TEST_F(DecodeCApiTest, DescConvertsToTheBundledDecode) {
   desc.kind = NORMJIT_OP_ATTENTION;
   std::tie(status, message) = create(desc);
   EXPECT_EQ(status, NORMJIT_ERROR_NOT_FOUND) << message;
-  // A kind past decode is unknown.
-  desc.kind = NORMJIT_OP_ATTENTION_DECODE + 1;
+  // A kind past K-prepare is unknown.
+  desc.kind = NORMJIT_OP_K_PREPARE + 1;
   std::tie(status, message) = create(desc);
   EXPECT_EQ(status, NORMJIT_ERROR_INVALID_ARGUMENT);
-  EXPECT_NE(message.find("unknown operation kind 10"), std::string::npos)
+  EXPECT_NE(message.find("unknown operation kind 11"), std::string::npos)
       << message;
 }
 
@@ -437,7 +437,7 @@ TEST_F(DecodeCApiTest, LaunchCarriesCacheRowsAndRefusesWorkspace) {
   const int64_t capacity = 256;
   DecodeBuffers b(host, 2, 2, capacity);
   normjit::LaunchArgs args;
-  EXPECT_EQ(args.get()->struct_size, NORMJIT_LAUNCH_ARGS_SIZE_V8);
+  EXPECT_EQ(args.get()->struct_size, NORMJIT_LAUNCH_ARGS_SIZE_V10);
   args.set(NORMJIT_Q, b.q, NORMJIT_BF16, kQCols)
       .set(NORMJIT_K, b.k, NORMJIT_BF16, kKvCols)
       .set(NORMJIT_V, b.v, NORMJIT_BF16, kKvCols)

@@ -138,8 +138,8 @@ TEST_F(OpDescTest, QKWeightsPerHeadReachTheirOwnOperation) {
   rms.flags = NORMJIT_OP_WEIGHT | NORMJIT_OP_QK_WEIGHT_PER_HEAD;
   std::tie(status, message) = create(rms);
   EXPECT_EQ(status, NORMJIT_ERROR_INVALID_ARGUMENT);
-  EXPECT_NE(message.find("per-head QK-Norm weights apply to attention and "
-                         "the QK-Norm prologue only"),
+  EXPECT_NE(message.find("per-head QK-Norm weights apply to attention, "
+                         "the QK-Norm prologue and K-prepare only"),
             std::string::npos)
       << message;
 }
@@ -296,7 +296,7 @@ TEST_F(OpDescTest, RotaryEmbeddingRefusals) {
   const std::string attentionOnly =
       "normjit_op_desc: scale, NORMJIT_OP_CAUSAL and NORMJIT_OP_WRITE_LSE "
       "apply to NORMJIT_OP_ATTENTION only, rope and NORMJIT_OP_ROPE_* to "
-      "attention and NORMJIT_OP_QK_NORM";
+      "attention, NORMJIT_OP_QK_NORM and NORMJIT_OP_K_PREPARE";
   const std::string needRope =
       "normjit_op_desc: rotary_dim, rope_theta, NORMJIT_OP_ROPE_POSITIONS, "
       "NORMJIT_OP_ROPE_TABLE and NORMJIT_OP_ROPE_FIRST need rope "

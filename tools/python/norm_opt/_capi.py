@@ -45,6 +45,7 @@ OP_BATCH_NORM_STATS = 6
 OP_QK_NORM = 7
 OP_ATTENTION = 8  # API 3
 OP_ATTENTION_DECODE = 9  # API 4
+OP_K_PREPARE = 10  # API 10: the k heads normalized and rotated once
 
 # normjit_rope: normjit_op_desc.rope of attention (API 3)
 ROPE_NONE, ROPE_NEOX, ROPE_GPTJ = 0, 1, 2
@@ -85,6 +86,10 @@ OP_SCALE_UB = 1 << 22
 # weight row per head (Command R+).
 OP_ROPE_FIRST = 1 << 23
 OP_QK_WEIGHT_PER_HEAD = 1 << 24
+# API 10: prefill attention over keys that K-prepare normalized and rotated
+# (the QK-Norm and rope are q's alone); K-prepare also copying v.
+OP_PREPARED_K = 1 << 25
+OP_COPY_V = 1 << 26
 
 # normjit_buffer (V, CU_SEQLENS, LSE: API 3; K_CACHE .. SEMAPHORES: API 4,
 # decode attention, whose WORKSPACE and SEMAPHORES are libnormjit's own)
@@ -100,17 +105,21 @@ WEIGHT_GRAD_PARTIALS, BIAS_GRAD_PARTIALS = 30, 31
 WEIGHT_GRAD, BIAS_GRAD = 32, 33
 # API 8: FP8 outputs' scales.
 OUTPUT_SCALE, SCALE_UB, OUTPUT_SCALES = 34, 35, 36
-NUM_BUFFERS = 37
+# API 10: K-prepare's outputs.
+K_OUT, V_OUT = 37, 38
+NUM_BUFFERS = 39
 # The tensors of an API 1 / 2 normjit_launch_args: launch arguments of row
 # kernels keep that size, so they work with older libraries too; those of
 # prefill attention the API 3 size (17 tensors), those of decode and rope
 # tables API 5's (24 tensors, then cache_rows and rope_table_rows), those
 # of training API 6's (34 tensors, then the same two counts), those of FP8
-# scales API 8's (37 tensors, then the two counts).
+# scales API 8's (37 tensors, then the two counts), K-prepare's API 10's
+# (39).
 NUM_BUFFERS_V1 = 14
 NUM_BUFFERS_V3 = 17
 NUM_BUFFERS_V5 = 24
 NUM_BUFFERS_V6 = 34
+NUM_BUFFERS_V8 = 37
 
 # normjit_context_options.flags and normjit_kernel_create flags
 CONTEXT_NO_TUNING = 1 << 0
@@ -175,10 +184,16 @@ def _launch_args_fields(tensors: int):
 
 
 class _LaunchArgs(ctypes.Structure):
-    """normjit_launch_args of API 8 (37 tensors, cache_rows,
+    """normjit_launch_args of API 10 (39 tensors, cache_rows,
     rope_table_rows); its prefixes of 14 and 17 tensors are the API 1 and
     API 3 layouts."""
     _fields_ = _launch_args_fields(NUM_BUFFERS)
+
+
+class _LaunchArgsV8(ctypes.Structure):
+    """normjit_launch_args of API 8 and 9: 37 tensors, then cache_rows and
+    rope_table_rows."""
+    _fields_ = _launch_args_fields(NUM_BUFFERS_V8)
 
 
 class _LaunchArgsV6(ctypes.Structure):
@@ -333,7 +348,8 @@ _SIGNATURES = {
         ctypes.c_void_p, ctypes.POINTER(_OpDesc), ctypes.c_uint32,
         ctypes.POINTER(ctypes.c_void_p)]),
     "normjit_kernel_destroy": (None, [ctypes.c_void_p]),
-    # The launch arguments are a _LaunchArgs, _LaunchArgsV6 or _LaunchArgsV5.
+    # The launch arguments are a _LaunchArgs, _LaunchArgsV8, _LaunchArgsV6 or
+    # _LaunchArgsV5.
     "normjit_kernel_launch": (ctypes.c_int, [
         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]),
     "normjit_kernel_get_config": (ctypes.c_int, [
@@ -508,8 +524,9 @@ def make_launch_args(buffers: Dict[int, Buffer], cache_rows: int = 0,
     tensors, cache_rows, the rows of decode's KV caches, and
     rope_table_rows; a _LaunchArgsV5) for decode and rope tables, API 6's
     (34 tensors, then the two counts; a _LaunchArgsV6) for the training
-    buffers (slots 24 to 33), API 8's (37 tensors; a _LaunchArgs) only for
-    FP8 scales (slots 34 and up), so that every libnormjit that has the
+    buffers (slots 24 to 33), API 8's (37 tensors; a _LaunchArgsV8) for FP8
+    scales (slots 34 to 36), API 10's (39; a _LaunchArgs) only for
+    K-prepare's outputs, so that every libnormjit that has the
     buffers reads it (API 4's decode layout is the C header's business:
     this layer ships with its library)."""
     for name, count in (("cache_rows", cache_rows),
@@ -519,9 +536,12 @@ def make_launch_args(buffers: Dict[int, Buffer], cache_rows: int = 0,
     for slot in buffers:
         if not 0 <= slot < NUM_BUFFERS:
             raise ValueError(f"unknown buffer slot {slot}")
-    if any(slot >= NUM_BUFFERS_V6 for slot in buffers):
+    if any(slot >= NUM_BUFFERS_V8 for slot in buffers):
         args = _LaunchArgs()
         args.struct_size = ctypes.sizeof(_LaunchArgs)
+    elif any(slot >= NUM_BUFFERS_V6 for slot in buffers):
+        args = _LaunchArgsV8()
+        args.struct_size = ctypes.sizeof(_LaunchArgsV8)
     elif any(slot >= NUM_BUFFERS_V5 for slot in buffers):
         args = _LaunchArgsV6()
         args.struct_size = ctypes.sizeof(_LaunchArgsV6)
@@ -579,7 +599,8 @@ class Kernel(_Handle):
     def launch(self, args: _LaunchArgs, rows: int, stream: int = 0) -> None:
         """Enqueues the kernel on `stream` (a CUstream handle; 0: the legacy
         default stream). Asynchronous; capturable in CUDA graphs."""
-        if not isinstance(args, (_LaunchArgs, _LaunchArgsV6, _LaunchArgsV5)):
+        if not isinstance(args, (_LaunchArgs, _LaunchArgsV8, _LaunchArgsV6,
+                                 _LaunchArgsV5)):
             raise TypeError("launch arguments come from make_launch_args, "
                             f"got {type(args).__name__}")
         status = self._launch(self._handle, ctypes.addressof(args), rows,
