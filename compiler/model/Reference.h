@@ -142,7 +142,8 @@ struct QKNormRotary {
   std::vector<float> table;
 };
 
-/// norm.qk_norm_prologue over `qkv` (tokens x (Hq + 2 Hkv) * head_dim).
+/// norm.qk_norm_prologue over `qkv` (tokens x (Hq + 2 Hkv) * head_dim), or
+/// norm.k_prepare over k (Hq = 0; no statistic: the rotation alone).
 /// With rope, each element is the graph's stored value (rounded to the
 /// element type after the norm and after the rotation) with the deviation
 /// a kernel's f32 rounding may cause (0 unless a rounding midpoint is near).

@@ -442,9 +442,10 @@ public:
   // The QK-Norm kernels are the simplest ones: RMS and L2, plain weights,
   // no rotation.
   bool supports(const OpSpec &spec) const override {
-    // The training, in-place and FP8 kernels have no hand-written
-    // counterparts.
+    // The training, in-place, FP8 and K-prepare kernels have no
+    // hand-written counterparts.
     if (spec.saveStats || spec.backward ||
+        spec.kind == OpSpec::Kind::KeyPrepare ||
         spec.kind == OpSpec::Kind::ColumnSum ||
         spec.outputOver != ::norm::RowOperand::None ||
         spec.residualOver != ::norm::RowOperand::None ||

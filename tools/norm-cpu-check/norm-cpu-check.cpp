@@ -218,6 +218,13 @@ constexpr int64_t kMaxHeadDim = 1024;
 /// Rows of the rope tables of QK-Norm prologue cases (positions below it).
 constexpr int64_t kRopeTableRows = 97;
 
+/// The sequence offsets of a K-prepare case's `rows` tokens: a third, an
+/// empty sequence, one token, the rest (each clamped to the rows).
+static std::vector<int64_t> getSequenceOffsets(int64_t rows) {
+  int64_t third = rows / 3, one = std::min(rows, third + 1);
+  return {0, third, third, one, rows};
+}
+
 /// GroupNorm: the most groups of 32, 8, 4, 3 and 2 that leave at least two
 /// channels a group; false for hidden sizes without one.
 static bool pickGroups(OpSpec &spec) {
@@ -582,6 +589,59 @@ static const std::vector<Variant> &getVariants() {
          // GPT-J pairs need an even vector, so an even head dim.
          return s.hidden <= kMaxHeadDim && s.hidden % 2 == 0;
        }},
+      {"kprep_rms_rope",
+       "K-prepare (Qwen 3's keys): RMS with weights, then NeoX RoPE theta 1e6 "
+       "by index within each sequence of a varlen batch, v copied beside, 2 "
+       "kv heads",
+       true,
+       [](OpSpec &s) {
+         s.kind = Kind::KeyPrepare;
+         s.hasWeight = s.copyValues = true;
+         s.numKvHeads = 2;
+         s.rope = ::norm::RopeStyle::NeoX;
+         s.rotaryDim = s.hidden / 2 * 2;
+         s.ropeTheta = 1e6;
+         return s.hidden <= kMaxHeadDim && s.rotaryDim >= 2;
+       }},
+      {"kprep_l2_rope_first",
+       "K-prepare of rotated rows (Llama 4's keys): GPT-J RoPE from a cos/sin "
+       "table at explicit positions, then L2 without weights, 1 kv head",
+       false,
+       [](OpSpec &s) {
+         s.kind = Kind::KeyPrepare;
+         s.qkStatistic = ::norm::Statistic::L2;
+         s.numKvHeads = 1;
+         s.rope = ::norm::RopeStyle::GptJ;
+         s.rotaryDim = s.hidden;
+         s.ropeTable = s.ropePositions = s.ropeFirst = true;
+         return s.hidden <= kMaxHeadDim && s.hidden % 2 == 0;
+       }},
+      {"kprep_rope_partial",
+       "K-prepare without a QK-Norm: partial NeoX RoPE (a quarter of the "
+       "head) by index within each sequence, v copied beside, 4 kv heads",
+       false,
+       [](OpSpec &s) {
+         s.kind = Kind::KeyPrepare;
+         s.qkStatistic = ::norm::Statistic::None;
+         s.copyValues = true;
+         s.numKvHeads = 4;
+         s.rope = ::norm::RopeStyle::NeoX;
+         s.rotaryDim = s.hidden / 4 / 2 * 2;
+         s.ropeTheta = 1e4;
+         return s.hidden <= kMaxHeadDim && s.rotaryDim >= 2;
+       }},
+      {"kprep_layer_stats",
+       "K-prepare, LayerNorm per head with a weight row per head and its "
+       "saved statistics (no rope), 3 kv heads",
+       false,
+       [](OpSpec &s) {
+         s.kind = Kind::KeyPrepare;
+         s.qkStatistic = ::norm::Statistic::MeanVar;
+         s.hasWeight = s.qkWeightPerHead = s.saveStats = true;
+         s.eps = 1e-5;
+         s.numKvHeads = 3;
+         return s.hidden <= kMaxHeadDim;
+       }},
       {"qk_layer_rope_partial",
        "QK-Norm prologue, then partial NeoX RoPE (StableLM: a quarter of "
        "the head, rows at their index): LayerNorm with weights, 2 q / 2 kv "
@@ -875,7 +935,7 @@ getInputDraw(const OpSpec &spec, const std::string &name, Random &random) {
       return random.uniform(low, high);
     };
   };
-  if (name == "input" || name == "qkv") {
+  if (name == "input" || name == "qkv" || name == "k" || name == "v") {
     bool centered = spec.kind == OpSpec::Kind::LayerNorm ||
                     spec.kind == OpSpec::Kind::GroupNorm ||
                     spec.kind == OpSpec::Kind::BatchNormStats ||
@@ -1074,9 +1134,11 @@ static void runCase(const Task &task, const KernelSignature &signature,
       continue;
     }
     int64_t cols = getBufferCols(spec, param);
-    // One rotary position per row (token).
+    // One rotary position per row (token); batch + 1 sequence offsets.
     if (param.name == "positions")
       cols = rows;
+    if (param.name == "cu_seqlens")
+      cols = static_cast<int64_t>(getSequenceOffsets(rows).size());
     // At least one element of gap after each row; outputs get another stride
     // than inputs so that a kernel using the wrong stride fails. Vector
     // kernels get 16-byte aligned buffers and rows; scalar kernels, which
@@ -1104,7 +1166,14 @@ static void runCase(const Task &task, const KernelSignature &signature,
                  std::to_string(param.alignment));
       return;
     }
-    if (param.readOnly) {
+    if (param.name == "cu_seqlens") {
+      buffer->fill(getInputGuard(param.elementType));
+      std::vector<int64_t> offsets = getSequenceOffsets(rows);
+      for (size_t i = 0; i < offsets.size(); ++i)
+        buffer->store(0, static_cast<int64_t>(i),
+                      static_cast<double>(offsets[i]));
+      inputBytes[param.name] = buffer->snapshot();
+    } else if (param.readOnly) {
       buffer->fill(getInputGuard(param.elementType));
       buffer->fillRows(getInputDraw(spec, param.name, random));
       inputBytes[param.name] = buffer->snapshot();
@@ -1119,6 +1188,9 @@ static void runCase(const Task &task, const KernelSignature &signature,
     buffers[param.name] = std::move(buffer);
   }
   std::vector<int64_t> integers = {rows};
+  if (buffers.count("cu_seqlens"))
+    integers.push_back(static_cast<int64_t>(getSequenceOffsets(rows).size()) -
+                       1);
   if (buffers.count("rope_table"))
     integers.push_back(kRopeTableRows);
   integers.insert(integers.end(), strides.begin(), strides.end());
@@ -1192,12 +1264,21 @@ static void runCase(const Task &task, const KernelSignature &signature,
         check.fail("stray write to '" + param.name + "': " + *stray);
 
   switch (spec.kind) {
-  case OpSpec::Kind::QKNormPrologue: {
+  case OpSpec::Kind::QKNormPrologue:
+  case OpSpec::Kind::KeyPrepare: {
+    bool keys = spec.kind == OpSpec::Kind::KeyPrepare;
     QKNormRotary rotary;
     if (buffers.count("positions"))
       for (int64_t token = 0; token < rows; ++token)
         rotary.positions.push_back(
             static_cast<int64_t>(buffers["positions"]->load(0, token)));
+    // K-prepare turns a key by its index within its sequence.
+    if (buffers.count("cu_seqlens")) {
+      std::vector<int64_t> offsets = getSequenceOffsets(rows);
+      for (size_t b = 0; b + 1 < offsets.size(); ++b)
+        for (int64_t token = offsets[b]; token < offsets[b + 1]; ++token)
+          rotary.positions.push_back(token - offsets[b]);
+    }
     if (buffers.count("rope_table")) {
       const GuardedBuffer &table = *buffers["rope_table"];
       for (int64_t row = 0; row < table.getRows(); ++row)
@@ -1205,10 +1286,21 @@ static void runCase(const Task &task, const KernelSignature &signature,
           rotary.table.push_back(static_cast<float>(table.load(row, col)));
     }
     QKNormExpected expected =
-        referenceQKNorm(spec, view("qkv"), paramView("q_weight"),
+        referenceQKNorm(spec, view(keys ? "k" : "qkv"), paramView("q_weight"),
                         paramView("k_weight"), rotary);
-    check.compareRows(*buffers["q"], expected.q, "q");
-    check.compareRows(*buffers["k"], expected.k, "k");
+    if (!keys)
+      check.compareRows(*buffers["q"], expected.q, "q");
+    check.compareRows(*buffers[keys ? "k_out" : "k"], expected.k,
+                      keys ? "k_out" : "k");
+    // v_out: v's bits, exactly.
+    if (spec.copyValues) {
+      ExpectedRows values(rows, spec.numKvHeads * spec.hidden);
+      const GuardedBuffer &v = *buffers["v"];
+      for (int64_t row = 0; row < rows; ++row)
+        for (int64_t col = 0; col < values.cols; ++col)
+          values.at(row, col) = {v.load(row, col), 0.0};
+      check.compareRows(*buffers["v_out"], values, "v_out");
+    }
     if (spec.saveStats)
       compareSavedStats(buffers, expected.savedMean, expected.savedRstd, check);
     break;
