@@ -817,7 +817,9 @@ OpSpec norm::normalizeOpSpec(const OpSpec &spec) {
   }
   if (n.rope == RopeStyle::None || n.qkStatistic == Statistic::None)
     n.ropeFirst = defaults.ropeFirst;
-  if ((!isAttention(n.kind) && !isHeadNorm(n.kind)) || !n.hasWeight)
+  // K-prepare's weight row per head is the one head's row with one head.
+  if ((!isAttention(n.kind) && !isHeadNorm(n.kind)) || !n.hasWeight ||
+      (n.kind == OpKind::KeyPrepare && n.numKvHeads == 1))
     n.qkWeightPerHead = defaults.qkWeightPerHead;
   if (n.rope == RopeStyle::None || n.ropeTable)
     n.ropeTheta = defaults.ropeTheta;

@@ -46,7 +46,10 @@ def main():
 
     def run(call, config=None, stream=None):
         if not unwritten:
-            q, k, v, cu, qw, kw = call.keep
+            # The attention call reads the keys its K-prepare call (k, then
+            # the prepared keys, then k's weight) writes.
+            q, _, v, cu, qw = call.keep[:5]
+            k, _, kw = call.before[0].keep[:3]
             out, _ = attention_bench.reference(
                 torch, q, k, v, qw, kw, cu, call.desc.num_q_heads,
                 call.desc.num_kv_heads, call.desc.rope != _capi.ROPE_NONE)

@@ -331,17 +331,26 @@ class TorchLayerTest(FakeDriverCase):
 
     def test_attention_qk_norm_and_lse(self):
         # [tokens, heads * head_dim] with head_dim from the weights; one
-        # sequence of every token when cu_seqlens is None.
+        # sequence of every token when cu_seqlens is None. The keys are
+        # normalized once (K-prepare, k's weight) into a buffer that the
+        # attention kernel (q's weight) reads.
         q, k, v = self.rand(7, 256), self.rand(7, 64), self.rand(7, 64)
         qw, kw = self.rand(64), self.rand(64)
         out, lse = norm_opt.attention(q, k, v, qk_norm="rms", q_norm_weight=qw,
                                       k_norm_weight=kw, qk_norm_offset=1.0,
                                       return_lse=True, scale=0.125)
-        name, params = self.launch()
-        self.assertTrue(name.startswith("norm_attn_qkrms_d64_h4x1_bf16_"), name)
-        self.assertEqual(params[:5], [q.data_ptr(), k.data_ptr(), v.data_ptr(),
-                                      qw.data_ptr(), kw.data_ptr()])
-        self.assertEqual(params[6:], [out.data_ptr(), lse.data_ptr(), 7, 1,
+        (kname, kparams), (name, params) = self.launches(2)
+        self.assertTrue(kname.startswith("norm_kprep_rms_d64_bf16_bf16_"),
+                        kname)
+        self.assertEqual(kparams[:2], [k.data_ptr(), kw.data_ptr()])
+        prepared = kparams[2]
+        self.assertNotIn(prepared, (k.data_ptr(), q.data_ptr(), v.data_ptr()))
+        self.assertEqual(kparams[3:], [7, 64, 64])
+        self.assertTrue(name.startswith("norm_attn_qkrms_kprep_d64_h4x1_bf16_"),
+                        name)
+        self.assertEqual(params[:4], [q.data_ptr(), prepared, v.data_ptr(),
+                                      qw.data_ptr()])
+        self.assertEqual(params[5:], [out.data_ptr(), lse.data_ptr(), 7, 1,
                                       256, 64, 64, 256, 4])
         self.assertEqual((out.shape, lse.shape, lse.dtype),
                          ((7, 256), (7, 4), torch.float32))
@@ -350,12 +359,54 @@ class TorchLayerTest(FakeDriverCase):
         wq, wk = self.rand(4, 64), self.rand(1, 64)
         norm_opt.attention(q, k, v, qk_norm="layer", q_norm_weight=wq,
                            k_norm_weight=wk, head_dim=64)
-        name, params = self.launch()
-        self.assertTrue(name.startswith("norm_attn_qkmean_var_hw_d64_"), name)
-        self.assertEqual(params[3:5], [wq.data_ptr(), wk.data_ptr()])
+        (kname, kparams), (name, params) = self.launches(2)
+        # (The one kv head's row per head is its only row.)
+        self.assertTrue(kname.startswith("norm_kprep_mean_var_d64_"), kname)
+        self.assertEqual(kparams[1], wk.data_ptr())
+        self.assertTrue(name.startswith("norm_attn_qkmean_var_hw_kprep_d64_"),
+                        name)
+        self.assertEqual(params[3], wq.data_ptr())
+        # Rotated keys turn by their index within their sequence: K-prepare
+        # takes cu_seqlens and the batch.
         norm_opt.attention(q, k, v, qk_norm="l2", rope="neox", rope_first=True,
                            head_dim=64)
-        self.assertIn("_first", self.launch()[0])
+        (kname, kparams), (name, _) = self.launches(2)
+        self.assertIn("_first", kname)
+        self.assertIn("_first", name)
+        self.assertEqual(kparams[3:5], [7, 1])  # rows, batch
+
+    def test_k_prepare(self):
+        # Qwen 3's keys and their values from a packed projection: RMS,
+        # NeoX RoPE by index within each sequence, v copied beside.
+        qkv = self.rand(9, 12 * 128)
+        k = qkv[:, 1024:1280].view(9, 2, 128)
+        v = qkv[:, 1280:1536].view(9, 2, 128)
+        kw = self.rand(128)
+        cu = torch.tensor([0, 4, 4, 9], dtype=torch.int32)
+        k_out, v_out = norm_opt.k_prepare(k, v=v, cu_seqlens=cu, qk_norm="rms",
+                                          k_weight=kw, rope="neox",
+                                          rope_theta=1e6)
+        name, params = self.launch()
+        self.assertTrue(name.startswith("norm_kprep_rms_ropeneox128_v_d128_"),
+                        name)
+        self.assertEqual(params, [k.data_ptr(), v.data_ptr(), kw.data_ptr(),
+                                  cu.data_ptr(), k_out.data_ptr(),
+                                  v_out.data_ptr(), 9, 3, 1536, 1536, 256,
+                                  256])
+        self.assertEqual((k_out.shape, v_out.shape), (k.shape, v.shape))
+        # The rotation alone at explicit positions (no cu_seqlens), and the
+        # refusals.
+        positions = torch.tensor(range(9), dtype=torch.int32)
+        norm_opt.k_prepare(k, rope="gptj", positions=positions)
+        name, params = self.launch()
+        self.assertTrue(name.startswith("norm_kprep_ropegptj128_pos_d128_"),
+                        name)
+        self.assertEqual(params[:2], [k.data_ptr(), positions.data_ptr()])
+        with self.assertRaisesRegex(ValueError, "needs qk_norm=, rope=, or "
+                                    "both"):
+            norm_opt.k_prepare(k)
+        with self.assertRaisesRegex(ValueError, "k_weight needs qk_norm"):
+            norm_opt.k_prepare(k, k_weight=kw, rope="neox")
 
     # The op's shape function: what torch.compile's fake tensors see.
     def test_attention_shapes_without_running(self):
@@ -393,7 +444,24 @@ class TorchLayerTest(FakeDriverCase):
         for pair in ((wq, wk), (wq.flatten(), wk.flatten())):
             call = prepare(q, k, k, qk_norm="layer", q_norm_weight=pair[0],
                            k_norm_weight=pair[1])
-            self.assertTrue(call.desc.flags & capi.OP_QK_WEIGHT_PER_HEAD)
+            # q's weights to the attention kernel, k's to the K-prepare
+            # that runs before it (API 10).
+            keys, = call.before
+            self.assertEqual(call.desc.flags & capi.OP_PREPARED_K,
+                             capi.OP_PREPARED_K)
+            for c in (call, keys):
+                self.assertTrue(c.desc.flags & capi.OP_QK_WEIGHT_PER_HEAD)
+            self.assertEqual((call.args.tensors[capi.Q_WEIGHT].cols,
+                              call.args.tensors[capi.K_WEIGHT].data,
+                              keys.args.tensors[capi.K_WEIGHT].cols),
+                             (256, None, 128))
+            self.assertEqual(call.args.tensors[capi.K].data,
+                             keys.outputs[0].data_ptr())
+            # Keys in the loop: one kernel with both weights.
+            call = prepare(q, k, k, qk_norm="layer", q_norm_weight=pair[0],
+                           k_norm_weight=pair[1], prepare_keys=False)
+            self.assertEqual((call.before, call.desc.flags &
+                              capi.OP_PREPARED_K), ((), 0))
             self.assertEqual((call.args.tensors[capi.Q_WEIGHT].cols,
                               call.args.tensors[capi.K_WEIGHT].cols), (256, 128))
         call = prepare(q, k, k, qk_norm="layer", q_norm_weight=self.rand(64),
@@ -482,7 +550,7 @@ class TorchLayerTest(FakeDriverCase):
         table = torch.randn(4096, 132)[:, :128]
         call = self.layer.prepare_attention(
             q, k, v, causal=True, cu_seqlens=cu, rope="neox",
-            positions=positions, cos_sin_cache=table)
+            positions=positions, cos_sin_cache=table, prepare_keys=False)
         self.assertEqual(call.desc.flags, capi.OP_CAUSAL |
                          capi.OP_ROPE_POSITIONS | capi.OP_ROPE_TABLE)
         # The table gives the angles: rope_theta 0, as the C API wants.
@@ -504,15 +572,26 @@ class TorchLayerTest(FakeDriverCase):
             out = norm_opt.attention(q, k, v, causal=True, cu_seqlens=cu,
                                      rope="neox", positions=positions,
                                      cos_sin_cache=table)
-        name, params = self.launch()
+        (kname, kparams), (name, params) = self.launches(2)
+        # K-prepare: k, positions, rope_table, k_out; rows, rope_table_rows;
+        # the row strides of k, rope_table, k_out (no cu_seqlens: the keys
+        # turn at their positions).
+        self.assertTrue(kname.startswith(
+            "norm_kprep_ropeneox128_table_pos_d128_bf16_bf16_"), kname)
+        prepared = kparams[3]
+        self.assertEqual(kparams, [k.data_ptr(), positions.data_ptr(),
+                                   table.data_ptr(), prepared, 100, 4096,
+                                   1024, 132, 256])
         self.assertTrue(name.startswith(
-            "norm_attn_causal_ropeneox128_table_pos_d128_h4x2_bf16_"), name)
-        # q, k, v, cu_seqlens, positions, rope_table, output; rows, batch,
-        # rope_table_rows; the row strides of q, k, v, rope_table, output.
-        self.assertEqual(params, [q.data_ptr(), k.data_ptr(), v.data_ptr(),
+            "norm_attn_causal_kprep_ropeneox128_table_pos_d128_h4x2_bf16_"),
+            name)
+        # q, k (prepared), v, cu_seqlens, positions, rope_table, output;
+        # rows, batch, rope_table_rows; the row strides of q, k, v,
+        # rope_table, output.
+        self.assertEqual(params, [q.data_ptr(), prepared, v.data_ptr(),
                                   cu.data_ptr(), positions.data_ptr(),
                                   table.data_ptr(), out.data_ptr(), 100, 3,
-                                  4096, 1024, 1024, 1024, 132, 512])
+                                  4096, 1024, 256, 1024, 132, 512])
         self.assertEqual((out.shape, out.dtype), (q.shape, q.dtype))
         # Positions with no single stride are copied; a one-row table has
         # no row stride to speak of (its width is passed).
@@ -532,27 +611,40 @@ class TorchLayerTest(FakeDriverCase):
         positions = torch.tensor([5, 0, 9, 2, 2, 7, 1], dtype=torch.int32)
         out = norm_opt.attention(q, k, v, rope="gptj", rotary_dim=32,
                                  rope_theta=5e5, positions=positions)
-        name, params = self.launch()
-        self.assertTrue(name.startswith("norm_attn_ropegptj32_pos_d64_h4x2_"),
-                        name)
-        # q, k, v, cu_seqlens, positions, output; rows, batch; strides.
+        (kname, kparams), (name, params) = self.launches(2)
+        self.assertTrue(kname.startswith("norm_kprep_ropegptj32_pos_d64_"),
+                        kname)
+        self.assertEqual(kparams[:2], [k.data_ptr(), positions.data_ptr()])
+        self.assertTrue(name.startswith(
+            "norm_attn_kprep_ropegptj32_pos_d64_h4x2_"), name)
+        # q, k (prepared), v, cu_seqlens, positions, output; rows, batch;
+        # strides.
+        self.assertEqual(params[1], kparams[2])
         self.assertEqual(params[4:8], [positions.data_ptr(), out.data_ptr(),
                                        7, 1])
         self.assertEqual(params[8:], [256, 128, 128, 256])
         call = self.layer.prepare_attention(q, k, v, rope="gptj",
                                             rotary_dim=32, rope_theta=5e5,
-                                            positions=positions)
+                                            positions=positions,
+                                            prepare_keys=False)
         self.assertEqual((call.desc.flags, call.desc.rope_theta,
                           call.args.rope_table_rows),
                          (capi.OP_ROPE_POSITIONS, 5e5, 0))
         table = torch.randn(64, 48)
         out = norm_opt.attention(q, k, v, causal=True, rope="neox",
                                  rotary_dim=48, cos_sin_cache=table)
-        name, params = self.launch()
+        (kname, kparams), (name, params) = self.launches(2)
+        # K-prepare turns keys by their index within their sequence: k,
+        # cu_seqlens, rope_table, k_out; rows, batch, rope_table_rows.
+        self.assertTrue(kname.startswith("norm_kprep_ropeneox48_table_d64_"),
+                        kname)
+        self.assertEqual(kparams[:2], [k.data_ptr(), params[3]])
+        self.assertEqual(kparams[4:7], [7, 1, 64])
         self.assertTrue(name.startswith(
-            "norm_attn_causal_ropeneox48_table_d64_h4x2_"), name)
-        # q, k, v, cu_seqlens, rope_table, output; rows, batch,
+            "norm_attn_causal_kprep_ropeneox48_table_d64_h4x2_"), name)
+        # q, k (prepared), v, cu_seqlens, rope_table, output; rows, batch,
         # rope_table_rows; strides of q, k, v, rope_table, output.
+        self.assertEqual(params[1], kparams[3])
         self.assertEqual(params[4:9], [table.data_ptr(), out.data_ptr(), 7, 1,
                                        64])
         self.assertEqual(params[9:], [256, 128, 128, 48, 256])

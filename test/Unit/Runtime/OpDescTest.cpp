@@ -189,6 +189,57 @@ TEST_F(OpDescTest, QKNormPrologueRotates) {
       << message;
 }
 
+TEST_F(OpDescTest, KeyPrepareAndPreparedKeysReachTheirOperations) {
+  // Qwen 3: K-prepare (RMS with k's weight, NeoX RoPE by index within each
+  // sequence, v copied beside) and the attention that reads its keys (q's
+  // weight): the kernel model's pair (getKeyPrepareSpec).
+  OpSpec attention = makeAttention(RopeStyle::NeoX, kHeadDim, 1e6);
+  attention.qkStatistic = Statistic::RMS;
+  attention.hasWeight = true;
+  attention.eps = 1e-6;
+  OpSpec keys = getKeyPrepareSpec(attention);
+  keys.copyValues = true;
+  attention.keysPrepared = true;
+  openBundleOf({keys, attention});
+  normjit_op_desc desc = makeAttentionDesc(NORMJIT_ROPE_NEOX, 0, 1e6);
+  desc.flags |= NORMJIT_OP_QK_RMS | NORMJIT_OP_WEIGHT | NORMJIT_OP_PREPARED_K;
+  desc.eps = 1e-6;
+  EXPECT_EQ(create(desc).first, NORMJIT_SUCCESS) << normjit_last_error();
+  desc.flags &= ~NORMJIT_OP_PREPARED_K;
+  EXPECT_EQ(create(desc).first, NORMJIT_ERROR_NOT_FOUND) << "keys in the loop";
+  normjit_op_desc k = desc;
+  k.kind = NORMJIT_OP_K_PREPARE;
+  k.num_q_heads = 0;
+  k.flags = NORMJIT_OP_QK_RMS | NORMJIT_OP_WEIGHT | NORMJIT_OP_COPY_V;
+  EXPECT_EQ(create(k).first, NORMJIT_SUCCESS) << normjit_last_error();
+  k.flags &= ~NORMJIT_OP_COPY_V;
+  EXPECT_EQ(create(k).first, NORMJIT_ERROR_NOT_FOUND) << "without v";
+  // Refusals, in the model's words: the flags of one kind on another,
+  // query heads, nothing to do.
+  for (auto [flags, kind, heads, expected] :
+       {std::tuple{NORMJIT_OP_QK_RMS | NORMJIT_OP_PREPARED_K,
+                   int32_t(NORMJIT_OP_QK_NORM), 4,
+                   "prepared keys apply to prefill attention only"},
+        std::tuple{NORMJIT_OP_QK_RMS | NORMJIT_OP_COPY_V,
+                   int32_t(NORMJIT_OP_ATTENTION), 4,
+                   "copying the values applies to K-prepare only"},
+        std::tuple{uint32_t(NORMJIT_OP_QK_RMS), int32_t(NORMJIT_OP_K_PREPARE),
+                   4, "K-prepare needs a positive number of key/value heads "
+                      "and no query heads"},
+        std::tuple{0u, int32_t(NORMJIT_OP_K_PREPARE), 0,
+                   "K-prepare needs a QK-Norm statistic (rms, mean_var or "
+                   "l2), rotary embeddings (rope), or both"}}) {
+    normjit_op_desc bad = makeAttentionDesc();
+    bad.kind = kind;
+    bad.num_q_heads = heads;
+    bad.flags = flags;
+    bad.eps = 1e-6;
+    auto [status, message] = create(bad);
+    EXPECT_EQ(status, NORMJIT_ERROR_INVALID_ARGUMENT) << expected;
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+  }
+}
+
 TEST_F(OpDescTest, RopeFirstReachesItsOwnOperation) {
   // Llama 4: an L2 QK-Norm of rotated rows.
   OpSpec spec = makeAttention(RopeStyle::NeoX, kHeadDim, 10000.0);

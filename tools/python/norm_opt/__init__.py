@@ -39,7 +39,7 @@ from norm_opt._capi import LaunchConfig, NormJitError, OpDesc, load_library
 
 __all__ = ["rms_norm", "layer_norm", "fused_add_rms_norm",
            "fused_add_layer_norm", "rms_norm_quant", "layer_norm_quant",
-           "qk_norm", "attention", "attention_decode",
+           "qk_norm", "k_prepare", "attention", "attention_decode",
            "configure", "get_context", "NormJitError", "LaunchConfig", "OpDesc", "capi",
            "load_library"]
 
@@ -140,6 +140,30 @@ def qk_norm(qkv, num_q_heads, num_kv_heads, q_weight=None, k_weight=None,
                                   rope_first=rope_first)
 
 
+def k_prepare(k, *, v=None, cu_seqlens=None, qk_norm=None, k_weight=None,
+              eps=1e-6, weight_offset=0.0, head_dim=None, rope=None,
+              rotary_dim=None, rope_theta=10000.0, positions=None,
+              cos_sin_cache=None, rope_first=False):
+    """The key side of QK-Norm attention, once per token and kv head (API
+    10): each head of k ([tokens, Hkv, D] or [tokens, Hkv * D] with
+    head_dim) normalized by qk_norm ('rms', 'l2', 'layer'; None: rope alone)
+    with k_weight ([D], or [Hkv, D] per head) plus weight_offset and eps,
+    rounded to k's dtype, then rotated by rope as attention rotates its keys
+    (rotary_dim, rope_theta, positions, cos_sin_cache, rope_first as
+    there; without positions a token turns by its index within its sequence
+    of cu_seqlens, None: one sequence) and rounded again: new keys shaped
+    like k. With v, also a contiguous copy of v ([tokens, Hkv, D] like k):
+    returns (k_out, v_out). QK-Norm + RoPE of k in one launch for an
+    attention that reads the keys as they are; norm_opt.attention runs it
+    itself before its kernel. Registered as torch.ops.norm_opt.k_prepare
+    with a shape function; forward only."""
+    return _torch_layer().k_prepare(
+        k, v=v, cu_seqlens=cu_seqlens, qk_norm=qk_norm, k_weight=k_weight,
+        eps=eps, weight_offset=weight_offset, head_dim=head_dim, rope=rope,
+        rotary_dim=rotary_dim, rope_theta=rope_theta, positions=positions,
+        cos_sin_cache=cos_sin_cache, rope_first=rope_first)
+
+
 def attention(q, k, v, *, causal=False, scale=None, cu_seqlens=None,
               qk_norm=None, q_norm_weight=None, k_norm_weight=None,
               qk_norm_eps=1e-6, qk_norm_offset=0.0, return_lse=False,
@@ -187,7 +211,10 @@ def attention(q, k, v, *, causal=False, scale=None, cu_seqlens=None,
     must be 16-byte aligned (there is no scalar fallback). Registered as
     torch.ops.norm_opt.attention with a shape function, so torch.compile
     keeps it as one op; there is no backward yet: inputs that require grad
-    (with grad enabled) raise."""
+    (with grad enabled) raise. With qk_norm or rope the keys are first
+    normalized and rotated once (a K-prepare launch into a temporary
+    [tokens, Hkv * D] buffer, see k_prepare); the attention kernel then
+    normalizes and rotates q alone."""
     return _torch_layer().attention(
         q, k, v, causal=causal, scale=scale, cu_seqlens=cu_seqlens,
         qk_norm=qk_norm, q_norm_weight=q_norm_weight,

@@ -92,13 +92,16 @@ def _param(tensor: Optional[torch.Tensor], cols: int, name: str):
 
 class Call(NamedTuple):
     """One prepared launch: the operation, its buffers, the row count, the
-    tensors it writes, and the tensors to keep alive until it ran."""
+    tensors it writes, the tensors to keep alive until it ran, and the
+    calls that run before it in its stream (attention's K-prepare), all
+    checked before any of them is enqueued."""
     device: int
     desc: OpDesc
     args: object  # _capi._LaunchArgs
     rows: int
     outputs: Tuple[torch.Tensor, ...]
     keep: Tuple[torch.Tensor, ...]
+    before: Tuple["Call", ...] = ()
 
 
 def _buffer(tensor: torch.Tensor, cols: int, stride: int = 0) -> Buffer:
@@ -317,13 +320,16 @@ def _qk_weight_pair(q_weight: Optional[torch.Tensor],
 def _add_qk_weights(buffers, keep, q_weight: Optional[torch.Tensor],
                     k_weight: Optional[torch.Tensor],
                     per_head: bool = False) -> int:
-    """Adds the QK-Norm weights (both or neither; 1-D, a row per head with
-    `per_head`) to a launch's buffers; their flags."""
+    """Adds the QK-Norm weights (both or neither, or q's alone for prepared
+    keys; 1-D, a row per head with `per_head`) to a launch's buffers; their
+    flags."""
     if q_weight is None:
         return 0
     buffers[_capi.Q_WEIGHT] = _buffer(q_weight, q_weight.size(0))
-    buffers[_capi.K_WEIGHT] = _buffer(k_weight, k_weight.size(0))
-    keep += [q_weight, k_weight]
+    keep.append(q_weight)
+    if k_weight is not None:
+        buffers[_capi.K_WEIGHT] = _buffer(k_weight, k_weight.size(0))
+        keep.append(k_weight)
     return _capi.OP_WEIGHT | (_capi.OP_QK_WEIGHT_PER_HEAD if per_head else 0)
 
 
@@ -361,12 +367,10 @@ def prepare_qk_norm(qkv: torch.Tensor, num_q_heads: int, num_kv_heads: int,
     say, row t at position t or positions[t]; not with save_stats."""
     if l2 and layer_norm:
         raise ValueError("l2 and layer_norm exclude each other")
-    if rope_first and rope is None:
-        raise ValueError("rope_first: rotating before the QK-Norm needs rope=")
     rope_style, rotary_dim_given = rope, rotary_dim
-    if cos_sin_cache is not None and rope is not None:
-        _check_table_theta(rope_theta)  # before _rope_fields' rules of theta
-    rope, rotary_dim, rope_theta = _rope_fields(rope, rotary_dim, rope_theta)
+    rope, rotary_dim, rope_theta = _rope_desc_fields(
+        rope, rotary_dim, rope_theta, cos_sin_cache, rope_first, None,
+        needs_norm=False)
     heads = num_q_heads + 2 * num_kv_heads
     if num_q_heads <= 0 or num_kv_heads <= 0 or qkv.dim() == 0 or (
             qkv.size(-1) % heads):
@@ -424,13 +428,17 @@ def prepare_qk_norm(qkv: torch.Tensor, num_q_heads: int, num_kv_heads: int,
 
 def run(call: Call, config: Optional[LaunchConfig] = None,
         stream: Optional[int] = None) -> Tuple[torch.Tensor, ...]:
-    """Launches a prepared call on the current stream (or `stream`, a
-    CUstream handle) and returns its outputs."""
+    """Launches a prepared call (after the calls it runs after, at their
+    own configurations) on the current stream (or `stream`, a CUstream
+    handle) and returns its outputs."""
     if call.rows == 0:
         return call.outputs
+    kernels = [get_kernel(c.device, c.desc) for c in call.before]
     kernel = get_kernel(call.device, call.desc, config)
     if stream is None:
         stream = torch.cuda.current_stream(call.device).cuda_stream
+    for before, before_kernel in zip(call.before, kernels):
+        before_kernel.launch(before.args, before.rows, stream)
     kernel.launch(call.args, call.rows, stream)
     return call.outputs
 
@@ -611,6 +619,24 @@ def _check_table_theta(rope_theta: float) -> None:
                          f"{rope_theta})")
 
 
+def _rope_desc_fields(rope: Optional[str], rotary_dim: Optional[int],
+                      rope_theta: float, cos_sin_cache, rope_first: bool,
+                      qk_norm: Optional[str],
+                      needs_norm: bool = True) -> Tuple[int, int, float]:
+    """The checked rope fields of a desc (_rope_fields) where a table may
+    give the angles and rope_first rotates before a QK-Norm (`qk_norm`; the
+    QK-Norm prologue always has one: needs_norm False)."""
+    if qk_norm is not None and qk_norm not in _QK_NORMS:
+        raise ValueError(f"qk_norm: expected None, 'rms', 'l2' or 'layer', got "
+                         f"{qk_norm!r}")
+    if rope_first and (rope is None or (needs_norm and qk_norm is None)):
+        raise ValueError("rope_first: rotating before the QK-Norm needs rope="
+                         + (" and qk_norm=" if needs_norm else ""))
+    if cos_sin_cache is not None and rope is not None:
+        _check_table_theta(rope_theta)  # before _rope_fields' rules of theta
+    return _rope_fields(rope, rotary_dim, rope_theta)
+
+
 def _check_rope_inputs(positions: Optional[torch.Tensor],
                        cos_sin_cache: Optional[torch.Tensor],
                        rope: Optional[str], rotary_dim: Optional[int],
@@ -747,18 +773,16 @@ def prepare_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
                       rope_theta: float = _DEFAULT_ROPE_THETA,
                       positions: Optional[torch.Tensor] = None,
                       cos_sin_cache: Optional[torch.Tensor] = None,
-                      rope_first: bool = False) -> Call:
-    """One attention launch (see norm_opt.attention): outputs (out[, lse])."""
-    if qk_norm is not None and qk_norm not in _QK_NORMS:
-        raise ValueError(f"qk_norm: expected None, 'rms', 'l2' or 'layer', got "
-                         f"{qk_norm!r}")
-    if rope_first and (rope is None or qk_norm is None):
-        raise ValueError("rope_first: rotating before the QK-Norm needs rope= "
-                         "and qk_norm=")
+                      rope_first: bool = False,
+                      prepare_keys: bool = True) -> Call:
+    """One attention (see norm_opt.attention): outputs (out[, lse]). With a
+    QK-Norm or rope and `prepare_keys`, a K-prepare call normalizes and
+    rotates k once into a [tokens, kv_heads * head_dim] buffer, which the
+    attention kernel reads as it is (normalizing and rotating q alone);
+    without, the attention kernel does both in its loop."""
     rope_style, rotary_dim_given = rope, rotary_dim
-    if cos_sin_cache is not None and rope is not None:
-        _check_table_theta(rope_theta)  # before _rope_fields' rules of theta
-    rope, rotary_dim, rope_theta = _rope_fields(rope, rotary_dim, rope_theta)
+    rope, rotary_dim, rope_theta = _rope_desc_fields(
+        rope, rotary_dim, rope_theta, cos_sin_cache, rope_first, qk_norm)
     if (q_norm_weight is None) != (k_norm_weight is None):
         raise ValueError("give both q_norm_weight and k_norm_weight, or neither")
     if q_norm_weight is not None and qk_norm is None:
@@ -799,6 +823,15 @@ def prepare_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     q_norm_weight, k_norm_weight, per_head = _qk_weight_pair(
         q_norm_weight, k_norm_weight, head_dim, num_q_heads, num_kv_heads,
         ("q_norm_weight", "k_norm_weight"))
+    before = ()
+    if prepare_keys and (qk_norm is not None or rope != _capi.ROPE_NONE):
+        keys = _prepare_keys(
+            k2, k_stride, num_kv_heads, head_dim, device, cu_seqlens, qk_norm,
+            k_norm_weight, per_head, qk_norm_eps, qk_norm_offset, rope,
+            rotary_dim, 0.0 if cos_sin_cache is not None else rope_theta,
+            positions, cos_sin_cache, rope_first)
+        before = (keys,)
+        k2, k_stride, k_norm_weight = keys.outputs[0], 0, None
     cols = num_q_heads * head_dim
     out = torch.empty((tokens, cols), dtype=q.dtype, device=q.device)
     buffers = {
@@ -812,8 +845,9 @@ def prepare_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     keep = [q2, k2, v2, cu_seqlens]
     flags = (_QK_NORMS[qk_norm] if qk_norm else 0) | (
         _capi.OP_CAUSAL if causal else 0) | (
-            _capi.OP_ROPE_FIRST if rope_first else 0) | _add_qk_weights(
-                buffers, keep, q_norm_weight, k_norm_weight, per_head)
+            _capi.OP_ROPE_FIRST if rope_first else 0) | (
+                _capi.OP_PREPARED_K if before else 0) | _add_qk_weights(
+                    buffers, keep, q_norm_weight, k_norm_weight, per_head)
     rope_flags, table_rows = _add_rope_inputs(buffers, keep, positions,
                                               cos_sin_cache, tokens)
     flags |= rope_flags
@@ -835,6 +869,50 @@ def prepare_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
                   num_q_heads=num_q_heads, num_kv_heads=num_kv_heads,
                   scale=float(scale) if scale is not None else 0.0,
                   rope=rope, rotary_dim=rotary_dim, rope_theta=rope_theta)
+    return Call(device, desc,
+                _capi.make_launch_args(buffers, rope_table_rows=table_rows),
+                tokens, tuple(outputs), tuple(keep), before)
+
+
+def _prepare_keys(k2, k_stride, num_kv_heads, head_dim, device, cu_seqlens,
+                  qk_norm, k_weight, per_head, eps, offset, rope, rotary_dim,
+                  rope_theta, positions, cos_sin_cache, rope_first,
+                  v=None, v_stride=0) -> Call:
+    """The K-prepare launch of checked inputs: k's heads normalized and
+    rotated once into new [tokens, kv_heads * head_dim] keys (and v copied
+    beside them): outputs (k_out[, v_out]). Keys turn by their index within
+    their sequence of cu_seqlens, or at their positions."""
+    tokens, cols = k2.size(0), num_kv_heads * head_dim
+    k_out = torch.empty((tokens, cols), dtype=k2.dtype, device=k2.device)
+    buffers = {_capi.K: _buffer(k2, cols, k_stride),
+               _capi.K_OUT: _buffer(k_out, cols, cols)}
+    keep, outputs = [k2, k_out], [k_out]
+    flags = _QK_NORMS[qk_norm] if qk_norm else 0
+    if k_weight is not None:
+        buffers[_capi.K_WEIGHT] = _buffer(k_weight, k_weight.size(0))
+        keep.append(k_weight)
+        flags |= _capi.OP_WEIGHT | (
+            _capi.OP_QK_WEIGHT_PER_HEAD if per_head else 0)
+    if rope != _capi.ROPE_NONE and positions is None:
+        buffers[_capi.CU_SEQLENS] = Buffer(cu_seqlens.data_ptr(), _capi.I32,
+                                           cu_seqlens.size(0))
+        keep.append(cu_seqlens)
+    if v is not None:
+        v_out = torch.empty_like(k_out)
+        buffers[_capi.V] = _buffer(v, cols, v_stride)
+        buffers[_capi.V_OUT] = _buffer(v_out, cols, cols)
+        keep += [v, v_out]
+        outputs.append(v_out)
+        flags |= _capi.OP_COPY_V
+    rope_flags, table_rows = _add_rope_inputs(buffers, keep, positions,
+                                              cos_sin_cache, tokens)
+    flags |= rope_flags | (_capi.OP_ROPE_FIRST if rope_first else 0)
+    desc = OpDesc(kind=_capi.OP_K_PREPARE, hidden=head_dim,
+                  input_type=_dtype(k2, "k"), output_type=_dtype(k2, "k"),
+                  param_type=_param_dtype(k_weight), flags=flags,
+                  eps=float(eps), weight_offset=float(offset),
+                  num_q_heads=0, num_kv_heads=num_kv_heads, rope=rope,
+                  rotary_dim=rotary_dim, rope_theta=rope_theta)
     return Call(device, desc,
                 _capi.make_launch_args(buffers, rope_table_rows=table_rows),
                 tokens, tuple(outputs), tuple(keep))
@@ -909,6 +987,118 @@ def attention(q, k, v, *, causal=False, scale=None, cu_seqlens=None,
         None if rotary_dim is None else int(rotary_dim), float(rope_theta),
         positions, cos_sin_cache, bool(rope_first))
     return (out, lse) if return_lse else out
+
+
+def prepare_k_prepare(k: torch.Tensor, *, v: Optional[torch.Tensor] = None,
+                      cu_seqlens: Optional[torch.Tensor] = None,
+                      qk_norm: Optional[str] = None,
+                      k_weight: Optional[torch.Tensor] = None,
+                      eps: float = 1e-6, weight_offset: float = 0.0,
+                      head_dim: Optional[int] = None,
+                      rope: Optional[str] = None,
+                      rotary_dim: Optional[int] = None,
+                      rope_theta: float = _DEFAULT_ROPE_THETA,
+                      positions: Optional[torch.Tensor] = None,
+                      cos_sin_cache: Optional[torch.Tensor] = None,
+                      rope_first: bool = False) -> Call:
+    """One K-prepare launch (see norm_opt.k_prepare): outputs (k_out[,
+    v_out])."""
+    if qk_norm is None and rope is None:
+        raise ValueError("k_prepare needs qk_norm=, rope=, or both")
+    if k_weight is not None and qk_norm is None:
+        raise ValueError("k_weight needs qk_norm")
+    rope_style, rotary_dim_given = rope, rotary_dim
+    rope, rotary_dim, rope_theta = _rope_desc_fields(
+        rope, rotary_dim, rope_theta, cos_sin_cache, rope_first, qk_norm)
+    if head_dim is None and k.dim() != 3 and k_weight is not None and (
+            k_weight.dim()):
+        head_dim = k_weight.size(-1)
+    device = _device(k, v, cu_seqlens, k_weight, positions, cos_sin_cache)
+    _dtype(k, "k")
+    k2, kv_heads, head_dim = _heads(k, "k", head_dim)
+    tokens = k2.size(0)
+    _check_rope_inputs(positions, cos_sin_cache, rope_style, rotary_dim_given,
+                       rope_theta, tokens, head_dim)
+    k2, _, k_stride = _rows(k2, kv_heads * head_dim, "k")
+    v2, v_stride = None, 0
+    if v is not None:
+        if v.dtype != k.dtype:
+            raise TypeError(f"k is {k.dtype}, v is {v.dtype}")
+        v2, v_heads, _ = _heads(v, "v", head_dim)
+        if v2.size(0) != tokens or v_heads != kv_heads:
+            raise ValueError(f"v: expected {tokens} tokens of {kv_heads} "
+                             f"heads like k, got shape {tuple(v.shape)}")
+        v2, _, v_stride = _rows(v2, kv_heads * head_dim, "v")
+    if rope != _capi.ROPE_NONE and positions is None:
+        if cu_seqlens is None:
+            cu_seqlens = torch.tensor([0, tokens], dtype=torch.int32,
+                                      device=k.device)
+        if cu_seqlens.dtype != torch.int32 or cu_seqlens.dim() != 1 or (
+                cu_seqlens.size(0) < 2):
+            raise ValueError("cu_seqlens: expected an int32 tensor of batch "
+                             "+ 1 offsets, got "
+                             f"{cu_seqlens.dtype} of shape "
+                             f"{tuple(cu_seqlens.shape)}")
+        cu_seqlens = cu_seqlens.contiguous()
+    per_head = _is_per_head(k_weight, head_dim)
+    if k_weight is not None:
+        rows = kv_heads if per_head else 1
+        k_weight = k_weight.reshape(-1)
+        if k_weight.size(0) != rows * head_dim:
+            raise ValueError(f"k_weight: expected {rows * head_dim} elements, "
+                             f"got {k_weight.size(0)}")
+        k_weight = k_weight.contiguous()
+    return _prepare_keys(
+        k2, k_stride, kv_heads, head_dim, device, cu_seqlens, qk_norm,
+        k_weight, per_head, eps, weight_offset, rope, rotary_dim,
+        0.0 if cos_sin_cache is not None else rope_theta, positions,
+        cos_sin_cache, rope_first, v2, v_stride)
+
+
+def _k_prepare_impl(k, v, cu_seqlens, k_weight, qk_norm, eps, weight_offset,
+                    head_dim, rope, rotary_dim, rope_theta, positions,
+                    cos_sin_cache, rope_first):
+    outputs = run(prepare_k_prepare(
+        k, v=v, cu_seqlens=cu_seqlens, qk_norm=qk_norm, k_weight=k_weight,
+        eps=eps, weight_offset=weight_offset, head_dim=head_dim, rope=rope,
+        rotary_dim=rotary_dim, rope_theta=rope_theta, positions=positions,
+        cos_sin_cache=cos_sin_cache, rope_first=rope_first))
+    k_out = outputs[0].view(k.shape)
+    v_out = outputs[1].view(v.shape) if v is not None else k.new_empty((0,))
+    return k_out, v_out
+
+
+def _k_prepare_fake(k, v, cu_seqlens, k_weight, qk_norm, eps, weight_offset,
+                    head_dim, rope, rotary_dim, rope_theta, positions,
+                    cos_sin_cache, rope_first):
+    return k.new_empty(k.shape), (v.new_empty(v.shape) if v is not None
+                                  else k.new_empty((0,)))
+
+
+_LIBRARY.define(
+    "k_prepare(Tensor k, Tensor? v, Tensor? cu_seqlens, Tensor? k_weight, "
+    "str? qk_norm, float eps, float weight_offset, int? head_dim, str? rope, "
+    "int? rotary_dim, float rope_theta, Tensor? positions, "
+    "Tensor? cos_sin_cache, bool rope_first) -> (Tensor, Tensor)")
+for _key in ("CUDA", "CPU"):
+    _LIBRARY.impl("k_prepare", _k_prepare_impl, _key)
+if hasattr(torch.library, "register_fake"):
+    torch.library.register_fake("norm_opt::k_prepare", _k_prepare_fake)
+else:
+    for _key in ("Meta", "AutogradMeta"):
+        _LIBRARY.impl("k_prepare", _k_prepare_fake, _key)
+
+
+def k_prepare(k, *, v=None, cu_seqlens=None, qk_norm=None, k_weight=None,
+              eps=1e-6, weight_offset=0.0, head_dim=None, rope=None,
+              rotary_dim=None, rope_theta=_DEFAULT_ROPE_THETA, positions=None,
+              cos_sin_cache=None, rope_first=False):
+    _check_forward_only(k, v, k_weight, cos_sin_cache)
+    k_out, v_out = torch.ops.norm_opt.k_prepare(
+        k, v, cu_seqlens, k_weight, qk_norm, float(eps), float(weight_offset),
+        head_dim, rope, None if rotary_dim is None else int(rotary_dim),
+        float(rope_theta), positions, cos_sin_cache, bool(rope_first))
+    return (k_out, v_out) if v is not None else k_out
 
 
 #===------------------------------------------------------------------------===#
@@ -994,7 +1184,7 @@ def prepare_attention_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                              rope=rope, rotary_dim=rotary_dim,
                              rope_theta=rope_theta, positions=positions,
                              cos_sin_cache=cos_sin_cache,
-                             rope_first=rope_first)
+                             rope_first=rope_first, prepare_keys=False)
     desc = call.desc._replace(kind=_capi.OP_ATTENTION_DECODE)
     _device(q, k_cache, v_cache, cache_seqlens)
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
