@@ -1117,6 +1117,8 @@ void AttentionEmitter::emit() {
           limit[h] = arith::IndexCastOp::create(
               b, b.getI32Type(), arith::SubIOp::create(b, end, keyBase));
         }
+        // The raw scores: the scale (positive) moves the maximum nowhere,
+        // and folds into p's exponent below.
         SmallVector<Value> rowMax(2, constantF32(negInf));
         for (int64_t n = 0; n < scoreBlocks; ++n) {
           SmallVector<Value> elements;
@@ -1124,8 +1126,7 @@ void AttentionEmitter::emit() {
             Value column = arith::ConstantIntOp::create(b, 8 * n + i % 2, 32);
             Value keep = arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
                                                column, limit[i / 2]);
-            Value s = mulf(vector::ExtractOp::create(b, scores[n], i),
-                           scaleLog2);
+            Value s = vector::ExtractOp::create(b, scores[n], i);
             s = arith::SelectOp::create(b, keep, s, constantF32(negInf));
             rowMax[i / 2] = arith::MaximumFOp::create(b, rowMax[i / 2], s);
             elements.push_back(s);
@@ -1133,13 +1134,15 @@ void AttentionEmitter::emit() {
           scores[n] = vector::FromElementsOp::create(b, accType, elements);
         }
 
-        // Online softmax per row: the new max over the 4 lanes of the row,
-        // the rescale of what came before, p = 2^(s - max).
+        // Online softmax per row, in log2 units (the running max m is
+        // scaled): the new max over the 4 lanes of the row, the rescale of
+        // what came before, p = 2^(s c - m) with c = scale log2(e), one fma
+        // and ex2.approx.ftz per score.
         SmallVector<Value> next(state.begin(), state.begin() + 4);
-        SmallVector<Value> rescale(2), maxUsed(2);
+        SmallVector<Value> rescale(2), maxUsed(2), negMax(2);
         for (int64_t h = 0; h < 2; ++h) {
           Value m = arith::MaximumFOp::create(
-              b, state[h], allReduceMax(rowMax[h], 4));
+              b, state[h], mulf(allReduceMax(rowMax[h], 4), scaleLog2));
           // A row with every key masked so far keeps max -inf; 0 stands in
           // so that 2^(-inf - 0) = 0 instead of NaN.
           Value isInf = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m,
@@ -1147,6 +1150,7 @@ void AttentionEmitter::emit() {
           maxUsed[h] = arith::SelectOp::create(b, isInf, constantF32(0.0), m);
           rescale[h] = math::Exp2Op::create(b, subf(state[h], maxUsed[h]),
                                             arith::FastMathFlags::afn);
+          negMax[h] = arith::NegFOp::create(b, maxUsed[h]);
           next[h] = m;
         }
         SmallVector<Value> rowSum = {mulf(state[2], rescale[0]),
@@ -1155,8 +1159,9 @@ void AttentionEmitter::emit() {
           SmallVector<Value> p;
           for (int64_t i = 0; i < 4; ++i) {
             Value s = vector::ExtractOp::create(b, scores[n], i);
-            Value e = math::Exp2Op::create(b, subf(s, maxUsed[i / 2]),
-                                           arith::FastMathFlags::afn);
+            Value e = math::Exp2Op::create(
+                b, math::FmaOp::create(b, s, scaleLog2, negMax[i / 2]),
+                arith::FastMathFlags::afn);
             rowSum[i / 2] = addf(rowSum[i / 2], e);
             p.push_back(e);
           }

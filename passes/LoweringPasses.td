@@ -165,7 +165,7 @@ def NormLowerApproxMathToNVVM : Pass<"norm-lower-approx-math-to-nvvm",
     time. This pass lowers the f32 ops (scalars and vectors) itself:
     `math.rsqrt` with `afn` to `llvm.nvvm.rsqrt.approx.f`
     (`rsqrt.approx.f32`), without it to a correctly rounded square root and
-    division; `math.exp2` and `math.log2` with `afn` to `ex2.approx.f32` and
+    division; `math.exp2` and `math.log2` with `afn` to `ex2.approx.ftz.f32` and
     `lg2.approx.f32` (the attention kernel's softmax); `math.sin` and
     `math.cos` with `afn` to `sin.approx.f32` and `cos.approx.f32` (rotary
     embeddings, on arguments the kernel reduced to [-pi, pi]); `math.fma`

@@ -48,12 +48,13 @@ gpu.module @kernels {
   }
 }
 
-// exp2 and log2 with `afn` (the attention softmax): ex2/lg2.approx per
-// element; without `afn` they are left to the NVVM conversion.
+// exp2 and log2 with `afn` (the attention softmax): ex2.approx.ftz and
+// lg2.approx per element; without `afn` they are left to the NVVM
+// conversion.
 // CHECK-LABEL: gpu.func @exp2_log2
-// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"(%arg0) : (f32) -> f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"(%arg0) : (f32) -> f32
 // CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"(%arg0) : (f32) -> f32
-// CHECK-COUNT-2: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
+// CHECK-COUNT-2: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK: math.exp2 %arg0 : f32
 gpu.module @softmax {
   gpu.func @exp2_log2(%x: f32, %v: vector<2xf32>, %out: memref<4xf32>,
