@@ -33,8 +33,10 @@
 // combines them in split order and resets the semaphore.
 //
 // Shared memory holds tiles of D-element rows in 16-byte chunks whose
-// position in the row is XORed with the row index (within groups of up to 8
-// chunks), so that the 8 row addresses of an ldmatrix hit different banks.
+// position in the row is XORed with the row index (within groups of 8
+// chunks) or, where a row is not a multiple of 8 chunks, in rows padded to
+// an odd number of chunks (norm::getAttentionTileLayout), so that the 8 row
+// addresses of an ldmatrix hit different banks.
 //
 // Fragment layouts (PTX ISA, mma.m16n8k16 and ldmatrix): lane l of a warp,
 // g = l / 4, t = l % 4. A (16 x 16) element i: row g + 8 ((i / 2) % 2),
@@ -173,8 +175,9 @@ private:
   int64_t headDim, blockM, blockN, stages, ctaThreads, chunksPerRow;
   /// Rows of a tile the CTA's threads cover at once in the prologue.
   int64_t rowsAtOnce;
-  /// Chunks a swizzle group spans (a power of two dividing chunksPerRow).
-  int64_t swizzle;
+  /// Chunks a swizzle group spans (8, or 1: none) and the elements from one
+  /// tile row to the next (norm::getAttentionTileLayout).
+  int64_t swizzle, pitch;
   bool hasNorm, hasRope;
   Type element;
   VectorType chunkType, f32Chunk;
@@ -209,9 +212,9 @@ AttentionEmitter::AttentionEmitter(ImplicitLocOpBuilder &b,
       decode(spec.kind == ::norm::OpKind::AttentionDecode),
       group(decode ? spec.numQHeads / spec.numKvHeads : 1) {
   rowsAtOnce = ctaThreads / threads;
-  swizzle = 1;
-  while (swizzle < 8 && chunksPerRow % (swizzle * 2) == 0)
-    swizzle *= 2;
+  ::norm::AttentionTileLayout layout = ::norm::getAttentionTileLayout(headDim);
+  swizzle = layout.swizzle;
+  pitch = layout.pitchChunks * kChunk;
   element = getMlirType(b.getContext(), spec.input);
   chunkType = VectorType::get({kChunk}, element);
   f32Chunk = VectorType::get({kChunk}, f32);
@@ -227,7 +230,7 @@ Value AttentionEmitter::tileOffset(Value base, Value row, Value chunk) {
     Value bits = arith::AndIOp::create(b, row, index(swizzle - 1));
     swizzled = arith::XOrIOp::create(b, chunk, bits);
   }
-  return add(base, add(mul(row, index(headDim)), mul(swizzled, index(kChunk))));
+  return add(base, add(mul(row, index(pitch)), mul(swizzled, index(kChunk))));
 }
 
 AttentionEmitter::FragmentRows
@@ -236,7 +239,7 @@ AttentionEmitter::makeFragmentRows(Value rowLane, Value chunkLane,
   FragmentRows rows;
   rows.rowLane = rowLane;
   rows.chunkLane = chunkLane;
-  Value rowTerm = mul(rowLane, index(headDim));
+  Value rowTerm = mul(rowLane, index(pitch));
   Value lanes = chunkLane;
   if (swizzle > 1)
     lanes = arith::XOrIOp::create(
@@ -256,7 +259,7 @@ Value AttentionEmitter::fragmentOffset(Value tileBase, FragmentRows &rows,
                                        int64_t rowConst, int64_t chunkConst) {
   assert(rowConst % 8 == 0 && chunkConst % 2 == 0 && "see FragmentRows");
   int64_t low = chunkConst & (swizzle - 1);
-  int64_t constant = rowConst * headDim + (chunkConst - low) * kChunk;
+  int64_t constant = rowConst * pitch + (chunkConst - low) * kChunk;
   return add(add(tileBase, rows.bases.lookup(low)), index(constant));
 }
 
@@ -273,8 +276,8 @@ void AttentionEmitter::storeChunk(Value value, Value offset) {
 }
 
 Value AttentionEmitter::stageBase(Value stage, bool value) {
-  int64_t tile = blockN * headDim;
-  int64_t first = blockM * headDim + (value ? stages * tile : 0);
+  int64_t tile = blockN * pitch;
+  int64_t first = blockM * pitch + (value ? stages * tile : 0);
   return add(index(first), mul(stage, index(tile)));
 }
 
@@ -843,7 +846,7 @@ void AttentionEmitter::emit() {
 
   // Shared memory: the query tile, then `stages` key tiles, then as many
   // value tiles.
-  int64_t sharedElements = (blockM + 2 * stages * blockN) * headDim;
+  int64_t sharedElements = (blockM + 2 * stages * blockN) * pitch;
   Value memory = gpu::DynamicSharedMemoryOp::create(
       b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), nullptr,
                          gpu::AddressSpaceAttr::get(

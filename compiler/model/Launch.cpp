@@ -95,9 +95,19 @@ int64_t norm::getAttentionThreadsPerRow(int64_t headDim) {
   return threads;
 }
 
+AttentionTileLayout norm::getAttentionTileLayout(int64_t headDim) {
+  AttentionTileLayout layout;
+  layout.rowChunks = divideCeil(headDim, 8);
+  bool swizzled = layout.rowChunks % 8 == 0;
+  layout.swizzle = swizzled ? 8 : 1;
+  // An odd pitch walks the 8 bank groups with a stride prime to 8.
+  layout.pitchChunks = swizzled ? layout.rowChunks : layout.rowChunks | 1;
+  return layout;
+}
+
 int64_t norm::getAttentionSharedBytes(const OpSpec &spec,
                                       const LaunchConfig &launch) {
-  int64_t rowBytes = spec.hidden * getElementBytes(spec.input);
+  int64_t rowBytes = getAttentionTileLayout(spec.hidden).pitchChunks * 16;
   return (launch.rowsPerCta + 2 * launch.stages * launch.blockN) * rowBytes;
 }
 

@@ -182,8 +182,26 @@ int64_t getAttentionCopiesPerThread(const OpSpec &spec,
 /// two, so that the row reduction's groups are whole.
 int64_t getAttentionThreadsPerRow(int64_t headDim);
 
+/// The layout of an attention kernel's tiles in shared memory: head rows in
+/// 16-byte chunks (8 bf16/f16). Rows of a multiple of 8 chunks hold chunk c
+/// of row r at c XOR (r mod 8), an XOR swizzle within groups of 8 chunks;
+/// other rows are padded to an odd number of chunks and not swizzled. Either
+/// way the 8 consecutive rows that an ldmatrix matrix reads at one chunk
+/// column lie in 8 different 16-byte bank groups, at every head dim (80, 96
+/// and 160 too, where a narrower swizzle left 2-way conflicts).
+struct AttentionTileLayout {
+  int64_t rowChunks = 0;   // chunks of a head row
+  int64_t pitchChunks = 0; // chunks from one row's start to the next
+  int64_t swizzle = 1;     // 8: XOR swizzle; 1: none
+  /// The 16-byte slot of chunk `chunk` of row `row` from the tile's start.
+  int64_t getSlot(int64_t row, int64_t chunk) const {
+    return row * pitchChunks + (chunk ^ (row & (swizzle - 1)));
+  }
+};
+AttentionTileLayout getAttentionTileLayout(int64_t headDim);
+
 /// Bytes of the tiles of an attention kernel in shared memory: the query
-/// tile and `stages` key and value tiles.
+/// tile and `stages` key and value tiles, rows of getAttentionTileLayout.
 int64_t getAttentionSharedBytes(const OpSpec &spec, const LaunchConfig &launch);
 
 /// Where the threads of a kernel keep their share of a row between the
