@@ -1125,6 +1125,24 @@ def Norm_AsyncWaitOp : Norm_Op<"async_wait"> {
   let hasVerifier = 1;
 }
 
+def Norm_OpaqueIndexOp : Norm_Op<"opaque_index", [Pure]> {
+  let summary = "an index that loop optimizations may not look through";
+  let description = [{
+    Returns `value`. On NVVM an empty inline asm (`mov.b64`), so that LLVM's
+    loop strength reduction cannot rewrite what depends on it into
+    induction variables of its own: an attention kernel's async copies, one
+    64-bit add apart, would otherwise each keep a 64-bit induction variable
+    across the key loop. The identity on the host.
+
+    ```mlir
+    %hidden = norm.opaque_index %row
+    ```
+  }];
+  let arguments = (ins Index:$value);
+  let results = (outs Index:$result);
+  let assemblyFormat = "$value attr-dict";
+}
+
 def Norm_GridDependencyWaitOp : Norm_Op<"grid_dependency_wait"> {
   let summary = "wait for the grid before this one (griddepcontrol.wait)";
   let description = [{

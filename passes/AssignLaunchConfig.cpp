@@ -31,6 +31,7 @@ private:
   ::norm::LaunchConfig launch =
       ::norm::getHeuristicLaunch(op.getOpSpec(), op.getStaticRows());
   int64_t rowGroups = launch.rowsPerCta / launch.getConcurrentRows();
+  int64_t rowTiles = launch.isAttention() ? launch.getRowTiles() : 0;
   if (vector)
     launch.vector = vector;
   if (threadsPerRow) {
@@ -40,14 +41,20 @@ private:
   }
   if (warps)
     launch.warps = warps;
-  // Attention: 16 query rows per warp, whatever else is forced.
+  // Attention: rows_per_cta if forced, else the heuristic's query rows a
+  // warp (32 or 16) where the rest of what is forced leaves them room, else
+  // 16.
   if (launch.isAttention()) {
-    launch.rowsPerCta = 16 * launch.warps;
     if (blockN)
       launch.blockN = blockN;
     if (stages)
       launch.stages = stages;
-    return launch;
+    if (rowsPerCta) {
+      launch.rowsPerCta = rowsPerCta;
+      return launch;
+    }
+    return ::norm::fitAttentionRows(op.getOpSpec(), launch, rowTiles,
+                                    getTargetOptions(op).getMaxSharedBytes());
   }
   if (rowsPerCta)
     launch.rowsPerCta = rowsPerCta;

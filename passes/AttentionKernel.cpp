@@ -108,6 +108,10 @@ private:
   //===--- Warp-level matrix ops -------------------------------------------===//
 
   Value mma(Value a, Value bFragment, Value c);
+  /// acc(mt, j) += a[mt] B_j for the two B fragments of an ldmatrix x4
+  /// (matrices 2j and 2j + 1): each K or V fragment feeds every row tile.
+  void mmaFragmentPair(ArrayRef<Value> a, Value fragments,
+                       function_ref<Value &(int64_t mt, int64_t j)> acc);
   Value ldmatrix(Value offset, bool transpose);
   Value allReduceMax(Value value, int64_t groupSize);
   Value allReduceSum(Value value, int64_t groupSize);
@@ -173,6 +177,8 @@ private:
 
   const ::norm::OpSpec &spec;
   int64_t headDim, blockM, blockN, stages, ctaThreads, chunksPerRow;
+  /// The m16 tiles of query rows each warp owns (blockM / (16 warps)).
+  int64_t rowTiles;
   /// Rows of a tile the CTA's threads cover at once in the prologue.
   int64_t rowsAtOnce;
   /// Chunks a swizzle group spans (8, or 1: none) and the elements from one
@@ -212,6 +218,8 @@ AttentionEmitter::AttentionEmitter(ImplicitLocOpBuilder &b,
       decode(spec.kind == ::norm::OpKind::AttentionDecode),
       group(decode ? spec.numQHeads / spec.numKvHeads : 1) {
   rowsAtOnce = ctaThreads / threads;
+  rowTiles = blockM / (ctaThreads / 32 * 16);
+  assert((!decode || rowTiles == 1) && "decode warps own one row tile");
   ::norm::AttentionTileLayout layout = ::norm::getAttentionTileLayout(headDim);
   swizzle = layout.swizzle;
   pitch = layout.pitchChunks * kChunk;
@@ -283,6 +291,18 @@ Value AttentionEmitter::stageBase(Value stage, bool value) {
 
 Value AttentionEmitter::mma(Value a, Value bFragment, Value c) {
   return MmaSyncOp::create(b, c.getType(), a, bFragment, c);
+}
+
+void AttentionEmitter::mmaFragmentPair(
+    ArrayRef<Value> a, Value fragments,
+    function_ref<Value &(int64_t mt, int64_t j)> acc) {
+  for (int64_t j = 0; j < 2; ++j) {
+    Value bFragment = vector::ExtractStridedSliceOp::create(
+        b, fragments, ArrayRef<int64_t>{4 * j}, ArrayRef<int64_t>{4},
+        ArrayRef<int64_t>{1});
+    for (size_t mt = 0; mt < a.size(); ++mt)
+      acc(mt, j) = mma(a[mt], bFragment, acc(mt, j));
+  }
 }
 
 Value AttentionEmitter::ldmatrix(Value offset, bool transpose) {
@@ -420,10 +440,54 @@ void AttentionEmitter::emitKeyValueCopies(Value tile, Value stage) {
   // From `k` and `v` at token rows `firstRow` + key (new keys), or from
   // the caches (prefill reads a sequence; decode's cache range).
   auto copies = [&](StringRef kName, StringRef vName, Value firstRow) {
+    // Where the CTA's threads cover whole rows at once, each thread copies
+    // one chunk column of every rowStep-th row: its source addresses are one
+    // 64-bit add apart, its row's swizzle is fixed. Opaque to loop strength
+    // reduction, which would keep each address as an induction variable of
+    // its own (two registers across the loop each: ptxas spilled at 32
+    // query rows a warp).
+    bool wholeRows = ctaThreads % chunksPerRow == 0;
+    int64_t rowStep = ctaThreads / chunksPerRow;
+    Value firstKey = OpaqueIndexOp::create(b, add(firstRow, keys.first));
+    Value available = arith::SubIOp::create(b, keys.end, keys.first);
     for (bool value : {false, true}) {
       StringRef name = value ? vName : kName;
       Value source = arg(name);
       Value base = stageBase(stage, value);
+      Value headColumn = mul(kvHead, index(headDim));
+      if (wholeRows) {
+        Value row = arith::DivUIOp::create(b, tid, index(chunksPerRow));
+        Value col = arith::RemUIOp::create(b, tid, index(chunksPerRow));
+        // Rows past the range are zeros, read from the range's first row.
+        Value first = add(add(mul(firstKey, stride(name)), headColumn),
+                          mul(col, index(kChunk)));
+        Value step = mul(stride(name), index(rowStep));
+        Value at = add(first, mul(row, stride(name)));
+        for (int64_t i = 0; i < iterations; ++i) {
+          if (i > 0)
+            at = add(OpaqueIndexOp::create(b, at), step);
+          Value tileRow = add(row, index(i * rowStep));
+          auto copy = [&] {
+            Value inside = arith::CmpIOp::create(
+                b, arith::CmpIPredicate::ult, tileRow, available);
+            AsyncCopyOp::create(
+                b, source,
+                ValueRange{arith::SelectOp::create(b, inside, at, first)},
+                shared, ValueRange{tileOffset(base, tileRow, col)},
+                arith::SelectOp::create(b, inside, index(kChunk), index(0)),
+                kChunk);
+          };
+          // Threads past the tile's rows (more threads than chunks) copy
+          // nothing.
+          if ((i + 1) * rowStep <= blockN)
+            copy();
+          else
+            ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                         tileRow, index(blockN)),
+                   copy);
+        }
+        continue;
+      }
       for (int64_t i = 0; i < iterations; ++i) {
         Value chunk = add(tid, index(i * ctaThreads));
         auto copy = [&] {
@@ -431,13 +495,11 @@ void AttentionEmitter::emitKeyValueCopies(Value tile, Value stage) {
           Value col = arith::RemUIOp::create(b, chunk, index(chunksPerRow));
           // Keys past the range are zeros; their row stays an address
           // inside the range's first row for the (empty) read.
-          Value key = add(keys.first, row);
-          Value inside =
-              arith::CmpIOp::create(b, arith::CmpIPredicate::ult, key, keys.end);
-          Value token = add(firstRow, arith::SelectOp::create(
-                                          b, inside, key, keys.first));
-          Value at = add(add(mul(token, stride(name)),
-                             mul(kvHead, index(headDim))),
+          Value inside = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                               row, available);
+          Value token =
+              add(firstKey, arith::SelectOp::create(b, inside, row, index(0)));
+          Value at = add(add(mul(token, stride(name)), headColumn),
                          mul(col, index(kChunk)));
           Value count =
               arith::SelectOp::create(b, inside, index(kChunk), index(0));
@@ -995,12 +1057,19 @@ void AttentionEmitter::emit() {
   }
   keyTiles = arith::SelectOp::create(b, found, keyTiles, index(0));
 
-  // Per thread: rows g and g + 8 of the warp's 16, columns 2t, 2t + 1 of
+  // Per thread: rows g and g + 8 of each of the warp's row tiles (16 rows
+  // each, the warp's rowTiles x 16 rows in a row), columns 2t, 2t + 1 of
   // each 8-wide score and output block.
   Value g = arith::DivUIOp::create(b, laneInWarp, index(4));
   Value t = arith::RemUIOp::create(b, laneInWarp, index(4));
-  Value warpRow = add(mul(warp, index(16)), g);
+  Value warpFirstRow = mul(warp, index(16 * rowTiles));
+  auto rowOf = [&](int64_t mt, int64_t h) {
+    return add(warpFirstRow, add(g, index(16 * mt + 8 * h)));
+  };
   int64_t scoreBlocks = blockN / 8, outBlocks = headDim / 8;
+  // Loop state per row tile: the running maxima of rows g and g + 8, this
+  // lane's shares of their sums, the output blocks.
+  int64_t stateStride = 4 + outBlocks;
   VectorType accType = VectorType::get({4}, f32);
   double negInf = -std::numeric_limits<double>::infinity();
   double log2e = 1.4426950408889634;
@@ -1014,9 +1083,9 @@ void AttentionEmitter::emit() {
            [&] { AsyncCommitOp::create(b); });
 
   // ldmatrix x4 row addresses (lane l gives row l % 8 of matrix l / 8):
-  // Q: rows 16w + l % 16, chunks 2kk + l / 16; K: keys 8n + l % 8 + 8 (j /
-  // 2), chunks 2kk + j % 2; V (transposed): keys 16c + l % 8 + 8 (j % 2),
-  // chunks d + j / 2, with j = l / 8.
+  // Q: rows 16 (rowTiles w + mt) + l % 16, chunks 2kk + l / 16; K: keys
+  // 8n + l % 8 + 8 (j / 2), chunks 2kk + j % 2; V (transposed): keys 16c +
+  // l % 8 + 8 (j % 2), chunks d + j / 2, with j = l / 8.
   Value matrix = arith::DivUIOp::create(b, laneInWarp, index(8));
   Value rowInMatrix = arith::RemUIOp::create(b, laneInWarp, index(8));
   Value matrixHigh = arith::RemUIOp::create(b, matrix, index(2));
@@ -1027,8 +1096,7 @@ void AttentionEmitter::emit() {
   for (int64_t d = 0; d < outBlocks; d += 2)
     dSteps.push_back(d);
   FragmentRows qRows = makeFragmentRows(
-      add(mul(warp, index(16)), arith::RemUIOp::create(b, laneInWarp,
-                                                       index(16))),
+      add(warpFirstRow, arith::RemUIOp::create(b, laneInWarp, index(16))),
       arith::DivUIOp::create(b, laneInWarp, index(16)), kSteps);
   FragmentRows kRows = makeFragmentRows(
       add(mul(matrixPair, index(8)), rowInMatrix), matrixHigh, kSteps);
@@ -1036,174 +1104,211 @@ void AttentionEmitter::emit() {
       add(mul(matrixHigh, index(8)), rowInMatrix), matrixPair, dSteps);
 
   SmallVector<Value> init;
-  init.push_back(constantF32(negInf)); // running max, row g
-  init.push_back(constantF32(negInf)); // row g + 8
-  init.push_back(constantF32(0.0));    // this lane's share of the row sums
-  init.push_back(constantF32(0.0));
-  for (int64_t d = 0; d < outBlocks; ++d)
-    init.push_back(zero(accType));
-  auto loop = scf::ForOp::create(
-      b, index(0), keyTiles, index(1), init,
-      [&](OpBuilder &nested, Location, Value tile, ValueRange state) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nested.getInsertionBlock(),
-                            nested.getInsertionPoint());
-        // Issue tile + stages - 1, then wait for tile `tile`.
-        Value ahead = add(tile, index(stages - 1));
-        Value aheadStage =
-            arith::RemUIOp::create(b, ahead, index(stages));
-        ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, ahead,
-                                     keyTiles),
-               [&] { emitKeyValueCopies(ahead, aheadStage); },
-               [&] { AsyncCommitOp::create(b); });
-        AsyncWaitOp::create(b, stages - 1);
-        gpu::BarrierOp::create(b);
-        Value stage = arith::RemUIOp::create(b, tile, index(stages));
-        // Decode normalizes and rotates the new keys only: the cache holds
-        // them as they were appended.
-        KeyTile keys = getKeyTile(tile);
-        Value kBase = stageBase(stage, /*value=*/false);
-        auto keyWeight = [&](Value) { return kWeight; };
-        bool keyNorm = hasNorm && !spec.keysPrepared;
-        bool keyRope = hasRope && !spec.keysPrepared;
-        if (keyNorm && !spec.ropeFirst)
-          emitTileNorm(kBase, blockN, keyWeight, keys.isNew);
-        if (keyRope)
-          emitRope(kBase, blockN,
-                   [&](Value row) { return add(keys.first, row); },
-                   keys.isNew);
-        if (keyNorm && spec.ropeFirst)
-          emitTileNorm(kBase, blockN, keyWeight, keys.isNew);
-        if (decode)
-          emitCacheAppend(tile, stage);
+  for (int64_t mt = 0; mt < rowTiles; ++mt) {
+    init.push_back(constantF32(negInf)); // running max, row g
+    init.push_back(constantF32(negInf)); // row g + 8
+    init.push_back(constantF32(0.0));    // this lane's share of the row sums
+    init.push_back(constantF32(0.0));
+    for (int64_t d = 0; d < outBlocks; ++d)
+      init.push_back(zero(accType));
+  }
+  // One key tile: the loop state after it, scores masked with `masked`.
+  auto keyTileStep = [&](Value tile, ValueRange state,
+                         bool masked) -> SmallVector<Value> {
+    // Issue tile + stages - 1, then wait for tile `tile`.
+    Value ahead = add(tile, index(stages - 1));
+    Value aheadStage = arith::RemUIOp::create(b, ahead, index(stages));
+    ifThen(
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, ahead, keyTiles),
+        [&] { emitKeyValueCopies(ahead, aheadStage); },
+        [&] { AsyncCommitOp::create(b); });
+    AsyncWaitOp::create(b, stages - 1);
+    gpu::BarrierOp::create(b);
+    Value stage = arith::RemUIOp::create(b, tile, index(stages));
+    // Decode normalizes and rotates the new keys only: the cache holds
+    // them as they were appended.
+    KeyTile keys = getKeyTile(tile);
+    Value kBase = stageBase(stage, /*value=*/false);
+    auto keyWeight = [&](Value) { return kWeight; };
+    bool keyNorm = hasNorm && !spec.keysPrepared;
+    bool keyRope = hasRope && !spec.keysPrepared;
+    if (keyNorm && !spec.ropeFirst)
+      emitTileNorm(kBase, blockN, keyWeight, keys.isNew);
+    if (keyRope)
+      emitRope(
+          kBase, blockN, [&](Value row) { return add(keys.first, row); },
+          keys.isNew);
+    if (keyNorm && spec.ropeFirst)
+      emitTileNorm(kBase, blockN, keyWeight, keys.isNew);
+    if (decode)
+      emitCacheAppend(tile, stage);
 
-        // S = Q K^T: 16 x N per warp.
-        Value vBase = stageBase(stage, true);
-        SmallVector<Value> scores(scoreBlocks, zero(accType));
-        for (int64_t kk = 0; kk < headDim / 16; ++kk) {
-          Value a = ldmatrix(fragmentOffset(index(0), qRows, 0, 2 * kk),
-                             /*transpose=*/false);
-          for (int64_t n = 0; n < scoreBlocks; n += 2) {
-            // Matrices: keys [8n, 8n + 8) and [8n + 8, 8n + 16), each at
-            // head columns [16kk, 16kk + 8) and [16kk + 8, 16kk + 16).
-            Value fragments =
-                ldmatrix(fragmentOffset(kBase, kRows, 8 * n, 2 * kk),
-                         /*transpose=*/false);
-            for (int64_t j = 0; j < 2; ++j) {
-              Value bFragment = vector::ExtractStridedSliceOp::create(
-                  b, fragments, ArrayRef<int64_t>{4 * j}, ArrayRef<int64_t>{4},
-                  ArrayRef<int64_t>{1});
-              scores[n + j] = mma(a, bFragment, scores[n + j]);
-            }
-          }
-        }
+    // S = Q K^T: (16 rowTiles) x N per warp; each K fragment feeds
+    // every row tile.
+    Value vBase = stageBase(stage, true);
+    SmallVector<Value> scores(rowTiles * scoreBlocks, zero(accType));
+    auto score = [&](int64_t mt, int64_t n) -> Value & {
+      return scores[mt * scoreBlocks + n];
+    };
+    for (int64_t kk = 0; kk < headDim / 16; ++kk) {
+      SmallVector<Value> a;
+      for (int64_t mt = 0; mt < rowTiles; ++mt)
+        a.push_back(ldmatrix(fragmentOffset(index(0), qRows, 16 * mt, 2 * kk),
+                             /*transpose=*/false));
+      for (int64_t n = 0; n < scoreBlocks; n += 2) {
+        // Matrices: keys [8n, 8n + 8) and [8n + 8, 8n + 16), each at
+        // head columns [16kk, 16kk + 8) and [16kk + 8, 16kk + 16).
+        Value fragments = ldmatrix(fragmentOffset(kBase, kRows, 8 * n, 2 * kk),
+                                   /*transpose=*/false);
+        mmaFragmentPair(a, fragments, [&](int64_t mt, int64_t j) -> Value & {
+          return score(mt, n + j);
+        });
+      }
+    }
 
-        // Mask keys past the sequence and, causal, after the query row;
-        // scale to log2 units. Per row, keys [0, limit) of this lane's
-        // columns 2t + 8n + i % 2 are kept: one i32 compare per element.
-        Value keyBase = add(keys.first, mul(t, index(2)));
-        Value queryRow = add(qTileStart, warpRow);
+    // Mask keys past the sequence and, causal, after the query row.
+    // Per row, keys [0, limit) of this lane's columns 2t + 8n + i % 2
+    // are kept: one i32 compare per element.
+    auto maskScores = [&]() -> SmallVector<Value> {
+      Value keyBase = add(keys.first, mul(t, index(2)));
+      SmallVector<Value> masked;
+      for (int64_t mt = 0; mt < rowTiles; ++mt) {
         SmallVector<Value> limit(2);
         for (int64_t h = 0; h < 2; ++h) {
+          Value row = rowOf(mt, h);
           Value end = keys.end;
           if (spec.causal)
-            end = arith::MinUIOp::create(
-                b, end, add(queryRow, index(8 * h + 1)));
+            end = arith::MinUIOp::create(b, end,
+                                         add(add(qTileStart, row), index(1)));
           // A new token sees the new keys up to itself.
           if (decode)
             end = arith::SelectOp::create(
                 b, keys.isNew,
-                arith::MinUIOp::create(
-                    b, end, add(rowToken(add(warpRow, index(8 * h))),
-                                index(1))),
+                arith::MinUIOp::create(b, end, add(rowToken(row), index(1))),
                 end);
           limit[h] = arith::IndexCastOp::create(
               b, b.getI32Type(), arith::SubIOp::create(b, end, keyBase));
         }
-        // The raw scores: the scale (positive) moves the maximum nowhere,
-        // and folds into p's exponent below.
-        SmallVector<Value> rowMax(2, constantF32(negInf));
         for (int64_t n = 0; n < scoreBlocks; ++n) {
           SmallVector<Value> elements;
           for (int64_t i = 0; i < 4; ++i) {
             Value column = arith::ConstantIntOp::create(b, 8 * n + i % 2, 32);
             Value keep = arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
                                                column, limit[i / 2]);
-            Value s = vector::ExtractOp::create(b, scores[n], i);
-            s = arith::SelectOp::create(b, keep, s, constantF32(negInf));
-            rowMax[i / 2] = arith::MaximumFOp::create(b, rowMax[i / 2], s);
-            elements.push_back(s);
+            Value s = vector::ExtractOp::create(b, score(mt, n), i);
+            elements.push_back(
+                arith::SelectOp::create(b, keep, s, constantF32(negInf)));
           }
-          scores[n] = vector::FromElementsOp::create(b, accType, elements);
+          masked.push_back(
+              vector::FromElementsOp::create(b, accType, elements));
         }
+      }
+      return masked;
+    };
+    if (masked)
+      scores = maskScores();
 
-        // Online softmax per row, in log2 units (the running max m is
-        // scaled): the new max over the 4 lanes of the row, the rescale of
-        // what came before, p = 2^(s c - m) with c = scale log2(e), one fma
-        // and ex2.approx.ftz per score.
-        SmallVector<Value> next(state.begin(), state.begin() + 4);
-        SmallVector<Value> rescale(2), maxUsed(2), negMax(2);
-        for (int64_t h = 0; h < 2; ++h) {
-          Value m = arith::MaximumFOp::create(
-              b, state[h], mulf(allReduceMax(rowMax[h], 4), scaleLog2));
-          // A row with every key masked so far keeps max -inf; 0 stands in
-          // so that 2^(-inf - 0) = 0 instead of NaN.
-          Value isInf = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m,
-                                              constantF32(negInf));
-          maxUsed[h] = arith::SelectOp::create(b, isInf, constantF32(0.0), m);
-          rescale[h] = math::Exp2Op::create(b, subf(state[h], maxUsed[h]),
-                                            arith::FastMathFlags::afn);
-          negMax[h] = arith::NegFOp::create(b, maxUsed[h]);
-          next[h] = m;
+    // Online softmax per row, in log2 units (the running max m is
+    // scaled): the raw scores' max (the scale is positive), the new
+    // max over the 4 lanes of the row, the rescale of what came
+    // before, p = 2^(s c - m) with c = scale log2(e), one fma and
+    // ex2.approx.ftz per score.
+    SmallVector<Value> next;
+    SmallVector<Value> pBlocks;
+    for (int64_t mt = 0; mt < rowTiles; ++mt) {
+      ValueRange tileState = state.slice(mt * stateStride, stateStride);
+      SmallVector<Value> rowMax(2, constantF32(negInf));
+      for (int64_t n = 0; n < scoreBlocks; ++n)
+        for (int64_t i = 0; i < 4; ++i)
+          rowMax[i / 2] = arith::MaximumFOp::create(
+              b, rowMax[i / 2], vector::ExtractOp::create(b, score(mt, n), i));
+      SmallVector<Value> rescale(2), negMax(2);
+      for (int64_t h = 0; h < 2; ++h) {
+        Value m = arith::MaximumFOp::create(
+            b, tileState[h], mulf(allReduceMax(rowMax[h], 4), scaleLog2));
+        // A row with every key masked so far keeps max -inf; 0 stands
+        // in so that 2^(-inf - 0) = 0 instead of NaN.
+        Value isInf = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m,
+                                            constantF32(negInf));
+        Value maxUsed = arith::SelectOp::create(b, isInf, constantF32(0.0), m);
+        rescale[h] = math::Exp2Op::create(b, subf(tileState[h], maxUsed),
+                                          arith::FastMathFlags::afn);
+        negMax[h] = arith::NegFOp::create(b, maxUsed);
+        next.push_back(m);
+      }
+      SmallVector<Value> rowSum = {mulf(tileState[2], rescale[0]),
+                                   mulf(tileState[3], rescale[1])};
+      for (int64_t n = 0; n < scoreBlocks; ++n) {
+        SmallVector<Value> p;
+        for (int64_t i = 0; i < 4; ++i) {
+          Value s = vector::ExtractOp::create(b, score(mt, n), i);
+          Value e = math::Exp2Op::create(
+              b, math::FmaOp::create(b, s, scaleLog2, negMax[i / 2]),
+              arith::FastMathFlags::afn);
+          rowSum[i / 2] = addf(rowSum[i / 2], e);
+          p.push_back(e);
         }
-        SmallVector<Value> rowSum = {mulf(state[2], rescale[0]),
-                                     mulf(state[3], rescale[1])};
-        for (int64_t n = 0; n < scoreBlocks; ++n) {
-          SmallVector<Value> p;
-          for (int64_t i = 0; i < 4; ++i) {
-            Value s = vector::ExtractOp::create(b, scores[n], i);
-            Value e = math::Exp2Op::create(
-                b, math::FmaOp::create(b, s, scaleLog2, negMax[i / 2]),
-                arith::FastMathFlags::afn);
-            rowSum[i / 2] = addf(rowSum[i / 2], e);
-            p.push_back(e);
-          }
-          scores[n] = vector::FromElementsOp::create(b, accType, p);
-        }
-        next[2] = rowSum[0];
-        next[3] = rowSum[1];
-        Value rescaleVector = vector::FromElementsOp::create(
-            b, accType, ValueRange{rescale[0], rescale[0], rescale[1],
-                                   rescale[1]});
-        SmallVector<Value> out;
-        for (int64_t d = 0; d < outBlocks; ++d)
-          out.push_back(mulf(state[4 + d], rescaleVector));
+        score(mt, n) = vector::FromElementsOp::create(b, accType, p);
+      }
+      next.push_back(rowSum[0]);
+      next.push_back(rowSum[1]);
+      Value rescaleVector = vector::FromElementsOp::create(
+          b, accType,
+          ValueRange{rescale[0], rescale[0], rescale[1], rescale[1]});
+      for (int64_t d = 0; d < outBlocks; ++d)
+        next.push_back(mulf(tileState[4 + d], rescaleVector));
+    }
 
-        // O += P V: P's k-block c is score blocks 2c and 2c + 1.
-        for (int64_t c = 0; c < blockN / 16; ++c) {
-          Value pBlock = vector::ShuffleOp::create(
-              b, scores[2 * c], scores[2 * c + 1],
-              ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7});
-          Value a = convert(pBlock, element);
-          // Matrices: keys [16c, 16c + 8) and [16c + 8, 16c + 16), each at
-          // head columns [8d, 8d + 8) and [8d + 8, 8d + 16), transposed.
-          for (int64_t d = 0; d < outBlocks; d += 2) {
-            Value fragments =
-                ldmatrix(fragmentOffset(vBase, vRows, 16 * c, d),
-                         /*transpose=*/true);
-            for (int64_t j = 0; j < 2; ++j) {
-              Value bFragment = vector::ExtractStridedSliceOp::create(
-                  b, fragments, ArrayRef<int64_t>{4 * j}, ArrayRef<int64_t>{4},
-                  ArrayRef<int64_t>{1});
-              out[d + j] = mma(a, bFragment, out[d + j]);
-            }
-          }
-        }
-        llvm::append_range(next, out);
-        // The next iteration's copies overwrite the stage read here.
-        gpu::BarrierOp::create(b);
-        scf::YieldOp::create(b, next);
-      });
+    // O += P V: P's k-block c is score blocks 2c and 2c + 1; each V
+    // fragment feeds every row tile.
+    auto out = [&](int64_t mt, int64_t d) -> Value & {
+      return next[mt * stateStride + 4 + d];
+    };
+    for (int64_t c = 0; c < blockN / 16; ++c) {
+      SmallVector<Value> a;
+      for (int64_t mt = 0; mt < rowTiles; ++mt)
+        a.push_back(convert(vector::ShuffleOp::create(
+                                b, score(mt, 2 * c), score(mt, 2 * c + 1),
+                                ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}),
+                            element));
+      // Matrices: keys [16c, 16c + 8) and [16c + 8, 16c + 16), each at
+      // head columns [8d, 8d + 8) and [8d + 8, 8d + 16), transposed.
+      for (int64_t d = 0; d < outBlocks; d += 2) {
+        Value fragments = ldmatrix(fragmentOffset(vBase, vRows, 16 * c, d),
+                                   /*transpose=*/true);
+        mmaFragmentPair(a, fragments, [&](int64_t mt, int64_t j) -> Value & {
+          return out(mt, d + j);
+        });
+      }
+    }
+    // The next iteration's copies overwrite the stage read here.
+    gpu::BarrierOp::create(b);
+    return next;
+  };
+  // FlashAttention-2's split: the tiles before the first that holds the
+  // sequence's end or, causal, a key past the CTA's first query row need no
+  // mask (uniform over the CTA, whose loops hold barriers); the rest do.
+  // Decode masks every tile.
+  Value unmaskedTiles = index(0);
+  if (!decode) {
+    Value limit = seqLength;
+    if (spec.causal)
+      limit = arith::MinUIOp::create(b, limit, add(qTileStart, index(1)));
+    unmaskedTiles = arith::MinUIOp::create(
+        b, keyTiles, arith::DivUIOp::create(b, limit, index(blockN)));
+  }
+  auto keyLoop = [&](Value from, Value to, ValueRange state, bool masked) {
+    return scf::ForOp::create(
+        b, from, to, index(1), state,
+        [&](OpBuilder &nested, Location, Value tile, ValueRange state) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nested.getInsertionBlock(),
+                              nested.getInsertionPoint());
+          scf::YieldOp::create(b, keyTileStep(tile, state, masked));
+        });
+  };
+  scf::ForOp loop = keyLoop(index(0), unmaskedTiles, init, /*masked=*/false);
+  loop = keyLoop(unmaskedTiles, keyTiles, loop.getResults(), /*masked=*/true);
   AsyncWaitOp::create(b, 0);
 
   // O / l, stored by the rows inside the sequence; the log-sum-exp in
@@ -1211,49 +1316,52 @@ void AttentionEmitter::emit() {
   // combine.
   Value output = arg("output");
   SmallVector<Value> rowSums;
-  for (int64_t h = 0; h < 2; ++h)
-    rowSums.push_back(allReduceSum(loop.getResult(2 + h), 4));
+  for (int64_t mt = 0; mt < rowTiles; ++mt)
+    for (int64_t h = 0; h < 2; ++h)
+      rowSums.push_back(
+          allReduceSum(loop.getResult(mt * stateStride + 2 + h), 4));
   Value direct = arith::ConstantIntOp::create(b, 1, 1);
   if (decode)
     direct = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, splits,
                                    index(1));
-  for (int64_t h = 0; h < 2; ++h) {
-    Value sum = rowSums[h];
-    Value row = add(warpRow, index(8 * h));
-    Value inTile = arith::AndIOp::create(
-        b, direct,
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, tileRows));
-    Value token = add(seqStart, rowToken(row));
-    Value inverse = arith::DivFOp::create(b, constantF32(1.0), sum);
-    ifThen(inTile, [&] {
-      Value rowBase = outputOffset(row, mul(t, index(2)));
-      for (int64_t d = 0; d < outBlocks; ++d) {
-        Value acc = loop.getResult(4 + d);
-        Value pair = vector::FromElementsOp::create(
-            b, VectorType::get({2}, f32),
-            ValueRange{mulf(vector::ExtractOp::create(b, acc, 2 * h), inverse),
-                       mulf(vector::ExtractOp::create(b, acc, 2 * h + 1),
-                            inverse)});
-        // Pairs of elements at even columns: 4-byte aligned.
-        vector::StoreOp::create(b, convert(pair, element), output,
-                                add(rowBase, index(8 * d)),
-                                /*nontemporal=*/false, llvm::Align(4));
-      }
-      if (spec.writeLse) {
-        Value isFirst = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, t,
-                                              index(0));
-        ifThen(isFirst, [&] {
-          Value m = loop.getResult(h);
-          Value lse = mulf(addf(m, math::Log2Op::create(
-                                       b, sum, arith::FastMathFlags::afn)),
-                           constantF32(1.0 / log2e));
-          memref::StoreOp::create(
-              b, lse, arg("lse"),
-              ValueRange{add(mul(token, stride("lse")), head)});
-        });
-      }
-    });
-  }
+  for (int64_t mt = 0; mt < rowTiles; ++mt)
+    for (int64_t h = 0; h < 2; ++h) {
+      Value sum = rowSums[2 * mt + h];
+      Value row = rowOf(mt, h);
+      Value inTile = arith::AndIOp::create(
+          b, direct,
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, tileRows));
+      Value token = add(seqStart, rowToken(row));
+      Value inverse = arith::DivFOp::create(b, constantF32(1.0), sum);
+      ifThen(inTile, [&] {
+        Value rowBase = outputOffset(row, mul(t, index(2)));
+        for (int64_t d = 0; d < outBlocks; ++d) {
+          Value acc = loop.getResult(mt * stateStride + 4 + d);
+          Value pair = vector::FromElementsOp::create(
+              b, VectorType::get({2}, f32),
+              ValueRange{
+                  mulf(vector::ExtractOp::create(b, acc, 2 * h), inverse),
+                  mulf(vector::ExtractOp::create(b, acc, 2 * h + 1), inverse)});
+          // Pairs of elements at even columns: 4-byte aligned.
+          vector::StoreOp::create(b, convert(pair, element), output,
+                                  add(rowBase, index(8 * d)),
+                                  /*nontemporal=*/false, llvm::Align(4));
+        }
+        if (spec.writeLse) {
+          Value isFirst =
+              arith::CmpIOp::create(b, arith::CmpIPredicate::eq, t, index(0));
+          ifThen(isFirst, [&] {
+            Value m = loop.getResult(mt * stateStride + h);
+            Value lse = mulf(addf(m, math::Log2Op::create(
+                                         b, sum, arith::FastMathFlags::afn)),
+                             constantF32(1.0 / log2e));
+            memref::StoreOp::create(
+                b, lse, arg("lse"),
+                ValueRange{add(mul(token, stride("lse")), head)});
+          });
+        }
+      });
+    }
   if (decode)
     emitSplitEpilogue(
         loop, rowSums, arith::SelectOp::create(b, direct, index(0), tileRows),

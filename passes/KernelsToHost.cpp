@@ -261,8 +261,8 @@ static void normalizeIndexOps(gpu::GPUFuncOp kernel) {
 }
 
 /// Replaces each norm.async_copy of `kernel` by a plain copy of its elements
-/// (zeros past `src_elements`) and drops the commits and waits, and the
-/// grid dependency ops (grids run one after another here): the host
+/// (zeros past `src_elements`) and drops the commits and waits, the opaque
+/// indices (their values) and the grid dependency ops (grids run one after another here): the host
 /// runs a stretch's threads to completion before the next stretch, so a
 /// copy done at once is complete by the barrier that must precede any
 /// other thread's read.
@@ -270,10 +270,15 @@ static void lowerAsyncCopies(gpu::GPUFuncOp kernel) {
   SmallVector<Operation *> ops;
   kernel.walk([&](Operation *op) {
     if (isa<AsyncCopyOp, AsyncCommitOp, AsyncWaitOp, GridDependencyWaitOp,
-            LaunchDependentsOp>(op))
+            LaunchDependentsOp, OpaqueIndexOp>(op))
       ops.push_back(op);
   });
   for (Operation *op : ops) {
+    if (auto opaque = dyn_cast<OpaqueIndexOp>(op)) {
+      opaque.replaceAllUsesWith(opaque.getValue());
+      opaque->erase();
+      continue;
+    }
     auto copy = dyn_cast<AsyncCopyOp>(op);
     if (!copy) {
       op->erase();

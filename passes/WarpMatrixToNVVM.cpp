@@ -197,6 +197,28 @@ struct AsyncWaitLowering : ConvertOpToLLVMPattern<AsyncWaitOp> {
   }
 };
 
+/// mov.b64 in an inline asm without side effects: LLVM keeps the value but
+/// cannot see through it.
+struct OpaqueIndexLowering : ConvertOpToLLVMPattern<OpaqueIndexOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(OpaqueIndexOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value value = adaptor.getValue();
+    if (value.getType() != rewriter.getI64Type())
+      return rewriter.notifyMatchFailure(op, "index of 64 bits only");
+    auto hidden = LLVM::InlineAsmOp::create(
+        rewriter, op.getLoc(), value.getType(), ValueRange{value},
+        "mov.b64 $0, $1;", "=l,l", /*has_side_effects=*/false,
+        /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+        /*asm_dialect=*/LLVM::AsmDialectAttr(),
+        /*operand_attrs=*/ArrayAttr());
+    rewriter.replaceOp(op, hidden.getResult(0));
+    return success();
+  }
+};
+
 /// griddepcontrol as inline PTX with a memory clobber: the NVVM intrinsics
 /// are declared not to touch memory, which would let loads of the
 /// predecessor's outputs move above the wait.
@@ -239,6 +261,7 @@ struct NormToNVVMInterface : ConvertToLLVMPatternInterface {
 void mlir::norm::populateNormToNVVMConversionPatterns(
     const LLVMTypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<MmaSyncLowering, LdMatrixLowering, AsyncCopyLowering,
+               OpaqueIndexLowering,
                AsyncCommitLowering, AsyncWaitLowering>(converter);
   patterns.add<GridDependencyLowering<GridDependencyWaitOp>>(
       converter, "griddepcontrol.wait;");

@@ -221,21 +221,24 @@ getAttentionCandidates(const OpSpec &spec, const LaunchConfig &heuristic,
       candidates.push_back(launch);
   };
   add(heuristic);
+  // Query rows a warp: 16, or FlashAttention-2's 32 (prefill).
+  int64_t maxRowTiles = spec.kind == OpKind::AttentionDecode ? 1 : 2;
   for (int64_t warps : getAttentionWarps(spec))
-    for (int64_t blockN : {16, 32, 64, 128})
-      for (int64_t stages : {1, 2}) {
-        // Key tiles of 16: decode's beyond head dim 192 (verifyLaunchFor),
-        // where 32 would not fit the registers.
-        if (blockN == 16 && (spec.kind != OpKind::AttentionDecode ||
-                             spec.hidden <= kMaxDecodeHeadDimAt32Keys))
-          continue;
-        LaunchConfig launch = heuristic;
-        launch.warps = warps;
-        launch.rowsPerCta = 16 * warps;
-        launch.blockN = blockN;
-        launch.stages = stages;
-        add(launch);
-      }
+    for (int64_t rowTiles = 1; rowTiles <= maxRowTiles; ++rowTiles)
+      for (int64_t blockN : {16, 32, 64, 128})
+        for (int64_t stages : {1, 2}) {
+          // Key tiles of 16: decode's beyond head dim 192 (verifyLaunchFor),
+          // where 32 would not fit the registers.
+          if (blockN == 16 && (spec.kind != OpKind::AttentionDecode ||
+                               spec.hidden <= kMaxDecodeHeadDimAt32Keys))
+            continue;
+          LaunchConfig launch = heuristic;
+          launch.warps = warps;
+          launch.rowsPerCta = 16 * rowTiles * warps;
+          launch.blockN = blockN;
+          launch.stages = stages;
+          add(launch);
+        }
   return candidates;
 }
 

@@ -111,6 +111,19 @@ int64_t norm::getAttentionSharedBytes(const OpSpec &spec,
   return (launch.rowsPerCta + 2 * launch.stages * launch.blockN) * rowBytes;
 }
 
+LaunchConfig norm::fitAttentionRows(const OpSpec &spec, LaunchConfig launch,
+                                    int64_t rowTiles, int64_t maxSharedBytes) {
+  launch.rowsPerCta = 16 * rowTiles * launch.warps;
+  if (rowTiles > 1 && !verifyLaunchFor(spec, launch, maxSharedBytes))
+    launch.rowsPerCta = 16 * launch.warps;
+  return launch;
+}
+
+int64_t norm::getAttentionAccumulators(const OpSpec &spec,
+                                       const LaunchConfig &launch) {
+  return launch.getRowTiles() * (spec.hidden / 2 + launch.blockN / 2);
+}
+
 /// The attention rules of verifyLaunchFor.
 static Status verifyAttentionLaunch(const OpSpec &spec,
                                     const LaunchConfig &launch,
@@ -129,26 +142,30 @@ static Status verifyAttentionLaunch(const OpSpec &spec,
                            " maps " + str(threads) +
                            " threads onto a head row, got threads_per_row " +
                            str(launch.threadsPerRow));
-  if (launch.warps > 8 || launch.rowsPerCta != 16 * launch.warps)
-    return Status::invalid("attention gives each of at most 8 warps 16 "
-                           "query rows: rows_per_cta must be " +
-                           str(16 * launch.warps) + ", got " +
-                           str(launch.rowsPerCta));
-  int64_t accumulators = spec.hidden / 2 + launch.blockN / 2;
-  if (launch.warps > 4 && accumulators > kMaxAttentionAccumulatorsAt8Warps)
+  int64_t maxRowTiles = spec.kind == OpKind::AttentionDecode ? 1 : 2;
+  int64_t rowTiles = launch.getRowTiles();
+  if (launch.warps > 8 || rowTiles < 1 || rowTiles > maxRowTiles ||
+      launch.rowsPerCta != 16 * rowTiles * launch.warps)
+    return Status::invalid(
+        "attention gives each of at most 8 warps 16" +
+        std::string(maxRowTiles > 1 ? " or 32" : "") +
+        " query rows: rows_per_cta must be " + str(16 * launch.warps) +
+        (maxRowTiles > 1 ? " or " + str(32 * launch.warps) : "") + ", got " +
+        str(launch.rowsPerCta));
+  int64_t accumulators = getAttentionAccumulators(spec, launch);
+  bool eightWarps = launch.warps > 4;
+  int64_t maxAccumulators = eightWarps || rowTiles > 1
+                                ? kMaxAttentionAccumulatorsAt8Warps
+                                : kMaxAttentionAccumulators;
+  if (accumulators > maxAccumulators)
     return Status::invalid(
         "attention at head dim " + str(spec.hidden) + " with block_n " +
-        str(launch.blockN) + " keeps " + str(accumulators) +
-        " f32 accumulators per thread, more than the " +
-        str(kMaxAttentionAccumulatorsAt8Warps) + " that registers hold "
-        "beside 8 warps' copies; use 4 warps or a smaller block_n");
-  if (accumulators > kMaxAttentionAccumulators)
-    return Status::invalid(
-        "attention at head dim " + str(spec.hidden) + " with block_n " +
-        str(launch.blockN) + " keeps " + str(accumulators) +
-        " f32 accumulators per thread, more than the " +
-        str(kMaxAttentionAccumulators) + " that registers hold; use a "
-        "smaller block_n");
+        str(launch.blockN) + " and " + str(16 * rowTiles) +
+        " query rows a warp keeps " + str(accumulators) +
+        " f32 accumulators per thread, more than the " + str(maxAccumulators) +
+        " that registers hold" + (eightWarps ? " beside 8 warps' copies" : "") +
+        "; use " + (eightWarps ? "4 warps" + std::string(rowTiles > 1 ? ", " : " or ") : "") +
+        "a smaller block_n" + (rowTiles > 1 ? " or 16 query rows a warp" : ""));
   int64_t copies = getAttentionCopiesPerThread(spec, launch);
   if (copies > kMaxAttentionCopiesPerThread)
     return Status::invalid(

@@ -27,8 +27,9 @@ struct LaunchConfig {
   int64_t threadsPerRow = 32;
   int64_t warps = 1;         // warps per CTA
   int64_t rowsPerCta = 1;    // rows one CTA handles in all
-  // Attention only (0 for row kernels): rows are query rows, 16 per warp;
-  // the prologue maps threadsPerRow threads onto each head row.
+  // Attention only (0 for row kernels): rows are query rows, 16 or 32 per
+  // warp (getRowTiles); the prologue maps threadsPerRow threads onto each
+  // head row.
   int64_t blockN = 0;        // keys per tile of the key/value loop
   int64_t stages = 0;        // key/value tiles in flight (cp.async)
 
@@ -39,6 +40,9 @@ struct LaunchConfig {
   /// kernel names.
   std::string getMangledSuffix() const;
   bool isAttention() const { return blockN != 0; }
+  /// Attention: the m16 tiles of query rows each warp owns (FlashAttention-2
+  /// gives a warp 32 rows, so that every K and V fragment feeds two).
+  int64_t getRowTiles() const { return rowsPerCta / (16 * warps); }
   bool operator==(const LaunchConfig &other) const {
     return vector == other.vector && threadsPerRow == other.threadsPerRow &&
            warps == other.warps && rowsPerCta == other.rowsPerCta &&
@@ -100,8 +104,8 @@ constexpr int64_t kReservedSharedBytes = 1024;
 // Rules
 //===----------------------------------------------------------------------===//
 
-/// f32 accumulators an attention kernel's thread may keep: its output rows
-/// (head dim / 2) and score tile (block_n / 2). Measured with `ptxas -v`
+/// f32 accumulators an attention kernel's thread may keep
+/// (getAttentionAccumulators). Measured with `ptxas -v`
 /// (sm_90 and sm_80, CUDA 13): head dim 256 with block_n 32 (144) takes 245
 /// registers and does not spill, with block_n 64 (160) it spills; head dim
 /// 128 with block_n 128 (128) takes 255 without spilling.
@@ -110,7 +114,10 @@ constexpr int64_t kMaxAttentionAccumulators = 144;
 /// ... and at 8 warps: measured the same way over every tuner candidate of
 /// 10 QK-Norm/RoPE/GQA variants at head dims 64-256 (every 16), ptxas
 /// spilled 8 bytes at head dim 208 with block_n 64 (136, sm_80) and 224
-/// (144, sm_90); 128 (head dim 192 with block_n 64) never did.
+/// (144, sm_90); 128 (head dim 192 with block_n 64) never did. The same
+/// bound holds 32 query rows a warp: their two row tiles spilled 8-164 bytes
+/// at 144 (head dim 80 with block_n 64, sm_80) and 160 (96 with 64, 128
+/// with 32; sm_90), not at 128 (64 with 64, 96 with 32, 4 and 8 warps).
 constexpr int64_t kMaxAttentionAccumulatorsAt8Warps = 128;
 /// 16-byte cp.async copies of a K and V tile one thread of an attention
 /// kernel may issue (getAttentionCopiesPerThread), and the largest key tile
@@ -148,9 +155,10 @@ Status verifyLaunch(const LaunchConfig &launch);
 /// the staged rows fit it (Unsupported where no configuration could hold
 /// such rows: ErrorCode::Unsupported); column statistics map threads
 /// onto columns and need only the access width. Attention: 16-byte
-/// accesses, getAttentionThreadsPerRow threads per head row, 16 query rows
-/// per warp, accumulators within kMaxAttentionAccumulators and tiles within
-/// `maxSharedBytes` (0: no limit checked).
+/// accesses, getAttentionThreadsPerRow threads per head row, 16 or (prefill)
+/// 32 query rows per warp, accumulators within kMaxAttentionAccumulators
+/// (kMaxAttentionAccumulatorsAt8Warps for 8 warps or 32 rows) and tiles
+/// within `maxSharedBytes` (0: no limit checked).
 Status verifyLaunchFor(const OpSpec &spec, const LaunchConfig &launch,
                        int64_t maxSharedBytes = 0);
 
@@ -203,6 +211,16 @@ AttentionTileLayout getAttentionTileLayout(int64_t headDim);
 /// Bytes of the tiles of an attention kernel in shared memory: the query
 /// tile and `stages` key and value tiles, rows of getAttentionTileLayout.
 int64_t getAttentionSharedBytes(const OpSpec &spec, const LaunchConfig &launch);
+/// `launch` (attention) with `rowTiles` x 16 query rows a warp, or 16 where
+/// the rest of it leaves no room for more (verifyLaunchFor): what forcing
+/// some fields of the heuristic's launch keeps of its rows.
+LaunchConfig fitAttentionRows(const OpSpec &spec, LaunchConfig launch,
+                              int64_t rowTiles, int64_t maxSharedBytes);
+/// f32 accumulators each thread of an attention kernel keeps across its key
+/// loop: per row tile, its output rows (head dim / 2) and scores (block_n /
+/// 2); checked against kMaxAttentionAccumulators.
+int64_t getAttentionAccumulators(const OpSpec &spec,
+                                 const LaunchConfig &launch);
 
 /// Where the threads of a kernel keep their share of a row between the
 /// statistic and the epilogue.

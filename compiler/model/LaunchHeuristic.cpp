@@ -119,10 +119,11 @@ int64_t pickThreadsPerRow(const OpSpec &spec, int64_t vector) {
 
 } // namespace
 
-/// Attention (FlashAttention-2's choices on sm_80/sm_90): 4 warps of 16
-/// query rows, key tiles of 64 (32 at head dims over 128, 16 in decode
-/// beyond 192: the output rows take most registers), two stages where the
-/// target's shared memory holds them.
+/// Attention (FlashAttention-2's choices on sm_80/sm_90): 4 warps of 32
+/// query rows where their accumulators fit the registers (head dims up to
+/// 64; 16 rows beyond, and in decode), key tiles of 64 (32 at head dims
+/// over 128, 16 in decode beyond 192: the output rows take most
+/// registers), two stages where the target's shared memory holds them.
 static LaunchConfig getAttentionHeuristic(const OpSpec &spec) {
   LaunchConfig launch;
   launch.vector = 8;
@@ -131,6 +132,13 @@ static LaunchConfig getAttentionHeuristic(const OpSpec &spec) {
   launch.rowsPerCta = 16 * launch.warps;
   launch.blockN = spec.hidden > 128 ? 32 : 64;
   launch.stages = 2;
+  if (spec.kind != OpKind::AttentionDecode) {
+    LaunchConfig wide = launch;
+    wide.rowsPerCta = 32 * launch.warps;
+    if (getAttentionAccumulators(spec, wide) <=
+        kMaxAttentionAccumulatorsAt8Warps)
+      launch = wide;
+  }
   if (spec.kind == OpKind::AttentionDecode) {
     // A decode tile holds the query heads of one kv head for a few tokens:
     // 4 warps, so that 128 threads stream the cache (the tile's padding

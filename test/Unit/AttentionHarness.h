@@ -27,20 +27,25 @@
 
 namespace norm::check {
 
-/// The heuristic's launch with `warps`, `blockN` and `stages` forced where
-/// they are not 0.
+/// The heuristic's launch with `warps`, `blockN`, `stages` and the row
+/// tiles of a warp (16 query rows each) forced where they are not 0; the
+/// heuristic's rows a warp where the rest leaves room (fitAttentionRows).
 inline LaunchConfig getForcedLaunch(const OpSpec &spec, int64_t warps,
-                                    int64_t blockN, int64_t stages) {
+                                    int64_t blockN, int64_t stages,
+                                    int64_t rowTiles = 0) {
   LaunchConfig launch = getHeuristicLaunch(spec, -1);
-  if (warps) {
+  int64_t heuristicTiles = launch.getRowTiles();
+  if (warps)
     launch.warps = warps;
-    launch.rowsPerCta = 16 * warps;
-  }
   if (blockN)
     launch.blockN = blockN;
   if (stages)
     launch.stages = stages;
-  return launch;
+  if (rowTiles) {
+    launch.rowsPerCta = 16 * rowTiles * launch.warps;
+    return launch;
+  }
+  return fitAttentionRows(spec, launch, heuristicTiles, /*maxSharedBytes=*/0);
 }
 
 /// The generated kernel of `spec` and `launch`, compiled for the baseline

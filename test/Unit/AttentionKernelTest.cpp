@@ -57,7 +57,17 @@ struct AttentionCase {
   // The keys normalized and rotated once by the K-prepare kernel
   // (getKeyPrepareSpec), then read as they are (OpSpec::keysPrepared).
   bool preparedKeys = false;
+  // Query rows a warp in tiles of 16 (0: the heuristic's).
+  int64_t rowTiles = 0;
 };
+
+/// `c` with `rowTiles` x 16 query rows a warp, named `name`.
+AttentionCase withRowTiles(AttentionCase c, int64_t rowTiles,
+                           const char *name) {
+  c.rowTiles = rowTiles;
+  c.name = name;
+  return c;
+}
 
 /// `c` with rotary embeddings.
 AttentionCase withRope(AttentionCase c, RopeStyle style, int64_t rotaryDim,
@@ -131,7 +141,8 @@ class AttentionKernelTest : public testing::TestWithParam<AttentionCase> {};
 TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
   const AttentionCase &c = GetParam();
   OpSpec spec = getSpec(c);
-  LaunchConfig launch = getForcedLaunch(spec, c.warps, c.blockN, c.stages);
+  LaunchConfig launch =
+      getForcedLaunch(spec, c.warps, c.blockN, c.stages, c.rowTiles);
   AttentionRunner runner;
   Status compiled = runner.compile(spec, launch);
   ASSERT_TRUE(compiled) << compiled.message();
@@ -593,7 +604,32 @@ INSTANTIATE_TEST_SUITE_P(
         withPreparedKeys(withRope(AttentionCase{"", kF16, 96, 4, 2, false,
                                                 kNone, false, 0.0, {65, 3}},
                                   kNeoX, 24, 1e4),
-                         "prepared_rope_only_d96_f16")),
+                         "prepared_rope_only_d96_f16"),
+        // 32 query rows a warp (two m16 tiles share each K and V fragment;
+        // the heuristic's at head dim 64): every tile tail of 128-row CTAs
+        // with the causal diagonal inside a warp's rows, head dim 96 with
+        // 32 keys, 80 (padded rows, copies of partial rows) with one
+        // stage, 8 warps, prepared keys; and 16 rows at head dim 64.
+        withRowTiles(AttentionCase{"", kBf16, 96, 8, 2, true, kRms, true, 0.0,
+                                   {1, 127, 128, 129, 300}, false, true, 4,
+                                   32, 2},
+                     2, "rows32_d96_n32_gqa4_causal_lse"),
+        withRowTiles(AttentionCase{"", kF16, 80, 2, 1, false, kL2, false,
+                                   0.0, {200, 17}, false, false, 4, 32, 1},
+                     2, "rows32_d80_n32_s1_noncausal"),
+        withRowTiles(AttentionCase{"", kBf16, 64, 4, 4, true, kMeanVar, true,
+                                   1.0, {257, 0, 40}, true, false, 8, 64, 2},
+                     2, "rows32_d64_w8_packed_varlen"),
+        withPreparedKeys(
+            withRowTiles(withRope(AttentionCase{"", kBf16, 64, 8, 2, true,
+                                                kRms, true, 0.0,
+                                                {1, 129, 260}},
+                                  kNeoX, 0, 1e6),
+                         2, ""),
+            "prepared_rows32_d64_gqa4"),
+        withRowTiles(AttentionCase{"", kBf16, 64, 4, 2, true, kRms, true, 0.0,
+                                   {70, 130}},
+                     1, "rows16_d64_causal")),
     [](const testing::TestParamInfo<AttentionCase> &info) {
       return std::string(info.param.name);
     });

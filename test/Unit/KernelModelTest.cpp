@@ -1712,8 +1712,27 @@ TEST(Attention, LaunchRules) {
   // Tiles: 64 query rows + 2 stages x (64 keys + 64 values) of 128 bf16.
   EXPECT_EQ(getSharedBytes(spec, launch, 0), (64 + 4 * 64) * 256);
   LaunchConfig rows = launch;
-  rows.rowsPerCta = 128;
-  expectLaunchInvalid(spec, rows, "rows_per_cta must be 64");
+  rows.rowsPerCta = 96;
+  expectLaunchInvalid(spec, rows, "rows_per_cta must be 64 or 128, got 96");
+  // 32 query rows a warp: two row tiles, twice the accumulators (192 at
+  // head dim 128 with 64 keys: ptxas spilled), fine with 32 keys at head
+  // dim 64; decode's warps keep 16.
+  LaunchConfig wideRows = launch;
+  wideRows.rowsPerCta = 128;
+  EXPECT_EQ(wideRows.getRowTiles(), 2);
+  EXPECT_EQ(getAttentionAccumulators(spec, wideRows), 192);
+  expectLaunchInvalid(spec, wideRows,
+                      "and 32 query rows a warp keeps 192 f32 accumulators");
+  OpSpec small = examples::makeAttention();
+  small.hidden = 64;
+  LaunchConfig smallLaunch = getHeuristicLaunch(small, -1);
+  EXPECT_EQ(smallLaunch.getMangledSuffix(), "v8_t8_w4_r128_n64_s2");
+  EXPECT_TRUE(verifyLaunchFor(small, smallLaunch, 227 * 1024));
+  OpSpec decode = examples::makeAttention();
+  decode.kind = OpKind::AttentionDecode;
+  LaunchConfig decodeRows = getHeuristicLaunch(decode, -1);
+  decodeRows.rowsPerCta = 32 * decodeRows.warps;
+  expectLaunchInvalid(decode, decodeRows, "at most 8 warps 16 query rows");
   LaunchConfig threads = launch;
   threads.threadsPerRow = 32;
   expectLaunchInvalid(spec, threads, "maps 16 threads onto a head row");

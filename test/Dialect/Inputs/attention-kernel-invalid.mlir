@@ -64,10 +64,10 @@ func.func @threads_per_row(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>) -> tensor
 // -----
 
 func.func @rows(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>) -> tensor<?x128xbf16> {
-  // expected-error @below {{attention gives each of at most 8 warps 16 query rows: rows_per_cta must be 64, got 128}}
+  // expected-error @below {{attention gives each of at most 8 warps 16 or 32 query rows: rows_per_cta must be 64 or 128, got 96}}
   %o = norm.attention_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>) scale(0.1)
       {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64,
-       launch = #norm.launch<vector = 8, threads_per_row = 16, warps = 4, rows_per_cta = 128, block_n = 64, stages = 2>}
+       launch = #norm.launch<vector = 8, threads_per_row = 16, warps = 4, rows_per_cta = 96, block_n = 64, stages = 2>}
       : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>
   return %o : tensor<?x128xbf16>
 }
@@ -75,12 +75,26 @@ func.func @rows(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>) -> tensor<?x128xbf16
 // -----
 
 func.func @accumulators(%q: tensor<?x256xbf16>, %cu: tensor<?xi32>) -> tensor<?x256xbf16> {
-  // expected-error @below {{attention at head dim 256 with block_n 128 keeps 192 f32 accumulators per thread, more than the 144 that registers hold; use a smaller block_n}}
+  // expected-error @below {{attention at head dim 256 with block_n 128 and 16 query rows a warp keeps 192 f32 accumulators per thread, more than the 144 that registers hold; use a smaller block_n}}
   %o = norm.attention_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>) scale(0.1)
       {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 256 : i64,
        launch = #norm.launch<vector = 8, threads_per_row = 32, warps = 4, rows_per_cta = 64, block_n = 128, stages = 1>}
       : tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x256xbf16>
   return %o : tensor<?x256xbf16>
+}
+
+// -----
+
+// 32 query rows a warp (FlashAttention-2's) double the accumulators and keep
+// at most 128: at head dim 128 with 64 keys, 192 (ptxas spilled 8-88 bytes
+// there, sm_90).
+func.func @accumulators_32_rows(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>) -> tensor<?x128xbf16> {
+  // expected-error @below {{attention at head dim 128 with block_n 64 and 32 query rows a warp keeps 192 f32 accumulators per thread, more than the 128 that registers hold; use a smaller block_n or 16 query rows a warp}}
+  %o = norm.attention_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>) scale(0.1)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64,
+       launch = #norm.launch<vector = 8, threads_per_row = 16, warps = 4, rows_per_cta = 128, block_n = 64, stages = 2>}
+      : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>
+  return %o : tensor<?x128xbf16>
 }
 
 // -----
@@ -103,7 +117,7 @@ func.func @shared(%q: tensor<?x192xbf16>, %cu: tensor<?xi32>) -> tensor<?x192xbf
 // 8 warps keep at most 128 accumulators (ptxas spilled 144 at head dim
 // 224 on sm_90).
 func.func @eight_warps(%q: tensor<?x256xbf16>, %cu: tensor<?xi32>) -> tensor<?x256xbf16> {
-  // expected-error @below {{attention at head dim 256 with block_n 32 keeps 144 f32 accumulators per thread, more than the 128 that registers hold beside 8 warps' copies; use 4 warps or a smaller block_n}}
+  // expected-error @below {{attention at head dim 256 with block_n 32 and 16 query rows a warp keeps 144 f32 accumulators per thread, more than the 128 that registers hold beside 8 warps' copies; use 4 warps or a smaller block_n}}
   %o = norm.attention_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>) scale(0.1)
       {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 256 : i64,
        launch = #norm.launch<vector = 8, threads_per_row = 32, warps = 8, rows_per_cta = 128, block_n = 32, stages = 2>}

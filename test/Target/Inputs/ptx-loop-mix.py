@@ -1,11 +1,13 @@
 """The instruction mix of the key/value loop of each attention kernel in a
-PTX file, as ../shared/REVIEW-KERNELS.md counts it: the natural loop (of a
-back edge of the control-flow graph) that holds every mma.sync of the
-kernel, each instruction of its blocks once (both sides of a branch inside
-it count, so a prefetch's issue-or-commit counts both). One line per
-kernel:
+PTX file, as ../shared/REVIEW-KERNELS.md counts it: the innermost natural
+loops (of back edges of the control-flow graph) that hold mma.sync, counted
+along one iteration: the longest path from a loop's header to its back edge
+(so a prefetch counts its issue, not its empty commit) that selects no
+score to -inf, the tile without a mask. One line per kernel, the masked
+tile's total (the longest such path with the mask; the unmasked one's
+where every tile is masked) last:
 
-  <entry> mma=N ldmatrix=N ... total=N per_mma=R
+  <entry> mma=N ldmatrix=N ... total=N per_mma=R masked=N
 
 usage: ptx-loop-mix.py FILE.ptx"""
 
@@ -115,9 +117,10 @@ def main():
                 new |= {n}
                 if new != dom[n]:
                     dom[n], changed = new, True
-        # The smallest natural loop (a back edge tail -> header, header
-        # dominating tail) with every mma.
-        best = None
+        # The innermost natural loops (a back edge tail -> header, header
+        # dominating tail) that hold mma.sync: the key/value loop, or its
+        # two halves, tiles without and with the mask.
+        loops = []
         for tail, out in enumerate(succ):
             for header in out:
                 if header not in dom[tail]:
@@ -128,19 +131,45 @@ def main():
                     if b not in loop:
                         loop.add(b)
                         stack.extend(pred[b])
-                if mma_blocks <= loop and (best is None or len(loop) < len(best)):
-                    best = loop
-        if best is None:
+                if loop & mma_blocks:
+                    loops.append((header, loop))
+        loops = [(h, l) for h, l in loops
+                 if not any(o < l and o & mma_blocks for _, o in loops)]
+        if not loops:
             continue
+
+        def masks(b):
+            return any(re.match(r"selp\.f32 .*0fFF800000", unguarded(o))
+                       for o in bl[b][1])
+
+        def size(path):
+            return sum(len(bl[b][1]) for b in path)
+
+        # One iteration of each: the paths from its header through its
+        # blocks to a back edge, without taking one.
+        plain, masked = [], []
+        for header, loop in loops:
+            def walk(b, path):
+                path = path + [b]
+                for n in succ[b]:
+                    if n == header:
+                        (masked if any(masks(x) for x in path)
+                         else plain).append(path)
+                    elif n in loop and n not in path:
+                        walk(n, path)
+
+            walk(header, [])
+        tile = max(plain or masked, key=size)
         counts = {cls: 0 for cls, _ in CLASSES}
         counts["other"] = 0
         total = 0
-        for b in sorted(best):
+        for b in tile:
             for op in bl[b][1]:
                 total += 1
                 counts[classify(op)] += 1
         mix = " ".join(f"{k}={v}" for k, v in counts.items())
-        print(f"{name} {mix} total={total} per_mma={total / counts['mma']:.2f}")
+        print(f"{name} {mix} total={total} per_mma={total / counts['mma']:.2f} "
+              f"masked={size(max(masked or plain, key=size))}")
 
 
 if __name__ == "__main__":
