@@ -925,10 +925,9 @@ void AttentionEmitter::emit() {
                          workgroup),
       memory, index(0), ValueRange{});
 
-  // Which tile of which sequence: CTA `bid` is query tile bid / H of the
-  // sequences' tiles in order (ceil(length / M) each), head bid % H. CTAs
-  // past the last tile (the grid counts one spare tile per sequence) do no
-  // work: every loop below runs zero times and nothing is stored.
+  // Which tile of which sequence: CTA `bid` is slot bid / H (below), head
+  // bid % H. CTAs of a slot without a tile do no work: every loop below runs
+  // zero times and nothing is stored.
   Value tileIndex;
   if (decode) {
     // Decode: CTA `bid` is kv head bid % Hkv, split (bid / Hkv) % splits,
@@ -952,45 +951,39 @@ void AttentionEmitter::emit() {
     return arith::IndexCastOp::create(
         b, b.getIndexType(), memref::LoadOp::create(b, cuSeqlens, i));
   };
-  Value falseValue = arith::ConstantIntOp::create(b, 0, 1);
   // Sequences of `length` tokens have length x group query rows (group
-  // heads a token in decode tiles).
-  auto search = scf::ForOp::create(
-      b, index(0), indexArg("batch"), index(1),
-      ValueRange{index(0), index(0), index(0), index(0), falseValue,
-                 index(0)},
-      [&](OpBuilder &nested, Location, Value seq, ValueRange state) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nested.getInsertionBlock(),
-                            nested.getInsertionPoint());
-        Value tilesBefore = state[0];
-        Value start = offsetAt(seq);
-        Value length = arith::SubIOp::create(b, offsetAt(add(seq, index(1))),
-                                             start);
-        Value tiles = arith::CeilDivUIOp::create(
-            b, mul(length, index(group)), index(blockM));
-        Value end = add(tilesBefore, tiles);
-        Value here = arith::AndIOp::create(
-            b,
-            arith::CmpIOp::create(b, arith::CmpIPredicate::uge, tileIndex,
-                                  tilesBefore),
-            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, tileIndex,
-                                  end));
-        auto pick = [&](Value mine, Value kept) {
-          return arith::SelectOp::create(b, here, mine, kept).getResult();
-        };
-        Value tileInSeq = arith::SubIOp::create(b, tileIndex, tilesBefore);
-        scf::YieldOp::create(
-            b, ValueRange{end, pick(start, state[1]), pick(length, state[2]),
-                          pick(mul(tileInSeq, index(blockM)), state[3]),
-                          arith::OrIOp::create(b, here, state[4]),
-                          pick(seq, state[5])});
-      });
-  seqStart = search.getResult(1);
-  seqLength = search.getResult(2);
-  qTileStart = search.getResult(3);
-  found = search.getResult(4);
-  seq = search.getResult(5);
+  // heads a token in decode tiles). Sequence s owns the slots from
+  // slot(s) = floor((start_s - start_0) group / M) + s on, one for each of
+  // its ceil(length group / M) tiles: slot() increases, and a sequence's
+  // tiles end before the next one's slots begin (floor(a / M) + ceil(l / M)
+  // <= floor((a + l) / M) + 1), within the grid's ceil(rows group / M) +
+  // batch slots. A binary search over slot() finds the CTA's sequence in
+  // ceil(log2(batch)) steps; slots past a sequence's tiles do no work.
+  Value firstStart = offsetAt(index(0));
+  auto slotOf = [&](Value s) -> Value {
+    Value rows = mul(arith::SubIOp::create(b, offsetAt(s), firstStart),
+                     index(group));
+    return add(arith::DivUIOp::create(b, rows, index(blockM)), s);
+  };
+  if (!decode && spec.causal) {
+    // Longest first: a causal tile's work grows with its index within the
+    // sequence, and the GPU starts CTAs about in order.
+    Value slots = arith::DivUIOp::create(
+        b, gpu::GridDimOp::create(b, gpu::Dimension::x), index(heads));
+    tileIndex = arith::SubIOp::create(
+        b, arith::SubIOp::create(b, slots, index(1)), tileIndex);
+  }
+  seq = findLast(indexArg("batch"), slotOf, tileIndex);
+  seqStart = offsetAt(seq);
+  seqLength = arith::MaxSIOp::create(
+      b, arith::SubIOp::create(b, offsetAt(add(seq, index(1))), seqStart),
+      index(0));
+  Value tileInSeq = arith::SubIOp::create(b, tileIndex, slotOf(seq));
+  found = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::ult, tileInSeq,
+      arith::CeilDivUIOp::create(b, mul(seqLength, index(group)),
+                                 index(blockM)));
+  qTileStart = mul(tileInSeq, index(blockM));
   Value seqRows = mul(seqLength, index(group));
   Value remaining = arith::SubIOp::create(
       b, arith::MaxSIOp::create(b, seqRows, qTileStart), qTileStart);

@@ -180,12 +180,13 @@ void KernelBuilder::waitForPredecessor() {
   LaunchDependentsOp::create(b);
 }
 
-Value KernelBuilder::findSequence(Value offsets, Value batch, Value token) {
-  // offsets[low] <= token and the answer lies below high; halve [low, high)
-  // until it holds one sequence.
+Value KernelBuilder::findLast(Value count, function_ref<Value(Value)> keyOf,
+                              Value target) {
+  // keyOf(low) <= target and the answer lies below high; halve [low, high)
+  // until it holds one.
   auto search = scf::WhileOp::create(
       b, TypeRange{b.getIndexType(), b.getIndexType()},
-      ValueRange{index(0), batch},
+      ValueRange{index(0), count},
       [&](OpBuilder &nested, Location, ValueRange bounds) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(nested.getInsertionBlock(),
@@ -201,16 +202,24 @@ Value KernelBuilder::findSequence(Value offsets, Value batch, Value token) {
                             nested.getInsertionPoint());
         Value low = bounds[0], high = bounds[1];
         Value mid = arith::ShRUIOp::create(b, add(low, high), index(1));
-        Value start = arith::IndexCastUIOp::create(
-            b, b.getIndexType(),
-            memref::LoadOp::create(b, offsets, ValueRange{mid}));
         Value below = arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
-                                            start, token);
+                                            keyOf(mid), target);
         scf::YieldOp::create(
             b, ValueRange{arith::SelectOp::create(b, below, mid, low),
                           arith::SelectOp::create(b, below, high, mid)});
       });
   return search.getResult(0);
+}
+
+Value KernelBuilder::findSequence(Value offsets, Value batch, Value token) {
+  return findLast(
+      batch,
+      [&](Value seq) -> Value {
+        return arith::IndexCastUIOp::create(
+            b, b.getIndexType(),
+            memref::LoadOp::create(b, offsets, ValueRange{seq}));
+      },
+      token);
 }
 
 void KernelBuilder::ifThen(Value cond, function_ref<void()> then,

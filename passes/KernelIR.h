@@ -132,6 +132,10 @@ protected:
   /// with offsets[b] <= token (so an empty sequence never holds one), by a
   /// binary search of ceil(log2(batch)) dependent loads.
   Value findSequence(Value offsets, Value batch, Value token);
+  /// The last b in [0, count) with keyOf(b) <= target (index values), for a
+  /// non-decreasing keyOf with keyOf(0) <= target: a binary search of
+  /// ceil(log2(count)) steps.
+  Value findLast(Value count, function_ref<Value(Value)> keyOf, Value target);
 
   /// Programmatic dependent launch (KernelSignature::pdl): waits for the
   /// grid before this one, then lets the next one start

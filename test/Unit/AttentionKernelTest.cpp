@@ -629,7 +629,15 @@ INSTANTIATE_TEST_SUITE_P(
             "prepared_rows32_d64_gqa4"),
         withRowTiles(AttentionCase{"", kBf16, 64, 4, 2, true, kRms, true, 0.0,
                                    {70, 130}},
-                     1, "rows16_d64_causal")),
+                     1, "rows16_d64_causal"),
+        // A batch of 37 sequences (empty ones first, between and last; 1 to
+        // 200 tokens): each CTA's binary search over the slots of the
+        // sequences, causal tiles longest first.
+        AttentionCase{"varlen_37_sequences_causal", kBf16, 64, 4, 1, true,
+                      kL2, false, 0.0,
+                      {0, 0, 1, 2, 3, 127, 128, 129, 0, 5, 64, 65, 200, 7,
+                       0, 31, 33, 1, 1, 150, 16, 17, 90, 0, 3, 66, 129, 12,
+                       2, 45, 0, 8, 9, 130, 1, 40, 0}}),
     [](const testing::TestParamInfo<AttentionCase> &info) {
       return std::string(info.param.name);
     });
