@@ -706,11 +706,12 @@ def Norm_AttentionKernelOp : Norm_Op<"attention_kernel", [Pure,
     already normalized and rotated (`norm.k_prepare`): the QK-Norm and
     rotary fields apply to q alone, and there is no `k_norm_weight`.
 
-    One CTA computes 16 query rows per warp of one sequence and head with
-    tensor cores (`norm.mma_sync`, `norm.ldmatrix`), streaming key/value
-    tiles of `block_n` rows through shared memory (`norm.async_copy`) with
-    an online softmax in f32; causal kernels skip the tiles above the
-    diagonal.
+    One CTA computes 16 or 32 query rows per warp (`rows_per_cta` /
+    warps) of one sequence and head with tensor cores (`norm.mma_sync`,
+    `norm.ldmatrix`), streaming key/value tiles of `block_n` rows through
+    shared memory (`norm.async_copy`) with an online softmax in f32; causal
+    kernels skip the tiles above the diagonal, and only the tiles on the
+    diagonal or at the sequence's end are masked.
 
     ```mlir
     %o = norm.attention_kernel %q, %k, %v seqlens(%cu : tensor<3xi32>)

@@ -1032,13 +1032,6 @@ void AttentionEmitter::emit() {
     keyTiles = add(cacheTiles, newTiles);
   }
 
-  emitQueryPrologue(tileRows, chunkValid);
-  if (hasRope)
-    emitRope(index(0), blockM, [&](Value row) { return rowToken(row); });
-  if (hasNorm && spec.ropeFirst)
-    emitTileNorm(index(0), blockM,
-                 [&](Value row) { return getQueryWeight(row, chunkValid); });
-
   // Key tiles to visit: all of the sequence's, or up to the one holding the
   // tile's last query row.
   if (!decode)
@@ -1049,6 +1042,21 @@ void AttentionEmitter::emit() {
         b, keyTiles, arith::CeilDivUIOp::create(b, lastRow, index(blockN)));
   }
   keyTiles = arith::SelectOp::create(b, found, keyTiles, index(0));
+
+  // Prefetch the first stages - 1 tiles (a group each, empty past the end)
+  // before the query prologue: their copies overlap its loads and norms.
+  for (int64_t s = 0; s + 1 < stages; ++s)
+    ifThen(
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, index(s), keyTiles),
+        [&] { emitKeyValueCopies(index(s), index(s)); },
+        [&] { AsyncCommitOp::create(b); });
+
+  emitQueryPrologue(tileRows, chunkValid);
+  if (hasRope)
+    emitRope(index(0), blockM, [&](Value row) { return rowToken(row); });
+  if (hasNorm && spec.ropeFirst)
+    emitTileNorm(index(0), blockM,
+                 [&](Value row) { return getQueryWeight(row, chunkValid); });
 
   // Per thread: rows g and g + 8 of each of the warp's row tiles (16 rows
   // each, the warp's rowTiles x 16 rows in a row), columns 2t, 2t + 1 of
@@ -1067,13 +1075,6 @@ void AttentionEmitter::emit() {
   double negInf = -std::numeric_limits<double>::infinity();
   double log2e = 1.4426950408889634;
   Value scaleLog2 = constantF32(spec.scale * log2e);
-
-  // Prefetch the first stages - 1 tiles (a group each, empty past the end).
-  for (int64_t s = 0; s + 1 < stages; ++s)
-    ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, index(s),
-                                 keyTiles),
-           [&] { emitKeyValueCopies(index(s), index(s)); },
-           [&] { AsyncCommitOp::create(b); });
 
   // ldmatrix x4 row addresses (lane l gives row l % 8 of matrix l / 8):
   // Q: rows 16 (rowTiles w + mt) + l % 16, chunks 2kk + l / 16; K: keys

@@ -167,15 +167,17 @@ static Status verifyAttentionLaunch(const OpSpec &spec,
         "; use " + (eightWarps ? "4 warps" + std::string(rowTiles > 1 ? ", " : " or ") : "") +
         "a smaller block_n" + (rowTiles > 1 ? " or 16 query rows a warp" : ""));
   int64_t copies = getAttentionCopiesPerThread(spec, launch);
-  if (copies > kMaxAttentionCopiesPerThread)
+  int64_t maxCopies = eightWarps ? kMaxAttentionCopiesPerThreadAt8Warps
+                                 : kMaxAttentionCopiesPerThread;
+  if (copies > maxCopies)
     return Status::invalid(
         "attention at head dim " + str(spec.hidden) + " with block_n " +
-        str(launch.blockN) + " and " + str(launch.warps) +
-        " warps issues " + str(copies) +
+        str(launch.blockN) + " and " + str(launch.warps) + " warps issues " +
+        str(copies) +
         " 16-byte copies of K and V per thread and key tile, more than the " +
-        str(kMaxAttentionCopiesPerThread) +
-        " whose addresses registers hold beside the accumulators; use more "
-        "warps or a smaller block_n");
+        str(maxCopies) +
+        " whose addresses registers hold beside the accumulators; use " +
+        (eightWarps ? "4 warps" : "more warps") + " or a smaller block_n");
   if (spec.kind == OpKind::AttentionDecode &&
       (launch.blockN * spec.hidden > kMaxDecodeTileElements ||
        (spec.hidden > 128 && launch.warps > 4) ||

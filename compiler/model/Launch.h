@@ -129,6 +129,10 @@ constexpr int64_t kMaxAttentionAccumulatorsAt8Warps = 128;
 /// 2 warps) and never at 16; decode also with block_n 128 at head dims 96
 /// and 128 with any warps, and with 8 warps at head dim 256 (4-8 bytes).
 constexpr int64_t kMaxAttentionCopiesPerThread = 16;
+/// ... and at 8 warps, whose 128 accumulators leave less room: ptxas spilled
+/// 8 bytes with 16 (head dim 128, block_n 128; sm_80 and sm_90, after the
+/// key loop was split into unmasked and masked tiles), not with 12 (96).
+constexpr int64_t kMaxAttentionCopiesPerThreadAt8Warps = 12;
 constexpr int64_t kMaxDecodeTileElements = 8192;
 /// Decode kernels beyond this head dim take 4 warps and key tiles of 16
 /// rows: with 32 they sat at 254-255 registers and ptxas spilled 4-40 bytes

@@ -55,9 +55,10 @@ func.func @attention(%q128: tensor<?x4096xbf16>, %kv128: tensor<?x1024xbf16>,
       {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64, causal,
        qk_norm = #norm.qk_norm<rms>}
       : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16> -> tensor<?x4096xbf16>
-  // The same, 8 warps and one stage; and no QK-Norm, block_n 128, 8 warps
-  // (128 accumulators; with 2 or 4 warps, 32-64 K/V copies a thread
-  // spilled: kMaxAttentionCopiesPerThread).
+  // The same, 8 warps and one stage; and no QK-Norm, block_n 64, 8 warps,
+  // two stages (block_n 128 with 8 warps, 16 K/V copies a thread beside 128
+  // accumulators, spilled 8 bytes: kMaxAttentionCopiesPerThreadAt8Warps;
+  // with 2 or 4 warps, 32-64 copies: kMaxAttentionCopiesPerThread).
   %b = norm.attention_kernel %q128, %kv128, %kv128 seqlens(%cu : tensor<?xi32>)
       q_norm_weight(%w128 : tensor<128xbf16>) k_norm_weight(%w128 : tensor<128xbf16>)
       scale(0.08838834764831845) qk_norm_eps(1.0e-06)
@@ -68,7 +69,7 @@ func.func @attention(%q128: tensor<?x4096xbf16>, %kv128: tensor<?x1024xbf16>,
   %c = norm.attention_kernel %q128, %kv128, %kv128 seqlens(%cu : tensor<?xi32>)
       scale(0.08838834764831845)
       {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64,
-       launch = #norm.launch<vector = 8, threads_per_row = 16, warps = 8, rows_per_cta = 128, block_n = 128, stages = 2>}
+       launch = #norm.launch<vector = 8, threads_per_row = 16, warps = 8, rows_per_cta = 128, block_n = 64, stages = 2>}
       : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16> -> tensor<?x4096xbf16>
   // f16, head dim 64, L2 QK-Norm without weights, no GQA.
   %d = norm.attention_kernel %q64, %kv64, %kv64 seqlens(%cu : tensor<?xi32>)

@@ -85,6 +85,19 @@ func.func @accumulators(%q: tensor<?x256xbf16>, %cu: tensor<?xi32>) -> tensor<?x
 
 // -----
 
+// 8 warps issue at most 12 K/V copies a thread: block_n 128 at head dim 128
+// takes 16 (ptxas spilled 8 bytes beside the 128 accumulators).
+func.func @eight_warps_copies(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>) -> tensor<?x128xbf16> {
+  // expected-error @below {{attention at head dim 128 with block_n 128 and 8 warps issues 16 16-byte copies of K and V per thread and key tile, more than the 12 whose addresses registers hold beside the accumulators; use 4 warps or a smaller block_n}}
+  %o = norm.attention_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>) scale(0.1)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64,
+       launch = #norm.launch<vector = 8, threads_per_row = 16, warps = 8, rows_per_cta = 128, block_n = 128, stages = 2>}
+      : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>
+  return %o : tensor<?x128xbf16>
+}
+
+// -----
+
 // 32 query rows a warp (FlashAttention-2's) double the accumulators and keep
 // at most 128: at head dim 128 with 64 keys, 192 (ptxas spilled 8-88 bytes
 // there, sm_90).

@@ -244,14 +244,25 @@ TEST(Candidates, AttentionShapes) {
   ASSERT_FALSE(all.empty());
   EXPECT_EQ(all.front(), heuristic);
   // Head dim 128 fits every tile on sm_90; 2 warps with block_n 64 or 128
-  // and 4 with 128 issue more than 16 copies a thread (ptxas spilled).
-  EXPECT_EQ(all.size(), 12u);
+  // and 4 with 128 issue more than 16 copies a thread, 8 with 128 more than
+  // 12 (ptxas spilled); 32 query rows a warp keep too many accumulators.
+  EXPECT_EQ(all.size(), 10u);
   for (const LaunchConfig &launch : all) {
     EXPECT_TRUE(verifyLaunchFor(spec, launch, 232448))
         << launch.getMangledSuffix();
     EXPECT_EQ(launch.vector, 8);
     EXPECT_EQ(launch.threadsPerRow, 16);
   }
+  // Head dim 64: 16 and 32 query rows a warp, the heuristic's 32 first.
+  OpSpec narrow = spec;
+  narrow.hidden = 64;
+  std::vector<LaunchConfig> narrowAll = getTuningCandidates(
+      narrow, RowBucket::More, getHeuristicLaunch(narrow, -1), 232448);
+  ASSERT_FALSE(narrowAll.empty());
+  EXPECT_EQ(narrowAll.front().getRowTiles(), 2);
+  EXPECT_TRUE(std::any_of(
+      narrowAll.begin(), narrowAll.end(),
+      [](const LaunchConfig &launch) { return launch.getRowTiles() == 1; }));
   // Head dim 256 on 99 KiB (sm_89): no block_n 128 (too many accumulators)
   // and only the tiles that fit.
   spec.hidden = 256;

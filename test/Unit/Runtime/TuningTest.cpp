@@ -460,9 +460,9 @@ TEST_F(TuningTest, AttentionTunesOnValidSequenceOffsets) {
   for (RowBucket bucket : kAllRowBuckets) {
     const BucketReport &report = kernel->getReport(bucket);
     EXPECT_EQ(report.source, BucketReport::Source::Tuned);
-    // 18 shapes less those over kMaxAttentionAccumulators (block_n 128 at
-    // head dim 128 keeps 128 accumulators: all fit) and sm_90's 227 KiB.
-    EXPECT_GE(report.candidates.size(), 12u);
+    // 18 shapes less those over the copies a thread may issue (2 warps
+    // with block_n 64 or 128, 4 and 8 with 128) and sm_90's 227 KiB.
+    EXPECT_GE(report.candidates.size(), 10u);
     for (const BucketReport::Candidate &candidate : report.candidates) {
       EXPECT_GE(candidate.microseconds, 0) << candidate.failure;
       EXPECT_TRUE(verifyLaunchFor(spec, candidate.launch, 232448));
