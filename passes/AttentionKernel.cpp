@@ -177,7 +177,7 @@ private:
 
   const ::norm::OpSpec &spec;
   int64_t headDim, blockM, blockN, stages, ctaThreads, chunksPerRow;
-  /// The m16 tiles of query rows each warp owns (blockM / (16 warps)).
+  /// The m16 tiles of query rows each warp owns (LaunchConfig::getRowTiles).
   int64_t rowTiles;
   /// Rows of a tile the CTA's threads cover at once in the prologue.
   int64_t rowsAtOnce;
@@ -218,7 +218,7 @@ AttentionEmitter::AttentionEmitter(ImplicitLocOpBuilder &b,
       decode(spec.kind == ::norm::OpKind::AttentionDecode),
       group(decode ? spec.numQHeads / spec.numKvHeads : 1) {
   rowsAtOnce = ctaThreads / threads;
-  rowTiles = blockM / (ctaThreads / 32 * 16);
+  rowTiles = sig.launch.getRowTiles();
   assert((!decode || rowTiles == 1) && "decode warps own one row tile");
   ::norm::AttentionTileLayout layout = ::norm::getAttentionTileLayout(headDim);
   swizzle = layout.swizzle;

@@ -132,13 +132,9 @@ static LaunchConfig getAttentionHeuristic(const OpSpec &spec) {
   launch.rowsPerCta = 16 * launch.warps;
   launch.blockN = spec.hidden > 128 ? 32 : 64;
   launch.stages = 2;
-  if (spec.kind != OpKind::AttentionDecode) {
-    LaunchConfig wide = launch;
-    wide.rowsPerCta = 32 * launch.warps;
-    if (getAttentionAccumulators(spec, wide) <=
-        kMaxAttentionAccumulatorsAt8Warps)
-      launch = wide;
-  }
+  if (spec.kind != OpKind::AttentionDecode)
+    launch = fitAttentionRows(spec, launch, /*rowTiles=*/2,
+                              /*maxSharedBytes=*/0);
   if (spec.kind == OpKind::AttentionDecode) {
     // A decode tile holds the query heads of one kv head for a few tokens:
     // 4 warps, so that 128 threads stream the cache (the tile's padding
