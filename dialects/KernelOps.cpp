@@ -215,16 +215,20 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
   case OpKind::KeyPrepare:
     return KernelOpInterface(
         KPrepareOp::create(
-            builder, loc, result(BufferSlot::KOut), result(BufferSlot::VOut),
+            builder, loc,
+            spec.writeCache ? result(BufferSlot::KCache)
+                            : result(BufferSlot::KOut),
+            spec.writeCache ? result(BufferSlot::VCache)
+                            : result(BufferSlot::VOut),
             result(BufferSlot::SavedMean), result(BufferSlot::SavedRstd),
             input(BufferSlot::K), input(BufferSlot::V),
-            input(BufferSlot::CuSeqlens), input(BufferSlot::KWeight),
-            input(BufferSlot::Positions),
+            input(BufferSlot::CuSeqlens), input(BufferSlot::KCache),
+            input(BufferSlot::VCache), input(BufferSlot::CacheSeqlens),
+            input(BufferSlot::KWeight), input(BufferSlot::Positions),
             input(BufferSlot::RopeTable),
             spec.qkStatistic == ::norm::Statistic::None
                 ? QKNormKindAttr()
-                : QKNormKindAttr::get(context,
-                                      getQKNormKind(spec.qkStatistic)),
+                : QKNormKindAttr::get(context, getQKNormKind(spec.qkStatistic)),
             builder.getI64IntegerAttr(spec.numKvHeads),
             builder.getI64IntegerAttr(spec.hidden),
             ::norm::usesEps(spec) ? real(spec.eps) : FloatAttr(),

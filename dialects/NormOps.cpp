@@ -804,15 +804,46 @@ LogicalResult KPrepareOp::verify() {
                               "num_kv_heads", headDim)))
     return failure();
   auto k = cast<RankedTensorType>(getK().getType());
-  if (failed(verifyCompatibleShape(k.getShape(),
-                                   cast<ShapedType>(getKOut().getType())
-                                       .getShape())))
+  Value kCache = getKCache(), vCache = getVCache();
+  if (bool(kCache) != bool(vCache) || bool(kCache) != bool(getCacheSeqlens()))
+    return emitOpError("'k_cache', 'v_cache' and 'cache_seqlens' go "
+                       "together");
+  if (kCache) {
+    // The caches' rows are their own (batch x capacity); the columns k's.
+    if (!getV() || !getCuSeqlens())
+      return emitOpError("a cache takes the values ('v') and the sequences "
+                         "('cu_seqlens') of the new tokens");
+    if (getSavedRstd())
+      return emitOpError("a cache write saves no statistics");
+    for (auto [cache, name] :
+         {std::pair{kCache, "k_cache"}, std::pair{vCache, "v_cache"}})
+      if (cast<RankedTensorType>(cache.getType()).getDimSize(1) !=
+          k.getDimSize(1))
+        return emitOpError()
+               << "'" << name << "' must have the columns of "
+               << "'k' (" << k.getDimSize(1) << "), got " << cache.getType();
+    if (failed(verifyCompatibleShape(kCache.getType(), vCache.getType())))
+      return emitOpError() << "'k_cache' and 'v_cache' must have the same "
+                              "shape, got "
+                           << kCache.getType() << " and " << vCache.getType();
+    if (getKOut().getType() != kCache.getType() || !getVOut() ||
+        getVOut().getType() != vCache.getType())
+      return emitOpError("'k_out' and 'v_out' are the updated caches, of "
+                         "their types");
+    if (getElementTypeOrSelf(vCache.getType()) != getElementTypeOrSelf(k))
+      return emitOpError() << "'v_cache' holds the values as they are (the "
+                              "element type of 'v'), got "
+                           << vCache.getType();
+  } else if (failed(verifyCompatibleShape(
+                 k.getShape(),
+                 cast<ShapedType>(getKOut().getType()).getShape()))) {
     return emitOpError() << "'k_out' must have the shape of 'k', got "
                          << getKOut().getType();
+  }
   if (bool(getV()) != bool(getVOut()))
     return emitOpError("'v' and 'v_out' go together");
   if (Value v = getV()) {
-    if (v.getType() != getVOut().getType())
+    if (!kCache && v.getType() != getVOut().getType())
       return emitOpError() << "'v_out' must have the type of 'v', got "
                            << getVOut().getType();
     if (failed(verifyCompatibleShape(v.getType(), getK().getType())) ||
@@ -855,10 +886,10 @@ LogicalResult KPrepareOp::verify() {
   if (failed(verifyRopeOperands(*this, getRope(), k, headDim)))
     return failure();
   bool byIndex = getRope() && !getPositions();
-  if (bool(getCuSeqlens()) != byIndex)
+  if (bool(getCuSeqlens()) != (byIndex || kCache))
     return emitOpError("'cu_seqlens' is there exactly when keys turn by "
                        "their index within their sequence ('rope' without "
-                       "'positions')");
+                       "'positions') or go into a cache");
   if (getRopeFirst() && !(getRope() && getQkNorm()))
     return emitOpError("'rope_first' needs a 'rope' style and a 'qk_norm' "
                        "kind");
@@ -1213,7 +1244,8 @@ Value QKNormPrologueOp::getBuffer(BufferSlot slot) {
   spec.numKvHeads = getNumKvHeads();
   spec.qkStatistic = getQkNorm() ? getModelStatistic(*getQkNorm())
                                  : ::norm::Statistic::None;
-  spec.copyValues = bool(getV());
+  spec.writeCache = bool(getKCache());
+  spec.copyValues = bool(getV()) && !spec.writeCache;
   spec.saveStats = bool(getSavedRstd());
   setModelRope(*this, spec);
   return spec;
@@ -1233,10 +1265,17 @@ Value KPrepareOp::getBuffer(BufferSlot slot) {
     return getPositions();
   case BufferSlot::RopeTable:
     return getRopeTable();
+  case BufferSlot::CacheSeqlens:
+    return getCacheSeqlens();
+  // The updated caches: the kernel's values are the results.
+  case BufferSlot::KCache:
+    return getKCache() ? getKOut() : Value();
+  case BufferSlot::VCache:
+    return getKCache() ? getVOut() : Value();
   case BufferSlot::KOut:
-    return getKOut();
+    return getKCache() ? Value() : getKOut();
   case BufferSlot::VOut:
-    return getVOut();
+    return getKCache() ? Value() : getVOut();
   case BufferSlot::SavedMean:
     return getSavedMean();
   case BufferSlot::SavedRstd:

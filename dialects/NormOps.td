@@ -633,9 +633,20 @@ def Norm_KPrepareOp : Norm_Op<"k_prepare", [Pure, AttrSizedOperandSegments,
     or at `positions[i]`; angles by `rope_theta` or a `rope_table`;
     `rope_first` rotates before the norm) and rounded again: the keys
     exactly as the unfused graph stores them. `cu_seqlens` is there exactly
-    when tokens turn by their index (`rope` without `positions`). With `v`, its rows are copied to `v_out`
-    in the same launch (a packed projection's strided v made contiguous
-    beside its keys).
+    when tokens turn by their index (`rope` without `positions`) or with a
+    cache. With `v`, its rows are copied to `v_out` in the same launch (a
+    packed projection's strided v made contiguous beside its keys).
+
+    With `cache(%k_cache, %v_cache lengths %cache_seqlens)` the keys and
+    values go into a KV cache instead, as `norm.attention_decode` appends
+    them: sequence `b` of `cu_seqlens` owns the rows from `b * capacity`
+    (capacity = the caches' rows / batch) and holds `cache_seqlens[b]`
+    (clamped to [0, capacity]) rows; its new token `i` goes to the row after
+    them, and turns at position `cache_seqlens[b] + i` without `positions`;
+    rows past the capacity are dropped. `k_out` and `v_out` are then the
+    updated caches (every other row as it was): QK-Norm + RoPE + the cache
+    write of a prefill or chunked-prefill step in one launch, which serving
+    stacks keep as separate kernels.
 
     This is the key side of QK-Norm attention done once per token and kv
     head: `norm-form-attention-kernels` pairs it with a
@@ -655,6 +666,9 @@ def Norm_KPrepareOp : Norm_Op<"k_prepare", [Pure, AttrSizedOperandSegments,
   }];
   let arguments = (ins Norm_RowTensor:$k, Optional<Norm_RowTensor>:$v,
                        Optional<TensorRankOf<[I32], [1]>>:$cu_seqlens,
+                       Optional<Norm_RowTensor>:$k_cache,
+                       Optional<Norm_RowTensor>:$v_cache,
+                       Optional<TensorRankOf<[I32], [1]>>:$cache_seqlens,
                        Optional<Norm_ParamTensor>:$k_weight,
                        Optional<Norm_PositionsTensor>:$positions,
                        Optional<Norm_RopeTableTensor>:$rope_table,
@@ -672,7 +686,9 @@ def Norm_KPrepareOp : Norm_Op<"k_prepare", [Pure, AttrSizedOperandSegments,
                       Optional<Norm_F32RowTensor>:$saved_mean,
                       Optional<Norm_F32RowTensor>:$saved_rstd);
   let assemblyFormat = "$k (`values` `(` $v^ `:` type($v) `)`)? "
-      "(`seqlens` `(` $cu_seqlens^ `:` type($cu_seqlens) `)`)? " #
+      "(`seqlens` `(` $cu_seqlens^ `:` type($cu_seqlens) `)`)? "
+      "(`cache` `(` $k_cache^ `,` $v_cache `lengths` $cache_seqlens `:` "
+      "type($k_cache) `,` type($v_cache) `,` type($cache_seqlens) `)`)? " #
       OptParam<"k_weight">.format # " " # OptParam<"positions">.format # " " #
       OptParam<"rope_table">.format # " " # OptReal<"eps", "eps">.format # " " #
       OptReal<"offset", "weight_offset">.format # " attr-dict `:` type($k) `->` "

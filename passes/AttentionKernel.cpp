@@ -136,8 +136,9 @@ private:
   Value getQueryWeight(Value row, Value chunkValid);
   /// The query tile into shared memory, normalized.
   void emitQueryPrologue(Value tileRows, Value chunkValid);
-  /// cp.async of key and value tile `tile` into stage `stage`.
-  void emitKeyValueCopies(Value tile, Value stage);
+  /// cp.async of key and value tile `tile` into stage `stage`; a `full`
+  /// tile (every row inside the range, prefill) copies without guards.
+  void emitKeyValueCopies(Value tile, Value stage, bool full = false);
   /// Rows [0, rows) of the tile at `base` normalized in place, row r with
   /// `weightOf(r)` (if `active`).
   void emitTileNorm(Value base, int64_t rows,
@@ -433,7 +434,7 @@ void AttentionEmitter::emitQueryPrologue(Value tileRows, Value chunkValid) {
 // The key/value loop
 //===----------------------------------------------------------------------===//
 
-void AttentionEmitter::emitKeyValueCopies(Value tile, Value stage) {
+void AttentionEmitter::emitKeyValueCopies(Value tile, Value stage, bool full) {
   int64_t chunks = blockN * chunksPerRow;
   int64_t iterations = llvm::divideCeil(chunks, ctaThreads);
   KeyTile keys = getKeyTile(tile);
@@ -442,7 +443,9 @@ void AttentionEmitter::emitKeyValueCopies(Value tile, Value stage) {
   auto copies = [&](StringRef kName, StringRef vName, Value firstRow) {
     // Where the CTA's threads cover whole rows at once, each thread copies
     // one chunk column of every rowStep-th row: its source addresses are one
-    // 64-bit add apart, its row's swizzle is fixed. Opaque to loop strength
+    // 64-bit add apart, its row's swizzle is fixed (its shared offsets a
+    // constant apart where rowStep is a multiple of the swizzle's rows).
+    // Opaque to loop strength
     // reduction, which would keep each address as an induction variable of
     // its own (two registers across the loop each: ptxas spilled at 32
     // query rows a warp).
@@ -463,17 +466,27 @@ void AttentionEmitter::emitKeyValueCopies(Value tile, Value stage) {
                           mul(col, index(kChunk)));
         Value step = mul(stride(name), index(rowStep));
         Value at = add(first, mul(row, stride(name)));
+        bool fixedSwizzle = rowStep % swizzle == 0;
+        Value firstOffset = tileOffset(base, row, col);
         for (int64_t i = 0; i < iterations; ++i) {
           if (i > 0)
             at = add(OpaqueIndexOp::create(b, at), step);
           Value tileRow = add(row, index(i * rowStep));
+          Value offset = fixedSwizzle
+                             ? add(firstOffset, index(i * rowStep * pitch))
+                             : tileOffset(base, tileRow, col);
           auto copy = [&] {
+            if (full) {
+              AsyncCopyOp::create(b, source, ValueRange{at}, shared,
+                                  ValueRange{offset}, Value(), kChunk);
+              return;
+            }
             Value inside = arith::CmpIOp::create(
                 b, arith::CmpIPredicate::ult, tileRow, available);
             AsyncCopyOp::create(
                 b, source,
                 ValueRange{arith::SelectOp::create(b, inside, at, first)},
-                shared, ValueRange{tileOffset(base, tileRow, col)},
+                shared, ValueRange{offset},
                 arith::SelectOp::create(b, inside, index(kChunk), index(0)),
                 kChunk);
           };
@@ -495,14 +508,21 @@ void AttentionEmitter::emitKeyValueCopies(Value tile, Value stage) {
           Value col = arith::RemUIOp::create(b, chunk, index(chunksPerRow));
           // Keys past the range are zeros; their row stays an address
           // inside the range's first row for the (empty) read.
-          Value inside = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                               row, available);
-          Value token =
-              add(firstKey, arith::SelectOp::create(b, inside, row, index(0)));
+          Value inside =
+              full ? Value()
+                   : arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row,
+                                           available)
+                         .getResult();
+          Value token = add(
+              firstKey, full ? row
+                             : arith::SelectOp::create(b, inside, row, index(0))
+                                   .getResult());
           Value at = add(add(mul(token, stride(name)), headColumn),
                          mul(col, index(kChunk)));
           Value count =
-              arith::SelectOp::create(b, inside, index(kChunk), index(0));
+              full ? Value()
+                   : arith::SelectOp::create(b, inside, index(kChunk), index(0))
+                         .getResult();
           AsyncCopyOp::create(b, source, ValueRange{at}, shared,
                               ValueRange{tileOffset(base, row, col)}, count,
                               kChunk);
@@ -1109,13 +1129,18 @@ void AttentionEmitter::emit() {
   // One key tile: the loop state after it, scores masked with `masked`.
   auto keyTileStep = [&](Value tile, ValueRange state,
                          bool masked) -> SmallVector<Value> {
-    // Issue tile + stages - 1, then wait for tile `tile`.
+    // Issue tile + stages - 1, then wait for tile `tile`. Prefill's
+    // unmasked loop stops where that tile would be the last or a partial
+    // one: its copies need neither a branch nor row guards.
     Value ahead = add(tile, index(stages - 1));
     Value aheadStage = arith::RemUIOp::create(b, ahead, index(stages));
-    ifThen(
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, ahead, keyTiles),
-        [&] { emitKeyValueCopies(ahead, aheadStage); },
-        [&] { AsyncCommitOp::create(b); });
+    if (!masked && !decode)
+      emitKeyValueCopies(ahead, aheadStage, /*full=*/true);
+    else
+      ifThen(
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, ahead, keyTiles),
+          [&] { emitKeyValueCopies(ahead, aheadStage); },
+          [&] { AsyncCommitOp::create(b); });
     AsyncWaitOp::create(b, stages - 1);
     gpu::BarrierOp::create(b);
     Value stage = arith::RemUIOp::create(b, tile, index(stages));
@@ -1282,6 +1307,9 @@ void AttentionEmitter::emit() {
   // FlashAttention-2's split: the tiles before the first that holds the
   // sequence's end or, causal, a key past the CTA's first query row need no
   // mask (uniform over the CTA, whose loops hold barriers); the rest do.
+  // The unmasked loop also stops stages - 1 tiles before the last tile to
+  // visit and the last whole one, so that the tile it prefetches is whole
+  // and visited (the masked loop takes those few unmasked tiles too).
   // Decode masks every tile.
   Value unmaskedTiles = index(0);
   if (!decode) {
@@ -1290,6 +1318,14 @@ void AttentionEmitter::emit() {
       limit = arith::MinUIOp::create(b, limit, add(qTileStart, index(1)));
     unmaskedTiles = arith::MinUIOp::create(
         b, keyTiles, arith::DivUIOp::create(b, limit, index(blockN)));
+    Value prefetched = arith::MinUIOp::create(
+        b, keyTiles, arith::DivUIOp::create(b, seqLength, index(blockN)));
+    Value lean = arith::SelectOp::create(
+        b,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, prefetched,
+                              index(stages - 1)),
+        index(0), arith::SubIOp::create(b, prefetched, index(stages - 1)));
+    unmaskedTiles = arith::MinUIOp::create(b, unmaskedTiles, lean);
   }
   auto keyLoop = [&](Value from, Value to, ValueRange state, bool masked) {
     return scf::ForOp::create(

@@ -45,12 +45,13 @@ static Value prepareKeys(OpBuilder &b, AttentionOp op, Value offsets) {
   bool byIndex = op.getRope() && !op.getPositions();
   auto prepared = KPrepareOp::create(
       b, op.getLoc(), k.getType(), /*v_out=*/Type(), /*saved_mean=*/Type(),
-      /*saved_rstd=*/Type(), k, /*v=*/Value(),
-      byIndex ? offsets : Value(), op.getKNormWeight(),
-      op.getPositions(), op.getRopeTable(), op.getQkNormAttr(),
-      op.getNumKvHeadsAttr(), op.getHeadDimAttr(), op.getQkNormEpsAttr(),
-      op.getQkNormOffsetAttr(), op.getRopeAttr(), op.getRotaryDimAttr(),
-      op.getRopeThetaAttr(), op.getRopeFirstAttr(), /*launch=*/nullptr,
+      /*saved_rstd=*/Type(), k, /*v=*/Value(), byIndex ? offsets : Value(),
+      /*k_cache=*/Value(), /*v_cache=*/Value(),
+      /*cache_seqlens=*/Value(), op.getKNormWeight(), op.getPositions(),
+      op.getRopeTable(), op.getQkNormAttr(), op.getNumKvHeadsAttr(),
+      op.getHeadDimAttr(), op.getQkNormEpsAttr(), op.getQkNormOffsetAttr(),
+      op.getRopeAttr(), op.getRotaryDimAttr(), op.getRopeThetaAttr(),
+      op.getRopeFirstAttr(), /*launch=*/nullptr,
       /*kernel=*/nullptr);
   return prepared.getKOut();
 }

@@ -4,7 +4,9 @@
 // r / (Hq + Hkv), read from the packed qkv row of the token (q heads, then
 // k heads) and written to q or k; K-prepare's rows are the Hkv heads of k
 // alone (Hq = 0), written to k_out, with v's head row copied to v_out
-// beside each. The threads of a head keep it in
+// beside each, or both into a KV cache (write_cache: the token's row after
+// its sequence's cached rows, decode's append). The threads of a head keep
+// it in
 // registers; both weights stay in registers for the CTA's lifetime and each
 // head picks its own, or, with a weight row per head (Command R+), each head
 // loads its own row with the head.
@@ -71,10 +73,14 @@ private:
   /// The angles' sources of the chunks with rotary pairs (empty without
   /// rope): one owner slot per chunk of the first segment.
   SmallVector<RopeAngles> prepareRotation();
-  /// The chunks of the head row of token `token` (f32, the values the
-  /// graph stored) rotated, in `element`.
-  SmallVector<Value> rotate(ArrayRef<RopeAngles> angles,
-                            ArrayRef<Value> chunks, Value token, Type element);
+  /// The chunks of a head row (f32, the values the graph stored) rotated
+  /// by position `position` (i32), in `element`.
+  SmallVector<Value> rotate(ArrayRef<RopeAngles> angles, ArrayRef<Value> chunks,
+                            Value position, Type element);
+  /// Where the heads of token `token` turn and go: the rotary position (i32,
+  /// with rope) and, with a cache, the cache row and whether it lies within
+  /// the sequence's capacity (i1).
+  SmallVector<Value> placeToken(Value token);
 
   const ::norm::OpSpec &spec;
   /// K-prepare: k heads from `k` to `k_out`, not q and k heads from `qkv`.
@@ -152,27 +158,52 @@ QKNormPrologueEmitter::prepareRotation() {
   return angles;
 }
 
+SmallVector<Value> QKNormPrologueEmitter::placeToken(Value token) {
+  bool rope = spec.rope != ::norm::RopeStyle::None;
+  if (!rope && !spec.writeCache)
+    return {};
+  // K-prepare: the index within the key's sequence, as attention turns it
+  // (after the cached rows, as decode does); the prologue: the row index.
+  Value offsets = arg("cu_seqlens"), seq, at = token;
+  if (offsets) {
+    seq = findSequence(offsets, indexArg("batch"), token);
+    Value start = arith::IndexCastUIOp::create(
+        b, b.getIndexType(),
+        memref::LoadOp::create(b, offsets, ValueRange{seq}));
+    at = arith::SubIOp::create(b, token, start);
+  }
+  Value capacity;
+  if (spec.writeCache) {
+    // The cached length clamped to the capacity, as decode attention reads
+    // it.
+    capacity = indexArg("cache_capacity");
+    Value stored = arith::IndexCastOp::create(
+        b, b.getIndexType(),
+        memref::LoadOp::create(b, arg("cache_seqlens"), ValueRange{seq}));
+    at = add(arith::MinSIOp::create(
+                 b, arith::MaxSIOp::create(b, stored, index(0)), capacity),
+             at);
+  }
+  SmallVector<Value> place;
+  if (rope)
+    place.push_back(
+        spec.ropePositions
+            ? memref::LoadOp::create(b, arg("positions"), ValueRange{token})
+                  .getResult()
+            : arith::IndexCastUIOp::create(b, b.getI32Type(), at).getResult());
+  if (spec.writeCache) {
+    place.push_back(add(mul(seq, capacity), at));
+    place.push_back(
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, at, capacity));
+  }
+  return place;
+}
+
 SmallVector<Value> QKNormPrologueEmitter::rotate(ArrayRef<RopeAngles> angles,
                                                  ArrayRef<Value> chunks,
-                                                 Value token, Type element) {
+                                                 Value position, Type element) {
   bool neox = spec.rope == ::norm::RopeStyle::NeoX;
   const RowLayout &first = segments.front().row;
-  Value position;
-  if (spec.ropePositions) {
-    position = memref::LoadOp::create(b, arg("positions"), ValueRange{token});
-  } else {
-    // K-prepare: the index within the key's sequence, as attention turns
-    // it; the prologue: the row index.
-    Value index = token;
-    if (Value offsets = arg("cu_seqlens")) {
-      Value seq = findSequence(offsets, indexArg("batch"), token);
-      Value start = arith::IndexCastUIOp::create(
-          b, b.getIndexType(),
-          memref::LoadOp::create(b, offsets, ValueRange{seq}));
-      index = arith::SubIOp::create(b, token, start);
-    }
-    position = arith::IndexCastUIOp::create(b, b.getI32Type(), index);
-  }
   SmallVector<Value> out(chunks);
   // (a, b) -> (a cos - b sin, b cos + a sin).
   auto turn = [&](Value x, Value y, Value cos,
@@ -232,7 +263,10 @@ void QKNormPrologueEmitter::emit() {
   waitForPredecessor();
 
   Value qkv = arg(keysOnly ? "k" : "qkv");
-  StringRef source = keysOnly ? "k" : "qkv", kOut = keysOnly ? "k_out" : "k";
+  StringRef source = keysOnly ? "k" : "qkv";
+  StringRef kOut = spec.writeCache ? "k_cache" : keysOnly ? "k_out" : "k";
+  StringRef vOut = spec.writeCache ? "v_cache" : "v_out";
+  int64_t numPlace = (angles.empty() ? 0 : 1) + (spec.writeCache ? 2 : 0);
   Value kernelRows = mul(indexArg("rows"), index(heads));
   forEachCtaRow([&](Value rowIndex) {
     Value valid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, rowIndex,
@@ -245,24 +279,33 @@ void QKNormPrologueEmitter::emit() {
     // 1. The head into registers and its partial sum: of x^2, or for
     // mean_var of x (then the squared deviations from the mean).
     bool meanVar = statistic == ::norm::Statistic::MeanVar;
+    // Then its place (see placeToken) and the partial sum.
     SmallVector<Value> loaded = ifElseZeros(valid, [&] {
       Value base = add(mul(token, stride(source)), mul(head, index(headDim)));
       SmallVector<Value> out = loadHead(qkv, base);
+      SmallVector<Value> place = placeToken(token);
       // Llama 4: the norm of the rotated rows, as the graph stored them.
       if (ropeFirst)
-        out = rotate(angles,
-                     llvm::map_to_vector(out, [&](Value x) { return toF32(x); }),
-                     token, elementOf(qkv));
+        out = rotate(
+            angles, llvm::map_to_vector(out, [&](Value x) { return toF32(x); }),
+            place.front(), elementOf(qkv));
       Value sum = zero(VectorType::get({vector}, f32));
       for (Value chunk : out) {
         Value x = toF32(chunk);
         sum = addf(sum, meanVar ? x : mulf(x, x));
       }
+      llvm::append_range(out, place);
       out.push_back(reduce(sum));
       return out;
     });
     ArrayRef<Value> values = ArrayRef<Value>(loaded).take_front(numChunks);
+    ArrayRef<Value> place = ArrayRef<Value>(loaded).slice(numChunks, numPlace);
     Value partial = loaded.back();
+    // A cache row past the sequence's capacity is dropped.
+    Value writes =
+        spec.writeCache
+            ? arith::AndIOp::create(b, valid, place.back()).getResult()
+            : valid;
     Value total, mean;
     bool normalize = statistic != ::norm::Statistic::None;
     if (!normalize) {
@@ -284,7 +327,7 @@ void QKNormPrologueEmitter::emit() {
     }
 
     // 2. Normalize, scale, store to q or k.
-    ifThen(valid, [&] {
+    ifThen(writes, [&] {
       double invLength = 1.0 / static_cast<double>(headDim);
       Value scale;
       if (normalize) {
@@ -325,14 +368,18 @@ void QKNormPrologueEmitter::emit() {
       }
       // The graph stores the normalized rows, then rotates them.
       if (ropeAfter) {
-        Type element = elementOf(arg(keysOnly ? "k_out" : "q"));
-        outputs = rotate(angles, llvm::map_to_vector(outputs, [&](Value y) {
-                           return toF32(convert(y, element));
-                         }), token, element);
+        Type element = elementOf(arg(keysOnly ? kOut : "q"));
+        outputs = rotate(
+            angles,
+            llvm::map_to_vector(
+                outputs, [&](Value y) { return toF32(convert(y, element)); }),
+            place.front(), element);
       }
+      // The token's output row: its own, or its cache row.
+      Value outRow = spec.writeCache ? place[place.size() - 2] : token;
       auto storeKeys = [&] {
         Value kHead = arith::SubIOp::create(b, head, index(qHeads));
-        Value base = add(mul(token, stride(kOut)), mul(kHead, index(headDim)));
+        Value base = add(mul(outRow, stride(kOut)), mul(kHead, index(headDim)));
         storeHead(outputs, arg(kOut), base);
       };
       if (keysOnly)
@@ -347,11 +394,11 @@ void QKNormPrologueEmitter::emit() {
             },
             storeKeys);
       // The value head beside its key: one more row in flight.
-      if (spec.copyValues) {
+      if (spec.copyValues || spec.writeCache) {
         Value offset = mul(head, index(headDim));
         SmallVector<Value> values =
             loadHead(arg("v"), add(mul(token, stride("v")), offset));
-        storeHead(values, arg("v_out"), add(mul(token, stride("v_out")), offset));
+        storeHead(values, arg(vOut), add(mul(outRow, stride(vOut)), offset));
       }
     });
   });

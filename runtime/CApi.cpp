@@ -226,7 +226,7 @@ static std::string checkStructSize(const char *type, uint32_t size,
   (NORMJIT_HAS_FIELD(object, field) ? (object)->field                          \
                                     : decltype((object)->field){})
 
-constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_COPY_V << 1) - 1;
+constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_WRITE_CACHE << 1) - 1;
 constexpr uint32_t kAttentionOpFlags =
     NORMJIT_OP_CAUSAL | NORMJIT_OP_WRITE_LSE | NORMJIT_OP_ROPE_POSITIONS |
     NORMJIT_OP_ROPE_TABLE | NORMJIT_OP_ROPE_FIRST;
@@ -423,6 +423,7 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
   spec.qkWeightPerHead = desc->flags & NORMJIT_OP_QK_WEIGHT_PER_HEAD;
   spec.keysPrepared = desc->flags & NORMJIT_OP_PREPARED_K;
   spec.copyValues = desc->flags & NORMJIT_OP_COPY_V;
+  spec.writeCache = desc->flags & NORMJIT_OP_WRITE_CACHE;
   spec.eps = desc->eps;
   spec.alpha = desc->alpha;
   spec.weightOffset = desc->weight_offset;
@@ -912,11 +913,12 @@ normjit_status normjit_kernel_launch(const normjit_kernel *kernel,
     if (cacheRows < 0)
       return invalid("normjit_launch_args.cache_rows is " +
                      std::to_string(cacheRows) + ", must not be negative");
-    if (cacheRows != 0 &&
-        kernel->kernel->getSpec().kind != OpKind::AttentionDecode)
+    if (cacheRows != 0 && !hasKvCache(kernel->kernel->getSpec()))
       return invalid("normjit_launch_args.cache_rows is " +
                      std::to_string(cacheRows) +
-                     ": only NORMJIT_OP_ATTENTION_DECODE has a KV cache; "
+                     ": only NORMJIT_OP_ATTENTION_DECODE and "
+                     "NORMJIT_OP_K_PREPARE with NORMJIT_OP_WRITE_CACHE have a "
+                     "KV cache; "
                      "leave it 0");
     for (BufferSlot cache : {BufferSlot::KCache, BufferSlot::VCache})
       converted.tensors[static_cast<int>(cache)].rows = cacheRows;

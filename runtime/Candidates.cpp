@@ -67,6 +67,9 @@ int64_t norm::jit::getRowBucketMinRows(RowBucket bucket) {
 }
 
 DecodeShape norm::jit::getDecodeTuningShape(const OpSpec &spec, int64_t rows) {
+  if (spec.kind != OpKind::AttentionDecode)
+    return DecodeShape{rows, kTuningSequences,
+                       (rows + kTuningSequences - 1) / kTuningSequences, 1};
   // The bytes of one key and its value: a row of each cache.
   int64_t keyBytes = 0;
   for (const BufferSpec &buffer : getBuffers(spec))

@@ -66,7 +66,9 @@ constexpr int64_t kMaxDecodeTuningCacheLength = 4096;
 /// of `rows` sequences (batch = rows), each with a cache of
 /// kDecodeTuningCacheBytes / (rows x the bytes of a key and its value),
 /// clamped to [kMinDecodeTuningCacheLength, kMaxDecodeTuningCacheLength],
-/// as its capacity; `splits` 1 (see getDecodeTuningLaunch).
+/// as its capacity; `splits` 1 (see getDecodeTuningLaunch). K-prepare into
+/// a cache: kTuningSequences sequences of the rows, each into an empty
+/// cache that holds it.
 DecodeShape getDecodeTuningShape(const OpSpec &spec, int64_t rows);
 
 /// getDecodeTuningShape with the splits a launch of `launch` takes on

@@ -129,11 +129,11 @@ Status LoadedKernel::checkRows(const LaunchArgs &args, int64_t rows,
 Status LoadedKernel::launch(const LaunchArgs &args, int64_t rows,
                             cu::Stream stream,
                             const DecodeLaunch *decode) const {
-  if (layout.isDecode && (!decode || decode->capacity < 1 ||
-                          decode->splits < 1 ||
-                          decode->splits > kMaxDecodeSplits))
+  if (layout.hasCache &&
+      (!decode || decode->capacity < 1 || decode->splits < 1 ||
+       decode->splits > kMaxDecodeSplits))
     return Status::error(ErrorCode::Internal,
-                         "decode kernel " + getSignature().name +
+                         "KV cache kernel " + getSignature().name +
                              " launched without its splits and cache "
                              "capacity");
   int64_t splits = decode ? decode->splits : 1;
@@ -231,6 +231,7 @@ Status norm::jit::computeLaunchLayout(const OpSpec &spec,
        tableRowsSeen = false;
   layout.hasBatch = false;
   layout.isDecode = spec.kind == OpKind::AttentionDecode;
+  layout.hasCache = hasKvCache(spec);
   if (sig.params.size() > LaunchLayout::kMaxParams)
     return mismatch("too many parameters");
   if (sig.blockThreads < 1 || sig.blockThreads > 1024 || sig.sharedBytes < 0)
@@ -288,7 +289,10 @@ Status norm::jit::computeLaunchLayout(const OpSpec &spec,
     case KernelParam::Kind::CacheCapacity: {
       bool &seenOnce = p.kind == KernelParam::Kind::KvSplits ? splitsSeen
                                                              : capacitySeen;
-      if (!layout.isDecode || seenOnce)
+      bool expectedHere = p.kind == KernelParam::Kind::KvSplits
+                              ? layout.isDecode
+                              : layout.hasCache;
+      if (!expectedHere || seenOnce)
         return mismatch("unexpected parameter '" + p.name + "'");
       seenOnce = true;
       param.kind = p.kind == KernelParam::Kind::KvSplits
@@ -330,8 +334,10 @@ Status norm::jit::computeLaunchLayout(const OpSpec &spec,
     return mismatch("no row count parameter");
   if (expected[static_cast<int>(BufferSlot::CuSeqlens)] && !layout.hasBatch)
     return mismatch("no batch parameter");
-  if (layout.isDecode && !(splitsSeen && capacitySeen))
-    return mismatch("no kv_splits or cache_capacity parameter");
+  if (layout.isDecode && !splitsSeen)
+    return mismatch("no kv_splits parameter");
+  if (layout.hasCache && !capacitySeen)
+    return mismatch("no cache_capacity parameter");
   if (expected[static_cast<int>(BufferSlot::RopeTable)] && !tableRowsSeen)
     return mismatch("no rope_table_rows parameter");
   return Status::success();

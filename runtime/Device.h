@@ -68,10 +68,12 @@ struct LaunchLayout {
   bool hasBatch = false;
   /// Whether it is decode attention's (kv_splits, cache_capacity).
   bool isDecode = false;
+  /// Whether it writes a KV cache (cache_capacity; norm::hasKvCache).
+  bool hasCache = false;
 };
 
-/// The launch values only decode attention has: the CTAs its keys split
-/// over and each sequence's cache rows.
+/// The launch values of the kernels with a KV cache: the CTAs decode's keys
+/// split over (1 for K-prepare) and each sequence's cache rows.
 struct DecodeLaunch {
   int64_t splits = 1;
   int64_t capacity = 0;

@@ -178,7 +178,7 @@ Status Kernel::check(const LaunchArgs &args, int64_t rows,
     chosen = plan.scalar.get();
   if (chosen) {
     DecodeLaunch decodeLaunch;
-    if (spec.kind == OpKind::AttentionDecode)
+    if (hasKvCache(spec))
       if (Status status = getDecodeLaunch(args, rows, *chosen, decodeLaunch);
           !status)
         return status;
@@ -305,7 +305,8 @@ Status Kernel::launchChecked(const LaunchArgs &args, int64_t rows,
   if (spec.backward)
     return launchBackward(args, rows, *variant, stream);
   if (spec.kind != OpKind::AttentionDecode)
-    return variant->launch(args, rows, cuStream);
+    return variant->launch(args, rows, cuStream,
+                           spec.writeCache ? &decode : nullptr);
   std::shared_ptr<StreamScratch> scratch = streamScratch.lock();
   if (!scratch)
     return invalidLaunch(spec, "the context of this decode kernel is gone, "
@@ -500,6 +501,8 @@ Status Kernel::getDecodeLaunch(const LaunchArgs &args, int64_t rows,
                   "x capacity");
   const LaunchConfig &launch = variant.getSignature().launch;
   decode.capacity = cacheRows / batch;
+  if (spec.kind != OpKind::AttentionDecode)
+    return Status::success();
   decode.splits = getDecodeSplits(
       spec, launch.rowsPerCta, DecodeShape{rows, batch, decode.capacity, 1},
       smCount, launch.blockN);

@@ -268,7 +268,8 @@ private:
   Status check(const LaunchArgs &args, int64_t rows,
                const LoadedKernel *&variant,
                DecodeLaunch *decode = nullptr) const;
-  /// The decode parameters of a launch checked buffer by buffer.
+  /// The KV cache parameters of a launch checked buffer by buffer (decode
+  /// attention, K-prepare into a cache: norm::hasKvCache).
   Status getDecodeLaunch(const LaunchArgs &args, int64_t rows,
                          const LoadedKernel &variant,
                          DecodeLaunch &decode) const;

@@ -48,8 +48,9 @@ Status Tuner::allocateScratch(int64_t rows, const TuningRun &run) {
                          "tuning scratch for " + std::to_string(rows) +
                              " rows: more than i32 sequence offsets count");
   bool decode = spec.kind == OpKind::AttentionDecode;
-  DecodeShape shape = decode ? getDecodeTuningShape(spec, rows)
-                             : DecodeShape{rows, kTuningSequences, 0, 1};
+  DecodeShape shape = hasKvCache(spec)
+                          ? getDecodeTuningShape(spec, rows)
+                          : DecodeShape{rows, kTuningSequences, 0, 1};
   std::vector<DeviceBuffer> allocated;
   LaunchArgs scratchArgs;
   for (const BufferSpec &buffer : getBuffers(spec)) {
@@ -102,9 +103,11 @@ Status Tuner::allocateScratch(int64_t rows, const TuningRun &run) {
     offsets.push_back(static_cast<int32_t>(b * rows / shape.batch));
   if (Status status = write(BufferSlot::CuSeqlens, offsets); !status)
     return status;
-  // Each decode sequence attends to its whole cache, its new token last.
-  if (decode) {
-    std::vector<int32_t> lengths(shape.batch, shape.cacheCapacity - 1);
+  // Each decode sequence attends to its whole cache, its new token last;
+  // K-prepare fills empty caches.
+  if (hasKvCache(spec)) {
+    std::vector<int32_t> lengths(shape.batch,
+                                 decode ? shape.cacheCapacity - 1 : 0);
     if (Status status = write(BufferSlot::CacheSeqlens, lengths); !status)
       return status;
   }
@@ -225,6 +228,9 @@ Status Tuner::time(const LoadedKernel &kernel, double &microseconds) {
   if (spec.kind == OpKind::AttentionDecode) {
     if (Status status = prepareDecode(kernel, decode); !status)
       return status;
+    decodeLaunch = &decode;
+  } else if (spec.writeCache) {
+    decode.capacity = getDecodeTuningShape(spec, scratchRows).cacheCapacity;
     decodeLaunch = &decode;
   }
   // Warm up (first-launch costs, caches) and catch launch errors untimed.

@@ -85,8 +85,9 @@ extern "C" {
  * NORMJIT_OP_K_PREPARE, NORMJIT_OP_COPY_V, the buffers NORMJIT_K_OUT and
  * NORMJIT_V_OUT, so 39 tensors in normjit_launch_args; attention over
  * prepared keys: NORMJIT_OP_PREPARED_K; the library still reads the
- * layouts of API 4 to 9). */
-#define NORMJIT_API_VERSION 10
+ * layouts of API 4 to 9). Then 11 (NORMJIT_OP_WRITE_CACHE: K-prepare
+ * writes k and v into a KV cache). */
+#define NORMJIT_API_VERSION 11
 
 /* The library version of this header: major (libnormjit.so.1) changes only
  * when the ABI breaks, minor is the API version. */
@@ -212,6 +213,10 @@ typedef enum normjit_op_kind {
 #define NORMJIT_OP_PREPARED_K (1u << 25)
 /* API 10, NORMJIT_OP_K_PREPARE: also copy NORMJIT_V to NORMJIT_V_OUT. */
 #define NORMJIT_OP_COPY_V (1u << 26)
+/* API 11, NORMJIT_OP_K_PREPARE: write k and v into NORMJIT_K_CACHE and
+ * NORMJIT_V_CACHE at the rows after each sequence's cached ones (see
+ * K-prepare below), not to NORMJIT_K_OUT and NORMJIT_V_OUT. */
+#define NORMJIT_OP_WRITE_CACHE (1u << 27)
 
 /* normjit_op_desc.rope (API 3): attention's rotary position embeddings. */
 typedef enum normjit_rope {
@@ -284,10 +289,20 @@ typedef enum normjit_rope {
  * eps, NORMJIT_OP_WEIGHT (NORMJIT_K_WEIGHT, a head dim, or one per head
  * with NORMJIT_OP_QK_WEIGHT_PER_HEAD) and weight_offset, rounded to
  * output_type, then rotated by rope as attention rotates k (the same rope
- * fields and NORMJIT_POSITIONS / NORMJIT_ROPE_TABLE; row t at position t
- * without positions) and rounded again, written to NORMJIT_K_OUT (rows x
+ * fields and NORMJIT_POSITIONS / NORMJIT_ROPE_TABLE; without positions a
+ * key turns by its index within its sequence of NORMJIT_CU_SEQLENS, which
+ * is then required) and rounded again, written to NORMJIT_K_OUT (rows x
  * num_kv_heads * head_dim). With NORMJIT_OP_COPY_V, NORMJIT_V (like k) is
- * copied to NORMJIT_V_OUT in the same launch. Attention with
+ * copied to NORMJIT_V_OUT in the same launch. API 11: with
+ * NORMJIT_OP_WRITE_CACHE the keys and NORMJIT_V go into NORMJIT_K_CACHE and
+ * NORMJIT_V_CACHE instead (cache_rows x num_kv_heads * head_dim, in and
+ * out), as decode attention appends: NORMJIT_CU_SEQLENS and
+ * NORMJIT_CACHE_SEQLENS as for decode, new token i of sequence b at row b
+ * * capacity + cache_seqlens[b] + i (capacity = cache_rows / batch, which
+ * must divide; rows past the capacity are dropped) and, without
+ * positions, at rotary position cache_seqlens[b] + i: QK-Norm, RoPE and
+ * the cache write of a prefill step in one launch. Not with
+ * NORMJIT_OP_SAVE_STATS. Attention with
  * NORMJIT_OP_PREPARED_K then reads NORMJIT_K_OUT as its keys: together the
  * unfused graph's result, without normalizing each key tile in every query
  * tile's CTA. NORMJIT_OP_SAVE_STATS as for the QK-Norm prologue (k heads

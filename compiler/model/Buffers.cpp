@@ -193,15 +193,28 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
   case OpKind::KeyPrepare: {
     int64_t kv = spec.numKvHeads;
     rows(BufferSlot::K, spec.input, kv * h, false);
-    if (spec.copyValues)
+    if (spec.copyValues || spec.writeCache)
       rows(BufferSlot::V, spec.input, kv * h, false);
     if (spec.hasWeight)
       vector(BufferSlot::KWeight, spec.param,
              h * (spec.qkWeightPerHead ? kv : 1), false);
-    // Without positions a key turns by its index within its sequence.
-    if (spec.rope != RopeStyle::None && !spec.ropePositions)
+    // Without positions a key turns by its index within its sequence; a
+    // cache's rows are per sequence.
+    if (spec.writeCache ||
+        (spec.rope != RopeStyle::None && !spec.ropePositions))
       vector(BufferSlot::CuSeqlens, ElementType::i32, /*cols=*/0, false);
+    if (spec.writeCache)
+      vector(BufferSlot::CacheSeqlens, ElementType::i32, 0, false);
     addRopeBuffers();
+    if (spec.writeCache) {
+      // Written at their rows only: every other row keeps its value.
+      for (BufferSlot cache : {BufferSlot::KCache, BufferSlot::VCache}) {
+        rows(cache, cache == BufferSlot::KCache ? spec.output : spec.input,
+             kv * h, true);
+        buffers.back().updated = buffers.back().ownRows = true;
+      }
+      return buffers;
+    }
     rows(BufferSlot::KOut, spec.output, kv * h, true);
     if (spec.copyValues)
       rows(BufferSlot::VOut, spec.input, kv * h, true);

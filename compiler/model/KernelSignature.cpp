@@ -99,8 +99,9 @@ static std::string getKernelPrefix(const OpSpec &spec) {
     if (spec.qkStatistic != Statistic::None)
       os << "_" << getStatisticName(spec.qkStatistic)
          << (spec.qkWeightPerHead ? "_hw" : "");
-    os << ropeSuffix() << (spec.copyValues ? "_v" : "") << "_d" << spec.hidden
-       << "_" << type(spec.input) << "_" << type(spec.output);
+    os << ropeSuffix() << (spec.copyValues ? "_v" : "")
+       << (spec.writeCache ? "_cache" : "") << "_d" << spec.hidden << "_"
+       << type(spec.input) << "_" << type(spec.output);
     return os.str();
   case OpKind::BatchNormStats:
     os << "norm_colstats_h" << spec.hidden << "_" << type(spec.input)
@@ -243,16 +244,16 @@ Status norm::describeKernel(const OpSpec &spec, const LaunchConfig &launch,
     batch.name = "batch";
     sig.params.push_back(batch);
   }
-  if (normal.kind == OpKind::AttentionDecode) {
-    for (auto [kind, name] :
-         {std::pair{KernelParam::Kind::KvSplits, "kv_splits"},
-          std::pair{KernelParam::Kind::CacheCapacity, "cache_capacity"}}) {
-      KernelParam param;
-      param.kind = kind;
-      param.name = name;
-      sig.params.push_back(param);
-    }
-  }
+  auto addParam = [&](KernelParam::Kind kind, const char *name) {
+    KernelParam param;
+    param.kind = kind;
+    param.name = name;
+    sig.params.push_back(param);
+  };
+  if (normal.kind == OpKind::AttentionDecode)
+    addParam(KernelParam::Kind::KvSplits, "kv_splits");
+  if (normal.kind == OpKind::AttentionDecode || normal.writeCache)
+    addParam(KernelParam::Kind::CacheCapacity, "cache_capacity");
   if (normal.ropeTable) {
     KernelParam tableRows;
     tableRows.kind = KernelParam::Kind::RopeTableRows;

@@ -415,6 +415,10 @@ static Status verifyKeyPrepare(const OpSpec &spec) {
   if (spec.qkStatistic == Statistic::None && (spec.hasWeight || spec.saveStats))
     return Status::invalid("QK-Norm weights and save_stats need a QK-Norm "
                            "statistic");
+  if (spec.writeCache && spec.saveStats)
+    return Status::invalid("K-prepare into a KV cache (write_cache) saves no "
+                           "statistics: save_stats is for training, which "
+                           "has no cache");
   return verifyHeadNormFields(spec, "K-prepare",
                               "k, an optional k weight and v to copy");
 }
@@ -639,6 +643,9 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
     return Status::invalid("prepared keys apply to prefill attention only");
   if (spec.copyValues && spec.kind != OpKind::KeyPrepare)
     return Status::invalid("copying the values applies to K-prepare only");
+  if (spec.writeCache && spec.kind != OpKind::KeyPrepare)
+    return Status::invalid("write_cache applies to K-prepare only (decode "
+                           "attention appends to its cache itself)");
 
   if (spec.backward && !isFusedRow(spec))
     return Status::invalid(
@@ -809,7 +816,10 @@ OpSpec norm::normalizeOpSpec(const OpSpec &spec) {
   if (n.kind != OpKind::Attention)
     n.keysPrepared = defaults.keysPrepared;
   if (n.kind != OpKind::KeyPrepare)
-    n.copyValues = defaults.copyValues;
+    n.copyValues = n.writeCache = false;
+  // The cache takes the values too.
+  if (n.writeCache)
+    n.copyValues = false;
   if (n.rope == RopeStyle::None) {
     n.rotaryDim = defaults.rotaryDim;
     n.ropePositions = defaults.ropePositions;
@@ -874,6 +884,8 @@ std::string norm::getCanonicalSpec(const OpSpec &original) {
     os << " keys_prepared=1";
   if (s.copyValues)
     os << " copy_values=1";
+  if (s.writeCache)
+    os << " write_cache=1";
   if (s.saveStats)
     os << " save_stats=1";
   if (s.backward)
@@ -1009,6 +1021,8 @@ std::optional<OpSpec> norm::parseCanonicalSpec(std::string_view text,
     flag("keys_prepared", spec.keysPrepared);
   if (fields.count("copy_values"))
     flag("copy_values", spec.copyValues);
+  if (fields.count("write_cache"))
+    flag("write_cache", spec.writeCache);
   if (fields.count("save_stats"))
     flag("save_stats", spec.saveStats);
   if (fields.count("backward"))
@@ -1073,6 +1087,8 @@ std::string norm::describeOpSpec(const OpSpec &spec) {
       os << " prepared keys";
     if (spec.copyValues)
       os << " +v";
+    if (spec.writeCache)
+      os << " into the KV cache";
   }
   if (spec.groups != 1)
     os << (spec.perHeadWeight ? " heads " : " groups ") << spec.groups;

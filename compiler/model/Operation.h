@@ -142,6 +142,13 @@ struct OpSpec {
   /// K-prepare: the v heads of each token are copied beside the normalized
   /// k heads (v_out), so that one launch writes both.
   bool copyValues = false;
+  /// K-prepare: the keys and values go into a KV cache in place of k_out
+  /// and v_out: new token i of sequence b (of cu_seqlens) to row b *
+  /// capacity + cache_seqlens[b] + i of k_cache and v_cache (capacity = the
+  /// caches' rows / batch; rows past it are dropped), at rotary position
+  /// cache_seqlens[b] + i without `positions`: decode attention's append,
+  /// for a prefill (or chunked prefill) step. Implies the values.
+  bool writeCache = false;
   // Training (row norms: rms, layer, l2; the QK-Norm prologue):
   /// The forward kernel also writes what its backward reads: the f32
   /// `saved_rstd` of each kernel row (group, head; the scale the statistic
@@ -185,6 +192,13 @@ using OpKind = OpSpec::Kind;
 /// Either attention kernel: prefill (Attention) or decode (AttentionDecode).
 inline bool isAttention(OpKind kind) {
   return kind == OpKind::Attention || kind == OpKind::AttentionDecode;
+}
+
+/// The kernels that write a KV cache of their own rows (batch x capacity,
+/// the cache_capacity parameter): decode attention and K-prepare into a
+/// cache.
+inline bool hasKvCache(const OpSpec &spec) {
+  return spec.kind == OpSpec::Kind::AttentionDecode || spec.writeCache;
 }
 
 /// The kernels whose rows are the heads of token rows, normalized (and

@@ -43,3 +43,22 @@ func.func @forms(%k: tensor<?x256xf16>, %v: tensor<?x256xf16>, %w: tensor<256xf1
       : tensor<?x256xf16> -> tensor<?x256xf16>
   return
 }
+
+// -----
+
+// A chunked-prefill step of Qwen 3: keys normalized and rotated at their
+// cache positions, written with the values into the KV cache (the results
+// are the updated caches).
+// CHECK-LABEL: func.func @into_cache
+//       CHECK: %{{.*}}, %{{.*}} = norm.k_prepare %{{.*}} values(%{{.*}} : tensor<?x1024xbf16>) seqlens(%{{.*}} : tensor<?xi32>) cache(%{{.*}}, %{{.*}} lengths %{{.*}} : tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?xi32>) k_weight(%{{.*}} : tensor<128xbf16>) eps(1.0e-06) {head_dim = 128 : i64, num_kv_heads = 8 : i64, qk_norm = #norm.qk_norm<rms>, rope = #norm.rope<neox>, rope_theta = 1.000000e+06 : f64} : tensor<?x1024xbf16> -> tensor<?x1024xbf16>, tensor<?x1024xbf16>
+func.func @into_cache(%k: tensor<?x1024xbf16>, %v: tensor<?x1024xbf16>, %cu: tensor<?xi32>,
+                      %kc: tensor<?x1024xbf16>, %vc: tensor<?x1024xbf16>, %len: tensor<?xi32>,
+                      %wk: tensor<128xbf16>) -> (tensor<?x1024xbf16>, tensor<?x1024xbf16>) {
+  %kc2, %vc2 = norm.k_prepare %k values(%v : tensor<?x1024xbf16>) seqlens(%cu : tensor<?xi32>)
+      cache(%kc, %vc lengths %len : tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?xi32>)
+      k_weight(%wk : tensor<128xbf16>) eps(1.0e-06)
+      {qk_norm = #norm.qk_norm<rms>, num_kv_heads = 8 : i64, head_dim = 128 : i64,
+       rope = #norm.rope<neox>, rope_theta = 1.0e+06 : f64}
+      : tensor<?x1024xbf16> -> tensor<?x1024xbf16>, tensor<?x1024xbf16>
+  return %kc2, %vc2 : tensor<?x1024xbf16>, tensor<?x1024xbf16>
+}

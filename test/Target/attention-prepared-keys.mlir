@@ -7,12 +7,15 @@
 //   the key loop without the mask, as ../shared/REVIEW-KERNELS.md counts
 //   instructions; `masked` is the total of a tile of the second loop, the
 //   causal diagonal and the sequence's tail) at head dims 64, 128 and 256:
-//   with QK-Norm + RoPE it is the plain loop's, 582 at D=128 (the review
+//   with QK-Norm + RoPE it is the plain loop's, 534 at D=128 (the review
 //   counted 2507 with the keys normalized and rotated in the loop, 658 with
-//   them prepared and every tile masked), 4.55 PTX instructions per
-//   mma.sync. FlashAttention-2's 4.0 takes 32 query rows a warp at D=128,
-//   which ptxas spills (8-88 bytes: kMaxAttentionAccumulatorsAt8Warps);
-//   head dim 64 takes them (5.14 per mma.sync, 6.08 with 16 rows);
+//   them prepared and every tile masked; 582 while the unmasked loop's
+//   copies had row guards), 4.17 PTX instructions per mma.sync.
+//   FlashAttention-2's 4.0 takes 32 query rows a warp at D=128, which
+//   ptxas spilled (8-88 bytes: kMaxAttentionAccumulatorsAt8Warps); head
+//   dim 64 takes them (4.91 per mma.sync, 6.08 with 16 rows);
+// - the unmasked loop's copies: no row guard, no branch; shared offsets
+//   immediate (a 64-bit add, a shift and an add a copy);
 // - ptxas: no stack frame, no spills; registers below.
 //
 // REQUIRES: ptxas
@@ -51,22 +54,22 @@
 
 
 
-// MIX: norm_attn_qkrms_causal_kprep_ropeneox128_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2 mma=128 ldmatrix=72 cp_async=16 async_sync=2 ex2=34 sincos=0 rsqrt=0 fma_f32=32 alu_f32=102 max_f32=36 cvt=16 shfl=4 bar=2 setp=12 selp=26 shared=0 global=0 branch=3 int64=92 int32=3 other=2 total=582 per_mma=4.55 masked=648
-// MIX: norm_attn_causal_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2 mma=128 ldmatrix=72 cp_async=16 async_sync=2 ex2=34 sincos=0 rsqrt=0 fma_f32=32 alu_f32=102 max_f32=36 cvt=16 shfl=4 bar=2 setp=12 selp=26 shared=0 global=0 branch=3 int64=92 int32=3 other=2 total=582 per_mma=4.55 masked=648
-// MIX: norm_attn_qkrms_causal_kprep_ropeneox256_d256_h8x1_bf16_{{[0-9a-f]+}}_v8_t32_w4_r64_n32_s2 mma=128 ldmatrix=80 cp_async=16 async_sync=2 ex2=18 sincos=0 rsqrt=0 fma_f32=16 alu_f32=150 max_f32=20 cvt=8 shfl=4 bar=2 setp=12 selp=26 shared=0 global=0 branch=3 int64=92 int32=3 other=2 total=582 per_mma=4.55 masked=616
-// MIX: norm_attn_qkrms_causal_kprep_ropeneox64_d64_h16x4_bf16_{{[0-9a-f]+}}_v8_t8_w4_r128_n64_s2 mma=128 ldmatrix=40 cp_async=8 async_sync=2 ex2=68 sincos=0 rsqrt=0 fma_f32=64 alu_f32=140 max_f32=72 cvt=32 shfl=8 bar=2 setp=10 selp=16 shared=0 global=0 branch=3 int64=56 int32=5 other=4 total=658 per_mma=5.14 masked=795
+// MIX: norm_attn_qkrms_causal_kprep_ropeneox128_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2 mma=128 ldmatrix=72 cp_async=16 async_sync=2 ex2=34 sincos=0 rsqrt=0 fma_f32=32 alu_f32=102 max_f32=36 cvt=16 shfl=4 bar=2 setp=3 selp=2 shared=0 global=0 branch=2 int64=79 int32=2 other=2 total=534 per_mma=4.17 masked=641
+// MIX: norm_attn_causal_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2 mma=128 ldmatrix=72 cp_async=16 async_sync=2 ex2=34 sincos=0 rsqrt=0 fma_f32=32 alu_f32=102 max_f32=36 cvt=16 shfl=4 bar=2 setp=3 selp=2 shared=0 global=0 branch=2 int64=79 int32=2 other=2 total=534 per_mma=4.17 masked=641
+// MIX: norm_attn_qkrms_causal_kprep_ropeneox256_d256_h8x1_bf16_{{[0-9a-f]+}}_v8_t32_w4_r64_n32_s2 mma=128 ldmatrix=80 cp_async=16 async_sync=2 ex2=18 sincos=0 rsqrt=0 fma_f32=16 alu_f32=150 max_f32=20 cvt=8 shfl=4 bar=2 setp=3 selp=2 shared=0 global=0 branch=2 int64=83 int32=2 other=2 total=538 per_mma=4.20 masked=616
+// MIX: norm_attn_qkrms_causal_kprep_ropeneox64_d64_h16x4_bf16_{{[0-9a-f]+}}_v8_t8_w4_r128_n64_s2 mma=128 ldmatrix=40 cp_async=8 async_sync=2 ex2=68 sincos=0 rsqrt=0 fma_f32=64 alu_f32=140 max_f32=72 cvt=32 shfl=8 bar=2 setp=5 selp=4 shared=0 global=0 branch=2 int64=46 int32=4 other=4 total=629 per_mma=4.91 masked=791
 
 // Registers (sm_90 / sm_80): K-prepare 44-48 (vector) and 34-39 (scalar);
-// attention D=64 (32 rows a warp) 252/252, D=128 223/215 with prepared keys
-// (plain 230/222), D=256 247/247.
+// attention D=64 (32 rows a warp) 241/250, D=128 204/198 with prepared keys
+// (plain 204/198), D=256 246/245.
 // PTXAS-NOT: error
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 // PTXAS-COUNT-10: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 // SM90: Compiling entry function 'norm_attn_qkrms_causal_kprep_ropeneox128_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2' for 'sm_90'
-// SM90: Used 223 registers
+// SM90: Used 204 registers
 // SM80: Compiling entry function 'norm_attn_qkrms_causal_kprep_ropeneox128_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2' for 'sm_80'
-// SM80: Used 215 registers
+// SM80: Used 198 registers
 
 func.func @qwen3_d128(%q: tensor<?x4096xbf16>, %k: tensor<?x1024xbf16>, %v: tensor<?x1024xbf16>,
     %wq: tensor<128xbf16>, %wk: tensor<128xbf16>) -> tensor<?x4096xbf16> {

@@ -101,3 +101,47 @@ func.func @prepared_plain_keys(%q: tensor<?x128xbf16>, %cu: tensor<2xi32>) {
       : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>
   return
 }
+
+// -----
+
+func.func @cache_without_values(%k: tensor<?x128xbf16>, %cu: tensor<?xi32>, %c: tensor<?x128xbf16>, %len: tensor<?xi32>) {
+  // expected-error @+1 {{a cache takes the values ('v') and the sequences ('cu_seqlens') of the new tokens}}
+  %0 = norm.k_prepare %k seqlens(%cu : tensor<?xi32>)
+      cache(%c, %c lengths %len : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?xi32>) eps(1.0e-06)
+      {qk_norm = #norm.qk_norm<rms>, num_kv_heads = 1 : i64, head_dim = 128 : i64}
+      : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @cache_columns(%k: tensor<?x128xbf16>, %cu: tensor<?xi32>, %c: tensor<?x256xbf16>, %len: tensor<?xi32>) {
+  // expected-error @+1 {{'k_cache' must have the columns of 'k' (128), got 'tensor<?x256xbf16>'}}
+  %0, %1 = norm.k_prepare %k values(%k : tensor<?x128xbf16>) seqlens(%cu : tensor<?xi32>)
+      cache(%c, %c lengths %len : tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?xi32>) eps(1.0e-06)
+      {qk_norm = #norm.qk_norm<rms>, num_kv_heads = 1 : i64, head_dim = 128 : i64}
+      : tensor<?x128xbf16> -> tensor<?x256xbf16>, tensor<?x256xbf16>
+  return
+}
+
+// -----
+
+func.func @cache_results(%k: tensor<?x128xbf16>, %cu: tensor<?xi32>, %c: tensor<64x128xbf16>, %len: tensor<?xi32>) {
+  // expected-error @+1 {{'k_out' and 'v_out' are the updated caches, of their types}}
+  %0, %1 = norm.k_prepare %k values(%k : tensor<?x128xbf16>) seqlens(%cu : tensor<?xi32>)
+      cache(%c, %c lengths %len : tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<?xi32>) eps(1.0e-06)
+      {qk_norm = #norm.qk_norm<rms>, num_kv_heads = 1 : i64, head_dim = 128 : i64}
+      : tensor<?x128xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @cache_saves_no_statistics(%k: tensor<?x128xbf16>, %cu: tensor<?xi32>, %c: tensor<?x128xbf16>, %len: tensor<?xi32>) {
+  // expected-error @+1 {{a cache write saves no statistics}}
+  %0, %1, %2 = norm.k_prepare %k values(%k : tensor<?x128xbf16>) seqlens(%cu : tensor<?xi32>)
+      cache(%c, %c lengths %len : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?xi32>) eps(1.0e-06)
+      {qk_norm = #norm.qk_norm<rms>, num_kv_heads = 1 : i64, head_dim = 128 : i64}
+      : tensor<?x128xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16> saved_rstd(tensor<?x1xf32>)
+  return
+}

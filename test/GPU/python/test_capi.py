@@ -82,7 +82,7 @@ class NoTorchTest(unittest.TestCase):
                      "OUTPUT_OVER_ADDEND", "RESIDUAL_OVER_INPUT",
                      "RESIDUAL_OVER_ADDEND", "OUTPUT_SCALE_STATIC",
                      "OUTPUT_SCALE_PER_TOKEN", "SCALE_UB", "ROPE_FIRST",
-                     "QK_WEIGHT_PER_HEAD", "PREPARED_K", "COPY_V"):
+                     "QK_WEIGHT_PER_HEAD", "PREPARED_K", "COPY_V", "WRITE_CACHE"):
             self.assertEqual(getattr(capi, "OP_" + name), 1 << int(re.search(
                 r"#define NORMJIT_OP_%s \(1u << (\d+)\)" % name,
                 text).group(1)), name)
@@ -267,7 +267,7 @@ class FakeDriverTest(unittest.TestCase):
         self.assertIn("hidden size must be in [1, 16777216], got 0",
                       str(caught.exception))
         with self.assertRaises(norm_opt.NormJitError) as caught:
-            self.context.kernel(RMS._replace(flags=1 << 27))
+            self.context.kernel(RMS._replace(flags=1 << 28))
         self.assertIn("normjit_op_desc.flags: unknown bits", str(caught.exception))
 
     def test_kernel_not_in_bundle(self):
@@ -355,7 +355,7 @@ class FakeDriverTest(unittest.TestCase):
             {slot: b for slot, b in buffers.items() if b is not None})
 
     def test_attention_launch(self):
-        self.assertEqual(self.context.library.api_version, 10)
+        self.assertEqual(self.context.library.api_version, 11)
         kernel = self.context.kernel(self.ATTENTION)
         config = kernel.config(100)
         self.assertEqual((config.vector, config.threads_per_row), (8, 16))

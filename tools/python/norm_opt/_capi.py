@@ -90,6 +90,7 @@ OP_QK_WEIGHT_PER_HEAD = 1 << 24
 # (the QK-Norm and rope are q's alone); K-prepare also copying v.
 OP_PREPARED_K = 1 << 25
 OP_COPY_V = 1 << 26
+OP_WRITE_CACHE = 1 << 27
 
 # normjit_buffer (V, CU_SEQLENS, LSE: API 3; K_CACHE .. SEMAPHORES: API 4,
 # decode attention, whose WORKSPACE and SEMAPHORES are libnormjit's own)
