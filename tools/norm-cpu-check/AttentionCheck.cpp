@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <optional>
 #include <tuple>
 
 using namespace norm;
@@ -240,6 +239,110 @@ AttentionResult failed(AttentionResult &result, const std::string &message) {
   result.failures.push_back(message);
   return result;
 }
+
+/// The QK-Norm weights of `spec` for `heads` heads (a row per head, or one
+/// they share), drawn from `random`.
+GuardedBuffer makeWeights(const OpSpec &spec, int64_t heads, Random &random) {
+  int64_t cols = spec.hidden * (spec.qkWeightPerHead ? heads : 1);
+  GuardedBuffer weights(spec.input, 1, cols, cols);
+  weights.fill(getInputGuard(spec.input));
+  weights.fillRows([&](int64_t) { return random.uniform(-0.5, 1.5); });
+  return weights;
+}
+
+/// The offsets of sequences of `lengths` (cu_seqlens): 0 and their running
+/// sums.
+std::vector<int64_t> getOffsets(const std::vector<int64_t> &lengths) {
+  std::vector<int64_t> offsets = {0};
+  for (int64_t length : lengths)
+    offsets.push_back(offsets.back() + length);
+  return offsets;
+}
+
+/// An i32 buffer of `values` (at least one element).
+GuardedBuffer makeIndices(const std::vector<int64_t> &values) {
+  int64_t cols = std::max<int64_t>(values.size(), 1);
+  GuardedBuffer indices(ElementType::i32, 1, cols, cols);
+  indices.fill(getInputGuard(ElementType::i32));
+  for (size_t i = 0; i < values.size(); ++i)
+    indices.store(0, i, static_cast<double>(values[i]));
+  return indices;
+}
+
+/// The rope table of `values` (makeRopeTable's rows, `stride` apart).
+GuardedBuffer makeTableBuffer(const std::vector<float> &values, int64_t rows,
+                              int64_t rotaryDim, int64_t stride) {
+  GuardedBuffer table(ElementType::f32, rows, rotaryDim, stride);
+  table.fill(getInputGuard(ElementType::f32));
+  for (int64_t p = 0; p < rows; ++p)
+    for (int64_t col = 0; col < rotaryDim; ++col)
+      table.store(p, col, values[p * stride + col]);
+  return table;
+}
+
+/// A kernel's arguments: buffers with their row strides by parameter name,
+/// integers by parameter kind.
+class Arguments {
+public:
+  void add(const std::string &name, const void *data, int64_t bytes,
+           int64_t stride) {
+    buffers[name] = {SimBuffer{const_cast<void *>(data), bytes}, stride};
+  }
+  void add(const std::string &name, GuardedBuffer &buffer) {
+    add(name, buffer.data(), buffer.getBytesFromData(), buffer.getStride());
+  }
+  void set(KernelParam::Kind kind, int64_t value) { integers[kind] = value; }
+
+  /// The buffers and integers of `signature`'s parameters, in their order;
+  /// fails on a parameter that is not here.
+  Status bind(const KernelSignature &signature, std::vector<SimBuffer> &bound,
+              std::vector<int64_t> &boundIntegers) const {
+    for (const KernelParam &param : signature.params) {
+      // A stride is named after its buffer: "<buffer>_stride".
+      bool stride = param.kind == KernelParam::Kind::RowStride;
+      std::string name =
+          stride ? param.name.substr(0, param.name.size() - 7) : param.name;
+      auto buffer = buffers.find(name);
+      auto integer = integers.find(param.kind);
+      if (param.kind == KernelParam::Kind::Buffer && buffer != buffers.end())
+        bound.push_back(buffer->second.first);
+      else if (stride && buffer != buffers.end())
+        boundIntegers.push_back(buffer->second.second);
+      else if (!stride && integer != integers.end())
+        boundIntegers.push_back(integer->second);
+      else
+        return Status::invalid("unexpected parameter " + param.name + " of " +
+                               signature.name);
+    }
+    return Status::success();
+  }
+
+private:
+  std::map<std::string, std::pair<SimBuffer, int64_t>> buffers;
+  std::map<KernelParam::Kind, int64_t> integers;
+};
+
+/// The reference problem of `spec` over the sequences of `cu`.
+AttentionProblem getProblem(const OpSpec &spec, std::vector<int64_t> cu) {
+  AttentionProblem problem;
+  problem.type = spec.input;
+  problem.numHeads = spec.numQHeads;
+  problem.numKvHeads = spec.numKvHeads;
+  problem.headDim = spec.hidden;
+  problem.causal = spec.causal;
+  problem.scale = spec.scale;
+  if (spec.qkStatistic != Statistic::None)
+    problem.qkNorm = spec.qkStatistic;
+  problem.qkEps = spec.eps;
+  problem.qkOffset = spec.weightOffset;
+  problem.cuSeqlens = std::move(cu);
+  problem.rope = spec.rope;
+  problem.rotaryDim = spec.rotaryDim;
+  problem.ropeTheta = spec.ropeTheta;
+  problem.ropeFirst = spec.ropeFirst;
+  problem.qkWeightPerHead = spec.qkWeightPerHead;
+  return problem;
+}
 } // namespace
 
 AttentionResult norm::check::runAttentionCase(const AttentionCase &c,
@@ -257,9 +360,7 @@ AttentionResult norm::check::runAttentionCase(const AttentionCase &c,
   ++result.kernelsCompiled;
 
   int64_t d = c.headDim, qCols = c.heads * d, kvCols = c.kvHeads * d;
-  std::vector<int64_t> cu = {0};
-  for (int64_t length : c.lengths)
-    cu.push_back(cu.back() + length);
+  std::vector<int64_t> cu = getOffsets(c.lengths);
   int64_t tokens = cu.back(), batch = c.lengths.size();
 
   // Inputs: separate tensors with a gap after each row, or one packed
@@ -301,18 +402,9 @@ AttentionResult norm::check::runAttentionCase(const AttentionCase &c,
     qStride = q->getStride(), kStride = k->getStride(),
     vStride = v->getStride();
   }
-  int64_t qWeights = d * (c.weightPerHead ? c.heads : 1);
-  int64_t kWeights = d * (c.weightPerHead ? c.kvHeads : 1);
-  GuardedBuffer qWeight(c.type, 1, qWeights, qWeights);
-  GuardedBuffer kWeight(c.type, 1, kWeights, kWeights);
-  for (GuardedBuffer *w : {&qWeight, &kWeight}) {
-    w->fill(getInputGuard(c.type));
-    w->fillRows([&](int64_t) { return random.uniform(-0.5, 1.5); });
-  }
-  GuardedBuffer offsets(ElementType::i32, 1, batch + 1, batch + 1);
-  offsets.fill(getInputGuard(ElementType::i32));
-  for (int64_t i = 0; i <= batch; ++i)
-    offsets.store(0, i, static_cast<double>(cu[i]));
+  GuardedBuffer qWeight = makeWeights(spec, c.heads, random);
+  GuardedBuffer kWeight = makeWeights(spec, c.kvHeads, random);
+  GuardedBuffer offsets = makeIndices(cu);
   GuardedBuffer output(c.type, tokens, qCols, qCols + 8);
   output.fill(getOutputPoison(c.type));
   GuardedBuffer lse(ElementType::f32, tokens, c.heads, c.heads + 4);
@@ -343,24 +435,18 @@ AttentionResult norm::check::runAttentionCase(const AttentionCase &c,
         referencePositions[last] = 0;
         poisoned[last] = true;
       }
-  GuardedBuffer positionBuffer(ElementType::i32, 1,
-                               std::max<int64_t>(tokens, 1),
-                               std::max<int64_t>(tokens, 1));
-  positionBuffer.fill(getInputGuard(ElementType::i32));
-  for (int64_t t = 0; t < tokens; ++t)
-    positionBuffer.store(0, t, static_cast<double>(positions[t]));
+  GuardedBuffer positionBuffer = makeIndices(positions);
   int64_t rotaryDim = c.rotaryDim ? c.rotaryDim : d;
   int64_t tableStride = rotaryDim + 4;
   std::vector<float> tableValues =
       makeRopeTable(c.ropeTheta, rotaryDim, tableRows, tableStride);
-  GuardedBuffer table(ElementType::f32, tableRows, rotaryDim, tableStride);
-  table.fill(getInputGuard(ElementType::f32));
+  GuardedBuffer table =
+      makeTableBuffer(tableValues, tableRows, rotaryDim, tableStride);
   std::vector<float> contiguousTable;
   for (int64_t p = 0; p < tableRows; ++p)
-    for (int64_t col = 0; col < rotaryDim; ++col) {
-      table.store(p, col, tableValues[p * tableStride + col]);
-      contiguousTable.push_back(tableValues[p * tableStride + col]);
-    }
+    contiguousTable.insert(contiguousTable.end(),
+                           tableValues.begin() + p * tableStride,
+                           tableValues.begin() + p * tableStride + rotaryDim);
 
   InputSnapshots inputs;
   if (qkv)
@@ -370,11 +456,19 @@ AttentionResult norm::check::runAttentionCase(const AttentionCase &c,
          {std::pair{"q", q.get()}, std::pair{"k", k.get()},
           std::pair{"v", v.get()}})
       inputs.add(name, *buffer);
-  inputs.add("q_weight", qWeight);
-  inputs.add("k_weight", kWeight);
-  inputs.add("cu_seqlens", offsets);
-  inputs.add("positions", positionBuffer);
-  inputs.add("rope_table", table);
+  // What the K-prepare and attention kernels share.
+  Arguments shared;
+  shared.set(KernelParam::Kind::Rows, tokens);
+  shared.set(KernelParam::Kind::Batch, batch);
+  shared.set(KernelParam::Kind::RopeTableRows, tableRows);
+  for (auto [name, buffer] :
+       {std::pair{"q_weight", &qWeight}, std::pair{"k_weight", &kWeight},
+        std::pair{"cu_seqlens", &offsets},
+        std::pair{"positions", &positionBuffer},
+        std::pair{"rope_table", &table}}) {
+    inputs.add(name, *buffer);
+    shared.add(name, *buffer);
+  }
 
   // Prepared keys: the K-prepare kernel writes them (poisoned first) from k,
   // and the attention kernel reads them instead of k.
@@ -388,48 +482,15 @@ AttentionResult norm::check::runAttentionCase(const AttentionCase &c,
         !keyCompiled)
       return failed(result, "no K-prepare kernel: " + keyCompiled.message());
     ++result.kernelsCompiled;
+    Arguments keyArguments = shared;
+    keyArguments.add("k", kData, kBytes, kStride);
+    keyArguments.add("k_out", prepared);
     std::vector<SimBuffer> keyBuffers;
     std::vector<int64_t> keyIntegers;
-    for (const KernelParam &param : keyRunner.getSignature().params) {
-      const std::string &n = param.name;
-      switch (param.kind) {
-      case KernelParam::Kind::Rows:
-        keyIntegers.push_back(tokens);
-        continue;
-      case KernelParam::Kind::Batch:
-        keyIntegers.push_back(batch);
-        continue;
-      case KernelParam::Kind::RopeTableRows:
-        keyIntegers.push_back(tableRows);
-        continue;
-      case KernelParam::Kind::RowStride:
-        keyIntegers.push_back(n == "k_stride"            ? kStride
-                              : n == "k_out_stride"      ? prepared.getStride()
-                              : n == "rope_table_stride" ? table.getStride()
-                                                         : -1);
-        if (keyIntegers.back() < 0)
-          return failed(result, "unexpected K-prepare parameter " + n);
-        continue;
-      default:
-        break;
-      }
-      SimBuffer buffer =
-          n == "k" ? SimBuffer{const_cast<void *>(kData), kBytes}
-          : n == "k_weight"
-              ? SimBuffer{kWeight.data(), kWeight.getBytesFromData()}
-          : n == "positions" ? SimBuffer{positionBuffer.data(),
-                                         positionBuffer.getBytesFromData()}
-          : n == "cu_seqlens"
-              ? SimBuffer{offsets.data(), offsets.getBytesFromData()}
-          : n == "rope_table"
-              ? SimBuffer{table.data(), table.getBytesFromData()}
-          : n == "k_out"
-              ? SimBuffer{prepared.data(), prepared.getBytesFromData()}
-              : SimBuffer();
-      if (!buffer.data)
-        return failed(result, "unexpected K-prepare parameter " + n);
-      keyBuffers.push_back(buffer);
-    }
+    if (Status bound = keyArguments.bind(keyRunner.getSignature(), keyBuffers,
+                                         keyIntegers);
+        !bound)
+      return failed(result, bound.message());
     // One kernel row per token and kv head.
     if (Status keysRan =
             keyRunner.launch(keyBuffers, keyIntegers,
@@ -438,59 +499,19 @@ AttentionResult norm::check::runAttentionCase(const AttentionCase &c,
       return failed(result, "K-prepare launch failed: " + keysRan.message());
     checkStrayWrites(prepared, "k_out", result);
   }
-  const void *attentionK = c.preparedKeys ? prepared.data() : kData;
-  int64_t attentionKBytes =
-      c.preparedKeys ? prepared.getBytesFromData() : kBytes;
-  int64_t attentionKStride = c.preparedKeys ? prepared.getStride() : kStride;
-
-  // Parameters in signature order.
+  Arguments arguments = shared;
+  arguments.add("q", qData, qBytes, qStride);
+  if (c.preparedKeys)
+    arguments.add("k", prepared);
+  else
+    arguments.add("k", kData, kBytes, kStride);
+  arguments.add("v", vData, vBytes, vStride);
+  arguments.add("output", output);
+  arguments.add("lse", lse);
   std::vector<SimBuffer> buffers;
   std::vector<int64_t> integers;
-  for (const KernelParam &param : signature.params) {
-    if (param.kind == KernelParam::Kind::Rows) {
-      integers.push_back(tokens);
-      continue;
-    }
-    if (param.kind == KernelParam::Kind::Batch) {
-      integers.push_back(batch);
-      continue;
-    }
-    if (param.kind == KernelParam::Kind::RopeTableRows) {
-      integers.push_back(tableRows);
-      continue;
-    }
-    if (param.kind == KernelParam::Kind::RowStride) {
-      const std::string &n = param.name;
-      integers.push_back(n == "q_stride"            ? qStride
-                         : n == "k_stride"          ? attentionKStride
-                         : n == "v_stride"          ? vStride
-                         : n == "output_stride"     ? output.getStride()
-                         : n == "rope_table_stride" ? table.getStride()
-                                                    : lse.getStride());
-      continue;
-    }
-    const std::string &n = param.name;
-    auto whole = [](GuardedBuffer &buffer) {
-      return SimBuffer{buffer.data(), buffer.getBytesFromData()};
-    };
-    auto slice = [](const void *data, int64_t bytes) {
-      return SimBuffer{const_cast<void *>(data), bytes};
-    };
-    SimBuffer buffer = n == "q"            ? slice(qData, qBytes)
-                       : n == "k"          ? slice(attentionK, attentionKBytes)
-                       : n == "v"          ? slice(vData, vBytes)
-                       : n == "q_weight"   ? whole(qWeight)
-                       : n == "k_weight"   ? whole(kWeight)
-                       : n == "cu_seqlens" ? whole(offsets)
-                       : n == "positions"  ? whole(positionBuffer)
-                       : n == "rope_table" ? whole(table)
-                       : n == "output"     ? whole(output)
-                       : n == "lse"        ? whole(lse)
-                                           : SimBuffer();
-    if (!buffer.data)
-      return failed(result, "unexpected parameter " + n);
-    buffers.push_back(buffer);
-  }
+  if (Status bound = arguments.bind(signature, buffers, integers); !bound)
+    return failed(result, bound.message());
   if (Status ran =
           runner.launch(buffers, integers, signature.getGridX(tokens, batch));
       !ran)
@@ -498,23 +519,7 @@ AttentionResult norm::check::runAttentionCase(const AttentionCase &c,
   injectFault(fault, output, tokens, qkv ? *qkv : *q);
 
   // The reference of the unfused graph.
-  AttentionProblem problem;
-  problem.type = c.type;
-  problem.numHeads = c.heads;
-  problem.numKvHeads = c.kvHeads;
-  problem.headDim = d;
-  problem.causal = c.causal;
-  problem.scale = spec.scale;
-  if (c.norm != Statistic::None)
-    problem.qkNorm = c.norm;
-  problem.qkEps = spec.eps;
-  problem.qkOffset = c.offset;
-  problem.cuSeqlens = cu;
-  problem.rope = c.rope;
-  problem.rotaryDim = c.rotaryDim;
-  problem.ropeTheta = c.ropeTheta;
-  problem.ropeFirst = c.ropeFirst;
-  problem.qkWeightPerHead = c.weightPerHead;
+  AttentionProblem problem = getProblem(spec, cu);
   if (c.positions)
     problem.positions = referencePositions;
   if (c.table)
@@ -575,9 +580,7 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
 
   int64_t d = c.headDim, qCols = c.heads * d, kvCols = c.kvHeads * d;
   int64_t batch = c.newTokens.size(), capacity = c.capacity;
-  std::vector<int64_t> cu = {0};
-  for (int64_t count : c.newTokens)
-    cu.push_back(cu.back() + count);
+  std::vector<int64_t> cu = getOffsets(c.newTokens);
   int64_t tokens = cu.back();
 
   Random random(0xdec0de + d * 7 + c.heads);
@@ -589,41 +592,23 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
     buffer->fill(getInputGuard(c.type));
     buffer->fillRows(draw);
   }
-  int64_t qWeights = d * (c.weightPerHead ? c.heads : 1);
-  int64_t kWeights = d * (c.weightPerHead ? c.kvHeads : 1);
-  GuardedBuffer qWeight(c.type, 1, qWeights, qWeights);
-  GuardedBuffer kWeight(c.type, 1, kWeights, kWeights);
-  for (GuardedBuffer *w : {&qWeight, &kWeight}) {
-    w->fill(getInputGuard(c.type));
-    w->fillRows([&](int64_t) { return random.uniform(-0.5, 1.5); });
-  }
-  GuardedBuffer offsets(ElementType::i32, 1, batch + 1, batch + 1);
-  GuardedBuffer lengths(ElementType::i32, 1, batch, batch);
-  for (GuardedBuffer *buffer : {&offsets, &lengths})
-    buffer->fill(getInputGuard(ElementType::i32));
-  for (int64_t i = 0; i <= batch; ++i)
-    offsets.store(0, i, static_cast<double>(cu[i]));
-  for (int64_t i = 0; i < batch; ++i)
-    lengths.store(0, i, static_cast<double>(c.cacheLengths[i]));
+  GuardedBuffer qWeight = makeWeights(spec, c.heads, random);
+  GuardedBuffer kWeight = makeWeights(spec, c.kvHeads, random);
+  GuardedBuffer offsets = makeIndices(cu);
+  GuardedBuffer lengths = makeIndices(c.cacheLengths);
 
   // Positions and the table of their angles.
   std::vector<int64_t> positions(tokens);
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t t = cu[b]; t < cu[b + 1]; ++t)
       positions[t] = c.cacheLengths[b] + (t - cu[b]) + (c.positions ? 5 : 0);
-  GuardedBuffer positionBuffer(ElementType::i32, 1, tokens, tokens);
-  positionBuffer.fill(getInputGuard(ElementType::i32));
-  for (int64_t t = 0; t < tokens; ++t)
-    positionBuffer.store(0, t, static_cast<double>(positions[t]));
+  GuardedBuffer positionBuffer = makeIndices(positions);
   int64_t rotaryDim = c.rotaryDim ? c.rotaryDim : d;
   int64_t tableRows = *std::max_element(positions.begin(), positions.end()) + 2;
   std::vector<float> tableValues =
       makeRopeTable(c.ropeTheta, rotaryDim, tableRows, rotaryDim);
-  GuardedBuffer table(ElementType::f32, tableRows, rotaryDim, rotaryDim);
-  table.fill(getInputGuard(ElementType::f32));
-  for (int64_t p = 0; p < tableRows; ++p)
-    for (int64_t col = 0; col < rotaryDim; ++col)
-      table.store(p, col, tableValues[p * rotaryDim + col]);
+  GuardedBuffer table =
+      makeTableBuffer(tableValues, tableRows, rotaryDim, rotaryDim);
 
   // The caches: every row holds values (rows past a sequence's length
   // too, which the kernel must neither read nor write), and a copy of
@@ -657,57 +642,30 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
   GuardedBuffer output(c.type, tokens, qCols, qCols + 8);
 
   InputSnapshots inputs;
-  std::map<std::string, GuardedBuffer *> byName = {
-      {"q", &q},
-      {"k", &k},
-      {"v", &v},
-      {"q_weight", &qWeight},
-      {"k_weight", &kWeight},
-      {"cu_seqlens", &offsets},
-      {"cache_seqlens", &lengths},
-      {"positions", &positionBuffer},
-      {"rope_table", &table}};
-  for (const auto &[name, buffer] : byName)
+  Arguments arguments;
+  for (auto [name, buffer] :
+       {std::pair{"q", &q}, std::pair{"k", &k}, std::pair{"v", &v},
+        std::pair{"q_weight", &qWeight}, std::pair{"k_weight", &kWeight},
+        std::pair{"cu_seqlens", &offsets}, std::pair{"cache_seqlens", &lengths},
+        std::pair{"positions", &positionBuffer},
+        std::pair{"rope_table", &table}}) {
     inputs.add(name, *buffer);
-  byName.insert({{"output", &output},
-                 {"k_cache", kCache.get()},
-                 {"v_cache", vCache.get()},
-                 {"workspace", &workspace},
-                 {"semaphores", &semaphores}});
+    arguments.add(name, *buffer);
+  }
+  for (auto [name, buffer] :
+       {std::pair{"output", &output}, std::pair{"k_cache", kCache.get()},
+        std::pair{"v_cache", vCache.get()}, std::pair{"workspace", &workspace},
+        std::pair{"semaphores", &semaphores}})
+    arguments.add(name, *buffer);
+  arguments.set(KernelParam::Kind::Rows, tokens);
+  arguments.set(KernelParam::Kind::Batch, batch);
+  arguments.set(KernelParam::Kind::KvSplits, c.splits);
+  arguments.set(KernelParam::Kind::CacheCapacity, capacity);
+  arguments.set(KernelParam::Kind::RopeTableRows, tableRows);
   std::vector<SimBuffer> buffers;
   std::vector<int64_t> integers;
-  for (const KernelParam &param : signature.params) {
-    switch (param.kind) {
-    case KernelParam::Kind::Rows:
-      integers.push_back(tokens);
-      continue;
-    case KernelParam::Kind::Batch:
-      integers.push_back(batch);
-      continue;
-    case KernelParam::Kind::KvSplits:
-      integers.push_back(c.splits);
-      continue;
-    case KernelParam::Kind::CacheCapacity:
-      integers.push_back(capacity);
-      continue;
-    case KernelParam::Kind::RopeTableRows:
-      integers.push_back(tableRows);
-      continue;
-    case KernelParam::Kind::RowStride: {
-      std::string buffer = param.name.substr(0, param.name.size() - 7);
-      if (!byName.count(buffer))
-        return failed(result, "unexpected parameter " + param.name);
-      integers.push_back(byName[buffer]->getStride());
-      continue;
-    }
-    case KernelParam::Kind::Buffer:
-      if (!byName.count(param.name))
-        return failed(result, "unexpected parameter " + param.name);
-      buffers.push_back(
-          {byName[param.name]->data(), byName[param.name]->getBytesFromData()});
-      continue;
-    }
-  }
+  if (Status bound = arguments.bind(signature, buffers, integers); !bound)
+    return failed(result, bound.message());
   int64_t grid = signature.getGridX(tokens, batch, c.splits);
   std::vector<uint8_t> firstOutput;
   for (int run = 0; run < 2; ++run) {
@@ -725,26 +683,11 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
   injectFault(fault, output, tokens, q);
 
   DecodeProblem problem;
-  AttentionProblem &step = problem.step;
-  step.type = c.type;
-  step.numHeads = c.heads;
-  step.numKvHeads = c.kvHeads;
-  step.headDim = d;
-  step.scale = spec.scale;
-  if (c.norm != Statistic::None)
-    step.qkNorm = c.norm;
-  step.qkEps = spec.eps;
-  step.qkOffset = c.offset;
-  step.cuSeqlens = cu;
-  step.rope = spec.rope;
-  step.rotaryDim = spec.rotaryDim;
-  step.ropeTheta = spec.ropeTheta;
-  step.ropeFirst = spec.ropeFirst;
-  step.qkWeightPerHead = spec.qkWeightPerHead;
+  problem.step = getProblem(spec, cu);
   if (c.positions)
-    step.positions = positions;
+    problem.step.positions = positions;
   if (c.table)
-    step.ropeTable = tableValues;
+    problem.step.ropeTable = tableValues;
   problem.cacheSeqlens = c.cacheLengths;
   problem.cacheCapacity = capacity;
   DecodeOperands operands;

@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace norm::check {
@@ -55,7 +56,8 @@ Status compileForHost(const OpSpec &spec, const LaunchConfig &launch,
 /// (a packed projection's column slices), outputs may not.
 class AttentionRunner {
 public:
-  explicit AttentionRunner(const AttentionEngine &engine) : engine(engine) {}
+  explicit AttentionRunner(AttentionEngine engine)
+      : engine(std::move(engine)) {}
 
   Status compile(const OpSpec &spec, const LaunchConfig &launch);
   const KernelSignature &getSignature() const { return source.signature; }
@@ -65,7 +67,7 @@ public:
                 const std::vector<int64_t> &integers, int64_t gridX);
 
 private:
-  const AttentionEngine &engine;
+  AttentionEngine engine;
   KernelSource source;
   std::unique_ptr<HostKernels> host;
   std::string ptx;
