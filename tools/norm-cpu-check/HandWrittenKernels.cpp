@@ -442,10 +442,12 @@ public:
   // The QK-Norm kernels are the simplest ones: RMS and L2, plain weights,
   // no rotation.
   bool supports(const OpSpec &spec) const override {
-    // The training, in-place, FP8 and K-prepare kernels have no
+    // The training, in-place, FP8, K-prepare and attention kernels have no
     // hand-written counterparts.
     if (spec.saveStats || spec.backward ||
         spec.kind == OpSpec::Kind::KeyPrepare ||
+        spec.kind == OpSpec::Kind::Attention ||
+        spec.kind == OpSpec::Kind::AttentionDecode ||
         spec.kind == OpSpec::Kind::ColumnSum ||
         spec.outputOver != ::norm::RowOperand::None ||
         spec.residualOver != ::norm::RowOperand::None ||
@@ -478,8 +480,8 @@ public:
       return Status::error(::norm::ErrorCode::Unsupported,
                            "no hand-written kernel: QK-Norm kernels are RMS "
                            "and L2 without a weight offset or rotary "
-                           "embeddings, and there are no training or in-place "
-                           "kernels");
+                           "embeddings, and there are no training, in-place "
+                           "or attention kernels");
     // The ABI of the generated kernel (names aside): the check compares the
     // two providers with the same harness.
     KernelSignature &signature = source.signature;

@@ -9,6 +9,15 @@
 // (Reference.h) at an explicit tolerance. Stray writes (guards, gaps between
 // rows), modified inputs and unwritten outputs (still NaN) fail a case.
 //
+// The attention variants (attn_*, decode_*; run only where named) run the
+// prefill and decode kernels as the unit tests do (AttentionCheck.h):
+// --hidden gives their head dims, --seqlens the lengths of their one
+// varlen batch (decode: of the KV caches), --types f16 or bf16 (unless
+// told: bf16, head dims 64 and 128, lengths 1, 0, 63, 65 and 129). On the
+// host their kernels are compiled for the x86-64 baseline at -O0 whatever
+// --host-cpu and --opt-level say (compileForHost): results must not depend
+// on this machine's CPU.
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Compiler.h"
@@ -16,7 +25,7 @@
 #include "compiler/model/FloatFormats.h"
 #include "compiler/model/Reference.h"
 #include "runtime/Candidates.h"
-#include "tools/norm-cpu-check/AttentionSpec.h"
+#include "tools/norm-cpu-check/AttentionCheck.h"
 #include "tools/norm-cpu-check/Buffers.h"
 #include "tools/norm-cpu-check/KernelSource.h"
 #include "tools/norm-cpu-check/Ptxsim.h"
@@ -49,19 +58,26 @@ static cl::opt<std::string> kernelsOption(
     cl::desc("Kernel source: 'generated' (the compiler's kernel generator) or "
              "'hand-written' (simple reference kernels)"),
     cl::init("generated"));
-static cl::list<int64_t> hiddenOption("hidden", cl::CommaSeparated,
-                                      cl::cat(checkCategory),
-                                      cl::desc("Hidden sizes (head_dim for "
-                                               "QK-Norm)"));
+static cl::list<int64_t> hiddenOption(
+    "hidden", cl::CommaSeparated, cl::cat(checkCategory),
+    cl::desc("Hidden sizes (the head dim for QK-Norm and attention; "
+             "attention's default: 64,128, with --every-size 64 to 256)"));
 static cl::list<int64_t> rowsOption("rows", cl::CommaSeparated,
                                     cl::cat(checkCategory),
-                                    cl::desc("Row counts"));
-static cl::list<std::string> typesOption("types", cl::CommaSeparated,
-                                         cl::cat(checkCategory),
-                                         cl::desc("Element types"));
+                                    cl::desc("Row counts (attention: "
+                                             "--seqlens)"));
+static cl::list<int64_t> seqlensOption(
+    "seqlens", cl::CommaSeparated, cl::cat(checkCategory),
+    cl::desc("Attention: the sequence lengths of its one varlen batch, 0 an "
+             "empty sequence (decode: the lengths of their KV caches before "
+             "the step); default 1,0,63,65,129"));
 static cl::list<std::string>
-    variantsOption("variants", cl::CommaSeparated, cl::cat(checkCategory),
-                   cl::desc("Operation variants (see --list-variants)"));
+    typesOption("types", cl::CommaSeparated, cl::cat(checkCategory),
+                cl::desc("Element types (attention's default: bf16)"));
+static cl::list<std::string> variantsOption(
+    "variants", cl::CommaSeparated, cl::cat(checkCategory),
+    cl::desc("Operation variants (see --list-variants; the attention ones "
+             "run only where named)"));
 static cl::opt<bool> listVariants("list-variants", cl::cat(checkCategory),
                                   cl::desc("List the variants and exit"));
 static cl::opt<bool>
@@ -104,7 +120,7 @@ static cl::opt<std::string> inputsOption(
              "(one element in 500 at +-64..512 times it), constant (every "
              "element of a row the same), offset (a common offset of 1000 "
              "times the noise), tiny or huge (magnitudes near the type's "
-             "smallest normals or largest squares f32 holds); forward "
+             "smallest normals or largest squares f32 holds); forward row "
              "kernels only"),
     cl::init("uniform"));
 static cl::opt<std::string> engineOption(
@@ -138,7 +154,8 @@ static cl::opt<bool> verboseOption("v", cl::cat(checkCategory),
 static cl::opt<bool> everySizeOption(
     "every-size", cl::cat(checkCategory),
     cl::desc("Run every variant at every hidden size (by default, variants "
-             "beside the main ones run at a subset of the sizes)"));
+             "beside the main ones run at a subset of the sizes), attention "
+             "at head dims 64, 80, 96, 112, 128, 160, 192 and 256"));
 
 //===----------------------------------------------------------------------===//
 // What runs
@@ -194,6 +211,8 @@ static constexpr ElementType kTypes[] = {ElementType::f32, ElementType::f16,
 static bool ptxasAudit = false;
 
 namespace {
+struct AttentionVariant;
+
 /// One operation with its flags, at any hidden size and element type.
 struct Variant {
   const char *name;
@@ -203,6 +222,9 @@ struct Variant {
   /// Sets up `spec` for `hidden` and `type`; false where the variant does
   /// not apply (a group norm needs a hidden size with a divisor).
   std::function<bool(OpSpec &spec)> configure;
+  /// Attention: run by AttentionCheck.h (not runCase), at the head dims of
+  /// --hidden or kAttentionHeadDims, over --seqlens.
+  const AttentionVariant *attention = nullptr;
 };
 } // namespace
 
@@ -255,76 +277,238 @@ static bool configureHeadsBackward(OpSpec &spec, ::norm::OpKind kind,
 }
 
 namespace {
-/// An attention kernel for the ptxas engine only (its runs are the unit
-/// tests': AttentionKernelTests, AttentionDecodeTests): the sweep's size is
-/// the head dim, 16-bit types only; scale 1 / sqrt(head dim), eps 1e-6,
-/// theta 1e6 rotary over the head or 1 / rotaryFraction of it (even),
-/// before the QK-Norm with ropeFirst; prefill causal.
+/// An attention kernel (AttentionCheck.h): the sweep's sizes are its head
+/// dims, 16-bit types only, and one varlen batch of --seqlens its shape
+/// (prefill: the sequences' lengths; decode: their caches' lengths, each
+/// sequence appending the variant's new tokens to a cache just long enough
+/// for the longest); scale 1 / sqrt(head dim), eps 1e-6 with a QK-Norm.
+/// `prefill` or `decode` sets the heads and flags of a case whose type,
+/// head dim and lengths are set.
 struct AttentionVariant {
   const char *name, *description;
-  ::norm::OpKind kind;
-  int64_t heads, kvHeads;
-  ::norm::Statistic norm;
-  bool weights;
-  ::norm::RopeStyle rope;
-  int64_t rotaryFraction;
-  bool ropeFirst = false;
-
-  bool configure(OpSpec &spec) const {
-    if (!ptxasAudit || spec.input == ElementType::f32 ||
-        spec.hidden % 8 != 0 || spec.hidden > 256)
-      return false;
-    spec = makeAttentionSpec(kind, spec.input, spec.hidden, heads, kvHeads,
-                             norm, weights, /*offset=*/0.0, rope,
-                             spec.hidden / rotaryFraction / 2 * 2,
-                             /*theta=*/1e6);
-    spec.causal = kind == ::norm::OpKind::Attention;
-    spec.ropeFirst = rope != ::norm::RopeStyle::None && ropeFirst;
-    return true;
-  }
+  void (*prefill)(AttentionCase &c);
+  void (*decode)(DecodeCase &c);
 };
+
+/// Rotary embeddings of `style` over 1 / `fraction` of the head (even) of
+/// base `theta`.
+template <typename Case>
+void setRope(Case &c, ::norm::RopeStyle style, int64_t fraction, double theta) {
+  c.rope = style;
+  c.rotaryDim = c.headDim / fraction / 2 * 2;
+  c.ropeTheta = theta;
+}
+
+/// `heads` query and `kvHeads` key/value heads with a QK-Norm of `norm`
+/// (None: none), weighted when `weights`; no rotary embeddings unless
+/// setRope.
+template <typename Case>
+void setHeads(Case &c, int64_t heads, int64_t kvHeads, ::norm::Statistic norm,
+              bool weights) {
+  c.heads = heads;
+  c.kvHeads = kvHeads;
+  c.norm = norm;
+  c.weights = weights;
+}
+
+/// `count` new tokens a sequence, the keys in `splits` ranges.
+void setStep(DecodeCase &c, int64_t count, int64_t splits) {
+  c.newTokens.assign(c.cacheLengths.size(), count);
+  c.splits = splits;
+}
 } // namespace
 
 static const AttentionVariant kAttentionVariants[] = {
-    {"attn_rms_rope", "prefill attention, RMS QK-Norm with weights, NeoX "
-     "rotary, 8 q / 2 kv heads (Qwen3) (--engine=ptxas only)",
-     OpKind::Attention, 8, 2, Statistic::RMS, true, RopeStyle::NeoX, 1},
-    {"attn_layer_gptj", "prefill attention, LayerNorm QK-Norm with weights, "
-     "GPT-J rotary over half the head, 4 q / 4 kv heads (--engine=ptxas only)",
-     OpKind::Attention, 4, 4, Statistic::MeanVar, true, RopeStyle::GptJ,
-     2},
-    {"attn_plain_mqa", "prefill attention, no QK-Norm or rotary, 8 q heads "
-     "on one kv head (--engine=ptxas only)",
-     OpKind::Attention, 8, 1, Statistic::None, false, RopeStyle::None, 1},
-    {"attn_l2_rope_first", "prefill attention, L2 QK-Norm of rotated rows "
-     "(NeoX), 10 q / 2 kv heads (Llama 4) (--engine=ptxas only)",
-     OpKind::Attention, 10, 2, Statistic::L2, false, RopeStyle::NeoX, 1,
-     true},
-    {"attn_layer_quarter", "prefill attention, LayerNorm QK-Norm with "
-     "weights, NeoX rotary over a quarter of the head (StableLM: a pair at a "
-     "time at head dim 80), 4 q / 4 kv heads (--engine=ptxas only)",
-     OpKind::Attention, 4, 4, Statistic::MeanVar, true, RopeStyle::NeoX, 4},
-    {"decode_rms_rope", "decode attention with cache append, RMS QK-Norm "
-     "with weights, NeoX rotary, 8 q / 2 kv heads (--engine=ptxas only)",
-     OpKind::AttentionDecode, 8, 2, Statistic::RMS, true, RopeStyle::NeoX,
-     1},
-    {"decode_l2_gptj_mha", "decode attention, L2 QK-Norm, GPT-J rotary over "
-     "half the head, 4 q / 4 kv heads (--engine=ptxas only)",
-     OpKind::AttentionDecode, 4, 4, Statistic::L2, false, RopeStyle::GptJ,
-     2},
-    {"decode_layer_mqa32", "decode attention, LayerNorm QK-Norm with "
-     "weights, NeoX rotary, 32 q heads on one kv head (--engine=ptxas only)",
-     OpKind::AttentionDecode, 32, 1, Statistic::MeanVar, true,
-     RopeStyle::NeoX, 1},
-    {"decode_l2_rope_first", "decode attention, L2 QK-Norm of rotated rows "
-     "(NeoX), 10 q / 2 kv heads (Llama 4) (--engine=ptxas only)",
-     OpKind::AttentionDecode, 10, 2, Statistic::L2, false, RopeStyle::NeoX,
-     1, true},
-    {"decode_plain", "decode attention, no QK-Norm or rotary, 8 q / 1 kv "
-     "head (--engine=ptxas only)",
-     OpKind::AttentionDecode, 8, 1, Statistic::None, false, RopeStyle::None,
-     1},
+    {"attn_rms_rope",
+     "prefill attention, causal: RMS QK-Norm with weights, NeoX rotary "
+     "theta 1e6, 8 q / 2 kv heads (Qwen3)",
+     [](AttentionCase &c) {
+       setHeads(c, 8, 2, Statistic::RMS, true);
+       setRope(c, RopeStyle::NeoX, 1, 1e6);
+       c.causal = true;
+     }},
+    {"attn_layer_gptj",
+     "prefill attention, causal: LayerNorm QK-Norm with weights, GPT-J "
+     "rotary over half the head, 4 q / 4 kv heads",
+     [](AttentionCase &c) {
+       setHeads(c, 4, 4, Statistic::MeanVar, true);
+       setRope(c, RopeStyle::GptJ, 2, 1e6);
+       c.causal = true;
+     }},
+    {"attn_plain_mqa",
+     "prefill attention, causal: no QK-Norm or rotary, 8 q heads on one kv "
+     "head",
+     [](AttentionCase &c) {
+       setHeads(c, 8, 1, Statistic::None, false);
+       c.causal = true;
+     }},
+    {"attn_l2_rope_first",
+     "prefill attention, causal: L2 QK-Norm of rotated rows (NeoX), 10 q / "
+     "2 kv heads (Llama 4)",
+     [](AttentionCase &c) {
+       setHeads(c, 10, 2, Statistic::L2, false);
+       setRope(c, RopeStyle::NeoX, 1, 1e6);
+       c.causal = c.ropeFirst = true;
+     }},
+    {"attn_layer_quarter",
+     "prefill attention, causal: LayerNorm QK-Norm with weights, NeoX rotary "
+     "over a quarter of the head (StableLM: a pair at a time at head dim "
+     "80), 4 q / 4 kv heads",
+     [](AttentionCase &c) {
+       setHeads(c, 4, 4, Statistic::MeanVar, true);
+       setRope(c, RopeStyle::NeoX, 4, 1e6);
+       c.causal = true;
+     }},
+    {"attn_gemma_lse",
+     "prefill attention, not causal, with the LSE: RMS QK-Norm with (1 + w) "
+     "weights, NeoX rotary theta 1e4, 4 q heads on one kv head (Gemma 3)",
+     [](AttentionCase &c) {
+       setHeads(c, 4, 1, Statistic::RMS, true);
+       setRope(c, RopeStyle::NeoX, 1, 1e4);
+       c.offset = 1.0;
+       c.lse = true;
+     }},
+    {"attn_table_gqa8",
+     "prefill attention, causal: RMS QK-Norm with weights, GPT-J rotary over "
+     "half the head from a table (Llama 3.1's scaled frequencies) at "
+     "explicit positions, 16 q / 2 kv heads",
+     [](AttentionCase &c) {
+       setHeads(c, 16, 2, Statistic::RMS, true);
+       setRope(c, RopeStyle::GptJ, 2, 5e5);
+       c.causal = c.table = c.positions = true;
+     }},
+    {"attn_prepared_rms_rope",
+     "prefill attention on keys prepared by the K-prepare kernel, causal, "
+     "with the LSE: RMS QK-Norm with weights, NeoX rotary theta 1e6, 8 q / 2 "
+     "kv heads (Qwen3)",
+     [](AttentionCase &c) {
+       setHeads(c, 8, 2, Statistic::RMS, true);
+       setRope(c, RopeStyle::NeoX, 1, 1e6);
+       c.causal = c.lse = c.preparedKeys = true;
+     }},
+    {"attn_prepared_layer_table",
+     "prefill attention on keys prepared by the K-prepare kernel, not "
+     "causal: LayerNorm QK-Norm with a weight row per head (Command R+), "
+     "NeoX rotary from a table at explicit positions, 4 q / 2 kv heads",
+     [](AttentionCase &c) {
+       setHeads(c, 4, 2, Statistic::MeanVar, true);
+       setRope(c, RopeStyle::NeoX, 1, 5e5);
+       c.weightPerHead = c.table = c.positions = c.preparedKeys = true;
+     }},
+    {"decode_rms_rope",
+     "decode attention with cache append, 1 new token a sequence, 3 splits: "
+     "RMS QK-Norm with weights, NeoX rotary, 8 q / 2 kv heads",
+     nullptr,
+     [](DecodeCase &c) {
+       setHeads(c, 8, 2, Statistic::RMS, true);
+       setRope(c, RopeStyle::NeoX, 1, 1e6);
+       setStep(c, 1, 3);
+     }},
+    {"decode_l2_gptj_mha",
+     "decode attention, 3 new tokens a sequence (speculative), 2 splits: L2 "
+     "QK-Norm, GPT-J rotary over half the head, 4 q / 4 kv heads",
+     nullptr,
+     [](DecodeCase &c) {
+       setHeads(c, 4, 4, Statistic::L2, false);
+       setRope(c, RopeStyle::GptJ, 2, 1e6);
+       setStep(c, 3, 2);
+     }},
+    {"decode_layer_mqa32",
+     "decode attention, 1 new token a sequence, 2 splits: LayerNorm QK-Norm "
+     "with weights, NeoX rotary, 32 q heads on one kv head",
+     nullptr,
+     [](DecodeCase &c) {
+       setHeads(c, 32, 1, Statistic::MeanVar, true);
+       setRope(c, RopeStyle::NeoX, 1, 1e6);
+       setStep(c, 1, 2);
+     }},
+    {"decode_l2_rope_first",
+     "decode attention, 2 new tokens a sequence, 1 split: L2 QK-Norm of "
+     "rotated rows (NeoX), 10 q / 2 kv heads (Llama 4)",
+     nullptr,
+     [](DecodeCase &c) {
+       setHeads(c, 10, 2, Statistic::L2, false);
+       setRope(c, RopeStyle::NeoX, 1, 1e6);
+       c.ropeFirst = true;
+       setStep(c, 2, 1);
+     }},
+    {"decode_plain",
+     "decode attention, 1 new token a sequence, 5 splits: no QK-Norm or "
+     "rotary, 8 q / 1 kv head",
+     nullptr,
+     [](DecodeCase &c) {
+       setHeads(c, 8, 1, Statistic::None, false);
+       setStep(c, 1, 5);
+     }},
+    {"decode_gemma_table",
+     "decode attention, 1 new token a sequence, 4 splits: RMS QK-Norm with "
+     "(1 + w) weights, NeoX rotary from a table at explicit positions, 4 q "
+     "heads on one kv head",
+     nullptr,
+     [](DecodeCase &c) {
+       setHeads(c, 4, 1, Statistic::RMS, true);
+       setRope(c, RopeStyle::NeoX, 1, 1e4);
+       c.offset = 1.0;
+       c.table = c.positions = true;
+       setStep(c, 1, 4);
+     }},
+    {"decode_layer_per_head",
+     "decode attention, 2 new tokens a sequence, 3 splits: LayerNorm QK-Norm "
+     "with a weight row per head (Command R+), GPT-J rotary over a quarter "
+     "of the head, 8 q / 2 kv heads",
+     nullptr,
+     [](DecodeCase &c) {
+       setHeads(c, 8, 2, Statistic::MeanVar, true);
+       setRope(c, RopeStyle::GptJ, 4, 1e4);
+       c.weightPerHead = true;
+       setStep(c, 2, 3);
+     }},
 };
+
+/// Head dims of the attention variants: by default, and with --every-size
+/// (the models' head dims).
+static constexpr int64_t kAttentionHeadDims[] = {64, 128};
+static constexpr int64_t kEveryAttentionHeadDim[] = {64,  80,  96,  112,
+                                                     128, 160, 192, 256};
+/// The default batch of the attention variants: an empty sequence, one
+/// token, and the tails of 64- and 128-row tiles.
+static constexpr int64_t kSequenceLengths[] = {1, 0, 63, 65, 129};
+
+/// The prefill case of `variant` in `type` at `headDim` over `lengths`.
+static AttentionCase makePrefillCase(const AttentionVariant &variant,
+                                     ElementType type, int64_t headDim,
+                                     const std::vector<int64_t> &lengths) {
+  AttentionCase c{};
+  c.name = variant.name;
+  c.type = type;
+  c.headDim = headDim;
+  c.lengths = lengths;
+  variant.prefill(c);
+  return c;
+}
+
+/// The decode case of `variant` in `type` at `headDim` over caches of
+/// `lengths`, the longest full after the step.
+static DecodeCase makeDecodeCase(const AttentionVariant &variant,
+                                 ElementType type, int64_t headDim,
+                                 const std::vector<int64_t> &lengths) {
+  DecodeCase c{};
+  c.name = variant.name;
+  c.type = type;
+  c.headDim = headDim;
+  c.cacheLengths = lengths;
+  variant.decode(c);
+  for (size_t b = 0; b < lengths.size(); ++b)
+    c.capacity = std::max(c.capacity, lengths[b] + c.newTokens[b]);
+  return c;
+}
+
+/// The operation of `variant` in `type` at `headDim`.
+static OpSpec getAttentionSpec(const AttentionVariant &variant,
+                               ElementType type, int64_t headDim) {
+  return variant.prefill ? getSpec(makePrefillCase(variant, type, headDim, {}))
+                         : getSpec(makeDecodeCase(variant, type, headDim, {}));
+}
 
 static const std::vector<Variant> &getVariants() {
   using Kind = OpSpec::Kind;
@@ -794,12 +978,14 @@ static const std::vector<Variant> &getVariants() {
          return true;
        }},
   };
-  // Attention, for --engine=ptxas only.
   for (const AttentionVariant &attention : kAttentionVariants)
     all.push_back({attention.name, attention.description, false,
                    [&attention](OpSpec &spec) {
-                     return attention.configure(spec);
-                   }});
+                     spec = getAttentionSpec(attention, spec.input,
+                                             spec.hidden);
+                     return true;
+                   },
+                   &attention});
   return all;
   }();
   return variants;
@@ -851,6 +1037,7 @@ struct Task {
   const Variant *variant;
   OpSpec spec;
   LaunchConfig launch;
+  /// Attention (not on the ptxas engine): the lengths of its one batch.
   std::vector<int64_t> rowCounts;
   std::string label;
 };
@@ -1362,6 +1549,7 @@ static Status checkParams(const KernelSignature &signature,
 
 static void runCases(const Task &task, const KernelSignature &signature,
                      const Engine &engine, Summary &summary);
+static void runAttentionTask(const Task &task, Summary &summary);
 
 /// --engine=ptxas: the task's kernel assembled with `ptxas -v`; one case,
 /// failed where ptxas spills (the register rule let through a
@@ -1413,6 +1601,8 @@ static void auditRegisters(const Task &task, Summary &summary) {
 
 static void runTask(const Task &task, const KernelProvider &provider,
                     Summary &summary) {
+  if (task.variant->attention && !ptxasAudit)
+    return runAttentionTask(task, summary);
   auto failAll = [&](const std::string &message) {
     summary.report("FAIL " + task.label + ": " + message);
     std::lock_guard<std::mutex> lock(summary.mutex);
@@ -1460,6 +1650,27 @@ static void runTask(const Task &task, const KernelProvider &provider,
   runCases(task, source.signature, Engine{kernels.get(), nullptr}, summary);
 }
 
+/// Reports case `label` (failed with `failures`, if any) and counts it.
+static void recordCase(const std::string &label,
+                       const std::vector<std::string> &failures,
+                       const std::map<ElementType, double> &worstRatio,
+                       Summary &summary) {
+  std::string report;
+  if (!failures.empty()) {
+    report = "FAIL " + label;
+    for (const std::string &failure : failures)
+      report += "\n  " + failure;
+  } else if (verboseOption) {
+    report = "PASS " + label;
+  }
+  if (!report.empty())
+    summary.report(report);
+  std::lock_guard<std::mutex> lock(summary.mutex);
+  ++(failures.empty() ? summary.passed : summary.failed);
+  for (auto [type, ratio] : worstRatio)
+    summary.worstRatio[type] = std::max(summary.worstRatio[type], ratio);
+}
+
 /// Every row count of `task` on `engine`.
 static void runCases(const Task &task, const KernelSignature &signature,
                      const Engine &engine, Summary &summary) {
@@ -1470,38 +1681,71 @@ static void runCases(const Task &task, const KernelSignature &signature,
   for (int64_t rows : task.rowCounts) {
     CaseCheck check(task.label + " rows=" + std::to_string(rows));
     runCase(task, signature, engine, rows, check);
-    std::string report;
-    if (!check.ok()) {
-      report = "FAIL " + check.label;
-      for (const std::string &failure : check.failures)
-        report += "\n  " + failure;
-    } else if (verboseOption) {
-      report = "PASS " + check.label;
-    }
-    if (!report.empty())
-      summary.report(report);
-    std::lock_guard<std::mutex> lock(summary.mutex);
-    ++(check.ok() ? summary.passed : summary.failed);
-    for (auto [type, ratio] : check.worstRatio)
-      summary.worstRatio[type] = std::max(summary.worstRatio[type], ratio);
+    recordCase(check.label, check.failures, check.worstRatio, summary);
   }
+}
+
+/// An attention task: its variant's case at the task's head dim and type
+/// over the batch of its row counts, on the engine of the sweep (the host's
+/// kernels compiled as compileForHost does, whatever --host-cpu and
+/// --opt-level say).
+static void runAttentionTask(const Task &task, Summary &summary) {
+  const AttentionVariant &variant = *task.variant->attention;
+  static const std::map<std::string, AttentionFault> kFaults = {
+      {"value", AttentionFault::Value}, {"nan", AttentionFault::Nan},
+      {"guard", AttentionFault::Guard}, {"gap", AttentionFault::Gap},
+      {"input", AttentionFault::Input}};
+  auto found = kFaults.find(injectOption);
+  AttentionFault fault =
+      found == kFaults.end() ? AttentionFault::None : found->second;
+  AttentionEngine engine{ptxsimOptions, checkTarget};
+  ElementType type = task.spec.input;
+  int64_t headDim = task.spec.hidden;
+  AttentionResult result =
+      variant.prefill
+          ? runAttentionCase(
+                makePrefillCase(variant, type, headDim, task.rowCounts),
+                engine, fault)
+          : runDecodeCase(
+                makeDecodeCase(variant, type, headDim, task.rowCounts),
+                engine, fault);
+  if (!result.ok() && !result.kernel.empty())
+    result.failures.push_back("kernel " + result.kernel);
+  {
+    std::lock_guard<std::mutex> lock(summary.mutex);
+    summary.compiled += result.kernelsCompiled;
+  }
+  recordCase(task.label, result.failures, result.worstRatio, summary);
 }
 
 static std::string getLaunchKey(const LaunchConfig &launch) {
   return launch.getMangledSuffix();
 }
 
-/// Every (variant, size, type, configuration) with the row counts it runs.
+namespace {
+/// The shapes of the attention variants.
+struct AttentionPlan {
+  std::vector<int64_t> headDims;
+  std::vector<ElementType> types;
+  /// Of the one batch.
+  std::vector<int64_t> lengths;
+};
+} // namespace
+
+/// Every (variant, size, type, configuration) with the row counts it runs;
+/// the attention variants' as `attention` says.
 static std::vector<Task> planTasks(const KernelProvider &provider,
                                    const std::vector<const Variant *> &variants,
                                    const std::vector<int64_t> &sizes,
                                    const std::vector<int64_t> &rowCounts,
-                                   const std::vector<ElementType> &types) {
+                                   const std::vector<ElementType> &types,
+                                   const AttentionPlan &attention) {
   std::vector<Task> tasks;
   for (const Variant *variant : variants)
-    for (int64_t hidden : sizes)
-      for (ElementType type : types) {
-        if (!variant->main && !everySizeOption && hiddenOption.empty() &&
+    for (int64_t hidden : variant->attention ? attention.headDims : sizes)
+      for (ElementType type : variant->attention ? attention.types : types) {
+        if (!variant->main && !variant->attention && !everySizeOption &&
+            hiddenOption.empty() &&
             llvm::find(kSubsetSizes, hidden) == std::end(kSubsetSizes))
           continue;
         OpSpec spec;
@@ -1510,6 +1754,17 @@ static std::vector<Task> planTasks(const KernelProvider &provider,
             spec.skipType = type;
         if (!variant->configure(spec) || !provider.supports(spec))
           continue;
+        if (variant->attention && !ptxasAudit) {
+          std::string label = std::string(variant->name) + " " +
+                              std::string(getElementTypeName(type)) +
+                              " head_dim=" + std::to_string(hidden) +
+                              " seqlens=";
+          const std::vector<int64_t> &lengths = attention.lengths;
+          for (size_t i = 0; i < lengths.size(); ++i)
+            label += (i ? "," : "") + std::to_string(lengths[i]);
+          tasks.push_back({variant, spec, {}, lengths, label});
+          continue;
+        }
         std::map<std::string, Task> byLaunch;
         auto add = [&](const LaunchConfig &launch, int64_t rows,
                        const char *role) {
@@ -1672,9 +1927,11 @@ int main(int argc, char **argv) {
   }
 
   std::vector<const Variant *> variants;
+  // Attention only where named: its shapes are not the rows'.
   for (const Variant &variant : getVariants())
-    if (variantsOption.empty() ||
-        llvm::is_contained(variantsOption, variant.name))
+    if (variantsOption.empty() ? !variant.attention
+                               : llvm::is_contained(variantsOption,
+                                                    variant.name))
       variants.push_back(&variant);
   if (variants.size() < std::max<size_t>(1, variantsOption.size())) {
     llvm::errs() << "norm-cpu-check: unknown variant in --variants (see "
@@ -1709,8 +1966,48 @@ int main(int argc, char **argv) {
       return 2;
     }
 
+  // Attention: its head dims, types and batch, each one it has.
+  AttentionPlan attention;
+  std::vector<int64_t> &headDims = attention.headDims;
+  headDims.assign(hiddenOption.begin(), hiddenOption.end());
+  if (headDims.empty() && everySizeOption)
+    headDims.assign(std::begin(kEveryAttentionHeadDim),
+                    std::end(kEveryAttentionHeadDim));
+  else if (headDims.empty())
+    headDims.assign(std::begin(kAttentionHeadDims),
+                    std::end(kAttentionHeadDims));
+  attention.types = typesOption.empty() ? std::vector{ElementType::bf16} : types;
+  std::vector<int64_t> &lengths = attention.lengths;
+  lengths.assign(seqlensOption.begin(), seqlensOption.end());
+  if (lengths.empty())
+    lengths.assign(std::begin(kSequenceLengths), std::end(kSequenceLengths));
+  if (llvm::any_of(lengths, [](int64_t length) { return length < 0; })) {
+    llvm::errs() << "norm-cpu-check: sequence lengths must not be negative\n";
+    return 2;
+  }
+  if (llvm::any_of(variants, [](const Variant *v) { return v->attention; })) {
+    if (kernelsOption != "generated") {
+      llvm::errs() << "norm-cpu-check: the attention variants need the "
+                      "generated kernels\n";
+      return 2;
+    }
+    for (int64_t headDim : headDims)
+      if (Status status = ::norm::verifyAttentionHeadDim(headDim); !status) {
+        llvm::errs() << "norm-cpu-check: --hidden: " << status.message()
+                     << "\n";
+        return 2;
+      }
+    for (ElementType type : attention.types)
+      if (type != ElementType::f16 && type != ElementType::bf16) {
+        llvm::errs() << "norm-cpu-check: --types: attention runs in f16 and "
+                        "bf16, not "
+                     << getElementTypeName(type) << "\n";
+        return 2;
+      }
+  }
+
   std::vector<Task> tasks =
-      planTasks(*provider, variants, sizes, rowCounts, types);
+      planTasks(*provider, variants, sizes, rowCounts, types, attention);
   if (hiddenOption.empty()) {
     std::vector<int64_t> longRowCounts(rowsOption.begin(), rowsOption.end());
     if (longRowCounts.empty())
