@@ -858,8 +858,9 @@ LogicalResult KPrepareOp::verify() {
         getSavedMean())
       return emitOpError("'k_weight', eps, offset and saved statistics need "
                          "a 'qk_norm' kind");
-    if (!getRope())
-      return emitOpError("needs a 'qk_norm' kind, a 'rope' style, or both");
+    if (!getRope() && !kCache)
+      return emitOpError("needs a 'qk_norm' kind, a 'rope' style, or both "
+                         "(or a cache to write)");
   } else if (!getEpsAttr()) {
     return emitOpError("'qk_norm' needs eps");
   }

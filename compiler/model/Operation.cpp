@@ -408,10 +408,12 @@ static Status verifyKeyPrepare(const OpSpec &spec) {
                            " heads of " + std::to_string(spec.hidden) +
                            " are longer than a kernel supports (at most " +
                            std::to_string(kMaxRowLength) + " elements)");
-  if (spec.qkStatistic == Statistic::None && spec.rope == RopeStyle::None)
+  // Into a cache, neither is vLLM's reshape_and_cache: the rows as they are.
+  if (spec.qkStatistic == Statistic::None && spec.rope == RopeStyle::None &&
+      !spec.writeCache)
     return Status::invalid("K-prepare needs a QK-Norm statistic (rms, "
                            "mean_var or l2), rotary embeddings (rope), or "
-                           "both");
+                           "both, unless it writes a KV cache");
   if (spec.qkStatistic == Statistic::None && (spec.hasWeight || spec.saveStats))
     return Status::invalid("QK-Norm weights and save_stats need a QK-Norm "
                            "statistic");

@@ -122,7 +122,11 @@ OpSpec norm::check::getSpec(const DecodeCase &c) {
   spec.ropePositions = c.positions;
   spec.ropeFirst = c.ropeFirst;
   spec.qkWeightPerHead = c.weightPerHead;
-  return spec;
+  if (!c.keysOnly)
+    return spec;
+  OpSpec keys = getKeyPrepareSpec(spec);
+  keys.writeCache = true;
+  return keys;
 }
 
 std::string AttentionResult::getMessage() const {
@@ -570,13 +574,19 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
                                            AttentionFault fault) {
   AttentionResult result;
   OpSpec spec = getSpec(c);
-  LaunchConfig launch = getForcedLaunch(spec, c.warps, c.blockN, c.stages);
+  LaunchConfig launch =
+      c.keysOnly ? getHeuristicLaunch(spec, -1)
+                 : getForcedLaunch(spec, c.warps, c.blockN, c.stages);
   AttentionRunner runner(engine);
   if (Status compiled = runner.compile(spec, launch); !compiled)
     return failed(result, "no kernel: " + compiled.message());
   const KernelSignature &signature = runner.getSignature();
   result.kernel = signature.name;
   ++result.kernelsCompiled;
+  // The decode operation of the case, which the reference takes.
+  DecodeCase step = c;
+  step.keysOnly = false;
+  OpSpec decode = getSpec(step);
 
   int64_t d = c.headDim, qCols = c.heads * d, kvCols = c.kvHeads * d;
   int64_t batch = c.newTokens.size(), capacity = c.capacity;
@@ -592,8 +602,8 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
     buffer->fill(getInputGuard(c.type));
     buffer->fillRows(draw);
   }
-  GuardedBuffer qWeight = makeWeights(spec, c.heads, random);
-  GuardedBuffer kWeight = makeWeights(spec, c.kvHeads, random);
+  GuardedBuffer qWeight = makeWeights(decode, c.heads, random);
+  GuardedBuffer kWeight = makeWeights(decode, c.kvHeads, random);
   GuardedBuffer offsets = makeIndices(cu);
   GuardedBuffer lengths = makeIndices(c.cacheLengths);
 
@@ -628,9 +638,9 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
   DecodeShape shape{tokens, batch, capacity, c.splits};
   int64_t rowsPerCta = signature.launch.rowsPerCta;
   int64_t workspaceLength =
-      getLaunchLength(spec, BufferSlot::Workspace, rowsPerCta, shape);
+      getLaunchLength(decode, BufferSlot::Workspace, rowsPerCta, shape);
   int64_t semaphoreCount =
-      getLaunchLength(spec, BufferSlot::Semaphores, rowsPerCta, shape);
+      getLaunchLength(decode, BufferSlot::Semaphores, rowsPerCta, shape);
   GuardedBuffer workspace(ElementType::f32, 1,
                           std::max<int64_t>(workspaceLength, 1),
                           std::max<int64_t>(workspaceLength, 1));
@@ -666,7 +676,7 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
   std::vector<int64_t> integers;
   if (Status bound = arguments.bind(signature, buffers, integers); !bound)
     return failed(result, bound.message());
-  int64_t grid = signature.getGridX(tokens, batch, c.splits);
+  int64_t grid = signature.getGridX(tokens, batch, c.keysOnly ? 1 : c.splits);
   std::vector<uint8_t> firstOutput;
   for (int run = 0; run < 2; ++run) {
     output.fill(getOutputPoison(c.type));
@@ -680,10 +690,11 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
     else if (!output.matches(firstOutput))
       result.failures.push_back("a second launch differs");
   }
-  injectFault(fault, output, tokens, q);
+  // K-prepare writes no output: the faults go to its cache.
+  injectFault(fault, c.keysOnly ? *kCache : output, tokens, q);
 
   DecodeProblem problem;
-  problem.step = getProblem(spec, cu);
+  problem.step = getProblem(decode, cu);
   if (c.positions)
     problem.step.positions = positions;
   if (c.table)
@@ -705,7 +716,7 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
   DecodeExpected expected = referenceDecode(problem, operands);
 
   ValueCheck values(result);
-  for (int64_t t = 0; t < tokens; ++t)
+  for (int64_t t = 0; t < tokens && !c.keysOnly; ++t)
     for (int64_t col = 0; col < qCols; ++col)
       values.compare("output", t, col, c.type, output.load(t, col),
                      expected.output.at(t, col));

@@ -141,9 +141,13 @@ struct DecodeCase {
   bool ropeFirst = false;
   // A QK-Norm weight row per head (Command R+).
   bool weightPerHead = false;
+  // The K-prepare kernel into the caches (OpSpec::writeCache) in place of
+  // decode attention: the same appended rows, no attention.
+  bool keysOnly = false;
 };
 
 OpSpec getSpec(const AttentionCase &c);
+/// Decode attention, or K-prepare into the caches (keysOnly).
 OpSpec getSpec(const DecodeCase &c);
 
 /// A fault written after the kernel ran and before the checks, each of
@@ -172,6 +176,8 @@ AttentionResult runAttentionCase(const AttentionCase &c,
                                  AttentionFault fault = AttentionFault::None);
 /// Also launches the kernel twice: the second launch must give the same
 /// bits (the split combine is deterministic) and leave the semaphores zero.
+/// With keysOnly the K-prepare kernel must append what decode appends and
+/// write nothing else.
 AttentionResult runDecodeCase(const DecodeCase &c,
                               const AttentionEngine &engine,
                               AttentionFault fault = AttentionFault::None);

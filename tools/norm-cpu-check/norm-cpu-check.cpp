@@ -9,10 +9,11 @@
 // (Reference.h) at an explicit tolerance. Stray writes (guards, gaps between
 // rows), modified inputs and unwritten outputs (still NaN) fail a case.
 //
-// The attention variants (attn_*, decode_*; run only where named) run the
-// prefill and decode kernels as the unit tests do (AttentionCheck.h):
-// --hidden gives their head dims, --seqlens the lengths of their one
-// varlen batch (decode: of the KV caches), --types f16 or bf16 (unless
+// The attention variants (attn_*, decode_*, kprep_cache_*; run only where
+// named) run the prefill and decode kernels, and K-prepare into a KV cache,
+// as the unit tests do (AttentionCheck.h): --hidden gives their head dims,
+// --seqlens the lengths of their one varlen batch (decode and the cache
+// writes: of the KV caches), --types f16 or bf16 (unless
 // told: bf16, head dims 64 and 128, lengths 1, 0, 63, 65 and 129). On the
 // host their kernels are compiled for the x86-64 baseline at -O0 whatever
 // --host-cpu and --opt-level say (compileForHost): results must not depend
@@ -462,6 +463,29 @@ static const AttentionVariant kAttentionVariants[] = {
        setRope(c, RopeStyle::GptJ, 4, 1e4);
        c.weightPerHead = true;
        setStep(c, 2, 3);
+     }},
+    {"kprep_cache_rms_rope",
+     "K-prepare into a KV cache, 3 new tokens a sequence: RMS QK-Norm with "
+     "weights, NeoX rotary theta 1e6 at the cache positions, 8 kv heads "
+     "(the rows decode attention appends)",
+     nullptr,
+     [](DecodeCase &c) {
+       setHeads(c, 8, 8, Statistic::RMS, true);
+       setRope(c, RopeStyle::NeoX, 1, 1e6);
+       setStep(c, 3, 1);
+       c.keysOnly = true;
+     }},
+    {"kprep_cache_l2_table",
+     "K-prepare into a KV cache, 2 new tokens a sequence: L2 QK-Norm of "
+     "rotated rows (GPT-J over half the head, from a table at explicit "
+     "positions), one kv head",
+     nullptr,
+     [](DecodeCase &c) {
+       setHeads(c, 1, 1, Statistic::L2, false);
+       setRope(c, RopeStyle::GptJ, 2, 1e4);
+       c.table = c.positions = c.ropeFirst = true;
+       setStep(c, 2, 1);
+       c.keysOnly = true;
      }},
 };
 
