@@ -4,7 +4,9 @@
 // the fake driver: its desc through the C API, the checks of its KV cache
 // and cache lengths, the workspace and semaphores the library allocates per
 // context and stream (zeroed once, grown, freed with the context) and the
-// parameters and grid of its launches (kv_splits, cache_capacity).
+// parameters and grid of its launches (kv_splits, cache_capacity); and
+// K-prepare into the caches (OpSpec::writeCache, NORMJIT_OP_WRITE_CACHE),
+// whose launches take the same capacity and checks.
 //
 // The caller's buffers are host memory: the fake driver records launch
 // parameters without reading them, and the checks look at addresses only.
@@ -372,6 +374,106 @@ TEST_F(DecodeTest, RefusesWorkspaceOfTheCaller) {
 }
 
 //===----------------------------------------------------------------------===//
+// K-prepare into the caches
+//===----------------------------------------------------------------------===//
+
+/// K-prepare of the 2 kv heads of 128 into the caches: RMS QK-Norm with a
+/// weight, NeoX rotary at the cache positions.
+OpSpec makeKeyPrepareCache() {
+  OpSpec spec;
+  spec.kind = OpKind::KeyPrepare;
+  spec.hidden = kHeadDim;
+  spec.numKvHeads = kKvHeads;
+  spec.qkStatistic = Statistic::RMS;
+  spec.hasWeight = true;
+  spec.rope = RopeStyle::NeoX;
+  spec.rotaryDim = kHeadDim;
+  spec.writeCache = true;
+  return spec;
+}
+
+class KeyPrepareCacheTest : public FakeDriverTest {
+protected:
+  void SetUp() override {
+    FakeDriverTest::SetUp();
+    compiler = std::make_shared<FakeCompiler>();
+    ASSERT_TRUE(Context::create(makeFakeOptions(compiler), context).ok());
+    Status status = context->getKernel(makeKeyPrepareCache(), {}, kernel);
+    ASSERT_TRUE(status.ok()) << status.message();
+  }
+
+  /// The launch arguments of `rows` new tokens of `batch` sequences into
+  /// caches of `cacheRows` rows.
+  LaunchArgs args(const DecodeBuffers &b, int64_t batch, int64_t cacheRows) {
+    LaunchArgs a;
+    a.set(BufferSlot::K, b.k, ElementType::bf16, kKvCols)
+        .set(BufferSlot::V, b.v, ElementType::bf16, kKvCols)
+        .set(BufferSlot::KWeight, weight, ElementType::bf16, kHeadDim)
+        .set(BufferSlot::CuSeqlens, b.cuSeqlens, ElementType::i32, batch + 1)
+        .set(BufferSlot::CacheSeqlens, b.cacheSeqlens, ElementType::i32, batch)
+        .setCache(b.kCache, b.vCache, ElementType::bf16, cacheRows, kKvCols);
+    return a;
+  }
+
+  std::shared_ptr<FakeCompiler> compiler;
+  std::unique_ptr<Context> context;
+  std::shared_ptr<const Kernel> kernel;
+  HostBuffers host;
+  char *weight = host.get(kHeadDim * 2);
+};
+
+TEST_F(KeyPrepareCacheTest, ParametersCarryTheCapacity) {
+  const int64_t rows = 5, batch = 2, capacity = 48;
+  DecodeBuffers buffers(host, rows, batch, capacity);
+  Status status =
+      kernel->launch(args(buffers, batch, batch * capacity), rows, nullptr);
+  ASSERT_TRUE(status.ok()) << status.message();
+  fakecuda_launch recorded{};
+  ASSERT_TRUE(fakecuda_get_launch(fakecuda_launch_count() - 1, &recorded));
+  // k, v, k_weight, cu_seqlens, cache_seqlens, k_cache, v_cache, rows,
+  // batch, cache_capacity, then the strides of k, v, k_cache, v_cache.
+  ASSERT_EQ(recorded.num_params, 14);
+  auto address = [](const void *p) { return reinterpret_cast<uint64_t>(p); };
+  std::vector<uint64_t> want = {address(buffers.k),
+                                address(buffers.v),
+                                address(weight),
+                                address(buffers.cuSeqlens),
+                                address(buffers.cacheSeqlens),
+                                address(buffers.kCache),
+                                address(buffers.vCache),
+                                rows,
+                                batch,
+                                capacity,
+                                kKvCols,
+                                kKvCols,
+                                kKvCols,
+                                kKvCols};
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_EQ(recorded.params[i], want[i]) << "parameter " << i;
+  // One CTA row per token and kv head, no workspace.
+  EXPECT_EQ(fakecuda_live_allocations(), 0);
+}
+
+TEST_F(KeyPrepareCacheTest, RefusesCachesOfAnotherBatch) {
+  DecodeBuffers buffers(host, 3, 2, 64);
+  std::string message =
+      refused(kernel->launch(args(buffers, 2, 2 * 64 - 1), 3, nullptr));
+  EXPECT_NE(message.find("127 rows are not a multiple of the batch (2 "
+                         "sequences"),
+            std::string::npos)
+      << message;
+  LaunchArgs shortLengths = args(buffers, 2, 2 * 64);
+  shortLengths.set(BufferSlot::CacheSeqlens, buffers.cacheSeqlens,
+                   ElementType::i32, 1);
+  message = refused(kernel->launch(shortLengths, 3, nullptr));
+  EXPECT_NE(message.find("'cache_seqlens' has 1 elements, the operation "
+                         "expects 2"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(fakecuda_launch_count(), 0);
+}
+
+//===----------------------------------------------------------------------===//
 // The C API
 //===----------------------------------------------------------------------===//
 
@@ -496,6 +598,30 @@ TEST_F(DecodeCApiTest, LaunchCarriesCacheRowsAndRefusesWorkspace) {
   EXPECT_EQ(normjit_kernel_launch(kernel, &negative, 2, nullptr),
             NORMJIT_ERROR_INVALID_ARGUMENT);
   normjit_kernel_destroy(kernel);
+}
+
+TEST_F(DecodeCApiTest, WriteCacheIsKeyPrepares) {
+  normjit_op_desc desc;
+  normjit_op_desc_init(&desc);
+  desc.kind = NORMJIT_OP_K_PREPARE;
+  desc.hidden = kHeadDim;
+  desc.num_kv_heads = kKvHeads;
+  desc.input_type = desc.output_type = desc.param_type = NORMJIT_BF16;
+  desc.flags =
+      NORMJIT_OP_QK_RMS | NORMJIT_OP_WRITE_CACHE | NORMJIT_OP_SAVE_STATS;
+  desc.eps = 1e-6;
+  auto [status, message] = create(desc);
+  EXPECT_EQ(status, NORMJIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(message.find("saves no statistics"), std::string::npos) << message;
+  // Not an attention flag.
+  normjit_op_desc decode =
+      normjit::attentionDecodeDesc(kHeadDim, kQHeads, kKvHeads);
+  decode.flags |= NORMJIT_OP_WRITE_CACHE;
+  std::tie(status, message) = create(decode);
+  EXPECT_EQ(status, NORMJIT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(message.find("write_cache applies to K-prepare only"),
+            std::string::npos)
+      << message;
 }
 
 } // namespace

@@ -761,6 +761,35 @@ TEST_F(TuningTest, DecodeTunesOnCachesAndZeroedSemaphores) {
   }
 }
 
+// K-prepare into a cache tunes on kTuningSequences sequences of the rows,
+// each written into an empty cache that holds it: every launch passes that
+// capacity and the caches' own rows.
+TEST_F(TuningTest, KeyPrepareCacheTunesIntoEmptyCaches) {
+  OpSpec spec;
+  spec.kind = OpKind::KeyPrepare;
+  spec.hidden = 128;
+  spec.numKvHeads = 8;
+  spec.qkStatistic = Statistic::RMS;
+  spec.writeCache = true;
+  std::shared_ptr<const Kernel> kernel;
+  Status status = tuned(makeCompiler(), {}, kernel, spec);
+  ASSERT_TRUE(status.ok()) << status.message();
+  int launches = fakecuda_launch_count();
+  ASSERT_GT(launches, 0);
+  for (int i = 0; i < launches; ++i) {
+    fakecuda_launch launch;
+    ASSERT_TRUE(fakecuda_get_launch(i, &launch));
+    // k, v, cu_seqlens, cache_seqlens, k_cache, v_cache, rows, batch,
+    // cache_capacity, then the strides of k, v, k_cache, v_cache.
+    ASSERT_EQ(launch.num_params, 13);
+    int64_t rows = static_cast<int64_t>(launch.params[6]);
+    EXPECT_EQ(launch.params[7], uint64_t(kTuningSequences));
+    EXPECT_EQ(launch.params[8],
+              uint64_t(getDecodeTuningShape(spec, rows).cacheCapacity));
+    EXPECT_GE(launch.params[8] * kTuningSequences, uint64_t(rows));
+  }
+}
+
 // The budget counts decode's caches and workspace, so the scratch the
 // tuner allocates stays within it: the largest bucket of 32 query and 8
 // kv heads takes 512 MiB of caches at 2048 sequences and tunes at 1025.
