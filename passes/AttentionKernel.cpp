@@ -188,9 +188,10 @@ private:
   bool hasNorm, hasRope;
   Type element;
   VectorType chunkType, f32Chunk;
-  /// Two views of the tiles: elements (ldmatrix, cp.async) and 16-byte
-  /// chunks (the prologue's loads and stores).
-  Value shared, sharedChunks, tid, warp, laneInWarp;
+  /// Three views of the tiles: elements (ldmatrix, cp.async), 16-byte
+  /// chunks (the prologue's loads and stores) and pairs (the output's
+  /// accumulator fragments).
+  Value shared, sharedChunks, sharedPairs, tid, warp, laneInWarp;
   // Per CTA: the sequence's first token and length, the tile's first query
   // row within the sequence, the head and its key/value head.
   Value seqStart, seqLength, qTileStart, head, kvHead, found;
@@ -944,6 +945,11 @@ void AttentionEmitter::emit() {
       b, MemRefType::get({sharedElements / kChunk}, chunkType, nullptr,
                          workgroup),
       memory, index(0), ValueRange{});
+  sharedPairs = memref::ViewOp::create(
+      b,
+      MemRefType::get({sharedElements / 2}, VectorType::get({2}, element),
+                      nullptr, workgroup),
+      memory, index(0), ValueRange{});
 
   // Which tile of which sequence: CTA `bid` is slot bid / H (below), head
   // bid % H. CTAs of a slot without a tile do no work: every loop below runs
@@ -1354,6 +1360,11 @@ void AttentionEmitter::emit() {
   if (decode)
     direct = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, splits,
                                    index(1));
+  // Prefill stages the rows in the query tile (each warp's own rows, which
+  // only it read) and stores them in whole 16-byte chunks where the
+  // registers allow it (norm::usesStagedOutput); decode's rows (a group of
+  // heads each) and the rest go out a pair of elements at a time.
+  bool stagedOutput = ::norm::usesStagedOutput(spec, sig.launch);
   for (int64_t mt = 0; mt < rowTiles; ++mt)
     for (int64_t h = 0; h < 2; ++h) {
       Value sum = rowSums[2 * mt + h];
@@ -1363,20 +1374,32 @@ void AttentionEmitter::emit() {
           arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, tileRows));
       Value token = add(seqStart, rowToken(row));
       Value inverse = arith::DivFOp::create(b, constantF32(1.0), sum);
+      auto pairOf = [&](int64_t d) {
+        Value acc = loop.getResult(mt * stateStride + 4 + d);
+        return convert(
+            vector::FromElementsOp::create(
+                b, VectorType::get({2}, f32),
+                ValueRange{
+                    mulf(vector::ExtractOp::create(b, acc, 2 * h), inverse),
+                    mulf(vector::ExtractOp::create(b, acc, 2 * h + 1),
+                         inverse)}),
+            element);
+      };
+      // Pairs of elements at even columns: 4-byte aligned.
+      if (stagedOutput)
+        for (int64_t d = 0; d < outBlocks; ++d)
+          memref::StoreOp::create(
+              b, pairOf(d), sharedPairs,
+              ValueRange{
+                  add(arith::DivUIOp::create(
+                          b, tileOffset(index(0), row, index(d)), index(2)),
+                      t)});
       ifThen(inTile, [&] {
         Value rowBase = outputOffset(row, mul(t, index(2)));
-        for (int64_t d = 0; d < outBlocks; ++d) {
-          Value acc = loop.getResult(mt * stateStride + 4 + d);
-          Value pair = vector::FromElementsOp::create(
-              b, VectorType::get({2}, f32),
-              ValueRange{
-                  mulf(vector::ExtractOp::create(b, acc, 2 * h), inverse),
-                  mulf(vector::ExtractOp::create(b, acc, 2 * h + 1), inverse)});
-          // Pairs of elements at even columns: 4-byte aligned.
-          vector::StoreOp::create(b, convert(pair, element), output,
+        for (int64_t d = 0; d < outBlocks && !stagedOutput; ++d)
+          vector::StoreOp::create(b, pairOf(d), output,
                                   add(rowBase, index(8 * d)),
                                   /*nontemporal=*/false, llvm::Align(4));
-        }
         if (spec.writeLse) {
           Value isFirst =
               arith::CmpIOp::create(b, arith::CmpIPredicate::eq, t, index(0));
@@ -1397,6 +1420,23 @@ void AttentionEmitter::emit() {
         loop, rowSums, arith::SelectOp::create(b, direct, index(0), tileRows),
         tileIndex,
         arith::XOrIOp::create(b, direct, arith::ConstantIntOp::create(b, 1, 1)));
+  if (!stagedOutput)
+    return;
+  gpu::BarrierOp::create(b);
+  int64_t chunks = blockM * chunksPerRow;
+  for (int64_t i = 0; i < llvm::divideCeil(chunks, ctaThreads); ++i) {
+    Value chunk = add(tid, index(i * ctaThreads));
+    Value row = arith::DivUIOp::create(b, chunk, index(chunksPerRow));
+    Value col = arith::RemUIOp::create(b, chunk, index(chunksPerRow));
+    // Rows past the tile's (and chunks past the tile) are not stored.
+    ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, tileRows),
+           [&] {
+             vector::StoreOp::create(
+                 b, loadChunk(tileOffset(index(0), row, col)), output,
+                 outputOffset(row, mul(col, index(kChunk))),
+                 /*nontemporal=*/false, alignmentOf(output));
+           });
+  }
 }
 
 void mlir::norm::emitAttentionKernel(ImplicitLocOpBuilder &b,

@@ -306,11 +306,11 @@ void QKNormPrologueEmitter::emit() {
         spec.writeCache
             ? arith::AndIOp::create(b, valid, place.back()).getResult()
             : valid;
+    // Without a statistic (K-prepare's rotation or plain cache write alone)
+    // there is no total.
     Value total, mean;
     bool normalize = statistic != ::norm::Statistic::None;
-    if (!normalize) {
-      // Rotation alone (K-prepare without a QK-Norm).
-    } else if (meanVar) {
+    if (normalize && meanVar) {
       // Two passes over the registers: the mean, then the squared
       // deviations (lanes outside their segment hold zeros, not x).
       mean = mulf(allReduce({partial}).front(),
@@ -322,7 +322,7 @@ void QKNormPrologueEmitter::emit() {
         squares = addf(squares, mulf(d, d));
       }
       total = allReduce({reduce(squares)}).front();
-    } else {
+    } else if (normalize) {
       total = allReduce({partial}).front();
     }
 

@@ -28,9 +28,9 @@
 //   rounding midpoint ("flip-prone"); then qn (kn) may be the other
 //   neighbour, |dqn_d| <= 1 ulp of T.
 // - Rotary embeddings in f32 on the rounded qn (kn): from a table, its f32
-//   cos and sin as given, so the rotation's 3u alone; else angle pos * f32(freq)
-//   (2u relative), reduced to [-pi, pi] by two fmas with 2 pi split in two
-//   f32s (8u absolute), sin.approx / cos.approx (2^-20 absolute; PTX
+//   cos and sin as given, so the rotation's 3u alone; else angle pos *
+//   f32(freq) (2u relative), reduced to [-pi, pi] by two fmas with 2 pi split
+//   in two f32s (8u absolute), sin.approx / cos.approx (2^-20 absolute; PTX
 //   states 2^-20.9 on [-pi, pi]), the rotation 3u relative to |a| + |b|;
 //   a deviating
 //   input element moves each output of its pair by its deviation. The
@@ -63,7 +63,9 @@
 //   and ln 2 constants, products, the add) + 1 ulp f32.
 //
 // Assumed of the kernel: round-to-nearest conversions (P may be subnormal
-// in T, not flushed), l from the unrounded p (as FlashAttention-2), one
+// in T: the conversion does not flush it; ex2.approx.ftz flushes a p below
+// 2^-126 to 0, which moves l >= 1 and O by under n 2^-126, far inside the
+// bound), l from the unrounded p (as FlashAttention-2), one
 // pass over the keys, or (decode) up to 64 key ranges combined: each
 // range's f32 output o_s = O_s / l_s and log2-sum-exp m_s + lg2.approx(l_s)
 // (2^-21 + 4u (|m_s| + |log2 l_s|)), weighed by ex2.approx(lse_s - max)

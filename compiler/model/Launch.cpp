@@ -119,6 +119,12 @@ LaunchConfig norm::fitAttentionRows(const OpSpec &spec, LaunchConfig launch,
   return launch;
 }
 
+bool norm::usesStagedOutput(const OpSpec &spec, const LaunchConfig &launch) {
+  return spec.kind == OpKind::Attention &&
+         getAttentionAccumulators(spec, launch) <=
+             kMaxAccumulatorsForStagedOutput;
+}
+
 int64_t norm::getAttentionAccumulators(const OpSpec &spec,
                                        const LaunchConfig &launch) {
   return launch.getRowTiles() * (spec.hidden / 2 + launch.blockN / 2);

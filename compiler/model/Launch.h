@@ -226,6 +226,17 @@ LaunchConfig fitAttentionRows(const OpSpec &spec, LaunchConfig launch,
 int64_t getAttentionAccumulators(const OpSpec &spec,
                                  const LaunchConfig &launch);
 
+/// The most accumulators (getAttentionAccumulators) with which prefill
+/// attention stages its output rows in shared memory: the staging's
+/// addresses need registers beside them; ptxas spilled 12-52 bytes with
+/// 120 to 136 (head dims 208 to 240, block_n 32, sm_80) and 16 with 128
+/// (head dim 64, 32 rows a warp, a QK-Norm weight per head, sm_90).
+constexpr int64_t kMaxAccumulatorsForStagedOutput = 112;
+/// Whether prefill attention writes its output through shared memory in
+/// whole 16-byte chunks of rows (full sectors), not a pair of elements per
+/// store from the accumulator fragments.
+bool usesStagedOutput(const OpSpec &spec, const LaunchConfig &launch);
+
 /// Where the threads of a kernel keep their share of a row between the
 /// statistic and the epilogue.
 enum class RowStorage {

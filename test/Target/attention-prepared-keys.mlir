@@ -16,6 +16,10 @@
 //   dim 64 takes them (4.91 per mma.sync, 6.08 with 16 rows);
 // - the unmasked loop's copies: no row guard, no branch; shared offsets
 //   immediate (a 64-bit add, a shift and an add a copy);
+// - the output through the query tile in 16-byte stores of whole rows (8
+//   a thread at D=128, were 32 stores of 4 bytes), pairs of elements where
+//   the accumulators leave no registers for it (D=256; D=64 with 32 rows a
+//   warp: norm::usesStagedOutput);
 // - ptxas: no stack frame, no spills; registers below.
 //
 // REQUIRES: ptxas
@@ -23,6 +27,7 @@
 // RUN: norm-opt %s --norm-fuse --norm-lower-to-ptx="chip=sm_80" -o %t.sm80.ptx
 // RUN: FileCheck %s --input-file=%t.sm90.ptx
 // RUN: FileCheck %s --input-file=%t.sm80.ptx
+// RUN: FileCheck %s --input-file=%t.sm90.ptx --check-prefix=STORE
 // RUN: %python %S/Inputs/ptx-loop-mix.py %t.sm90.ptx | FileCheck %s --check-prefix=MIX
 // RUN: %python %S/Inputs/ptx-loop-mix.py %t.sm80.ptx | FileCheck %s --check-prefix=MIX
 // RUN: %ptxas -arch=sm_90 -v %t.sm90.ptx -o %t.sm90.cubin > %t.sm90.log 2>&1
@@ -54,22 +59,33 @@
 
 
 
+// STORE-LABEL: .visible .entry norm_attn_qkrms_causal_kprep_ropeneox128_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2(
+//   STORE-NOT: st.global.b32
+// STORE-COUNT-8: st.global.v4.b32
+//   STORE-NOT: st.global
+//       STORE: ret;
+// STORE-LABEL: .visible .entry norm_attn_qkrms_causal_kprep_ropeneox256_d256_h8x1_bf16_{{[0-9a-f]+}}_v8_t32_w4_r64_n32_s2(
+//   STORE-NOT: st.global.v4
+// STORE-COUNT-64: st.global.b32
+//   STORE-NOT: st.global
+//       STORE: ret;
+
 // MIX: norm_attn_qkrms_causal_kprep_ropeneox128_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2 mma=128 ldmatrix=72 cp_async=16 async_sync=2 ex2=34 sincos=0 rsqrt=0 fma_f32=32 alu_f32=102 max_f32=36 cvt=16 shfl=4 bar=2 setp=3 selp=2 shared=0 global=0 branch=2 int64=79 int32=2 other=2 total=534 per_mma=4.17 masked=641
 // MIX: norm_attn_causal_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2 mma=128 ldmatrix=72 cp_async=16 async_sync=2 ex2=34 sincos=0 rsqrt=0 fma_f32=32 alu_f32=102 max_f32=36 cvt=16 shfl=4 bar=2 setp=3 selp=2 shared=0 global=0 branch=2 int64=79 int32=2 other=2 total=534 per_mma=4.17 masked=641
 // MIX: norm_attn_qkrms_causal_kprep_ropeneox256_d256_h8x1_bf16_{{[0-9a-f]+}}_v8_t32_w4_r64_n32_s2 mma=128 ldmatrix=80 cp_async=16 async_sync=2 ex2=18 sincos=0 rsqrt=0 fma_f32=16 alu_f32=150 max_f32=20 cvt=8 shfl=4 bar=2 setp=3 selp=2 shared=0 global=0 branch=2 int64=83 int32=2 other=2 total=538 per_mma=4.20 masked=616
 // MIX: norm_attn_qkrms_causal_kprep_ropeneox64_d64_h16x4_bf16_{{[0-9a-f]+}}_v8_t8_w4_r128_n64_s2 mma=128 ldmatrix=40 cp_async=8 async_sync=2 ex2=68 sincos=0 rsqrt=0 fma_f32=64 alu_f32=140 max_f32=72 cvt=32 shfl=8 bar=2 setp=5 selp=4 shared=0 global=0 branch=2 int64=46 int32=4 other=4 total=629 per_mma=4.91 masked=791
 
 // Registers (sm_90 / sm_80): K-prepare 44-48 (vector) and 34-39 (scalar);
-// attention D=64 (32 rows a warp) 241/250, D=128 204/198 with prepared keys
-// (plain 204/198), D=256 246/245.
+// attention D=64 (32 rows a warp) 245/255, D=128 208/202 with prepared keys
+// (plain 215/211), D=256 246/245.
 // PTXAS-NOT: error
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 // PTXAS-COUNT-10: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 // SM90: Compiling entry function 'norm_attn_qkrms_causal_kprep_ropeneox128_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2' for 'sm_90'
-// SM90: Used 204 registers
+// SM90: Used 208 registers
 // SM80: Compiling entry function 'norm_attn_qkrms_causal_kprep_ropeneox128_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2' for 'sm_80'
-// SM80: Used 198 registers
+// SM80: Used 202 registers
 
 func.func @qwen3_d128(%q: tensor<?x4096xbf16>, %k: tensor<?x1024xbf16>, %v: tensor<?x1024xbf16>,
     %wq: tensor<128xbf16>, %wk: tensor<128xbf16>) -> tensor<?x4096xbf16> {

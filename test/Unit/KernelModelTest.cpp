@@ -1711,6 +1711,20 @@ TEST(Attention, LaunchRules) {
   EXPECT_FALSE(getScalarFallback(spec, launch));
   // Tiles: 64 query rows + 2 stages x (64 keys + 64 values) of 128 bf16.
   EXPECT_EQ(getSharedBytes(spec, launch, 0), (64 + 4 * 64) * 256);
+  // The output goes out in 16-byte chunks through the query tile where the
+  // accumulators leave registers for it (96 here, 112 at head dim 192 with
+  // 32 keys, not 120 at 208); decode's rows (a group of heads) never do.
+  EXPECT_TRUE(usesStagedOutput(spec, launch));
+  OpSpec staged = spec;
+  staged.hidden = 192;
+  LaunchConfig narrow = launch;
+  narrow.blockN = 32;
+  EXPECT_TRUE(usesStagedOutput(staged, narrow));
+  staged.hidden = 208;
+  EXPECT_FALSE(usesStagedOutput(staged, narrow));
+  staged = spec;
+  staged.kind = OpKind::AttentionDecode;
+  EXPECT_FALSE(usesStagedOutput(staged, launch));
   LaunchConfig rows = launch;
   rows.rowsPerCta = 96;
   expectLaunchInvalid(spec, rows, "rows_per_cta must be 64 or 128, got 96");
