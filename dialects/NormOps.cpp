@@ -1638,38 +1638,74 @@ LogicalResult LdMatrixOp::verify() {
   return success();
 }
 
-LogicalResult AsyncCopyOp::verify() {
-  MemRefType src = getSrc().getType();
-  MemRefType dst = getDst().getType();
+/// The rules of a cp.async: global to workgroup memory, one element type of
+/// whole bytes, 4, 8 or 16 bytes a copy.
+static LogicalResult verifyAsyncCopy(Operation *op, MemRefType src,
+                                     MemRefType dst, int64_t elements) {
   Attribute srcSpace = src.getMemorySpace();
   auto gpuSpace = dyn_cast_or_null<gpu::AddressSpaceAttr>(srcSpace);
   if (srcSpace &&
       !(gpuSpace && gpuSpace.getValue() == gpu::AddressSpace::Global))
-    return emitOpError() << "reads global memory: src must be in the default "
-                            "address space, got "
-                         << src;
+    return op->emitOpError()
+           << "reads global memory: src must be in the default address "
+              "space, got "
+           << src;
   if (!gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(dst))
-    return emitOpError() << "writes workgroup memory: dst must be in "
-                            "#gpu.address_space<workgroup>, got "
-                         << dst;
+    return op->emitOpError() << "writes workgroup memory: dst must be in "
+                                "#gpu.address_space<workgroup>, got "
+                             << dst;
   Type element = src.getElementType();
   if (element != dst.getElementType())
-    return emitOpError() << "copies between memrefs of one element type, got "
-                         << element << " and " << dst.getElementType();
+    return op->emitOpError()
+           << "copies between memrefs of one element type, got " << element
+           << " and " << dst.getElementType();
   if (!element.isIntOrFloat() || element.getIntOrFloatBitWidth() % 8 != 0)
-    return emitOpError() << "copies integers or floats of whole bytes, got "
-                         << element;
-  if (failed(verifyAddress(*this, "src", src, getSrcIndices())) ||
-      failed(verifyAddress(*this, "dst", dst, getDstIndices())))
-    return failure();
-  int64_t elements = getElementsAttr().getInt();
+    return op->emitOpError()
+           << "copies integers or floats of whole bytes, got " << element;
   // Clamped first: no overflow for absurd counts.
   int64_t bytes = std::clamp<int64_t>(elements, 0, 17) *
                   (element.getIntOrFloatBitWidth() / 8);
   if (elements < 1 || elements > 16 ||
       (bytes != 4 && bytes != 8 && bytes != 16))
-    return emitOpError() << "copies 4, 8 or 16 bytes, got " << elements
-                         << " elements of " << element;
+    return op->emitOpError() << "copies 4, 8 or 16 bytes, got " << elements
+                             << " elements of " << element;
+  return success();
+}
+
+LogicalResult AsyncCopyOp::verify() {
+  if (failed(verifyAsyncCopy(*this, getSrc().getType(), getDst().getType(),
+                             getElementsAttr().getInt())))
+    return failure();
+  return success(succeeded(verifyAddress(*this, "src", getSrc().getType(),
+                                         getSrcIndices())) &&
+                 succeeded(verifyAddress(*this, "dst", getDst().getType(),
+                                         getDstIndices())));
+}
+
+LogicalResult AsyncCopyRowsOp::verify() {
+  if (failed(verifyAsyncCopy(*this, getSrc().getType(), getDst().getType(),
+                             getElementsAttr().getInt())))
+    return failure();
+  for (auto [name, type] : {std::pair{"src", getSrc().getType()},
+                            std::pair{"dst", getDst().getType()}})
+    if (type.getRank() != 1 || !type.isLastDimUnitStride())
+      return emitOpError() << name
+                           << " must be a one-dimensional memref of stride "
+                              "1, got "
+                           << type;
+  int64_t rows = getRowsAttr().getInt();
+  if (rows < 1)
+    return emitOpError() << "copies at least one row, got " << rows;
+  // A destination row must not overlap the one before.
+  int64_t dstStride = getDstStrideAttr().getInt();
+  if (dstStride < getElementsAttr().getInt())
+    return emitOpError() << "dst_stride must be at least elements ("
+                         << getElementsAttr().getInt() << "), got "
+                         << dstStride;
+  // Destination offsets are 32-bit immediates on NVVM.
+  if (rows > 4096 || dstStride > std::numeric_limits<int32_t>::max() / rows)
+    return emitOpError() << rows << " rows of dst_stride " << dstStride
+                         << " reach past 32-bit offsets";
   return success();
 }
 

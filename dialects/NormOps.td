@@ -1112,6 +1112,39 @@ def Norm_AsyncCopyOp : Norm_Op<"async_copy", [AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+def Norm_AsyncCopyRowsOp : Norm_Op<"async_copy_rows"> {
+  let summary = "cp.async of one chunk from each of several rows, one add apart";
+  let description = [{
+    Starts `rows` copies of `elements` contiguous elements (4, 8 or 16
+    bytes, as `norm.async_copy`): copy i reads
+    `src[src_index + i * src_stride]` in global memory and writes
+    `dst[dst_index + i * dst_stride]` in workgroup memory. Both memrefs are
+    one-dimensional; every copy is whole (tiles whose rows are all in
+    range; ragged ones take `norm.async_copy` with `src_elements`).
+
+    On NVVM each source address after the first is the one before plus
+    `src_stride`'s bytes, an `add.s64` in an inline asm that loop
+    optimizations cannot rewrite: a key loop issues one add and one
+    cp.async a row, where strength reduction would keep every row's address
+    as an induction variable (two registers across the loop each) and plain
+    index arithmetic recomputes it (an add, a shift and an add). The
+    destination offsets, a constant apart, become the copies' immediates.
+    The host lowering copies at once, as `norm.async_copy`'s does.
+
+    ```mlir
+    norm.async_copy_rows %k[%at] step %stride, %tile[%offset] step 1024 {elements = 8 : i64, rows = 8 : i64} : memref<?xbf16>, memref<16384xbf16, #gpu.address_space<workgroup>>
+    ```
+  }];
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src, Index:$src_index,
+                   Index:$src_stride, Arg<AnyMemRef, "", [MemWrite]>:$dst,
+                   Index:$dst_index, I64Attr:$dst_stride, I64Attr:$elements,
+                   I64Attr:$rows);
+  let assemblyFormat = "$src `[` $src_index `]` `step` $src_stride `,` $dst "
+                       "`[` $dst_index `]` `step` $dst_stride attr-dict `:` "
+                       "type($src) `,` type($dst)";
+  let hasVerifier = 1;
+}
+
 def Norm_AsyncCommitOp : Norm_Op<"async_commit"> {
   let summary = "close the thread's group of async copies (cp.async.commit_group)";
   let description = [{

@@ -61,6 +61,7 @@
 
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 using namespace mlir;
 using namespace mlir::norm;
@@ -469,6 +470,24 @@ void AttentionEmitter::emitKeyValueCopies(Value tile, Value stage, bool full) {
         Value at = add(first, mul(row, stride(name)));
         bool fixedSwizzle = rowStep % swizzle == 0;
         Value firstOffset = tileOffset(base, row, col);
+        // A whole tile's rows: one add and one cp.async a row. A thread's
+        // rows fall in `classes` swizzle classes (its row is below rowStep,
+        // so a power-of-two rowStep adds no carry into the swizzle bits):
+        // within each, shared offsets are a constant apart.
+        int64_t classes = swizzle / std::gcd(swizzle, rowStep);
+        if (full && iterations * rowStep == blockN &&
+            iterations % classes == 0 &&
+            (classes == 1 || llvm::isPowerOf2_64(rowStep))) {
+          Value classStep = classes == 1 ? step : mul(step, index(classes));
+          for (int64_t c = 0; c < classes; ++c)
+            AsyncCopyRowsOp::create(
+                b, source, c == 0 ? at : add(at, mul(step, index(c))),
+                classStep, shared,
+                c == 0 ? firstOffset
+                       : tileOffset(base, add(row, index(c * rowStep)), col),
+                classes * rowStep * pitch, kChunk, iterations / classes);
+          continue;
+        }
         for (int64_t i = 0; i < iterations; ++i) {
           if (i > 0)
             at = add(OpaqueIndexOp::create(b, at), step);

@@ -260,23 +260,56 @@ static void normalizeIndexOps(gpu::GPUFuncOp kernel) {
   }
 }
 
-/// Replaces each norm.async_copy of `kernel` by a plain copy of its elements
-/// (zeros past `src_elements`) and drops the commits and waits, the opaque
-/// indices (their values) and the grid dependency ops (grids run one after another here): the host
-/// runs a stretch's threads to completion before the next stretch, so a
-/// copy done at once is complete by the barrier that must precede any
-/// other thread's read.
+/// norm.async_copy_rows as its rows' element copies.
+static void lowerAsyncCopyRows(AsyncCopyRowsOp copy) {
+  OpBuilder b(copy);
+  Location loc = copy.getLoc();
+  auto index = [&](int64_t value) {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  };
+  Value srcStride = copy.getSrcStride();
+  for (int64_t i = 0, e = copy.getRows(); i < e; ++i) {
+    Value src = arith::AddIOp::create(
+        b, loc, copy.getSrcIndex(),
+        arith::MulIOp::create(b, loc, srcStride, index(i)));
+    Value dst = arith::AddIOp::create(b, loc, copy.getDstIndex(),
+                                      index(i * copy.getDstStride()));
+    scf::ForOp::create(
+        b, loc, index(0), index(copy.getElements()), index(1), ValueRange(),
+        [&](OpBuilder &lb, Location, Value k, ValueRange) {
+          Value v = memref::LoadOp::create(
+              lb, loc, copy.getSrc(),
+              ValueRange{arith::AddIOp::create(lb, loc, src, k)});
+          memref::StoreOp::create(
+              lb, loc, v, copy.getDst(),
+              ValueRange{arith::AddIOp::create(lb, loc, dst, k)});
+          scf::YieldOp::create(lb, loc);
+        });
+  }
+  copy.erase();
+}
+
+/// Replaces each norm.async_copy{,_rows} of `kernel` by a plain copy of its
+/// elements (zeros past `src_elements`) and drops the commits and waits, the
+/// opaque indices (their values) and the grid dependency ops (grids run one
+/// after another here): the host runs a stretch's threads to completion before
+/// the next stretch, so a copy done at once is complete by the barrier that
+/// must precede any other thread's read.
 static void lowerAsyncCopies(gpu::GPUFuncOp kernel) {
   SmallVector<Operation *> ops;
   kernel.walk([&](Operation *op) {
-    if (isa<AsyncCopyOp, AsyncCommitOp, AsyncWaitOp, GridDependencyWaitOp,
-            LaunchDependentsOp, OpaqueIndexOp>(op))
+    if (isa<AsyncCopyOp, AsyncCopyRowsOp, AsyncCommitOp, AsyncWaitOp,
+            GridDependencyWaitOp, LaunchDependentsOp, OpaqueIndexOp>(op))
       ops.push_back(op);
   });
   for (Operation *op : ops) {
     if (auto opaque = dyn_cast<OpaqueIndexOp>(op)) {
       opaque.replaceAllUsesWith(opaque.getValue());
       opaque->erase();
+      continue;
+    }
+    if (auto rows = dyn_cast<AsyncCopyRowsOp>(op)) {
+      lowerAsyncCopyRows(rows);
       continue;
     }
     auto copy = dyn_cast<AsyncCopyOp>(op);

@@ -133,6 +133,34 @@ struct LdMatrixLowering : ConvertOpToLLVMPattern<LdMatrixOp> {
   }
 };
 
+/// An i64 from PTX in an inline asm without side effects: LLVM keeps the
+/// value but cannot see through it.
+static Value createOpaqueAsm(OpBuilder &b, Location loc, StringRef ptx,
+                             StringRef constraints, ValueRange operands) {
+  return LLVM::InlineAsmOp::create(
+             b, loc, b.getI64Type(), operands, ptx, constraints,
+             /*has_side_effects=*/false, /*is_align_stack=*/false,
+             LLVM::tailcallkind::TailCallKind::None,
+             /*asm_dialect=*/LLVM::AsmDialectAttr(),
+             /*operand_attrs=*/ArrayAttr())
+      .getResult(0);
+}
+
+/// The global pointer cp.async reads through: kernels take generic ones.
+static Value castToGlobal(OpBuilder &b, Location loc, Value pointer) {
+  auto global = LLVM::LLVMPointerType::get(
+      b.getContext(), static_cast<unsigned>(NVVM::NVVMMemorySpace::Global));
+  if (pointer.getType() == global)
+    return pointer;
+  return LLVM::AddrSpaceCastOp::create(b, loc, global, pointer);
+}
+
+/// 16-byte copies may bypass L1 (.cg); smaller ones must not (.ca).
+static NVVM::LoadCacheModifierKind getCopyCache(int64_t bytes) {
+  return bytes == 16 ? NVVM::LoadCacheModifierKind::CG
+                     : NVVM::LoadCacheModifierKind::CA;
+}
+
 /// cp.async.{ca,cg}.shared.global [dst], [src], bytes{, src_bytes}.
 struct AsyncCopyLowering : ConvertOpToLLVMPattern<AsyncCopyOp> {
   using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
@@ -144,14 +172,10 @@ struct AsyncCopyLowering : ConvertOpToLLVMPattern<AsyncCopyOp> {
     MemRefType srcType = op.getSrc().getType();
     Value dst = getStridedElementPtr(rewriter, loc, op.getDst().getType(),
                                      adaptor.getDst(), adaptor.getDstIndices());
-    Value src = getStridedElementPtr(rewriter, loc, srcType, adaptor.getSrc(),
-                                     adaptor.getSrcIndices());
-    // cp.async reads through a global pointer; kernels take generic ones.
-    auto global = LLVM::LLVMPointerType::get(
-        getContext(),
-        static_cast<unsigned>(NVVM::NVVMMemorySpace::Global));
-    if (src.getType() != global)
-      src = LLVM::AddrSpaceCastOp::create(rewriter, loc, global, src);
+    Value src = castToGlobal(rewriter, loc,
+                             getStridedElementPtr(rewriter, loc, srcType,
+                                                  adaptor.getSrc(),
+                                                  adaptor.getSrcIndices()));
 
     int64_t elementBytes = srcType.getElementTypeBitWidth() / 8;
     int64_t bytes = op.getElements() * elementBytes;
@@ -163,12 +187,57 @@ struct AsyncCopyLowering : ConvertOpToLLVMPattern<AsyncCopyOp> {
           rewriter, loc, rewriter.getI32Type(),
           LLVM::MulOp::create(rewriter, loc, valid, scale));
     }
-    // 16-byte copies may bypass L1 (.cg); smaller ones must not (.ca).
-    NVVM::LoadCacheModifierKind cache = bytes == 16
-                                            ? NVVM::LoadCacheModifierKind::CG
-                                            : NVVM::LoadCacheModifierKind::CA;
     NVVM::CpAsyncOp::create(rewriter, loc, dst, src,
-                            static_cast<uint32_t>(bytes), cache, srcBytes);
+                            static_cast<uint32_t>(bytes), getCopyCache(bytes),
+                            srcBytes);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// One cp.async a row: the first source address from the index, each next
+/// one the previous plus the stride's bytes in an opaque add.s64 (global
+/// pointers throughout, so no cvta a row); destinations a constant apart.
+struct AsyncCopyRowsLowering : ConvertOpToLLVMPattern<AsyncCopyRowsOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(AsyncCopyRowsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MemRefType srcType = op.getSrc().getType();
+    Type i64 = rewriter.getI64Type();
+    if (adaptor.getSrcStride().getType() != i64)
+      return rewriter.notifyMatchFailure(op, "index of 64 bits only");
+    Value dst = getStridedElementPtr(rewriter, loc, op.getDst().getType(),
+                                     adaptor.getDst(),
+                                     ValueRange{adaptor.getDstIndex()});
+    Value src = castToGlobal(
+        rewriter, loc,
+        getStridedElementPtr(rewriter, loc, srcType, adaptor.getSrc(),
+                             ValueRange{adaptor.getSrcIndex()}));
+    int64_t elementBytes = srcType.getElementTypeBitWidth() / 8;
+    int64_t bytes = op.getElements() * elementBytes;
+    Value strideBytes = LLVM::MulOp::create(
+        rewriter, loc, adaptor.getSrcStride(),
+        LLVM::ConstantOp::create(rewriter, loc, i64, elementBytes));
+    Type dstElement =
+        typeConverter->convertType(op.getDst().getType().getElementType());
+    for (int64_t i = 0, e = op.getRows(); i < e; ++i) {
+      if (i > 0) {
+        Value address = LLVM::PtrToIntOp::create(rewriter, loc, i64, src);
+        src = LLVM::IntToPtrOp::create(
+            rewriter, loc, src.getType(),
+            createOpaqueAsm(rewriter, loc, "add.s64 $0, $1, $2;", "=l,l,l",
+                            {address, strideBytes}));
+      }
+      Value row = LLVM::GEPOp::create(
+          rewriter, loc, dst.getType(), dstElement, dst,
+          ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i * op.getDstStride())});
+      NVVM::CpAsyncOp::create(rewriter, loc, row, src,
+                              static_cast<uint32_t>(bytes), getCopyCache(bytes),
+                              Value());
+    }
     rewriter.eraseOp(op);
     return success();
   }
@@ -208,13 +277,8 @@ struct OpaqueIndexLowering : ConvertOpToLLVMPattern<OpaqueIndexOp> {
     Value value = adaptor.getValue();
     if (value.getType() != rewriter.getI64Type())
       return rewriter.notifyMatchFailure(op, "index of 64 bits only");
-    auto hidden = LLVM::InlineAsmOp::create(
-        rewriter, op.getLoc(), value.getType(), ValueRange{value},
-        "mov.b64 $0, $1;", "=l,l", /*has_side_effects=*/false,
-        /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
-        /*asm_dialect=*/LLVM::AsmDialectAttr(),
-        /*operand_attrs=*/ArrayAttr());
-    rewriter.replaceOp(op, hidden.getResult(0));
+    rewriter.replaceOp(op, createOpaqueAsm(rewriter, op.getLoc(),
+                                           "mov.b64 $0, $1;", "=l,l", {value}));
     return success();
   }
 };
@@ -261,8 +325,8 @@ struct NormToNVVMInterface : ConvertToLLVMPatternInterface {
 void mlir::norm::populateNormToNVVMConversionPatterns(
     const LLVMTypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<MmaSyncLowering, LdMatrixLowering, AsyncCopyLowering,
-               OpaqueIndexLowering,
-               AsyncCommitLowering, AsyncWaitLowering>(converter);
+               AsyncCopyRowsLowering, OpaqueIndexLowering, AsyncCommitLowering,
+               AsyncWaitLowering>(converter);
   patterns.add<GridDependencyLowering<GridDependencyWaitOp>>(
       converter, "griddepcontrol.wait;");
   patterns.add<GridDependencyLowering<LaunchDependentsOp>>(

@@ -1304,6 +1304,46 @@ func.func @copy_vector_elements(%s: memref<8xvector<4xf32>>, %d: memref<8xvector
 
 // -----
 
+func.func @copy_rows_2d(%s: memref<8x64xbf16>, %d: memref<1024xbf16, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{src must be a one-dimensional memref of stride 1, got 'memref<8x64xbf16>'}}
+  norm.async_copy_rows %s[%i] step %i, %d[%i] step 64 {elements = 8 : i64, rows = 8 : i64} : memref<8x64xbf16>, memref<1024xbf16, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @copy_rows_none(%s: memref<?xbf16>, %d: memref<1024xbf16, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{copies at least one row, got 0}}
+  norm.async_copy_rows %s[%i] step %i, %d[%i] step 64 {elements = 8 : i64, rows = 0 : i64} : memref<?xbf16>, memref<1024xbf16, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @copy_rows_overlap(%s: memref<?xbf16>, %d: memref<1024xbf16, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{dst_stride must be at least elements (8), got 4}}
+  norm.async_copy_rows %s[%i] step %i, %d[%i] step 4 {elements = 8 : i64, rows = 2 : i64} : memref<?xbf16>, memref<1024xbf16, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @copy_rows_far(%s: memref<?xbf16>, %d: memref<1024xbf16, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{4096 rows of dst_stride 1048576 reach past 32-bit offsets}}
+  norm.async_copy_rows %s[%i] step %i, %d[%i] step 1048576 {elements = 8 : i64, rows = 4096 : i64} : memref<?xbf16>, memref<1024xbf16, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @copy_rows_shared_src(%s: memref<64xbf16, #gpu.address_space<workgroup>>, %d: memref<1024xbf16, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{reads global memory: src must be in the default address space}}
+  norm.async_copy_rows %s[%i] step %i, %d[%i] step 64 {elements = 8 : i64, rows = 2 : i64} : memref<64xbf16, #gpu.address_space<workgroup>>, memref<1024xbf16, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
 func.func @wait_negative() {
   // expected-error @+1 {{pending must be a non-negative 32-bit count of groups, got -1}}
   norm.async_wait {pending = -1 : i64}

@@ -271,6 +271,7 @@ func.func @ldmatrix(%tile: memref<64x64xbf16, #gpu.address_space<workgroup>>,
 func.func @async_copy(%src: memref<?xbf16>, %f: memref<16x16xf32>,
                       %dst: memref<64x64xbf16, #gpu.address_space<workgroup>>,
                       %fdst: memref<256xf32, #gpu.address_space<workgroup>>,
+                      %flat: memref<16384xbf16, #gpu.address_space<workgroup>>,
                       %i: index, %j: index, %n: index) {
   // CHECK: norm.async_copy %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}] {elements = 8 : i64} : memref<?xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
   norm.async_copy %src[%i], %dst[%i, %j] {elements = 8 : i64} : memref<?xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
@@ -278,6 +279,8 @@ func.func @async_copy(%src: memref<?xbf16>, %f: memref<16x16xf32>,
   norm.async_copy %src[%i], %dst[%i, %j], %n {elements = 4 : i64} : memref<?xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
   // CHECK: norm.async_copy %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}] {elements = 1 : i64} : memref<16x16xf32>, memref<256xf32, #gpu.address_space<workgroup>>
   norm.async_copy %f[%i, %j], %fdst[%i] {elements = 1 : i64} : memref<16x16xf32>, memref<256xf32, #gpu.address_space<workgroup>>
+  // CHECK: norm.async_copy_rows %{{.*}}[%{{.*}}] step %{{.*}}, %{{.*}}[%{{.*}}] step 1024 {elements = 8 : i64, rows = 8 : i64} : memref<?xbf16>, memref<16384xbf16, #gpu.address_space<workgroup>>
+  norm.async_copy_rows %src[%i] step %n, %flat[%j] step 1024 {elements = 8 : i64, rows = 8 : i64} : memref<?xbf16>, memref<16384xbf16, #gpu.address_space<workgroup>>
   // CHECK: norm.async_commit
   norm.async_commit
   // CHECK: norm.async_wait {pending = 1 : i64}

@@ -43,6 +43,21 @@
 // CHECK:         %[[SIZE:.*]] = llvm.trunc %[[BYTES]] : i64 to i32
 // CHECK:         nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 8, cache =  ca, %[[SIZE]] : !llvm.ptr<3>, !llvm.ptr<1>, i32
 // CHECK:         nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 4, cache =  ca, %{{.*}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
+// norm.async_copy_rows: the first row as norm.async_copy's; each next source
+// the one before plus the stride's bytes in an opaque add, destinations
+// 1024 elements apart.
+// CHECK:         %[[ROW0:.*]] = llvm.getelementptr %{{.*}}[%[[IDX]]] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, bf16
+// CHECK:         nvvm.cp.async.shared.global %[[ROW0]], %[[G]], 16, cache =  cg : !llvm.ptr<3>, !llvm.ptr<1>
+// CHECK:         %[[A0:.*]] = llvm.ptrtoint %[[G]] : !llvm.ptr<1> to i64
+// CHECK:         %[[A1:.*]] = llvm.inline_asm "add.s64 $0, $1, $2;", "=l,l,l" %[[A0]], %[[BYTES]] : (i64, i64) -> i64
+// CHECK:         %[[G1:.*]] = llvm.inttoptr %[[A1]] : i64 to !llvm.ptr<1>
+// CHECK:         %[[ROW1:.*]] = llvm.getelementptr %[[ROW0]][1024] : (!llvm.ptr<3>) -> !llvm.ptr<3>, bf16
+// CHECK:         nvvm.cp.async.shared.global %[[ROW1]], %[[G1]], 16, cache =  cg : !llvm.ptr<3>, !llvm.ptr<1>
+// CHECK:         %[[A2:.*]] = llvm.ptrtoint %[[G1]] : !llvm.ptr<1> to i64
+// CHECK:         llvm.inline_asm "add.s64 $0, $1, $2;", "=l,l,l" %[[A2]], %[[BYTES]] : (i64, i64) -> i64
+// CHECK:         llvm.getelementptr %[[ROW0]][2048] : (!llvm.ptr<3>) -> !llvm.ptr<3>, bf16
+// CHECK:         nvvm.cp.async.shared.global
+// CHECK-NOT:     nvvm.cp.async.shared.global
 // CHECK:         nvvm.cp.async.commit.group
 // CHECK:         nvvm.cp.async.wait.group 1
 // CHECK-NOT:     norm.
@@ -70,10 +85,12 @@ gpu.module @norm_kernels {
   }
   gpu.func @copy(%src: memref<1024xbf16>, %f: memref<1024xf32>, %i: index, %n: index)
       workgroup(%dst: memref<64x64xbf16, #gpu.address_space<workgroup>>,
-                %fdst: memref<256xf32, #gpu.address_space<workgroup>>) kernel {
+                %fdst: memref<256xf32, #gpu.address_space<workgroup>>,
+                %flat: memref<4096xbf16, #gpu.address_space<workgroup>>) kernel {
     norm.async_copy %src[%i], %dst[%i, %i] {elements = 8 : i64} : memref<1024xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
     norm.async_copy %src[%i], %dst[%i, %i], %n {elements = 4 : i64} : memref<1024xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
     norm.async_copy %f[%i], %fdst[%i], %n {elements = 1 : i64} : memref<1024xf32>, memref<256xf32, #gpu.address_space<workgroup>>
+    norm.async_copy_rows %src[%i] step %n, %flat[%i] step 1024 {elements = 8 : i64, rows = 3 : i64} : memref<1024xbf16>, memref<4096xbf16, #gpu.address_space<workgroup>>
     norm.async_commit
     norm.async_wait {pending = 1 : i64}
     gpu.return
