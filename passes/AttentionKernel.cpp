@@ -70,6 +70,9 @@ namespace {
 
 /// Elements of one 16-byte chunk of a tile row (bf16 or f16).
 constexpr int64_t kChunk = 8;
+/// The ways of the search for a CTA's sequence: each round's 15 loads of
+/// cu_seqlens are independent, so one latency a round.
+constexpr int64_t kSequenceSearchArity = 16;
 
 class AttentionEmitter : public KernelBuilder {
 public:
@@ -1002,8 +1005,11 @@ void AttentionEmitter::emit() {
   // its ceil(length group / M) tiles: slot() increases, and a sequence's
   // tiles end before the next one's slots begin (floor(a / M) + ceil(l / M)
   // <= floor((a + l) / M) + 1), within the grid's ceil(rows group / M) +
-  // batch slots. A binary search over slot() finds the CTA's sequence in
-  // ceil(log2(batch)) steps; slots past a sequence's tiles do no work.
+  // batch slots. A 16-way search over slot() finds the CTA's sequence in
+  // ceil(log16(batch)) rounds of 15 independent loads (one round to 16
+  // sequences, two to 256, three to 4096; a binary search took
+  // ceil(log2(batch)) dependent loads); slots past a sequence's tiles do no
+  // work.
   Value firstStart = offsetAt(index(0));
   auto slotOf = [&](Value s) -> Value {
     Value rows = mul(arith::SubIOp::create(b, offsetAt(s), firstStart),
@@ -1018,7 +1024,7 @@ void AttentionEmitter::emit() {
     tileIndex = arith::SubIOp::create(
         b, arith::SubIOp::create(b, slots, index(1)), tileIndex);
   }
-  seq = findLast(indexArg("batch"), slotOf, tileIndex);
+  seq = findLast(indexArg("batch"), slotOf, tileIndex, kSequenceSearchArity);
   seqStart = offsetAt(seq);
   seqLength = arith::MaxSIOp::create(
       b, arith::SubIOp::create(b, offsetAt(add(seq, index(1))), seqStart),

@@ -181,32 +181,46 @@ void KernelBuilder::waitForPredecessor() {
 }
 
 Value KernelBuilder::findLast(Value count, function_ref<Value(Value)> keyOf,
-                              Value target) {
-  // keyOf(low) <= target and the answer lies below high; halve [low, high)
-  // until it holds one.
+                              Value target, int64_t arity) {
+  assert(arity >= 2 && "a search splits its range in two or more");
+  // The answer lies in [low, low + size) and keyOf(low) <= target. Each
+  // round probes arity - 1 points `step` apart; those that hold form a
+  // prefix, whose length moves low.
   auto search = scf::WhileOp::create(
       b, TypeRange{b.getIndexType(), b.getIndexType()},
       ValueRange{index(0), count},
-      [&](OpBuilder &nested, Location, ValueRange bounds) {
+      [&](OpBuilder &nested, Location, ValueRange range) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(nested.getInsertionBlock(),
                             nested.getInsertionPoint());
-        Value wide = arith::CmpIOp::create(
-            b, arith::CmpIPredicate::ugt,
-            arith::SubIOp::create(b, bounds[1], bounds[0]), index(1));
-        scf::ConditionOp::create(b, wide, bounds);
+        Value wide = arith::CmpIOp::create(b, arith::CmpIPredicate::ugt,
+                                           range[1], index(1));
+        scf::ConditionOp::create(b, wide, range);
       },
-      [&](OpBuilder &nested, Location, ValueRange bounds) {
+      [&](OpBuilder &nested, Location, ValueRange range) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(nested.getInsertionBlock(),
                             nested.getInsertionPoint());
-        Value low = bounds[0], high = bounds[1];
-        Value mid = arith::ShRUIOp::create(b, add(low, high), index(1));
-        Value below = arith::CmpIOp::create(b, arith::CmpIPredicate::ule,
-                                            keyOf(mid), target);
+        Value low = range[0], end = add(range[0], range[1]);
+        Value step = arith::CeilDivUIOp::create(b, range[1], index(arity));
+        Value held = index(0);
+        for (int64_t j = 1; j < arity; ++j) {
+          Value probe = add(low, mul(step, index(j)));
+          Value inside =
+              arith::CmpIOp::create(b, arith::CmpIPredicate::ult, probe, end);
+          // Probes past the range read its first key, which holds.
+          Value key = keyOf(arith::SelectOp::create(b, inside, probe, low));
+          Value holds = arith::AndIOp::create(
+              b, inside,
+              arith::CmpIOp::create(b, arith::CmpIPredicate::ule, key, target));
+          held =
+              add(held, arith::SelectOp::create(b, holds, index(1), index(0)));
+        }
+        Value next = add(low, mul(held, step));
         scf::YieldOp::create(
-            b, ValueRange{arith::SelectOp::create(b, below, mid, low),
-                          arith::SelectOp::create(b, below, high, mid)});
+            b, ValueRange{next,
+                          arith::MinUIOp::create(
+                              b, step, arith::SubIOp::create(b, end, next))});
       });
   return search.getResult(0);
 }

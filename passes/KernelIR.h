@@ -133,9 +133,11 @@ protected:
   /// binary search of ceil(log2(batch)) dependent loads.
   Value findSequence(Value offsets, Value batch, Value token);
   /// The last b in [0, count) with keyOf(b) <= target (index values), for a
-  /// non-decreasing keyOf with keyOf(0) <= target: a binary search of
-  /// ceil(log2(count)) steps.
-  Value findLast(Value count, function_ref<Value(Value)> keyOf, Value target);
+  /// non-decreasing keyOf with keyOf(0) <= target: an `arity`-way search,
+  /// ceil(log_arity(count)) rounds of arity - 1 independent keys (a binary
+  /// search by default).
+  Value findLast(Value count, function_ref<Value(Value)> keyOf, Value target,
+                 int64_t arity = 2);
 
   /// Programmatic dependent launch (KernelSignature::pdl): waits for the
   /// grid before this one, then lets the next one start

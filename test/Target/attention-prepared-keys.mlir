@@ -19,6 +19,8 @@
 //   a thread at D=128, were 32 stores of 4 bytes), pairs of elements where
 //   the accumulators leave no registers for it (D=256; D=64 with 32 rows a
 //   warp: norm::usesStagedOutput);
+// - the CTA's sequence (SEARCH): a 16-way search, 15 independent loads of
+//   cu_seqlens a round (was a binary search, one dependent load a step);
 // - ptxas: no stack frame, no spills; registers below.
 //
 // REQUIRES: ptxas
@@ -28,6 +30,7 @@
 // RUN: FileCheck %s --input-file=%t.sm80.ptx
 // RUN: FileCheck %s --input-file=%t.sm90.ptx --check-prefix=STORE
 // RUN: FileCheck %s --input-file=%t.sm90.ptx --check-prefix=COPY
+// RUN: FileCheck %s --input-file=%t.sm90.ptx --check-prefix=SEARCH
 // RUN: %python %S/Inputs/ptx-loop-mix.py %t.sm90.ptx | FileCheck %s --check-prefix=MIX
 // RUN: %python %S/Inputs/ptx-loop-mix.py %t.sm80.ptx | FileCheck %s --check-prefix=MIX
 // RUN: %ptxas -arch=sm_90 -v %t.sm90.ptx -o %t.sm90.cubin > %t.sm90.log 2>&1
@@ -83,6 +86,13 @@
 //  COPY-NEXT: add.s64 %rd[[K2:[0-9]+]], %rd[[K1]], %rd[[STEP]];
 //  COPY-NEXT: // end inline asm
 //  COPY-NEXT: cp.async.cg.shared.global [%rd[[DST]]+20480], [%rd[[K2]]], 16;
+
+// SEARCH-LABEL: .visible .entry norm_attn_qkrms_causal_kprep_ropeneox128_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2(
+//       SEARCH: ld.global.nc.s32
+//       SEARCH: [[ROUND:\$L__BB[0-9_]+]]:
+// SEARCH-COUNT-15: ld.global.nc.s32
+//   SEARCH-NOT: ld.global
+//       SEARCH: bra [[ROUND]];
 
 // MIX: norm_attn_qkrms_causal_kprep_ropeneox128_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2 mma=128 ldmatrix=72 cp_async=16 async_sync=2 ex2=34 sincos=0 rsqrt=0 fma_f32=32 alu_f32=102 max_f32=36 cvt=16 shfl=4 bar=2 setp=3 selp=2 shared=0 global=0 branch=2 int64=38 int32=2 other=2 total=493 per_mma=3.85 masked=641
 // MIX: norm_attn_causal_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2 mma=128 ldmatrix=72 cp_async=16 async_sync=2 ex2=34 sincos=0 rsqrt=0 fma_f32=32 alu_f32=102 max_f32=36 cvt=16 shfl=4 bar=2 setp=3 selp=2 shared=0 global=0 branch=2 int64=38 int32=2 other=2 total=493 per_mma=3.85 masked=641

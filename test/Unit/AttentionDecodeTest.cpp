@@ -49,6 +49,32 @@ DecodeCase withTable(DecodeCase c, bool positions) {
   return c;
 }
 
+/// A serving batch of `count` sequences, past the 256 that take the search
+/// for a CTA's sequence three rounds: caches of 0 to 40 rows (some full),
+/// one new token each and two for every seventh.
+DecodeCase getServingBatch(const char *name, int64_t count) {
+  DecodeCase c{name,
+               ElementType::bf16,
+               64,
+               4,
+               1,
+               Statistic::RMS,
+               true,
+               0.0,
+               RopeStyle::NeoX,
+               0,
+               1e6,
+               {},
+               {},
+               40,
+               2};
+  for (int64_t i = 0; i < count; ++i) {
+    c.cacheLengths.push_back(i % 13 == 0 ? 40 : (i * 5) % 37);
+    c.newTokens.push_back(i % 7 == 0 ? 2 : 1);
+  }
+  return c;
+}
+
 /// The K-prepare kernel into the caches of each case, in place of decode.
 std::vector<DecodeCase> withKeysOnly(std::vector<DecodeCase> cases) {
   for (DecodeCase &c : cases)
@@ -358,7 +384,8 @@ const std::vector<DecodeCase> kCases = {
                                                {20, 0},
                                                {1, 3},
                                                32,
-                                               1}))};
+                                               1})),
+    getServingBatch("serving_300_sequences", 300)};
 
 std::string getCaseName(const testing::TestParamInfo<DecodeCase> &info) {
   return info.param.name;

@@ -86,6 +86,21 @@ AttentionCase withPreparedKeys(AttentionCase c, const char *name) {
   return c;
 }
 
+/// `count` sequence lengths that walk every round of the 16-way search for
+/// a CTA's sequence (three rounds past 256 sequences): mostly 0 to 3 tokens,
+/// runs of empty sequences, and a tile and more at the rounds' edges
+/// (sequences 15-17, 255-257 and the last).
+std::vector<int64_t> getManyLengths(int64_t count) {
+  std::vector<int64_t> lengths;
+  for (int64_t i = 0; i < count; ++i)
+    lengths.push_back(i % 11 < 3 ? 0 : (i * 7) % 4);
+  for (int64_t i :
+       {int64_t(15), int64_t(17), int64_t(255), int64_t(257), count - 1})
+    if (i < count)
+      lengths[i] = 60 + i % 80;
+  return lengths;
+}
+
 class AttentionKernelTest : public testing::TestWithParam<AttentionCase> {};
 
 TEST_P(AttentionKernelTest, MatchesTheUnfusedGraph) {
@@ -284,5 +299,15 @@ INSTANTIATE_TEST_SUITE_P(
     [](const testing::TestParamInfo<AttentionCase> &info) {
       return std::string(info.param.name);
     });
+
+// 300 sequences: three rounds of the 16-way search for a CTA's sequence
+// (varlen_37_sequences_causal above takes two).
+INSTANTIATE_TEST_SUITE_P(ManySequences, AttentionKernelTest,
+                         testing::Values(AttentionCase{
+                             "varlen_300_sequences_causal", kBf16, 64, 2, 1,
+                             true, kRms, true, 0.0, getManyLengths(300)}),
+                         [](const testing::TestParamInfo<AttentionCase> &info) {
+                           return std::string(info.param.name);
+                         });
 
 } // namespace
