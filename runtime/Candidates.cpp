@@ -43,7 +43,7 @@ int64_t norm::jit::getTuningRows(const OpSpec &spec, RowBucket bucket) {
   case RowBucket::More:
     break;
   }
-  // Decode's sequences' caches move its bytes (getDecodeTuningShape).
+  // Decode's sequences' caches move its bytes (getCacheTuningShape).
   if (spec.kind == OpKind::AttentionDecode)
     return kMinLargeTuningRows;
   constexpr int64_t kBudget = int64_t(256) << 20;
@@ -66,7 +66,7 @@ int64_t norm::jit::getRowBucketMinRows(RowBucket bucket) {
   return 1025;
 }
 
-DecodeShape norm::jit::getDecodeTuningShape(const OpSpec &spec, int64_t rows) {
+DecodeShape norm::jit::getCacheTuningShape(const OpSpec &spec, int64_t rows) {
   if (spec.kind != OpKind::AttentionDecode)
     return DecodeShape{rows, kTuningSequences,
                        (rows + kTuningSequences - 1) / kTuningSequences, 1};
@@ -86,7 +86,7 @@ DecodeShape norm::jit::getDecodeTuningShape(const OpSpec &spec, int64_t rows) {
 DecodeShape norm::jit::getDecodeTuningLaunch(const OpSpec &spec, int64_t rows,
                                              const LaunchConfig &launch,
                                              int64_t smCount) {
-  DecodeShape shape = getDecodeTuningShape(spec, rows);
+  DecodeShape shape = getCacheTuningShape(spec, rows);
   shape.splits =
       getDecodeSplits(spec, launch.rowsPerCta, shape, smCount, launch.blockN);
   return shape;
@@ -130,7 +130,7 @@ int64_t norm::jit::getTuningBufferElements(const OpSpec &spec,
     return buffer.cols;
   if (!buffer.updated)
     return buffer.cols * rows;
-  DecodeShape shape = getDecodeTuningShape(spec, rows);
+  DecodeShape shape = getCacheTuningShape(spec, rows);
   return buffer.cols * shape.batch * shape.cacheCapacity;
 }
 

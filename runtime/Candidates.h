@@ -62,16 +62,16 @@ constexpr int64_t kDecodeTuningCacheBytes = int64_t(256) << 20;
 constexpr int64_t kMinDecodeTuningCacheLength = 64;
 constexpr int64_t kMaxDecodeTuningCacheLength = 4096;
 
-/// The decode step the tuner times at `rows` new tokens: one token of each
-/// of `rows` sequences (batch = rows), each with a cache of
-/// kDecodeTuningCacheBytes / (rows x the bytes of a key and its value),
-/// clamped to [kMinDecodeTuningCacheLength, kMaxDecodeTuningCacheLength],
-/// as its capacity; `splits` 1 (see getDecodeTuningLaunch). K-prepare into
-/// a cache: kTuningSequences sequences of the rows, each into an empty
-/// cache that holds it.
-DecodeShape getDecodeTuningShape(const OpSpec &spec, int64_t rows);
+/// The KV caches the tuner times a kernel of norm::hasKvCache at, `rows`
+/// new tokens. Decode: one token of each of `rows` sequences (batch =
+/// rows), each with a cache of kDecodeTuningCacheBytes / (rows x the bytes
+/// of a key and its value), clamped to [kMinDecodeTuningCacheLength,
+/// kMaxDecodeTuningCacheLength], as its capacity; `splits` 1 (see
+/// getDecodeTuningLaunch). K-prepare into a cache: kTuningSequences
+/// sequences of the rows, each into an empty cache that holds it.
+DecodeShape getCacheTuningShape(const OpSpec &spec, int64_t rows);
 
-/// getDecodeTuningShape with the splits a launch of `launch` takes on
+/// getCacheTuningShape with the splits a launch of `launch` takes on
 /// `smCount` SMs (getDecodeSplits, as Kernel::launch computes them).
 DecodeShape getDecodeTuningLaunch(const OpSpec &spec, int64_t rows,
                                   const LaunchConfig &launch, int64_t smCount);
@@ -90,7 +90,7 @@ bool isGradPartials(BufferSlot slot);
 
 /// Elements of one scratch buffer of the tuner for `rows` rows of `spec`:
 /// `rows` rows of a 2-D buffer (decode's caches: batch x capacity rows of
-/// getDecodeTuningShape), a 1-D buffer once, and for a buffer whose length
+/// getCacheTuningShape), a 1-D buffer once, and for a buffer whose length
 /// comes with the launch its getLaunchLength: prefill's cu_seqlens
 /// kTuningSequences + 1 offsets; decode's buffers the most any launch of
 /// `run` takes (its workspace and semaphores follow the configuration; none

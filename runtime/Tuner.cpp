@@ -49,7 +49,7 @@ Status Tuner::allocateScratch(int64_t rows, const TuningRun &run) {
                              " rows: more than i32 sequence offsets count");
   bool decode = spec.kind == OpKind::AttentionDecode;
   DecodeShape shape = hasKvCache(spec)
-                          ? getDecodeTuningShape(spec, rows)
+                          ? getCacheTuningShape(spec, rows)
                           : DecodeShape{rows, kTuningSequences, 0, 1};
   std::vector<DeviceBuffer> allocated;
   LaunchArgs scratchArgs;
@@ -230,7 +230,7 @@ Status Tuner::time(const LoadedKernel &kernel, double &microseconds) {
       return status;
     decodeLaunch = &decode;
   } else if (spec.writeCache) {
-    decode.capacity = getDecodeTuningShape(spec, scratchRows).cacheCapacity;
+    decode.capacity = getCacheTuningShape(spec, scratchRows).cacheCapacity;
     decodeLaunch = &decode;
   }
   // Warm up (first-launch costs, caches) and catch launch errors untimed.

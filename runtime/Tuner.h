@@ -32,7 +32,7 @@ public:
   /// rows (getTuningBufferElements), after releasing the previous ones,
   /// filled with small finite values in every element type. Sequence
   /// offsets are valid: attention's one sequence of all the rows, decode's
-  /// one token per sequence (getDecodeTuningShape), whose cache lengths
+  /// one token per sequence (getCacheTuningShape), whose cache lengths
   /// leave room for it. A failure (the device may not have the memory)
   /// leaves no scratch: try again with fewer rows.
   Status allocateScratch(int64_t rows, const TuningRun &run = {});

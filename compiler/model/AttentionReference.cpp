@@ -492,3 +492,26 @@ DecodeExpected check::referenceDecode(const DecodeProblem &problem,
   attend.run(expected.output, nullptr);
   return expected;
 }
+
+AttentionProblem
+norm::check::getAttentionProblem(const OpSpec &spec,
+                                 std::vector<int64_t> cuSeqlens) {
+  AttentionProblem problem;
+  problem.type = spec.input;
+  problem.numHeads = spec.numQHeads;
+  problem.numKvHeads = spec.numKvHeads;
+  problem.headDim = spec.hidden;
+  problem.causal = spec.causal;
+  problem.scale = spec.scale;
+  if (spec.qkStatistic != Statistic::None)
+    problem.qkNorm = spec.qkStatistic;
+  problem.qkEps = spec.eps;
+  problem.qkOffset = spec.weightOffset;
+  problem.cuSeqlens = std::move(cuSeqlens);
+  problem.rope = spec.rope;
+  problem.rotaryDim = spec.rotaryDim;
+  problem.ropeTheta = spec.ropeTheta;
+  problem.ropeFirst = spec.ropeFirst;
+  problem.qkWeightPerHead = spec.qkWeightPerHead;
+  return problem;
+}

@@ -150,6 +150,12 @@ struct AttentionProblem {
   }
 };
 
+/// The problem `spec` (an attention kind of Operation.h) computes over the
+/// sequences of `cuSeqlens`: its heads, QK-Norm, rotary and mask; the rope
+/// table and positions are the caller's to fill.
+AttentionProblem getAttentionProblem(const OpSpec &spec,
+                                     std::vector<int64_t> cuSeqlens);
+
 /// The stored inputs: q (tokens x numHeads * headDim), k and v (tokens x
 /// numKvHeads * headDim), of the problem's type, any row strides; the
 /// QK-Norm weights (headDim), optional.

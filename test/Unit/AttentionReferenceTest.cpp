@@ -469,6 +469,45 @@ TEST(AttentionReference, VerifiesTheProblem) {
   EXPECT_FALSE(verifyAttentionProblem(bad, c.operands()).ok());
 }
 
+TEST(AttentionReference, ProblemOfASpec) {
+  OpSpec spec;
+  spec.kind = OpSpec::Kind::Attention;
+  spec.input = ElementType::f16;
+  spec.hidden = 128;
+  spec.numQHeads = 32;
+  spec.numKvHeads = 8;
+  spec.causal = true;
+  spec.scale = 0.125;
+  spec.qkStatistic = Statistic::MeanVar;
+  spec.eps = 1e-5;
+  spec.weightOffset = 1.0;
+  spec.qkWeightPerHead = true;
+  spec.rope = RopeStyle::GptJ;
+  spec.rotaryDim = 64;
+  spec.ropeTheta = 5e5;
+  spec.ropeFirst = true;
+  AttentionProblem problem = getAttentionProblem(spec, {0, 3, 3, 10});
+  EXPECT_EQ(problem.type, ElementType::f16);
+  EXPECT_EQ(problem.numHeads, 32);
+  EXPECT_EQ(problem.numKvHeads, 8);
+  EXPECT_EQ(problem.headDim, 128);
+  EXPECT_TRUE(problem.causal);
+  EXPECT_EQ(problem.scale, 0.125);
+  EXPECT_EQ(problem.qkNorm, Statistic::MeanVar);
+  EXPECT_EQ(problem.qkEps, 1e-5);
+  EXPECT_EQ(problem.qkOffset, 1.0);
+  EXPECT_TRUE(problem.qkWeightPerHead);
+  EXPECT_EQ(problem.rope, RopeStyle::GptJ);
+  EXPECT_EQ(problem.rotaryDim, 64);
+  EXPECT_EQ(problem.ropeTheta, 5e5);
+  EXPECT_TRUE(problem.ropeFirst);
+  EXPECT_EQ(problem.cuSeqlens, (std::vector<int64_t>{0, 3, 3, 10}));
+  EXPECT_EQ(problem.getNumTokens(), 10);
+  // No QK-Norm: none in the problem either.
+  spec.qkStatistic = Statistic::None;
+  EXPECT_FALSE(getAttentionProblem(spec, {0, 1}).qkNorm.has_value());
+}
+
 //===----------------------------------------------------------------------===//
 // The bound against the emulated kernel
 //===----------------------------------------------------------------------===//

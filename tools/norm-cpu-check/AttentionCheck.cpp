@@ -100,28 +100,31 @@ std::vector<float> norm::check::makeRopeTable(double theta, int64_t rotaryDim,
   return table;
 }
 
-OpSpec norm::check::getSpec(const AttentionCase &c) {
-  OpSpec spec = makeAttentionSpec(OpKind::Attention, c.type, c.headDim, c.heads,
-                                  c.kvHeads, c.norm, c.weights, c.offset,
-                                  c.rope, c.rotaryDim, c.ropeTheta);
-  spec.causal = c.causal;
-  spec.writeLse = c.lse;
+namespace {
+/// The spec of `kind` for a prefill or decode case: the options both kinds
+/// of case share.
+template <typename Case> OpSpec getCaseSpec(OpKind kind, const Case &c) {
+  OpSpec spec =
+      makeAttentionSpec(kind, c.type, c.headDim, c.heads, c.kvHeads, c.norm,
+                        c.weights, c.offset, c.rope, c.rotaryDim, c.ropeTheta);
   spec.ropeTable = c.table;
   spec.ropePositions = c.positions;
   spec.ropeFirst = c.ropeFirst;
   spec.qkWeightPerHead = c.weightPerHead;
+  return spec;
+}
+} // namespace
+
+OpSpec norm::check::getSpec(const AttentionCase &c) {
+  OpSpec spec = getCaseSpec(OpKind::Attention, c);
+  spec.causal = c.causal;
+  spec.writeLse = c.lse;
   spec.keysPrepared = c.preparedKeys;
   return spec;
 }
 
 OpSpec norm::check::getSpec(const DecodeCase &c) {
-  OpSpec spec = makeAttentionSpec(OpKind::AttentionDecode, c.type, c.headDim,
-                                  c.heads, c.kvHeads, c.norm, c.weights,
-                                  c.offset, c.rope, c.rotaryDim, c.ropeTheta);
-  spec.ropeTable = c.table;
-  spec.ropePositions = c.positions;
-  spec.ropeFirst = c.ropeFirst;
-  spec.qkWeightPerHead = c.weightPerHead;
+  OpSpec spec = getCaseSpec(OpKind::AttentionDecode, c);
   if (!c.keysOnly)
     return spec;
   OpSpec keys = getKeyPrepareSpec(spec);
@@ -326,27 +329,6 @@ private:
   std::map<KernelParam::Kind, int64_t> integers;
 };
 
-/// The reference problem of `spec` over the sequences of `cu`.
-AttentionProblem getProblem(const OpSpec &spec, std::vector<int64_t> cu) {
-  AttentionProblem problem;
-  problem.type = spec.input;
-  problem.numHeads = spec.numQHeads;
-  problem.numKvHeads = spec.numKvHeads;
-  problem.headDim = spec.hidden;
-  problem.causal = spec.causal;
-  problem.scale = spec.scale;
-  if (spec.qkStatistic != Statistic::None)
-    problem.qkNorm = spec.qkStatistic;
-  problem.qkEps = spec.eps;
-  problem.qkOffset = spec.weightOffset;
-  problem.cuSeqlens = std::move(cu);
-  problem.rope = spec.rope;
-  problem.rotaryDim = spec.rotaryDim;
-  problem.ropeTheta = spec.ropeTheta;
-  problem.ropeFirst = spec.ropeFirst;
-  problem.qkWeightPerHead = spec.qkWeightPerHead;
-  return problem;
-}
 } // namespace
 
 AttentionResult norm::check::runAttentionCase(const AttentionCase &c,
@@ -523,7 +505,7 @@ AttentionResult norm::check::runAttentionCase(const AttentionCase &c,
   injectFault(fault, output, tokens, qkv ? *qkv : *q);
 
   // The reference of the unfused graph.
-  AttentionProblem problem = getProblem(spec, cu);
+  AttentionProblem problem = getAttentionProblem(spec, cu);
   if (c.positions)
     problem.positions = referencePositions;
   if (c.table)
@@ -694,7 +676,7 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
   injectFault(fault, c.keysOnly ? *kCache : output, tokens, q);
 
   DecodeProblem problem;
-  problem.step = getProblem(decode, cu);
+  problem.step = getAttentionProblem(decode, cu);
   if (c.positions)
     problem.step.positions = positions;
   if (c.table)

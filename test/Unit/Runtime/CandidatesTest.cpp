@@ -364,7 +364,7 @@ TEST(Candidates, DecodeWarpsFollowTheGroup) {
 // context for one sequence, short ones for many.
 TEST(TuningScratch, DecodeShapes) {
   OpSpec spec = makeDecode(32, 8); // a key and its value: 4 KiB
-  auto shape = [&](int64_t rows) { return getDecodeTuningShape(spec, rows); };
+  auto shape = [&](int64_t rows) { return getCacheTuningShape(spec, rows); };
   EXPECT_EQ(shape(1).batch, 1);
   EXPECT_EQ(shape(1).cacheCapacity, kMaxDecodeTuningCacheLength);
   EXPECT_EQ(shape(64).batch, 64);

@@ -592,7 +592,7 @@ std::optional<std::vector<int32_t>> copiedTo(uint64_t pointer, int index,
 } // namespace
 
 // Decode tunes its own candidates on scratch of the kernel model's sizes:
-// one token per sequence, caches of getDecodeTuningShape, cache lengths
+// one token per sequence, caches of getCacheTuningShape, cache lengths
 // that leave each token its row, the workspace and semaphores the largest
 // candidate needs, the semaphores zeroed before each candidate's launches.
 // The winner is cached: a second context times nothing.
@@ -785,7 +785,7 @@ TEST_F(TuningTest, KeyPrepareCacheTunesIntoEmptyCaches) {
     int64_t rows = static_cast<int64_t>(launch.params[6]);
     EXPECT_EQ(launch.params[7], uint64_t(kTuningSequences));
     EXPECT_EQ(launch.params[8],
-              uint64_t(getDecodeTuningShape(spec, rows).cacheCapacity));
+              uint64_t(getCacheTuningShape(spec, rows).cacheCapacity));
     EXPECT_GE(launch.params[8] * kTuningSequences, uint64_t(rows));
   }
 }
