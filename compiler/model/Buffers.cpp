@@ -366,6 +366,12 @@ int64_t norm::getDecodeTiles(const OpSpec &spec, int64_t rowsPerCta,
                        rowsPerCta, shape.batch);
 }
 
+int64_t norm::getDecodeWorkTiles(const OpSpec &spec, int64_t rowsPerCta,
+                                 const DecodeShape &shape) {
+  int64_t group = spec.numQHeads / std::max<int64_t>(spec.numKvHeads, 1);
+  return std::max(shape.batch, getQueryTiles(shape.rows, group, rowsPerCta, 0));
+}
+
 int64_t norm::getLaunchLength(const OpSpec &spec, BufferSlot slot,
                               int64_t rowsPerCta, const DecodeShape &shape) {
   switch (slot) {

@@ -187,6 +187,14 @@ inline int64_t getQueryTiles(int64_t rows, int64_t group, int64_t rowsPerCta,
   return (rows * group + rowsPerCta - 1) / rowsPerCta + batch;
 }
 
+/// The query tiles with rows of a decode launch per kv head, as far as the
+/// host knows them: max(batch, ceil(rows x group / rowsPerCta)), exact
+/// where each sequence's new rows fit one tile (one token, or a few, a
+/// sequence: decode), at most the real count otherwise; the grid's spare
+/// tiles (getDecodeTiles) do no work and are not counted.
+int64_t getDecodeWorkTiles(const OpSpec &spec, int64_t rowsPerCta,
+                           const DecodeShape &shape);
+
 /// getQueryTiles of a decode launch, whose rows are the query heads of one
 /// kv head.
 int64_t getDecodeTiles(const OpSpec &spec, int64_t rowsPerCta,

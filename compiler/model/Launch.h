@@ -418,12 +418,12 @@ constexpr int64_t kBackwardCtas = 264;
 struct DecodeShape; // Buffers.h
 
 /// The CTAs over which a decode launch of `shape` (its `splits` ignored)
-/// splits each sequence's keys: enough CTAs for about two waves on
-/// `smCount` SMs, ceil(2 * smCount / (kv heads x getDecodeTiles)), at least
-/// 1 and at most kMaxDecodeSplits and ceil(cache capacity / blockN) (no
-/// split without a key tile to read when the cache is full); `blockN` 0:
-/// the heuristic's (getHeuristicLaunch). A pure function of the launch, so
-/// every launch of the same shape splits alike (the combine is
+/// splits each sequence's keys: enough CTAs with work for about two waves
+/// on `smCount` SMs, ceil(2 * smCount / (kv heads x getDecodeWorkTiles)),
+/// at least 1 and at most kMaxDecodeSplits and ceil(cache capacity /
+/// blockN) (no split without a key tile to read when the cache is full);
+/// `blockN` 0: the heuristic's (getHeuristicLaunch). A pure function of the
+/// launch, so every launch of the same shape splits alike (the combine is
 /// deterministic for a given split count).
 int64_t getDecodeSplits(const OpSpec &spec, int64_t rowsPerCta,
                         const DecodeShape &shape, int64_t smCount,

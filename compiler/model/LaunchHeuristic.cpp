@@ -210,8 +210,9 @@ int64_t norm::getDecodeSplits(const OpSpec &spec, int64_t rowsPerCta,
                               int64_t blockN) {
   if (blockN <= 0)
     blockN = getHeuristicLaunch(spec, shape.rows).blockN;
+  // CTAs with work: a split of the grid's spare tiles adds no loads.
   int64_t ctasPerSplit = std::max<int64_t>(
-      spec.numKvHeads * getDecodeTiles(spec, rowsPerCta, shape), 1);
+      spec.numKvHeads * getDecodeWorkTiles(spec, rowsPerCta, shape), 1);
   int64_t waves = 2 * std::max<int64_t>(smCount, 1);
   int64_t keyTiles =
       std::max<int64_t>(divideCeil(shape.cacheCapacity, std::max<int64_t>(

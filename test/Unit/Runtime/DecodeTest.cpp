@@ -111,10 +111,17 @@ protected:
 
 TEST(DecodeSplits, FillTwoWavesWithinTheCache) {
   OpSpec spec = makeDecode();
-  // 2 sequences of one token: ceil(2 * 4 / 16) + 2 = 3 tiles per kv head,
-  // 6 CTAs per split; 2 waves of 132 SMs want 44 splits.
-  EXPECT_EQ(getDecodeSplits(spec, 16, DecodeShape{2, 2, 4096, 1}, 132, 64),
-            44);
+  // 2 sequences of one token: 2 tiles with rows per kv head (the grid's
+  // third, ceil(2 * 4 / 16) + 2, has none), 4 CTAs per split; 2 waves of
+  // 100 SMs want 50 splits (34 when the spare tile counted).
+  EXPECT_EQ(getDecodeWorkTiles(spec, 16, DecodeShape{2, 2, 4096, 1}), 2);
+  EXPECT_EQ(getDecodeTiles(spec, 16, DecodeShape{2, 2, 4096, 1}), 3);
+  EXPECT_EQ(getDecodeSplits(spec, 16, DecodeShape{2, 2, 4096, 1}, 100, 64), 50);
+  // One sequence of one token: 1 tile with rows of the grid's 2, twice the
+  // splits (16 on 16 SMs, were 8).
+  EXPECT_EQ(getDecodeSplits(spec, 16, DecodeShape{1, 1, 4096, 1}, 16, 64), 16);
+  // A chunk of 40 tokens in one sequence: ceil(40 * 4 / 16) = 10 tiles.
+  EXPECT_EQ(getDecodeWorkTiles(spec, 16, DecodeShape{40, 1, 4096, 1}), 10);
   // A short cache caps them at its key tiles: ceil(256 / 64) = 4.
   EXPECT_EQ(getDecodeSplits(spec, 16, DecodeShape{2, 2, 256, 1}, 132, 64), 4);
   // Never more than kMaxDecodeSplits.
@@ -140,12 +147,15 @@ TEST_F(DecodeTest, ParametersAndGrid) {
   const LaunchConfig &config = kernel->getReport(RowBucket::UpTo64).launch;
   EXPECT_EQ(kernel->getReport(RowBucket::UpTo64).source,
             BucketReport::Source::Heuristic);
+  // The grid's tiles per kv head and split, and those with rows (one a
+  // sequence here), which the splits count.
   int64_t tiles = ceilDiv(rows * (kQHeads / kKvHeads), config.rowsPerCta) +
                   batch;
-  int64_t splits = std::min<int64_t>(
-      {ceilDiv(2 * context->getDeviceInfo().multiprocessors,
-               kKvHeads * tiles),
-       kMaxDecodeSplits, ceilDiv(capacity, config.blockN)});
+  int64_t workTiles = batch;
+  int64_t splits =
+      std::min<int64_t>({ceilDiv(2 * context->getDeviceInfo().multiprocessors,
+                                 kKvHeads * workTiles),
+                         kMaxDecodeSplits, ceilDiv(capacity, config.blockN)});
   ASSERT_GT(splits, 1); // the test must see splits that are not the default
   fakecuda_launch recorded = lastLaunch();
   EXPECT_EQ(recorded.grid[0], static_cast<unsigned>(kKvHeads * splits * tiles));
