@@ -408,6 +408,87 @@ class TorchLayerTest(FakeDriverCase):
         with self.assertRaisesRegex(ValueError, "k_weight needs qk_norm"):
             norm_opt.k_prepare(k, k_weight=kw, rope="neox")
 
+    def test_k_prepare_cache(self):
+        # QK-Norm + RoPE + the cache write in one launch: two sequences of 2
+        # and 3 new tokens after 3 and 14 cached rows of 16 (the last one's
+        # third token dropped by the kernel).
+        k, v = self.rand(5, 2, 64), self.rand(5, 2, 64)
+        k_cache, v_cache = self.rand(2, 16, 2, 64), self.rand(2, 16, 2, 64)
+        lengths = torch.tensor([3, 14], dtype=torch.int32)
+        cu = torch.tensor([0, 2, 5], dtype=torch.int32)
+        kw = self.rand(64)
+        self.assertIsNone(norm_opt.k_prepare_cache(
+            k, v, k_cache, v_cache, lengths, cu, qk_norm="rms", k_weight=kw,
+            rope="neox", rope_theta=1e6))
+        name, params = self.launch()
+        self.assertTrue(name.startswith("norm_kprep_rms_ropeneox64_cache_d64_"),
+                        name)
+        # k, v, k_weight, cu_seqlens, cache_seqlens, k_cache, v_cache; rows,
+        # batch, cache_capacity; the strides of k, v, k_cache, v_cache.
+        self.assertEqual(params, [k.data_ptr(), v.data_ptr(), kw.data_ptr(),
+                                  cu.data_ptr(), lengths.data_ptr(),
+                                  k_cache.data_ptr(), v_cache.data_ptr(), 5,
+                                  2, 16, 128, 128, 128, 128])
+        call = self.layer.prepare_k_prepare(
+            k, v=v, cu_seqlens=cu, qk_norm="rms", k_weight=kw, rope="neox",
+            cache=(k_cache, v_cache, lengths))
+        self.assertEqual((call.desc.kind, call.args.cache_rows, call.outputs),
+                         (capi.OP_K_PREPARE, 32, ()))
+        self.assertTrue(call.desc.flags & capi.OP_WRITE_CACHE)
+        self.assertFalse(call.desc.flags & capi.OP_COPY_V)
+        # Without a norm and rope, a plain cache write of one token a
+        # sequence (no cu_seqlens), into flat [batch * capacity, Hkv * D]
+        # caches.
+        flat_k, flat_v = self.rand(32, 128), self.rand(32, 128)
+        norm_opt.k_prepare_cache(k[:2], v[:2], flat_k, flat_v, lengths)
+        name, params = self.launch()
+        self.assertTrue(name.startswith("norm_kprep_cache_d64_"), name)
+        # k, v, cu_seqlens (the layer's), cache_seqlens, k_cache, v_cache;
+        # rows, batch, cache_capacity.
+        self.assertEqual(params[:2], [k.data_ptr(), v.data_ptr()])
+        self.assertNotEqual(params[2], 0)
+        self.assertEqual(params[3:6], [lengths.data_ptr(), flat_k.data_ptr(),
+                                       flat_v.data_ptr()])
+        self.assertEqual(params[6:9], [2, 2, 16])
+        # The refusals, before any launch.
+        before = self.fake.fakecuda_launch_count()
+        cases = [
+            (lambda: norm_opt.k_prepare_cache(k, v, k_cache, v_cache,
+                                              lengths), ValueError,
+             "k has 5 tokens for 2 sequences: without cu_seqlens each "
+             "sequence has one new token"),
+            (lambda: norm_opt.k_prepare_cache(k, v, k_cache.half(), v_cache,
+                                              lengths, cu), TypeError,
+             "the keys are torch.bfloat16, k_cache is torch.float16"),
+            (lambda: norm_opt.k_prepare_cache(k, v, k_cache,
+                                              self.rand(2, 8, 2, 64),
+                                              lengths, cu), ValueError,
+             "k_cache has 32 rows, v_cache 16"),
+            (lambda: norm_opt.k_prepare_cache(k, v, k_cache, v_cache,
+                                              lengths.long(), cu), ValueError,
+             "cache_seqlens: expected an int32 tensor"),
+            (lambda: norm_opt.k_prepare_cache(k, v, k_cache, v_cache, lengths,
+                                              cu.long()), ValueError,
+             "cu_seqlens: expected batch \\+ 1 = 3 int32 offsets"),
+            (lambda: norm_opt.k_prepare_cache(k, v, self.rand(3, 16, 2, 64),
+                                              v_cache, lengths, cu),
+             ValueError, r"k_cache: expected \[2, capacity, 2, 64\]"),
+        ]
+        for run, error, message in cases:
+            with self.assertRaisesRegex(error, message):
+                run()
+        self.assertEqual(self.fake.fakecuda_launch_count(), before)
+        # The op's shape function: nothing to return, nothing launched.
+        meta = lambda *shape: torch.empty(*shape, dtype=torch.bfloat16,
+                                          device="meta")
+        torch.ops.norm_opt.k_prepare_cache(
+            meta(5, 2, 64), meta(5, 2, 64), meta(2, 16, 2, 64),
+            meta(2, 16, 2, 64), torch.empty(2, dtype=torch.int32,
+                                            device="meta"),
+            None, None, "rms", 1e-6, 0.0, None, "neox", None, 1e6, None,
+            None, False)
+        self.assertEqual(self.fake.fakecuda_launch_count(), before)
+
     # The op's shape function: what torch.compile's fake tensors see.
     def test_attention_shapes_without_running(self):
         meta = lambda *shape: torch.empty(*shape, dtype=torch.bfloat16,

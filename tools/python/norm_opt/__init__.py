@@ -39,7 +39,8 @@ from norm_opt._capi import LaunchConfig, NormJitError, OpDesc, load_library
 
 __all__ = ["rms_norm", "layer_norm", "fused_add_rms_norm",
            "fused_add_layer_norm", "rms_norm_quant", "layer_norm_quant",
-           "qk_norm", "k_prepare", "attention", "attention_decode",
+           "qk_norm", "k_prepare", "k_prepare_cache", "attention",
+           "attention_decode",
            "configure", "get_context", "NormJitError", "LaunchConfig", "OpDesc", "capi",
            "load_library"]
 
@@ -161,6 +162,30 @@ def k_prepare(k, *, v=None, cu_seqlens=None, qk_norm=None, k_weight=None,
         k, v=v, cu_seqlens=cu_seqlens, qk_norm=qk_norm, k_weight=k_weight,
         eps=eps, weight_offset=weight_offset, head_dim=head_dim, rope=rope,
         rotary_dim=rotary_dim, rope_theta=rope_theta, positions=positions,
+        cos_sin_cache=cos_sin_cache, rope_first=rope_first)
+
+
+def k_prepare_cache(k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None, *,
+                    qk_norm=None, k_weight=None, eps=1e-6, weight_offset=0.0,
+                    head_dim=None, rope=None, rotary_dim=None,
+                    rope_theta=10000.0, positions=None, cos_sin_cache=None,
+                    rope_first=False):
+    """k_prepare into KV caches (API 11), in one launch: the normalized,
+    rotated keys and v go to k_cache and v_cache ([batch, capacity, Hkv, D]
+    or [batch * capacity, Hkv * D], written in place, like
+    attention_decode's), new token i of sequence b (of cu_seqlens; None: one
+    token a sequence) at row cache_seqlens[b] + i of sequence b's capacity
+    rows, rotated at that position without positions; rows past the
+    capacity are dropped. The QK-Norm + RoPE + cache write that serving
+    stacks keep as separate kernels; without qk_norm and rope a plain cache
+    write (vLLM's reshape_and_cache for contiguous caches). Registered as
+    torch.ops.norm_opt.k_prepare_cache (the caches mutated); returns None;
+    forward only."""
+    return _torch_layer().k_prepare_cache(
+        k, v, k_cache, v_cache, cache_seqlens, cu_seqlens, qk_norm=qk_norm,
+        k_weight=k_weight, eps=eps, weight_offset=weight_offset,
+        head_dim=head_dim, rope=rope, rotary_dim=rotary_dim,
+        rope_theta=rope_theta, positions=positions,
         cos_sin_cache=cos_sin_cache, rope_first=rope_first)
 
 

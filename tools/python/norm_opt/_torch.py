@@ -10,7 +10,7 @@ A kernel is built (compiled, autotuned, loaded) at the first call of each
 operation: make that call before capturing a CUDA graph.
 """
 
-from typing import NamedTuple, Optional, Tuple
+from typing import Dict, NamedTuple, Optional, Tuple
 
 import torch
 
@@ -877,31 +877,46 @@ def prepare_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
 def _prepare_keys(k2, k_stride, num_kv_heads, head_dim, device, cu_seqlens,
                   qk_norm, k_weight, per_head, eps, offset, rope, rotary_dim,
                   rope_theta, positions, cos_sin_cache, rope_first,
-                  v=None, v_stride=0) -> Call:
+                  v=None, v_stride=0, cache=None) -> Call:
     """The K-prepare launch of checked inputs: k's heads normalized and
     rotated once into new [tokens, kv_heads * head_dim] keys (and v copied
     beside them): outputs (k_out[, v_out]). Keys turn by their index within
-    their sequence of cu_seqlens, or at their positions."""
+    their sequence of cu_seqlens, or at their positions. With `cache`
+    (k_cache, v_cache, cache_seqlens), the keys and v go into the caches in
+    place instead: no outputs."""
     tokens, cols = k2.size(0), num_kv_heads * head_dim
-    k_out = torch.empty((tokens, cols), dtype=k2.dtype, device=k2.device)
-    buffers = {_capi.K: _buffer(k2, cols, k_stride),
-               _capi.K_OUT: _buffer(k_out, cols, cols)}
-    keep, outputs = [k2, k_out], [k_out]
+    buffers = {_capi.K: _buffer(k2, cols, k_stride)}
+    keep, outputs, cache_rows = [k2], [], 0
     flags = _QK_NORMS[qk_norm] if qk_norm else 0
+    if cache is None:
+        k_out = torch.empty((tokens, cols), dtype=k2.dtype, device=k2.device)
+        buffers[_capi.K_OUT] = _buffer(k_out, cols, cols)
+        keep.append(k_out)
+        outputs.append(k_out)
+    else:
+        k_cache, v_cache, cache_seqlens = cache
+        cache_rows = _cache_buffers(buffers, keep, k_cache, v_cache,
+                                    cache_seqlens, k2.dtype,
+                                    cu_seqlens.size(0) - 1, num_kv_heads,
+                                    head_dim)
+        flags |= _capi.OP_WRITE_CACHE
     if k_weight is not None:
         buffers[_capi.K_WEIGHT] = _buffer(k_weight, k_weight.size(0))
         keep.append(k_weight)
         flags |= _capi.OP_WEIGHT | (
             _capi.OP_QK_WEIGHT_PER_HEAD if per_head else 0)
-    if rope != _capi.ROPE_NONE and positions is None:
+    # A cache's rows are per sequence.
+    if cache is not None or (rope != _capi.ROPE_NONE and positions is None):
         buffers[_capi.CU_SEQLENS] = Buffer(cu_seqlens.data_ptr(), _capi.I32,
                                            cu_seqlens.size(0))
         keep.append(cu_seqlens)
     if v is not None:
-        v_out = torch.empty_like(k_out)
         buffers[_capi.V] = _buffer(v, cols, v_stride)
+        keep.append(v)
+    if v is not None and cache is None:
+        v_out = torch.empty_like(k_out)
         buffers[_capi.V_OUT] = _buffer(v_out, cols, cols)
-        keep += [v, v_out]
+        keep.append(v_out)
         outputs.append(v_out)
         flags |= _capi.OP_COPY_V
     rope_flags, table_rows = _add_rope_inputs(buffers, keep, positions,
@@ -914,7 +929,8 @@ def _prepare_keys(k2, k_stride, num_kv_heads, head_dim, device, cu_seqlens,
                   num_q_heads=0, num_kv_heads=num_kv_heads, rope=rope,
                   rotary_dim=rotary_dim, rope_theta=rope_theta)
     return Call(device, desc,
-                _capi.make_launch_args(buffers, rope_table_rows=table_rows),
+                _capi.make_launch_args(buffers, cache_rows=cache_rows,
+                                       rope_table_rows=table_rows),
                 tokens, tuple(outputs), tuple(keep))
 
 
@@ -956,21 +972,31 @@ def _attention_fake(q, k, v, cu_seqlens, q_norm_weight, k_norm_weight, causal,
 # CPU tensors reach the kernel too, and are refused there (norm_opt runs on
 # CUDA tensors), so that tests on the fake driver can use host memory.
 _LIBRARY = torch.library.Library("norm_opt", "DEF")
-_LIBRARY.define(
+
+
+def _define_op(schema: str, impl, fake) -> None:
+    """torch.ops.norm_opt.<name> of `schema`: `impl` for CUDA (and CPU)
+    tensors, `fake` as its shape function."""
+    name = schema[:schema.index("(")]
+    _LIBRARY.define(schema)
+    for key in ("CUDA", "CPU"):
+        _LIBRARY.impl(name, impl, key)
+    if hasattr(torch.library, "register_fake"):  # torch >= 2.4
+        torch.library.register_fake("norm_opt::" + name, fake)
+    else:  # fake tensors use the Meta kernel; torch < 2 has no autograd
+        # fallthrough for meta tensors, and the ops have no backward here.
+        for key in ("Meta", "AutogradMeta"):
+            _LIBRARY.impl(name, fake, key)
+
+
+_define_op(
     "attention(Tensor q, Tensor k, Tensor v, Tensor? cu_seqlens, "
     "Tensor? q_norm_weight, Tensor? k_norm_weight, bool causal, float? scale, "
     "str? qk_norm, float qk_norm_eps, float qk_norm_offset, bool return_lse, "
     "int? head_dim, str? rope=None, int? rotary_dim=None, "
     "float rope_theta=10000.0, Tensor? positions=None, "
-    "Tensor? cos_sin_cache=None, bool rope_first=False) -> (Tensor, Tensor)")
-for _key in ("CUDA", "CPU"):
-    _LIBRARY.impl("attention", _attention_impl, _key)
-if hasattr(torch.library, "register_fake"):  # torch >= 2.4
-    torch.library.register_fake("norm_opt::attention", _attention_fake)
-else:  # fake tensors use the Meta kernel; torch < 2 has no autograd
-    # fallthrough for meta tensors, and the op has no backward anyway.
-    for _key in ("Meta", "AutogradMeta"):
-        _LIBRARY.impl("attention", _attention_fake, _key)
+    "Tensor? cos_sin_cache=None, bool rope_first=False) -> (Tensor, Tensor)",
+    _attention_impl, _attention_fake)
 
 
 def attention(q, k, v, *, causal=False, scale=None, cu_seqlens=None,
@@ -1000,10 +1026,13 @@ def prepare_k_prepare(k: torch.Tensor, *, v: Optional[torch.Tensor] = None,
                       rope_theta: float = _DEFAULT_ROPE_THETA,
                       positions: Optional[torch.Tensor] = None,
                       cos_sin_cache: Optional[torch.Tensor] = None,
-                      rope_first: bool = False) -> Call:
+                      rope_first: bool = False,
+                      cache: Optional[Tuple[torch.Tensor, torch.Tensor,
+                                            torch.Tensor]] = None) -> Call:
     """One K-prepare launch (see norm_opt.k_prepare): outputs (k_out[,
-    v_out])."""
-    if qk_norm is None and rope is None:
+    v_out]); into `cache` = (k_cache, v_cache, cache_seqlens) (see
+    norm_opt.k_prepare_cache), none."""
+    if qk_norm is None and rope is None and cache is None:
         raise ValueError("k_prepare needs qk_norm=, rope=, or both")
     if k_weight is not None and qk_norm is None:
         raise ValueError("k_weight needs qk_norm")
@@ -1029,7 +1058,12 @@ def prepare_k_prepare(k: torch.Tensor, *, v: Optional[torch.Tensor] = None,
             raise ValueError(f"v: expected {tokens} tokens of {kv_heads} "
                              f"heads like k, got shape {tuple(v.shape)}")
         v2, _, v_stride = _rows(v2, kv_heads * head_dim, "v")
-    if rope != _capi.ROPE_NONE and positions is None:
+    if cache is not None:
+        if v is None:
+            raise ValueError("k_prepare_cache needs v: a cache takes both")
+        _, cu_seqlens = _cache_sequences(cache[2], cu_seqlens, k2, "k")
+        cache = (cache[0], cache[1], cache[2].contiguous())
+    elif rope != _capi.ROPE_NONE and positions is None:
         if cu_seqlens is None:
             cu_seqlens = torch.tensor([0, tokens], dtype=torch.int32,
                                       device=k.device)
@@ -1052,7 +1086,7 @@ def prepare_k_prepare(k: torch.Tensor, *, v: Optional[torch.Tensor] = None,
         k2, k_stride, kv_heads, head_dim, device, cu_seqlens, qk_norm,
         k_weight, per_head, eps, weight_offset, rope, rotary_dim,
         0.0 if cos_sin_cache is not None else rope_theta, positions,
-        cos_sin_cache, rope_first, v2, v_stride)
+        cos_sin_cache, rope_first, v2, v_stride, cache)
 
 
 def _k_prepare_impl(k, v, cu_seqlens, k_weight, qk_norm, eps, weight_offset,
@@ -1075,18 +1109,12 @@ def _k_prepare_fake(k, v, cu_seqlens, k_weight, qk_norm, eps, weight_offset,
                                   else k.new_empty((0,)))
 
 
-_LIBRARY.define(
+_define_op(
     "k_prepare(Tensor k, Tensor? v, Tensor? cu_seqlens, Tensor? k_weight, "
     "str? qk_norm, float eps, float weight_offset, int? head_dim, str? rope, "
     "int? rotary_dim, float rope_theta, Tensor? positions, "
-    "Tensor? cos_sin_cache, bool rope_first) -> (Tensor, Tensor)")
-for _key in ("CUDA", "CPU"):
-    _LIBRARY.impl("k_prepare", _k_prepare_impl, _key)
-if hasattr(torch.library, "register_fake"):
-    torch.library.register_fake("norm_opt::k_prepare", _k_prepare_fake)
-else:
-    for _key in ("Meta", "AutogradMeta"):
-        _LIBRARY.impl("k_prepare", _k_prepare_fake, _key)
+    "Tensor? cos_sin_cache, bool rope_first) -> (Tensor, Tensor)",
+    _k_prepare_impl, _k_prepare_fake)
 
 
 def k_prepare(k, *, v=None, cu_seqlens=None, qk_norm=None, k_weight=None,
@@ -1099,6 +1127,52 @@ def k_prepare(k, *, v=None, cu_seqlens=None, qk_norm=None, k_weight=None,
         head_dim, rope, None if rotary_dim is None else int(rotary_dim),
         float(rope_theta), positions, cos_sin_cache, bool(rope_first))
     return (k_out, v_out) if v is not None else k_out
+
+
+def _k_prepare_cache_impl(k, v, k_cache, v_cache, cache_seqlens, cu_seqlens,
+                          k_weight, qk_norm, eps, weight_offset, head_dim,
+                          rope, rotary_dim, rope_theta, positions,
+                          cos_sin_cache, rope_first):
+    run(prepare_k_prepare(
+        k, v=v, cu_seqlens=cu_seqlens, qk_norm=qk_norm, k_weight=k_weight,
+        eps=eps, weight_offset=weight_offset, head_dim=head_dim, rope=rope,
+        rotary_dim=rotary_dim, rope_theta=rope_theta, positions=positions,
+        cos_sin_cache=cos_sin_cache, rope_first=rope_first,
+        cache=(k_cache, v_cache, cache_seqlens)))
+
+
+def _k_prepare_cache_fake(k, v, k_cache, v_cache, cache_seqlens, cu_seqlens,
+                          k_weight, qk_norm, eps, weight_offset, head_dim,
+                          rope, rotary_dim, rope_theta, positions,
+                          cos_sin_cache, rope_first):
+    """Nothing to return: the schema says that the kernel writes the
+    caches."""
+    return None
+
+
+# torch.ops.norm_opt.k_prepare_cache: k_cache and v_cache are written in
+# place (Tensor(a!), Tensor(b!)), so functionalization keeps the writes.
+_define_op(
+    "k_prepare_cache(Tensor k, Tensor v, Tensor(a!) k_cache, "
+    "Tensor(b!) v_cache, Tensor cache_seqlens, Tensor? cu_seqlens, "
+    "Tensor? k_weight, str? qk_norm, float eps, float weight_offset, "
+    "int? head_dim, str? rope, int? rotary_dim, float rope_theta, "
+    "Tensor? positions, Tensor? cos_sin_cache, bool rope_first) -> ()",
+    _k_prepare_cache_impl, _k_prepare_cache_fake)
+
+
+def k_prepare_cache(k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None, *,
+                    qk_norm=None, k_weight=None, eps=1e-6, weight_offset=0.0,
+                    head_dim=None, rope=None, rotary_dim=None,
+                    rope_theta=_DEFAULT_ROPE_THETA, positions=None,
+                    cos_sin_cache=None, rope_first=False):
+    _check_forward_only(k, v, k_weight, cos_sin_cache)
+    torch.ops.norm_opt.k_prepare_cache(
+        k, v, k_cache, v_cache, cache_seqlens, cu_seqlens, k_weight, qk_norm,
+        float(eps), float(weight_offset),
+        None if head_dim is None else int(head_dim), rope,
+        None if rotary_dim is None else int(rotary_dim), float(rope_theta),
+        positions, cos_sin_cache, bool(rope_first))
 
 
 #===------------------------------------------------------------------------===#
@@ -1137,6 +1211,59 @@ def _cache_rows(cache: torch.Tensor, name: str, batch: int, kv_heads: int,
     return flat.numel() // cols if cols else 0, stride
 
 
+def _cache_sequences(cache_seqlens: torch.Tensor,
+                     cu_seqlens: Optional[torch.Tensor], x: torch.Tensor,
+                     name: str) -> Tuple[int, torch.Tensor]:
+    """(batch, cu_seqlens) of a step that appends the tokens of `x` to KV
+    caches: one cache length per sequence; without cu_seqlens one new token
+    per sequence (a device allocation: pass cu_seqlens inside CUDA
+    graphs)."""
+    if cache_seqlens.dtype != torch.int32 or cache_seqlens.dim() != 1 or (
+            cache_seqlens.size(0) < 1):
+        raise ValueError("cache_seqlens: expected an int32 tensor of one "
+                         f"cache length per sequence, got {cache_seqlens.dtype}"
+                         f" of shape {tuple(cache_seqlens.shape)}")
+    batch, tokens = cache_seqlens.size(0), x.size(0)
+    if cu_seqlens is None:
+        if tokens != batch:
+            raise ValueError(f"{name} has {tokens} tokens for {batch} "
+                             "sequences: without cu_seqlens each sequence has "
+                             "one new token")
+        cu_seqlens = torch.arange(batch + 1, dtype=torch.int32,
+                                  device=x.device)
+    if cu_seqlens.dtype != torch.int32 or cu_seqlens.dim() != 1 or (
+            cu_seqlens.size(0) != batch + 1):
+        raise ValueError(f"cu_seqlens: expected batch + 1 = {batch + 1} int32 "
+                         f"offsets, got {cu_seqlens.dtype} of shape "
+                         f"{tuple(cu_seqlens.shape)}")
+    return batch, cu_seqlens.contiguous()
+
+
+def _cache_buffers(buffers: Dict[int, Buffer], keep: list,
+                   k_cache: torch.Tensor, v_cache: torch.Tensor,
+                   cache_seqlens: torch.Tensor, dtype: torch.dtype,
+                   batch: int, kv_heads: int, head_dim: int) -> int:
+    """Adds the KV caches (written in place) and their lengths to `buffers`;
+    returns the caches' rows."""
+    for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if cache.dtype != dtype:
+            raise TypeError(f"the keys are {dtype}, {name} is {cache.dtype}: "
+                            "a cache holds them as they are")
+    k_rows, k_stride = _cache_rows(k_cache, "k_cache", batch, kv_heads,
+                                   head_dim)
+    v_rows, v_stride = _cache_rows(v_cache, "v_cache", batch, kv_heads,
+                                   head_dim)
+    if k_rows != v_rows:
+        raise ValueError(f"k_cache has {k_rows} rows, v_cache {v_rows}")
+    cols = kv_heads * head_dim
+    buffers[_capi.K_CACHE] = _buffer(k_cache, cols, k_stride)
+    buffers[_capi.V_CACHE] = _buffer(v_cache, cols, v_stride)
+    buffers[_capi.CACHE_SEQLENS] = Buffer(cache_seqlens.data_ptr(), _capi.I32,
+                                          batch)
+    keep += [k_cache, v_cache, cache_seqlens]
+    return k_rows
+
+
 def prepare_attention_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                              k_cache: torch.Tensor, v_cache: torch.Tensor,
                              cache_seqlens: torch.Tensor,
@@ -1155,25 +1282,8 @@ def prepare_attention_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                              cos_sin_cache: Optional[torch.Tensor] = None,
                              rope_first: bool = False) -> Call:
     """One decode launch (see norm_opt.attention_decode): outputs (out,)."""
-    if cache_seqlens.dtype != torch.int32 or cache_seqlens.dim() != 1 or (
-            cache_seqlens.size(0) < 1):
-        raise ValueError("cache_seqlens: expected an int32 tensor of one "
-                         f"cache length per sequence, got {cache_seqlens.dtype}"
-                         f" of shape {tuple(cache_seqlens.shape)}")
-    batch = cache_seqlens.size(0)
+    batch, cu_seqlens = _cache_sequences(cache_seqlens, cu_seqlens, q, "q")
     tokens = q.size(0)
-    if cu_seqlens is None:
-        # One new token per sequence (a device allocation: pass cu_seqlens
-        # inside CUDA graphs).
-        if tokens != batch:
-            raise ValueError(f"q has {tokens} tokens for {batch} sequences: "
-                             "without cu_seqlens each sequence has one new "
-                             "token")
-        cu_seqlens = torch.arange(batch + 1, dtype=torch.int32,
-                                  device=q.device)
-    if cu_seqlens.dim() != 1 or cu_seqlens.size(0) != batch + 1:
-        raise ValueError(f"cu_seqlens: expected batch + 1 = {batch + 1} "
-                         f"offsets, got shape {tuple(cu_seqlens.shape)}")
     # The new tokens' part is prefill attention's (q, k, v, QK-Norm, RoPE,
     # cu_seqlens): its call, with the caches added and the kind changed.
     call = prepare_attention(q, k, v, scale=scale, cu_seqlens=cu_seqlens,
@@ -1187,31 +1297,16 @@ def prepare_attention_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                              rope_first=rope_first, prepare_keys=False)
     desc = call.desc._replace(kind=_capi.OP_ATTENTION_DECODE)
     _device(q, k_cache, v_cache, cache_seqlens)
-    for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
-        if cache.dtype != q.dtype:
-            raise TypeError(f"q is {q.dtype}, {name} is {cache.dtype}: "
-                            "attention takes one dtype")
-    kv_heads, dim = desc.num_kv_heads, desc.hidden
-    k_rows, k_stride = _cache_rows(k_cache, "k_cache", batch, kv_heads, dim)
-    v_rows, v_stride = _cache_rows(v_cache, "v_cache", batch, kv_heads, dim)
-    if k_rows != v_rows:
-        raise ValueError(f"k_cache has {k_rows} rows, v_cache {v_rows}")
     cache_seqlens = cache_seqlens.contiguous()
     # The buffers of the prepared call, read back from its launch arguments.
     buffers = {slot: Buffer(t.data or 0, t.dtype, t.cols, t.row_stride)
                for slot, t in enumerate(call.args.tensors) if t.data}
-    cols = kv_heads * dim
-    buffers[_capi.K_CACHE] = Buffer(k_cache.data_ptr(), desc.input_type, cols,
-                                    k_stride)
-    buffers[_capi.V_CACHE] = Buffer(v_cache.data_ptr(), desc.input_type, cols,
-                                    v_stride)
-    buffers[_capi.CACHE_SEQLENS] = Buffer(cache_seqlens.data_ptr(), _capi.I32,
-                                          batch)
+    keep = list(call.keep)
+    rows = _cache_buffers(buffers, keep, k_cache, v_cache, cache_seqlens,
+                          q.dtype, batch, desc.num_kv_heads, desc.hidden)
     args = _capi.make_launch_args(
-        buffers, cache_rows=k_rows,
-        rope_table_rows=call.args.rope_table_rows)
-    return Call(call.device, desc, args, tokens, call.outputs,
-                call.keep + (k_cache, v_cache, cache_seqlens))
+        buffers, cache_rows=rows, rope_table_rows=call.args.rope_table_rows)
+    return Call(call.device, desc, args, tokens, call.outputs, tuple(keep))
 
 
 def _attention_decode_impl(q, k, v, k_cache, v_cache, cache_seqlens,
@@ -1247,22 +1342,15 @@ def _attention_decode_fake(q, k, v, k_cache, v_cache, cache_seqlens,
 # torch.ops.norm_opt.attention_decode: k_cache and v_cache are written in
 # place (Tensor(a!), Tensor(b!)), so functionalization (torch.compile)
 # keeps the writes; the output is new and aliases no input.
-_LIBRARY.define(
+_define_op(
     "attention_decode(Tensor q, Tensor k, Tensor v, Tensor(a!) k_cache, "
     "Tensor(b!) v_cache, Tensor cache_seqlens, Tensor? cu_seqlens, "
     "Tensor? q_norm_weight, Tensor? k_norm_weight, float? scale, "
     "str? qk_norm, float qk_norm_eps, float qk_norm_offset, int? head_dim, "
     "str? rope=None, int? rotary_dim=None, float rope_theta=10000.0, "
     "Tensor? positions=None, Tensor? cos_sin_cache=None, "
-    "bool rope_first=False) -> Tensor")
-for _key in ("CUDA", "CPU"):
-    _LIBRARY.impl("attention_decode", _attention_decode_impl, _key)
-if hasattr(torch.library, "register_fake"):
-    torch.library.register_fake("norm_opt::attention_decode",
-                                _attention_decode_fake)
-else:
-    for _key in ("Meta", "AutogradMeta"):
-        _LIBRARY.impl("attention_decode", _attention_decode_fake, _key)
+    "bool rope_first=False) -> Tensor",
+    _attention_decode_impl, _attention_decode_fake)
 
 
 def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens,

@@ -499,7 +499,6 @@ def _qk_norm_backward_fake(qkv, grad_q, grad_k, q_weight, k_weight, mean,
 # The ops
 #===------------------------------------------------------------------------===#
 
-_LIBRARY = _torch._LIBRARY
 _SCHEMAS = {
     # out = norm(alpha * input + addend) * (weight + weight_offset) + bias;
     # residual_out = alpha * input + addend (with an addend).
@@ -529,18 +528,9 @@ _SCHEMAS = {
         "float weight_offset) -> (Tensor, Tensor, Tensor)",
         _qk_norm_backward_impl, _qk_norm_backward_fake),
 }
-for _name, (_schema, _impl, _fake) in _SCHEMAS.items():
-    _LIBRARY.define(_schema)
-    # CPU tensors reach the kernel too, and are refused there (norm_opt runs
-    # on CUDA tensors), so that tests on the fake driver can use host memory.
-    for _key in ("CUDA", "CPU"):
-        _LIBRARY.impl(_name, _impl, _key)
-    if hasattr(torch.library, "register_fake"):  # torch >= 2.4
-        torch.library.register_fake("norm_opt::" + _name, _fake)
-    else:  # fake tensors use the Meta kernel (and torch < 2 has no autograd
-        # fallthrough for meta tensors; autograd is the Functions' below)
-        for _key in ("Meta", "AutogradMeta"):
-            _LIBRARY.impl(_name, _fake, _key)
+# Autograd is the Functions' below.
+for _schema, _impl, _fake in _SCHEMAS.values():
+    _torch._define_op(_schema, _impl, _fake)
 
 
 #===------------------------------------------------------------------------===#
