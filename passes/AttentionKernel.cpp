@@ -141,7 +141,8 @@ private:
   /// The query tile into shared memory, normalized.
   void emitQueryPrologue(Value tileRows, Value chunkValid);
   /// cp.async of key and value tile `tile` into stage `stage`; a `full`
-  /// tile (every row inside the range, prefill) copies without guards.
+  /// tile (every row inside the range: prefill's, or decode's of cached
+  /// keys) copies without guards.
   void emitKeyValueCopies(Value tile, Value stage, bool full = false);
   /// Rows [0, rows) of the tile at `base` normalized in place, row r with
   /// `weightOf(r)` (if `active`).
@@ -206,7 +207,7 @@ private:
   bool decode;
   int64_t group;
   Value seq, cacheBase, cacheLength, capacity, splits, split, isLastSplit;
-  Value splitStart, splitEnd, cacheTiles;
+  Value splitStart, splitEnd, cacheTiles, wholeCacheTiles;
 };
 
 } // namespace
@@ -561,6 +562,8 @@ void AttentionEmitter::emitKeyValueCopies(Value tile, Value stage, bool full) {
   };
   if (!decode)
     copies("k", "v", seqStart);
+  else if (full)
+    copies("k_cache", "v_cache", cacheBase);
   else
     ifThen(keys.isNew, [&] { copies("k", "v", seqStart); },
            [&] { copies("k_cache", "v_cache", cacheBase); });
@@ -1075,8 +1078,9 @@ void AttentionEmitter::emit() {
         index(blockN));
     splitStart = arith::MinUIOp::create(b, mul(split, perSplit), cacheLength);
     splitEnd = arith::MinUIOp::create(b, add(splitStart, perSplit), cacheLength);
-    cacheTiles = arith::CeilDivUIOp::create(
-        b, arith::SubIOp::create(b, splitEnd, splitStart), index(blockN));
+    Value splitKeys = arith::SubIOp::create(b, splitEnd, splitStart);
+    cacheTiles = arith::CeilDivUIOp::create(b, splitKeys, index(blockN));
+    wholeCacheTiles = arith::DivUIOp::create(b, splitKeys, index(blockN));
     Value newTiles = arith::SelectOp::create(
         b, isLastSplit, arith::CeilDivUIOp::create(b, seqLength, index(blockN)),
         index(0));
@@ -1165,13 +1169,24 @@ void AttentionEmitter::emit() {
     // one: its copies need neither a branch nor row guards.
     Value ahead = add(tile, index(stages - 1));
     Value aheadStage = arith::RemUIOp::create(b, ahead, index(stages));
-    if (!masked && !decode)
-      emitKeyValueCopies(ahead, aheadStage, /*full=*/true);
-    else
+    auto guardedCopies = [&] {
       ifThen(
           arith::CmpIOp::create(b, arith::CmpIPredicate::ult, ahead, keyTiles),
           [&] { emitKeyValueCopies(ahead, aheadStage); },
           [&] { AsyncCommitOp::create(b); });
+    };
+    if (!masked && !decode)
+      emitKeyValueCopies(ahead, aheadStage, /*full=*/true);
+    else if (decode)
+      // A split's whole tiles of cached keys (all but its last) copy
+      // without row guards, as prefill's unmasked loop does.
+      ifThen(
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, ahead,
+                                wholeCacheTiles),
+          [&] { emitKeyValueCopies(ahead, aheadStage, /*full=*/true); },
+          guardedCopies);
+    else
+      guardedCopies();
     AsyncWaitOp::create(b, stages - 1);
     gpu::BarrierOp::create(b);
     Value stage = arith::RemUIOp::create(b, tile, index(stages));

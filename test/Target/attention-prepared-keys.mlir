@@ -94,10 +94,10 @@
 //   SEARCH-NOT: ld.global
 //       SEARCH: bra [[ROUND]];
 
-// MIX: norm_attn_qkrms_causal_kprep_ropeneox128_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2 mma=128 ldmatrix=72 cp_async=16 async_sync=2 ex2=34 sincos=0 rsqrt=0 fma_f32=32 alu_f32=102 max_f32=36 cvt=16 shfl=4 bar=2 setp=3 selp=2 shared=0 global=0 branch=2 int64=38 int32=2 other=2 total=493 per_mma=3.85 masked=641
-// MIX: norm_attn_causal_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2 mma=128 ldmatrix=72 cp_async=16 async_sync=2 ex2=34 sincos=0 rsqrt=0 fma_f32=32 alu_f32=102 max_f32=36 cvt=16 shfl=4 bar=2 setp=3 selp=2 shared=0 global=0 branch=2 int64=38 int32=2 other=2 total=493 per_mma=3.85 masked=641
-// MIX: norm_attn_qkrms_causal_kprep_ropeneox256_d256_h8x1_bf16_{{[0-9a-f]+}}_v8_t32_w4_r64_n32_s2 mma=128 ldmatrix=80 cp_async=16 async_sync=2 ex2=18 sincos=0 rsqrt=0 fma_f32=16 alu_f32=150 max_f32=20 cvt=8 shfl=4 bar=2 setp=3 selp=2 shared=0 global=0 branch=2 int64=39 int32=2 other=2 total=494 per_mma=3.86 masked=616
-// MIX: norm_attn_qkrms_causal_kprep_ropeneox64_d64_h16x4_bf16_{{[0-9a-f]+}}_v8_t8_w4_r128_n64_s2 mma=128 ldmatrix=40 cp_async=8 async_sync=2 ex2=68 sincos=0 rsqrt=0 fma_f32=64 alu_f32=140 max_f32=72 cvt=32 shfl=8 bar=2 setp=5 selp=4 shared=0 global=0 branch=2 int64=29 int32=4 other=4 total=612 per_mma=4.78 masked=791
+// MIX: norm_attn_qkrms_causal_kprep_ropeneox128_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2 mma=128 ldmatrix=72 cp_async_fill=0 cp_async=16 async_sync=2 ex2=34 sincos=0 rsqrt=0 fma_f32=32 alu_f32=102 max_f32=36 cvt=16 shfl=4 bar=2 setp=3 selp=2 shared=0 ld_global=0 st_global=0 branch=2 int64=38 int32=2 other=2 total=493 per_mma=3.85 masked=641
+// MIX: norm_attn_causal_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2 mma=128 ldmatrix=72 cp_async_fill=0 cp_async=16 async_sync=2 ex2=34 sincos=0 rsqrt=0 fma_f32=32 alu_f32=102 max_f32=36 cvt=16 shfl=4 bar=2 setp=3 selp=2 shared=0 ld_global=0 st_global=0 branch=2 int64=38 int32=2 other=2 total=493 per_mma=3.85 masked=641
+// MIX: norm_attn_qkrms_causal_kprep_ropeneox256_d256_h8x1_bf16_{{[0-9a-f]+}}_v8_t32_w4_r64_n32_s2 mma=128 ldmatrix=80 cp_async_fill=0 cp_async=16 async_sync=2 ex2=18 sincos=0 rsqrt=0 fma_f32=16 alu_f32=150 max_f32=20 cvt=8 shfl=4 bar=2 setp=3 selp=2 shared=0 ld_global=0 st_global=0 branch=2 int64=39 int32=2 other=2 total=494 per_mma=3.86 masked=616
+// MIX: norm_attn_qkrms_causal_kprep_ropeneox64_d64_h16x4_bf16_{{[0-9a-f]+}}_v8_t8_w4_r128_n64_s2 mma=128 ldmatrix=40 cp_async_fill=0 cp_async=8 async_sync=2 ex2=68 sincos=0 rsqrt=0 fma_f32=64 alu_f32=140 max_f32=72 cvt=32 shfl=8 bar=2 setp=5 selp=4 shared=0 ld_global=0 st_global=0 branch=2 int64=29 int32=4 other=4 total=612 per_mma=4.78 masked=791
 
 // Registers (sm_90 / sm_80): K-prepare 48-56 (vector) and 32-37 (scalar);
 // attention D=64 (32 rows a warp) 248/254, D=128 218/210 with prepared keys

@@ -9,7 +9,15 @@ where every tile is masked) last:
 
   <entry> mma=N ldmatrix=N ... total=N per_mma=R masked=N
 
-usage: ptx-loop-mix.py FILE.ptx"""
+With --without=CLASS[,CLASS...] only paths that issue no instruction of
+those classes count: decode's whole tile of cached keys, without the new
+keys' QK-Norm, rotation and append and without zero-filled copies
+(--without=sincos,rsqrt,st_global,cp_async_fill).
+
+With --shortest the shortest such path is counted (decode's tile of cached
+keys: no new keys to normalize, rotate and append).
+
+usage: ptx-loop-mix.py [--without=CLASSES] [--shortest] FILE.ptx"""
 
 import re
 import sys
@@ -17,6 +25,8 @@ import sys
 CLASSES = [
     ("mma", r"mma\.sync"),
     ("ldmatrix", r"ldmatrix"),
+    # Copies with a source size (zero fill past a ragged tile's rows).
+    ("cp_async_fill", r"cp\.async\.(cg|ca)\.\S+ \[[^]]*\], \[[^]]*\], \d+, "),
     ("cp_async", r"cp\.async\.(cg|ca)"),
     ("async_sync", r"cp\.async\.(commit|wait)"),
     ("ex2", r"ex2\."),
@@ -31,7 +41,8 @@ CLASSES = [
     ("setp", r"setp\."),
     ("selp", r"selp\."),
     ("shared", r"(ld|st)\.shared"),
-    ("global", r"(ld|st)\.global"),
+    ("ld_global", r"ld\.global"),
+    ("st_global", r"st\.global"),
     ("branch", r"bra\b"),
     ("int64", r"\w+(\.\w+)*\.[sub]64\b"),
     ("int32", r"\w+(\.\w+)*\.[sub]32\b"),
@@ -89,7 +100,17 @@ def classify(op):
 
 
 def main():
-    ptx = open(sys.argv[1]).read()
+    args = sys.argv[1:]
+    without, pick = set(), max
+    while args and args[0].startswith("--"):
+        option = args.pop(0)
+        if option.startswith("--without="):
+            without = set(option[len("--without="):].split(","))
+        elif option == "--shortest":
+            pick = min
+        else:
+            sys.exit(f"unknown option {option}")
+    ptx = open(args[0]).read()
     for entry in re.split(r"\.visible \.entry ", ptx)[1:]:
         name = entry.split("(")[0]
         bl = blocks(entry)
@@ -153,13 +174,16 @@ def main():
                 path = path + [b]
                 for n in succ[b]:
                     if n == header:
+                        if any(classify(o) in without for x in path
+                               for o in bl[x][1]):
+                            continue
                         (masked if any(masks(x) for x in path)
                          else plain).append(path)
                     elif n in loop and n not in path:
                         walk(n, path)
 
             walk(header, [])
-        tile = max(plain or masked, key=size)
+        tile = pick(plain or masked, key=size)
         counts = {cls: 0 for cls, _ in CLASSES}
         counts["other"] = 0
         total = 0
@@ -169,7 +193,7 @@ def main():
                 counts[classify(op)] += 1
         mix = " ".join(f"{k}={v}" for k, v in counts.items())
         print(f"{name} {mix} total={total} per_mma={total / counts['mma']:.2f} "
-              f"masked={size(max(masked or plain, key=size))}")
+              f"masked={size(pick(masked or plain, key=size))}")
 
 
 if __name__ == "__main__":

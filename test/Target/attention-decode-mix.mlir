@@ -1,0 +1,73 @@
+// Decode attention's key loop per tile of cached keys (#33), at head dim
+// 128 with QK-Norm + RoPE, GQA 1, 4 and 8 (the heuristic's launch for an
+// unknown row count: 4 warps of 16 query rows, 64 keys a tile, 2 stages).
+// Inputs/ptx-loop-mix.py --shortest --without=cp_async_fill: the iteration
+// that prefetches a whole tile of cached keys (one add and one cp.async a
+// row, norm.async_copy_rows; a split's last, partial tile and the new keys
+// take the zero-filling copies) and has no new keys to normalize, rotate
+// and append: 650 PTX instructions, 5.08 per mma.sync (736, 5.75, while
+// every cached tile took the zero-filling copies with their selects).
+//
+// Not yet the target: at one new token a sequence a kv head's query rows
+// are its group's heads, 1, 4 or 8 of the CTA's 64 rows; warps 1 to 3 hold
+// no row at all and still issue every mma.sync of the tile (96-99% of the
+// tile's tensor-core work is padding). The warps must split the tile's keys
+// instead of its rows (#33).
+//
+// REQUIRES: ptxas
+// RUN: norm-opt %s --norm-lower-to-ptx -o %t.sm90.ptx
+// RUN: %python %S/Inputs/ptx-loop-mix.py --shortest --without=cp_async_fill %t.sm90.ptx | FileCheck %s --check-prefix=MIX
+// RUN: %ptxas -arch=sm_90 -v %t.sm90.ptx -o %t.sm90.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+
+// MIX: norm_decode_qkrms_ropeneox128_d128_h8x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2 mma=128 ldmatrix=72 cp_async_fill=0 cp_async=16 async_sync=2 ex2=34 sincos=0 rsqrt=0 fma_f32=32 alu_f32=102 max_f32=36 cvt=19 shfl=4 bar=4 setp=41 selp=39 shared=2 ld_global=0 st_global=2 branch=9 int64=99 int32=5 other=4 total=650 per_mma=5.08 masked=650
+// MIX: norm_decode_qkrms_ropeneox128_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2 mma=128 ldmatrix=72 cp_async_fill=0 cp_async=16 async_sync=2 ex2=34 sincos=0 rsqrt=0 fma_f32=32 alu_f32=102 max_f32=36 cvt=19 shfl=4 bar=4 setp=41 selp=39 shared=2 ld_global=0 st_global=2 branch=9 int64=99 int32=5 other=4 total=650 per_mma=5.08 masked=650
+// MIX: norm_decode_qkrms_ropeneox128_d128_h32x4_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2 mma=128 ldmatrix=72 cp_async_fill=0 cp_async=16 async_sync=2 ex2=34 sincos=0 rsqrt=0 fma_f32=32 alu_f32=102 max_f32=36 cvt=19 shfl=4 bar=4 setp=41 selp=39 shared=2 ld_global=0 st_global=2 branch=9 int64=99 int32=5 other=4 total=650 per_mma=5.08 masked=650
+
+// PTXAS-NOT: error
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
+// PTXAS-COUNT-3: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+
+// GQA 1 (8 q heads, 8 kv heads).
+func.func @decode_gqa1(%q: tensor<?x1024xbf16>, %k: tensor<?x1024xbf16>, %v: tensor<?x1024xbf16>,
+    %cu: tensor<?xi32>, %len: tensor<?xi32>, %kc: tensor<?x1024xbf16>, %vc: tensor<?x1024xbf16>,
+    %w: tensor<128xbf16>) -> (tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>) {
+  %o, %kc2, %vc2 = norm.attention_decode_kernel %q, %k, %v seqlens(%cu : tensor<?xi32>)
+      cache(%kc, %vc lengths %len : tensor<?xi32>)
+      q_norm_weight(%w : tensor<128xbf16>) k_norm_weight(%w : tensor<128xbf16>)
+      scale(0.08838834764831845) qk_norm_eps(1.0e-06)
+      {num_heads = 8 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64,
+       qk_norm = #norm.qk_norm<rms>, rope = #norm.rope<neox>, rope_theta = 1.0e+06 : f64}
+      : tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
+     -> tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
+  return %o, %kc2, %vc2 : tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
+}
+
+// GQA 4 (Qwen3, Llama 3 8B).
+func.func @decode_gqa4(%q: tensor<?x4096xbf16>, %k: tensor<?x1024xbf16>, %v: tensor<?x1024xbf16>,
+    %cu: tensor<?xi32>, %len: tensor<?xi32>, %kc: tensor<?x1024xbf16>, %vc: tensor<?x1024xbf16>,
+    %w: tensor<128xbf16>) -> (tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>) {
+  %o, %kc2, %vc2 = norm.attention_decode_kernel %q, %k, %v seqlens(%cu : tensor<?xi32>)
+      cache(%kc, %vc lengths %len : tensor<?xi32>)
+      q_norm_weight(%w : tensor<128xbf16>) k_norm_weight(%w : tensor<128xbf16>)
+      scale(0.08838834764831845) qk_norm_eps(1.0e-06)
+      {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64,
+       qk_norm = #norm.qk_norm<rms>, rope = #norm.rope<neox>, rope_theta = 1.0e+06 : f64}
+      : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
+     -> tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
+  return %o, %kc2, %vc2 : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
+}
+
+// GQA 8.
+func.func @decode_gqa8(%q: tensor<?x4096xbf16>, %k: tensor<?x512xbf16>, %v: tensor<?x512xbf16>,
+    %cu: tensor<?xi32>, %len: tensor<?xi32>, %kc: tensor<?x512xbf16>, %vc: tensor<?x512xbf16>,
+    %w: tensor<128xbf16>) -> (tensor<?x4096xbf16>, tensor<?x512xbf16>, tensor<?x512xbf16>) {
+  %o, %kc2, %vc2 = norm.attention_decode_kernel %q, %k, %v seqlens(%cu : tensor<?xi32>)
+      cache(%kc, %vc lengths %len : tensor<?xi32>)
+      q_norm_weight(%w : tensor<128xbf16>) k_norm_weight(%w : tensor<128xbf16>)
+      scale(0.08838834764831845) qk_norm_eps(1.0e-06)
+      {num_heads = 32 : i64, num_kv_heads = 4 : i64, head_dim = 128 : i64,
+       qk_norm = #norm.qk_norm<rms>, rope = #norm.rope<neox>, rope_theta = 1.0e+06 : f64}
+      : tensor<?x4096xbf16>, tensor<?x512xbf16>, tensor<?x512xbf16>, tensor<?x512xbf16>, tensor<?x512xbf16>
+     -> tensor<?x4096xbf16>, tensor<?x512xbf16>, tensor<?x512xbf16>
+  return %o, %kc2, %vc2 : tensor<?x4096xbf16>, tensor<?x512xbf16>, tensor<?x512xbf16>
+}
