@@ -185,6 +185,9 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
       rope ? builder.getI64IntegerAttr(spec.rotaryDim) : IntegerAttr();
   FloatAttr theta = rope && !spec.ropeTable ? real(spec.ropeTheta) : FloatAttr();
   UnitAttr ropeFirst = spec.ropeFirst ? builder.getUnitAttr() : UnitAttr();
+  IntegerAttr blockSize = spec.cacheBlockSize
+                              ? builder.getI64IntegerAttr(spec.cacheBlockSize)
+                              : IntegerAttr();
   switch (spec.kind) {
   case OpKind::ColumnSum:
     return KernelOpInterface(
@@ -224,8 +227,8 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
             input(BufferSlot::K), input(BufferSlot::V),
             input(BufferSlot::CuSeqlens), input(BufferSlot::KCache),
             input(BufferSlot::VCache), input(BufferSlot::CacheSeqlens),
-            input(BufferSlot::KWeight), input(BufferSlot::Positions),
-            input(BufferSlot::RopeTable),
+            input(BufferSlot::BlockTables), input(BufferSlot::KWeight),
+            input(BufferSlot::Positions), input(BufferSlot::RopeTable),
             spec.qkStatistic == ::norm::Statistic::None
                 ? QKNormKindAttr()
                 : QKNormKindAttr::get(context, getQKNormKind(spec.qkStatistic)),
@@ -233,7 +236,7 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
             builder.getI64IntegerAttr(spec.hidden),
             ::norm::usesEps(spec) ? real(spec.eps) : FloatAttr(),
             real(spec.weightOffset), style, rotaryDim, theta, ropeFirst,
-            /*launch=*/nullptr, /*kernel=*/nullptr)
+            blockSize, /*launch=*/nullptr, /*kernel=*/nullptr)
             .getOperation());
   case OpKind::Attention:
   case OpKind::AttentionDecode: {
@@ -253,11 +256,12 @@ mlir::norm::createKernelOp(OpBuilder &builder, Location loc,
               input(BufferSlot::Q), input(BufferSlot::K), input(BufferSlot::V),
               input(BufferSlot::CuSeqlens), input(BufferSlot::KCache),
               input(BufferSlot::VCache), input(BufferSlot::CacheSeqlens),
-              input(BufferSlot::QWeight), input(BufferSlot::KWeight),
-              input(BufferSlot::Positions), input(BufferSlot::RopeTable), heads,
-              kvHeads, headDim, real(spec.scale), qkNorm, eps,
-              real(spec.weightOffset), style, rotaryDim, theta, ropeFirst,
-              /*launch=*/nullptr, /*kernel=*/nullptr)
+              input(BufferSlot::BlockTables), input(BufferSlot::QWeight),
+              input(BufferSlot::KWeight), input(BufferSlot::Positions),
+              input(BufferSlot::RopeTable), heads, kvHeads, headDim,
+              real(spec.scale), qkNorm, eps, real(spec.weightOffset), style,
+              rotaryDim, theta, ropeFirst, blockSize, /*launch=*/nullptr,
+              /*kernel=*/nullptr)
               .getOperation());
     return KernelOpInterface(
         AttentionKernelOp::create(

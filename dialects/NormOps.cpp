@@ -795,6 +795,29 @@ LogicalResult QKNormPrologueOp::verify() {
   return verifyKernelModel(*this);
 }
 
+/// A paged cache: a block table with its block size, a power of two that
+/// divides the caches' static rows.
+static LogicalResult verifyCachePages(Operation *op, Value cache,
+                                      Value blockTables,
+                                      std::optional<uint64_t> blockSize) {
+  if (bool(blockTables) != blockSize.has_value())
+    return op->emitOpError("'pages' (the block table) and 'cache_block_size' "
+                           "go together");
+  if (!blockSize)
+    return success();
+  if (!cache)
+    return op->emitOpError("'pages' page a KV cache: give 'cache' too");
+  int64_t size = static_cast<int64_t>(*blockSize);
+  if (failed(check(op, ::norm::verifyCacheBlockSize(size))))
+    return failure();
+  int64_t rows = cast<RankedTensorType>(cache.getType()).getDimSize(0);
+  if (!ShapedType::isDynamic(rows) && rows % size != 0)
+    return op->emitOpError()
+           << "the caches' " << rows << " rows are not whole pages of " << size
+           << " rows (cache_block_size)";
+  return success();
+}
+
 LogicalResult KPrepareOp::verify() {
   int64_t kvHeads = getNumKvHeads(), headDim = getHeadDim();
   if (failed(verifyRequiredSegments(*this, {0})) ||
@@ -808,6 +831,9 @@ LogicalResult KPrepareOp::verify() {
   if (bool(kCache) != bool(vCache) || bool(kCache) != bool(getCacheSeqlens()))
     return emitOpError("'k_cache', 'v_cache' and 'cache_seqlens' go "
                        "together");
+  if (failed(verifyCachePages(*this, kCache, getBlockTables(),
+                              getCacheBlockSize())))
+    return failure();
   if (kCache) {
     // The caches' rows are their own (batch x capacity); the columns k's.
     if (!getV() || !getCuSeqlens())
@@ -990,7 +1016,8 @@ template <typename OpTy> static LogicalResult verifyDecodeOperands(OpTy op) {
   if (op.getKCacheOut().getType() != op.getKCache().getType() ||
       op.getVCacheOut().getType() != op.getVCache().getType())
     return op.emitOpError("the updated caches have the types of the caches");
-  return success();
+  return verifyCachePages(op, op.getKCache(), op.getBlockTables(),
+                          op.getCacheBlockSize());
 }
 
 LogicalResult AttentionDecodeKernelOp::verify() {
@@ -1246,6 +1273,7 @@ Value QKNormPrologueOp::getBuffer(BufferSlot slot) {
   spec.qkStatistic = getQkNorm() ? getModelStatistic(*getQkNorm())
                                  : ::norm::Statistic::None;
   spec.writeCache = bool(getKCache());
+  spec.cacheBlockSize = getCacheBlockSize().value_or(0);
   spec.copyValues = bool(getV()) && !spec.writeCache;
   spec.saveStats = bool(getSavedRstd());
   setModelRope(*this, spec);
@@ -1268,6 +1296,8 @@ Value KPrepareOp::getBuffer(BufferSlot slot) {
     return getRopeTable();
   case BufferSlot::CacheSeqlens:
     return getCacheSeqlens();
+  case BufferSlot::BlockTables:
+    return getBlockTables();
   // The updated caches: the kernel's values are the results.
   case BufferSlot::KCache:
     return getKCache() ? getKOut() : Value();
@@ -1373,14 +1403,23 @@ Value AttentionKernelOp::getBuffer(BufferSlot slot) {
   return getAttentionBuffer(*this, slot);
 }
 
+/// Decode's spec, either op: attention's with a paged cache's block size.
+template <typename OpTy> static ::norm::OpSpec getDecodeOpSpec(OpTy op) {
+  ::norm::OpSpec spec = getAttentionOpSpec(op, OpKind::AttentionDecode);
+  spec.cacheBlockSize = op.getCacheBlockSize().value_or(0);
+  return spec;
+}
+
 ::norm::OpSpec AttentionDecodeKernelOp::getOpSpec() {
-  return getAttentionOpSpec(*this, OpKind::AttentionDecode);
+  return getDecodeOpSpec(*this);
 }
 
 Value AttentionDecodeKernelOp::getBuffer(BufferSlot slot) {
   switch (slot) {
   case BufferSlot::CacheSeqlens:
     return getCacheSeqlens();
+  case BufferSlot::BlockTables:
+    return getBlockTables();
   // The updated caches: the kernel's values are the results.
   case BufferSlot::KCache:
     return getKCacheOut();
@@ -1396,8 +1435,7 @@ LogicalResult AttentionDecodeOp::verify() {
   if (failed(verifyDecodeOperands(*this)))
     return failure();
   // The kernel model's rules, as the kernel op would state them.
-  return check(*this, ::norm::verifyOpSpec(
-                          getAttentionOpSpec(*this, OpKind::AttentionDecode)));
+  return check(*this, ::norm::verifyOpSpec(getDecodeOpSpec(*this)));
 }
 
 //===----------------------------------------------------------------------===//

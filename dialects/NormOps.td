@@ -376,6 +376,14 @@ def Norm_AttentionDecodeOp : Norm_Op<"attention_decode", [Pure,
     positions `cache_seqlens[b] + i`, or `positions`). The results are the
     output and the updated caches.
 
+    With `pages(%block_tables)` and `cache_block_size = P` the caches are
+    pages of `P` rows (vLLM's `[num_blocks, block_size, kv_heads,
+    head_dim]` as `num_blocks * P` rows; SGLang's `P = 1`; a power of two
+    up to 256): position `p` of sequence `b` is row `block_tables[b *
+    max_blocks + p / P] * P + p % P`, `max_blocks` the table's entries /
+    batch and the capacity `max_blocks * P`. An entry outside `[0, rows /
+    P)` (unset, -1) is never written, and reads as page 0.
+
     Like `norm.attention`, it reads q and k as the graph gives them: the
     fusion passes move per-head norms and `norm.rotary` into it, and
     `norm-form-attention-kernels` turns it into one
@@ -395,6 +403,7 @@ def Norm_AttentionDecodeOp : Norm_Op<"attention_decode", [Pure,
                        TensorRankOf<[I32], [1]>:$cu_seqlens,
                        Norm_RowTensor:$k_cache, Norm_RowTensor:$v_cache,
                        TensorRankOf<[I32], [1]>:$cache_seqlens,
+                       Optional<TensorRankOf<[I32], [1]>>:$block_tables,
                        Optional<Norm_ParamTensor>:$q_norm_weight,
                        Optional<Norm_ParamTensor>:$k_norm_weight,
                        Optional<Norm_PositionsTensor>:$positions,
@@ -407,12 +416,14 @@ def Norm_AttentionDecodeOp : Norm_Op<"attention_decode", [Pure,
                        OptionalAttr<Norm_RopeStyleAttr>:$rope,
                        OptionalAttr<I64Attr>:$rotary_dim,
                        OptionalAttr<F64Attr>:$rope_theta,
-                       UnitAttr:$rope_first);
+                       UnitAttr:$rope_first,
+                       OptionalAttr<I64Attr>:$cache_block_size);
   let results = (outs Norm_RowTensor:$output, Norm_RowTensor:$k_cache_out,
                       Norm_RowTensor:$v_cache_out);
   let assemblyFormat = "$q `,` $k `,` $v `seqlens` `(` $cu_seqlens `:` "
       "type($cu_seqlens) `)` `cache` `(` $k_cache `,` $v_cache `lengths` "
-      "$cache_seqlens `:` type($cache_seqlens) `)` " #
+      "$cache_seqlens `:` type($cache_seqlens) `)` "
+      "(`pages` `(` $block_tables^ `:` type($block_tables) `)`)? " #
       OptParam<"q_norm_weight">.format # " " #
       OptParam<"k_norm_weight">.format # " " # OptParam<"positions">.format #
       " " # OptParam<"rope_table">.format # " " #
@@ -647,6 +658,8 @@ def Norm_KPrepareOp : Norm_Op<"k_prepare", [Pure, AttrSizedOperandSegments,
     updated caches (every other row as it was): QK-Norm + RoPE + the cache
     write of a prefill or chunked-prefill step in one launch, which serving
     stacks keep as separate kernels.
+    `pages(%block_tables)` with `cache_block_size` pages the caches as for
+    `norm.attention_decode`: a new token on an unset page is not written.
 
     This is the key side of QK-Norm attention done once per token and kv
     head: `norm-form-attention-kernels` pairs it with a
@@ -669,6 +682,7 @@ def Norm_KPrepareOp : Norm_Op<"k_prepare", [Pure, AttrSizedOperandSegments,
                        Optional<Norm_RowTensor>:$k_cache,
                        Optional<Norm_RowTensor>:$v_cache,
                        Optional<TensorRankOf<[I32], [1]>>:$cache_seqlens,
+                       Optional<TensorRankOf<[I32], [1]>>:$block_tables,
                        Optional<Norm_ParamTensor>:$k_weight,
                        Optional<Norm_PositionsTensor>:$positions,
                        Optional<Norm_RopeTableTensor>:$rope_table,
@@ -680,6 +694,7 @@ def Norm_KPrepareOp : Norm_Op<"k_prepare", [Pure, AttrSizedOperandSegments,
                        OptionalAttr<I64Attr>:$rotary_dim,
                        OptionalAttr<F64Attr>:$rope_theta,
                        UnitAttr:$rope_first,
+                       OptionalAttr<I64Attr>:$cache_block_size,
                        OptionalAttr<Norm_LaunchAttr>:$launch,
                        OptionalAttr<SymbolRefAttr>:$kernel);
   let results = (outs Norm_RowTensor:$k_out, Optional<Norm_RowTensor>:$v_out,
@@ -688,7 +703,8 @@ def Norm_KPrepareOp : Norm_Op<"k_prepare", [Pure, AttrSizedOperandSegments,
   let assemblyFormat = "$k (`values` `(` $v^ `:` type($v) `)`)? "
       "(`seqlens` `(` $cu_seqlens^ `:` type($cu_seqlens) `)`)? "
       "(`cache` `(` $k_cache^ `,` $v_cache `lengths` $cache_seqlens `:` "
-      "type($k_cache) `,` type($v_cache) `,` type($cache_seqlens) `)`)? " #
+      "type($k_cache) `,` type($v_cache) `,` type($cache_seqlens) `)`)? "
+      "(`pages` `(` $block_tables^ `:` type($block_tables) `)`)? " #
       OptParam<"k_weight">.format # " " # OptParam<"positions">.format # " " #
       OptParam<"rope_table">.format # " " # OptReal<"eps", "eps">.format # " " #
       OptReal<"offset", "weight_offset">.format # " attr-dict `:` type($k) `->` "
@@ -784,6 +800,10 @@ def Norm_AttentionDecodeKernelOp : Norm_Op<"attention_decode_kernel", [Pure,
     to itself. The results are the output and the caches, updated in place:
     the kernel writes only the appended rows.
 
+    Paged caches (`pages`, `cache_block_size`) as `norm.attention_decode`
+    describes them: the CTA looks a page up once for the rows of a key tile
+    that one page holds.
+
     One CTA holds the query rows (new tokens x the query heads of one kv
     head, so that the heads of a group read the cache once) of a tile, and
     one of `kv_splits` (a launch parameter) ranges of the cache; the last
@@ -808,6 +828,7 @@ def Norm_AttentionDecodeKernelOp : Norm_Op<"attention_decode_kernel", [Pure,
                        TensorRankOf<[I32], [1]>:$cu_seqlens,
                        Norm_RowTensor:$k_cache, Norm_RowTensor:$v_cache,
                        TensorRankOf<[I32], [1]>:$cache_seqlens,
+                       Optional<TensorRankOf<[I32], [1]>>:$block_tables,
                        Optional<Norm_ParamTensor>:$q_norm_weight,
                        Optional<Norm_ParamTensor>:$k_norm_weight,
                        Optional<Norm_PositionsTensor>:$positions,
@@ -821,13 +842,15 @@ def Norm_AttentionDecodeKernelOp : Norm_Op<"attention_decode_kernel", [Pure,
                        OptionalAttr<I64Attr>:$rotary_dim,
                        OptionalAttr<F64Attr>:$rope_theta,
                        UnitAttr:$rope_first,
+                       OptionalAttr<I64Attr>:$cache_block_size,
                        OptionalAttr<Norm_LaunchAttr>:$launch,
                        OptionalAttr<SymbolRefAttr>:$kernel);
   let results = (outs Norm_RowTensor:$output, Norm_RowTensor:$k_cache_out,
                       Norm_RowTensor:$v_cache_out);
   let assemblyFormat = "$q `,` $k `,` $v `seqlens` `(` $cu_seqlens `:` "
       "type($cu_seqlens) `)` `cache` `(` $k_cache `,` $v_cache `lengths` "
-      "$cache_seqlens `:` type($cache_seqlens) `)` " #
+      "$cache_seqlens `:` type($cache_seqlens) `)` "
+      "(`pages` `(` $block_tables^ `:` type($block_tables) `)`)? " #
       OptParam<"q_norm_weight">.format # " " #
       OptParam<"k_norm_weight">.format # " " # OptParam<"positions">.format #
       " " # OptParam<"rope_table">.format # " " # Real<"scale", "scale">.format #

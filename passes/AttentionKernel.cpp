@@ -169,6 +169,9 @@ private:
     Value isNew, first, end;
   };
   KeyTile getKeyTile(Value tile);
+  /// emitKeyValueCopies of cached keys from a paged cache: a page lookup per
+  /// span of a thread's rows that one page holds.
+  void emitPagedCacheCopies(const KeyTile &keys, Value stage, bool full);
   /// The new rows of the k and v tiles of `stage` appended to the cache.
   void emitCacheAppend(Value tile, Value stage);
   /// The epilogue of a split: the normalized rows and log2-sum-exps of
@@ -560,14 +563,113 @@ void AttentionEmitter::emitKeyValueCopies(Value tile, Value stage, bool full) {
       }
     }
   };
+  auto cached = [&] {
+    if (spec.cacheBlockSize)
+      emitPagedCacheCopies(keys, stage, full);
+    else
+      copies("k_cache", "v_cache", cacheBase);
+  };
   if (!decode)
     copies("k", "v", seqStart);
   else if (full)
-    copies("k_cache", "v_cache", cacheBase);
+    cached();
   else
-    ifThen(keys.isNew, [&] { copies("k", "v", seqStart); },
-           [&] { copies("k_cache", "v_cache", cacheBase); });
+    ifThen(
+        keys.isNew, [&] { copies("k", "v", seqStart); }, cached);
   AsyncCommitOp::create(b);
+}
+
+// A thread's rows of a tile lie rowStep apart where its threads cover whole
+// rows at once: the `perPage` of them in one page-aligned span of a full
+// tile (tiles start at multiples of blockN) share one block-table load.
+// Elsewhere each row looks its page up. Rows past a partial tile's keys
+// read nothing, from the page of its first key.
+void AttentionEmitter::emitPagedCacheCopies(const KeyTile &keys, Value stage,
+                                            bool full) {
+  int64_t blockSize = spec.cacheBlockSize;
+  int64_t chunks = blockN * chunksPerRow;
+  int64_t iterations = llvm::divideCeil(chunks, ctaThreads);
+  bool wholeRows = ctaThreads % chunksPerRow == 0;
+  int64_t rowStep = ctaThreads / chunksPerRow;
+  int64_t perPage = 1;
+  if (full && wholeRows && iterations * rowStep == blockN &&
+      llvm::isPowerOf2_64(rowStep) && rowStep <= blockSize)
+    perPage = std::min(iterations, blockSize / rowStep);
+  Value available = arith::SubIOp::create(b, keys.end, keys.first);
+  Value headColumn = mul(kvHead, index(headDim));
+  Value threadRow = arith::DivUIOp::create(b, tid, index(chunksPerRow));
+  Value threadCol = arith::RemUIOp::create(b, tid, index(chunksPerRow));
+  // A page's rows of the thread, shared offsets a constant apart (a fixed
+  // swizzle): one add and one cp.async a row (norm.async_copy_rows).
+  if (perPage > 1 && rowStep % swizzle == 0) {
+    for (int64_t i = 0; i < iterations; i += perPage) {
+      Value row = add(threadRow, index(i * rowStep));
+      Value cacheRow =
+          getCacheRow(blockSize, seq, add(keys.first, row), capacity).first;
+      for (bool value : {false, true}) {
+        StringRef name = value ? "v_cache" : "k_cache";
+        Value at = add(add(mul(cacheRow, stride(name)), headColumn),
+                       mul(threadCol, index(kChunk)));
+        AsyncCopyRowsOp::create(
+            b, arg(name), at, mul(stride(name), index(rowStep)), shared,
+            tileOffset(stageBase(stage, value), row, threadCol),
+            rowStep * pitch, kChunk, perPage);
+      }
+    }
+    return;
+  }
+  // The k and v addresses of the current page's row; the next row of the
+  // page one add on (opaque, as in emitKeyValueCopies).
+  Value pageAt[2];
+  for (int64_t i = 0; i < iterations; ++i) {
+    Value row = threadRow, col = threadCol, chunk;
+    if (wholeRows) {
+      row = add(threadRow, index(i * rowStep));
+    } else {
+      chunk = add(tid, index(i * ctaThreads));
+      row = arith::DivUIOp::create(b, chunk, index(chunksPerRow));
+      col = arith::RemUIOp::create(b, chunk, index(chunksPerRow));
+    }
+    auto copy = [&] {
+      Value inside = full ? Value()
+                          : arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                                  row, available)
+                                .getResult();
+      Value cacheRow;
+      if (i % perPage == 0) {
+        Value key =
+            full
+                ? row
+                : arith::SelectOp::create(b, inside, row, index(0)).getResult();
+        cacheRow =
+            getCacheRow(blockSize, seq, add(keys.first, key), capacity).first;
+      }
+      Value count =
+          full ? Value()
+               : arith::SelectOp::create(b, inside, index(kChunk), index(0))
+                     .getResult();
+      for (bool value : {false, true}) {
+        StringRef name = value ? "v_cache" : "k_cache";
+        Value &at = pageAt[value];
+        at = cacheRow ? add(add(mul(cacheRow, stride(name)), headColumn),
+                            mul(col, index(kChunk)))
+                      : add(OpaqueIndexOp::create(b, at),
+                            mul(stride(name), index(rowStep)));
+        AsyncCopyOp::create(
+            b, arg(name), ValueRange{at}, shared,
+            ValueRange{tileOffset(stageBase(stage, value), row, col)}, count,
+            kChunk);
+      }
+    };
+    // Threads past the tile's chunks copy nothing.
+    if ((i + 1) * ctaThreads <= chunks)
+      copy();
+    else
+      ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                   wholeRows ? row : chunk,
+                                   index(wholeRows ? blockN : chunks)),
+             copy);
+  }
 }
 
 void AttentionEmitter::emitTileNorm(Value base, int64_t rows,
@@ -761,16 +863,25 @@ void AttentionEmitter::emitCacheAppend(Value tile, Value stage) {
             arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk,
                                   index(chunks)));
       ifThen(valid, [&] {
-        for (bool value : {false, true}) {
-          StringRef name = value ? "v_cache" : "k_cache";
-          Value cache = arg(name);
-          Value at = add(add(mul(add(cacheBase, position), stride(name)),
-                             mul(kvHead, index(headDim))),
-                         mul(col, index(kChunk)));
-          vector::StoreOp::create(
-              b, loadChunk(tileOffset(stageBase(stage, value), row, col)),
-              cache, at, /*nontemporal=*/false, alignmentOf(cache));
-        }
+        // A paged cache's unset page takes nothing.
+        auto [cacheRow, own] =
+            getCacheRow(spec.cacheBlockSize, seq, position, capacity);
+        auto store = [&] {
+          for (bool value : {false, true}) {
+            StringRef name = value ? "v_cache" : "k_cache";
+            Value cache = arg(name);
+            Value at = add(
+                add(mul(cacheRow, stride(name)), mul(kvHead, index(headDim))),
+                mul(col, index(kChunk)));
+            vector::StoreOp::create(
+                b, loadChunk(tileOffset(stageBase(stage, value), row, col)),
+                cache, at, /*nontemporal=*/false, alignmentOf(cache));
+          }
+        };
+        if (own)
+          ifThen(own, store);
+        else
+          store();
       });
     }
   });

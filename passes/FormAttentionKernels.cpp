@@ -47,12 +47,12 @@ static Value prepareKeys(OpBuilder &b, AttentionOp op, Value offsets) {
       b, op.getLoc(), k.getType(), /*v_out=*/Type(), /*saved_mean=*/Type(),
       /*saved_rstd=*/Type(), k, /*v=*/Value(), byIndex ? offsets : Value(),
       /*k_cache=*/Value(), /*v_cache=*/Value(),
-      /*cache_seqlens=*/Value(), op.getKNormWeight(), op.getPositions(),
-      op.getRopeTable(), op.getQkNormAttr(), op.getNumKvHeadsAttr(),
-      op.getHeadDimAttr(), op.getQkNormEpsAttr(), op.getQkNormOffsetAttr(),
-      op.getRopeAttr(), op.getRotaryDimAttr(), op.getRopeThetaAttr(),
-      op.getRopeFirstAttr(), /*launch=*/nullptr,
-      /*kernel=*/nullptr);
+      /*cache_seqlens=*/Value(), /*block_tables=*/Value(), op.getKNormWeight(),
+      op.getPositions(), op.getRopeTable(), op.getQkNormAttr(),
+      op.getNumKvHeadsAttr(), op.getHeadDimAttr(), op.getQkNormEpsAttr(),
+      op.getQkNormOffsetAttr(), op.getRopeAttr(), op.getRotaryDimAttr(),
+      op.getRopeThetaAttr(), op.getRopeFirstAttr(),
+      /*cache_block_size=*/nullptr, /*launch=*/nullptr, /*kernel=*/nullptr);
   return prepared.getKOut();
 }
 

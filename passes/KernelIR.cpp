@@ -180,6 +180,28 @@ void KernelBuilder::waitForPredecessor() {
   LaunchDependentsOp::create(b);
 }
 
+std::pair<Value, Value> KernelBuilder::getCacheRow(int64_t blockSize, Value seq,
+                                                   Value position,
+                                                   Value capacity) {
+  if (!blockSize)
+    return {add(mul(seq, capacity), position), Value()};
+  // Power-of-two pages: shifts and masks.
+  Value shift = index(llvm::Log2_64(blockSize));
+  Value maxBlocks = arith::ShRUIOp::create(b, capacity, shift);
+  Value block = arith::ShRUIOp::create(b, position, shift);
+  Value entry = arith::IndexCastOp::create(
+      b, b.getIndexType(),
+      memref::LoadOp::create(b, arg("block_tables"),
+                             ValueRange{add(mul(seq, maxBlocks), block)}));
+  // Sign-extended: a negative entry compares as a huge one.
+  Value own = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, entry,
+                                    indexArg("cache_blocks"));
+  Value page = arith::SelectOp::create(b, own, entry, index(0));
+  Value row = add(arith::ShLIOp::create(b, page, shift),
+                  arith::AndIOp::create(b, position, index(blockSize - 1)));
+  return {row, own};
+}
+
 Value KernelBuilder::findLast(Value count, function_ref<Value(Value)> keyOf,
                               Value target, int64_t arity) {
   assert(arity >= 2 && "a search splits its range in two or more");

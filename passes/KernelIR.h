@@ -139,6 +139,15 @@ protected:
   Value findLast(Value count, function_ref<Value(Value)> keyOf, Value target,
                  int64_t arity = 2);
 
+  /// The row of position `position` (index, below `capacity`) of sequence
+  /// `seq` in a KV cache, and whether it is the sequence's own (i1; null:
+  /// always). Contiguous caches (blockSize 0): seq x capacity + position.
+  /// Paged (OpSpec::cacheBlockSize): through `block_tables`, capacity /
+  /// blockSize entries a sequence; an entry outside [0, `cache_blocks`)
+  /// (unset, -1) is not, and its row is then page 0's, in bounds for a read.
+  std::pair<Value, Value> getCacheRow(int64_t blockSize, Value seq,
+                                      Value position, Value capacity);
+
   /// Programmatic dependent launch (KernelSignature::pdl): waits for the
   /// grid before this one, then lets the next one start
   /// (norm.grid_dependency_wait, norm.launch_dependents). Every emitter

@@ -78,8 +78,8 @@ private:
   SmallVector<Value> rotate(ArrayRef<RopeAngles> angles, ArrayRef<Value> chunks,
                             Value position, Type element);
   /// Where the heads of token `token` turn and go: the rotary position (i32,
-  /// with rope) and, with a cache, the cache row and whether it lies within
-  /// the sequence's capacity (i1).
+  /// with rope) and, with a cache, the cache row and whether it is written
+  /// (i1: within the sequence's capacity and, paged, on a page of its own).
   SmallVector<Value> placeToken(Value token);
 
   const ::norm::OpSpec &spec;
@@ -192,9 +192,16 @@ SmallVector<Value> QKNormPrologueEmitter::placeToken(Value token) {
                   .getResult()
             : arith::IndexCastUIOp::create(b, b.getI32Type(), at).getResult());
   if (spec.writeCache) {
-    place.push_back(add(mul(seq, capacity), at));
-    place.push_back(
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, at, capacity));
+    // A paged cache looks the page up at a position inside the capacity.
+    Value inside =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, at, capacity);
+    auto [row, own] = getCacheRow(
+        spec.cacheBlockSize, seq,
+        spec.cacheBlockSize ? arith::SelectOp::create(b, inside, at, index(0))
+                            : at,
+        capacity);
+    place.push_back(row);
+    place.push_back(own ? arith::AndIOp::create(b, inside, own) : inside);
   }
   return place;
 }

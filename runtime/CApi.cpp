@@ -96,7 +96,8 @@ static_assert(NORMJIT_PLAN_FIXED ==
 // (five tensors and cache_rows), API 5 two tensors before cache_rows (read
 // at its API 4 place from API 4's layout) and rope_table_rows, API 6 ten
 // tensors before both (read at their API 5 places from API 5's layout),
-// API 8 three more (read at their API 6 places from API 6 and 7's layout).
+// API 8 three more (read at their API 6 places from API 6 and 7's layout),
+// API 10 two, API 12 one.
 static_assert(sizeof(void *) == 8, "the C ABI is defined for 64-bit hosts");
 static_assert(offsetof(normjit_op_desc, scale) == NORMJIT_OP_DESC_SIZE_V1);
 // The rotary embedding fields follow scale, where API 3's first layout
@@ -129,7 +130,16 @@ static_assert(offsetof(normjit_launch_args, tensors) +
                   NORMJIT_K_OUT * sizeof(normjit_tensor) +
                   2 * sizeof(int64_t) ==
               NORMJIT_LAUNCH_ARGS_SIZE_V8);
-static_assert(sizeof(normjit_launch_args) == NORMJIT_LAUNCH_ARGS_SIZE_V10);
+static_assert(offsetof(normjit_launch_args, tensors) +
+                  NORMJIT_BLOCK_TABLES * sizeof(normjit_tensor) +
+                  2 * sizeof(int64_t) ==
+              NORMJIT_LAUNCH_ARGS_SIZE_V10);
+static_assert(sizeof(normjit_launch_args) == NORMJIT_LAUNCH_ARGS_SIZE_V12);
+static_assert(NORMJIT_BLOCK_TABLES ==
+              static_cast<int>(BufferSlot::BlockTables));
+// API 12's cache_block_size took the place of API 3's reserved field.
+static_assert(offsetof(normjit_op_desc, cache_block_size) ==
+              offsetof(normjit_op_desc, rope) + sizeof(int32_t));
 static_assert(NORMJIT_F8E4M3FN == static_cast<int>(ElementType::f8E4M3FN));
 static_assert(NORMJIT_F8E5M2 == static_cast<int>(ElementType::f8E5M2));
 static_assert(NORMJIT_OUTPUT_SCALE ==
@@ -311,7 +321,7 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
   // callers: scale 0; API 3's first 96-byte layout: no rotary embeddings).
   double scale = NORMJIT_FIELD_OR_ZERO(desc, scale);
   int32_t rope = NORMJIT_FIELD_OR_ZERO(desc, rope);
-  int32_t reserved = NORMJIT_FIELD_OR_ZERO(desc, reserved);
+  int32_t blockSize = NORMJIT_FIELD_OR_ZERO(desc, cache_block_size);
   int64_t rotaryDim = NORMJIT_FIELD_OR_ZERO(desc, rotary_dim);
   double ropeTheta = NORMJIT_FIELD_OR_ZERO(desc, rope_theta);
   // Checked here before the conversion, which reads these fields only for
@@ -338,9 +348,10 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
                      "_GPTJ)");
     return false;
   }
-  if (reserved != 0) {
-    status = invalid("normjit_op_desc.reserved is " + std::to_string(reserved) +
-                     ", must be 0");
+  // (Its rules are the model's: verifyOpSpec.)
+  if (blockSize < 0) {
+    status = invalid("normjit_op_desc.cache_block_size is " +
+                     std::to_string(blockSize) + ", must not be negative");
     return false;
   }
   // A rotary dim or base without a style would be dropped silently.
@@ -424,6 +435,7 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
   spec.keysPrepared = desc->flags & NORMJIT_OP_PREPARED_K;
   spec.copyValues = desc->flags & NORMJIT_OP_COPY_V;
   spec.writeCache = desc->flags & NORMJIT_OP_WRITE_CACHE;
+  spec.cacheBlockSize = blockSize;
   spec.eps = desc->eps;
   spec.alpha = desc->alpha;
   spec.weightOffset = desc->weight_offset;
@@ -812,6 +824,10 @@ static bool getArgsLayout(const normjit_launch_args &args,
               NORMJIT_LAUNCH_ARGS_SIZE_V8 - row};
     return true;
   case NORMJIT_LAUNCH_ARGS_SIZE_V10:
+    layout = {NORMJIT_BLOCK_TABLES, NORMJIT_LAUNCH_ARGS_SIZE_V10 - 2 * row,
+              NORMJIT_LAUNCH_ARGS_SIZE_V10 - row};
+    return true;
+  case NORMJIT_LAUNCH_ARGS_SIZE_V12:
     layout = {NORMJIT_NUM_BUFFERS, offsetof(normjit_launch_args, cache_rows),
               offsetof(normjit_launch_args, rope_table_rows)};
     return true;
@@ -877,19 +893,17 @@ normjit_status normjit_kernel_launch(const normjit_kernel *kernel,
     // Between two layouts from API 4 on, cache_rows has no place.
     ArgsLayout layout;
     if (!getArgsLayout(*args, layout))
-      return invalid("normjit_launch_args.struct_size is " +
-                     std::to_string(args->struct_size) +
-                     ", between the layouts of API 4 (" +
-                     std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V4) +
-                     "), API 5 (" +
-                     std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V5) +
-                     "), API 6 (" +
-                     std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V6) +
-                     "), API 8 (" +
-                     std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V8) +
-                     ") and API 10 (" +
-                     std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V10) +
-                     ") (call normjit_launch_args_init_sized)");
+      return invalid(
+          "normjit_launch_args.struct_size is " +
+          std::to_string(args->struct_size) +
+          ", between the layouts of API 4 (" +
+          std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V4) + "), API 5 (" +
+          std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V5) + "), API 6 (" +
+          std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V6) + "), API 8 (" +
+          std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V8) + "), API 10 (" +
+          std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V10) + ") and API 12 (" +
+          std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V12) +
+          ") (call normjit_launch_args_init_sized)");
     LaunchArgs converted;
     if (args->reserved != 0)
       return invalid("normjit_launch_args.reserved is " +

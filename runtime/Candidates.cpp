@@ -67,9 +67,15 @@ int64_t norm::jit::getRowBucketMinRows(RowBucket bucket) {
 }
 
 DecodeShape norm::jit::getCacheTuningShape(const OpSpec &spec, int64_t rows) {
+  // A paged cache's capacity is whole pages.
+  auto pages = [&](int64_t capacity) {
+    int64_t page = std::max<int64_t>(spec.cacheBlockSize, 1);
+    return (capacity + page - 1) / page * page;
+  };
   if (spec.kind != OpKind::AttentionDecode)
     return DecodeShape{rows, kTuningSequences,
-                       (rows + kTuningSequences - 1) / kTuningSequences, 1};
+                       pages((rows + kTuningSequences - 1) / kTuningSequences),
+                       1};
   // The bytes of one key and its value: a row of each cache.
   int64_t keyBytes = 0;
   for (const BufferSpec &buffer : getBuffers(spec))
@@ -78,8 +84,8 @@ DecodeShape norm::jit::getCacheTuningShape(const OpSpec &spec, int64_t rows) {
   int64_t length = kDecodeTuningCacheBytes /
                    std::max<int64_t>(keyBytes * std::max<int64_t>(rows, 1), 1);
   return DecodeShape{rows, rows,
-                     std::clamp(length, kMinDecodeTuningCacheLength,
-                                kMaxDecodeTuningCacheLength),
+                     pages(std::clamp(length, kMinDecodeTuningCacheLength,
+                                      kMaxDecodeTuningCacheLength)),
                      1};
 }
 
@@ -98,7 +104,9 @@ static int64_t getTuningLaunchLength(const OpSpec &spec, BufferSlot slot,
                                      int64_t rows, const TuningRun &run) {
   if (spec.kind != OpKind::AttentionDecode)
     return getLaunchLength(spec, slot, 1,
-                           DecodeShape{rows, kTuningSequences, 0, 1});
+                           hasKvCache(spec)
+                               ? getCacheTuningShape(spec, rows)
+                               : DecodeShape{rows, kTuningSequences, 0, 1});
   int64_t most = 0;
   for (const LaunchConfig &launch : run.launches)
     most =

@@ -165,6 +165,9 @@ Status LoadedKernel::launch(const LaunchArgs &args, int64_t rows,
     case Param::Kind::CacheCapacity:
       values[i] = static_cast<uint64_t>(decode ? decode->capacity : 0);
       break;
+    case Param::Kind::CacheBlocks:
+      values[i] = static_cast<uint64_t>(decode ? decode->blocks : 0);
+      break;
     case Param::Kind::TableRows:
       values[i] = static_cast<uint64_t>(tensor.rows);
       break;
@@ -228,7 +231,7 @@ Status norm::jit::computeLaunchLayout(const OpSpec &spec,
     expected[static_cast<int>(buffer.slot)] = &buffer;
   std::array<bool, kNumBufferSlots> seen{}, strideSeen{};
   bool rowsSeen = false, splitsSeen = false, capacitySeen = false,
-       tableRowsSeen = false;
+       blocksSeen = false, tableRowsSeen = false;
   layout.hasBatch = false;
   layout.isDecode = spec.kind == OpKind::AttentionDecode;
   layout.hasCache = hasKvCache(spec);
@@ -300,6 +303,12 @@ Status norm::jit::computeLaunchLayout(const OpSpec &spec,
                        : LaunchLayout::Param::Kind::CacheCapacity;
       break;
     }
+    case KernelParam::Kind::CacheBlocks:
+      if (!spec.cacheBlockSize || blocksSeen)
+        return mismatch("unexpected parameter '" + p.name + "'");
+      blocksSeen = true;
+      param.kind = LaunchLayout::Param::Kind::CacheBlocks;
+      break;
     case KernelParam::Kind::RopeTableRows:
       if (!expected[static_cast<int>(BufferSlot::RopeTable)] || tableRowsSeen)
         return mismatch("unexpected parameter '" + p.name + "'");
@@ -338,6 +347,8 @@ Status norm::jit::computeLaunchLayout(const OpSpec &spec,
     return mismatch("no kv_splits parameter");
   if (layout.hasCache && !capacitySeen)
     return mismatch("no cache_capacity parameter");
+  if (spec.cacheBlockSize && !blocksSeen)
+    return mismatch("no cache_blocks parameter");
   if (expected[static_cast<int>(BufferSlot::RopeTable)] && !tableRowsSeen)
     return mismatch("no rope_table_rows parameter");
   return Status::success();

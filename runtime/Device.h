@@ -44,7 +44,8 @@ struct DeviceState {
 struct LaunchLayout {
   struct Param {
     /// Batch: the sequences of `slot` (cu_seqlens), its offsets less one.
-    /// KvSplits, CacheCapacity: decode's (DecodeLaunch). TableRows: the
+    /// KvSplits, CacheCapacity, CacheBlocks: decode's and a cache's
+    /// (DecodeLaunch). TableRows: the
     /// rows of `slot` (the rope table).
     enum class Kind : uint8_t {
       Buffer,
@@ -53,6 +54,7 @@ struct LaunchLayout {
       Stride,
       KvSplits,
       CacheCapacity,
+      CacheBlocks,
       TableRows
     } kind = Kind::Rows;
     uint8_t slot = 0; // BufferSlot of a buffer, a stride or the batch's
@@ -73,10 +75,12 @@ struct LaunchLayout {
 };
 
 /// The launch values of the kernels with a KV cache: the CTAs decode's keys
-/// split over (1 for K-prepare) and each sequence's cache rows.
+/// split over (1 for K-prepare), each sequence's cache rows and a paged
+/// cache's pages.
 struct DecodeLaunch {
   int64_t splits = 1;
   int64_t capacity = 0;
+  int64_t blocks = 0; // a paged cache's pages
 };
 
 /// Maps the signature's parameters onto buffer slots. Internal error when the

@@ -125,6 +125,18 @@ Status Kernel::check(const LaunchArgs &args, int64_t rows,
                       std::to_string(length) +
                       ": one cache length per sequence of cu_seqlens (" +
                       std::to_string(batch) + " sequences)");
+    } else if (want.cols == 0 &&
+               static_cast<BufferSlot>(slot) == BufferSlot::BlockTables) {
+      // Its length gives the capacity (getDecodeLaunch): a whole row of
+      // max_blocks entries per sequence.
+      int64_t batch = getBatchOfOffsets(args[BufferSlot::CuSeqlens].cols);
+      if (tensor.cols <= 0 || batch < 1 || tensor.cols % batch != 0)
+        return invalidLaunch(
+            spec, "buffer 'block_tables' has " + std::to_string(tensor.cols) +
+                      " entries, the operation expects batch x max_blocks (" +
+                      std::to_string(batch) +
+                      " sequences of cu_seqlens, each a row of the same "
+                      "positive number of pages, contiguous)");
     } else if (want.cols == 0) {
       if (Status status = verifySequenceOffsetCount(tensor.cols); !status)
         return invalidLaunch(spec, status.message());
@@ -491,7 +503,23 @@ Status Kernel::getDecodeLaunch(const LaunchArgs &args, int64_t rows,
                                    std::to_string(
                                        args[BufferSlot::VCache].rows) +
                                    ": one capacity for both");
-  if (batch < 1 || cacheRows % batch != 0)
+  if (int64_t blockSize = spec.cacheBlockSize) {
+    // Pages of blockSize rows; each sequence up to a table row of them.
+    if (cacheRows % blockSize != 0)
+      return invalidLaunch(spec,
+                           "the paged caches' " + std::to_string(cacheRows) +
+                               " rows are not whole pages of " +
+                               std::to_string(blockSize) +
+                               " rows (cache_rows = num_blocks x block_size)");
+    decode.blocks = cacheRows / blockSize;
+    int64_t maxBlocks = args[BufferSlot::BlockTables].cols / batch;
+    if (maxBlocks > INT32_MAX / blockSize)
+      return invalidLaunch(spec, "a block table row of " +
+                                     std::to_string(maxBlocks) + " pages of " +
+                                     std::to_string(blockSize) +
+                                     " rows is past 2^31 positions");
+    decode.capacity = maxBlocks * blockSize;
+  } else if (batch < 1 || cacheRows % batch != 0) {
     return invalidLaunch(
         spec, "the caches' " + std::to_string(cacheRows) +
                   " rows are not a multiple of the batch (" +
@@ -499,8 +527,10 @@ Status Kernel::getDecodeLaunch(const LaunchArgs &args, int64_t rows,
                   " sequences of cu_seqlens): each sequence owns capacity = "
                   "cache rows / batch rows, so the cache rows must be batch "
                   "x capacity");
+  } else {
+    decode.capacity = cacheRows / batch;
+  }
   const LaunchConfig &launch = variant.getSignature().launch;
-  decode.capacity = cacheRows / batch;
   if (spec.kind != OpKind::AttentionDecode)
     return Status::success();
   decode.splits = getDecodeSplits(

@@ -27,6 +27,8 @@ static std::string describeParam(const KernelParam &p) {
     return "cache capacity '" + p.name + "'";
   case KernelParam::Kind::RopeTableRows:
     return "rope table row count '" + p.name + "'";
+  case KernelParam::Kind::CacheBlocks:
+    return "cache page count '" + p.name + "'";
   case KernelParam::Kind::Buffer:
     break;
   }

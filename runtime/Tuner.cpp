@@ -111,6 +111,14 @@ Status Tuner::allocateScratch(int64_t rows, const TuningRun &run) {
     if (Status status = write(BufferSlot::CacheSeqlens, lengths); !status)
       return status;
   }
+  // A paged cache's pages in order: sequence b's at b x max_blocks on.
+  if (spec.cacheBlockSize) {
+    std::vector<int32_t> table(shape.batch * shape.cacheCapacity /
+                               spec.cacheBlockSize);
+    std::iota(table.begin(), table.end(), 0);
+    if (Status status = write(BufferSlot::BlockTables, table); !status)
+      return status;
+  }
   // Positions inside the table, so that every launch reads its rows.
   if (spec.ropePositions) {
     std::vector<int32_t> positions(rows);

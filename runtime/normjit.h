@@ -86,8 +86,11 @@ extern "C" {
  * NORMJIT_V_OUT, so 39 tensors in normjit_launch_args; attention over
  * prepared keys: NORMJIT_OP_PREPARED_K; the library still reads the
  * layouts of API 4 to 9). Then 11 (NORMJIT_OP_WRITE_CACHE: K-prepare
- * writes k and v into a KV cache). */
-#define NORMJIT_API_VERSION 11
+ * writes k and v into a KV cache). Then 12 (paged KV caches:
+ * normjit_op_desc.cache_block_size, where reserved was, and the buffer
+ * NORMJIT_BLOCK_TABLES, so 40 tensors in normjit_launch_args; the library
+ * still reads the layouts of API 4 to 11). */
+#define NORMJIT_API_VERSION 12
 
 /* The library version of this header: major (libnormjit.so.1) changes only
  * when the ABI breaks, minor is the API version. */
@@ -116,8 +119,10 @@ extern "C" {
 #define NORMJIT_LAUNCH_ARGS_SIZE_V6 1112
 /* ... and in API 8 and 9 (37 tensors, cache_rows, rope_table_rows). */
 #define NORMJIT_LAUNCH_ARGS_SIZE_V8 1208
-/* ... and in API 10 (39 tensors, cache_rows, rope_table_rows). */
+/* ... and in API 10 and 11 (39 tensors, cache_rows, rope_table_rows). */
 #define NORMJIT_LAUNCH_ARGS_SIZE_V10 1272
+/* ... and in API 12 (40 tensors, cache_rows, rope_table_rows). */
+#define NORMJIT_LAUNCH_ARGS_SIZE_V12 1304
 
 typedef enum normjit_status {
   NORMJIT_SUCCESS = 0,
@@ -329,6 +334,18 @@ typedef enum normjit_rope {
  *                   cache_rows / batch (which must divide). New token i of
  *                   sequence b goes to row b * capacity + cache_seqlens[b] +
  *                   i; rows past the capacity are dropped.
+ * API 12: with normjit_op_desc.cache_block_size = P (a power of two, 1 to
+ * 256) the caches are pages of P rows instead (vLLM's [num_blocks,
+ * block_size, kv_heads, head_dim], SGLang's P = 1): cache_rows =
+ * num_blocks * P, and
+ *   NORMJIT_BLOCK_TABLES  i32, 1-D, batch * max_blocks entries (cols), row
+ *                   b holding sequence b's pages in order (vLLM's
+ *                   block_tables, contiguous): position p of sequence b is
+ *                   row block_tables[b * max_blocks + p / P] * P + p % P,
+ *                   and the capacity max_blocks * P. An entry outside [0,
+ *                   num_blocks) (unset, -1) is never written; a cached
+ *                   position on it reads page 0 (never out of bounds).
+ * K-prepare with NORMJIT_OP_WRITE_CACHE takes the same pages.
  * The caches may overlap no other buffer (nor each other). The workspace and
  * semaphores of the split keys are the library's (NORMJIT_WORKSPACE and
  * NORMJIT_SEMAPHORES must stay absent): allocated per context and stream at
@@ -420,7 +437,10 @@ typedef struct normjit_op_desc {
    * Without them (NORMJIT_ROPE_NONE) rotary_dim and rope_theta are 0
    * (anything else is refused). */
   int32_t rope;       /* normjit_rope */
-  int32_t reserved;   /* 0 (anything else is refused) */
+  /* API 12 (before: reserved, 0). Decode attention and K-prepare with
+   * NORMJIT_OP_WRITE_CACHE: a paged KV cache's rows per page (below); 0: a
+   * cache of contiguous rows per sequence. Other kinds: 0. */
+  int32_t cache_block_size;
   int64_t rotary_dim; /* rotated elements per head row; 0: the head dim */
   double rope_theta;  /* the frequency base; 0: 10000 */
 } normjit_op_desc;
@@ -474,7 +494,9 @@ typedef enum normjit_buffer {
   /* API 10: K-prepare's outputs. */
   NORMJIT_K_OUT = 37,
   NORMJIT_V_OUT = 38,
-  NORMJIT_NUM_BUFFERS = 39
+  /* API 12: a paged cache's block table (normjit_op_desc.cache_block_size) */
+  NORMJIT_BLOCK_TABLES = 39,
+  NORMJIT_NUM_BUFFERS = 40
 } normjit_buffer;
 
 /* A device buffer: cols elements per row, row_stride elements between rows
@@ -493,13 +515,15 @@ typedef struct normjit_launch_args {
   uint32_t reserved;    /* 0 (anything else is refused) */
   /* API 1 and 2: 14 tensors (NORMJIT_LAUNCH_ARGS_SIZE_V1), API 3: 17
    * (NORMJIT_LAUNCH_ARGS_SIZE_V3), API 4: 22, API 5: 24, API 6 and 7: 34,
-   * API 8 and 9: 37, API 10: 39; the library reads only the tensors within
+   * API 8 and 9: 37, API 10 and 11: 39, API 12: 40; the library reads only
+   * the tensors within
    * struct_size, the
    * others are absent. */
   normjit_tensor tensors[NORMJIT_NUM_BUFFERS];
   /* API 4. The rows of NORMJIT_K_CACHE and NORMJIT_V_CACHE (decode: batch *
    * cache capacity); 0 for every other operation (anything else is
-   * refused). API 4's layout had 22 tensors before it, API 5's 24. */
+   * refused; paged: num_blocks * cache_block_size). API 4's layout had 22
+   * tensors before it, API 5's 24. */
   int64_t cache_rows;
   /* API 5. The rows (positions) of NORMJIT_ROPE_TABLE; 0 without a table
    * (anything else is refused). */

@@ -424,12 +424,36 @@ Status check::verifyDecodeProblem(const DecodeProblem &problem,
       return Status::invalid("decode: the cache of sequence " +
                              std::to_string(b) + " exceeds its capacity");
   }
+  int64_t cacheRows = batch * problem.cacheCapacity;
+  if (problem.blockSize) {
+    if (problem.blockSize < 1 ||
+        problem.cacheCapacity % problem.blockSize != 0 ||
+        static_cast<int64_t>(problem.blockTables.size()) !=
+            batch * (problem.cacheCapacity / problem.blockSize))
+      return Status::invalid("decode: the block table does not match the "
+                             "capacity's pages");
+    cacheRows = problem.cacheBlocks * problem.blockSize;
+  }
   for (const RowsView *cache : {&operands.kCache, &operands.vCache})
-    if (!cache->data || cache->type != p.type ||
-        cache->rows < batch * problem.cacheCapacity ||
+    if (!cache->data || cache->type != p.type || cache->rows < cacheRows ||
         cache->cols != p.numKvHeads * p.headDim || cache->stride < cache->cols)
       return Status::invalid("decode: a cache does not match the problem");
   return Status::success();
+}
+
+int64_t check::getCacheRow(const DecodeProblem &problem, int64_t b,
+                           int64_t position, bool *own) {
+  if (own)
+    *own = true;
+  if (!problem.blockSize)
+    return b * problem.cacheCapacity + position;
+  int64_t maxBlocks = problem.cacheCapacity / problem.blockSize;
+  int64_t entry =
+      problem.blockTables[b * maxBlocks + position / problem.blockSize];
+  bool page = entry >= 0 && entry < problem.cacheBlocks;
+  if (own)
+    *own = page;
+  return (page ? entry : 0) * problem.blockSize + position % problem.blockSize;
 }
 
 DecodeExpected check::referenceDecode(const DecodeProblem &problem,
@@ -465,11 +489,12 @@ DecodeExpected check::referenceDecode(const DecodeProblem &problem,
       for (int64_t g = 0; g < p.numKvHeads; ++g) {
         int64_t index = key * p.numKvHeads + g;
         for (int64_t d = 0; d < dim; ++d)
-          kn.value[index * dim + d] = operands.kCache.at(
-              b * problem.cacheCapacity + row, g * dim + d);
+          kn.value[index * dim + d] =
+              operands.kCache.at(getCacheRow(problem, b, row), g * dim + d);
         finishRow(kn, index);
       }
-    appendRows(v, operands.vCache, b * problem.cacheCapacity, cached);
+    for (int64_t row = 0; row < cached; ++row)
+      appendRows(v, operands.vCache, getCacheRow(problem, b, row), 1);
     for (int64_t t = first; t < first + count; ++t, ++key)
       for (int64_t g = 0; g < p.numKvHeads; ++g) {
         int64_t index = key * p.numKvHeads + g, from = t * p.numKvHeads + g;

@@ -181,12 +181,25 @@ AttentionExpected referenceAttention(const AttentionProblem &problem,
 
 /// One decode step: `step` holds the new tokens (cuSeqlens; its `causal`
 /// must be false: decode is causal by position), sequence b has
-/// cacheSeqlens[b] rows at rows b x cacheCapacity on of the caches.
+/// cacheSeqlens[b] rows at rows b x cacheCapacity on of the caches (or on
+/// its pages: getCacheRow).
 struct DecodeProblem {
   AttentionProblem step;
   std::vector<int64_t> cacheSeqlens;
   int64_t cacheCapacity = 0;
+  /// A paged cache (OpSpec::cacheBlockSize; 0: contiguous): `cacheBlocks`
+  /// pages of `blockSize` rows, sequence b's in blockTables[b x maxBlocks,
+  /// (b + 1) x maxBlocks), maxBlocks = cacheCapacity / blockSize.
+  int64_t blockSize = 0, cacheBlocks = 0;
+  std::vector<int64_t> blockTables;
 };
+
+/// The cache row of position `position` (below the capacity) of sequence
+/// `b`, as the kernels find it: b x capacity + position, or paged through
+/// the block table, where an entry that is no page of the cache (unset,
+/// -1) gives page 0's row and `own` false (such a row is never written).
+int64_t getCacheRow(const DecodeProblem &problem, int64_t b, int64_t position,
+                    bool *own = nullptr);
 
 /// The new tokens' q, k, v and weights, and the caches before the append
 /// (batch x cacheCapacity rows of numKvHeads x headDim).
@@ -199,9 +212,10 @@ struct DecodeExpected {
   /// New tokens x numHeads * headDim.
   ExpectedRows output;
   /// New tokens x numKvHeads * headDim: the rows appended to the caches
-  /// (token t of sequence b at cache row b x capacity + cacheSeqlens[b] +
-  /// t - cuSeqlens[b], where that is below the capacity: later rows are
-  /// dropped, though attended to); every other cache row stays as it was.
+  /// (token t of sequence b at the cache row of position cacheSeqlens[b] +
+  /// t - cuSeqlens[b], where that is below the capacity and on a page of
+  /// the sequence's own: others are dropped, though attended to); every
+  /// other cache row stays as it was.
   ExpectedRows kAppended, vAppended;
 };
 

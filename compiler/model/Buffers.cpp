@@ -6,6 +6,7 @@
 
 using namespace norm;
 
+// clang-format off
 static constexpr BufferSlot kAllSlots[] = {
     BufferSlot::Input,    BufferSlot::Addend,  BufferSlot::Skip,
     BufferSlot::Weight,   BufferSlot::Bias,    BufferSlot::Mean,
@@ -20,7 +21,8 @@ static constexpr BufferSlot kAllSlots[] = {
     BufferSlot::WeightGradPartials, BufferSlot::BiasGradPartials,
     BufferSlot::WeightGrad, BufferSlot::BiasGrad, BufferSlot::OutputScale,
     BufferSlot::ScaleUpperBound, BufferSlot::OutputScales, BufferSlot::KOut,
-    BufferSlot::VOut};
+    BufferSlot::VOut, BufferSlot::BlockTables};
+// clang-format on
 static_assert(sizeof(kAllSlots) / sizeof(kAllSlots[0]) == kNumBufferSlots);
 
 std::string_view norm::getBufferSlotName(BufferSlot slot) {
@@ -103,6 +105,8 @@ std::string_view norm::getBufferSlotName(BufferSlot slot) {
     return "k_out";
   case BufferSlot::VOut:
     return "v_out";
+  case BufferSlot::BlockTables:
+    return "block_tables";
   }
   return "?";
 }
@@ -160,6 +164,12 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
       buffers.back().ownRows = true;
     }
   };
+  // A cache's lengths and, paged, its block table (lengths of the launch).
+  auto addCacheIndex = [&] {
+    vector(BufferSlot::CacheSeqlens, ElementType::i32, 0, false);
+    if (spec.cacheBlockSize)
+      vector(BufferSlot::BlockTables, ElementType::i32, 0, false);
+  };
   switch (spec.kind) {
   case OpKind::ColumnSum:
     rows(BufferSlot::Input, ElementType::f32, h, false);
@@ -204,7 +214,7 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
         (spec.rope != RopeStyle::None && !spec.ropePositions))
       vector(BufferSlot::CuSeqlens, ElementType::i32, /*cols=*/0, false);
     if (spec.writeCache)
-      vector(BufferSlot::CacheSeqlens, ElementType::i32, 0, false);
+      addCacheIndex();
     addRopeBuffers();
     if (spec.writeCache) {
       // Written at their rows only: every other row keeps its value.
@@ -243,7 +253,7 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
     vector(BufferSlot::CuSeqlens, ElementType::i32, /*cols=*/0, false);
     bool decode = spec.kind == OpKind::AttentionDecode;
     if (decode)
-      vector(BufferSlot::CacheSeqlens, ElementType::i32, 0, false);
+      addCacheIndex();
     addRopeBuffers();
     if (decode) {
       rows(BufferSlot::Output, spec.output, q * h, true);
@@ -379,6 +389,10 @@ int64_t norm::getLaunchLength(const OpSpec &spec, BufferSlot slot,
     return shape.batch + 1;
   case BufferSlot::CacheSeqlens:
     return shape.batch;
+  case BufferSlot::BlockTables:
+    return spec.cacheBlockSize
+               ? shape.batch * (shape.cacheCapacity / spec.cacheBlockSize)
+               : 0;
   case BufferSlot::Positions:
     return shape.rows;
   case BufferSlot::Workspace:

@@ -65,8 +65,11 @@ enum class BufferSlot : int {
   // K-prepare's outputs: the normalized, rotated k heads and the copied v.
   KOut,
   VOut,
+  /// A paged cache's block table (OpSpec::cacheBlockSize): i32, batch x
+  /// max_blocks entries, sequence after sequence.
+  BlockTables,
 };
-constexpr int kNumBufferSlots = 39;
+constexpr int kNumBufferSlots = 40;
 
 /// "input", "residual_out", "q_weight", ...: the names of the kernel ops'
 /// operands and results and of kernel parameters.
@@ -103,7 +106,8 @@ struct BufferSpec {
 /// k_weight, positions, rope_table; norm.column_stats:
 /// input; norm.attention_kernel: q, k, v, q_weight, k_weight, cu_seqlens,
 /// positions, rope_table; norm.attention_decode_kernel: q, k, v, q_weight,
-/// k_weight, cu_seqlens, cache_seqlens, positions, rope_table), then the
+/// k_weight, cu_seqlens, cache_seqlens, positions, rope_table; a paged
+/// cache's block_tables follow cache_seqlens), then the
 /// outputs (output, residual_out; q, k; k_out, v_out; mean, variance;
 /// output, lse;
 /// output, k_cache and v_cache (updated), workspace and semaphores
@@ -201,7 +205,8 @@ int64_t getDecodeTiles(const OpSpec &spec, int64_t rowsPerCta,
                        const DecodeShape &shape);
 
 /// The elements of a 1-D buffer whose length comes with the launch
-/// (BufferSpec::cols 0): cu_seqlens batch + 1, cache_seqlens batch,
+/// (BufferSpec::cols 0): cu_seqlens batch + 1, cache_seqlens batch, a
+/// paged cache's block_tables batch x (cacheCapacity / block size),
 /// positions one per token (`rows`); decode's
 /// workspace splits x rows x heads x (head_dim + 1) f32 (each split's
 /// normalized output row and its log2-sum-exp) and its semaphores, one i32

@@ -87,6 +87,11 @@ static std::string getKernelPrefix(const OpSpec &spec) {
            (spec.ropePositions ? "_pos" : "") +
            (spec.ropeFirst ? "_first" : "");
   };
+  // A paged cache's page: "_p16".
+  auto pagesSuffix = [&]() -> std::string {
+    return spec.cacheBlockSize ? "_p" + std::to_string(spec.cacheBlockSize)
+                               : "";
+  };
   switch (spec.kind) {
   case OpKind::QKNormPrologue:
     os << "norm_qk_" << getStatisticName(spec.qkStatistic)
@@ -100,8 +105,8 @@ static std::string getKernelPrefix(const OpSpec &spec) {
       os << "_" << getStatisticName(spec.qkStatistic)
          << (spec.qkWeightPerHead ? "_hw" : "");
     os << ropeSuffix() << (spec.copyValues ? "_v" : "")
-       << (spec.writeCache ? "_cache" : "") << "_d" << spec.hidden << "_"
-       << type(spec.input) << "_" << type(spec.output);
+       << (spec.writeCache ? "_cache" : "") << pagesSuffix() << "_d"
+       << spec.hidden << "_" << type(spec.input) << "_" << type(spec.output);
     return os.str();
   case OpKind::BatchNormStats:
     os << "norm_colstats_h" << spec.hidden << "_" << type(spec.input)
@@ -120,8 +125,8 @@ static std::string getKernelPrefix(const OpSpec &spec) {
       os << "_causal";
     if (spec.keysPrepared)
       os << "_kprep";
-    os << ropeSuffix() << "_d" << spec.hidden << "_h" << spec.numQHeads << "x"
-       << spec.numKvHeads << "_" << type(spec.input);
+    os << ropeSuffix() << pagesSuffix() << "_d" << spec.hidden << "_h"
+       << spec.numQHeads << "x" << spec.numKvHeads << "_" << type(spec.input);
     return os.str();
   case OpKind::RMSNorm:
     os << "norm_rms";
@@ -254,6 +259,8 @@ Status norm::describeKernel(const OpSpec &spec, const LaunchConfig &launch,
     addParam(KernelParam::Kind::KvSplits, "kv_splits");
   if (normal.kind == OpKind::AttentionDecode || normal.writeCache)
     addParam(KernelParam::Kind::CacheCapacity, "cache_capacity");
+  if (normal.cacheBlockSize)
+    addParam(KernelParam::Kind::CacheBlocks, "cache_blocks");
   if (normal.ropeTable) {
     KernelParam tableRows;
     tableRows.kind = KernelParam::Kind::RopeTableRows;
@@ -307,6 +314,8 @@ static std::string_view getParamKindName(KernelParam::Kind kind) {
     return "cache_capacity";
   case KernelParam::Kind::RopeTableRows:
     return "rope_table_rows";
+  case KernelParam::Kind::CacheBlocks:
+    return "cache_blocks";
   }
   return "?";
 }
@@ -686,6 +695,8 @@ std::optional<KernelSignature> signatureFromJson(const Json &json,
         param.kind = KernelParam::Kind::CacheCapacity;
       } else if (kind == "rope_table_rows") {
         param.kind = KernelParam::Kind::RopeTableRows;
+      } else if (kind == "cache_blocks") {
+        param.kind = KernelParam::Kind::CacheBlocks;
       } else if (error.empty()) {
         error = "unknown parameter kind '" + kind + "'";
       }

@@ -14,7 +14,8 @@
 //   2. `rows` (i64): the logical row count (tokens for the QK-Norm prologue
 //      and attention); attention then takes `batch` (i64), the sequences
 //      that `cu_seqlens` (batch + 1 offsets) delimits; decode then
-//      `kv_splits` and `cache_capacity` (i64); a rope table's rows
+//      `kv_splits` and `cache_capacity` (i64), a paged cache's pages
+//      `cache_blocks` (i64); a rope table's rows
 //      `rope_table_rows` (i64);
 //   3. one row stride (i64, in elements) per 2-D buffer, in buffer order.
 //
@@ -43,6 +44,8 @@ struct KernelParam {
     KvSplits,
     CacheCapacity,
     RopeTableRows,
+    /// A paged cache's pages (the caches' rows / block size).
+    CacheBlocks,
   };
   Kind kind = Kind::Buffer;
   /// The operand or result name: "input", "addend", "weight", "output", ...

@@ -281,6 +281,16 @@ Status norm::verifyGroups(int64_t groups, int64_t hidden) {
   return Status::success();
 }
 
+Status norm::verifyCacheBlockSize(int64_t blockSize) {
+  if (blockSize >= 1 && blockSize <= kMaxCacheBlockSize &&
+      (blockSize & (blockSize - 1)) == 0)
+    return Status::success();
+  return Status::invalid(
+      "a paged KV cache's block size must be a power of two in [1, " +
+      std::to_string(kMaxCacheBlockSize) + "] (vLLM's 16, SGLang's 1), got " +
+      std::to_string(blockSize));
+}
+
 Status norm::verifyAttentionHeadDim(int64_t headDim) {
   if (headDim < 16 || headDim > kMaxAttentionHeadDim || headDim % 16 != 0)
     return Status::invalid("attention needs a head dim that is a multiple of "
@@ -648,6 +658,14 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
   if (spec.writeCache && spec.kind != OpKind::KeyPrepare)
     return Status::invalid("write_cache applies to K-prepare only (decode "
                            "attention appends to its cache itself)");
+  if (spec.cacheBlockSize != 0) {
+    if (!hasKvCache(spec))
+      return Status::invalid("a paged cache (cache_block_size) applies to "
+                             "decode attention and K-prepare into a KV cache "
+                             "(write_cache) only");
+    if (Status status = verifyCacheBlockSize(spec.cacheBlockSize); !status)
+      return status;
+  }
 
   if (spec.backward && !isFusedRow(spec))
     return Status::invalid(
@@ -822,6 +840,8 @@ OpSpec norm::normalizeOpSpec(const OpSpec &spec) {
   // The cache takes the values too.
   if (n.writeCache)
     n.copyValues = false;
+  if (!hasKvCache(n))
+    n.cacheBlockSize = 0;
   if (n.rope == RopeStyle::None) {
     n.rotaryDim = defaults.rotaryDim;
     n.ropePositions = defaults.ropePositions;
@@ -888,6 +908,8 @@ std::string norm::getCanonicalSpec(const OpSpec &original) {
     os << " copy_values=1";
   if (s.writeCache)
     os << " write_cache=1";
+  if (s.cacheBlockSize)
+    os << " cache_block_size=" << s.cacheBlockSize;
   if (s.saveStats)
     os << " save_stats=1";
   if (s.backward)
@@ -1025,6 +1047,8 @@ std::optional<OpSpec> norm::parseCanonicalSpec(std::string_view text,
     flag("copy_values", spec.copyValues);
   if (fields.count("write_cache"))
     flag("write_cache", spec.writeCache);
+  if (fields.count("cache_block_size"))
+    integer("cache_block_size", spec.cacheBlockSize);
   if (fields.count("save_stats"))
     flag("save_stats", spec.saveStats);
   if (fields.count("backward"))
@@ -1091,6 +1115,8 @@ std::string norm::describeOpSpec(const OpSpec &spec) {
       os << " +v";
     if (spec.writeCache)
       os << " into the KV cache";
+    if (spec.cacheBlockSize)
+      os << " paged " << spec.cacheBlockSize;
   }
   if (spec.groups != 1)
     os << (spec.perHeadWeight ? " heads " : " groups ") << spec.groups;

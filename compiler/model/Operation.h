@@ -149,6 +149,15 @@ struct OpSpec {
   /// cache_seqlens[b] + i without `positions`: decode attention's append,
   /// for a prefill (or chunked prefill) step. Implies the values.
   bool writeCache = false;
+  /// Decode attention and K-prepare into a cache: 0, each sequence owns
+  /// contiguous cache rows (above); else the caches are pages of this many
+  /// rows (vLLM's [num_blocks, block_size, kv_heads, head_dim], SGLang's
+  /// pages of 1), and token p of sequence b is row block_tables[b *
+  /// max_blocks + p / block_size] * block_size + p % block_size, max_blocks
+  /// = the table's entries / batch (capacity = max_blocks * block_size). An
+  /// entry outside [0, cache_blocks) is never written; reading it reads
+  /// page 0 (in bounds). A power of two up to kMaxCacheBlockSize.
+  int64_t cacheBlockSize = 0;
   // Training (row norms: rms, layer, l2; the QK-Norm prologue):
   /// The forward kernel also writes what its backward reads: the f32
   /// `saved_rstd` of each kernel row (group, head; the scale the statistic
@@ -200,6 +209,13 @@ inline bool isAttention(OpKind kind) {
 inline bool hasKvCache(const OpSpec &spec) {
   return spec.kind == OpSpec::Kind::AttentionDecode || spec.writeCache;
 }
+
+/// The largest page of a paged KV cache (OpSpec::cacheBlockSize).
+constexpr int64_t kMaxCacheBlockSize = 256;
+
+/// Whether `blockSize` pages a KV cache: a power of two in [1,
+/// kMaxCacheBlockSize]. Shared by the dialect, the runtime and the checkers.
+Status verifyCacheBlockSize(int64_t blockSize);
 
 /// The kernels whose rows are the heads of token rows, normalized (and
 /// rotated) one at a time: the QK-Norm prologue (q and k heads) and the

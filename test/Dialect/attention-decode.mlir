@@ -3,6 +3,7 @@
 // RUN: norm-opt %S/Inputs/attention-decode-invalid.mlir --split-input-file --verify-diagnostics
 // RUN: not norm-opt %s --split-input-file --norm-generate-kernels 2>&1 | FileCheck %s --check-prefix=LEFT
 // RUN: norm-opt %s --split-input-file --norm-fuse-rotary-into-attention | FileCheck %s --check-prefix=ROT
+// RUN: norm-opt %s --split-input-file --norm-fuse | FileCheck %s --check-prefix=FORM
 
 // The layer op of a decode step: new tokens, their sequences' caches, the
 // QK-Norm and rotary fields of norm.attention.
@@ -54,4 +55,25 @@ func.func @rotations(%q: tensor<?x128xbf16>, %k: tensor<?x128xbf16>, %v: tensor<
       : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>
      -> tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>
   return %o1, %o2 : tensor<?x128xbf16>, tensor<?x128xbf16>
+}
+
+// -----
+
+// vLLM's paged cache (pages of 16 rows, a block table per sequence): the
+// kernel op norm-fuse forms keeps the table and the block size.
+// CHECK-LABEL: func.func @paged
+//       CHECK: norm.attention_decode %{{.*}}, %{{.*}}, %{{.*}} seqlens(%{{.*}} : tensor<?xi32>) cache(%{{.*}}, %{{.*}} lengths %{{.*}} : tensor<?xi32>) pages(%{{.*}} : tensor<?xi32>) scale(0.08838834764831845) {cache_block_size = 16 : i64, head_dim = 128 : i64
+// FORM-LABEL: func.func @paged
+//  FORM-SAME: %[[TABLE:[a-z0-9]+]]: tensor<?xi32>)
+//       FORM: norm.attention_decode_kernel %{{.*}}, %{{.*}}, %{{.*}} seqlens(%{{.*}} : tensor<?xi32>) cache(%{{.*}}, %{{.*}} lengths %{{.*}} : tensor<?xi32>) pages(%[[TABLE]] : tensor<?xi32>) scale(0.08838834764831845) {cache_block_size = 16 : i64
+func.func @paged(%q: tensor<?x1024xbf16>, %k: tensor<?x256xbf16>, %v: tensor<?x256xbf16>,
+                 %cu: tensor<?xi32>, %kc: tensor<?x256xbf16>, %vc: tensor<?x256xbf16>,
+                 %len: tensor<?xi32>, %table: tensor<?xi32>) -> tensor<?x1024xbf16> {
+  %o, %kc2, %vc2 = norm.attention_decode %q, %k, %v seqlens(%cu : tensor<?xi32>)
+      cache(%kc, %vc lengths %len : tensor<?xi32>) pages(%table : tensor<?xi32>)
+      scale(0.08838834764831845)
+      {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64, cache_block_size = 16 : i64}
+      : tensor<?x1024xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16>
+     -> tensor<?x1024xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16>
+  return %o : tensor<?x1024xbf16>
 }

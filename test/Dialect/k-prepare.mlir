@@ -62,3 +62,21 @@ func.func @into_cache(%k: tensor<?x1024xbf16>, %v: tensor<?x1024xbf16>, %cu: ten
       : tensor<?x1024xbf16> -> tensor<?x1024xbf16>, tensor<?x1024xbf16>
   return %kc2, %vc2 : tensor<?x1024xbf16>, tensor<?x1024xbf16>
 }
+
+// -----
+
+// The same into SGLang's token pool: a paged cache of pages of one row,
+// each new token's row looked up in its sequence's block table.
+// CHECK-LABEL: func.func @into_pages
+//       CHECK: norm.k_prepare %{{.*}} values(%{{.*}} : tensor<?x1024xbf16>) seqlens(%{{.*}} : tensor<?xi32>) cache(%{{.*}}, %{{.*}} lengths %{{.*}} : tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?xi32>) pages(%{{.*}} : tensor<?xi32>) k_weight(%{{.*}} : tensor<128xbf16>) eps(1.0e-06) {cache_block_size = 1 : i64, head_dim = 128 : i64
+func.func @into_pages(%k: tensor<?x1024xbf16>, %v: tensor<?x1024xbf16>, %cu: tensor<?xi32>,
+                      %kc: tensor<?x1024xbf16>, %vc: tensor<?x1024xbf16>, %len: tensor<?xi32>,
+                      %table: tensor<?xi32>, %wk: tensor<128xbf16>) -> (tensor<?x1024xbf16>, tensor<?x1024xbf16>) {
+  %kc2, %vc2 = norm.k_prepare %k values(%v : tensor<?x1024xbf16>) seqlens(%cu : tensor<?xi32>)
+      cache(%kc, %vc lengths %len : tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?xi32>)
+      pages(%table : tensor<?xi32>) k_weight(%wk : tensor<128xbf16>) eps(1.0e-06)
+      {qk_norm = #norm.qk_norm<rms>, num_kv_heads = 8 : i64, head_dim = 128 : i64,
+       rope = #norm.rope<neox>, rope_theta = 1.0e+06 : f64, cache_block_size = 1 : i64}
+      : tensor<?x1024xbf16> -> tensor<?x1024xbf16>, tensor<?x1024xbf16>
+  return %kc2, %vc2 : tensor<?x1024xbf16>, tensor<?x1024xbf16>
+}

@@ -104,7 +104,7 @@ static void testVersion(void) {
   normjit_get_version(&major, &minor, &patch, &api);
   CHECK(major == NORMJIT_VERSION_MAJOR && minor == NORMJIT_VERSION_MINOR &&
         patch == NORMJIT_VERSION_PATCH && api == NORMJIT_API_VERSION);
-  CHECK(api == 11);
+  CHECK(api == 12);
   normjit_get_version(NULL, NULL, NULL, NULL);
   normjit_get_version(NULL, NULL, NULL, &api);
   printf("version: %u.%u.%u api %u\n", major, minor, patch, api);

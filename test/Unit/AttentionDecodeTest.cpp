@@ -10,7 +10,8 @@
 // but the appended ones, the gaps and the guards must stay as they were,
 // inputs unchanged, the semaphores zero again; a second launch gives the
 // same bits (the combine is deterministic). K-prepare into the caches
-// (write_cache) must append the same rows, from every case.
+// (write_cache) must append the same rows, from every case; and both over
+// paged caches of every block size (Paged, PagedKeyPrepare).
 //
 //===----------------------------------------------------------------------===//
 
@@ -79,6 +80,16 @@ DecodeCase getServingBatch(const char *name, int64_t count) {
 std::vector<DecodeCase> withKeysOnly(std::vector<DecodeCase> cases) {
   for (DecodeCase &c : cases)
     c.keysOnly = true;
+  return cases;
+}
+
+/// `cases` over paged caches (shuffled block tables, spare pages, pages
+/// only the append reaches unset or past the cache), every block size in
+/// turn: SGLang's 1 to 256.
+std::vector<DecodeCase> withPages(std::vector<DecodeCase> cases) {
+  static constexpr int64_t kBlockSizes[] = {16, 1, 64, 256, 8, 32, 128, 2};
+  for (size_t i = 0; i < cases.size(); ++i)
+    cases[i].blockSize = kBlockSizes[i % std::size(kBlockSizes)];
   return cases;
 }
 
@@ -395,5 +406,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionDecodeTest, testing::ValuesIn(kCases),
                          getCaseName);
 INSTANTIATE_TEST_SUITE_P(KeyPrepareCache, AttentionDecodeTest,
                          testing::ValuesIn(withKeysOnly(kCases)), getCaseName);
+INSTANTIATE_TEST_SUITE_P(Paged, AttentionDecodeTest,
+                         testing::ValuesIn(withPages(kCases)), getCaseName);
+INSTANTIATE_TEST_SUITE_P(PagedKeyPrepare, AttentionDecodeTest,
+                         testing::ValuesIn(withKeysOnly(withPages(kCases))),
+                         getCaseName);
 
 } // namespace

@@ -9,8 +9,10 @@
 #include "tools/norm-cpu-check/Buffers.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <tuple>
 
 using namespace norm;
@@ -125,10 +127,12 @@ OpSpec norm::check::getSpec(const AttentionCase &c) {
 
 OpSpec norm::check::getSpec(const DecodeCase &c) {
   OpSpec spec = getCaseSpec(OpKind::AttentionDecode, c);
+  spec.cacheBlockSize = c.blockSize;
   if (!c.keysOnly)
     return spec;
   OpSpec keys = getKeyPrepareSpec(spec);
   keys.writeCache = true;
+  keys.cacheBlockSize = c.blockSize;
   return keys;
 }
 
@@ -576,6 +580,40 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
   int64_t tokens = cu.back();
 
   Random random(0xdec0de + d * 7 + c.heads);
+  // The cache's place of each sequence's positions.
+  DecodeProblem problem;
+  problem.cacheSeqlens = c.cacheLengths;
+  int64_t cacheRows = batch * capacity;
+  if (int64_t page = c.blockSize) {
+    int64_t maxBlocks = std::max<int64_t>((capacity + page - 1) / page, 1);
+    capacity = maxBlocks * page;
+    problem.blockSize = page;
+    problem.cacheBlocks = batch * maxBlocks + 3;
+    cacheRows = problem.cacheBlocks * page;
+    std::vector<int64_t> pages(problem.cacheBlocks);
+    std::iota(pages.begin(), pages.end(), 0);
+    for (int64_t i = problem.cacheBlocks - 1; i > 0; --i)
+      std::swap(pages[i], pages[random.next() % (i + 1)]);
+    problem.blockTables.assign(batch * maxBlocks, -1);
+    int64_t next = 0;
+    for (int64_t b = 0; b < batch; ++b) {
+      int64_t cachedPages = (c.cacheLengths[b] + page - 1) / page;
+      int64_t usedPages = std::min(
+          (c.cacheLengths[b] + c.newTokens[b] + page - 1) / page, maxBlocks);
+      for (int64_t i = 0; i < maxBlocks; ++i) {
+        int64_t &entry = problem.blockTables[b * maxBlocks + i];
+        // Pages only the append reaches: every third sequence's unset, the
+        // next's past the cache; the rest of a table unset or garbage.
+        if (i < cachedPages || (i < usedPages && b % 3 == 0))
+          entry = pages[next++];
+        else if (i < usedPages)
+          entry = b % 3 == 1 ? -1 : problem.cacheBlocks + 5;
+        else
+          entry = b % 2 ? -1 : INT32_MIN + 7;
+      }
+    }
+  }
+  problem.cacheCapacity = capacity;
   auto draw = [&](int64_t) { return random.uniform(-2.0, 2.0); };
   GuardedBuffer q(c.type, tokens, qCols, qCols + 8);
   GuardedBuffer k(c.type, tokens, kvCols, kvCols + 16);
@@ -588,6 +626,7 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
   GuardedBuffer kWeight = makeWeights(decode, c.kvHeads, random);
   GuardedBuffer offsets = makeIndices(cu);
   GuardedBuffer lengths = makeIndices(c.cacheLengths);
+  GuardedBuffer pageTable = makeIndices(problem.blockTables);
 
   // Positions and the table of their angles.
   std::vector<int64_t> positions(tokens);
@@ -605,7 +644,6 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
   // The caches: every row holds values (rows past a sequence's length
   // too, which the kernel must neither read nor write), and a copy of
   // what they must hold afterwards.
-  int64_t cacheRows = batch * capacity;
   auto makeCache = [&](uint64_t seed) {
     auto cache =
         std::make_unique<GuardedBuffer>(c.type, cacheRows, kvCols, kvCols + 8);
@@ -640,7 +678,8 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
         std::pair{"q_weight", &qWeight}, std::pair{"k_weight", &kWeight},
         std::pair{"cu_seqlens", &offsets}, std::pair{"cache_seqlens", &lengths},
         std::pair{"positions", &positionBuffer},
-        std::pair{"rope_table", &table}}) {
+        std::pair{"rope_table", &table},
+        std::pair{"block_tables", &pageTable}}) {
     inputs.add(name, *buffer);
     arguments.add(name, *buffer);
   }
@@ -653,6 +692,7 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
   arguments.set(KernelParam::Kind::Batch, batch);
   arguments.set(KernelParam::Kind::KvSplits, c.splits);
   arguments.set(KernelParam::Kind::CacheCapacity, capacity);
+  arguments.set(KernelParam::Kind::CacheBlocks, problem.cacheBlocks);
   arguments.set(KernelParam::Kind::RopeTableRows, tableRows);
   std::vector<SimBuffer> buffers;
   std::vector<int64_t> integers;
@@ -675,14 +715,11 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
   // K-prepare writes no output: the faults go to its cache.
   injectFault(fault, c.keysOnly ? *kCache : output, tokens, q);
 
-  DecodeProblem problem;
   problem.step = getAttentionProblem(decode, cu);
   if (c.positions)
     problem.step.positions = positions;
   if (c.table)
     problem.step.ropeTable = tableValues;
-  problem.cacheSeqlens = c.cacheLengths;
-  problem.cacheCapacity = capacity;
   DecodeOperands operands;
   operands.step.q = q.view();
   operands.step.k = k.view();
@@ -706,10 +743,13 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
   // reference allows either neighbour, and must then match byte for byte.
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t t = cu[b]; t < cu[b + 1]; ++t) {
-      // Rows past the capacity are dropped: the next sequence's stay.
-      if (c.cacheLengths[b] + (t - cu[b]) >= capacity)
+      // Rows past the capacity or on a page not the sequence's are
+      // dropped: every other row stays.
+      int64_t position = c.cacheLengths[b] + (t - cu[b]);
+      bool own = position < capacity;
+      int64_t row = own ? getCacheRow(problem, b, position, &own) : 0;
+      if (!own)
         continue;
-      int64_t row = b * capacity + c.cacheLengths[b] + (t - cu[b]);
       for (auto [name, cache, want, rows] :
            {std::tuple{"k_cache", kCache.get(), kWant.get(),
                        &expected.kAppended},

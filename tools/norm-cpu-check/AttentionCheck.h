@@ -144,6 +144,12 @@ struct DecodeCase {
   // The K-prepare kernel into the caches (OpSpec::writeCache) in place of
   // decode attention: the same appended rows, no attention.
   bool keysOnly = false;
+  // A paged cache of pages of this many rows (OpSpec::cacheBlockSize; 0:
+  // contiguous): the capacity rounded up to whole pages, every sequence's
+  // pages shuffled among spare ones that no table holds, and some pages
+  // that only the append would reach unset (-1) or past the cache, whose
+  // rows must then stay as they are.
+  int64_t blockSize = 0;
 };
 
 OpSpec getSpec(const AttentionCase &c);

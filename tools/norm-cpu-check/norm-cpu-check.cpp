@@ -72,6 +72,12 @@ static cl::list<int64_t> seqlensOption(
     cl::desc("Attention: the sequence lengths of its one varlen batch, 0 an "
              "empty sequence (decode: the lengths of their KV caches before "
              "the step); default 1,0,63,65,129"));
+static cl::opt<int64_t> cacheBlockSizeOption(
+    "cache-block-size", cl::cat(checkCategory),
+    cl::desc("Decode and K-prepare variants: a paged KV cache of pages of "
+             "this many rows (a power of two to 256) with shuffled block "
+             "tables, in place of the variant's own cache (0)"),
+    cl::init(0));
 static cl::list<std::string>
     typesOption("types", cl::CommaSeparated, cl::cat(checkCategory),
                 cl::desc("Element types (attention's default: bf16)"));
@@ -464,6 +470,17 @@ static const AttentionVariant kAttentionVariants[] = {
        c.weightPerHead = true;
        setStep(c, 2, 3);
      }},
+    {"decode_paged_gqa4",
+     "decode attention over a paged cache (vLLM's block tables, pages of 16 "
+     "rows, shuffled), 1 new token a sequence, 2 splits: RMS QK-Norm with "
+     "weights, NeoX rotary, 16 q / 4 kv heads",
+     nullptr,
+     [](DecodeCase &c) {
+       setHeads(c, 16, 4, Statistic::RMS, true);
+       setRope(c, RopeStyle::NeoX, 1, 1e6);
+       setStep(c, 1, 2);
+       c.blockSize = 16;
+     }},
     {"kprep_cache_rms_rope",
      "K-prepare into a KV cache, 3 new tokens a sequence: RMS QK-Norm with "
      "weights, NeoX rotary theta 1e6 at the cache positions, 8 kv heads "
@@ -486,6 +503,19 @@ static const AttentionVariant kAttentionVariants[] = {
        c.table = c.positions = c.ropeFirst = true;
        setStep(c, 2, 1);
        c.keysOnly = true;
+     }},
+    {"kprep_paged_sglang",
+     "K-prepare into a paged KV cache of pages of one row (SGLang's token "
+     "pool), 2 new tokens a sequence: RMS QK-Norm with (1 + w) weights, "
+     "NeoX rotary, 4 kv heads",
+     nullptr,
+     [](DecodeCase &c) {
+       setHeads(c, 4, 4, Statistic::RMS, true);
+       setRope(c, RopeStyle::NeoX, 1, 1e6);
+       c.offset = 1.0;
+       setStep(c, 2, 1);
+       c.keysOnly = true;
+       c.blockSize = 1;
      }},
 };
 
@@ -524,6 +554,8 @@ static DecodeCase makeDecodeCase(const AttentionVariant &variant,
   variant.decode(c);
   for (size_t b = 0; b < lengths.size(); ++b)
     c.capacity = std::max(c.capacity, lengths[b] + c.newTokens[b]);
+  if (cacheBlockSizeOption)
+    c.blockSize = cacheBlockSizeOption;
   return c;
 }
 
@@ -1786,6 +1818,8 @@ static std::vector<Task> planTasks(const KernelProvider &provider,
           const std::vector<int64_t> &lengths = attention.lengths;
           for (size_t i = 0; i < lengths.size(); ++i)
             label += (i ? "," : "") + std::to_string(lengths[i]);
+          if (spec.cacheBlockSize)
+            label += " pages=" + std::to_string(spec.cacheBlockSize);
           tasks.push_back({variant, spec, {}, lengths, label});
           continue;
         }
@@ -2009,6 +2043,12 @@ int main(int argc, char **argv) {
     llvm::errs() << "norm-cpu-check: sequence lengths must not be negative\n";
     return 2;
   }
+  if (cacheBlockSizeOption)
+    if (Status status = verifyCacheBlockSize(cacheBlockSizeOption); !status) {
+      llvm::errs() << "norm-cpu-check: --cache-block-size: " << status.message()
+                   << "\n";
+      return 2;
+    }
   if (llvm::any_of(variants, [](const Variant *v) { return v->attention; })) {
     if (kernelsOption != "generated") {
       llvm::errs() << "norm-cpu-check: the attention variants need the "

@@ -46,3 +46,33 @@ func.func @no_batch(%q: tensor<?x128xbf16>, %cu: tensor<1xi32>, %len: tensor<?xi
      -> tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>
   return
 }
+
+// -----
+
+func.func @partial_pages(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>, %c: tensor<100x128xbf16>, %len: tensor<?xi32>, %t: tensor<?xi32>) {
+  // expected-error @below {{the caches' 100 rows are not whole pages of 16 rows (cache_block_size)}}
+  %o:3 = norm.attention_decode %q, %q, %q seqlens(%cu : tensor<?xi32>) cache(%c, %c lengths %len : tensor<?xi32>) pages(%t : tensor<?xi32>) scale(0.125)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64, cache_block_size = 16 : i64}
+      : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<100x128xbf16>, tensor<100x128xbf16> -> tensor<?x128xbf16>, tensor<100x128xbf16>, tensor<100x128xbf16>
+  return
+}
+
+// -----
+
+func.func @size_without_pages(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>, %c: tensor<?x128xbf16>, %len: tensor<?xi32>) {
+  // expected-error @below {{'pages' (the block table) and 'cache_block_size' go together}}
+  %o:3 = norm.attention_decode %q, %q, %q seqlens(%cu : tensor<?xi32>) cache(%c, %c lengths %len : tensor<?xi32>) scale(0.125)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64, cache_block_size = 16 : i64}
+      : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @pages_of_512(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>, %c: tensor<?x128xbf16>, %len: tensor<?xi32>, %t: tensor<?xi32>) {
+  // expected-error @below {{a paged KV cache's block size must be a power of two in [1, 256] (vLLM's 16, SGLang's 1), got 512}}
+  %o:3 = norm.attention_decode_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>) cache(%c, %c lengths %len : tensor<?xi32>) pages(%t : tensor<?xi32>) scale(0.125)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64, cache_block_size = 512 : i64}
+      : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>
+  return
+}

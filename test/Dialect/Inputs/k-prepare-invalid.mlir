@@ -145,3 +145,32 @@ func.func @cache_saves_no_statistics(%k: tensor<?x128xbf16>, %cu: tensor<?xi32>,
       : tensor<?x128xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16> saved_rstd(tensor<?x1xf32>)
   return
 }
+
+// -----
+
+func.func @pages_without_size(%k: tensor<?x128xbf16>, %cu: tensor<?xi32>, %c: tensor<?x128xbf16>, %len: tensor<?xi32>, %t: tensor<?xi32>) {
+  // expected-error @+1 {{'pages' (the block table) and 'cache_block_size' go together}}
+  %0:2 = norm.k_prepare %k values(%k : tensor<?x128xbf16>) seqlens(%cu : tensor<?xi32>)
+      cache(%c, %c lengths %len : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?xi32>) pages(%t : tensor<?xi32>) eps(1.0e-06)
+      {qk_norm = #norm.qk_norm<rms>, num_kv_heads = 1 : i64, head_dim = 128 : i64} : tensor<?x128xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @pages_without_cache(%k: tensor<?x128xbf16>, %t: tensor<?xi32>) {
+  // expected-error @+1 {{'pages' page a KV cache: give 'cache' too}}
+  %0 = norm.k_prepare %k pages(%t : tensor<?xi32>) eps(1.0e-06)
+      {qk_norm = #norm.qk_norm<rms>, num_kv_heads = 1 : i64, head_dim = 128 : i64, cache_block_size = 16 : i64} : tensor<?x128xbf16> -> tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @pages_of_24(%k: tensor<?x128xbf16>, %cu: tensor<?xi32>, %c: tensor<?x128xbf16>, %len: tensor<?xi32>, %t: tensor<?xi32>) {
+  // expected-error @+1 {{a paged KV cache's block size must be a power of two in [1, 256] (vLLM's 16, SGLang's 1), got 24}}
+  %0:2 = norm.k_prepare %k values(%k : tensor<?x128xbf16>) seqlens(%cu : tensor<?xi32>)
+      cache(%c, %c lengths %len : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?xi32>) pages(%t : tensor<?xi32>) eps(1.0e-06)
+      {qk_norm = #norm.qk_norm<rms>, num_kv_heads = 1 : i64, head_dim = 128 : i64, cache_block_size = 24 : i64} : tensor<?x128xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16>
+  return
+}

@@ -63,6 +63,8 @@ class NoTorchTest(unittest.TestCase):
         define = lambda name: int(re.search(r"#define %s (\d+)" % name,
                                             text).group(1))
         self.assertEqual(ctypes.sizeof(capi._LaunchArgs),
+                         define("NORMJIT_LAUNCH_ARGS_SIZE_V12"))
+        self.assertEqual(ctypes.sizeof(capi._LaunchArgsV10),
                          define("NORMJIT_LAUNCH_ARGS_SIZE_V10"))
         self.assertEqual(ctypes.sizeof(capi._LaunchArgsV8),
                          define("NORMJIT_LAUNCH_ARGS_SIZE_V8"))
@@ -74,7 +76,7 @@ class NoTorchTest(unittest.TestCase):
                      "SAVED_MEAN", "SAVED_RSTD", "GRAD_INPUT", "ADDEND_GRAD",
                      "WEIGHT_GRAD_PARTIALS", "BIAS_GRAD_PARTIALS",
                      "WEIGHT_GRAD", "BIAS_GRAD", "OUTPUT_SCALE", "SCALE_UB",
-                     "OUTPUT_SCALES", "K_OUT", "V_OUT"):
+                     "OUTPUT_SCALES", "K_OUT", "V_OUT", "BLOCK_TABLES"):
             self.assertEqual(getattr(capi, name), int(re.search(
                 r"NORMJIT_%s = (\d+)" % name, text).group(1)), name)
         for name in ("ROPE_POSITIONS", "ROPE_TABLE", "SAVE_STATS", "BACKWARD",
@@ -93,7 +95,7 @@ class NoTorchTest(unittest.TestCase):
                  for slot in (capi.INPUT, capi.V, capi.K_CACHE,
                               capi.ROPE_TABLE, capi.GRAD_OUTPUT,
                               capi.BIAS_GRAD, capi.OUTPUT_SCALES,
-                              capi.V_OUT)]
+                              capi.V_OUT, capi.BLOCK_TABLES)]
         self.assertEqual(sizes, [define("NORMJIT_LAUNCH_ARGS_SIZE_V1"),
                                  define("NORMJIT_LAUNCH_ARGS_SIZE_V3"),
                                  define("NORMJIT_LAUNCH_ARGS_SIZE_V5"),
@@ -101,7 +103,8 @@ class NoTorchTest(unittest.TestCase):
                                  define("NORMJIT_LAUNCH_ARGS_SIZE_V6"),
                                  define("NORMJIT_LAUNCH_ARGS_SIZE_V6"),
                                  define("NORMJIT_LAUNCH_ARGS_SIZE_V8"),
-                                 define("NORMJIT_LAUNCH_ARGS_SIZE_V10")])
+                                 define("NORMJIT_LAUNCH_ARGS_SIZE_V10"),
+                                 define("NORMJIT_LAUNCH_ARGS_SIZE_V12")])
         args = capi.make_launch_args({capi.K_CACHE: buffer}, cache_rows=64)
         self.assertEqual(args.cache_rows, 64)
         # API 5's counts follow its 24 tensors, API 6's its 34.
@@ -161,7 +164,7 @@ class NoTorchTest(unittest.TestCase):
         c = attention._replace(rope=capi.ROPE_GPTJ, rotary_dim=64,
                                rope_theta=5e5)._to_c()
         self.assertEqual((c.kind, c.hidden, c.num_kv_heads, c.rope,
-                          c.reserved, c.rotary_dim, c.rope_theta),
+                          c.cache_block_size, c.rotary_dim, c.rope_theta),
                          (capi.OP_ATTENTION, 128, 2, capi.ROPE_GPTJ, 0, 64,
                           5e5))
 
@@ -355,7 +358,7 @@ class FakeDriverTest(unittest.TestCase):
             {slot: b for slot, b in buffers.items() if b is not None})
 
     def test_attention_launch(self):
-        self.assertEqual(self.context.library.api_version, 11)
+        self.assertEqual(self.context.library.api_version, 12)
         kernel = self.context.kernel(self.ATTENTION)
         config = kernel.config(100)
         self.assertEqual((config.vector, config.threads_per_row), (8, 16))

@@ -759,6 +759,86 @@ class TorchLayerTest(FakeDriverCase):
             norm_opt.attention_decode(self.rand(3, 256), k, v, k_cache,
                                       v_cache, lengths, head_dim=64)
 
+    # A paged cache (API 12): vLLM's [num_blocks, block_size, Hkv, D] pages
+    # through a block table, and SGLang's pages of one row.
+    def test_attention_decode_paged(self):
+        q, k, v = self.rand(2, 256), self.rand(2, 128), self.rand(2, 128)
+        k_cache, v_cache = self.rand(6, 16, 2, 64), self.rand(6, 16, 2, 64)
+        lengths = torch.tensor([3, 20], dtype=torch.int32)
+        table = torch.tensor([[4, -1, -1], [0, 5, -1]], dtype=torch.int32)
+        out = norm_opt.attention_decode(q, k, v, k_cache, v_cache, lengths,
+                                        head_dim=64, rope="neox",
+                                        block_table=table)
+        name, params = self.launch()
+        self.assertTrue(name.startswith("norm_decode_ropeneox64_p16_d64_h4x2_"
+                                        "bf16_"), name)
+        # q, k, v, cu_seqlens, cache_seqlens, block_tables, output, k_cache,
+        # v_cache, workspace, semaphores; rows, batch, kv_splits,
+        # cache_capacity (a table row of 3 pages of 16), cache_blocks; the
+        # strides of q, k, v, output, k_cache, v_cache.
+        self.assertEqual(params[:3], [q.data_ptr(), k.data_ptr(),
+                                      v.data_ptr()])
+        self.assertEqual(params[4:9], [lengths.data_ptr(), table.data_ptr(),
+                                       out.data_ptr(), k_cache.data_ptr(),
+                                       v_cache.data_ptr()])
+        rows, batch, splits, capacity, blocks = params[11:16]
+        self.assertEqual((rows, batch, capacity, blocks), (2, 2, 48, 6))
+        self.assertEqual(params[16:], [256, 128, 128, 256, 128, 128])
+        call = self.layer.prepare_attention_decode(
+            q, k, v, k_cache, v_cache, lengths, head_dim=64,
+            block_table=table)
+        self.assertEqual((call.desc.cache_block_size, call.args.cache_rows,
+                          call.args.struct_size),
+                         (16, 96, ctypes.sizeof(capi._LaunchArgs)))
+        # SGLang's token pool: flat caches, pages of one row, K-prepare.
+        flat_k, flat_v = self.rand(10, 128), self.rand(10, 128)
+        pool = torch.tensor([[7, 2, 9, 0], [1, 3, -1, -1]], dtype=torch.int32)
+        norm_opt.k_prepare_cache(k, v, flat_k, flat_v, lengths, qk_norm="rms",
+                                 head_dim=64, block_table=pool, block_size=1)
+        name, params = self.launch()
+        self.assertTrue(name.startswith("norm_kprep_rms_cache_p1_d64_"), name)
+        # k, v, cu_seqlens, cache_seqlens, block_tables, k_cache, v_cache;
+        # rows, batch, cache_capacity, cache_blocks.
+        self.assertEqual(params[3:7], [lengths.data_ptr(), pool.data_ptr(),
+                                       flat_k.data_ptr(), flat_v.data_ptr()])
+        self.assertEqual(params[7:11], [2, 2, 4, 10])
+        # The refusals, before any launch.
+        before = self.fake.fakecuda_launch_count()
+        cases = [
+            (lambda: norm_opt.attention_decode(
+                q, k, v, k_cache, v_cache, lengths, head_dim=64,
+                block_table=table.long()), ValueError,
+             r"block_table: expected int32 \[batch = 2, max_blocks\]"),
+            (lambda: norm_opt.attention_decode(
+                q, k, v, k_cache, v_cache, lengths, head_dim=64,
+                block_table=table[:1]), ValueError,
+             r"block_table: expected int32 \[batch = 2, max_blocks\]"),
+            (lambda: norm_opt.attention_decode(
+                q, k, v, k_cache, v_cache, lengths, head_dim=64,
+                block_table=table, block_size=8), ValueError,
+             r"k_cache: expected \[num_blocks, 8, 2, 64\]"),
+            (lambda: norm_opt.attention_decode(
+                q, k, v, flat_k, flat_v, lengths, head_dim=64,
+                block_table=table, block_size=24), ValueError,
+             "must be a power of two in \\[1, 256\\]"),
+            (lambda: norm_opt.attention_decode(
+                q, k, v, flat_k, flat_v, lengths, head_dim=64,
+                block_table=table), ValueError,
+             "block_table: give block_size with a 2-D cache"),
+            (lambda: norm_opt.attention_decode(
+                q, k, v, flat_k, flat_v, lengths, head_dim=64,
+                block_table=table, block_size=4), ValueError,
+             "k_cache: 10 rows are not whole pages of 4"),
+            (lambda: norm_opt.attention_decode(
+                q, k, v, flat_k, flat_v, lengths, head_dim=64,
+                block_size=1), ValueError,
+             "block_size pages a cache: pass block_table too"),
+        ]
+        for call, error, message in cases:
+            with self.assertRaisesRegex(error, message):
+                call()
+        self.assertEqual(self.fake.fakecuda_launch_count(), before)
+
     # Decode with positions (not the cache lengths) and a Llama-sized table.
     def test_attention_decode_rope_positions_and_table(self):
         q, k, v = self.rand(2, 256), self.rand(2, 128), self.rand(2, 128)

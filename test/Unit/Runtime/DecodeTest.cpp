@@ -85,9 +85,11 @@ protected:
     FakeDriverTest::SetUp();
     compiler = std::make_shared<FakeCompiler>();
     ASSERT_TRUE(Context::create(makeFakeOptions(compiler), context).ok());
-    Status status = context->getKernel(makeDecode(), {}, kernel);
+    Status status = context->getKernel(getSpec(), {}, kernel);
     ASSERT_TRUE(status.ok()) << status.message();
   }
+
+  virtual OpSpec getSpec() const { return makeDecode(); }
 
   fakecuda_launch lastLaunch() {
     fakecuda_launch launch{};
@@ -334,6 +336,67 @@ TEST_F(DecodeTest, RefusesCacheRowsNotDividedByTheBatch) {
   EXPECT_EQ(fakecuda_launch_count(), 0);
 }
 
+//===----------------------------------------------------------------------===//
+// Paged caches
+//===----------------------------------------------------------------------===//
+
+class PagedDecodeTest : public DecodeTest {
+protected:
+  OpSpec getSpec() const override {
+    OpSpec spec = makeDecode();
+    spec.cacheBlockSize = 16;
+    return spec;
+  }
+
+  /// 2 sequences of one new token over 10 pages of 16 rows, their table
+  /// `entries` long.
+  LaunchArgs pagedArgs(int64_t entries, int64_t cacheRows = 160) {
+    LaunchArgs args = buffers.args(2, cacheRows);
+    args.set(BufferSlot::BlockTables, table, ElementType::i32, entries);
+    return args;
+  }
+
+  DecodeBuffers buffers{host, 2, 2, 80};
+  char *table = host.get(64 * 4);
+};
+
+// The capacity is a table row's pages (6 entries: 3 pages of 16 a
+// sequence), cache_blocks the caches' pages (160 rows of pages of 16).
+TEST_F(PagedDecodeTest, ParametersCarryTheTableAndThePages) {
+  Status status = launch(pagedArgs(6), 2);
+  ASSERT_TRUE(status.ok()) << status.message();
+  fakecuda_launch recorded = lastLaunch();
+  // q, k, v, cu_seqlens, cache_seqlens, block_tables, output, k_cache,
+  // v_cache, workspace, semaphores; rows, batch, kv_splits, cache_capacity,
+  // cache_blocks; the strides of q, k, v, output, k_cache, v_cache.
+  ASSERT_EQ(recorded.num_params, 22);
+  EXPECT_EQ(recorded.params[5], reinterpret_cast<uint64_t>(table));
+  EXPECT_EQ(recorded.params[11], 2u);
+  EXPECT_EQ(recorded.params[12], 2u);
+  EXPECT_EQ(recorded.params[14], 48u);
+  EXPECT_EQ(recorded.params[15], 10u);
+  EXPECT_NE(std::string(recorded.kernel).find("_p16_"), std::string::npos)
+      << recorded.kernel;
+}
+
+TEST_F(PagedDecodeTest, RefusesTablesAndCachesThatAreNotWholePages) {
+  std::string message = refused(launch(pagedArgs(7), 2));
+  EXPECT_NE(message.find("buffer 'block_tables' has 7 entries, the operation "
+                         "expects batch x max_blocks (2 sequences"),
+            std::string::npos)
+      << message;
+  message = refused(launch(pagedArgs(6, 150), 2));
+  EXPECT_NE(message.find("the paged caches' 150 rows are not whole pages of "
+                         "16 rows"),
+            std::string::npos)
+      << message;
+  // Without its table.
+  message = refused(launch(buffers.args(2, 160), 2));
+  EXPECT_NE(message.find("block_tables"), std::string::npos) << message;
+  EXPECT_EQ(fakecuda_launch_count(), 0);
+  EXPECT_EQ(fakecuda_live_allocations(), 0);
+}
+
 TEST_F(DecodeTest, RefusesCachesOverlappingOtherBuffers) {
   DecodeBuffers buffers(host, 2, 2, 64);
   // k_cache over k (in an allocation that holds the whole cache).
@@ -549,7 +612,7 @@ TEST_F(DecodeCApiTest, LaunchCarriesCacheRowsAndRefusesWorkspace) {
   const int64_t capacity = 256;
   DecodeBuffers b(host, 2, 2, capacity);
   normjit::LaunchArgs args;
-  EXPECT_EQ(args.get()->struct_size, NORMJIT_LAUNCH_ARGS_SIZE_V10);
+  EXPECT_EQ(args.get()->struct_size, NORMJIT_LAUNCH_ARGS_SIZE_V12);
   args.set(NORMJIT_Q, b.q, NORMJIT_BF16, kQCols)
       .set(NORMJIT_K, b.k, NORMJIT_BF16, kKvCols)
       .set(NORMJIT_V, b.v, NORMJIT_BF16, kKvCols)

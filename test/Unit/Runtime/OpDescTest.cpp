@@ -107,7 +107,7 @@ TEST_F(OpDescTest, InitLeavesRotaryEmbeddingsOff) {
   normjit_op_desc_init(&desc);
   EXPECT_EQ(desc.struct_size, sizeof(normjit_op_desc));
   EXPECT_EQ(desc.rope, NORMJIT_ROPE_NONE);
-  EXPECT_EQ(desc.reserved, 0);
+  EXPECT_EQ(desc.cache_block_size, 0);
   EXPECT_EQ(desc.rotary_dim, 0);
   EXPECT_EQ(desc.rope_theta, 0.0);
 }
@@ -335,8 +335,14 @@ TEST_F(OpDescTest, RotaryEmbeddingRefusals) {
   qkNorm.rope = NORMJIT_ROPE_GPTJ; // rotates (API 9), but is not causal
   qkNorm.flags = NORMJIT_OP_CAUSAL;
   normjit_op_desc unknown = makeAttentionDesc(3);
-  normjit_op_desc reserved = makeAttentionDesc(NORMJIT_ROPE_NEOX);
-  reserved.reserved = 1;
+  // API 12's cache_block_size, where API 3's reserved field was.
+  normjit_op_desc prefillPages = makeAttentionDesc(NORMJIT_ROPE_NEOX);
+  prefillPages.cache_block_size = 16;
+  normjit_op_desc negativePages = makeAttentionDesc(NORMJIT_ROPE_NEOX);
+  negativePages.cache_block_size = -1;
+  normjit_op_desc oddPages = makeAttentionDesc(NORMJIT_ROPE_NEOX);
+  oddPages.kind = NORMJIT_OP_ATTENTION_DECODE;
+  oddPages.cache_block_size = 24;
   normjit_op_desc rmsPositions = normjit::opDesc();
   rmsPositions.hidden = 4096;
   rmsPositions.flags = NORMJIT_OP_ROPE_POSITIONS;
@@ -382,7 +388,14 @@ TEST_F(OpDescTest, RotaryEmbeddingRefusals) {
        "_NEOX or _GPTJ)"},
       {"rotary dim alone", makeAttentionDesc(NORMJIT_ROPE_NONE, 64), needRope},
       {"base alone", makeAttentionDesc(NORMJIT_ROPE_NONE, 0, 5e5), needRope},
-      {"reserved", reserved, "normjit_op_desc.reserved is 1, must be 0"},
+      {"prefill pages", prefillPages,
+       "attention: a paged cache (cache_block_size) applies to decode "
+       "attention and K-prepare into a KV cache (write_cache) only"},
+      {"negative pages", negativePages,
+       "normjit_op_desc.cache_block_size is -1, must not be negative"},
+      {"pages of 24", oddPages,
+       "attention_decode: a paged KV cache's block size must be a power of "
+       "two in [1, 256] (vLLM's 16, SGLang's 1), got 24"},
       {"rms_norm positions", rmsPositions, attentionOnly},
       {"table and theta", tableWithTheta,
        "normjit_op_desc: with NORMJIT_OP_ROPE_TABLE the table gives the "

@@ -189,7 +189,7 @@ TEST_F(RopeInputsCApiTest, LaunchArgsCarryTheTableRows) {
   const int64_t rows = 3, tableRows = 512;
   Buffers b(rows, tableRows, kRotaryDim);
   normjit::LaunchArgs args;
-  EXPECT_EQ(args.get()->struct_size, NORMJIT_LAUNCH_ARGS_SIZE_V10);
+  EXPECT_EQ(args.get()->struct_size, NORMJIT_LAUNCH_ARGS_SIZE_V12);
   args.set(NORMJIT_Q, b.q, NORMJIT_BF16, kQCols)
       .set(NORMJIT_K, b.k, NORMJIT_BF16, kKvCols)
       .set(NORMJIT_V, b.v, NORMJIT_BF16, kKvCols)
@@ -227,10 +227,12 @@ TEST_F(RopeInputsCApiTest, LaunchArgsCarryTheTableRows) {
     between.struct_size = size;
     EXPECT_EQ(normjit_kernel_launch(kernel, &between, rows, nullptr),
               NORMJIT_ERROR_INVALID_ARGUMENT);
-    EXPECT_NE(std::string(normjit_last_error())
-                  .find("between the layouts of API 4 (720), API 5 (792), "
-                        "API 6 (1112), API 8 (1208) and API 10 (1272)"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(normjit_last_error())
+            .find(
+                "between the layouts of API 4 (720), API 5 (792), "
+                "API 6 (1112), API 8 (1208), API 10 (1272) and API 12 (1304)"),
+        std::string::npos)
         << normjit_last_error();
   }
   // API 5's layout: 24 tensors, then cache_rows and rope_table_rows.

@@ -108,19 +108,22 @@ WEIGHT_GRAD, BIAS_GRAD = 32, 33
 OUTPUT_SCALE, SCALE_UB, OUTPUT_SCALES = 34, 35, 36
 # API 10: K-prepare's outputs.
 K_OUT, V_OUT = 37, 38
-NUM_BUFFERS = 39
+# API 12: a paged KV cache's block table.
+BLOCK_TABLES = 39
+NUM_BUFFERS = 40
 # The tensors of an API 1 / 2 normjit_launch_args: launch arguments of row
 # kernels keep that size, so they work with older libraries too; those of
 # prefill attention the API 3 size (17 tensors), those of decode and rope
 # tables API 5's (24 tensors, then cache_rows and rope_table_rows), those
 # of training API 6's (34 tensors, then the same two counts), those of FP8
 # scales API 8's (37 tensors, then the two counts), K-prepare's API 10's
-# (39).
+# (39), paged caches' API 12's (40).
 NUM_BUFFERS_V1 = 14
 NUM_BUFFERS_V3 = 17
 NUM_BUFFERS_V5 = 24
 NUM_BUFFERS_V6 = 34
 NUM_BUFFERS_V8 = 37
+NUM_BUFFERS_V10 = 39
 
 # normjit_context_options.flags and normjit_kernel_create flags
 CONTEXT_NO_TUNING = 1 << 0
@@ -161,7 +164,9 @@ class _OpDesc(ctypes.Structure):
                 ("num_kv_heads", ctypes.c_int64),
                 # API 3.
                 ("scale", ctypes.c_double), ("rope", ctypes.c_int32),
-                ("reserved", ctypes.c_int32), ("rotary_dim", ctypes.c_int64),
+                # API 12 (API 3's reserved field): a paged cache's page.
+                ("cache_block_size", ctypes.c_int32),
+                ("rotary_dim", ctypes.c_int64),
                 ("rope_theta", ctypes.c_double)]
 
 
@@ -185,10 +190,16 @@ def _launch_args_fields(tensors: int):
 
 
 class _LaunchArgs(ctypes.Structure):
-    """normjit_launch_args of API 10 (39 tensors, cache_rows,
+    """normjit_launch_args of API 12 (40 tensors, cache_rows,
     rope_table_rows); its prefixes of 14 and 17 tensors are the API 1 and
     API 3 layouts."""
     _fields_ = _launch_args_fields(NUM_BUFFERS)
+
+
+class _LaunchArgsV10(ctypes.Structure):
+    """normjit_launch_args of API 10 and 11: 39 tensors, then cache_rows and
+    rope_table_rows."""
+    _fields_ = _launch_args_fields(NUM_BUFFERS_V10)
 
 
 class _LaunchArgsV8(ctypes.Structure):
@@ -317,6 +328,7 @@ class OpDesc(NamedTuple):
     rope: int = ROPE_NONE  # attention's rotary embeddings (API 3)
     rotary_dim: int = 0  # 0: the head dim
     rope_theta: float = 0.0  # 0: 10000
+    cache_block_size: int = 0  # API 12: a paged KV cache's rows per page
 
     def _to_c(self) -> _OpDesc:
         # Up to the last field that differs from its default (at least the
@@ -349,8 +361,8 @@ _SIGNATURES = {
         ctypes.c_void_p, ctypes.POINTER(_OpDesc), ctypes.c_uint32,
         ctypes.POINTER(ctypes.c_void_p)]),
     "normjit_kernel_destroy": (None, [ctypes.c_void_p]),
-    # The launch arguments are a _LaunchArgs, _LaunchArgsV8, _LaunchArgsV6 or
-    # _LaunchArgsV5.
+    # The launch arguments are a _LaunchArgs, _LaunchArgsV10, _LaunchArgsV8,
+    # _LaunchArgsV6 or _LaunchArgsV5.
     "normjit_kernel_launch": (ctypes.c_int, [
         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]),
     "normjit_kernel_get_config": (ctypes.c_int, [
@@ -526,8 +538,9 @@ def make_launch_args(buffers: Dict[int, Buffer], cache_rows: int = 0,
     rope_table_rows; a _LaunchArgsV5) for decode and rope tables, API 6's
     (34 tensors, then the two counts; a _LaunchArgsV6) for the training
     buffers (slots 24 to 33), API 8's (37 tensors; a _LaunchArgsV8) for FP8
-    scales (slots 34 to 36), API 10's (39; a _LaunchArgs) only for
-    K-prepare's outputs, so that every libnormjit that has the
+    scales (slots 34 to 36), API 10's (39; a _LaunchArgsV10) for
+    K-prepare's outputs, API 12's (40; a _LaunchArgs) only for a paged
+    cache's block table, so that every libnormjit that has the
     buffers reads it (API 4's decode layout is the C header's business:
     this layer ships with its library)."""
     for name, count in (("cache_rows", cache_rows),
@@ -537,9 +550,12 @@ def make_launch_args(buffers: Dict[int, Buffer], cache_rows: int = 0,
     for slot in buffers:
         if not 0 <= slot < NUM_BUFFERS:
             raise ValueError(f"unknown buffer slot {slot}")
-    if any(slot >= NUM_BUFFERS_V8 for slot in buffers):
+    if any(slot >= NUM_BUFFERS_V10 for slot in buffers):
         args = _LaunchArgs()
         args.struct_size = ctypes.sizeof(_LaunchArgs)
+    elif any(slot >= NUM_BUFFERS_V8 for slot in buffers):
+        args = _LaunchArgsV10()
+        args.struct_size = ctypes.sizeof(_LaunchArgsV10)
     elif any(slot >= NUM_BUFFERS_V6 for slot in buffers):
         args = _LaunchArgsV8()
         args.struct_size = ctypes.sizeof(_LaunchArgsV8)
@@ -600,8 +616,8 @@ class Kernel(_Handle):
     def launch(self, args: _LaunchArgs, rows: int, stream: int = 0) -> None:
         """Enqueues the kernel on `stream` (a CUstream handle; 0: the legacy
         default stream). Asynchronous; capturable in CUDA graphs."""
-        if not isinstance(args, (_LaunchArgs, _LaunchArgsV8, _LaunchArgsV6,
-                                 _LaunchArgsV5)):
+        if not isinstance(args, (_LaunchArgs, _LaunchArgsV10, _LaunchArgsV8,
+                                 _LaunchArgsV6, _LaunchArgsV5)):
             raise TypeError("launch arguments come from make_launch_args, "
                             f"got {type(args).__name__}")
         status = self._launch(self._handle, ctypes.addressof(args), rows,

@@ -894,11 +894,11 @@ def _prepare_keys(k2, k_stride, num_kv_heads, head_dim, device, cu_seqlens,
         keep.append(k_out)
         outputs.append(k_out)
     else:
-        k_cache, v_cache, cache_seqlens = cache
+        k_cache, v_cache, cache_seqlens, block_table, block_size = cache
         cache_rows = _cache_buffers(buffers, keep, k_cache, v_cache,
                                     cache_seqlens, k2.dtype,
                                     cu_seqlens.size(0) - 1, num_kv_heads,
-                                    head_dim)
+                                    head_dim, block_table, block_size)
         flags |= _capi.OP_WRITE_CACHE
     if k_weight is not None:
         buffers[_capi.K_WEIGHT] = _buffer(k_weight, k_weight.size(0))
@@ -927,7 +927,8 @@ def _prepare_keys(k2, k_stride, num_kv_heads, head_dim, device, cu_seqlens,
                   param_type=_param_dtype(k_weight), flags=flags,
                   eps=float(eps), weight_offset=float(offset),
                   num_q_heads=0, num_kv_heads=num_kv_heads, rope=rope,
-                  rotary_dim=rotary_dim, rope_theta=rope_theta)
+                  rotary_dim=rotary_dim, rope_theta=rope_theta,
+                  cache_block_size=cache[4] if cache is not None else 0)
     return Call(device, desc,
                 _capi.make_launch_args(buffers, cache_rows=cache_rows,
                                        rope_table_rows=table_rows),
@@ -1027,11 +1028,10 @@ def prepare_k_prepare(k: torch.Tensor, *, v: Optional[torch.Tensor] = None,
                       positions: Optional[torch.Tensor] = None,
                       cos_sin_cache: Optional[torch.Tensor] = None,
                       rope_first: bool = False,
-                      cache: Optional[Tuple[torch.Tensor, torch.Tensor,
-                                            torch.Tensor]] = None) -> Call:
+                      cache: Optional[tuple] = None) -> Call:
     """One K-prepare launch (see norm_opt.k_prepare): outputs (k_out[,
-    v_out]); into `cache` = (k_cache, v_cache, cache_seqlens) (see
-    norm_opt.k_prepare_cache), none."""
+    v_out]); into `cache` = (k_cache, v_cache, cache_seqlens[, block_table[,
+    block_size]]) (see norm_opt.k_prepare_cache), none."""
     if qk_norm is None and rope is None and cache is None:
         raise ValueError("k_prepare needs qk_norm=, rope=, or both")
     if k_weight is not None and qk_norm is None:
@@ -1062,7 +1062,10 @@ def prepare_k_prepare(k: torch.Tensor, *, v: Optional[torch.Tensor] = None,
         if v is None:
             raise ValueError("k_prepare_cache needs v: a cache takes both")
         _, cu_seqlens = _cache_sequences(cache[2], cu_seqlens, k2, "k")
-        cache = (cache[0], cache[1], cache[2].contiguous())
+        table = cache[3] if len(cache) > 3 else None
+        cache = (cache[0], cache[1], cache[2].contiguous(), table,
+                 _cache_block_size(cache[0], table,
+                                   cache[4] if len(cache) > 4 else None))
     elif rope != _capi.ROPE_NONE and positions is None:
         if cu_seqlens is None:
             cu_seqlens = torch.tensor([0, tokens], dtype=torch.int32,
@@ -1132,19 +1135,21 @@ def k_prepare(k, *, v=None, cu_seqlens=None, qk_norm=None, k_weight=None,
 def _k_prepare_cache_impl(k, v, k_cache, v_cache, cache_seqlens, cu_seqlens,
                           k_weight, qk_norm, eps, weight_offset, head_dim,
                           rope, rotary_dim, rope_theta, positions,
-                          cos_sin_cache, rope_first):
+                          cos_sin_cache, rope_first, block_table=None,
+                          block_size=None):
     run(prepare_k_prepare(
         k, v=v, cu_seqlens=cu_seqlens, qk_norm=qk_norm, k_weight=k_weight,
         eps=eps, weight_offset=weight_offset, head_dim=head_dim, rope=rope,
         rotary_dim=rotary_dim, rope_theta=rope_theta, positions=positions,
         cos_sin_cache=cos_sin_cache, rope_first=rope_first,
-        cache=(k_cache, v_cache, cache_seqlens)))
+        cache=(k_cache, v_cache, cache_seqlens, block_table, block_size)))
 
 
 def _k_prepare_cache_fake(k, v, k_cache, v_cache, cache_seqlens, cu_seqlens,
                           k_weight, qk_norm, eps, weight_offset, head_dim,
                           rope, rotary_dim, rope_theta, positions,
-                          cos_sin_cache, rope_first):
+                          cos_sin_cache, rope_first, block_table=None,
+                          block_size=None):
     """Nothing to return: the schema says that the kernel writes the
     caches."""
     return None
@@ -1157,7 +1162,8 @@ _define_op(
     "Tensor(b!) v_cache, Tensor cache_seqlens, Tensor? cu_seqlens, "
     "Tensor? k_weight, str? qk_norm, float eps, float weight_offset, "
     "int? head_dim, str? rope, int? rotary_dim, float rope_theta, "
-    "Tensor? positions, Tensor? cos_sin_cache, bool rope_first) -> ()",
+    "Tensor? positions, Tensor? cos_sin_cache, bool rope_first, "
+    "Tensor? block_table=None, int? block_size=None) -> ()",
     _k_prepare_cache_impl, _k_prepare_cache_fake)
 
 
@@ -1165,14 +1171,16 @@ def k_prepare_cache(k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None, *,
                     qk_norm=None, k_weight=None, eps=1e-6, weight_offset=0.0,
                     head_dim=None, rope=None, rotary_dim=None,
                     rope_theta=_DEFAULT_ROPE_THETA, positions=None,
-                    cos_sin_cache=None, rope_first=False):
+                    cos_sin_cache=None, rope_first=False, block_table=None,
+                    block_size=None):
     _check_forward_only(k, v, k_weight, cos_sin_cache)
     torch.ops.norm_opt.k_prepare_cache(
         k, v, k_cache, v_cache, cache_seqlens, cu_seqlens, k_weight, qk_norm,
         float(eps), float(weight_offset),
         None if head_dim is None else int(head_dim), rope,
         None if rotary_dim is None else int(rotary_dim), float(rope_theta),
-        positions, cos_sin_cache, bool(rope_first))
+        positions, cos_sin_cache, bool(rope_first), block_table,
+        None if block_size is None else int(block_size))
 
 
 #===------------------------------------------------------------------------===#
@@ -1181,15 +1189,20 @@ def k_prepare_cache(k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None, *,
 
 
 def _cache_rows(cache: torch.Tensor, name: str, batch: int, kv_heads: int,
-                head_dim: int) -> Tuple[int, int]:
+                head_dim: int, block_size: int = 0) -> Tuple[int, int]:
     """(rows, row stride) of a KV cache, [batch, capacity, Hkv, D] or
-    [batch * capacity, Hkv * D]. The kernel writes it in place, so it is
-    never copied: its rows must have one stride."""
+    [batch * capacity, Hkv * D]; paged (block_size), vLLM's [num_blocks,
+    block_size, Hkv, D] or [num_blocks * block_size, Hkv * D]. The kernel
+    writes it in place, so it is never copied: its rows must have one
+    stride."""
     cols = kv_heads * head_dim
     if cache.dim() == 4:
-        if cache.size(0) != batch or cache.size(2) != kv_heads or (
-                cache.size(3) != head_dim):
-            raise ValueError(f"{name}: expected [{batch}, capacity, "
+        outer, inner = ("num_blocks", block_size) if block_size else (
+            batch, "capacity")
+        if (not block_size and cache.size(0) != batch) or (
+                block_size and cache.size(1) != block_size) or (
+                cache.size(2) != kv_heads or cache.size(3) != head_dim):
+            raise ValueError(f"{name}: expected [{outer}, {inner}, "
                              f"{kv_heads}, {head_dim}], got shape "
                              f"{tuple(cache.shape)}")
         flat = cache.flatten(2) if cache.stride(3) == 1 and (
@@ -1239,22 +1252,63 @@ def _cache_sequences(cache_seqlens: torch.Tensor,
     return batch, cu_seqlens.contiguous()
 
 
+def _cache_block_size(k_cache: torch.Tensor,
+                      block_table: Optional[torch.Tensor],
+                      block_size: Optional[int]) -> int:
+    """The rows of a page of a paged cache (0: not paged): `block_size`, or
+    the pages' dim of a 4-D [num_blocks, block_size, Hkv, D] cache."""
+    if block_table is None:
+        if block_size is not None:
+            raise ValueError("block_size pages a cache: pass block_table too")
+        return 0
+    if block_size is None:
+        if k_cache.dim() != 4:
+            raise ValueError("block_table: give block_size with a 2-D cache "
+                             "(or a [num_blocks, block_size, heads, "
+                             "head_dim] one)")
+        block_size = k_cache.size(1)
+    block_size = int(block_size)
+    if not 1 <= block_size <= 256 or block_size & (block_size - 1):
+        raise ValueError("block_size: a paged KV cache's block size must be "
+                         "a power of two in [1, 256] (vLLM's 16, SGLang's "
+                         f"1), got {block_size}")
+    return block_size
+
+
 def _cache_buffers(buffers: Dict[int, Buffer], keep: list,
                    k_cache: torch.Tensor, v_cache: torch.Tensor,
                    cache_seqlens: torch.Tensor, dtype: torch.dtype,
-                   batch: int, kv_heads: int, head_dim: int) -> int:
-    """Adds the KV caches (written in place) and their lengths to `buffers`;
-    returns the caches' rows."""
+                   batch: int, kv_heads: int, head_dim: int,
+                   block_table: Optional[torch.Tensor] = None,
+                   block_size: int = 0) -> int:
+    """Adds the KV caches (written in place), their lengths and a paged
+    cache's block table ([batch, max_blocks] int32) to `buffers`; returns
+    the caches' rows."""
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
         if cache.dtype != dtype:
             raise TypeError(f"the keys are {dtype}, {name} is {cache.dtype}: "
                             "a cache holds them as they are")
     k_rows, k_stride = _cache_rows(k_cache, "k_cache", batch, kv_heads,
-                                   head_dim)
+                                   head_dim, block_size)
     v_rows, v_stride = _cache_rows(v_cache, "v_cache", batch, kv_heads,
-                                   head_dim)
+                                   head_dim, block_size)
     if k_rows != v_rows:
         raise ValueError(f"k_cache has {k_rows} rows, v_cache {v_rows}")
+    if block_table is not None:
+        if block_table.dtype != torch.int32 or block_table.dim() != 2 or (
+                block_table.size(0) != batch or block_table.size(1) < 1):
+            raise ValueError("block_table: expected int32 [batch = "
+                             f"{batch}, max_blocks], got {block_table.dtype} "
+                             f"of shape {tuple(block_table.shape)}")
+        if k_rows % block_size:
+            raise ValueError(f"k_cache: {k_rows} rows are not whole pages "
+                             f"of {block_size}")
+        _device(k_cache, block_table)
+        # Read only: rows one after another (a copy where they are not).
+        block_table = block_table.contiguous()
+        buffers[_capi.BLOCK_TABLES] = Buffer(block_table.data_ptr(),
+                                             _capi.I32, block_table.numel())
+        keep.append(block_table)
     cols = kv_heads * head_dim
     buffers[_capi.K_CACHE] = _buffer(k_cache, cols, k_stride)
     buffers[_capi.V_CACHE] = _buffer(v_cache, cols, v_stride)
@@ -1280,9 +1334,12 @@ def prepare_attention_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                              rope_theta: float = _DEFAULT_ROPE_THETA,
                              positions: Optional[torch.Tensor] = None,
                              cos_sin_cache: Optional[torch.Tensor] = None,
-                             rope_first: bool = False) -> Call:
+                             rope_first: bool = False,
+                             block_table: Optional[torch.Tensor] = None,
+                             block_size: Optional[int] = None) -> Call:
     """One decode launch (see norm_opt.attention_decode): outputs (out,)."""
     batch, cu_seqlens = _cache_sequences(cache_seqlens, cu_seqlens, q, "q")
+    block_size = _cache_block_size(k_cache, block_table, block_size)
     tokens = q.size(0)
     # The new tokens' part is prefill attention's (q, k, v, QK-Norm, RoPE,
     # cu_seqlens): its call, with the caches added and the kind changed.
@@ -1295,7 +1352,8 @@ def prepare_attention_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                              rope_theta=rope_theta, positions=positions,
                              cos_sin_cache=cos_sin_cache,
                              rope_first=rope_first, prepare_keys=False)
-    desc = call.desc._replace(kind=_capi.OP_ATTENTION_DECODE)
+    desc = call.desc._replace(kind=_capi.OP_ATTENTION_DECODE,
+                              cache_block_size=block_size)
     _device(q, k_cache, v_cache, cache_seqlens)
     cache_seqlens = cache_seqlens.contiguous()
     # The buffers of the prepared call, read back from its launch arguments.
@@ -1303,7 +1361,8 @@ def prepare_attention_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                for slot, t in enumerate(call.args.tensors) if t.data}
     keep = list(call.keep)
     rows = _cache_buffers(buffers, keep, k_cache, v_cache, cache_seqlens,
-                          q.dtype, batch, desc.num_kv_heads, desc.hidden)
+                          q.dtype, batch, desc.num_kv_heads, desc.hidden,
+                          block_table, block_size)
     args = _capi.make_launch_args(
         buffers, cache_rows=rows, rope_table_rows=call.args.rope_table_rows)
     return Call(call.device, desc, args, tokens, call.outputs, tuple(keep))
@@ -1314,14 +1373,16 @@ def _attention_decode_impl(q, k, v, k_cache, v_cache, cache_seqlens,
                            qk_norm, qk_norm_eps, qk_norm_offset, head_dim,
                            rope=None, rotary_dim=None,
                            rope_theta=_DEFAULT_ROPE_THETA, positions=None,
-                           cos_sin_cache=None, rope_first=False):
+                           cos_sin_cache=None, rope_first=False,
+                           block_table=None, block_size=None):
     return run(prepare_attention_decode(
         q, k, v, k_cache, v_cache, cache_seqlens, cu_seqlens, scale=scale,
         qk_norm=qk_norm, q_norm_weight=q_norm_weight,
         k_norm_weight=k_norm_weight, qk_norm_eps=qk_norm_eps,
         qk_norm_offset=qk_norm_offset, head_dim=head_dim, rope=rope,
         rotary_dim=rotary_dim, rope_theta=rope_theta, positions=positions,
-        cos_sin_cache=cos_sin_cache, rope_first=rope_first))[0]
+        cos_sin_cache=cos_sin_cache, rope_first=rope_first,
+        block_table=block_table, block_size=block_size))[0]
 
 
 def _attention_decode_fake(q, k, v, k_cache, v_cache, cache_seqlens,
@@ -1329,7 +1390,8 @@ def _attention_decode_fake(q, k, v, k_cache, v_cache, cache_seqlens,
                            qk_norm, qk_norm_eps, qk_norm_offset, head_dim,
                            rope=None, rotary_dim=None,
                            rope_theta=_DEFAULT_ROPE_THETA, positions=None,
-                           cos_sin_cache=None, rope_first=False):
+                           cos_sin_cache=None, rope_first=False,
+                           block_table=None, block_size=None):
     """Shapes only: the output, like q; the caches are left alone (the
     schema says that the kernel writes them). The rotary inputs' shapes,
     dtypes and strides are checked as in prefill."""
@@ -1349,7 +1411,8 @@ _define_op(
     "str? qk_norm, float qk_norm_eps, float qk_norm_offset, int? head_dim, "
     "str? rope=None, int? rotary_dim=None, float rope_theta=10000.0, "
     "Tensor? positions=None, Tensor? cos_sin_cache=None, "
-    "bool rope_first=False) -> Tensor",
+    "bool rope_first=False, Tensor? block_table=None, "
+    "int? block_size=None) -> Tensor",
     _attention_decode_impl, _attention_decode_fake)
 
 
@@ -1358,7 +1421,8 @@ def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens,
                      q_norm_weight=None, k_norm_weight=None, qk_norm_eps=1e-6,
                      qk_norm_offset=0.0, head_dim=None, rope=None,
                      rotary_dim=None, rope_theta=_DEFAULT_ROPE_THETA,
-                     positions=None, cos_sin_cache=None, rope_first=False):
+                     positions=None, cos_sin_cache=None, rope_first=False,
+                     block_table=None, block_size=None):
     _check_forward_only(q, k, v, k_cache, v_cache, q_norm_weight,
                         k_norm_weight, cos_sin_cache)
     return torch.ops.norm_opt.attention_decode(
@@ -1367,7 +1431,8 @@ def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens,
         float(qk_norm_eps), float(qk_norm_offset),
         None if head_dim is None else int(head_dim), rope,
         None if rotary_dim is None else int(rotary_dim), float(rope_theta),
-        positions, cos_sin_cache, bool(rope_first))
+        positions, cos_sin_cache, bool(rope_first), block_table,
+        None if block_size is None else int(block_size))
 
 
 # The training ops (torch.ops.norm_opt.row_norm, qk_norm and their

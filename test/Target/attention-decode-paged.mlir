@@ -1,0 +1,75 @@
+// Decode attention over paged KV caches (#33): the key loop per tile of
+// cached keys at head dim 128, GQA 4, QK-Norm + RoPE (the heuristic's
+// launch: 4 warps, 64 keys a tile, 2 stages; 128 threads copy a 64-row
+// tile, each thread every 8th row of one 16-byte column), pages of 1
+// (SGLang), 16 (vLLM) and 64 rows. Inputs/ptx-loop-mix.py --shortest
+// --without=cp_async_fill, the iteration that prefetches a whole tile of
+// cached keys; the contiguous cache's is 650 (attention-decode-mix.mlir).
+//   pages of 64: one block-table load a tile and thread, then the tile's
+//     8 rows of the thread with norm.async_copy_rows (one add and one
+//     cp.async a row): 667 (+17);
+//   pages of 16: 4 loads (2 rows a page): 718;
+//   pages of 1: a load a row: 722.
+// The block table is read-only (ld.global.nc); no registers spill.
+//
+// REQUIRES: ptxas
+// RUN: norm-opt %s --norm-lower-to-ptx -o %t.ptx
+// RUN: %python %S/Inputs/ptx-loop-mix.py --shortest --without=cp_async_fill %t.ptx | FileCheck %s --check-prefix=MIX
+// RUN: FileCheck %s --check-prefix=PTX < %t.ptx
+// RUN: %ptxas -arch=sm_90 -v %t.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+
+// MIX: norm_decode_qkrms_ropeneox128_p1_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2 mma=128 ldmatrix=72 cp_async_fill=0 cp_async=16 {{.*}} ld_global=9 {{.*}} total=722 per_mma=5.64
+// MIX: norm_decode_qkrms_ropeneox128_p16_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2 mma=128 ldmatrix=72 cp_async_fill=0 cp_async=16 {{.*}} ld_global=5 {{.*}} total=718 per_mma=5.61
+// MIX: norm_decode_qkrms_ropeneox128_p64_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2 mma=128 ldmatrix=72 cp_async_fill=0 cp_async=16 {{.*}} ld_global=2 {{.*}} total=667 per_mma=5.21
+
+// The table's parameter (after q, k, v, q_weight, k_weight, cu_seqlens,
+// cache_seqlens) claims 4-byte alignment, and its entries load through the
+// non-coherent cache.
+// PTX: .entry norm_decode_qkrms_ropeneox128_p1_
+// PTX: .param .u64 .ptr .align 4 norm_decode_qkrms_ropeneox128_p1_{{.*}}_param_7,
+// PTX: ld.global.nc.b32
+
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
+// PTXAS-COUNT-3: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+
+func.func @decode_pages1(%q: tensor<?x4096xbf16>, %k: tensor<?x1024xbf16>, %v: tensor<?x1024xbf16>,
+    %cu: tensor<?xi32>, %len: tensor<?xi32>, %bt: tensor<?xi32>, %kc: tensor<?x1024xbf16>, %vc: tensor<?x1024xbf16>,
+    %w: tensor<128xbf16>) -> (tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>) {
+  %o, %kc2, %vc2 = norm.attention_decode_kernel %q, %k, %v seqlens(%cu : tensor<?xi32>)
+      cache(%kc, %vc lengths %len : tensor<?xi32>) pages(%bt : tensor<?xi32>)
+      q_norm_weight(%w : tensor<128xbf16>) k_norm_weight(%w : tensor<128xbf16>)
+      scale(0.08838834764831845) qk_norm_eps(1.0e-06)
+      {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64, cache_block_size = 1 : i64,
+       qk_norm = #norm.qk_norm<rms>, rope = #norm.rope<neox>, rope_theta = 1.0e+06 : f64}
+      : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
+     -> tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
+  return %o, %kc2, %vc2 : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
+}
+
+func.func @decode_pages16(%q: tensor<?x4096xbf16>, %k: tensor<?x1024xbf16>, %v: tensor<?x1024xbf16>,
+    %cu: tensor<?xi32>, %len: tensor<?xi32>, %bt: tensor<?xi32>, %kc: tensor<?x1024xbf16>, %vc: tensor<?x1024xbf16>,
+    %w: tensor<128xbf16>) -> (tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>) {
+  %o, %kc2, %vc2 = norm.attention_decode_kernel %q, %k, %v seqlens(%cu : tensor<?xi32>)
+      cache(%kc, %vc lengths %len : tensor<?xi32>) pages(%bt : tensor<?xi32>)
+      q_norm_weight(%w : tensor<128xbf16>) k_norm_weight(%w : tensor<128xbf16>)
+      scale(0.08838834764831845) qk_norm_eps(1.0e-06)
+      {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64, cache_block_size = 16 : i64,
+       qk_norm = #norm.qk_norm<rms>, rope = #norm.rope<neox>, rope_theta = 1.0e+06 : f64}
+      : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
+     -> tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
+  return %o, %kc2, %vc2 : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
+}
+
+func.func @decode_pages64(%q: tensor<?x4096xbf16>, %k: tensor<?x1024xbf16>, %v: tensor<?x1024xbf16>,
+    %cu: tensor<?xi32>, %len: tensor<?xi32>, %bt: tensor<?xi32>, %kc: tensor<?x1024xbf16>, %vc: tensor<?x1024xbf16>,
+    %w: tensor<128xbf16>) -> (tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>) {
+  %o, %kc2, %vc2 = norm.attention_decode_kernel %q, %k, %v seqlens(%cu : tensor<?xi32>)
+      cache(%kc, %vc lengths %len : tensor<?xi32>) pages(%bt : tensor<?xi32>)
+      q_norm_weight(%w : tensor<128xbf16>) k_norm_weight(%w : tensor<128xbf16>)
+      scale(0.08838834764831845) qk_norm_eps(1.0e-06)
+      {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64, cache_block_size = 64 : i64,
+       qk_norm = #norm.qk_norm<rms>, rope = #norm.rope<neox>, rope_theta = 1.0e+06 : f64}
+      : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
+     -> tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
+  return %o, %kc2, %vc2 : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
+}
