@@ -795,6 +795,27 @@ LogicalResult QKNormPrologueOp::verify() {
   return verifyKernelModel(*this);
 }
 
+/// An FP8 cache: e4m3 caches with f32 scales, one or one per kv head.
+static LogicalResult verifyCacheScales(Operation *op, Value cache, Value kScale,
+                                       Value vScale, int64_t kvHeads) {
+  if (bool(kScale) != bool(vScale))
+    return op->emitOpError("'k_scale' and 'v_scale' go together");
+  bool fp8 = cache && isa<Float8E4M3FNType>(getElementTypeOrSelf(cache));
+  if (fp8 != bool(kScale))
+    return op->emitOpError(
+        "an f8E4M3FN cache takes 'scales' (k_scale, v_scale), and only it");
+  for (Value scale : {kScale, vScale}) {
+    if (!scale)
+      continue;
+    int64_t count = cast<RankedTensorType>(scale.getType()).getDimSize(0);
+    if (count != 1 && count != kvHeads)
+      return op->emitOpError()
+             << "a cache scale holds one element or one per kv head ("
+             << kvHeads << "), got " << scale.getType();
+  }
+  return success();
+}
+
 /// A paged cache: a block table with its block size, a power of two that
 /// divides the caches' static rows.
 static LogicalResult verifyCachePages(Operation *op, Value cache,
@@ -832,7 +853,9 @@ LogicalResult KPrepareOp::verify() {
     return emitOpError("'k_cache', 'v_cache' and 'cache_seqlens' go "
                        "together");
   if (failed(verifyCachePages(*this, kCache, getBlockTables(),
-                              getCacheBlockSize())))
+                              getCacheBlockSize())) ||
+      failed(
+          verifyCacheScales(*this, kCache, getKScale(), getVScale(), kvHeads)))
     return failure();
   if (kCache) {
     // The caches' rows are their own (batch x capacity); the columns k's.
@@ -856,10 +879,15 @@ LogicalResult KPrepareOp::verify() {
         getVOut().getType() != vCache.getType())
       return emitOpError("'k_out' and 'v_out' are the updated caches, of "
                          "their types");
-    if (getElementTypeOrSelf(vCache.getType()) != getElementTypeOrSelf(k))
+    // An FP8 cache holds e4m3 over scales (verifyCacheScales).
+    if (!getKScale() &&
+        getElementTypeOrSelf(vCache.getType()) != getElementTypeOrSelf(k))
       return emitOpError() << "'v_cache' holds the values as they are (the "
                               "element type of 'v'), got "
                            << vCache.getType();
+    if (getElementTypeOrSelf(kCache.getType()) !=
+        getElementTypeOrSelf(vCache.getType()))
+      return emitOpError("'k_cache' and 'v_cache' hold one type");
   } else if (failed(verifyCompatibleShape(
                  k.getShape(),
                  cast<ShapedType>(getKOut().getType()).getShape()))) {
@@ -984,13 +1012,19 @@ LogicalResult AttentionKernelOp::verify() {
 /// hold the rows of k and v (the same columns, their own rows), alike, and
 /// updated in their own types.
 template <typename OpTy> static LogicalResult verifyDecodeOperands(OpTy op) {
+  // An FP8 cache holds e4m3; otherwise the caches hold q's type.
+  SmallVector<std::pair<Value, StringRef>> others = {{op.getK(), "k"},
+                                                     {op.getV(), "v"}};
+  if (!op.getKScale())
+    others.append({{op.getKCache(), "k_cache"}, {op.getVCache(), "v_cache"}});
   if (failed(verifyRequiredSegments(op, {0, 1, 2, 3, 4, 5, 6})) ||
-      failed(verifyAttentionKernelOperands(
-          op, {{op.getK(), "k"},
-               {op.getV(), "v"},
-               {op.getKCache(), "k_cache"},
-               {op.getVCache(), "v_cache"}})))
+      failed(verifyAttentionKernelOperands(op, others)) ||
+      failed(verifyCacheScales(op, op.getKCache(), op.getKScale(),
+                               op.getVScale(), op.getNumKvHeads())))
     return failure();
+  if (getElementTypeOrSelf(op.getKCache().getType()) !=
+      getElementTypeOrSelf(op.getVCache().getType()))
+    return op.emitOpError("'k_cache' and 'v_cache' hold one type");
   // batch + 1 offsets: a static count below 2 is a batch of no sequence.
   auto offsets = cast<RankedTensorType>(op.getCuSeqlens().getType());
   if (!offsets.isDynamicDim(0) && offsets.getDimSize(0) < 2)
@@ -1258,6 +1292,16 @@ Value QKNormPrologueOp::getBuffer(BufferSlot slot) {
   }
 }
 
+/// An FP8 cache (scales given): one scale, or one per kv head.
+template <typename OpTy>
+static void setCacheScales(OpTy op, ::norm::OpSpec &spec) {
+  if (!op.getKScale())
+    return;
+  spec.fp8Cache = true;
+  spec.cacheScalePerHead =
+      cast<RankedTensorType>(op.getKScale().getType()).getDimSize(0) > 1;
+}
+
 ::norm::OpSpec KPrepareOp::getOpSpec() {
   ::norm::OpSpec spec;
   spec.kind = OpKind::KeyPrepare;
@@ -1274,6 +1318,10 @@ Value QKNormPrologueOp::getBuffer(BufferSlot slot) {
                                  : ::norm::Statistic::None;
   spec.writeCache = bool(getKCache());
   spec.cacheBlockSize = getCacheBlockSize().value_or(0);
+  setCacheScales(*this, spec);
+  // An FP8 cache's keys are rounded to k's type before the scale.
+  if (spec.fp8Cache)
+    spec.output = spec.input;
   spec.copyValues = bool(getV()) && !spec.writeCache;
   spec.saveStats = bool(getSavedRstd());
   setModelRope(*this, spec);
@@ -1298,6 +1346,10 @@ Value KPrepareOp::getBuffer(BufferSlot slot) {
     return getCacheSeqlens();
   case BufferSlot::BlockTables:
     return getBlockTables();
+  case BufferSlot::KScale:
+    return getKScale();
+  case BufferSlot::VScale:
+    return getVScale();
   // The updated caches: the kernel's values are the results.
   case BufferSlot::KCache:
     return getKCache() ? getKOut() : Value();
@@ -1403,10 +1455,12 @@ Value AttentionKernelOp::getBuffer(BufferSlot slot) {
   return getAttentionBuffer(*this, slot);
 }
 
-/// Decode's spec, either op: attention's with a paged cache's block size.
+/// Decode's spec, either op: attention's with a paged cache's block size
+/// and an FP8 cache's scales.
 template <typename OpTy> static ::norm::OpSpec getDecodeOpSpec(OpTy op) {
   ::norm::OpSpec spec = getAttentionOpSpec(op, OpKind::AttentionDecode);
   spec.cacheBlockSize = op.getCacheBlockSize().value_or(0);
+  setCacheScales(op, spec);
   return spec;
 }
 
@@ -1420,6 +1474,10 @@ Value AttentionDecodeKernelOp::getBuffer(BufferSlot slot) {
     return getCacheSeqlens();
   case BufferSlot::BlockTables:
     return getBlockTables();
+  case BufferSlot::KScale:
+    return getKScale();
+  case BufferSlot::VScale:
+    return getVScale();
   // The updated caches: the kernel's values are the results.
   case BufferSlot::KCache:
     return getKCacheOut();

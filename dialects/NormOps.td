@@ -28,6 +28,9 @@ def Norm_PositionsTensor : TensorRankOf<[I32], [1]>;
 def Norm_RopeTableTensor : TensorRankOf<[F32], [2]>;
 // Training: saved per-row statistics and gradient partials, f32 rows.
 def Norm_F32RowTensor : TensorRankOf<[F32], [2]>;
+// A KV cache: the keys' type, or e4m3 with scales (fp8 caches).
+def Norm_CacheTensor : TensorRankOf<[F32, F16, BF16, F8E4M3FN], [2]>;
+def Norm_ScalesTensor : TensorRankOf<[F32], [1]>;
 
 // Attributes an op does not define are refused unless a dialect prefix
 // says whose they are: a misspelt `weight_ofset` must not compile to a
@@ -384,6 +387,12 @@ def Norm_AttentionDecodeOp : Norm_Op<"attention_decode", [Pure,
     batch and the capacity `max_blocks * P`. An entry outside `[0, rows /
     P)` (unset, -1) is never written, and reads as page 0.
 
+    With `f8E4M3FN` caches and `scales(%k_scale, %v_scale)` (f32, one
+    element, or one per kv head: vLLM's `k_scale`, `v_scale`) a key or
+    value `x` is stored as `e4m3(x * (1 / scale))`, rounded to nearest even
+    and saturated, and every key and value the attention reads, the new
+    tokens' included, is `element(e4m3 * scale)`.
+
     Like `norm.attention`, it reads q and k as the graph gives them: the
     fusion passes move per-head norms and `norm.rotary` into it, and
     `norm-form-attention-kernels` turns it into one
@@ -401,9 +410,11 @@ def Norm_AttentionDecodeOp : Norm_Op<"attention_decode", [Pure,
   }];
   let arguments = (ins Norm_RowTensor:$q, Norm_RowTensor:$k, Norm_RowTensor:$v,
                        TensorRankOf<[I32], [1]>:$cu_seqlens,
-                       Norm_RowTensor:$k_cache, Norm_RowTensor:$v_cache,
+                       Norm_CacheTensor:$k_cache, Norm_CacheTensor:$v_cache,
                        TensorRankOf<[I32], [1]>:$cache_seqlens,
                        Optional<TensorRankOf<[I32], [1]>>:$block_tables,
+                       Optional<Norm_ScalesTensor>:$k_scale,
+                       Optional<Norm_ScalesTensor>:$v_scale,
                        Optional<Norm_ParamTensor>:$q_norm_weight,
                        Optional<Norm_ParamTensor>:$k_norm_weight,
                        Optional<Norm_PositionsTensor>:$positions,
@@ -418,12 +429,14 @@ def Norm_AttentionDecodeOp : Norm_Op<"attention_decode", [Pure,
                        OptionalAttr<F64Attr>:$rope_theta,
                        UnitAttr:$rope_first,
                        OptionalAttr<I64Attr>:$cache_block_size);
-  let results = (outs Norm_RowTensor:$output, Norm_RowTensor:$k_cache_out,
-                      Norm_RowTensor:$v_cache_out);
+  let results = (outs Norm_RowTensor:$output, Norm_CacheTensor:$k_cache_out,
+                      Norm_CacheTensor:$v_cache_out);
   let assemblyFormat = "$q `,` $k `,` $v `seqlens` `(` $cu_seqlens `:` "
       "type($cu_seqlens) `)` `cache` `(` $k_cache `,` $v_cache `lengths` "
       "$cache_seqlens `:` type($cache_seqlens) `)` "
-      "(`pages` `(` $block_tables^ `:` type($block_tables) `)`)? " #
+      "(`pages` `(` $block_tables^ `:` type($block_tables) `)`)? "
+      "(`scales` `(` $k_scale^ `,` $v_scale `:` type($k_scale) `,` "
+      "type($v_scale) `)`)? " #
       OptParam<"q_norm_weight">.format # " " #
       OptParam<"k_norm_weight">.format # " " # OptParam<"positions">.format #
       " " # OptParam<"rope_table">.format # " " #
@@ -659,7 +672,8 @@ def Norm_KPrepareOp : Norm_Op<"k_prepare", [Pure, AttrSizedOperandSegments,
     write of a prefill or chunked-prefill step in one launch, which serving
     stacks keep as separate kernels.
     `pages(%block_tables)` with `cache_block_size` pages the caches as for
-    `norm.attention_decode`: a new token on an unset page is not written.
+    `norm.attention_decode`: a new token on an unset page is not written;
+    and FP8 caches with `scales(...)` (the keys rounded to k's type first).
 
     This is the key side of QK-Norm attention done once per token and kv
     head: `norm-form-attention-kernels` pairs it with a
@@ -679,10 +693,12 @@ def Norm_KPrepareOp : Norm_Op<"k_prepare", [Pure, AttrSizedOperandSegments,
   }];
   let arguments = (ins Norm_RowTensor:$k, Optional<Norm_RowTensor>:$v,
                        Optional<TensorRankOf<[I32], [1]>>:$cu_seqlens,
-                       Optional<Norm_RowTensor>:$k_cache,
-                       Optional<Norm_RowTensor>:$v_cache,
+                       Optional<Norm_CacheTensor>:$k_cache,
+                       Optional<Norm_CacheTensor>:$v_cache,
                        Optional<TensorRankOf<[I32], [1]>>:$cache_seqlens,
                        Optional<TensorRankOf<[I32], [1]>>:$block_tables,
+                       Optional<Norm_ScalesTensor>:$k_scale,
+                       Optional<Norm_ScalesTensor>:$v_scale,
                        Optional<Norm_ParamTensor>:$k_weight,
                        Optional<Norm_PositionsTensor>:$positions,
                        Optional<Norm_RopeTableTensor>:$rope_table,
@@ -697,14 +713,16 @@ def Norm_KPrepareOp : Norm_Op<"k_prepare", [Pure, AttrSizedOperandSegments,
                        OptionalAttr<I64Attr>:$cache_block_size,
                        OptionalAttr<Norm_LaunchAttr>:$launch,
                        OptionalAttr<SymbolRefAttr>:$kernel);
-  let results = (outs Norm_RowTensor:$k_out, Optional<Norm_RowTensor>:$v_out,
+  let results = (outs Norm_CacheTensor:$k_out, Optional<Norm_CacheTensor>:$v_out,
                       Optional<Norm_F32RowTensor>:$saved_mean,
                       Optional<Norm_F32RowTensor>:$saved_rstd);
   let assemblyFormat = "$k (`values` `(` $v^ `:` type($v) `)`)? "
       "(`seqlens` `(` $cu_seqlens^ `:` type($cu_seqlens) `)`)? "
       "(`cache` `(` $k_cache^ `,` $v_cache `lengths` $cache_seqlens `:` "
       "type($k_cache) `,` type($v_cache) `,` type($cache_seqlens) `)`)? "
-      "(`pages` `(` $block_tables^ `:` type($block_tables) `)`)? " #
+      "(`pages` `(` $block_tables^ `:` type($block_tables) `)`)? "
+      "(`scales` `(` $k_scale^ `,` $v_scale `:` type($k_scale) `,` "
+      "type($v_scale) `)`)? " #
       OptParam<"k_weight">.format # " " # OptParam<"positions">.format # " " #
       OptParam<"rope_table">.format # " " # OptReal<"eps", "eps">.format # " " #
       OptReal<"offset", "weight_offset">.format # " attr-dict `:` type($k) `->` "
@@ -826,9 +844,11 @@ def Norm_AttentionDecodeKernelOp : Norm_Op<"attention_decode_kernel", [Pure,
   }];
   let arguments = (ins Norm_RowTensor:$q, Norm_RowTensor:$k, Norm_RowTensor:$v,
                        TensorRankOf<[I32], [1]>:$cu_seqlens,
-                       Norm_RowTensor:$k_cache, Norm_RowTensor:$v_cache,
+                       Norm_CacheTensor:$k_cache, Norm_CacheTensor:$v_cache,
                        TensorRankOf<[I32], [1]>:$cache_seqlens,
                        Optional<TensorRankOf<[I32], [1]>>:$block_tables,
+                       Optional<Norm_ScalesTensor>:$k_scale,
+                       Optional<Norm_ScalesTensor>:$v_scale,
                        Optional<Norm_ParamTensor>:$q_norm_weight,
                        Optional<Norm_ParamTensor>:$k_norm_weight,
                        Optional<Norm_PositionsTensor>:$positions,
@@ -845,12 +865,14 @@ def Norm_AttentionDecodeKernelOp : Norm_Op<"attention_decode_kernel", [Pure,
                        OptionalAttr<I64Attr>:$cache_block_size,
                        OptionalAttr<Norm_LaunchAttr>:$launch,
                        OptionalAttr<SymbolRefAttr>:$kernel);
-  let results = (outs Norm_RowTensor:$output, Norm_RowTensor:$k_cache_out,
-                      Norm_RowTensor:$v_cache_out);
+  let results = (outs Norm_RowTensor:$output, Norm_CacheTensor:$k_cache_out,
+                      Norm_CacheTensor:$v_cache_out);
   let assemblyFormat = "$q `,` $k `,` $v `seqlens` `(` $cu_seqlens `:` "
       "type($cu_seqlens) `)` `cache` `(` $k_cache `,` $v_cache `lengths` "
       "$cache_seqlens `:` type($cache_seqlens) `)` "
-      "(`pages` `(` $block_tables^ `:` type($block_tables) `)`)? " #
+      "(`pages` `(` $block_tables^ `:` type($block_tables) `)`)? "
+      "(`scales` `(` $k_scale^ `,` $v_scale `:` type($k_scale) `,` "
+      "type($v_scale) `)`)? " #
       OptParam<"q_norm_weight">.format # " " #
       OptParam<"k_norm_weight">.format # " " # OptParam<"positions">.format #
       " " # OptParam<"rope_table">.format # " " # Real<"scale", "scale">.format #

@@ -172,6 +172,25 @@ private:
   /// emitKeyValueCopies of cached keys from a paged cache: a page lookup per
   /// span of a thread's rows that one page holds.
   void emitPagedCacheCopies(const KeyTile &keys, Value stage, bool full);
+  /// A cached row's copy: past a partial tile's `available` keys (not
+  /// `full`), key 0's address and no elements read (a zero fill).
+  struct RowCopy {
+    Value key, count;
+  };
+  RowCopy guardRowCopy(Value row, Value available, bool full, int64_t elements);
+  /// An FP8 cache: cp.async of the cached keys' and values' bytes of tile
+  /// `keys` into stage `stage` of the FP8 tiles.
+  void emitFp8CacheCopies(const KeyTile &keys, Value stage, bool full);
+  /// Widens stage `stage`'s FP8 tiles into its key and value tiles (the
+  /// e4m3 values, exact), or for a tile of new keys rounds them to the
+  /// cache's e4m3 in place (they are read as the cache holds them); then a
+  /// barrier.
+  void emitFp8Tiles(const KeyTile &keys, Value stage);
+  /// The chunk offset of (row, 8-element chunk) in the FP8 tile of
+  /// `stage`.
+  Value fp8Offset(Value stage, bool value, Value row, Value chunk);
+  /// e4m3 of the f32 chunk `x` of a key (or value) over its scale.
+  Value quantizeFp8(Value x, bool value);
   /// The new rows of the k and v tiles of `stage` appended to the cache.
   void emitCacheAppend(Value tile, Value stage);
   /// The epilogue of a split: the normalized rows and log2-sum-exps of
@@ -211,6 +230,10 @@ private:
   int64_t group;
   Value seq, cacheBase, cacheLength, capacity, splits, split, isLastSplit;
   Value splitStart, splitEnd, cacheTiles, wholeCacheTiles;
+  // An FP8 cache: its tiles' bytes in 8-element chunks, and the CTA's kv
+  // head's scales (f32).
+  static constexpr int64_t kFp8Chunk = 8;
+  Value fp8Tiles, fp8Bytes, kScale, vScale, kInverse, vInverse;
 };
 
 } // namespace
@@ -564,7 +587,9 @@ void AttentionEmitter::emitKeyValueCopies(Value tile, Value stage, bool full) {
     }
   };
   auto cached = [&] {
-    if (spec.cacheBlockSize)
+    if (spec.fp8Cache)
+      emitFp8CacheCopies(keys, stage, full);
+    else if (spec.cacheBlockSize)
       emitPagedCacheCopies(keys, stage, full);
     else
       copies("k_cache", "v_cache", cacheBase);
@@ -631,23 +656,13 @@ void AttentionEmitter::emitPagedCacheCopies(const KeyTile &keys, Value stage,
       col = arith::RemUIOp::create(b, chunk, index(chunksPerRow));
     }
     auto copy = [&] {
-      Value inside = full ? Value()
-                          : arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                                  row, available)
-                                .getResult();
+      RowCopy guarded = guardRowCopy(row, available, full, kChunk);
       Value cacheRow;
-      if (i % perPage == 0) {
-        Value key =
-            full
-                ? row
-                : arith::SelectOp::create(b, inside, row, index(0)).getResult();
+      if (i % perPage == 0)
         cacheRow =
-            getCacheRow(blockSize, seq, add(keys.first, key), capacity).first;
-      }
-      Value count =
-          full ? Value()
-               : arith::SelectOp::create(b, inside, index(kChunk), index(0))
-                     .getResult();
+            getCacheRow(blockSize, seq, add(keys.first, guarded.key), capacity)
+                .first;
+      Value count = guarded.count;
       for (bool value : {false, true}) {
         StringRef name = value ? "v_cache" : "k_cache";
         Value &at = pageAt[value];
@@ -670,6 +685,118 @@ void AttentionEmitter::emitPagedCacheCopies(const KeyTile &keys, Value stage,
                                    index(wholeRows ? blockN : chunks)),
              copy);
   }
+}
+
+AttentionEmitter::RowCopy AttentionEmitter::guardRowCopy(Value row,
+                                                         Value available,
+                                                         bool full,
+                                                         int64_t elements) {
+  if (full)
+    return {row, Value()};
+  Value inside =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, available);
+  return {arith::SelectOp::create(b, inside, row, index(0)),
+          arith::SelectOp::create(b, inside, index(elements), index(0))};
+}
+
+Value AttentionEmitter::fp8Offset(Value stage, bool value, Value row,
+                                  Value chunk) {
+  int64_t rowChunks = headDim / kFp8Chunk, tile = blockN * rowChunks;
+  return add(add(index(value ? stages * tile : 0), mul(stage, index(tile))),
+             add(mul(row, index(rowChunks)), chunk));
+}
+
+// A 16-byte copy moves two 8-element chunks: chunk pairs of a row, each
+// thread's rows looked up in the cache one at a time (a page at a time
+// where paged). Rows past a partial tile's keys read nothing (zeros).
+void AttentionEmitter::emitFp8CacheCopies(const KeyTile &keys, Value stage,
+                                          bool full) {
+  constexpr int64_t kBytes = 16;
+  int64_t rowCopies = headDim / kBytes, copies = blockN * rowCopies;
+  Value available = arith::SubIOp::create(b, keys.end, keys.first);
+  for (int64_t i = 0; i * ctaThreads < copies; ++i) {
+    Value copy = add(tid, index(i * ctaThreads));
+    auto body = [&] {
+      Value row = arith::DivUIOp::create(b, copy, index(rowCopies));
+      Value col = arith::RemUIOp::create(b, copy, index(rowCopies));
+      RowCopy guarded = guardRowCopy(row, available, full, kBytes);
+      Value cacheRow = getCacheRow(spec.cacheBlockSize, seq,
+                                   add(keys.first, guarded.key), capacity)
+                           .first;
+      Value count = guarded.count;
+      for (bool value : {false, true}) {
+        StringRef name = value ? "v_cache" : "k_cache";
+        Value at =
+            add(add(mul(cacheRow, stride(name)), mul(kvHead, index(headDim))),
+                mul(col, index(kBytes)));
+        // The byte offset of the pair's first chunk in the FP8 tiles.
+        Value to = mul(fp8Offset(stage, value, row, mul(col, index(2))),
+                       index(kFp8Chunk));
+        AsyncCopyOp::create(b, arg(name), ValueRange{at}, fp8Bytes,
+                            ValueRange{to}, count, kBytes);
+      }
+    };
+    if ((i + 1) * ctaThreads <= copies)
+      body();
+    else
+      ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, copy,
+                                   index(copies)),
+             body);
+  }
+}
+
+// One branch a tile (new keys or cached), each thread its chunks: the same
+// chunks emitCacheAppend stored, so no barrier comes between.
+void AttentionEmitter::emitFp8Tiles(const KeyTile &keys, Value stage) {
+  int64_t chunks = blockN * chunksPerRow;
+  auto forEachChunk = [&](function_ref<void(Value row, Value col)> body) {
+    for (int64_t i = 0; i * ctaThreads < chunks; ++i) {
+      Value chunk = add(tid, index(i * ctaThreads));
+      auto at = [&] {
+        body(arith::DivUIOp::create(b, chunk, index(chunksPerRow)),
+             arith::RemUIOp::create(b, chunk, index(chunksPerRow)));
+      };
+      if ((i + 1) * ctaThreads <= chunks)
+        at();
+      else
+        ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk,
+                                     index(chunks)),
+               at);
+    }
+  };
+  // Exact: the scales multiply the scores and the output instead.
+  auto widen = [&](Value bytes) {
+    return arith::ExtFOp::create(b, chunkType, bytes).getResult();
+  };
+  ifThen(
+      keys.isNew,
+      [&] {
+        // New keys and values, rounded through the cache's FP8.
+        for (bool value : {false, true})
+          forEachChunk([&](Value row, Value col) {
+            Value offset = tileOffset(stageBase(stage, value), row, col);
+            storeChunk(widen(quantizeFp8(toF32(loadChunk(offset)), value)),
+                       offset);
+          });
+      },
+      [&] {
+        // Cached: the bytes as they arrived.
+        for (bool value : {false, true})
+          forEachChunk([&](Value row, Value col) {
+            Value bytes = memref::LoadOp::create(
+                b, fp8Tiles, ValueRange{fp8Offset(stage, value, row, col)});
+            storeChunk(widen(bytes),
+                       tileOffset(stageBase(stage, value), row, col));
+          });
+      });
+  gpu::BarrierOp::create(b);
+}
+
+Value AttentionEmitter::quantizeFp8(Value x, bool value) {
+  Value inverse = value ? vInverse : kInverse;
+  return arith::TruncFOp::create(
+      b, VectorType::get({kChunk}, b.getType<Float8E4M3FNType>()),
+      mulf(x, splat(inverse)));
 }
 
 void AttentionEmitter::emitTileNorm(Value base, int64_t rows,
@@ -873,9 +1000,15 @@ void AttentionEmitter::emitCacheAppend(Value tile, Value stage) {
             Value at = add(
                 add(mul(cacheRow, stride(name)), mul(kvHead, index(headDim))),
                 mul(col, index(kChunk)));
-            vector::StoreOp::create(
-                b, loadChunk(tileOffset(stageBase(stage, value), row, col)),
-                cache, at, /*nontemporal=*/false, alignmentOf(cache));
+            Value chunk =
+                loadChunk(tileOffset(stageBase(stage, value), row, col));
+            // FP8: the chunk over the scale, rounded (each thread rounds
+            // the same chunks again in emitFp8Tiles).
+            if (spec.fp8Cache)
+              chunk = quantizeFp8(toF32(chunk), value);
+            vector::StoreOp::create(b, chunk, cache, at, /*nontemporal=*/false,
+                                    spec.fp8Cache ? llvm::MaybeAlign(kChunk)
+                                                  : alignmentOf(cache));
           }
         };
         if (own)
@@ -916,7 +1049,8 @@ void AttentionEmitter::emitSplitEpilogue(scf::ForOp loop,
                                         constantF32(0.0));
     Value inverse = arith::SelectOp::create(
         b, empty, constantF32(0.0),
-        arith::DivFOp::create(b, constantF32(1.0), sum));
+        arith::DivFOp::create(b, spec.fp8Cache ? vScale : constantF32(1.0),
+                              sum));
     ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, tileRows),
            [&] {
       Value entry = entryOf(split, row);
@@ -1086,6 +1220,21 @@ void AttentionEmitter::emit() {
       MemRefType::get({sharedElements / 2}, VectorType::get({2}, element),
                       nullptr, workgroup),
       memory, index(0), ValueRange{});
+  // An FP8 cache's tiles as they arrive, after the others (their bytes):
+  // widened into the key and value tiles before they are read.
+  if (spec.fp8Cache) {
+    int64_t bytes = 2 * stages * blockN * headDim;
+    Value start = index(sharedElements * element.getIntOrFloatBitWidth() / 8);
+    Type fp8 = b.getType<Float8E4M3FNType>();
+    fp8Bytes = memref::ViewOp::create(
+        b, MemRefType::get({bytes}, fp8, nullptr, workgroup), memory, start,
+        ValueRange{});
+    fp8Tiles = memref::ViewOp::create(
+        b,
+        MemRefType::get({bytes / kFp8Chunk}, VectorType::get({kFp8Chunk}, fp8),
+                        nullptr, workgroup),
+        memory, start, ValueRange{});
+  }
 
   // Which tile of which sequence: CTA `bid` is slot bid / H (below), head
   // bid % H. CTAs of a slot without a tile do no work: every loop below runs
@@ -1166,6 +1315,14 @@ void AttentionEmitter::emit() {
     if (!(decode && spec.qkWeightPerHead))
       qWeight = loadWeightChunk("q_weight", head, chunkValid);
   }
+  // An FP8 cache's scales: the tensor's, or the kv head's.
+  if (spec.fp8Cache) {
+    Value at = spec.cacheScalePerHead ? kvHead : index(0);
+    kScale = memref::LoadOp::create(b, arg("k_scale"), ValueRange{at});
+    vScale = memref::LoadOp::create(b, arg("v_scale"), ValueRange{at});
+    kInverse = arith::DivFOp::create(b, constantF32(1.0), kScale);
+    vInverse = arith::DivFOp::create(b, constantF32(1.0), vScale);
+  }
 
   // Decode: the sequence's cache rows (its length clamped to the capacity,
   // so that reads stay inside its rows) and this split's range of them,
@@ -1241,6 +1398,10 @@ void AttentionEmitter::emit() {
   double negInf = -std::numeric_limits<double>::infinity();
   double log2e = 1.4426950408889634;
   Value scaleLog2 = constantF32(spec.scale * log2e);
+  // An FP8 cache's tiles hold the e4m3 values: the key scale joins the
+  // softmax's (the value scale the output's, emitSplitEpilogue).
+  if (spec.fp8Cache)
+    scaleLog2 = mulf(scaleLog2, kScale);
 
   // ldmatrix x4 row addresses (lane l gives row l % 8 of matrix l / 8):
   // Q: rows 16 (rowTiles w + mt) + l % 16, chunks 2kk + l / 16; K: keys
@@ -1318,6 +1479,8 @@ void AttentionEmitter::emit() {
       emitTileNorm(kBase, blockN, keyWeight, keys.isNew);
     if (decode)
       emitCacheAppend(tile, stage);
+    if (spec.fp8Cache)
+      emitFp8Tiles(keys, stage);
 
     // S = Q K^T: (16 rowTiles) x N per warp; each K fragment feeds
     // every row tile.
@@ -1524,7 +1687,9 @@ void AttentionEmitter::emit() {
           b, direct,
           arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, tileRows));
       Value token = add(seqStart, rowToken(row));
-      Value inverse = arith::DivFOp::create(b, constantF32(1.0), sum);
+      // An FP8 cache's value scale (emitFp8Tiles).
+      Value inverse = arith::DivFOp::create(
+          b, spec.fp8Cache ? vScale : constantF32(1.0), sum);
       auto pairOf = [&](int64_t d) {
         Value acc = loop.getResult(mt * stateStride + 4 + d);
         return convert(

@@ -1,10 +1,11 @@
-//===- ExpandFp8Conversions.cpp - f32 to e4m3 and e5m2 ---------------------===//
+//===- ExpandFp8Conversions.cpp - f32 <-> e4m3 and e5m2
+//--------------------===//
 //
-// FP8 outputs are the one conversion no LLVM backend lowers (LLVM has no
-// FP8 type; MLIR holds FP8 values as i8 there). Chips from sm_89 on round
-// pairs of f32 in one cvt; the host path and sm_80 run integer code that
-// gives the same bytes: round to nearest even, saturate, NaN to the quiet
-// NaN.
+// FP8 outputs and FP8 KV caches need the conversions no LLVM backend
+// lowers (LLVM has no FP8 type; MLIR holds FP8 values as i8 there). Chips
+// from sm_89 on convert pairs in one cvt; the host path and sm_80 run
+// integer code that gives the same bits: to FP8, round to nearest even,
+// saturate, NaN to the quiet NaN; from FP8, exact.
 //
 //===----------------------------------------------------------------------===//
 
@@ -169,6 +170,112 @@ struct TruncFp8ToNVVM : TruncFp8Pattern {
   }
 };
 
+/// The FP8 type an extf widens (to f32, f16 or bf16, which hold every FP8
+/// value; null for other extensions).
+Type getFp8Source(arith::ExtFOp op) {
+  Type from = getElementTypeOrSelf(op.getIn().getType());
+  Type to = getElementTypeOrSelf(op.getType());
+  if (!(to.isF32() || to.isF16() || to.isBF16()) || !getFp8Format(from))
+    return {};
+  return from;
+}
+
+/// `wide` (f32, exact FP8 values) as the result type of `op`: exact.
+Value narrowExactly(PatternRewriter &rewriter, arith::ExtFOp op, Value wide) {
+  if (getElementTypeOrSelf(op.getType()).isF32())
+    return wide;
+  return arith::TruncFOp::create(rewriter, op.getLoc(), op.getType(), wide);
+}
+
+/// FP8 -> f32 (exact) as i32 code: normals rebias their exponent, the
+/// subnormals are their mantissa times the spacing, NaN stays NaN.
+struct ExpandExtFp8 : OpRewritePattern<arith::ExtFOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(arith::ExtFOp op,
+                                PatternRewriter &rewriter) const final {
+    Type fp8 = getFp8Source(op);
+    if (!fp8)
+      return failure();
+    Fp8Format format = *getFp8Format(fp8);
+    Location loc = op.getLoc();
+    Type f32 = rewriter.getF32Type();
+    Type wideType = f32;
+    if (auto vectorType = dyn_cast<VectorType>(op.getType()))
+      wideType = vectorType.clone(f32);
+    BitBuilder b(rewriter, loc, wideType);
+    Type i8 = b.shaped(rewriter.getI8Type());
+    Value byte = arith::BitcastOp::create(rewriter, loc, i8, op.getIn());
+    Value code = arith::ExtUIOp::create(rewriter, loc,
+                                        b.shaped(rewriter.getI32Type()), byte);
+    Value sign = b.shli(b.andi(code, 0x80), 24);
+    Value magnitude = b.andi(code, 0x7f);
+    uint32_t shift = 23 - format.mantissaBits;
+    Value normal = b.addi(b.shli(magnitude, shift), (127 - format.bias) << 23);
+    Value tiny =
+        b.bitcast(arith::MulFOp::create(rewriter, loc,
+                                        arith::UIToFPOp::create(
+                                            rewriter, loc, wideType, magnitude),
+                                        b.f32(1.0f / format.subnormalScale)),
+                  rewriter.getI32Type());
+    // A zero exponent: subnormal (or zero).
+    Value finite = b.select(
+        b.cmp(arith::CmpIPredicate::ult, magnitude, 1u << format.mantissaBits),
+        tiny, normal);
+    // e4m3fn's one NaN code (0x7f); e5m2's exponent of ones: inf and NaN.
+    Value special = b.cmp(arith::CmpIPredicate::uge, magnitude,
+                          format.nanCode == 0x7f ? 0x7f : 0x7c);
+    Value infOrNan = b.ori(b.i32(0x7f800000), b.shli(b.andi(magnitude, 3), 21));
+    Value result = b.ori(b.select(special, infOrNan, finite), sign);
+    rewriter.replaceOp(op, narrowExactly(rewriter, op, b.bitcast(result, f32)));
+    return success();
+  }
+};
+
+/// FP8 -> f16 through cvt.rn.f16x2 on pairs (sm_89 on); f32 and bf16 from
+/// there (exactly).
+struct ExtFp8ToNVVM : OpRewritePattern<arith::ExtFOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(arith::ExtFOp op,
+                                PatternRewriter &rewriter) const final {
+    Type fp8 = getFp8Source(op);
+    auto vectorType = dyn_cast<VectorType>(op.getIn().getType());
+    if (!fp8 || !vectorType || vectorType.getRank() != 1 ||
+        vectorType.getNumElements() % 2)
+      return failure();
+    Location loc = op.getLoc();
+    int64_t count = vectorType.getNumElements();
+    Type f16 = rewriter.getF16Type();
+    // Pair i: bytes 2i (the low half's) and 2i + 1.
+    Value bytes = arith::BitcastOp::create(
+        rewriter, loc, VectorType::get({count}, rewriter.getI8Type()),
+        op.getIn());
+    auto halvesType = VectorType::get({2}, f16);
+    auto halfType = VectorType::get({count}, f16);
+    Value halves = arith::ConstantOp::create(
+        rewriter, loc, halfType,
+        DenseElementsAttr::get(halfType, rewriter.getF16FloatAttr(0.0f)));
+    for (int64_t i = 0; i < count / 2; ++i) {
+      Value pair = vector::ExtractStridedSliceOp::create(
+          rewriter, loc, bytes, ArrayRef<int64_t>{2 * i}, ArrayRef<int64_t>{2},
+          ArrayRef<int64_t>{1});
+      Value two = NVVM::ConvertF8x2ToF16x2Op::create(rewriter, loc, halvesType,
+                                                     pair, /*relu=*/false, fp8);
+      halves = vector::InsertStridedSliceOp::create(rewriter, loc, two, halves,
+                                                    ArrayRef<int64_t>{2 * i},
+                                                    ArrayRef<int64_t>{1});
+    }
+    Type to = getElementTypeOrSelf(op.getType());
+    if (!to.isF16()) {
+      halves = arith::ExtFOp::create(
+          rewriter, loc, halfType.clone(rewriter.getF32Type()), halves);
+      if (to.isBF16())
+        halves = arith::TruncFOp::create(rewriter, loc, op.getType(), halves);
+    }
+    rewriter.replaceOp(op, halves);
+    return success();
+  }
+};
+
 struct NormExpandFp8Conversions
     : mlir::norm::impl::NormExpandFp8ConversionsBase<
           NormExpandFp8Conversions> {
@@ -178,9 +285,11 @@ struct NormExpandFp8Conversions
     RewritePatternSet patterns(&getContext());
     if (!software &&
         mlir::norm::getTargetOptions(getOperation()).hasFp8Conversions())
-      patterns.add<TruncFp8ToNVVM>(&getContext());
+      patterns.add<TruncFp8ToNVVM, ExtFp8ToNVVM>(&getContext());
     else
       patterns.add<ExpandTruncFp8>(&getContext());
+    // Scalars and odd vectors widen in integer code everywhere.
+    patterns.add<ExpandExtFp8>(&getContext(), /*benefit=*/0);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -81,6 +81,11 @@ private:
   /// with rope) and, with a cache, the cache row and whether it is written
   /// (i1: within the sequence's capacity and, paged, on a page of its own).
   SmallVector<Value> placeToken(Value token);
+  /// An FP8 cache's values of `chunks` (rounded to `element` first) over
+  /// the scale of `name` (the tensor's, or head `head`'s): storeHead rounds
+  /// them to e4m3.
+  SmallVector<Value> overFp8Scale(ArrayRef<Value> chunks, Type element,
+                                  StringRef name, Value head);
 
   const ::norm::OpSpec &spec;
   /// K-prepare: k heads from `k` to `k_out`, not q and k heads from `qkv`.
@@ -204,6 +209,19 @@ SmallVector<Value> QKNormPrologueEmitter::placeToken(Value token) {
     place.push_back(own ? arith::AndIOp::create(b, inside, own) : inside);
   }
   return place;
+}
+
+SmallVector<Value> QKNormPrologueEmitter::overFp8Scale(ArrayRef<Value> chunks,
+                                                       Type element,
+                                                       StringRef name,
+                                                       Value head) {
+  Value scale = memref::LoadOp::create(
+      b, arg(name), ValueRange{spec.cacheScalePerHead ? head : index(0)});
+  Value inverse =
+      splat(arith::DivFOp::create(b, constantF32(1.0), scale).getResult());
+  return llvm::map_to_vector(chunks, [&](Value x) {
+    return mulf(toF32(convert(x, element)), inverse);
+  });
 }
 
 SmallVector<Value> QKNormPrologueEmitter::rotate(ArrayRef<RopeAngles> angles,
@@ -374,8 +392,11 @@ void QKNormPrologueEmitter::emit() {
         outputs.push_back(y);
       }
       // The graph stores the normalized rows, then rotates them.
+      // The keys' type (an FP8 cache's keys are rounded to it first).
+      Type keyElement = spec.fp8Cache ? elementOf(qkv)
+                                      : elementOf(arg(keysOnly ? kOut : "q"));
       if (ropeAfter) {
-        Type element = elementOf(arg(keysOnly ? kOut : "q"));
+        Type element = keyElement;
         outputs = rotate(
             angles,
             llvm::map_to_vector(
@@ -387,7 +408,10 @@ void QKNormPrologueEmitter::emit() {
       auto storeKeys = [&] {
         Value kHead = arith::SubIOp::create(b, head, index(qHeads));
         Value base = add(mul(outRow, stride(kOut)), mul(kHead, index(headDim)));
-        storeHead(outputs, arg(kOut), base);
+        storeHead(spec.fp8Cache
+                      ? overFp8Scale(outputs, keyElement, "k_scale", kHead)
+                      : outputs,
+                  arg(kOut), base);
       };
       if (keysOnly)
         storeKeys();
@@ -405,6 +429,8 @@ void QKNormPrologueEmitter::emit() {
         Value offset = mul(head, index(headDim));
         SmallVector<Value> values =
             loadHead(arg("v"), add(mul(token, stride("v")), offset));
+        if (spec.fp8Cache)
+          values = overFp8Scale(values, elementOf(arg("v")), "v_scale", head);
         storeHead(values, arg(vOut), add(mul(outRow, stride(vOut)), offset));
       }
     });

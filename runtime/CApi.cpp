@@ -97,7 +97,7 @@ static_assert(NORMJIT_PLAN_FIXED ==
 // at its API 4 place from API 4's layout) and rope_table_rows, API 6 ten
 // tensors before both (read at their API 5 places from API 5's layout),
 // API 8 three more (read at their API 6 places from API 6 and 7's layout),
-// API 10 two, API 12 one.
+// API 10 two, API 12 three.
 static_assert(sizeof(void *) == 8, "the C ABI is defined for 64-bit hosts");
 static_assert(offsetof(normjit_op_desc, scale) == NORMJIT_OP_DESC_SIZE_V1);
 // The rotary embedding fields follow scale, where API 3's first layout
@@ -137,6 +137,8 @@ static_assert(offsetof(normjit_launch_args, tensors) +
 static_assert(sizeof(normjit_launch_args) == NORMJIT_LAUNCH_ARGS_SIZE_V12);
 static_assert(NORMJIT_BLOCK_TABLES ==
               static_cast<int>(BufferSlot::BlockTables));
+static_assert(NORMJIT_K_SCALE == static_cast<int>(BufferSlot::KScale));
+static_assert(NORMJIT_V_SCALE == static_cast<int>(BufferSlot::VScale));
 // API 12's cache_block_size took the place of API 3's reserved field.
 static_assert(offsetof(normjit_op_desc, cache_block_size) ==
               offsetof(normjit_op_desc, rope) + sizeof(int32_t));
@@ -236,7 +238,7 @@ static std::string checkStructSize(const char *type, uint32_t size,
   (NORMJIT_HAS_FIELD(object, field) ? (object)->field                          \
                                     : decltype((object)->field){})
 
-constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_WRITE_CACHE << 1) - 1;
+constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_CACHE_SCALE_PER_HEAD << 1) - 1;
 constexpr uint32_t kAttentionOpFlags =
     NORMJIT_OP_CAUSAL | NORMJIT_OP_WRITE_LSE | NORMJIT_OP_ROPE_POSITIONS |
     NORMJIT_OP_ROPE_TABLE | NORMJIT_OP_ROPE_FIRST;
@@ -436,6 +438,8 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
   spec.copyValues = desc->flags & NORMJIT_OP_COPY_V;
   spec.writeCache = desc->flags & NORMJIT_OP_WRITE_CACHE;
   spec.cacheBlockSize = blockSize;
+  spec.fp8Cache = desc->flags & NORMJIT_OP_FP8_CACHE;
+  spec.cacheScalePerHead = desc->flags & NORMJIT_OP_CACHE_SCALE_PER_HEAD;
   spec.eps = desc->eps;
   spec.alpha = desc->alpha;
   spec.weightOffset = desc->weight_offset;

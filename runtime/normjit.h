@@ -88,8 +88,10 @@ extern "C" {
  * layouts of API 4 to 9). Then 11 (NORMJIT_OP_WRITE_CACHE: K-prepare
  * writes k and v into a KV cache). Then 12 (paged KV caches:
  * normjit_op_desc.cache_block_size, where reserved was, and the buffer
- * NORMJIT_BLOCK_TABLES, so 40 tensors in normjit_launch_args; the library
- * still reads the layouts of API 4 to 11). */
+ * NORMJIT_BLOCK_TABLES; FP8 caches: NORMJIT_OP_FP8_CACHE,
+ * NORMJIT_OP_CACHE_SCALE_PER_HEAD, NORMJIT_K_SCALE and NORMJIT_V_SCALE; so
+ * 42 tensors in normjit_launch_args; the library still reads the layouts
+ * of API 4 to 11). */
 #define NORMJIT_API_VERSION 12
 
 /* The library version of this header: major (libnormjit.so.1) changes only
@@ -121,8 +123,8 @@ extern "C" {
 #define NORMJIT_LAUNCH_ARGS_SIZE_V8 1208
 /* ... and in API 10 and 11 (39 tensors, cache_rows, rope_table_rows). */
 #define NORMJIT_LAUNCH_ARGS_SIZE_V10 1272
-/* ... and in API 12 (40 tensors, cache_rows, rope_table_rows). */
-#define NORMJIT_LAUNCH_ARGS_SIZE_V12 1304
+/* ... and in API 12 (42 tensors, cache_rows, rope_table_rows). */
+#define NORMJIT_LAUNCH_ARGS_SIZE_V12 1368
 
 typedef enum normjit_status {
   NORMJIT_SUCCESS = 0,
@@ -222,6 +224,15 @@ typedef enum normjit_op_kind {
  * NORMJIT_V_CACHE at the rows after each sequence's cached ones (see
  * K-prepare below), not to NORMJIT_K_OUT and NORMJIT_V_OUT. */
 #define NORMJIT_OP_WRITE_CACHE (1u << 27)
+/* API 12, decode attention and NORMJIT_OP_K_PREPARE with
+ * NORMJIT_OP_WRITE_CACHE: the caches hold e4m3 (NORMJIT_F8E4M3FN) with f32
+ * scales NORMJIT_K_SCALE and NORMJIT_V_SCALE (vLLM's k_scale, v_scale; one
+ * element each): x is stored as e4m3(x * (1 / scale)), rounded to nearest
+ * even and saturated, and every key and value the attention reads (the new
+ * tokens' too) is input_type's rounding of e4m3 * scale. With
+ * NORMJIT_OP_CACHE_SCALE_PER_HEAD the scales hold one per kv head. */
+#define NORMJIT_OP_FP8_CACHE (1u << 28)
+#define NORMJIT_OP_CACHE_SCALE_PER_HEAD (1u << 29)
 
 /* normjit_op_desc.rope (API 3): attention's rotary position embeddings. */
 typedef enum normjit_rope {
@@ -496,7 +507,10 @@ typedef enum normjit_buffer {
   NORMJIT_V_OUT = 38,
   /* API 12: a paged cache's block table (normjit_op_desc.cache_block_size) */
   NORMJIT_BLOCK_TABLES = 39,
-  NORMJIT_NUM_BUFFERS = 40
+  /* API 12: an FP8 cache's scales (NORMJIT_OP_FP8_CACHE) */
+  NORMJIT_K_SCALE = 40,
+  NORMJIT_V_SCALE = 41,
+  NORMJIT_NUM_BUFFERS = 42
 } normjit_buffer;
 
 /* A device buffer: cols elements per row, row_stride elements between rows
@@ -515,7 +529,7 @@ typedef struct normjit_launch_args {
   uint32_t reserved;    /* 0 (anything else is refused) */
   /* API 1 and 2: 14 tensors (NORMJIT_LAUNCH_ARGS_SIZE_V1), API 3: 17
    * (NORMJIT_LAUNCH_ARGS_SIZE_V3), API 4: 22, API 5: 24, API 6 and 7: 34,
-   * API 8 and 9: 37, API 10 and 11: 39, API 12: 40; the library reads only
+   * API 8 and 9: 37, API 10 and 11: 39, API 12: 42; the library reads only
    * the tensors within
    * struct_size, the
    * others are absent. */

@@ -434,11 +434,30 @@ Status check::verifyDecodeProblem(const DecodeProblem &problem,
                              "capacity's pages");
     cacheRows = problem.cacheBlocks * problem.blockSize;
   }
+  bool fp8 = !problem.kScales.empty();
+  for (const std::vector<double> *scales : {&problem.kScales, &problem.vScales})
+    if (fp8 && scales->size() != 1 &&
+        static_cast<int64_t>(scales->size()) != p.numKvHeads)
+      return Status::invalid("decode: an FP8 cache's scales are one or one "
+                             "per kv head");
+  if (!problem.newKeyCodes.empty() &&
+      static_cast<int64_t>(problem.newKeyCodes.size()) !=
+          p.getNumTokens() * p.numKvHeads * p.headDim)
+    return Status::invalid("decode: one appended key code per element");
   for (const RowsView *cache : {&operands.kCache, &operands.vCache})
-    if (!cache->data || cache->type != p.type || cache->rows < cacheRows ||
-        cache->cols != p.numKvHeads * p.headDim || cache->stride < cache->cols)
+    if (!cache->data || cache->type != (fp8 ? ElementType::f8E4M3FN : p.type) ||
+        cache->rows < cacheRows || cache->cols != p.numKvHeads * p.headDim ||
+        cache->stride < cache->cols)
       return Status::invalid("decode: a cache does not match the problem");
   return Status::success();
+}
+
+double check::dequantizeFp8(double code, double scale) { return code * scale; }
+
+double check::quantizeFp8(ElementType type, double x, double scale) {
+  double inverse = roundTo(ElementType::f32, 1.0 / scale);
+  return roundTo(ElementType::f8E4M3FN,
+                 roundTo(ElementType::f32, roundTo(type, x) * inverse));
 }
 
 int64_t check::getCacheRow(const DecodeProblem &problem, int64_t b,
@@ -480,6 +499,17 @@ DecodeExpected check::referenceDecode(const DecodeProblem &problem,
   std::vector<double> v;
   Attend attend{p, qn, kn, v, {}, {}};
   attend.splitCombine = true;
+  // An FP8 cache's keys and values are read dequantized, by kv head.
+  bool fp8 = !problem.kScales.empty();
+  auto scaleOf = [&](const std::vector<double> &scales, int64_t g) {
+    return scales[scales.size() == 1 ? 0 : g];
+  };
+  auto cachedValue = [&](const RowsView &cache,
+                         const std::vector<double> &scales, int64_t row,
+                         int64_t col) {
+    double x = cache.at(row, col);
+    return fp8 ? dequantizeFp8(x, scaleOf(scales, col / dim)) : x;
+  };
   int64_t key = 0;
   for (int64_t b = 0; b < batch; ++b) {
     int64_t cached = problem.cacheSeqlens[b];
@@ -490,23 +520,49 @@ DecodeExpected check::referenceDecode(const DecodeProblem &problem,
         int64_t index = key * p.numKvHeads + g;
         for (int64_t d = 0; d < dim; ++d)
           kn.value[index * dim + d] =
-              operands.kCache.at(getCacheRow(problem, b, row), g * dim + d);
+              cachedValue(operands.kCache, problem.kScales,
+                          getCacheRow(problem, b, row), g * dim + d);
         finishRow(kn, index);
       }
     for (int64_t row = 0; row < cached; ++row)
-      appendRows(v, operands.vCache, getCacheRow(problem, b, row), 1);
+      for (int64_t col = 0; col < kvCols; ++col)
+        v.push_back(cachedValue(operands.vCache, problem.vScales,
+                                getCacheRow(problem, b, row), col));
     for (int64_t t = first; t < first + count; ++t, ++key)
       for (int64_t g = 0; g < p.numKvHeads; ++g) {
         int64_t index = key * p.numKvHeads + g, from = t * p.numKvHeads + g;
         std::copy_n(added.row(from), dim, kn.value.data() + index * dim);
         std::copy_n(added.rowDeviation(from), dim,
                     kn.deviation.data() + index * dim);
-        finishRow(kn, index);
         for (int64_t d = 0; d < dim; ++d)
           expected.kAppended.at(t, g * dim + d) = {added.row(from)[d],
                                                    added.rowDeviation(from)[d]};
+        // FP8: the code the kernel appended, or every code the key may
+        // round to.
+        for (int64_t d = 0; fp8 && d < dim; ++d) {
+          double scale = scaleOf(problem.kScales, g);
+          double x = added.row(from)[d], dev = added.rowDeviation(from)[d];
+          double code = problem.newKeyCodes.empty()
+                            ? std::nan("")
+                            : problem.newKeyCodes[from * dim + d];
+          double low = dequantizeFp8(
+              std::isnan(code) ? quantizeFp8(p.type, x - dev, scale) : code,
+              scale);
+          double high = dequantizeFp8(
+              std::isnan(code) ? quantizeFp8(p.type, x + dev, scale) : code,
+              scale);
+          kn.value[index * dim + d] = (low + high) / 2;
+          kn.deviation[index * dim + d] = (high - low) / 2;
+        }
+        finishRow(kn, index);
       }
-    appendRows(v, operands.step.v, first, count);
+    for (int64_t t = first; t < first + count; ++t)
+      for (int64_t col = 0; col < kvCols; ++col) {
+        double x = operands.step.v.at(t, col);
+        double scale = fp8 ? scaleOf(problem.vScales, col / dim) : 1.0;
+        v.push_back(fp8 ? dequantizeFp8(quantizeFp8(p.type, x, scale), scale)
+                        : x);
+      }
     for (int64_t t = first; t < first + count; ++t) {
       for (int64_t col = 0; col < kvCols; ++col)
         expected.vAppended.at(t, col) = {operands.step.v.at(t, col), 0.0};

@@ -192,7 +192,23 @@ struct DecodeProblem {
   /// (b + 1) x maxBlocks), maxBlocks = cacheCapacity / blockSize.
   int64_t blockSize = 0, cacheBlocks = 0;
   std::vector<int64_t> blockTables;
+  /// An FP8 cache (OpSpec::fp8Cache; empty: none): the caches hold e4m3
+  /// values, and these scales (one, or one per kv head).
+  std::vector<double> kScales, vScales;
+  /// An FP8 cache: the e4m3 keys the kernel appended (new tokens x kv
+  /// columns; NaN where not seen, as a dropped row's), which the attention
+  /// reads dequantized. Unseen ones are every code the reference's key may
+  /// round to (its deviation).
+  std::vector<double> newKeyCodes;
 };
+
+/// An FP8 cache's element as the attention reads it: code * scale, exact
+/// (the kernels scale the scores and the output, not the elements).
+double dequantizeFp8(double code, double scale);
+/// The e4m3 value an FP8 cache stores for key or value `x`: e4m3(f32(x_T *
+/// f32(1 / scale))), x_T its rounding to `type`, rounded to nearest even,
+/// saturated.
+double quantizeFp8(ElementType type, double x, double scale);
 
 /// The cache row of position `position` (below the capacity) of sequence
 /// `b`, as the kernels find it: b x capacity + position, or paged through

@@ -21,7 +21,8 @@ static constexpr BufferSlot kAllSlots[] = {
     BufferSlot::WeightGradPartials, BufferSlot::BiasGradPartials,
     BufferSlot::WeightGrad, BufferSlot::BiasGrad, BufferSlot::OutputScale,
     BufferSlot::ScaleUpperBound, BufferSlot::OutputScales, BufferSlot::KOut,
-    BufferSlot::VOut, BufferSlot::BlockTables};
+    BufferSlot::VOut, BufferSlot::BlockTables, BufferSlot::KScale,
+    BufferSlot::VScale};
 // clang-format on
 static_assert(sizeof(kAllSlots) / sizeof(kAllSlots[0]) == kNumBufferSlots);
 
@@ -107,6 +108,10 @@ std::string_view norm::getBufferSlotName(BufferSlot slot) {
     return "v_out";
   case BufferSlot::BlockTables:
     return "block_tables";
+  case BufferSlot::KScale:
+    return "k_scale";
+  case BufferSlot::VScale:
+    return "v_scale";
   }
   return "?";
 }
@@ -169,6 +174,10 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
     vector(BufferSlot::CacheSeqlens, ElementType::i32, 0, false);
     if (spec.cacheBlockSize)
       vector(BufferSlot::BlockTables, ElementType::i32, 0, false);
+    if (spec.fp8Cache)
+      for (BufferSlot scale : {BufferSlot::KScale, BufferSlot::VScale})
+        vector(scale, ElementType::f32,
+               spec.cacheScalePerHead ? spec.numKvHeads : 1, false);
   };
   switch (spec.kind) {
   case OpKind::ColumnSum:
@@ -219,7 +228,10 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
     if (spec.writeCache) {
       // Written at their rows only: every other row keeps its value.
       for (BufferSlot cache : {BufferSlot::KCache, BufferSlot::VCache}) {
-        rows(cache, cache == BufferSlot::KCache ? spec.output : spec.input,
+        rows(cache,
+             spec.fp8Cache                 ? ElementType::f8E4M3FN
+             : cache == BufferSlot::KCache ? spec.output
+                                           : spec.input,
              kv * h, true);
         buffers.back().updated = buffers.back().ownRows = true;
       }
@@ -258,7 +270,8 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
     if (decode) {
       rows(BufferSlot::Output, spec.output, q * h, true);
       for (BufferSlot cache : {BufferSlot::KCache, BufferSlot::VCache}) {
-        rows(cache, spec.input, kv * h, true);
+        rows(cache, spec.fp8Cache ? ElementType::f8E4M3FN : spec.input, kv * h,
+             true);
         buffers.back().updated = buffers.back().ownRows = true;
       }
       vector(BufferSlot::Workspace, ElementType::f32, 0, true);
@@ -316,6 +329,8 @@ bool norm::isParameterBuffer(BufferSlot slot) {
   case BufferSlot::KWeight:
   case BufferSlot::OutputScale:
   case BufferSlot::ScaleUpperBound:
+  case BufferSlot::KScale:
+  case BufferSlot::VScale:
     return true;
   default:
     return false;

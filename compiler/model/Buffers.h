@@ -68,8 +68,11 @@ enum class BufferSlot : int {
   /// A paged cache's block table (OpSpec::cacheBlockSize): i32, batch x
   /// max_blocks entries, sequence after sequence.
   BlockTables,
+  /// An FP8 cache's f32 scales (OpSpec::fp8Cache): one, or one per kv head.
+  KScale,
+  VScale,
 };
-constexpr int kNumBufferSlots = 40;
+constexpr int kNumBufferSlots = 42;
 
 /// "input", "residual_out", "q_weight", ...: the names of the kernel ops'
 /// operands and results and of kernel parameters.
@@ -107,7 +110,8 @@ struct BufferSpec {
 /// input; norm.attention_kernel: q, k, v, q_weight, k_weight, cu_seqlens,
 /// positions, rope_table; norm.attention_decode_kernel: q, k, v, q_weight,
 /// k_weight, cu_seqlens, cache_seqlens, positions, rope_table; a paged
-/// cache's block_tables follow cache_seqlens), then the
+/// cache's block_tables and an FP8 cache's k_scale and v_scale follow
+/// cache_seqlens), then the
 /// outputs (output, residual_out; q, k; k_out, v_out; mean, variance;
 /// output, lse;
 /// output, k_cache and v_cache (updated), workspace and semaphores

@@ -105,10 +105,19 @@ AttentionTileLayout norm::getAttentionTileLayout(int64_t headDim) {
   return layout;
 }
 
+int64_t norm::getMaxFp8DecodeBlockN(int64_t headDim) {
+  return headDim > 128 ? 16 : headDim > 64 ? 32 : 64;
+}
+
 int64_t norm::getAttentionSharedBytes(const OpSpec &spec,
                                       const LaunchConfig &launch) {
   int64_t rowBytes = getAttentionTileLayout(spec.hidden).pitchChunks * 16;
-  return (launch.rowsPerCta + 2 * launch.stages * launch.blockN) * rowBytes;
+  // An FP8 cache's tiles land in bytes of their own, then widen.
+  int64_t fp8Bytes = spec.kind == OpKind::AttentionDecode && spec.fp8Cache
+                         ? 2 * launch.stages * launch.blockN * spec.hidden
+                         : 0;
+  return (launch.rowsPerCta + 2 * launch.stages * launch.blockN) * rowBytes +
+         fp8Bytes;
 }
 
 LaunchConfig norm::fitAttentionRows(const OpSpec &spec, LaunchConfig launch,
@@ -197,6 +206,13 @@ static Status verifyAttentionLaunch(const OpSpec &spec,
         " elements, at most 4 warps beyond head dim 128, 4 warps and key "
         "tiles of 16 beyond " +
         str(kMaxDecodeHeadDimAt32Keys) + ")");
+  if (spec.kind == OpKind::AttentionDecode && spec.fp8Cache &&
+      launch.blockN > getMaxFp8DecodeBlockN(spec.hidden))
+    return Status::invalid(
+        "decode attention over an FP8 cache at head dim " + str(spec.hidden) +
+        " with block_n " + str(launch.blockN) +
+        " does not fit the registers (key tiles of at most " +
+        str(getMaxFp8DecodeBlockN(spec.hidden)) + ")");
   int64_t shared = getAttentionSharedBytes(spec, launch);
   if (maxSharedBytes > 0 && shared > maxSharedBytes)
     return Status::invalid("attention tiles take " + str(shared) +

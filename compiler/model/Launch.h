@@ -134,6 +134,13 @@ constexpr int64_t kMaxAttentionCopiesPerThread = 16;
 /// key loop was split into unmasked and masked tiles), not with 12 (96).
 constexpr int64_t kMaxAttentionCopiesPerThreadAt8Warps = 12;
 constexpr int64_t kMaxDecodeTileElements = 8192;
+/// The most keys a tile of decode over an FP8 cache takes at head dim
+/// `headDim`: its widening pass holds chunks beside the accumulators, and
+/// ptxas spilled 4-8 bytes beyond 64 (head dim 64, one stage, sm_90), 32
+/// (96, sm_80's integer widening) and 16 (192, sm_89): 64 up to head dim
+/// 64, 32 up to 128, 16 beyond. The heuristic takes it (two stages of 32
+/// keys also fit sm_89's 99 KiB of shared memory at head dim 128).
+int64_t getMaxFp8DecodeBlockN(int64_t headDim);
 /// Decode kernels beyond this head dim take 4 warps and key tiles of 16
 /// rows: with 32 they sat at 254-255 registers and ptxas spilled 4-40 bytes
 /// at head dims 208-256 (one stage on sm_80, sm_89 and sm_90; two stages at
@@ -213,7 +220,8 @@ struct AttentionTileLayout {
 AttentionTileLayout getAttentionTileLayout(int64_t headDim);
 
 /// Bytes of the tiles of an attention kernel in shared memory: the query
-/// tile and `stages` key and value tiles, rows of getAttentionTileLayout.
+/// tile and `stages` key and value tiles, rows of getAttentionTileLayout;
+/// with an FP8 cache, `stages` key and value tiles of its bytes too.
 int64_t getAttentionSharedBytes(const OpSpec &spec, const LaunchConfig &launch);
 /// `launch` (attention) with `rowTiles` x 16 query rows a warp, or 16 where
 /// the rest of it leaves no room for more (verifyLaunchFor): what forcing

@@ -147,6 +147,9 @@ static LaunchConfig getAttentionHeuristic(const OpSpec &spec) {
     // Beyond head dim 192 the output rows leave room for key tiles of 16.
     if (spec.hidden > kMaxDecodeHeadDimAt32Keys)
       launch.blockN = 16;
+    // An FP8 cache's tiles take shared memory and registers of their own.
+    if (spec.fp8Cache)
+      launch.blockN = getMaxFp8DecodeBlockN(spec.hidden);
   }
   return launch;
 }

@@ -666,6 +666,13 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
     if (Status status = verifyCacheBlockSize(spec.cacheBlockSize); !status)
       return status;
   }
+  if ((spec.fp8Cache || spec.cacheScalePerHead) && !hasKvCache(spec))
+    return Status::invalid("an FP8 cache (fp8_cache) applies to decode "
+                           "attention and K-prepare into a KV cache "
+                           "(write_cache) only");
+  if (spec.cacheScalePerHead && !spec.fp8Cache)
+    return Status::invalid("cache scales per head need an FP8 cache "
+                           "(fp8_cache)");
 
   if (spec.backward && !isFusedRow(spec))
     return Status::invalid(
@@ -840,8 +847,13 @@ OpSpec norm::normalizeOpSpec(const OpSpec &spec) {
   // The cache takes the values too.
   if (n.writeCache)
     n.copyValues = false;
-  if (!hasKvCache(n))
+  if (!hasKvCache(n)) {
     n.cacheBlockSize = 0;
+    n.fp8Cache = n.cacheScalePerHead = false;
+  }
+  // One kv head's scale is the tensor's.
+  if (n.numKvHeads == 1)
+    n.cacheScalePerHead = false;
   if (n.rope == RopeStyle::None) {
     n.rotaryDim = defaults.rotaryDim;
     n.ropePositions = defaults.ropePositions;
@@ -910,6 +922,10 @@ std::string norm::getCanonicalSpec(const OpSpec &original) {
     os << " write_cache=1";
   if (s.cacheBlockSize)
     os << " cache_block_size=" << s.cacheBlockSize;
+  if (s.fp8Cache)
+    os << " fp8_cache=1";
+  if (s.cacheScalePerHead)
+    os << " cache_scale_per_head=1";
   if (s.saveStats)
     os << " save_stats=1";
   if (s.backward)
@@ -1049,6 +1065,10 @@ std::optional<OpSpec> norm::parseCanonicalSpec(std::string_view text,
     flag("write_cache", spec.writeCache);
   if (fields.count("cache_block_size"))
     integer("cache_block_size", spec.cacheBlockSize);
+  if (fields.count("fp8_cache"))
+    flag("fp8_cache", spec.fp8Cache);
+  if (fields.count("cache_scale_per_head"))
+    flag("cache_scale_per_head", spec.cacheScalePerHead);
   if (fields.count("save_stats"))
     flag("save_stats", spec.saveStats);
   if (fields.count("backward"))
@@ -1117,6 +1137,9 @@ std::string norm::describeOpSpec(const OpSpec &spec) {
       os << " into the KV cache";
     if (spec.cacheBlockSize)
       os << " paged " << spec.cacheBlockSize;
+    if (spec.fp8Cache)
+      os << (spec.cacheScalePerHead ? " fp8 cache, a scale per head"
+                                    : " fp8 cache");
   }
   if (spec.groups != 1)
     os << (spec.perHeadWeight ? " heads " : " groups ") << spec.groups;

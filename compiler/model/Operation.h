@@ -158,6 +158,14 @@ struct OpSpec {
   /// entry outside [0, cache_blocks) is never written; reading it reads
   /// page 0 (in bounds). A power of two up to kMaxCacheBlockSize.
   int64_t cacheBlockSize = 0;
+  /// Decode attention and K-prepare into a cache: the caches hold e4m3
+  /// (f8E4M3FN) with f32 scales (`k_scale`, `v_scale`: one, or one per kv
+  /// head with cacheScalePerHead; vLLM's): a key or value x is stored as
+  /// e4m3(x * (1 / scale)), rounded to nearest even and saturated, and read
+  /// as its element type's rounding of e4m3 * scale, the new tokens'
+  /// included (as the unfused step reads them back from the cache).
+  bool fp8Cache = false;
+  bool cacheScalePerHead = false;
   // Training (row norms: rms, layer, l2; the QK-Norm prologue):
   /// The forward kernel also writes what its backward reads: the f32
   /// `saved_rstd` of each kernel row (group, head; the scale the statistic

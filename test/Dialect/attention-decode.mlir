@@ -77,3 +77,23 @@ func.func @paged(%q: tensor<?x1024xbf16>, %k: tensor<?x256xbf16>, %v: tensor<?x2
      -> tensor<?x1024xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16>
   return %o : tensor<?x1024xbf16>
 }
+
+// -----
+
+// An e4m3 cache with a scale per kv head (vLLM's k_scale, v_scale).
+// CHECK-LABEL: func.func @fp8_cache
+//       CHECK: norm.attention_decode %{{.*}}, %{{.*}}, %{{.*}} seqlens(%{{.*}} : tensor<?xi32>) cache(%{{.*}}, %{{.*}} lengths %{{.*}} : tensor<?xi32>) scales(%{{.*}}, %{{.*}} : tensor<2xf32>, tensor<2xf32>) scale(0.08838834764831845)
+//  CHECK-SAME: tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN> -> tensor<?x1024xbf16>, tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN>
+// FORM-LABEL: func.func @fp8_cache
+//       FORM: norm.attention_decode_kernel {{.*}} scales(%{{.*}}, %{{.*}} : tensor<2xf32>, tensor<2xf32>)
+func.func @fp8_cache(%q: tensor<?x1024xbf16>, %k: tensor<?x256xbf16>, %v: tensor<?x256xbf16>,
+                     %cu: tensor<?xi32>, %kc: tensor<?x256xf8E4M3FN>, %vc: tensor<?x256xf8E4M3FN>,
+                     %len: tensor<?xi32>, %ks: tensor<2xf32>, %vs: tensor<2xf32>) -> tensor<?x1024xbf16> {
+  %o, %kc2, %vc2 = norm.attention_decode %q, %k, %v seqlens(%cu : tensor<?xi32>)
+      cache(%kc, %vc lengths %len : tensor<?xi32>) scales(%ks, %vs : tensor<2xf32>, tensor<2xf32>)
+      scale(0.08838834764831845)
+      {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64}
+      : tensor<?x1024xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN>
+     -> tensor<?x1024xbf16>, tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN>
+  return %o : tensor<?x1024xbf16>
+}

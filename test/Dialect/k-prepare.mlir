@@ -80,3 +80,20 @@ func.func @into_pages(%k: tensor<?x1024xbf16>, %v: tensor<?x1024xbf16>, %cu: ten
       : tensor<?x1024xbf16> -> tensor<?x1024xbf16>, tensor<?x1024xbf16>
   return %kc2, %vc2 : tensor<?x1024xbf16>, tensor<?x1024xbf16>
 }
+
+// -----
+
+// QK-Norm + RoPE + the write into an e4m3 cache of one scale.
+// CHECK-LABEL: func.func @into_fp8
+//       CHECK: norm.k_prepare {{.*}} cache(%{{.*}}, %{{.*}} lengths %{{.*}} : tensor<?x1024xf8E4M3FN>, tensor<?x1024xf8E4M3FN>, tensor<?xi32>) scales(%{{.*}}, %{{.*}} : tensor<1xf32>, tensor<1xf32>)
+func.func @into_fp8(%k: tensor<?x1024xbf16>, %v: tensor<?x1024xbf16>, %cu: tensor<?xi32>,
+                    %kc: tensor<?x1024xf8E4M3FN>, %vc: tensor<?x1024xf8E4M3FN>, %len: tensor<?xi32>,
+                    %ks: tensor<1xf32>, %vs: tensor<1xf32>) -> (tensor<?x1024xf8E4M3FN>, tensor<?x1024xf8E4M3FN>) {
+  %kc2, %vc2 = norm.k_prepare %k values(%v : tensor<?x1024xbf16>) seqlens(%cu : tensor<?xi32>)
+      cache(%kc, %vc lengths %len : tensor<?x1024xf8E4M3FN>, tensor<?x1024xf8E4M3FN>, tensor<?xi32>)
+      scales(%ks, %vs : tensor<1xf32>, tensor<1xf32>) eps(1.0e-06)
+      {qk_norm = #norm.qk_norm<rms>, num_kv_heads = 8 : i64, head_dim = 128 : i64,
+       rope = #norm.rope<neox>, rope_theta = 1.0e+06 : f64}
+      : tensor<?x1024xbf16> -> tensor<?x1024xf8E4M3FN>, tensor<?x1024xf8E4M3FN>
+  return %kc2, %vc2 : tensor<?x1024xf8E4M3FN>, tensor<?x1024xf8E4M3FN>
+}

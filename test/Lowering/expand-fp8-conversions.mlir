@@ -43,6 +43,28 @@
 // INT-NOT: nvvm.convert
 // INT: arith.trunci %{{.*}} : i32 to i8
 
+// FP8 -> bf16 (an FP8 KV cache's tiles, exact): on sm_90 one cvt.rn.f16x2
+// per pair of bytes, then f16 -> f32 -> bf16 (exact); on sm_80 and the
+// host, integer code to f32 (the exponent rebiased, subnormals as their
+// mantissa times 2^-9, the NaN code kept), then the exact truncation.
+// CVT-LABEL: gpu.func @widen(
+// CVT: %[[B:.*]] = arith.bitcast %{{.*}} : vector<4xf8E4M3FN> to vector<4xi8>
+// CVT: %[[P0:.*]] = vector.extract_strided_slice %[[B]] {offsets = [0], sizes = [2], strides = [1]} : vector<4xi8> to vector<2xi8>
+// CVT: nvvm.convert.f8x2.to.f16x2 %[[P0]] : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
+// CVT: %[[P1:.*]] = vector.extract_strided_slice %[[B]] {offsets = [2], sizes = [2], strides = [1]} : vector<4xi8> to vector<2xi8>
+// CVT: nvvm.convert.f8x2.to.f16x2 %[[P1]] : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
+// CVT: arith.extf %{{.*}} : vector<4xf16> to vector<4xf32>
+// CVT: arith.truncf %{{.*}} : vector<4xf32> to vector<4xbf16>
+// INT-LABEL: gpu.func @widen(
+// INT-NOT: nvvm.convert
+// INT: arith.extui %{{.*}} : vector<4xi8> to vector<4xi32>
+// INT: arith.uitofp %{{.*}} : vector<4xi32> to vector<4xf32>
+// INT: arith.truncf %{{.*}} : vector<4xf32> to vector<4xbf16>
+// A scalar widens in integer code on every chip.
+// CVT-LABEL: gpu.func @widen_one(
+// CVT-NOT: nvvm.convert
+// CVT: arith.extui %{{.*}} : i8 to i32
+
 // Other truncations are not the pass's.
 // CVT-LABEL: gpu.func @bf16(
 // CVT: arith.truncf %{{.*}} : f32 to bf16
@@ -58,6 +80,18 @@ module attributes {gpu.container_module, norm.target = #norm.target<chip = "sm_9
       %c0 = arith.constant 0 : index
       %q = arith.truncf %y : f32 to f8E5M2
       memref.store %q, %out[%c0] : memref<16xf8E5M2>
+      gpu.return
+    }
+    gpu.func @widen(%q: vector<4xf8E4M3FN>, %out: memref<16xbf16>) kernel {
+      %c0 = arith.constant 0 : index
+      %y = arith.extf %q : vector<4xf8E4M3FN> to vector<4xbf16>
+      vector.store %y, %out[%c0] : memref<16xbf16>, vector<4xbf16>
+      gpu.return
+    }
+    gpu.func @widen_one(%q: f8E4M3FN, %out: memref<16xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %y = arith.extf %q : f8E4M3FN to f32
+      memref.store %y, %out[%c0] : memref<16xf32>
       gpu.return
     }
     gpu.func @bf16(%y: f32, %out: memref<16xbf16>) kernel {

@@ -280,7 +280,7 @@ static void testKernelErrors(normjit_context *context) {
   expect("rope rms_norm", normjit_kernel_create(context, &desc, 0, &kernel),
          NORMJIT_ERROR_INVALID_ARGUMENT);
   desc.rope = NORMJIT_ROPE_NONE;
-  desc.flags = 1u << 28;
+  desc.flags = 1u << 30;
   expect("unknown op flag", normjit_kernel_create(context, &desc, 0, &kernel),
          NORMJIT_ERROR_INVALID_ARGUMENT);
   desc.flags = NORMJIT_OP_WEIGHT;

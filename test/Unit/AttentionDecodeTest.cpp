@@ -11,7 +11,8 @@
 // inputs unchanged, the semaphores zero again; a second launch gives the
 // same bits (the combine is deterministic). K-prepare into the caches
 // (write_cache) must append the same rows, from every case; and both over
-// paged caches of every block size (Paged, PagedKeyPrepare).
+// paged caches of every block size (Paged, PagedKeyPrepare) and e4m3
+// caches with their scales (Fp8, Fp8KeyPrepare).
 //
 //===----------------------------------------------------------------------===//
 
@@ -90,6 +91,17 @@ std::vector<DecodeCase> withPages(std::vector<DecodeCase> cases) {
   static constexpr int64_t kBlockSizes[] = {16, 1, 64, 256, 8, 32, 128, 2};
   for (size_t i = 0; i < cases.size(); ++i)
     cases[i].blockSize = kBlockSizes[i % std::size(kBlockSizes)];
+  return cases;
+}
+
+/// `cases` over e4m3 caches: one scale and one per kv head in turn (a
+/// second kv head's small enough to saturate), contiguous and paged.
+std::vector<DecodeCase> withFp8(std::vector<DecodeCase> cases) {
+  for (size_t i = 0; i < cases.size(); ++i) {
+    cases[i].fp8Cache = true;
+    cases[i].scalePerHead = i % 2;
+    cases[i].blockSize = i % 3 == 2 ? 16 : 0;
+  }
   return cases;
 }
 
@@ -410,6 +422,11 @@ INSTANTIATE_TEST_SUITE_P(Paged, AttentionDecodeTest,
                          testing::ValuesIn(withPages(kCases)), getCaseName);
 INSTANTIATE_TEST_SUITE_P(PagedKeyPrepare, AttentionDecodeTest,
                          testing::ValuesIn(withKeysOnly(withPages(kCases))),
+                         getCaseName);
+INSTANTIATE_TEST_SUITE_P(Fp8, AttentionDecodeTest,
+                         testing::ValuesIn(withFp8(kCases)), getCaseName);
+INSTANTIATE_TEST_SUITE_P(Fp8KeyPrepare, AttentionDecodeTest,
+                         testing::ValuesIn(withKeysOnly(withFp8(kCases))),
                          getCaseName);
 
 } // namespace

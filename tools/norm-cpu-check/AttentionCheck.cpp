@@ -127,13 +127,14 @@ OpSpec norm::check::getSpec(const AttentionCase &c) {
 
 OpSpec norm::check::getSpec(const DecodeCase &c) {
   OpSpec spec = getCaseSpec(OpKind::AttentionDecode, c);
+  if (c.keysOnly) {
+    spec = getKeyPrepareSpec(spec);
+    spec.writeCache = true;
+  }
   spec.cacheBlockSize = c.blockSize;
-  if (!c.keysOnly)
-    return spec;
-  OpSpec keys = getKeyPrepareSpec(spec);
-  keys.writeCache = true;
-  keys.cacheBlockSize = c.blockSize;
-  return keys;
+  spec.fp8Cache = c.fp8Cache;
+  spec.cacheScalePerHead = c.fp8Cache && c.scalePerHead && c.kvHeads > 1;
+  return spec;
 }
 
 std::string AttentionResult::getMessage() const {
@@ -644,14 +645,34 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
   // The caches: every row holds values (rows past a sequence's length
   // too, which the kernel must neither read nor write), and a copy of
   // what they must hold afterwards.
+  // An FP8 cache holds e4m3 codes over scales near 1/100 (a second kv
+  // head's 1/500, whose new keys saturate).
+  ElementType cacheType = c.fp8Cache ? ElementType::f8E4M3FN : c.type;
   auto makeCache = [&](uint64_t seed) {
-    auto cache =
-        std::make_unique<GuardedBuffer>(c.type, cacheRows, kvCols, kvCols + 8);
-    cache->fill(getInputGuard(c.type));
+    auto cache = std::make_unique<GuardedBuffer>(cacheType, cacheRows, kvCols,
+                                                 kvCols + 16);
+    cache->fill(getInputGuard(cacheType));
     Random values(seed);
-    cache->fillRows([&](int64_t) { return values.uniform(-2.5, 2.5); });
+    double range = c.fp8Cache ? 2.5 / 0.01 : 2.5;
+    cache->fillRows([&](int64_t) { return values.uniform(-range, range); });
     return cache;
   };
+  if (c.fp8Cache)
+    for (std::vector<double> *scales : {&problem.kScales, &problem.vScales})
+      for (int64_t g = 0; g < (getSpec(c).cacheScalePerHead ? c.kvHeads : 1);
+           ++g)
+        scales->push_back(
+            static_cast<float>(g == 1 ? 0.002 : random.uniform(0.005, 0.02)));
+  auto makeScales = [&](const std::vector<double> &scales) {
+    int64_t count = std::max<int64_t>(scales.size(), 1);
+    GuardedBuffer buffer(ElementType::f32, 1, count, count);
+    buffer.fill(getInputGuard(ElementType::f32));
+    for (size_t i = 0; i < scales.size(); ++i)
+      buffer.store(0, i, scales[i]);
+    return buffer;
+  };
+  GuardedBuffer kScale = makeScales(problem.kScales);
+  GuardedBuffer vScale = makeScales(problem.vScales);
   std::unique_ptr<GuardedBuffer> kCache = makeCache(1), vCache = makeCache(2);
   std::unique_ptr<GuardedBuffer> kWant = makeCache(1), vWant = makeCache(2);
 
@@ -678,8 +699,8 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
         std::pair{"q_weight", &qWeight}, std::pair{"k_weight", &kWeight},
         std::pair{"cu_seqlens", &offsets}, std::pair{"cache_seqlens", &lengths},
         std::pair{"positions", &positionBuffer},
-        std::pair{"rope_table", &table},
-        std::pair{"block_tables", &pageTable}}) {
+        std::pair{"rope_table", &table}, std::pair{"block_tables", &pageTable},
+        std::pair{"k_scale", &kScale}, std::pair{"v_scale", &vScale}}) {
     inputs.add(name, *buffer);
     arguments.add(name, *buffer);
   }
@@ -735,12 +756,35 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
   DecodeExpected expected = referenceDecode(problem, operands);
 
   ValueCheck values(result);
-  for (int64_t t = 0; t < tokens && !c.keysOnly; ++t)
-    for (int64_t col = 0; col < qCols; ++col)
-      values.compare("output", t, col, c.type, output.load(t, col),
-                     expected.output.at(t, col));
   // The appended rows; the copies take the kernel's value where the
   // reference allows either neighbour, and must then match byte for byte.
+  // An FP8 cache's keys: any code the reference's key may round to, which
+  // the attention then reads (the output's reference uses the kernel's).
+  auto appended = [&](const char *name, GuardedBuffer &cache,
+                      GuardedBuffer &want, const Expected &e, int64_t t,
+                      int64_t row, int64_t col) {
+    double actual = cache.load(row, col);
+    if (!c.fp8Cache) {
+      bool ok = values.compare(name, row, col, c.type, actual, e);
+      want.store(row, col, ok && e.tolerance > 0 ? actual : e.value);
+      return;
+    }
+    bool key = name[0] == 'k';
+    const std::vector<double> &scales = key ? problem.kScales : problem.vScales;
+    double scale = scales[scales.size() == 1 ? 0 : col / d];
+    double low = quantizeFp8(c.type, e.value - e.tolerance, scale);
+    double high = quantizeFp8(c.type, e.value + e.tolerance, scale);
+    if (!(actual >= low && actual <= high))
+      values.reject(name, row, col,
+                    std::to_string(actual) + ", expected e4m3 in [" +
+                        std::to_string(low) + ", " + std::to_string(high) +
+                        "]");
+    want.store(row, col, actual);
+    if (key)
+      problem.newKeyCodes[t * kvCols + col] = actual;
+  };
+  if (c.fp8Cache)
+    problem.newKeyCodes.assign(tokens * kvCols, std::nan(""));
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t t = cu[b]; t < cu[b + 1]; ++t) {
       // Rows past the capacity or on a page not the sequence's are
@@ -755,13 +799,16 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
                        &expected.kAppended},
             std::tuple{"v_cache", vCache.get(), vWant.get(),
                        &expected.vAppended}})
-        for (int64_t col = 0; col < kvCols; ++col) {
-          const Expected &e = rows->at(t, col);
-          double actual = cache->load(row, col);
-          bool ok = values.compare(name, row, col, c.type, actual, e);
-          want->store(row, col, ok && e.tolerance > 0 ? actual : e.value);
-        }
+        for (int64_t col = 0; col < kvCols; ++col)
+          appended(name, *cache, *want, rows->at(t, col), t, row, col);
     }
+  // An FP8 cache's output reads the keys the kernel appended.
+  if (c.fp8Cache && !c.keysOnly)
+    expected.output = referenceDecode(problem, operands).output;
+  for (int64_t t = 0; t < tokens && !c.keysOnly; ++t)
+    for (int64_t col = 0; col < qCols; ++col)
+      values.compare("output", t, col, c.type, output.load(t, col),
+                     expected.output.at(t, col));
   values.finish();
   if (!kCache->matches(kWant->snapshot()))
     result.failures.push_back("k_cache changed outside the appended rows");

@@ -150,6 +150,10 @@ struct DecodeCase {
   // that only the append would reach unset (-1) or past the cache, whose
   // rows must then stay as they are.
   int64_t blockSize = 0;
+  // An FP8 (e4m3) cache with one scale, or one per kv head (OpSpec::
+  // fp8Cache, cacheScalePerHead): a second kv head's scale is small
+  // enough that new keys saturate.
+  bool fp8Cache = false, scalePerHead = false;
 };
 
 OpSpec getSpec(const AttentionCase &c);

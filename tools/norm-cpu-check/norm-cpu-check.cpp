@@ -78,6 +78,12 @@ static cl::opt<int64_t> cacheBlockSizeOption(
              "this many rows (a power of two to 256) with shuffled block "
              "tables, in place of the variant's own cache (0)"),
     cl::init(0));
+static cl::opt<std::string> fp8CacheOption(
+    "fp8-cache", cl::cat(checkCategory),
+    cl::desc("Decode and K-prepare variants: an e4m3 KV cache with one scale "
+             "('tensor') or one per kv head ('head'), in place of the "
+             "variant's own cache"),
+    cl::init(""));
 static cl::list<std::string>
     typesOption("types", cl::CommaSeparated, cl::cat(checkCategory),
                 cl::desc("Element types (attention's default: bf16)"));
@@ -481,6 +487,18 @@ static const AttentionVariant kAttentionVariants[] = {
        setStep(c, 1, 2);
        c.blockSize = 16;
      }},
+    {"decode_fp8_paged",
+     "decode attention over a paged e4m3 cache (pages of 16, a scale per kv "
+     "head, one small enough to saturate), 2 new tokens a sequence, 3 "
+     "splits: RMS QK-Norm with weights, NeoX rotary, 8 q / 2 kv heads",
+     nullptr,
+     [](DecodeCase &c) {
+       setHeads(c, 8, 2, Statistic::RMS, true);
+       setRope(c, RopeStyle::NeoX, 1, 1e6);
+       setStep(c, 2, 3);
+       c.blockSize = 16;
+       c.fp8Cache = c.scalePerHead = true;
+     }},
     {"kprep_cache_rms_rope",
      "K-prepare into a KV cache, 3 new tokens a sequence: RMS QK-Norm with "
      "weights, NeoX rotary theta 1e6 at the cache positions, 8 kv heads "
@@ -556,6 +574,10 @@ static DecodeCase makeDecodeCase(const AttentionVariant &variant,
     c.capacity = std::max(c.capacity, lengths[b] + c.newTokens[b]);
   if (cacheBlockSizeOption)
     c.blockSize = cacheBlockSizeOption;
+  if (!fp8CacheOption.empty()) {
+    c.fp8Cache = true;
+    c.scalePerHead = fp8CacheOption == "head";
+  }
   return c;
 }
 
@@ -1820,6 +1842,8 @@ static std::vector<Task> planTasks(const KernelProvider &provider,
             label += (i ? "," : "") + std::to_string(lengths[i]);
           if (spec.cacheBlockSize)
             label += " pages=" + std::to_string(spec.cacheBlockSize);
+          if (spec.fp8Cache)
+            label += spec.cacheScalePerHead ? " fp8=head" : " fp8=tensor";
           tasks.push_back({variant, spec, {}, lengths, label});
           continue;
         }
@@ -2041,6 +2065,13 @@ int main(int argc, char **argv) {
     lengths.assign(std::begin(kSequenceLengths), std::end(kSequenceLengths));
   if (llvm::any_of(lengths, [](int64_t length) { return length < 0; })) {
     llvm::errs() << "norm-cpu-check: sequence lengths must not be negative\n";
+    return 2;
+  }
+  if (!fp8CacheOption.empty() && fp8CacheOption != "tensor" &&
+      fp8CacheOption != "head") {
+    llvm::errs() << "norm-cpu-check: --fp8-cache takes 'tensor' or 'head', "
+                    "got '"
+                 << fp8CacheOption << "'\n";
     return 2;
   }
   if (cacheBlockSizeOption)

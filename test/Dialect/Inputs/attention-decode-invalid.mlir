@@ -76,3 +76,33 @@ func.func @pages_of_512(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>, %c: tensor<?
       : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>
   return
 }
+
+// -----
+
+func.func @fp8_without_scales(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>, %c: tensor<?x128xf8E4M3FN>, %len: tensor<?xi32>) {
+  // expected-error @below {{'k_cache' must have the element type of 'q' ('bf16'), got 'tensor<?x128xf8E4M3FN>'}}
+  %o:3 = norm.attention_decode %q, %q, %q seqlens(%cu : tensor<?xi32>) cache(%c, %c lengths %len : tensor<?xi32>) scale(0.125)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64}
+      : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xf8E4M3FN>, tensor<?x128xf8E4M3FN> -> tensor<?x128xbf16>, tensor<?x128xf8E4M3FN>, tensor<?x128xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @scales_of_bf16(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>, %c: tensor<?x128xbf16>, %len: tensor<?xi32>, %s: tensor<1xf32>) {
+  // expected-error @below {{an f8E4M3FN cache takes 'scales' (k_scale, v_scale), and only it}}
+  %o:3 = norm.attention_decode %q, %q, %q seqlens(%cu : tensor<?xi32>) cache(%c, %c lengths %len : tensor<?xi32>) scales(%s, %s : tensor<1xf32>, tensor<1xf32>) scale(0.125)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64}
+      : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @scales_of_three(%q: tensor<?x512xbf16>, %k: tensor<?x256xbf16>, %cu: tensor<?xi32>, %c: tensor<?x256xf8E4M3FN>, %len: tensor<?xi32>, %s: tensor<3xf32>) {
+  // expected-error @below {{a cache scale holds one element or one per kv head (2), got 'tensor<3xf32>'}}
+  %o:3 = norm.attention_decode %q, %k, %k seqlens(%cu : tensor<?xi32>) cache(%c, %c lengths %len : tensor<?xi32>) scales(%s, %s : tensor<3xf32>, tensor<3xf32>) scale(0.125)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64}
+      : tensor<?x512xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN> -> tensor<?x512xbf16>, tensor<?x256xf8E4M3FN>, tensor<?x256xf8E4M3FN>
+  return
+}

@@ -76,7 +76,8 @@ class NoTorchTest(unittest.TestCase):
                      "SAVED_MEAN", "SAVED_RSTD", "GRAD_INPUT", "ADDEND_GRAD",
                      "WEIGHT_GRAD_PARTIALS", "BIAS_GRAD_PARTIALS",
                      "WEIGHT_GRAD", "BIAS_GRAD", "OUTPUT_SCALE", "SCALE_UB",
-                     "OUTPUT_SCALES", "K_OUT", "V_OUT", "BLOCK_TABLES"):
+                     "OUTPUT_SCALES", "K_OUT", "V_OUT", "BLOCK_TABLES",
+                     "K_SCALE", "V_SCALE"):
             self.assertEqual(getattr(capi, name), int(re.search(
                 r"NORMJIT_%s = (\d+)" % name, text).group(1)), name)
         for name in ("ROPE_POSITIONS", "ROPE_TABLE", "SAVE_STATS", "BACKWARD",
@@ -84,7 +85,8 @@ class NoTorchTest(unittest.TestCase):
                      "OUTPUT_OVER_ADDEND", "RESIDUAL_OVER_INPUT",
                      "RESIDUAL_OVER_ADDEND", "OUTPUT_SCALE_STATIC",
                      "OUTPUT_SCALE_PER_TOKEN", "SCALE_UB", "ROPE_FIRST",
-                     "QK_WEIGHT_PER_HEAD", "PREPARED_K", "COPY_V", "WRITE_CACHE"):
+                     "QK_WEIGHT_PER_HEAD", "PREPARED_K", "COPY_V", "WRITE_CACHE",
+                     "FP8_CACHE", "CACHE_SCALE_PER_HEAD"):
             self.assertEqual(getattr(capi, "OP_" + name), 1 << int(re.search(
                 r"#define NORMJIT_OP_%s \(1u << (\d+)\)" % name,
                 text).group(1)), name)
@@ -270,7 +272,7 @@ class FakeDriverTest(unittest.TestCase):
         self.assertIn("hidden size must be in [1, 16777216], got 0",
                       str(caught.exception))
         with self.assertRaises(norm_opt.NormJitError) as caught:
-            self.context.kernel(RMS._replace(flags=1 << 28))
+            self.context.kernel(RMS._replace(flags=1 << 30))
         self.assertIn("normjit_op_desc.flags: unknown bits", str(caught.exception))
 
     def test_kernel_not_in_bundle(self):

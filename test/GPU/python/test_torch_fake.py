@@ -839,6 +839,66 @@ class TorchLayerTest(FakeDriverCase):
                 call()
         self.assertEqual(self.fake.fakecuda_launch_count(), before)
 
+    # An FP8 cache (API 12): e4m3 bytes (vLLM's uint8) with k_scale and
+    # v_scale, one or one per kv head.
+    def test_attention_decode_fp8_cache(self):
+        q, k, v = self.rand(2, 256), self.rand(2, 128), self.rand(2, 128)
+        k_cache = torch.zeros(2, 16, 2, 64, dtype=torch.uint8)
+        v_cache = torch.zeros(2, 16, 2, 64, dtype=torch.uint8)
+        lengths = torch.tensor([3, 0], dtype=torch.int32)
+        k_scale = torch.tensor([0.02, 0.01])
+        v_scale = torch.tensor([0.03, 0.05])
+        out = norm_opt.attention_decode(q, k, v, k_cache, v_cache, lengths,
+                                        head_dim=64, k_scale=k_scale,
+                                        v_scale=v_scale)
+        name, params = self.launch()
+        self.assertTrue(name.startswith("norm_decode_fp8h_d64_h4x2_bf16_"),
+                        name)
+        # q, k, v, cu_seqlens, cache_seqlens, k_scale, v_scale, output,
+        # k_cache, v_cache, ...
+        self.assertEqual(params[4:10], [lengths.data_ptr(), k_scale.data_ptr(),
+                                        v_scale.data_ptr(), out.data_ptr(),
+                                        k_cache.data_ptr(),
+                                        v_cache.data_ptr()])
+        call = self.layer.prepare_attention_decode(
+            q, k, v, k_cache, v_cache, lengths, head_dim=64,
+            k_scale=k_scale[:1], v_scale=v_scale[:1])
+        self.assertEqual(call.desc.flags & (capi.OP_FP8_CACHE |
+                                            capi.OP_CACHE_SCALE_PER_HEAD),
+                         capi.OP_FP8_CACHE)
+        self.assertEqual(call.args.tensors[capi.K_CACHE].dtype, capi.F8E4M3FN)
+        # K-prepare into the same caches.
+        norm_opt.k_prepare_cache(k, v, k_cache, v_cache, lengths,
+                                 qk_norm="rms", head_dim=64, k_scale=k_scale,
+                                 v_scale=v_scale)
+        name, _ = self.launch()
+        self.assertTrue(name.startswith("norm_kprep_rms_cache_fp8h_d64_"), name)
+        before = self.fake.fakecuda_launch_count()
+        cases = [
+            (lambda: norm_opt.attention_decode(
+                q, k, v, k_cache, v_cache, lengths, head_dim=64), TypeError,
+             "the keys are torch.bfloat16, k_cache is torch.uint8"),
+            (lambda: norm_opt.attention_decode(
+                q, k, v, self.rand(2, 16, 2, 64), self.rand(2, 16, 2, 64),
+                lengths, head_dim=64, k_scale=k_scale, v_scale=v_scale),
+             TypeError, "k_cache: an FP8 cache"),
+            (lambda: norm_opt.attention_decode(
+                q, k, v, k_cache, v_cache, lengths, head_dim=64,
+                k_scale=k_scale), ValueError, "v_scale: expected a float32"),
+            (lambda: norm_opt.attention_decode(
+                q, k, v, k_cache, v_cache, lengths, head_dim=64,
+                k_scale=torch.ones(3), v_scale=torch.ones(3)), ValueError,
+             r"k_scale: expected a float32 scale, one or one per kv head \(2\)"),
+            (lambda: norm_opt.attention_decode(
+                q, k, v, k_cache, v_cache, lengths, head_dim=64,
+                k_scale=k_scale, v_scale=v_scale[:1]), ValueError,
+             "k_scale and v_scale: one count for both"),
+        ]
+        for call, error, message in cases:
+            with self.assertRaisesRegex(error, message):
+                call()
+        self.assertEqual(self.fake.fakecuda_launch_count(), before)
+
     # Decode with positions (not the cache lengths) and a Llama-sized table.
     def test_attention_decode_rope_positions_and_table(self):
         q, k, v = self.rand(2, 256), self.rand(2, 128), self.rand(2, 128)

@@ -100,11 +100,13 @@ class DecodeOpTest(unittest.TestCase):
                 # Decode's paged cache (API 12) after them, defaulted too.
                 if op is self.op:
                     self.assertEqual([(a.name, str(a.type), a.default_value)
-                                      for a in args[-2:]],
+                                      for a in args[-4:]],
                                      [("block_table", "Optional[Tensor]",
                                        None),
-                                      ("block_size", "Optional[int]", None)])
-                    args = args[:-2]
+                                      ("block_size", "Optional[int]", None),
+                                      ("k_scale", "Optional[Tensor]", None),
+                                      ("v_scale", "Optional[Tensor]", None)])
+                    args = args[:-4]
                 # API 9's rope_first last, defaulted: older callers' argument
                 # lists still bind.
                 self.assertEqual((args[-1].name, str(args[-1].type),

@@ -340,6 +340,11 @@ TEST_F(OpDescTest, RotaryEmbeddingRefusals) {
   prefillPages.cache_block_size = 16;
   normjit_op_desc negativePages = makeAttentionDesc(NORMJIT_ROPE_NEOX);
   negativePages.cache_block_size = -1;
+  normjit_op_desc prefillFp8 = makeAttentionDesc(NORMJIT_ROPE_NEOX);
+  prefillFp8.flags |= NORMJIT_OP_FP8_CACHE;
+  normjit_op_desc perHeadAlone = makeAttentionDesc(NORMJIT_ROPE_NEOX);
+  perHeadAlone.kind = NORMJIT_OP_ATTENTION_DECODE;
+  perHeadAlone.flags |= NORMJIT_OP_CACHE_SCALE_PER_HEAD;
   normjit_op_desc oddPages = makeAttentionDesc(NORMJIT_ROPE_NEOX);
   oddPages.kind = NORMJIT_OP_ATTENTION_DECODE;
   oddPages.cache_block_size = 24;
@@ -393,6 +398,12 @@ TEST_F(OpDescTest, RotaryEmbeddingRefusals) {
        "attention and K-prepare into a KV cache (write_cache) only"},
       {"negative pages", negativePages,
        "normjit_op_desc.cache_block_size is -1, must not be negative"},
+      {"prefill fp8 cache", prefillFp8,
+       "attention: an FP8 cache (fp8_cache) applies to decode attention and "
+       "K-prepare into a KV cache (write_cache) only"},
+      {"scales per head alone", perHeadAlone,
+       "attention_decode: cache scales per head need an FP8 cache "
+       "(fp8_cache)"},
       {"pages of 24", oddPages,
        "attention_decode: a paged KV cache's block size must be a power of "
        "two in [1, 256] (vLLM's 16, SGLang's 1), got 24"},

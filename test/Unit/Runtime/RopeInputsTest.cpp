@@ -231,7 +231,7 @@ TEST_F(RopeInputsCApiTest, LaunchArgsCarryTheTableRows) {
         std::string(normjit_last_error())
             .find(
                 "between the layouts of API 4 (720), API 5 (792), "
-                "API 6 (1112), API 8 (1208), API 10 (1272) and API 12 (1304)"),
+                "API 6 (1112), API 8 (1208), API 10 (1272) and API 12 (1368)"),
         std::string::npos)
         << normjit_last_error();
   }

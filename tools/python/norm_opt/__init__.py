@@ -169,7 +169,8 @@ def k_prepare_cache(k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None, *,
                     qk_norm=None, k_weight=None, eps=1e-6, weight_offset=0.0,
                     head_dim=None, rope=None, rotary_dim=None,
                     rope_theta=10000.0, positions=None, cos_sin_cache=None,
-                    rope_first=False, block_table=None, block_size=None):
+                    rope_first=False, block_table=None, block_size=None,
+                    k_scale=None, v_scale=None):
     """k_prepare into KV caches (API 11), in one launch: the normalized,
     rotated keys and v go to k_cache and v_cache ([batch, capacity, Hkv, D]
     or [batch * capacity, Hkv * D], written in place, like
@@ -178,8 +179,8 @@ def k_prepare_cache(k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None, *,
     rows, rotated at that position without positions; rows past the
     capacity are dropped. The QK-Norm + RoPE + cache write that serving
     stacks keep as separate kernels; without qk_norm and rope a plain cache
-    write (vLLM's reshape_and_cache). Paged caches (API 12) as in
-    attention_decode: block_table, block_size. Registered as
+    write (vLLM's reshape_and_cache). Paged and FP8 caches (API 12) as in
+    attention_decode: block_table, block_size, k_scale, v_scale. Registered as
     torch.ops.norm_opt.k_prepare_cache (the caches mutated); returns None;
     forward only."""
     return _torch_layer().k_prepare_cache(
@@ -188,7 +189,8 @@ def k_prepare_cache(k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None, *,
         head_dim=head_dim, rope=rope, rotary_dim=rotary_dim,
         rope_theta=rope_theta, positions=positions,
         cos_sin_cache=cos_sin_cache, rope_first=rope_first,
-        block_table=block_table, block_size=block_size)
+        block_table=block_table, block_size=block_size, k_scale=k_scale,
+        v_scale=v_scale)
 
 
 def attention(q, k, v, *, causal=False, scale=None, cu_seqlens=None,
@@ -258,7 +260,8 @@ def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None,
                      k_norm_weight=None, qk_norm_eps=1e-6, qk_norm_offset=0.0,
                      head_dim=None, rope=None, rotary_dim=None,
                      rope_theta=10000.0, positions=None, cos_sin_cache=None,
-                     rope_first=False, block_table=None, block_size=None):
+                     rope_first=False, block_table=None, block_size=None,
+                     k_scale=None, v_scale=None):
     """One decode step of attention over a KV cache, forward only, in one
     kernel: q and k of the new tokens are normalized (qk_norm,
     q_norm_weight, k_norm_weight, qk_norm_eps, qk_norm_offset) and rotated
@@ -283,7 +286,12 @@ def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None,
     it) or [num_blocks * block_size, Hkv * D] with block_size= (a power of
     two to 256; SGLang's 1); position p of sequence b lies on page
     block_table[b, p // block_size]; an unset entry (-1) or one past the
-    pages is never written. Returns the output, shaped like q.
+    pages is never written. FP8 caches (API 12): with k_scale and v_scale
+    (float32, one or one per kv head: vLLM's) the caches hold e4m3
+    (float8_e4m3fn, or its bytes as uint8): x is stored as e4m3(x /
+    scale), rounded to nearest even and saturated (x times the f32
+    reciprocal), and every key and value attended to, the new tokens'
+    included, is e4m3 * scale. Returns the output, shaped like q.
     libnormjit splits the keys over several CTAs with a workspace of its
     own per stream, allocated at the first call on a stream that needs it
     (so make one call before capturing a CUDA graph). Registered as
@@ -298,7 +306,8 @@ def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None,
         qk_norm_offset=qk_norm_offset, head_dim=head_dim, rope=rope,
         rotary_dim=rotary_dim, rope_theta=rope_theta, positions=positions,
         cos_sin_cache=cos_sin_cache, rope_first=rope_first,
-        block_table=block_table, block_size=block_size)
+        block_table=block_table, block_size=block_size, k_scale=k_scale,
+        v_scale=v_scale)
 
 
 from norm_opt._registry import configure, get_context  # noqa: E402

@@ -91,6 +91,9 @@ OP_QK_WEIGHT_PER_HEAD = 1 << 24
 OP_PREPARED_K = 1 << 25
 OP_COPY_V = 1 << 26
 OP_WRITE_CACHE = 1 << 27
+# API 12: FP8 KV caches with k_scale and v_scale (one, or one per kv head).
+OP_FP8_CACHE = 1 << 28
+OP_CACHE_SCALE_PER_HEAD = 1 << 29
 
 # normjit_buffer (V, CU_SEQLENS, LSE: API 3; K_CACHE .. SEMAPHORES: API 4,
 # decode attention, whose WORKSPACE and SEMAPHORES are libnormjit's own)
@@ -108,9 +111,10 @@ WEIGHT_GRAD, BIAS_GRAD = 32, 33
 OUTPUT_SCALE, SCALE_UB, OUTPUT_SCALES = 34, 35, 36
 # API 10: K-prepare's outputs.
 K_OUT, V_OUT = 37, 38
-# API 12: a paged KV cache's block table.
+# API 12: a paged KV cache's block table, an FP8 cache's scales.
 BLOCK_TABLES = 39
-NUM_BUFFERS = 40
+K_SCALE, V_SCALE = 40, 41
+NUM_BUFFERS = 42
 # The tensors of an API 1 / 2 normjit_launch_args: launch arguments of row
 # kernels keep that size, so they work with older libraries too; those of
 # prefill attention the API 3 size (17 tensors), those of decode and rope

@@ -25,6 +25,10 @@ _FP8_DTYPES = {getattr(torch, name): dtype for name, dtype in
                (("float8_e4m3fn", _capi.F8E4M3FN),
                 ("float8_e5m2", _capi.F8E5M2)) if hasattr(torch, name)}
 
+# An FP8 KV cache's storage (API 12): e4m3, or its bytes (vLLM's uint8).
+_FP8_CACHE_DTYPES = {torch.uint8} | (
+    {torch.float8_e4m3fn} if hasattr(torch, "float8_e4m3fn") else set())
+
 #===------------------------------------------------------------------------===#
 # Tensors to buffers
 #===------------------------------------------------------------------------===#
@@ -894,12 +898,13 @@ def _prepare_keys(k2, k_stride, num_kv_heads, head_dim, device, cu_seqlens,
         keep.append(k_out)
         outputs.append(k_out)
     else:
-        k_cache, v_cache, cache_seqlens, block_table, block_size = cache
-        cache_rows = _cache_buffers(buffers, keep, k_cache, v_cache,
-                                    cache_seqlens, k2.dtype,
-                                    cu_seqlens.size(0) - 1, num_kv_heads,
-                                    head_dim, block_table, block_size)
-        flags |= _capi.OP_WRITE_CACHE
+        k_cache, v_cache, cache_seqlens, block_table, block_size, scales = (
+            cache)
+        cache_rows, scale_flags = _cache_buffers(
+            buffers, keep, k_cache, v_cache, cache_seqlens, k2.dtype,
+            cu_seqlens.size(0) - 1, num_kv_heads, head_dim, block_table,
+            block_size, scales)
+        flags |= _capi.OP_WRITE_CACHE | scale_flags
     if k_weight is not None:
         buffers[_capi.K_WEIGHT] = _buffer(k_weight, k_weight.size(0))
         keep.append(k_weight)
@@ -1063,9 +1068,12 @@ def prepare_k_prepare(k: torch.Tensor, *, v: Optional[torch.Tensor] = None,
             raise ValueError("k_prepare_cache needs v: a cache takes both")
         _, cu_seqlens = _cache_sequences(cache[2], cu_seqlens, k2, "k")
         table = cache[3] if len(cache) > 3 else None
+        scales = cache[5] if len(cache) > 5 else None
         cache = (cache[0], cache[1], cache[2].contiguous(), table,
                  _cache_block_size(cache[0], table,
-                                   cache[4] if len(cache) > 4 else None))
+                                   cache[4] if len(cache) > 4 else None),
+                 scales if scales is not None and any(
+                     x is not None for x in scales) else None)
     elif rope != _capi.ROPE_NONE and positions is None:
         if cu_seqlens is None:
             cu_seqlens = torch.tensor([0, tokens], dtype=torch.int32,
@@ -1136,20 +1144,21 @@ def _k_prepare_cache_impl(k, v, k_cache, v_cache, cache_seqlens, cu_seqlens,
                           k_weight, qk_norm, eps, weight_offset, head_dim,
                           rope, rotary_dim, rope_theta, positions,
                           cos_sin_cache, rope_first, block_table=None,
-                          block_size=None):
+                          block_size=None, k_scale=None, v_scale=None):
     run(prepare_k_prepare(
         k, v=v, cu_seqlens=cu_seqlens, qk_norm=qk_norm, k_weight=k_weight,
         eps=eps, weight_offset=weight_offset, head_dim=head_dim, rope=rope,
         rotary_dim=rotary_dim, rope_theta=rope_theta, positions=positions,
         cos_sin_cache=cos_sin_cache, rope_first=rope_first,
-        cache=(k_cache, v_cache, cache_seqlens, block_table, block_size)))
+        cache=(k_cache, v_cache, cache_seqlens, block_table, block_size,
+               (k_scale, v_scale))))
 
 
 def _k_prepare_cache_fake(k, v, k_cache, v_cache, cache_seqlens, cu_seqlens,
                           k_weight, qk_norm, eps, weight_offset, head_dim,
                           rope, rotary_dim, rope_theta, positions,
                           cos_sin_cache, rope_first, block_table=None,
-                          block_size=None):
+                          block_size=None, k_scale=None, v_scale=None):
     """Nothing to return: the schema says that the kernel writes the
     caches."""
     return None
@@ -1163,7 +1172,8 @@ _define_op(
     "Tensor? k_weight, str? qk_norm, float eps, float weight_offset, "
     "int? head_dim, str? rope, int? rotary_dim, float rope_theta, "
     "Tensor? positions, Tensor? cos_sin_cache, bool rope_first, "
-    "Tensor? block_table=None, int? block_size=None) -> ()",
+    "Tensor? block_table=None, int? block_size=None, Tensor? k_scale=None, "
+    "Tensor? v_scale=None) -> ()",
     _k_prepare_cache_impl, _k_prepare_cache_fake)
 
 
@@ -1172,7 +1182,7 @@ def k_prepare_cache(k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None, *,
                     head_dim=None, rope=None, rotary_dim=None,
                     rope_theta=_DEFAULT_ROPE_THETA, positions=None,
                     cos_sin_cache=None, rope_first=False, block_table=None,
-                    block_size=None):
+                    block_size=None, k_scale=None, v_scale=None):
     _check_forward_only(k, v, k_weight, cos_sin_cache)
     torch.ops.norm_opt.k_prepare_cache(
         k, v, k_cache, v_cache, cache_seqlens, cu_seqlens, k_weight, qk_norm,
@@ -1180,7 +1190,7 @@ def k_prepare_cache(k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None, *,
         None if head_dim is None else int(head_dim), rope,
         None if rotary_dim is None else int(rotary_dim), float(rope_theta),
         positions, cos_sin_cache, bool(rope_first), block_table,
-        None if block_size is None else int(block_size))
+        None if block_size is None else int(block_size), k_scale, v_scale)
 
 
 #===------------------------------------------------------------------------===#
@@ -1280,14 +1290,24 @@ def _cache_buffers(buffers: Dict[int, Buffer], keep: list,
                    cache_seqlens: torch.Tensor, dtype: torch.dtype,
                    batch: int, kv_heads: int, head_dim: int,
                    block_table: Optional[torch.Tensor] = None,
-                   block_size: int = 0) -> int:
-    """Adds the KV caches (written in place), their lengths and a paged
-    cache's block table ([batch, max_blocks] int32) to `buffers`; returns
-    the caches' rows."""
+                   block_size: int = 0,
+                   scales: Optional[Tuple[torch.Tensor, torch.Tensor]] = None
+                   ) -> Tuple[int, int]:
+    """Adds the KV caches (written in place), their lengths, a paged
+    cache's block table ([batch, max_blocks] int32) and an FP8 cache's
+    scales (k_scale, v_scale: float32, one or one per kv head) to
+    `buffers`; returns the caches' rows and the desc flags of the scales."""
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
-        if cache.dtype != dtype:
+        if scales is not None:
+            # vLLM keeps e4m3 caches as uint8 bytes.
+            if cache.dtype not in _FP8_CACHE_DTYPES:
+                raise TypeError(f"{name}: an FP8 cache (k_scale, v_scale) "
+                                "holds e4m3 (float8_e4m3fn, or its bytes as "
+                                f"uint8), got {cache.dtype}")
+        elif cache.dtype != dtype:
             raise TypeError(f"the keys are {dtype}, {name} is {cache.dtype}: "
-                            "a cache holds them as they are")
+                            "a cache holds them as they are (or e4m3 with "
+                            "k_scale and v_scale)")
     k_rows, k_stride = _cache_rows(k_cache, "k_cache", batch, kv_heads,
                                    head_dim, block_size)
     v_rows, v_stride = _cache_rows(v_cache, "v_cache", batch, kv_heads,
@@ -1310,12 +1330,36 @@ def _cache_buffers(buffers: Dict[int, Buffer], keep: list,
                                              _capi.I32, block_table.numel())
         keep.append(block_table)
     cols = kv_heads * head_dim
-    buffers[_capi.K_CACHE] = _buffer(k_cache, cols, k_stride)
-    buffers[_capi.V_CACHE] = _buffer(v_cache, cols, v_stride)
+    cache_type = _capi.F8E4M3FN if scales is not None else _DTYPES[dtype]
+    buffers[_capi.K_CACHE] = Buffer(k_cache.data_ptr(), cache_type, cols,
+                                    k_stride)
+    buffers[_capi.V_CACHE] = Buffer(v_cache.data_ptr(), cache_type, cols,
+                                    v_stride)
+    flags = 0
+    if scales is not None:
+        counts = set()
+        for slot, name, scale in ((_capi.K_SCALE, "k_scale", scales[0]),
+                                  (_capi.V_SCALE, "v_scale", scales[1])):
+            if scale is None or scale.dtype != torch.float32 or (
+                    scale.numel() not in (1, kv_heads)) or scale.dim() > 1:
+                raise ValueError(f"{name}: expected a float32 scale, one or "
+                                 f"one per kv head ({kv_heads}), got "
+                                 + ("None" if scale is None else
+                                    f"{scale.dtype} of shape "
+                                    f"{tuple(scale.shape)}"))
+            _device(k_cache, scale)
+            scale = scale.reshape(-1).contiguous()
+            counts.add(scale.numel())
+            buffers[slot] = Buffer(scale.data_ptr(), _capi.F32, scale.numel())
+            keep.append(scale)
+        if len(counts) != 1:
+            raise ValueError("k_scale and v_scale: one count for both")
+        flags = _capi.OP_FP8_CACHE | (_capi.OP_CACHE_SCALE_PER_HEAD
+                                      if counts.pop() > 1 else 0)
     buffers[_capi.CACHE_SEQLENS] = Buffer(cache_seqlens.data_ptr(), _capi.I32,
                                           batch)
     keep += [k_cache, v_cache, cache_seqlens]
-    return k_rows
+    return k_rows, flags
 
 
 def prepare_attention_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -1336,7 +1380,9 @@ def prepare_attention_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                              cos_sin_cache: Optional[torch.Tensor] = None,
                              rope_first: bool = False,
                              block_table: Optional[torch.Tensor] = None,
-                             block_size: Optional[int] = None) -> Call:
+                             block_size: Optional[int] = None,
+                             k_scale: Optional[torch.Tensor] = None,
+                             v_scale: Optional[torch.Tensor] = None) -> Call:
     """One decode launch (see norm_opt.attention_decode): outputs (out,)."""
     batch, cu_seqlens = _cache_sequences(cache_seqlens, cu_seqlens, q, "q")
     block_size = _cache_block_size(k_cache, block_table, block_size)
@@ -1360,9 +1406,13 @@ def prepare_attention_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     buffers = {slot: Buffer(t.data or 0, t.dtype, t.cols, t.row_stride)
                for slot, t in enumerate(call.args.tensors) if t.data}
     keep = list(call.keep)
-    rows = _cache_buffers(buffers, keep, k_cache, v_cache, cache_seqlens,
-                          q.dtype, batch, desc.num_kv_heads, desc.hidden,
-                          block_table, block_size)
+    scales = None if k_scale is None and v_scale is None else (k_scale,
+                                                               v_scale)
+    rows, scale_flags = _cache_buffers(buffers, keep, k_cache, v_cache,
+                                       cache_seqlens, q.dtype, batch,
+                                       desc.num_kv_heads, desc.hidden,
+                                       block_table, block_size, scales)
+    desc = desc._replace(flags=desc.flags | scale_flags)
     args = _capi.make_launch_args(
         buffers, cache_rows=rows, rope_table_rows=call.args.rope_table_rows)
     return Call(call.device, desc, args, tokens, call.outputs, tuple(keep))
@@ -1374,7 +1424,8 @@ def _attention_decode_impl(q, k, v, k_cache, v_cache, cache_seqlens,
                            rope=None, rotary_dim=None,
                            rope_theta=_DEFAULT_ROPE_THETA, positions=None,
                            cos_sin_cache=None, rope_first=False,
-                           block_table=None, block_size=None):
+                           block_table=None, block_size=None, k_scale=None,
+                           v_scale=None):
     return run(prepare_attention_decode(
         q, k, v, k_cache, v_cache, cache_seqlens, cu_seqlens, scale=scale,
         qk_norm=qk_norm, q_norm_weight=q_norm_weight,
@@ -1382,7 +1433,8 @@ def _attention_decode_impl(q, k, v, k_cache, v_cache, cache_seqlens,
         qk_norm_offset=qk_norm_offset, head_dim=head_dim, rope=rope,
         rotary_dim=rotary_dim, rope_theta=rope_theta, positions=positions,
         cos_sin_cache=cos_sin_cache, rope_first=rope_first,
-        block_table=block_table, block_size=block_size))[0]
+        block_table=block_table, block_size=block_size, k_scale=k_scale,
+        v_scale=v_scale))[0]
 
 
 def _attention_decode_fake(q, k, v, k_cache, v_cache, cache_seqlens,
@@ -1391,7 +1443,8 @@ def _attention_decode_fake(q, k, v, k_cache, v_cache, cache_seqlens,
                            rope=None, rotary_dim=None,
                            rope_theta=_DEFAULT_ROPE_THETA, positions=None,
                            cos_sin_cache=None, rope_first=False,
-                           block_table=None, block_size=None):
+                           block_table=None, block_size=None, k_scale=None,
+                           v_scale=None):
     """Shapes only: the output, like q; the caches are left alone (the
     schema says that the kernel writes them). The rotary inputs' shapes,
     dtypes and strides are checked as in prefill."""
@@ -1412,7 +1465,8 @@ _define_op(
     "str? rope=None, int? rotary_dim=None, float rope_theta=10000.0, "
     "Tensor? positions=None, Tensor? cos_sin_cache=None, "
     "bool rope_first=False, Tensor? block_table=None, "
-    "int? block_size=None) -> Tensor",
+    "int? block_size=None, Tensor? k_scale=None, Tensor? v_scale=None) "
+    "-> Tensor",
     _attention_decode_impl, _attention_decode_fake)
 
 
@@ -1422,7 +1476,8 @@ def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens,
                      qk_norm_offset=0.0, head_dim=None, rope=None,
                      rotary_dim=None, rope_theta=_DEFAULT_ROPE_THETA,
                      positions=None, cos_sin_cache=None, rope_first=False,
-                     block_table=None, block_size=None):
+                     block_table=None, block_size=None, k_scale=None,
+                     v_scale=None):
     _check_forward_only(q, k, v, k_cache, v_cache, q_norm_weight,
                         k_norm_weight, cos_sin_cache)
     return torch.ops.norm_opt.attention_decode(
@@ -1432,7 +1487,7 @@ def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens,
         None if head_dim is None else int(head_dim), rope,
         None if rotary_dim is None else int(rotary_dim), float(rope_theta),
         positions, cos_sin_cache, bool(rope_first), block_table,
-        None if block_size is None else int(block_size))
+        None if block_size is None else int(block_size), k_scale, v_scale)
 
 
 # The training ops (torch.ops.norm_opt.row_norm, qk_norm and their
