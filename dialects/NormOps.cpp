@@ -1328,7 +1328,27 @@ static void setCacheScales(OpTy op, ::norm::OpSpec &spec) {
   return spec;
 }
 
+/// The buffers that place and scale a KV cache, both cache ops': the
+/// lengths, a paged cache's block table, an FP8 cache's scales.
+template <typename OpTy>
+static Value getCacheIndexBuffer(OpTy op, BufferSlot slot) {
+  switch (slot) {
+  case BufferSlot::CacheSeqlens:
+    return op.getCacheSeqlens();
+  case BufferSlot::BlockTables:
+    return op.getBlockTables();
+  case BufferSlot::KScale:
+    return op.getKScale();
+  case BufferSlot::VScale:
+    return op.getVScale();
+  default:
+    return {};
+  }
+}
+
 Value KPrepareOp::getBuffer(BufferSlot slot) {
+  if (Value index = getCacheIndexBuffer(*this, slot))
+    return index;
   switch (slot) {
   case BufferSlot::K:
     return getK();
@@ -1342,14 +1362,6 @@ Value KPrepareOp::getBuffer(BufferSlot slot) {
     return getPositions();
   case BufferSlot::RopeTable:
     return getRopeTable();
-  case BufferSlot::CacheSeqlens:
-    return getCacheSeqlens();
-  case BufferSlot::BlockTables:
-    return getBlockTables();
-  case BufferSlot::KScale:
-    return getKScale();
-  case BufferSlot::VScale:
-    return getVScale();
   // The updated caches: the kernel's values are the results.
   case BufferSlot::KCache:
     return getKCache() ? getKOut() : Value();
@@ -1469,15 +1481,9 @@ template <typename OpTy> static ::norm::OpSpec getDecodeOpSpec(OpTy op) {
 }
 
 Value AttentionDecodeKernelOp::getBuffer(BufferSlot slot) {
+  if (Value index = getCacheIndexBuffer(*this, slot))
+    return index;
   switch (slot) {
-  case BufferSlot::CacheSeqlens:
-    return getCacheSeqlens();
-  case BufferSlot::BlockTables:
-    return getBlockTables();
-  case BufferSlot::KScale:
-    return getKScale();
-  case BufferSlot::VScale:
-    return getVScale();
   // The updated caches: the kernel's values are the results.
   case BufferSlot::KCache:
     return getKCacheOut();
