@@ -193,20 +193,26 @@ private:
   Value quantizeFp8(Value x, bool value);
   /// The new rows of the k and v tiles of `stage` appended to the cache.
   void emitCacheAppend(Value tile, Value stage);
-  /// The epilogue of a split: the normalized rows and log2-sum-exps of
-  /// `loop` to the workspace, and the combine by the last split.
+  /// The epilogue of a split: the normalized rows and log2-sum-exps of the
+  /// loop's final `state` to the workspace, and the combine by the last split.
   /// Without `combined` (one split), the semaphore is left alone.
-  void emitSplitEpilogue(scf::ForOp loop, ArrayRef<Value> rowSums,
+  void emitSplitEpilogue(ValueRange state, ArrayRef<Value> rowSums,
                          Value tileRows, Value tileIndex, Value combined);
   /// The output row chunk of query row `row` at element `column`.
   Value outputOffset(Value row, Value column);
+  /// Decode's key-split warps: the loop state `state` (one row tile) of the
+  /// warps that share this warp's rows merged into the first of them (the
+  /// others' own is returned unchanged), through shared memory.
+  SmallVector<Value> mergeKeyWarps(ValueRange state);
 
   Value stageBase(Value stage, bool value);
 
   const ::norm::OpSpec &spec;
   int64_t headDim, blockM, blockN, stages, ctaThreads, chunksPerRow;
-  /// The m16 tiles of query rows each warp owns (LaunchConfig::getRowTiles).
-  int64_t rowTiles;
+  /// The m16 tiles of query rows each warp owns (LaunchConfig::getRowTiles),
+  /// the warps that share them (getKeyWarps) and the keys of a tile each of
+  /// those takes.
+  int64_t rowTiles, keyWarps, sliceN;
   /// Rows of a tile the CTA's threads cover at once in the prologue.
   int64_t rowsAtOnce;
   /// Chunks a swizzle group spans (8, or 1: none) and the elements from one
@@ -219,6 +225,9 @@ private:
   /// chunks (the prologue's loads and stores) and pairs (the output's
   /// accumulator fragments).
   Value shared, sharedChunks, sharedPairs, tid, warp, laneInWarp;
+  // The warp's first query row of the tile, its slice of each key tile (0
+  // to keyWarps - 1) and whether it stores its rows (the first slice).
+  Value warpFirstRow, keySlot, ownsRows;
   // Per CTA: the sequence's first token and length, the tile's first query
   // row within the sequence, the head and its key/value head.
   Value seqStart, seqLength, qTileStart, head, kvHead, found;
@@ -252,7 +261,11 @@ AttentionEmitter::AttentionEmitter(ImplicitLocOpBuilder &b,
       group(decode ? spec.numQHeads / spec.numKvHeads : 1) {
   rowsAtOnce = ctaThreads / threads;
   rowTiles = sig.launch.getRowTiles();
+  keyWarps = sig.launch.getKeyWarps();
+  sliceN = blockN / keyWarps;
   assert((!decode || rowTiles == 1) && "decode warps own one row tile");
+  assert((keyWarps == 1 || (decode && sliceN % 16 == 0)) &&
+         "key slices are whole m16n8k16 steps");
   ::norm::AttentionTileLayout layout = ::norm::getAttentionTileLayout(headDim);
   swizzle = layout.swizzle;
   pitch = layout.pitchChunks * kChunk;
@@ -1020,7 +1033,7 @@ void AttentionEmitter::emitCacheAppend(Value tile, Value stage) {
   });
 }
 
-void AttentionEmitter::emitSplitEpilogue(scf::ForOp loop,
+void AttentionEmitter::emitSplitEpilogue(ValueRange state,
                                          ArrayRef<Value> rowSums,
                                          Value tileRows, Value tileIndex,
                                          Value combined) {
@@ -1030,8 +1043,8 @@ void AttentionEmitter::emitSplitEpilogue(scf::ForOp loop,
   Value workspace = arg("workspace"), semaphores = arg("semaphores");
   Value rows = indexArg("rows");
   Value t = arith::RemUIOp::create(b, laneInWarp, index(4));
-  Value warpRow = add(mul(warp, index(16)),
-                      arith::DivUIOp::create(b, laneInWarp, index(4)));
+  Value warpRow =
+      add(warpFirstRow, arith::DivUIOp::create(b, laneInWarp, index(4)));
   // Entry (split, token, head): its output row at entry * D, its
   // log2-sum-exp at lseBase + entry.
   Value lseBase = mul(mul(splits, rows), index(heads * headDim));
@@ -1051,12 +1064,14 @@ void AttentionEmitter::emitSplitEpilogue(scf::ForOp loop,
         b, empty, constantF32(0.0),
         arith::DivFOp::create(b, spec.fp8Cache ? vScale : constantF32(1.0),
                               sum));
-    ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, tileRows),
-           [&] {
+    Value stores = arith::AndIOp::create(
+        b, ownsRows,
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, tileRows));
+    ifThen(stores, [&] {
       Value entry = entryOf(split, row);
       Value rowBase = add(mul(entry, index(headDim)), mul(t, index(2)));
       for (int64_t d = 0; d < outBlocks; ++d) {
-        Value acc = loop.getResult(4 + d);
+        Value acc = state[4 + d];
         Value pair = vector::FromElementsOp::create(
             b, pairType,
             ValueRange{mulf(vector::ExtractOp::create(b, acc, 2 * h), inverse),
@@ -1066,15 +1081,15 @@ void AttentionEmitter::emitSplitEpilogue(scf::ForOp loop,
                                 add(rowBase, index(8 * d)),
                                 /*nontemporal=*/false, llvm::Align(8));
       }
-      ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, t, index(0)),
-             [&] {
-        Value lse = addf(loop.getResult(h),
-                         math::Log2Op::create(b, sum,
-                                              arith::FastMathFlags::afn));
-        lse = arith::SelectOp::create(b, empty, constantF32(negInf), lse);
-        memref::StoreOp::create(b, lse, workspace,
-                                ValueRange{add(lseBase, entry)});
-      });
+      ifThen(
+          arith::CmpIOp::create(b, arith::CmpIPredicate::eq, t, index(0)), [&] {
+            Value lse =
+                addf(state[h],
+                     math::Log2Op::create(b, sum, arith::FastMathFlags::afn));
+            lse = arith::SelectOp::create(b, empty, constantF32(negInf), lse);
+            memref::StoreOp::create(b, lse, workspace,
+                                    ValueRange{add(lseBase, entry)});
+          });
     });
   }
 
@@ -1184,6 +1199,97 @@ void AttentionEmitter::emitSplitEpilogue(scf::ForOp loop,
   });
 }
 
+SmallVector<Value> AttentionEmitter::mergeKeyWarps(ValueRange state) {
+  MLIRContext *context = b.getContext();
+  int64_t outBlocks = headDim / 8;
+  VectorType quad = VectorType::get({4}, f32);
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup);
+  // Over the tiles (read by now; the barrier also orders a loop that did
+  // not run after the query prologue's stores): per warp, records of 1 +
+  // outBlocks quads, lane-major, so that each 16-byte store and load of a
+  // warp is one contiguous 512-byte run.
+  Value records = memref::ViewOp::create(
+      b,
+      MemRefType::get({ctaThreads / 32 * (1 + outBlocks) * 32}, quad, nullptr,
+                      workgroup),
+      gpu::DynamicSharedMemoryOp::create(
+          b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), nullptr,
+                             workgroup)),
+      index(0), ValueRange{});
+  auto at = [&](Value warpIndex, int64_t j) {
+    return add(
+        mul(add(mul(warpIndex, index(1 + outBlocks)), index(j)), index(32)),
+        laneInWarp);
+  };
+  gpu::BarrierOp::create(b);
+  // (m_g, m_g+8, l_g, l_g+8): the maxima (log2 units) and this lane's sum
+  // shares, then the output blocks.
+  ifThen(
+      arith::XOrIOp::create(b, ownsRows, arith::ConstantIntOp::create(b, 1, 1)),
+      [&] {
+        memref::StoreOp::create(
+            b, vector::FromElementsOp::create(b, quad, state.take_front(4)),
+            records, ValueRange{at(warp, 0)});
+        for (int64_t d = 0; d < outBlocks; ++d)
+          memref::StoreOp::create(b, state[4 + d], records,
+                                  ValueRange{at(warp, 1 + d)});
+      });
+  gpu::BarrierOp::create(b);
+  double negInf = -std::numeric_limits<double>::infinity();
+  return ifElse(
+      ownsRows,
+      [&]() -> SmallVector<Value> {
+        // m = max_w m_w; each warp's part rescaled by 2^(m_w - m) (0 where
+        // every key so far was masked: m = -inf stands in as 0, as in the
+        // loop).
+        SmallVector<Value> heads = {
+            vector::FromElementsOp::create(b, quad, state.take_front(4))};
+        for (int64_t w = 1; w < keyWarps; ++w)
+          heads.push_back(memref::LoadOp::create(
+              b, records, ValueRange{at(add(warp, index(w)), 0)}));
+        SmallVector<Value> merged(4 + outBlocks);
+        SmallVector<Value> maxUsed(2);
+        for (int64_t h = 0; h < 2; ++h) {
+          Value m = vector::ExtractOp::create(b, heads[0], h);
+          for (int64_t w = 1; w < keyWarps; ++w)
+            m = arith::MaximumFOp::create(
+                b, m, vector::ExtractOp::create(b, heads[w], h));
+          merged[h] = m;
+          Value isInf = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m,
+                                              constantF32(negInf));
+          maxUsed[h] = arith::SelectOp::create(b, isInf, constantF32(0.0), m);
+          merged[2 + h] = constantF32(0.0);
+        }
+        for (int64_t d = 0; d < outBlocks; ++d)
+          merged[4 + d] = zero(quad);
+        for (int64_t w = 0; w < keyWarps; ++w) {
+          SmallVector<Value> rescale(2);
+          for (int64_t h = 0; h < 2; ++h) {
+            rescale[h] = math::Exp2Op::create(
+                b, subf(vector::ExtractOp::create(b, heads[w], h), maxUsed[h]),
+                arith::FastMathFlags::afn);
+            merged[2 + h] = math::FmaOp::create(
+                b, vector::ExtractOp::create(b, heads[w], 2 + h), rescale[h],
+                merged[2 + h]);
+          }
+          Value rescaleQuad = vector::FromElementsOp::create(
+              b, quad,
+              ValueRange{rescale[0], rescale[0], rescale[1], rescale[1]});
+          for (int64_t d = 0; d < outBlocks; ++d) {
+            Value o = w == 0 ? state[4 + d]
+                             : memref::LoadOp::create(
+                                   b, records,
+                                   ValueRange{at(add(warp, index(w)), 1 + d)});
+            merged[4 + d] =
+                math::FmaOp::create(b, o, rescaleQuad, merged[4 + d]);
+          }
+        }
+        return merged;
+      },
+      state);
+}
+
 //===----------------------------------------------------------------------===//
 // The kernel
 //===----------------------------------------------------------------------===//
@@ -1196,6 +1302,12 @@ void AttentionEmitter::emit() {
   tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   warp = arith::DivUIOp::create(b, tid, index(32));
   laneInWarp = arith::RemUIOp::create(b, tid, index(32));
+  // Warps w keyWarps .. w keyWarps + keyWarps - 1 share row tile w.
+  keySlot = arith::RemUIOp::create(b, warp, index(keyWarps));
+  ownsRows =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, keySlot, index(0));
+  warpFirstRow = mul(arith::DivUIOp::create(b, warp, index(keyWarps)),
+                     index(16 * rowTiles));
 
   // Shared memory: the query tile, then `stages` key tiles, then as many
   // value tiles.
@@ -1383,14 +1495,14 @@ void AttentionEmitter::emit() {
 
   // Per thread: rows g and g + 8 of each of the warp's row tiles (16 rows
   // each, the warp's rowTiles x 16 rows in a row), columns 2t, 2t + 1 of
-  // each 8-wide score and output block.
+  // each 8-wide score block of its slice of the keys and each output block.
   Value g = arith::DivUIOp::create(b, laneInWarp, index(4));
   Value t = arith::RemUIOp::create(b, laneInWarp, index(4));
-  Value warpFirstRow = mul(warp, index(16 * rowTiles));
+  Value sliceFirstKey = mul(keySlot, index(sliceN));
   auto rowOf = [&](int64_t mt, int64_t h) {
     return add(warpFirstRow, add(g, index(16 * mt + 8 * h)));
   };
-  int64_t scoreBlocks = blockN / 8, outBlocks = headDim / 8;
+  int64_t scoreBlocks = sliceN / 8, outBlocks = headDim / 8;
   // Loop state per row tile: the running maxima of rows g and g + 8, this
   // lane's shares of their sums, the output blocks.
   int64_t stateStride = 4 + outBlocks;
@@ -1419,10 +1531,13 @@ void AttentionEmitter::emit() {
   FragmentRows qRows = makeFragmentRows(
       add(warpFirstRow, arith::RemUIOp::create(b, laneInWarp, index(16))),
       arith::DivUIOp::create(b, laneInWarp, index(16)), kSteps);
+  // A slice starts at a multiple of 16 keys: the swizzle's row bits stay.
   FragmentRows kRows = makeFragmentRows(
-      add(mul(matrixPair, index(8)), rowInMatrix), matrixHigh, kSteps);
+      add(sliceFirstKey, add(mul(matrixPair, index(8)), rowInMatrix)),
+      matrixHigh, kSteps);
   FragmentRows vRows = makeFragmentRows(
-      add(mul(matrixHigh, index(8)), rowInMatrix), matrixPair, dSteps);
+      add(sliceFirstKey, add(mul(matrixHigh, index(8)), rowInMatrix)),
+      matrixPair, dSteps);
 
   SmallVector<Value> init;
   for (int64_t mt = 0; mt < rowTiles; ++mt) {
@@ -1509,7 +1624,7 @@ void AttentionEmitter::emit() {
     // Per row, keys [0, limit) of this lane's columns 2t + 8n + i % 2
     // are kept: one i32 compare per element.
     auto maskScores = [&]() -> SmallVector<Value> {
-      Value keyBase = add(keys.first, mul(t, index(2)));
+      Value keyBase = add(add(keys.first, sliceFirstKey), mul(t, index(2)));
       SmallVector<Value> masked;
       for (int64_t mt = 0; mt < rowTiles; ++mt) {
         SmallVector<Value> limit(2);
@@ -1603,7 +1718,7 @@ void AttentionEmitter::emit() {
     auto out = [&](int64_t mt, int64_t d) -> Value & {
       return next[mt * stateStride + 4 + d];
     };
-    for (int64_t c = 0; c < blockN / 16; ++c) {
+    for (int64_t c = 0; c < sliceN / 16; ++c) {
       SmallVector<Value> a;
       for (int64_t mt = 0; mt < rowTiles; ++mt)
         a.push_back(convert(vector::ShuffleOp::create(
@@ -1660,6 +1775,9 @@ void AttentionEmitter::emit() {
   scf::ForOp loop = keyLoop(index(0), unmaskedTiles, init, /*masked=*/false);
   loop = keyLoop(unmaskedTiles, keyTiles, loop.getResults(), /*masked=*/true);
   AsyncWaitOp::create(b, 0);
+  SmallVector<Value> result = loop.getResults();
+  if (keyWarps > 1)
+    result = mergeKeyWarps(result);
 
   // O / l, stored by the rows inside the sequence; the log-sum-exp in
   // natural-log units. Decode with several splits leaves its rows to the
@@ -1668,8 +1786,7 @@ void AttentionEmitter::emit() {
   SmallVector<Value> rowSums;
   for (int64_t mt = 0; mt < rowTiles; ++mt)
     for (int64_t h = 0; h < 2; ++h)
-      rowSums.push_back(
-          allReduceSum(loop.getResult(mt * stateStride + 2 + h), 4));
+      rowSums.push_back(allReduceSum(result[mt * stateStride + 2 + h], 4));
   Value direct = arith::ConstantIntOp::create(b, 1, 1);
   if (decode)
     direct = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, splits,
@@ -1684,14 +1801,14 @@ void AttentionEmitter::emit() {
       Value sum = rowSums[2 * mt + h];
       Value row = rowOf(mt, h);
       Value inTile = arith::AndIOp::create(
-          b, direct,
+          b, arith::AndIOp::create(b, direct, ownsRows),
           arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, tileRows));
       Value token = add(seqStart, rowToken(row));
       // An FP8 cache's value scale (emitFp8Tiles).
       Value inverse = arith::DivFOp::create(
           b, spec.fp8Cache ? vScale : constantF32(1.0), sum);
       auto pairOf = [&](int64_t d) {
-        Value acc = loop.getResult(mt * stateStride + 4 + d);
+        Value acc = result[mt * stateStride + 4 + d];
         return convert(
             vector::FromElementsOp::create(
                 b, VectorType::get({2}, f32),
@@ -1720,7 +1837,7 @@ void AttentionEmitter::emit() {
           Value isFirst =
               arith::CmpIOp::create(b, arith::CmpIPredicate::eq, t, index(0));
           ifThen(isFirst, [&] {
-            Value m = loop.getResult(mt * stateStride + h);
+            Value m = result[mt * stateStride + h];
             Value lse = mulf(addf(m, math::Log2Op::create(
                                          b, sum, arith::FastMathFlags::afn)),
                              constantF32(1.0 / log2e));
@@ -1732,10 +1849,11 @@ void AttentionEmitter::emit() {
       });
     }
   if (decode)
-    emitSplitEpilogue(
-        loop, rowSums, arith::SelectOp::create(b, direct, index(0), tileRows),
-        tileIndex,
-        arith::XOrIOp::create(b, direct, arith::ConstantIntOp::create(b, 1, 1)));
+    emitSplitEpilogue(result, rowSums,
+                      arith::SelectOp::create(b, direct, index(0), tileRows),
+                      tileIndex,
+                      arith::XOrIOp::create(
+                          b, direct, arith::ConstantIntOp::create(b, 1, 1)));
   if (!stagedOutput)
     return;
   gpu::BarrierOp::create(b);

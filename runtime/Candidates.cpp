@@ -232,10 +232,16 @@ getAttentionCandidates(const OpSpec &spec, const LaunchConfig &heuristic,
       candidates.push_back(launch);
   };
   add(heuristic);
-  // Query rows a warp: 16, or FlashAttention-2's 32 (prefill).
-  int64_t maxRowTiles = spec.kind == OpKind::AttentionDecode ? 1 : 2;
+  // Query rows a warp: 16, or FlashAttention-2's 32 (prefill); decode's
+  // 16 rows also to a group of 2, 4 or 8 warps that split the key tiles.
+  bool decode = spec.kind == OpKind::AttentionDecode;
+  std::vector<int64_t> rowSteps = {16, 32};
+  if (decode)
+    rowSteps = {16, 8, 4, 2};
+  int64_t group = spec.numQHeads / std::max<int64_t>(spec.numKvHeads, 1);
+  int64_t groupRows = 16 * ((group + 15) / 16);
   for (int64_t warps : getAttentionWarps(spec))
-    for (int64_t rowTiles = 1; rowTiles <= maxRowTiles; ++rowTiles)
+    for (int64_t rowsPerWarp : rowSteps)
       for (int64_t blockN : {16, 32, 64, 128})
         for (int64_t stages : {1, 2}) {
           // Key tiles of 16: decode's beyond head dim 192 (verifyLaunchFor),
@@ -243,9 +249,14 @@ getAttentionCandidates(const OpSpec &spec, const LaunchConfig &heuristic,
           if (blockN == 16 && (spec.kind != OpKind::AttentionDecode ||
                                spec.hidden <= kMaxDecodeHeadDimAt32Keys))
             continue;
+          // Warps split the keys in the fewest m16 tiles that hold one
+          // token's group of query heads, which then holds no padding
+          // tile.
+          if (rowsPerWarp < 16 && rowsPerWarp * warps != groupRows)
+            continue;
           LaunchConfig launch = heuristic;
           launch.warps = warps;
-          launch.rowsPerCta = 16 * rowTiles * warps;
+          launch.rowsPerCta = rowsPerWarp * warps;
           launch.blockN = blockN;
           launch.stages = stages;
           add(launch);

@@ -105,8 +105,9 @@ AttentionTileLayout norm::getAttentionTileLayout(int64_t headDim) {
   return layout;
 }
 
-int64_t norm::getMaxFp8DecodeBlockN(int64_t headDim) {
-  return headDim > 128 ? 16 : headDim > 64 ? 32 : 64;
+int64_t norm::getMaxFp8DecodeBlockN(int64_t headDim, int64_t keyWarps) {
+  int64_t keys = headDim > 128 ? 16 : headDim > 64 ? 32 : 64;
+  return keyWarps > 1 ? 2 * keys : keys;
 }
 
 int64_t norm::getAttentionSharedBytes(const OpSpec &spec,
@@ -116,12 +117,25 @@ int64_t norm::getAttentionSharedBytes(const OpSpec &spec,
   int64_t fp8Bytes = spec.kind == OpKind::AttentionDecode && spec.fp8Cache
                          ? 2 * launch.stages * launch.blockN * spec.hidden
                          : 0;
-  return (launch.rowsPerCta + 2 * launch.stages * launch.blockN) * rowBytes +
-         fp8Bytes;
+  int64_t tiles =
+      (launch.rowsPerCta + 2 * launch.stages * launch.blockN) * rowBytes +
+      fp8Bytes;
+  return std::max(tiles, getKeyWarpMergeBytes(spec, launch));
+}
+
+int64_t norm::getKeyWarpMergeBytes(const OpSpec &spec,
+                                   const LaunchConfig &launch) {
+  if (launch.getKeyWarps() == 1)
+    return 0;
+  // Per warp and lane: its rows' maxima and sum shares, its output blocks.
+  return launch.warps * 32 * (4 + spec.hidden / 2) * 4;
 }
 
 LaunchConfig norm::fitAttentionRows(const OpSpec &spec, LaunchConfig launch,
                                     int64_t rowTiles, int64_t maxSharedBytes) {
+  if (spec.kind == OpKind::AttentionDecode &&
+      verifyLaunchFor(spec, launch, maxSharedBytes))
+    return launch;
   launch.rowsPerCta = 16 * rowTiles * launch.warps;
   if (rowTiles > 1 && !verifyLaunchFor(spec, launch, maxSharedBytes))
     launch.rowsPerCta = 16 * launch.warps;
@@ -136,7 +150,8 @@ bool norm::usesStagedOutput(const OpSpec &spec, const LaunchConfig &launch) {
 
 int64_t norm::getAttentionAccumulators(const OpSpec &spec,
                                        const LaunchConfig &launch) {
-  return launch.getRowTiles() * (spec.hidden / 2 + launch.blockN / 2);
+  return launch.getRowTiles() *
+         (spec.hidden / 2 + launch.blockN / (2 * launch.getKeyWarps()));
 }
 
 /// The attention rules of verifyLaunchFor.
@@ -157,16 +172,29 @@ static Status verifyAttentionLaunch(const OpSpec &spec,
                            " maps " + str(threads) +
                            " threads onto a head row, got threads_per_row " +
                            str(launch.threadsPerRow));
-  int64_t maxRowTiles = spec.kind == OpKind::AttentionDecode ? 1 : 2;
+  bool decode = spec.kind == OpKind::AttentionDecode;
+  int64_t maxRowTiles = decode ? 1 : 2;
   int64_t rowTiles = launch.getRowTiles();
-  if (launch.warps > 8 || rowTiles < 1 || rowTiles > maxRowTiles ||
-      launch.rowsPerCta != 16 * rowTiles * launch.warps)
+  int64_t keyWarps = launch.getKeyWarps();
+  if (launch.warps > 8 || rowTiles > maxRowTiles ||
+      launch.rowsPerCta % 16 != 0 ||
+      launch.rowsPerCta * keyWarps != 16 * rowTiles * launch.warps ||
+      (keyWarps > 1 && !decode))
     return Status::invalid(
         "attention gives each of at most 8 warps 16" +
-        std::string(maxRowTiles > 1 ? " or 32" : "") +
-        " query rows: rows_per_cta must be " + str(16 * launch.warps) +
-        (maxRowTiles > 1 ? " or " + str(32 * launch.warps) : "") + ", got " +
-        str(launch.rowsPerCta));
+        std::string(maxRowTiles > 1 ? " or 32" : "") + " query rows" +
+        (decode ? " (or 16 to a group of warps that split the key tiles)"
+                : "") +
+        ": rows_per_cta must be " +
+        (decode ? "16 times a divisor of " + str(launch.warps)
+                : str(16 * launch.warps) + " or " + str(32 * launch.warps)) +
+        ", got " + str(launch.rowsPerCta));
+  if (launch.blockN < 16 * keyWarps)
+    return Status::invalid(
+        "decode attention's " + str(keyWarps) +
+        " warps that share a tile of query rows take slices of at least 16 "
+        "keys: block_n must be at least " +
+        str(16 * keyWarps) + ", got " + str(launch.blockN));
   int64_t accumulators = getAttentionAccumulators(spec, launch);
   bool eightWarps = launch.warps > 4;
   int64_t maxAccumulators = eightWarps || rowTiles > 1
@@ -207,12 +235,12 @@ static Status verifyAttentionLaunch(const OpSpec &spec,
         "tiles of 16 beyond " +
         str(kMaxDecodeHeadDimAt32Keys) + ")");
   if (spec.kind == OpKind::AttentionDecode && spec.fp8Cache &&
-      launch.blockN > getMaxFp8DecodeBlockN(spec.hidden))
+      launch.blockN > getMaxFp8DecodeBlockN(spec.hidden, keyWarps))
     return Status::invalid(
         "decode attention over an FP8 cache at head dim " + str(spec.hidden) +
         " with block_n " + str(launch.blockN) +
         " does not fit the registers (key tiles of at most " +
-        str(getMaxFp8DecodeBlockN(spec.hidden)) + ")");
+        str(getMaxFp8DecodeBlockN(spec.hidden, keyWarps)) + ")");
   int64_t shared = getAttentionSharedBytes(spec, launch);
   if (maxSharedBytes > 0 && shared > maxSharedBytes)
     return Status::invalid("attention tiles take " + str(shared) +

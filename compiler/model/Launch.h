@@ -13,6 +13,7 @@
 
 #include "compiler/model/Operation.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -28,8 +29,9 @@ struct LaunchConfig {
   int64_t warps = 1;         // warps per CTA
   int64_t rowsPerCta = 1;    // rows one CTA handles in all
   // Attention only (0 for row kernels): rows are query rows, 16 or 32 per
-  // warp (getRowTiles); the prologue maps threadsPerRow threads onto each
-  // head row.
+  // warp (getRowTiles), or in decode 16 per group of warps that split the
+  // key tiles (getKeyWarps); the prologue maps threadsPerRow threads onto
+  // each head row.
   int64_t blockN = 0;        // keys per tile of the key/value loop
   int64_t stages = 0;        // key/value tiles in flight (cp.async)
 
@@ -42,7 +44,18 @@ struct LaunchConfig {
   bool isAttention() const { return blockN != 0; }
   /// Attention: the m16 tiles of query rows each warp owns (FlashAttention-2
   /// gives a warp 32 rows, so that every K and V fragment feeds two).
-  int64_t getRowTiles() const { return rowsPerCta / (16 * warps); }
+  int64_t getRowTiles() const {
+    return std::max<int64_t>(rowsPerCta / (16 * warps), 1);
+  }
+  /// Attention: the warps that share one m16 tile of query rows, each taking
+  /// a slice of every key tile (decode, where a kv head's query rows fill
+  /// less than a tile per warp: no warp computes padding tiles); 1 where
+  /// each warp owns its rows.
+  int64_t getKeyWarps() const {
+    return rowsPerCta >= 16 * warps
+               ? 1
+               : 16 * warps / std::max<int64_t>(rowsPerCta, 1);
+  }
   bool operator==(const LaunchConfig &other) const {
     return vector == other.vector && threadsPerRow == other.threadsPerRow &&
            warps == other.warps && rowsPerCta == other.rowsPerCta &&
@@ -139,8 +152,11 @@ constexpr int64_t kMaxDecodeTileElements = 8192;
 /// ptxas spilled 4-8 bytes beyond 64 (head dim 64, one stage, sm_90), 32
 /// (96, sm_80's integer widening) and 16 (192, sm_89): 64 up to head dim
 /// 64, 32 up to 128, 16 beyond. The heuristic takes it (two stages of 32
-/// keys also fit sm_89's 99 KiB of shared memory at head dim 128).
-int64_t getMaxFp8DecodeBlockN(int64_t headDim);
+/// keys also fit sm_89's 99 KiB of shared memory at head dim 128). Warps
+/// that split the key tiles (`keyWarps` > 1) keep a slice's scores only:
+/// twice as many keys never spilled (every tuner candidate at head dims
+/// 64-256 on sm_80, sm_89 and sm_90).
+int64_t getMaxFp8DecodeBlockN(int64_t headDim, int64_t keyWarps = 1);
 /// Decode kernels beyond this head dim take 4 warps and key tiles of 16
 /// rows: with 32 they sat at 254-255 registers and ptxas spilled 4-40 bytes
 /// at head dims 208-256 (one stage on sm_80, sm_89 and sm_90; two stages at
@@ -221,11 +237,18 @@ AttentionTileLayout getAttentionTileLayout(int64_t headDim);
 
 /// Bytes of the tiles of an attention kernel in shared memory: the query
 /// tile and `stages` key and value tiles, rows of getAttentionTileLayout;
-/// with an FP8 cache, `stages` key and value tiles of its bytes too.
+/// with an FP8 cache, `stages` key and value tiles of its bytes too; the
+/// key-split warps' merge (getKeyWarpMergeBytes) reuses them where it fits.
 int64_t getAttentionSharedBytes(const OpSpec &spec, const LaunchConfig &launch);
+/// Bytes in which decode's key-split warps (LaunchConfig::getKeyWarps) merge
+/// their (max, sum, output) after the key loop, over the tiles: f32 state
+/// per warp and lane; 0 without them.
+int64_t getKeyWarpMergeBytes(const OpSpec &spec, const LaunchConfig &launch);
 /// `launch` (attention) with `rowTiles` x 16 query rows a warp, or 16 where
 /// the rest of it leaves no room for more (verifyLaunchFor): what forcing
-/// some fields of the heuristic's launch keeps of its rows.
+/// some fields of the heuristic's launch keeps of its rows. Decode keeps
+/// its rows a CTA (the warps left over split the key tiles) where the rest
+/// allows them.
 LaunchConfig fitAttentionRows(const OpSpec &spec, LaunchConfig launch,
                               int64_t rowTiles, int64_t maxSharedBytes);
 /// f32 accumulators each thread of an attention kernel keeps across its key

@@ -124,6 +124,8 @@ int64_t pickThreadsPerRow(const OpSpec &spec, int64_t vector) {
 /// 64; 16 rows beyond, and in decode), key tiles of 64 (32 at head dims
 /// over 128, 16 in decode beyond 192: the output rows take most
 /// registers), two stages where the target's shared memory holds them.
+/// Decode's tile holds one token's query heads of a kv head, the warps that
+/// it leaves without rows splitting the key tiles.
 static LaunchConfig getAttentionHeuristic(const OpSpec &spec) {
   LaunchConfig launch;
   launch.vector = 8;
@@ -137,10 +139,9 @@ static LaunchConfig getAttentionHeuristic(const OpSpec &spec) {
                               /*maxSharedBytes=*/0);
   if (spec.kind == OpKind::AttentionDecode) {
     // A decode tile holds the query heads of one kv head for a few tokens:
-    // 4 warps, so that 128 threads stream the cache (the tile's padding
-    // rows cost tensor-core work, which decode has to spare; one warp
-    // would also spill at head dim 128), more where a token's group of
-    // heads needs them, so that the group reads its cache once.
+    // 4 warps, so that 128 threads stream the cache (one warp would also
+    // spill at head dim 128), more where a token's group of heads needs
+    // them, so that the group reads its cache once.
     int64_t group = spec.numQHeads / spec.numKvHeads;
     launch.warps = std::clamp<int64_t>((group + 15) / 16, 4, 8);
     launch.rowsPerCta = 16 * launch.warps;
@@ -150,6 +151,15 @@ static LaunchConfig getAttentionHeuristic(const OpSpec &spec) {
     // An FP8 cache's tiles take shared memory and registers of their own.
     if (spec.fp8Cache)
       launch.blockN = getMaxFp8DecodeBlockN(spec.hidden);
+    // One token's group of query rows in as few m16 tiles as hold it; the
+    // warps left over split each key tile (slices of at least 16 keys)
+    // instead of computing padding tiles.
+    int64_t groupRows = 16;
+    while (groupRows < group)
+      groupRows *= 2;
+    while (launch.rowsPerCta / 2 >= groupRows &&
+           launch.blockN >= 16 * 2 * launch.getKeyWarps())
+      launch.rowsPerCta /= 2;
   }
   return launch;
 }

@@ -1,14 +1,16 @@
 // RUN: norm-opt %s --norm-assign-launch-config --norm-generate-kernels | FileCheck %s --check-prefix=IR
 // RUN: norm-opt %s --norm-to-ptx 2>&1 | FileCheck %s --check-prefix=PTX
 
-// The decode kernel: 4 warps (the default), key tiles copied from the
+// The decode kernel: 4 warps (the default) on one tile of 16 query rows
+// (GQA 4: a token's group), each a slice of 16 keys of each 64-key tile;
+// key tiles copied from the
 // new k/v rows or from the caches (one branch per tile), the new keys
 // normalized and rotated only, appended to both caches by whole 16-byte
 // chunks; then each split's rows and log2-sum-exps to the workspace, the
 // semaphore of (tile, kv head) behind a release fence, and the last split
 // combining in split order after its acquire fence, resetting the
 // semaphore.
-// IR-LABEL: gpu.func @norm_decode_qkrms_ropeneox128_d128_h8x2_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2(
+// IR-LABEL: gpu.func @norm_decode_qkrms_ropeneox128_d128_h8x2_bf16_{{[0-9a-f]+}}_v8_t16_w4_r16_n64_s2(
 // IR-SAME: %[[Q:arg0]]: memref<{{[0-9]+}}xbf16> {llvm.align = 16 : i64, llvm.noalias, llvm.readonly}
 // IR-SAME: %[[K:arg1]]: memref<{{[0-9]+}}xbf16> {llvm.align = 16 : i64, llvm.noalias, llvm.readonly}
 // IR-SAME: %[[KC:arg8]]: memref<{{[0-9]+}}xbf16> {llvm.align = 16 : i64, llvm.noalias},
@@ -21,6 +23,17 @@
 // IR: vector.store %{{.*}}, %[[KC]][%{{.*}}] {alignment = 16 : i64} : memref<{{[0-9]+}}xbf16>, vector<8xbf16>
 // IR: vector.store %{{.*}}, %[[VC]][%{{.*}}] {alignment = 16 : i64} : memref<{{[0-9]+}}xbf16>, vector<8xbf16>
 // IR: norm.mma_sync
+// The 4 warps that split the key tiles of the one tile of 16 query rows
+// merge: (max, sum) and 16 output quads a lane, 4 x 32 x 17 records over
+// the tiles; the first warp rescales and adds the other three.
+// IR: %[[MERGE:.*]] = memref.view %{{.*}}[%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<2176xvector<4xf32>, #gpu.address_space<workgroup>>
+// IR-NEXT: gpu.barrier
+// IR-COUNT-17: memref.store %{{.*}}, %[[MERGE]][%{{.*}}] : memref<2176xvector<4xf32>, #gpu.address_space<workgroup>>
+// IR: gpu.barrier
+// IR-COUNT-3: memref.load %[[MERGE]][%{{.*}}] : memref<2176xvector<4xf32>, #gpu.address_space<workgroup>>
+// IR: math.exp2
+// IR: math.exp2
+// IR-COUNT-16: memref.load %[[MERGE]][%{{.*}}] : memref<2176xvector<4xf32>, #gpu.address_space<workgroup>>
 // IR: vector.store %{{.*}}, %[[WS]][%{{.*}}] {alignment = 8 : i64} : memref<{{[0-9]+}}xf32>, vector<2xf32>
 // IR: math.log2
 // IR: gpu.barrier
@@ -34,7 +47,7 @@
 // IR: math.exp2
 // IR: vector.store %{{.*}}, %{{.*}}[%{{.*}}] {alignment = 8 : i64} : memref<{{[0-9]+}}xbf16>, vector<4xbf16>
 
-// PTX: .visible .entry norm_decode_qkrms_ropeneox128_d128_h8x2_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2(
+// PTX: .visible .entry norm_decode_qkrms_ropeneox128_d128_h8x2_bf16_{{[0-9a-f]+}}_v8_t16_w4_r16_n64_s2(
 // PTX-NOT: __nv_
 // PTX: cp.async.cg.shared.global
 // PTX: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32

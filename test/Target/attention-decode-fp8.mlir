@@ -1,16 +1,20 @@
 // Decode attention over an e4m3 KV cache (#33): pages of 16, head dim
 // 128, GQA 4, QK-Norm + RoPE, one scale and one per kv head. The cached
-// tiles' bytes land in FP8 tiles of their own (8 cp.async of 16 bytes a
-// thread: half the bf16 cache's 16) and widen into the bf16 tiles, exact
-// (the key scale joins the softmax scale, the value scale the output's):
-// on sm_90 one cvt.rn.f16x2.e4m3x2 a pair, then f16 -> f32 -> bf16 (no
-// cvt from e4m3 to bf16 before sm_100). Key tiles of 32 (the heuristic's
-// for FP8 at head dim 128, norm::getMaxFp8DecodeBlockN): 881 PTX a cached
-// tile of 32 keys (27.5 a key, against 11.2 for the bf16 cache's tiles of
-// 64 at pages of 16, attention-decode-paged.mlir); the widening pass is
-// most of the difference, and the next step moves it into the fragments
-// (FlashInfer's and FA3's in-register dequant). Not measured. Registers:
-// 233-234, no spill.
+// tiles' bytes land in FP8 tiles of their own (4 cp.async of 16 bytes a
+// thread and tile of 32 keys) and widen into the bf16 tiles, exact (the
+// key scale joins the softmax scale, the value scale the output's): on
+// sm_90 one cvt.rn.f16x2.e4m3x2 a pair, then f16 -> f32 -> bf16 (no cvt
+// from e4m3 to bf16 before sm_100). Key tiles of 32 (the heuristic's for
+// FP8 at head dim 128, norm::getMaxFp8DecodeBlockN, which two stages of
+// fit sm_89's 99 KiB), so 2 warps split each tile's keys and the CTA holds
+// two tiles of 16 query rows (the second one padding at GQA 4; the tuner
+// also tries 64 keys over one tile of rows where shared memory holds
+// them): 774 PTX a warp and cached tile (24.2 per key of its slice of 16,
+// against 6.3 for the bf16 cache's at pages of 16,
+// attention-decode-paged.mlir); the widening pass (cvt 256, alu_f32 158)
+// is most of the difference, and the next step moves it into the
+// fragments (FlashInfer's and FA3's in-register dequant). Not measured.
+// Registers: 201-219, no spill.
 //
 // REQUIRES: ptxas
 // RUN: norm-opt %s --norm-lower-to-ptx -o %t.ptx
@@ -21,8 +25,8 @@
 // RUN: norm-opt %s --norm-lower-to-ptx="chip=sm_80" -o %t.sm80.ptx
 // RUN: FileCheck %s --check-prefix=SM80 < %t.sm80.ptx
 
-// MIX: norm_decode_qkrms_ropeneox128_p16_fp8_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n32_s2 mma=64 {{.*}} total=881 per_mma=13.77
-// MIX: norm_decode_qkrms_ropeneox128_p16_fp8h_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n32_s2 mma=64 {{.*}} total=881 per_mma=13.77
+// MIX: norm_decode_qkrms_ropeneox128_p16_fp8_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r32_n32_s2 mma=32 {{.*}} total=774 per_mma=24.19
+// MIX: norm_decode_qkrms_ropeneox128_p16_fp8h_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r32_n32_s2 mma=32 {{.*}} total=774 per_mma=24.19
 
 // Appends round with satfinite; cached bytes widen a pair at a time.
 // PTX: .entry norm_decode_qkrms_ropeneox128_p16_fp8_

@@ -1,27 +1,30 @@
 // Decode attention's key loop per tile of cached keys (#33), at head dim
-// 128 with QK-Norm + RoPE, GQA 1, 4 and 8 (the heuristic's launch for an
-// unknown row count: 4 warps of 16 query rows, 64 keys a tile, 2 stages).
+// 128 with QK-Norm + RoPE, GQA 1, 4 and 8 at one new token (the
+// heuristic's launch: one tile of 16 query rows, which one token's group
+// of heads fills, shared by 4 warps that split each 64-key tile into
+// slices of 16, then merge their (max, sum, output) once in shared memory).
 // Inputs/ptx-loop-mix.py --shortest --without=cp_async_fill: the iteration
 // that prefetches a whole tile of cached keys (one add and one cp.async a
 // row, norm.async_copy_rows; a split's last, partial tile and the new keys
 // take the zero-filling copies) and has no new keys to normalize, rotate
-// and append: 650 PTX instructions, 5.08 per mma.sync (736, 5.75, while
-// every cached tile took the zero-filling copies with their selects).
+// and append, per warp: 332 PTX instructions, 32 mma.sync (16 for Q K^T
+// over its 16 keys, 16 for P V), 24 ldmatrix, 10 ex2.
 //
-// Not yet the target: at one new token a sequence a kv head's query rows
-// are its group's heads, 1, 4 or 8 of the CTA's 64 rows; warps 1 to 3 hold
-// no row at all and still issue every mma.sync of the tile (96-99% of the
-// tile's tensor-core work is padding). The warps must split the tile's keys
-// instead of its rows (#33).
+// Before the split, 4 warps of 16 rows each (r64) issued 650 per warp and
+// tile, 128 mma.sync, of which warps 1 to 3 (no real row) and all but 1, 4
+// or 8 rows of warp 0 were padding: 4 x 128 mma.sync a tile against 4 x 32
+// now; no warp computes a padding tile. Within the one m16 tile the rows
+// past the group (15, 12 and 8 of 16) remain: mma.sync has no narrower
+// shape. Not measured on a GPU.
 //
 // REQUIRES: ptxas
 // RUN: norm-opt %s --norm-lower-to-ptx -o %t.sm90.ptx
 // RUN: %python %S/Inputs/ptx-loop-mix.py --shortest --without=cp_async_fill %t.sm90.ptx | FileCheck %s --check-prefix=MIX
 // RUN: %ptxas -arch=sm_90 -v %t.sm90.ptx -o %t.sm90.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
-// MIX: norm_decode_qkrms_ropeneox128_d128_h8x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2 mma=128 ldmatrix=72 cp_async_fill=0 cp_async=16 async_sync=2 ex2=34 sincos=0 rsqrt=0 fma_f32=32 alu_f32=102 max_f32=36 cvt=19 shfl=4 bar=4 setp=41 selp=39 shared=2 ld_global=0 st_global=2 branch=9 int64=99 int32=5 other=4 total=650 per_mma=5.08 masked=650
-// MIX: norm_decode_qkrms_ropeneox128_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2 mma=128 ldmatrix=72 cp_async_fill=0 cp_async=16 async_sync=2 ex2=34 sincos=0 rsqrt=0 fma_f32=32 alu_f32=102 max_f32=36 cvt=19 shfl=4 bar=4 setp=41 selp=39 shared=2 ld_global=0 st_global=2 branch=9 int64=99 int32=5 other=4 total=650 per_mma=5.08 masked=650
-// MIX: norm_decode_qkrms_ropeneox128_d128_h32x4_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2 mma=128 ldmatrix=72 cp_async_fill=0 cp_async=16 async_sync=2 ex2=34 sincos=0 rsqrt=0 fma_f32=32 alu_f32=102 max_f32=36 cvt=19 shfl=4 bar=4 setp=41 selp=39 shared=2 ld_global=0 st_global=2 branch=9 int64=99 int32=5 other=4 total=650 per_mma=5.08 masked=650
+// MIX: norm_decode_qkrms_ropeneox128_d128_h8x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r16_n64_s2 mma=32 ldmatrix=24 cp_async_fill=0 cp_async=16 async_sync=2 ex2=10 sincos=0 rsqrt=0 fma_f32=8 alu_f32=78 max_f32=12 cvt=7 shfl=4 bar=4 setp=17 selp=15 shared=2 ld_global=0 st_global=2 branch=9 int64=81 int32=5 other=4 total=332 per_mma=10.38 masked=332
+// MIX: norm_decode_qkrms_ropeneox128_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r16_n64_s2 mma=32 ldmatrix=24 cp_async_fill=0 cp_async=16 async_sync=2 ex2=10 sincos=0 rsqrt=0 fma_f32=8 alu_f32=78 max_f32=12 cvt=7 shfl=4 bar=4 setp=17 selp=15 shared=2 ld_global=0 st_global=2 branch=9 int64=81 int32=5 other=4 total=332 per_mma=10.38 masked=332
+// MIX: norm_decode_qkrms_ropeneox128_d128_h32x4_bf16_{{[0-9a-f]+}}_v8_t16_w4_r16_n64_s2 mma=32 ldmatrix=24 cp_async_fill=0 cp_async=16 async_sync=2 ex2=10 sincos=0 rsqrt=0 fma_f32=8 alu_f32=78 max_f32=12 cvt=7 shfl=4 bar=4 setp=17 selp=15 shared=2 ld_global=0 st_global=2 branch=9 int64=81 int32=5 other=4 total=332 per_mma=10.38 masked=332
 
 // PTXAS-NOT: error
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill

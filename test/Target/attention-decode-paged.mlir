@@ -1,15 +1,16 @@
 // Decode attention over paged KV caches (#33): the key loop per tile of
 // cached keys at head dim 128, GQA 4, QK-Norm + RoPE (the heuristic's
-// launch: 4 warps, 64 keys a tile, 2 stages; 128 threads copy a 64-row
-// tile, each thread every 8th row of one 16-byte column), pages of 1
-// (SGLang), 16 (vLLM) and 64 rows. Inputs/ptx-loop-mix.py --shortest
-// --without=cp_async_fill, the iteration that prefetches a whole tile of
-// cached keys; the contiguous cache's is 650 (attention-decode-mix.mlir).
+// launch: one tile of 16 query rows shared by 4 warps that split each
+// 64-key tile, 2 stages; 128 threads copy a 64-row tile, each thread every
+// 8th row of one 16-byte column), pages of 1 (SGLang), 16 (vLLM) and 64
+// rows. Inputs/ptx-loop-mix.py --shortest --without=cp_async_fill, the
+// iteration that prefetches a whole tile of cached keys, per warp; the
+// contiguous cache's is 332 (attention-decode-mix.mlir).
 //   pages of 64: one block-table load a tile and thread, then the tile's
 //     8 rows of the thread with norm.async_copy_rows (one add and one
-//     cp.async a row): 667 (+17);
-//   pages of 16: 4 loads (2 rows a page): 718;
-//   pages of 1: a load a row: 722.
+//     cp.async a row): 349 (+17);
+//   pages of 16: 4 loads (2 rows a page): 402;
+//   pages of 1: a load a row: 406.
 // The block table is read-only (ld.global.nc); no registers spill.
 //
 // REQUIRES: ptxas
@@ -18,9 +19,9 @@
 // RUN: FileCheck %s --check-prefix=PTX < %t.ptx
 // RUN: %ptxas -arch=sm_90 -v %t.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
-// MIX: norm_decode_qkrms_ropeneox128_p1_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2 mma=128 ldmatrix=72 cp_async_fill=0 cp_async=16 {{.*}} ld_global=9 {{.*}} total=722 per_mma=5.64
-// MIX: norm_decode_qkrms_ropeneox128_p16_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2 mma=128 ldmatrix=72 cp_async_fill=0 cp_async=16 {{.*}} ld_global=5 {{.*}} total=718 per_mma=5.61
-// MIX: norm_decode_qkrms_ropeneox128_p64_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r64_n64_s2 mma=128 ldmatrix=72 cp_async_fill=0 cp_async=16 {{.*}} ld_global=2 {{.*}} total=667 per_mma=5.21
+// MIX: norm_decode_qkrms_ropeneox128_p1_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r16_n64_s2 mma=32 ldmatrix=24 cp_async_fill=0 cp_async=16 {{.*}} ld_global=9 {{.*}} total=406 per_mma=12.69
+// MIX: norm_decode_qkrms_ropeneox128_p16_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r16_n64_s2 mma=32 ldmatrix=24 cp_async_fill=0 cp_async=16 {{.*}} ld_global=5 {{.*}} total=402 per_mma=12.56
+// MIX: norm_decode_qkrms_ropeneox128_p64_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w4_r16_n64_s2 mma=32 ldmatrix=24 cp_async_fill=0 cp_async=16 {{.*}} ld_global=2 {{.*}} total=349 per_mma=10.91
 
 // The table's parameter (after q, k, v, q_weight, k_weight, cu_seqlens,
 // cache_seqlens) claims 4-byte alignment, and its entries load through the

@@ -101,6 +101,10 @@ std::vector<DecodeCase> withFp8(std::vector<DecodeCase> cases) {
     cases[i].fp8Cache = true;
     cases[i].scalePerHead = i % 2;
     cases[i].blockSize = i % 3 == 2 ? 16 : 0;
+    // Forced key tiles within what an FP8 cache's registers hold.
+    if (cases[i].blockN)
+      cases[i].blockN =
+          std::min(cases[i].blockN, getMaxFp8DecodeBlockN(cases[i].headDim));
   }
   return cases;
 }
@@ -274,6 +278,26 @@ const std::vector<DecodeCase> kCases = {
                4,
                16,
                1},
+    // 8 warps that split key tiles of 128 into slices of 16 (one token's 4
+    // query heads a tile), the cache's tail in a partial slice.
+    DecodeCase{"w8_key_slices_d64",
+               kBf16,
+               64,
+               4,
+               1,
+               kRms,
+               true,
+               0.0,
+               kNeoX,
+               0,
+               1e4,
+               {300, 45, 0},
+               {1, 1, 1},
+               384,
+               2,
+               8,
+               128,
+               2},
     // Angles from a table (Llama 3.1's scaled frequencies), at the
     // cache positions and at explicit ones; GPT-J over part of the head.
     withTable(DecodeCase{"table_neox_d128_gqa4",

@@ -1790,6 +1790,61 @@ TEST(Attention, LaunchRules) {
   EXPECT_EQ(getAttentionThreadsPerRow(64), 8);
 }
 
+/// Decode's warps split the key tiles where one token's group of query heads
+/// fills less than a tile a warp (#33): no warp computes padding tiles.
+TEST(Attention, DecodeKeyWarps) {
+  OpSpec decode = examples::makeAttention(); // GQA 4, head dim 128
+  decode.kind = OpKind::AttentionDecode;
+  decode.causal = false;
+  LaunchConfig launch = getHeuristicLaunch(decode, -1);
+  EXPECT_EQ(launch.getMangledSuffix(), "v8_t16_w4_r16_n64_s2");
+  EXPECT_EQ(launch.getRowTiles(), 1);
+  EXPECT_EQ(launch.getKeyWarps(), 4);
+  // Each warp's slice of 16 keys: 8 score accumulators beside the 64 of
+  // its output rows.
+  EXPECT_EQ(getAttentionAccumulators(decode, launch), 64 + 8);
+  EXPECT_TRUE(verifyLaunchFor(decode, launch, 99 * 1024));
+  // The merge (4 warps x 32 lanes x (4 + 64) f32) reuses the tiles.
+  EXPECT_EQ(getKeyWarpMergeBytes(decode, launch), 4 * 32 * 68 * 4);
+  EXPECT_EQ(getAttentionSharedBytes(decode, launch), (16 + 4 * 64) * 256);
+  // A group of 32 heads fills two tiles: two warps a tile; of 64, four
+  // tiles: each warp its own.
+  OpSpec wide = decode;
+  wide.numKvHeads = 1;
+  EXPECT_EQ(getHeuristicLaunch(wide, -1).getMangledSuffix(),
+            "v8_t16_w4_r32_n64_s2");
+  wide.numQHeads = 64;
+  EXPECT_EQ(getHeuristicLaunch(wide, -1).getKeyWarps(), 1);
+  // Key tiles of 32 (head dim 192) make slices for two warps; of 16 (256),
+  // none.
+  OpSpec large = decode;
+  large.hidden = 192;
+  EXPECT_EQ(getHeuristicLaunch(large, -1).getMangledSuffix(),
+            "v8_t32_w4_r32_n32_s2");
+  large.hidden = 256;
+  EXPECT_EQ(getHeuristicLaunch(large, -1).getMangledSuffix(),
+            "v8_t32_w4_r64_n16_s2");
+  // Where the merge outgrows the tiles (head dim 192, one stage), it sets
+  // the shared memory: 4 x 32 x (4 + 96) f32 against (32 + 2 x 32) rows of
+  // 384 bytes.
+  large.hidden = 192;
+  LaunchConfig merge = getHeuristicLaunch(large, -1);
+  merge.stages = 1;
+  EXPECT_TRUE(verifyLaunchFor(large, merge, 99 * 1024));
+  EXPECT_EQ(getAttentionSharedBytes(large, merge), 4 * 32 * 100 * 4);
+  // Slices of at least 16 keys, rows a whole tile per group of warps;
+  // prefill never splits.
+  LaunchConfig thin = launch;
+  thin.blockN = 32;
+  expectLaunchInvalid(decode, thin, "block_n must be at least 64, got 32");
+  LaunchConfig odd = launch;
+  odd.rowsPerCta = 48;
+  expectLaunchInvalid(decode, odd,
+                      "rows_per_cta must be 16 times a divisor of 4, got 48");
+  expectLaunchInvalid(examples::makeAttention(), launch,
+                      "rows_per_cta must be 64 or 128, got 16");
+}
+
 /// The names of the kernel's parameters, in ABI order.
 std::vector<std::string> getParamNames(const KernelSignature &sig) {
   std::vector<std::string> names;
@@ -1889,10 +1944,12 @@ TEST(KernelModel, DecodeAttentionKernels) {
   EXPECT_FALSE(sig.params[8].readOnly) << "the cache is updated in place";
   EXPECT_EQ(sig.params[10].alignment, 16) << "the combine reads quads";
   EXPECT_EQ(sig.params[11].alignment, 4);
-  // 8 kv heads x 3 splits x (ceil(5 tokens x 4 heads / 64) + 2 sequences).
+  // 8 kv heads x 3 splits x (ceil(5 tokens x 4 heads / 16) + 2 sequences):
+  // the heuristic's tile of 16 rows (4 warps split its key tiles).
   EXPECT_EQ(sig.queryGroup, 4);
-  EXPECT_EQ(sig.getGridX(5, 2, 3), 8 * 3 * (1 + 2));
-  EXPECT_EQ(sig.getGridFormula(), "8 * kv_splits * (ceil(rows * 4 / 64) + batch)");
+  EXPECT_EQ(sig.getGridX(5, 2, 3), 8 * 3 * (2 + 2));
+  EXPECT_EQ(sig.getGridFormula(),
+            "8 * kv_splits * (ceil(rows * 4 / 16) + batch)");
   std::optional<KernelSignature> parsed =
       KernelSignature::fromJson(sig.toJson(), error);
   ASSERT_TRUE(parsed) << error;

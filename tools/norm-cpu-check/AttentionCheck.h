@@ -39,7 +39,7 @@ struct AttentionEngine {
 
 /// The heuristic's launch with `warps`, `blockN`, `stages` and the row
 /// tiles of a warp (16 query rows each) forced where they are not 0; the
-/// heuristic's rows a warp where the rest leaves room (fitAttentionRows).
+/// heuristic's rows where the rest leaves room (fitAttentionRows).
 LaunchConfig getForcedLaunch(const OpSpec &spec, int64_t warps, int64_t blockN,
                              int64_t stages, int64_t rowTiles = 0);
 

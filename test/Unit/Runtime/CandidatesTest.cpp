@@ -307,23 +307,29 @@ std::set<int64_t> warpsOf(const std::vector<LaunchConfig> &candidates) {
 
 // Decode's query tile holds a token's query heads of one kv head: warps
 // start at the fewest whose 16 rows hold the group and double up to 8, in
-// every bucket, x block_n 32, 64, 128 x stages 1, 2; the heuristic first.
+// every bucket, x block_n 32, 64, 128 x stages 1, 2, each warp with rows of
+// its own or splitting the keys of the group's tiles; the heuristic first.
 TEST(Candidates, DecodeWarpsFollowTheGroup) {
   struct Case {
     int64_t qHeads, kvHeads;
     std::set<int64_t> warps;
-    size_t count;
+    size_t count, keySplits;
   };
   // Head dim 128 on sm_90: key tiles of block_n 32 and 64 (128 spilled),
-  // 16 copies a thread at most (one warp none, two block_n 32), 2 stages.
+  // 16 copies a thread at most (one warp none, two block_n 32), 2 stages;
+  // and where a group of up to 64 heads fills fewer tiles than the warps,
+  // those tiles shared by warps that split the keys (slices of 16 keys at
+  // least: 2 warps of 32 or 64 keys, 4 of 64; the heuristic's for groups
+  // of up to 16).
   for (const Case &c :
-       {Case{8, 2, {2, 4, 8}, 10}, Case{32, 8, {2, 4, 8}, 10},
-        Case{32, 1, {2, 4, 8}, 10}, Case{64, 1, {4, 8}, 8},
-        Case{128, 1, {8}, 4},
-        // 3 and 6 warps hold 48 heads, and the heuristic's 4 competes.
-        Case{48, 1, {3, 4, 6}, 7},
+       {Case{8, 2, {2, 4, 8}, 14, 4}, Case{32, 8, {2, 4, 8}, 14, 4},
+        Case{32, 1, {2, 4, 8}, 16, 6}, Case{64, 1, {4, 8}, 12, 4},
+        Case{128, 1, {8}, 4, 0},
+        // 3 and 6 warps hold 48 heads, and the heuristic's 4 competes; 6
+        // warps also as 3 tiles of 2 warps each.
+        Case{48, 1, {3, 4, 6}, 11, 4},
         // No CTA holds 256 heads: the most warps.
-        Case{256, 1, {8}, 4}}) {
+        Case{256, 1, {8}, 4, 0}}) {
     OpSpec spec = makeDecode(c.qHeads, c.kvHeads);
     LaunchConfig heuristic = getHeuristicLaunch(spec, -1);
     std::vector<LaunchConfig> all =
@@ -331,12 +337,21 @@ TEST(Candidates, DecodeWarpsFollowTheGroup) {
     ASSERT_FALSE(all.empty());
     EXPECT_EQ(all.front(), heuristic);
     EXPECT_EQ(warpsOf(all), c.warps) << c.qHeads << "/" << c.kvHeads;
+    size_t keySplits = 0;
     EXPECT_EQ(all.size(), c.count) << c.qHeads << "/" << c.kvHeads;
     for (const LaunchConfig &launch : all) {
       EXPECT_TRUE(verifyLaunchFor(spec, launch, 232448))
           << launch.getMangledSuffix();
-      EXPECT_EQ(launch.rowsPerCta, 16 * launch.warps);
+      // Each warp its own 16 rows, or the fewest tiles of 16 rows that
+      // hold the group, shared by warps that split the key tiles.
+      int64_t groupRows = 16 * ((c.qHeads / c.kvHeads + 15) / 16);
+      if (launch.rowsPerCta != 16 * launch.warps) {
+        EXPECT_EQ(launch.rowsPerCta, groupRows) << launch.getMangledSuffix();
+        EXPECT_GT(launch.getKeyWarps(), 1) << launch.getMangledSuffix();
+        ++keySplits;
+      }
     }
+    EXPECT_EQ(keySplits, c.keySplits) << c.qHeads << "/" << c.kvHeads;
     for (RowBucket bucket : kAllRowBuckets)
       EXPECT_EQ(getTuningCandidates(spec, bucket, heuristic, 232448), all);
   }
