@@ -817,13 +817,17 @@ static LogicalResult verifyCacheScales(Operation *op, Value cache, Value kScale,
 }
 
 /// A paged cache: a block table with its block size, a power of two that
-/// divides the caches' static rows.
+/// divides the caches' static rows, and a ragged table's offsets only with
+/// a table.
 static LogicalResult verifyCachePages(Operation *op, Value cache,
-                                      Value blockTables,
+                                      Value blockTables, Value pageIndptr,
                                       std::optional<uint64_t> blockSize) {
   if (bool(blockTables) != blockSize.has_value())
     return op->emitOpError("'pages' (the block table) and 'cache_block_size' "
                            "go together");
+  if (pageIndptr && !blockTables)
+    return op->emitOpError("'page_indptr' (a ragged table's offsets) needs "
+                           "'pages'");
   if (!blockSize)
     return success();
   if (!cache)
@@ -852,7 +856,7 @@ LogicalResult KPrepareOp::verify() {
   if (bool(kCache) != bool(vCache) || bool(kCache) != bool(getCacheSeqlens()))
     return emitOpError("'k_cache', 'v_cache' and 'cache_seqlens' go "
                        "together");
-  if (failed(verifyCachePages(*this, kCache, getBlockTables(),
+  if (failed(verifyCachePages(*this, kCache, getBlockTables(), getPageIndptr(),
                               getCacheBlockSize())) ||
       failed(
           verifyCacheScales(*this, kCache, getKScale(), getVScale(), kvHeads)))
@@ -1051,7 +1055,7 @@ template <typename OpTy> static LogicalResult verifyDecodeOperands(OpTy op) {
       op.getVCacheOut().getType() != op.getVCache().getType())
     return op.emitOpError("the updated caches have the types of the caches");
   return verifyCachePages(op, op.getKCache(), op.getBlockTables(),
-                          op.getCacheBlockSize());
+                          op.getPageIndptr(), op.getCacheBlockSize());
 }
 
 LogicalResult AttentionDecodeKernelOp::verify() {
@@ -1318,6 +1322,7 @@ static void setCacheScales(OpTy op, ::norm::OpSpec &spec) {
                                  : ::norm::Statistic::None;
   spec.writeCache = bool(getKCache());
   spec.cacheBlockSize = getCacheBlockSize().value_or(0);
+  spec.pageIndptr = bool(getPageIndptr());
   setCacheScales(*this, spec);
   // An FP8 cache's keys are rounded to k's type before the scale.
   if (spec.fp8Cache)
@@ -1337,6 +1342,8 @@ static Value getCacheIndexBuffer(OpTy op, BufferSlot slot) {
     return op.getCacheSeqlens();
   case BufferSlot::BlockTables:
     return op.getBlockTables();
+  case BufferSlot::PageIndptr:
+    return op.getPageIndptr();
   case BufferSlot::KScale:
     return op.getKScale();
   case BufferSlot::VScale:
@@ -1472,6 +1479,7 @@ Value AttentionKernelOp::getBuffer(BufferSlot slot) {
 template <typename OpTy> static ::norm::OpSpec getDecodeOpSpec(OpTy op) {
   ::norm::OpSpec spec = getAttentionOpSpec(op, OpKind::AttentionDecode);
   spec.cacheBlockSize = op.getCacheBlockSize().value_or(0);
+  spec.pageIndptr = bool(op.getPageIndptr());
   setCacheScales(op, spec);
   return spec;
 }

@@ -385,7 +385,12 @@ def Norm_AttentionDecodeOp : Norm_Op<"attention_decode", [Pure,
     up to 256): position `p` of sequence `b` is row `block_tables[b *
     max_blocks + p / P] * P + p % P`, `max_blocks` the table's entries /
     batch and the capacity `max_blocks * P`. An entry outside `[0, rows /
-    P)` (unset, -1) is never written, and reads as page 0.
+    P)` (unset, -1) is never written, and reads as page 0. With
+    `page_indptr(%indptr)` (i32, batch + 1) the table is FlashInfer's
+    ragged one (`kv_indices`, `kv_indptr`): sequence `b`'s pages are
+    `block_tables[indptr[b] .. indptr[b + 1])`, its capacity their count x
+    `P`, and position `p` is row `block_tables[indptr[b] + p / P] * P + p %
+    P`.
 
     With `f8E4M3FN` caches and `scales(%k_scale, %v_scale)` (f32, one
     element, or one per kv head: vLLM's `k_scale`, `v_scale`) a key or
@@ -413,6 +418,7 @@ def Norm_AttentionDecodeOp : Norm_Op<"attention_decode", [Pure,
                        Norm_CacheTensor:$k_cache, Norm_CacheTensor:$v_cache,
                        TensorRankOf<[I32], [1]>:$cache_seqlens,
                        Optional<TensorRankOf<[I32], [1]>>:$block_tables,
+                       Optional<TensorRankOf<[I32], [1]>>:$page_indptr,
                        Optional<Norm_ScalesTensor>:$k_scale,
                        Optional<Norm_ScalesTensor>:$v_scale,
                        Optional<Norm_ParamTensor>:$q_norm_weight,
@@ -435,6 +441,7 @@ def Norm_AttentionDecodeOp : Norm_Op<"attention_decode", [Pure,
       "type($cu_seqlens) `)` `cache` `(` $k_cache `,` $v_cache `lengths` "
       "$cache_seqlens `:` type($cache_seqlens) `)` "
       "(`pages` `(` $block_tables^ `:` type($block_tables) `)`)? "
+      "(`page_indptr` `(` $page_indptr^ `:` type($page_indptr) `)`)? "
       "(`scales` `(` $k_scale^ `,` $v_scale `:` type($k_scale) `,` "
       "type($v_scale) `)`)? " #
       OptParam<"q_norm_weight">.format # " " #
@@ -697,6 +704,7 @@ def Norm_KPrepareOp : Norm_Op<"k_prepare", [Pure, AttrSizedOperandSegments,
                        Optional<Norm_CacheTensor>:$v_cache,
                        Optional<TensorRankOf<[I32], [1]>>:$cache_seqlens,
                        Optional<TensorRankOf<[I32], [1]>>:$block_tables,
+                       Optional<TensorRankOf<[I32], [1]>>:$page_indptr,
                        Optional<Norm_ScalesTensor>:$k_scale,
                        Optional<Norm_ScalesTensor>:$v_scale,
                        Optional<Norm_ParamTensor>:$k_weight,
@@ -721,6 +729,7 @@ def Norm_KPrepareOp : Norm_Op<"k_prepare", [Pure, AttrSizedOperandSegments,
       "(`cache` `(` $k_cache^ `,` $v_cache `lengths` $cache_seqlens `:` "
       "type($k_cache) `,` type($v_cache) `,` type($cache_seqlens) `)`)? "
       "(`pages` `(` $block_tables^ `:` type($block_tables) `)`)? "
+      "(`page_indptr` `(` $page_indptr^ `:` type($page_indptr) `)`)? "
       "(`scales` `(` $k_scale^ `,` $v_scale `:` type($k_scale) `,` "
       "type($v_scale) `)`)? " #
       OptParam<"k_weight">.format # " " # OptParam<"positions">.format # " " #
@@ -847,6 +856,7 @@ def Norm_AttentionDecodeKernelOp : Norm_Op<"attention_decode_kernel", [Pure,
                        Norm_CacheTensor:$k_cache, Norm_CacheTensor:$v_cache,
                        TensorRankOf<[I32], [1]>:$cache_seqlens,
                        Optional<TensorRankOf<[I32], [1]>>:$block_tables,
+                       Optional<TensorRankOf<[I32], [1]>>:$page_indptr,
                        Optional<Norm_ScalesTensor>:$k_scale,
                        Optional<Norm_ScalesTensor>:$v_scale,
                        Optional<Norm_ParamTensor>:$q_norm_weight,
@@ -871,6 +881,7 @@ def Norm_AttentionDecodeKernelOp : Norm_Op<"attention_decode_kernel", [Pure,
       "type($cu_seqlens) `)` `cache` `(` $k_cache `,` $v_cache `lengths` "
       "$cache_seqlens `:` type($cache_seqlens) `)` "
       "(`pages` `(` $block_tables^ `:` type($block_tables) `)`)? "
+      "(`page_indptr` `(` $page_indptr^ `:` type($page_indptr) `)`)? "
       "(`scales` `(` $k_scale^ `,` $v_scale `:` type($k_scale) `,` "
       "type($v_scale) `)`)? " #
       OptParam<"q_norm_weight">.format # " " #

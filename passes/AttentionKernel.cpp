@@ -237,7 +237,9 @@ private:
   // split of them and its cache tiles.
   bool decode;
   int64_t group;
-  Value seq, cacheBase, cacheLength, capacity, splits, split, isLastSplit;
+  Value seq, cacheLength, capacity, splits, split, isLastSplit;
+  /// The sequence's cache rows (getSequenceCache).
+  SequenceCache seqCache;
   Value splitStart, splitEnd, cacheTiles, wholeCacheTiles;
   // An FP8 cache: its tiles' bytes in 8-element chunks, and the CTA's kv
   // head's scales (f32).
@@ -605,7 +607,7 @@ void AttentionEmitter::emitKeyValueCopies(Value tile, Value stage, bool full) {
     else if (spec.cacheBlockSize)
       emitPagedCacheCopies(keys, stage, full);
     else
-      copies("k_cache", "v_cache", cacheBase);
+      copies("k_cache", "v_cache", seqCache.start);
   };
   if (!decode)
     copies("k", "v", seqStart);
@@ -643,7 +645,7 @@ void AttentionEmitter::emitPagedCacheCopies(const KeyTile &keys, Value stage,
     for (int64_t i = 0; i < iterations; i += perPage) {
       Value row = add(threadRow, index(i * rowStep));
       Value cacheRow =
-          getCacheRow(blockSize, seq, add(keys.first, row), capacity).first;
+          getCacheRow(blockSize, seqCache, add(keys.first, row)).first;
       for (bool value : {false, true}) {
         StringRef name = value ? "v_cache" : "k_cache";
         Value at = add(add(mul(cacheRow, stride(name)), headColumn),
@@ -673,7 +675,7 @@ void AttentionEmitter::emitPagedCacheCopies(const KeyTile &keys, Value stage,
       Value cacheRow;
       if (i % perPage == 0)
         cacheRow =
-            getCacheRow(blockSize, seq, add(keys.first, guarded.key), capacity)
+            getCacheRow(blockSize, seqCache, add(keys.first, guarded.key))
                 .first;
       Value count = guarded.count;
       for (bool value : {false, true}) {
@@ -733,8 +735,8 @@ void AttentionEmitter::emitFp8CacheCopies(const KeyTile &keys, Value stage,
       Value row = arith::DivUIOp::create(b, copy, index(rowCopies));
       Value col = arith::RemUIOp::create(b, copy, index(rowCopies));
       RowCopy guarded = guardRowCopy(row, available, full, kBytes);
-      Value cacheRow = getCacheRow(spec.cacheBlockSize, seq,
-                                   add(keys.first, guarded.key), capacity)
+      Value cacheRow = getCacheRow(spec.cacheBlockSize, seqCache,
+                                   add(keys.first, guarded.key))
                            .first;
       Value count = guarded.count;
       for (bool value : {false, true}) {
@@ -1005,7 +1007,7 @@ void AttentionEmitter::emitCacheAppend(Value tile, Value stage) {
       ifThen(valid, [&] {
         // A paged cache's unset page takes nothing.
         auto [cacheRow, own] =
-            getCacheRow(spec.cacheBlockSize, seq, position, capacity);
+            getCacheRow(spec.cacheBlockSize, seqCache, position);
         auto store = [&] {
           for (bool value : {false, true}) {
             StringRef name = value ? "v_cache" : "k_cache";
@@ -1441,8 +1443,8 @@ void AttentionEmitter::emit() {
   // whole key tiles each; the last split also holds the new keys.
   Value keyTiles;
   if (decode) {
-    capacity = indexArg("cache_capacity");
-    cacheBase = mul(seq, capacity);
+    seqCache = getSequenceCache(spec, seq);
+    capacity = seqCache.capacity;
     Value stored = ifElseZeros(found, [&]() -> SmallVector<Value> {
                      return {arith::IndexCastOp::create(
                          b, b.getIndexType(),

@@ -48,6 +48,7 @@ static Value prepareKeys(OpBuilder &b, AttentionOp op, Value offsets) {
       /*saved_rstd=*/Type(), k, /*v=*/Value(), byIndex ? offsets : Value(),
       /*k_cache=*/Value(), /*v_cache=*/Value(),
       /*cache_seqlens=*/Value(), /*block_tables=*/Value(),
+      /*page_indptr=*/Value(),
       /*k_scale=*/Value(), /*v_scale=*/Value(), op.getKNormWeight(),
       op.getPositions(), op.getRopeTable(), op.getQkNormAttr(),
       op.getNumKvHeadsAttr(), op.getHeadDimAttr(), op.getQkNormEpsAttr(),

@@ -180,19 +180,50 @@ void KernelBuilder::waitForPredecessor() {
   LaunchDependentsOp::create(b);
 }
 
-std::pair<Value, Value> KernelBuilder::getCacheRow(int64_t blockSize, Value seq,
-                                                   Value position,
-                                                   Value capacity) {
+KernelBuilder::SequenceCache
+KernelBuilder::getSequenceCache(const ::norm::OpSpec &spec, Value seq) {
+  int64_t blockSize = spec.cacheBlockSize;
+  if (spec.pageIndptr) {
+    auto offsetAt = [&](Value i) {
+      return arith::IndexCastOp::create(
+          b, b.getIndexType(),
+          memref::LoadOp::create(b, arg("page_indptr"), ValueRange{i}));
+    };
+    Value start = offsetAt(seq);
+    // Clamped: a decreasing indptr holds no pages.
+    Value pages = arith::MaxSIOp::create(
+        b, arith::SubIOp::create(b, offsetAt(add(seq, index(1))), start),
+        index(0));
+    return {start, mul(pages, index(blockSize)), /*ragged=*/true};
+  }
+  Value capacity = indexArg("cache_capacity");
   if (!blockSize)
-    return {add(mul(seq, capacity), position), Value()};
+    return {mul(seq, capacity), capacity};
+  Value maxBlocks =
+      arith::ShRUIOp::create(b, capacity, index(llvm::Log2_64(blockSize)));
+  return {mul(seq, maxBlocks), capacity};
+}
+
+std::pair<Value, Value> KernelBuilder::getCacheRow(int64_t blockSize,
+                                                   const SequenceCache &cache,
+                                                   Value position) {
+  if (!blockSize)
+    return {add(cache.start, position), Value()};
   // Power-of-two pages: shifts and masks.
   Value shift = index(llvm::Log2_64(blockSize));
-  Value maxBlocks = arith::ShRUIOp::create(b, capacity, shift);
   Value block = arith::ShRUIOp::create(b, position, shift);
-  Value entry = arith::IndexCastOp::create(
-      b, b.getIndexType(),
-      memref::LoadOp::create(b, arg("block_tables"),
-                             ValueRange{add(mul(seq, maxBlocks), block)}));
+  auto load = [&]() -> SmallVector<Value> {
+    return {arith::IndexCastOp::create(
+        b, b.getIndexType(),
+        memref::LoadOp::create(b, arg("block_tables"),
+                               ValueRange{add(cache.start, block)}))};
+  };
+  Value entry = cache.ragged
+                    ? ifElse(arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                                   position, cache.capacity),
+                             load, ValueRange{index(-1)})
+                          .front()
+                    : load().front();
   // Sign-extended: a negative entry compares as a huge one.
   Value own = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, entry,
                                     indexArg("cache_blocks"));

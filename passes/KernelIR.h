@@ -139,14 +139,25 @@ protected:
   Value findLast(Value count, function_ref<Value(Value)> keyOf, Value target,
                  int64_t arity = 2);
 
-  /// The row of position `position` (index, below `capacity`) of sequence
-  /// `seq` in a KV cache, and whether it is the sequence's own (i1; null:
-  /// always). Contiguous caches (blockSize 0): seq x capacity + position.
-  /// Paged (OpSpec::cacheBlockSize): through `block_tables`, capacity /
-  /// blockSize entries a sequence; an entry outside [0, `cache_blocks`)
-  /// (unset, -1) is not, and its row is then page 0's, in bounds for a read.
-  std::pair<Value, Value> getCacheRow(int64_t blockSize, Value seq,
-                                      Value position, Value capacity);
+  /// A sequence's rows of a KV cache: its positions (`capacity`) and where
+  /// they start: its first row (contiguous: seq x capacity) or, paged
+  /// (OpSpec::cacheBlockSize), its first `block_tables` entry (vLLM's: seq x
+  /// capacity / blockSize, capacity = `cache_capacity`; ragged
+  /// (OpSpec::pageIndptr): page_indptr[seq], capacity = its pages x
+  /// blockSize).
+  struct SequenceCache {
+    Value start, capacity;
+    /// A ragged table: an entry past the sequence's is not loaded (it may
+    /// lie past the table).
+    bool ragged = false;
+  };
+  SequenceCache getSequenceCache(const ::norm::OpSpec &spec, Value seq);
+  /// The row of position `position` (index, below `cache.capacity`) in a KV
+  /// cache, and whether it is the sequence's own (i1; null: always). Paged,
+  /// an entry outside [0, `cache_blocks`) (unset, -1) is not, and its row is
+  /// then page 0's, in bounds for a read.
+  std::pair<Value, Value>
+  getCacheRow(int64_t blockSize, const SequenceCache &cache, Value position);
 
   /// Programmatic dependent launch (KernelSignature::pdl): waits for the
   /// grid before this one, then lets the next one start

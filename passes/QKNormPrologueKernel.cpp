@@ -178,10 +178,12 @@ SmallVector<Value> QKNormPrologueEmitter::placeToken(Value token) {
     at = arith::SubIOp::create(b, token, start);
   }
   Value capacity;
+  SequenceCache cache;
   if (spec.writeCache) {
     // The cached length clamped to the capacity, as decode attention reads
     // it.
-    capacity = indexArg("cache_capacity");
+    cache = getSequenceCache(spec, seq);
+    capacity = cache.capacity;
     Value stored = arith::IndexCastOp::create(
         b, b.getIndexType(),
         memref::LoadOp::create(b, arg("cache_seqlens"), ValueRange{seq}));
@@ -201,10 +203,9 @@ SmallVector<Value> QKNormPrologueEmitter::placeToken(Value token) {
     Value inside =
         arith::CmpIOp::create(b, arith::CmpIPredicate::ult, at, capacity);
     auto [row, own] = getCacheRow(
-        spec.cacheBlockSize, seq,
+        spec.cacheBlockSize, cache,
         spec.cacheBlockSize ? arith::SelectOp::create(b, inside, at, index(0))
-                            : at,
-        capacity);
+                            : at);
     place.push_back(row);
     place.push_back(own ? arith::AndIOp::create(b, inside, own) : inside);
   }

@@ -134,7 +134,12 @@ static_assert(offsetof(normjit_launch_args, tensors) +
                   NORMJIT_BLOCK_TABLES * sizeof(normjit_tensor) +
                   2 * sizeof(int64_t) ==
               NORMJIT_LAUNCH_ARGS_SIZE_V10);
-static_assert(sizeof(normjit_launch_args) == NORMJIT_LAUNCH_ARGS_SIZE_V12);
+static_assert(offsetof(normjit_launch_args, tensors) +
+                  NORMJIT_PAGE_INDPTR * sizeof(normjit_tensor) +
+                  2 * sizeof(int64_t) ==
+              NORMJIT_LAUNCH_ARGS_SIZE_V12);
+static_assert(sizeof(normjit_launch_args) == NORMJIT_LAUNCH_ARGS_SIZE_V13);
+static_assert(NORMJIT_PAGE_INDPTR == static_cast<int>(BufferSlot::PageIndptr));
 static_assert(NORMJIT_BLOCK_TABLES ==
               static_cast<int>(BufferSlot::BlockTables));
 static_assert(NORMJIT_K_SCALE == static_cast<int>(BufferSlot::KScale));
@@ -238,7 +243,7 @@ static std::string checkStructSize(const char *type, uint32_t size,
   (NORMJIT_HAS_FIELD(object, field) ? (object)->field                          \
                                     : decltype((object)->field){})
 
-constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_CACHE_SCALE_PER_HEAD << 1) - 1;
+constexpr uint32_t kKnownOpFlags = (NORMJIT_OP_PAGE_INDPTR << 1) - 1;
 constexpr uint32_t kAttentionOpFlags =
     NORMJIT_OP_CAUSAL | NORMJIT_OP_WRITE_LSE | NORMJIT_OP_ROPE_POSITIONS |
     NORMJIT_OP_ROPE_TABLE | NORMJIT_OP_ROPE_FIRST;
@@ -438,6 +443,7 @@ static bool convertDesc(const normjit_op_desc *desc, OpSpec &spec,
   spec.copyValues = desc->flags & NORMJIT_OP_COPY_V;
   spec.writeCache = desc->flags & NORMJIT_OP_WRITE_CACHE;
   spec.cacheBlockSize = blockSize;
+  spec.pageIndptr = desc->flags & NORMJIT_OP_PAGE_INDPTR;
   spec.fp8Cache = desc->flags & NORMJIT_OP_FP8_CACHE;
   spec.cacheScalePerHead = desc->flags & NORMJIT_OP_CACHE_SCALE_PER_HEAD;
   spec.eps = desc->eps;
@@ -832,6 +838,10 @@ static bool getArgsLayout(const normjit_launch_args &args,
               NORMJIT_LAUNCH_ARGS_SIZE_V10 - row};
     return true;
   case NORMJIT_LAUNCH_ARGS_SIZE_V12:
+    layout = {NORMJIT_PAGE_INDPTR, NORMJIT_LAUNCH_ARGS_SIZE_V12 - 2 * row,
+              NORMJIT_LAUNCH_ARGS_SIZE_V12 - row};
+    return true;
+  case NORMJIT_LAUNCH_ARGS_SIZE_V13:
     layout = {NORMJIT_NUM_BUFFERS, offsetof(normjit_launch_args, cache_rows),
               offsetof(normjit_launch_args, rope_table_rows)};
     return true;
@@ -905,8 +915,9 @@ normjit_status normjit_kernel_launch(const normjit_kernel *kernel,
           std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V5) + "), API 6 (" +
           std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V6) + "), API 8 (" +
           std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V8) + "), API 10 (" +
-          std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V10) + ") and API 12 (" +
-          std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V12) +
+          std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V10) + "), API 12 (" +
+          std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V12) + ") and API 13 (" +
+          std::to_string(NORMJIT_LAUNCH_ARGS_SIZE_V13) +
           ") (call normjit_launch_args_init_sized)");
     LaunchArgs converted;
     if (args->reserved != 0)

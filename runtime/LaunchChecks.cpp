@@ -125,6 +125,27 @@ Status Kernel::check(const LaunchArgs &args, int64_t rows,
                       std::to_string(length) +
                       ": one cache length per sequence of cu_seqlens (" +
                       std::to_string(batch) + " sequences)");
+    } else if (want.cols == 0 && spec.pageIndptr &&
+               static_cast<BufferSlot>(slot) == BufferSlot::BlockTables) {
+      // FlashInfer's kv_indices: any number of pages (page_indptr says
+      // whose), at least one element to point at.
+      if (tensor.cols <= 0)
+        return invalidLaunch(spec, "buffer 'block_tables' (kv_indices) has " +
+                                       std::to_string(tensor.cols) +
+                                       " entries, the operation expects at "
+                                       "least 1");
+    } else if (want.cols == 0 &&
+               static_cast<BufferSlot>(slot) == BufferSlot::PageIndptr) {
+      int64_t batch = getBatchOfOffsets(args[BufferSlot::CuSeqlens].cols);
+      if (tensor.cols != batch + 1)
+        return invalidLaunch(spec, "buffer 'page_indptr' has " +
+                                       std::to_string(tensor.cols) +
+                                       " elements, the operation expects " +
+                                       std::to_string(batch + 1) +
+                                       ": one offset per sequence "
+                                       "of cu_seqlens (" +
+                                       std::to_string(batch) +
+                                       " sequences) and the end (kv_indptr)");
     } else if (want.cols == 0 &&
                static_cast<BufferSlot>(slot) == BufferSlot::BlockTables) {
       // Its length gives the capacity (getDecodeLaunch): a whole row of
@@ -512,7 +533,11 @@ Status Kernel::getDecodeLaunch(const LaunchArgs &args, int64_t rows,
                                std::to_string(blockSize) +
                                " rows (cache_rows = num_blocks x block_size)");
     decode.blocks = cacheRows / blockSize;
-    int64_t maxBlocks = args[BufferSlot::BlockTables].cols / batch;
+    // A ragged table: no sequence holds more than every page (the bound
+    // the splits take; the kernel reads each sequence's from page_indptr).
+    int64_t maxBlocks = spec.pageIndptr
+                            ? decode.blocks
+                            : args[BufferSlot::BlockTables].cols / batch;
     if (maxBlocks > INT32_MAX / blockSize)
       return invalidLaunch(spec, "a block table row of " +
                                      std::to_string(maxBlocks) + " pages of " +

@@ -118,6 +118,15 @@ Status Tuner::allocateScratch(int64_t rows, const TuningRun &run) {
     std::iota(table.begin(), table.end(), 0);
     if (Status status = write(BufferSlot::BlockTables, table); !status)
       return status;
+    // A ragged table's: max_blocks a sequence.
+    if (spec.pageIndptr) {
+      std::vector<int32_t> starts;
+      for (int64_t b = 0; b <= shape.batch; ++b)
+        starts.push_back(static_cast<int32_t>(
+            b * (shape.cacheCapacity / spec.cacheBlockSize)));
+      if (Status status = write(BufferSlot::PageIndptr, starts); !status)
+        return status;
+    }
   }
   // Positions inside the table, so that every launch reads its rows.
   if (spec.ropePositions) {

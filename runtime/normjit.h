@@ -91,8 +91,10 @@ extern "C" {
  * NORMJIT_BLOCK_TABLES; FP8 caches: NORMJIT_OP_FP8_CACHE,
  * NORMJIT_OP_CACHE_SCALE_PER_HEAD, NORMJIT_K_SCALE and NORMJIT_V_SCALE; so
  * 42 tensors in normjit_launch_args; the library still reads the layouts
- * of API 4 to 11). */
-#define NORMJIT_API_VERSION 12
+ * of API 4 to 11). Then 13 (FlashInfer's ragged page tables:
+ * NORMJIT_OP_PAGE_INDPTR and the buffer NORMJIT_PAGE_INDPTR, so 43 tensors;
+ * the library still reads the layouts of API 4 to 12). */
+#define NORMJIT_API_VERSION 13
 
 /* The library version of this header: major (libnormjit.so.1) changes only
  * when the ABI breaks, minor is the API version. */
@@ -125,6 +127,8 @@ extern "C" {
 #define NORMJIT_LAUNCH_ARGS_SIZE_V10 1272
 /* ... and in API 12 (42 tensors, cache_rows, rope_table_rows). */
 #define NORMJIT_LAUNCH_ARGS_SIZE_V12 1368
+/* API 13: NORMJIT_PAGE_INDPTR. */
+#define NORMJIT_LAUNCH_ARGS_SIZE_V13 1400
 
 typedef enum normjit_status {
   NORMJIT_SUCCESS = 0,
@@ -233,6 +237,9 @@ typedef enum normjit_op_kind {
  * NORMJIT_OP_CACHE_SCALE_PER_HEAD the scales hold one per kv head. */
 #define NORMJIT_OP_FP8_CACHE (1u << 28)
 #define NORMJIT_OP_CACHE_SCALE_PER_HEAD (1u << 29)
+/* API 13, with normjit_op_desc.cache_block_size: the block table is
+ * FlashInfer's ragged one (kv_indptr, kv_indices; see below). */
+#define NORMJIT_OP_PAGE_INDPTR (1u << 30)
 
 /* normjit_op_desc.rope (API 3): attention's rotary position embeddings. */
 typedef enum normjit_rope {
@@ -356,6 +363,17 @@ typedef enum normjit_rope {
  *                   and the capacity max_blocks * P. An entry outside [0,
  *                   num_blocks) (unset, -1) is never written; a cached
  *                   position on it reads page 0 (never out of bounds).
+ * API 13: with NORMJIT_OP_PAGE_INDPTR the table is FlashInfer's ragged
+ * form instead:
+ *   NORMJIT_BLOCK_TABLES  i32, 1-D, any length: the pages of all sequences,
+ *                   one after another (kv_indices)
+ *   NORMJIT_PAGE_INDPTR  i32, 1-D, batch + 1 (kv_indptr): sequence b's
+ *                   pages are block_tables[page_indptr[b] ..
+ *                   page_indptr[b + 1]), its capacity their count * P;
+ *                   position p is row block_tables[page_indptr[b] + p / P]
+ *                   * P + p % P. FlashInfer's kv_last_page_len gives
+ *                   cache_seqlens[b] = (pages - 1) * P + last_page_len[b]
+ *                   - the new tokens of b (its table holds them).
  * K-prepare with NORMJIT_OP_WRITE_CACHE takes the same pages.
  * The caches may overlap no other buffer (nor each other). The workspace and
  * semaphores of the split keys are the library's (NORMJIT_WORKSPACE and
@@ -510,7 +528,9 @@ typedef enum normjit_buffer {
   /* API 12: an FP8 cache's scales (NORMJIT_OP_FP8_CACHE) */
   NORMJIT_K_SCALE = 40,
   NORMJIT_V_SCALE = 41,
-  NORMJIT_NUM_BUFFERS = 42
+  /* API 13: a ragged block table's offsets (NORMJIT_OP_PAGE_INDPTR) */
+  NORMJIT_PAGE_INDPTR = 42,
+  NORMJIT_NUM_BUFFERS = 43
 } normjit_buffer;
 
 /* A device buffer: cols elements per row, row_stride elements between rows
@@ -529,7 +549,8 @@ typedef struct normjit_launch_args {
   uint32_t reserved;    /* 0 (anything else is refused) */
   /* API 1 and 2: 14 tensors (NORMJIT_LAUNCH_ARGS_SIZE_V1), API 3: 17
    * (NORMJIT_LAUNCH_ARGS_SIZE_V3), API 4: 22, API 5: 24, API 6 and 7: 34,
-   * API 8 and 9: 37, API 10 and 11: 39, API 12: 42; the library reads only
+   * API 8 and 9: 37, API 10 and 11: 39, API 12: 42, API 13: 43; the
+   * library reads only
    * the tensors within
    * struct_size, the
    * others are absent. */

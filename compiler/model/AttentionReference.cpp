@@ -418,9 +418,23 @@ Status check::verifyDecodeProblem(const DecodeProblem &problem,
   int64_t batch = static_cast<int64_t>(p.cuSeqlens.size()) - 1;
   if (static_cast<int64_t>(problem.cacheSeqlens.size()) != batch)
     return Status::invalid("decode: one cache length per sequence");
+  bool ragged = !problem.pageIndptr.empty();
+  if (ragged) {
+    int64_t entries = problem.blockTables.size();
+    bool valid = problem.blockSize > 0 &&
+                 static_cast<int64_t>(problem.pageIndptr.size()) == batch + 1;
+    for (int64_t b = 0; valid && b < batch; ++b)
+      valid = problem.pageIndptr[b] >= 0 &&
+              problem.pageIndptr[b] <= problem.pageIndptr[b + 1] &&
+              problem.pageIndptr[b + 1] <= entries &&
+              getCacheCapacity(problem, b) <= problem.cacheCapacity;
+    if (!valid)
+      return Status::invalid("decode: the ragged page table's offsets do not "
+                             "match its entries");
+  }
   for (int64_t b = 0; b < batch; ++b) {
     int64_t length = problem.cacheSeqlens[b];
-    if (length < 0 || length > problem.cacheCapacity)
+    if (length < 0 || length > getCacheCapacity(problem, b))
       return Status::invalid("decode: the cache of sequence " +
                              std::to_string(b) + " exceeds its capacity");
   }
@@ -428,8 +442,8 @@ Status check::verifyDecodeProblem(const DecodeProblem &problem,
   if (problem.blockSize) {
     if (problem.blockSize < 1 ||
         problem.cacheCapacity % problem.blockSize != 0 ||
-        static_cast<int64_t>(problem.blockTables.size()) !=
-            batch * (problem.cacheCapacity / problem.blockSize))
+        (!ragged && static_cast<int64_t>(problem.blockTables.size()) !=
+                        batch * (problem.cacheCapacity / problem.blockSize)))
       return Status::invalid("decode: the block table does not match the "
                              "capacity's pages");
     cacheRows = problem.cacheBlocks * problem.blockSize;
@@ -466,13 +480,21 @@ int64_t check::getCacheRow(const DecodeProblem &problem, int64_t b,
     *own = true;
   if (!problem.blockSize)
     return b * problem.cacheCapacity + position;
-  int64_t maxBlocks = problem.cacheCapacity / problem.blockSize;
-  int64_t entry =
-      problem.blockTables[b * maxBlocks + position / problem.blockSize];
+  int64_t first = problem.pageIndptr.empty()
+                      ? b * (problem.cacheCapacity / problem.blockSize)
+                      : problem.pageIndptr[b];
+  int64_t entry = problem.blockTables[first + position / problem.blockSize];
   bool page = entry >= 0 && entry < problem.cacheBlocks;
   if (own)
     *own = page;
   return (page ? entry : 0) * problem.blockSize + position % problem.blockSize;
+}
+
+int64_t check::getCacheCapacity(const DecodeProblem &problem, int64_t b) {
+  if (problem.pageIndptr.empty())
+    return problem.cacheCapacity;
+  return (problem.pageIndptr[b + 1] - problem.pageIndptr[b]) *
+         problem.blockSize;
 }
 
 DecodeExpected check::referenceDecode(const DecodeProblem &problem,

@@ -192,6 +192,10 @@ struct DecodeProblem {
   /// (b + 1) x maxBlocks), maxBlocks = cacheCapacity / blockSize.
   int64_t blockSize = 0, cacheBlocks = 0;
   std::vector<int64_t> blockTables;
+  /// FlashInfer's ragged table (OpSpec::pageIndptr; empty: vLLM's):
+  /// sequence b's pages are blockTables[pageIndptr[b], pageIndptr[b + 1]),
+  /// its capacity their count x blockSize (at most cacheCapacity).
+  std::vector<int64_t> pageIndptr;
   /// An FP8 cache (OpSpec::fp8Cache; empty: none): the caches hold e4m3
   /// values, and these scales (one, or one per kv head).
   std::vector<double> kScales, vScales;
@@ -216,6 +220,9 @@ double quantizeFp8(ElementType type, double x, double scale);
 /// -1) gives page 0's row and `own` false (such a row is never written).
 int64_t getCacheRow(const DecodeProblem &problem, int64_t b, int64_t position,
                     bool *own = nullptr);
+/// The positions sequence `b` has in the cache: cacheCapacity, or a ragged
+/// table's pages of it.
+int64_t getCacheCapacity(const DecodeProblem &problem, int64_t b);
 
 /// The new tokens' q, k, v and weights, and the caches before the append
 /// (batch x cacheCapacity rows of numKvHeads x headDim).

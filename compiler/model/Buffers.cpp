@@ -22,7 +22,7 @@ static constexpr BufferSlot kAllSlots[] = {
     BufferSlot::WeightGrad, BufferSlot::BiasGrad, BufferSlot::OutputScale,
     BufferSlot::ScaleUpperBound, BufferSlot::OutputScales, BufferSlot::KOut,
     BufferSlot::VOut, BufferSlot::BlockTables, BufferSlot::KScale,
-    BufferSlot::VScale};
+    BufferSlot::VScale, BufferSlot::PageIndptr};
 // clang-format on
 static_assert(sizeof(kAllSlots) / sizeof(kAllSlots[0]) == kNumBufferSlots);
 
@@ -112,6 +112,8 @@ std::string_view norm::getBufferSlotName(BufferSlot slot) {
     return "k_scale";
   case BufferSlot::VScale:
     return "v_scale";
+  case BufferSlot::PageIndptr:
+    return "page_indptr";
   }
   return "?";
 }
@@ -174,6 +176,8 @@ std::vector<BufferSpec> norm::getBuffers(const OpSpec &spec) {
     vector(BufferSlot::CacheSeqlens, ElementType::i32, 0, false);
     if (spec.cacheBlockSize)
       vector(BufferSlot::BlockTables, ElementType::i32, 0, false);
+    if (spec.pageIndptr)
+      vector(BufferSlot::PageIndptr, ElementType::i32, 0, false);
     if (spec.fp8Cache)
       for (BufferSlot scale : {BufferSlot::KScale, BufferSlot::VScale})
         vector(scale, ElementType::f32,
@@ -408,6 +412,8 @@ int64_t norm::getLaunchLength(const OpSpec &spec, BufferSlot slot,
     return spec.cacheBlockSize
                ? shape.batch * (shape.cacheCapacity / spec.cacheBlockSize)
                : 0;
+  case BufferSlot::PageIndptr:
+    return spec.pageIndptr ? shape.batch + 1 : 0;
   case BufferSlot::Positions:
     return shape.rows;
   case BufferSlot::Workspace:

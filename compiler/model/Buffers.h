@@ -71,8 +71,11 @@ enum class BufferSlot : int {
   /// An FP8 cache's f32 scales (OpSpec::fp8Cache): one, or one per kv head.
   KScale,
   VScale,
+  /// A ragged block table's sequence offsets (OpSpec::pageIndptr): i32,
+  /// batch + 1 (FlashInfer's kv_indptr).
+  PageIndptr,
 };
-constexpr int kNumBufferSlots = 42;
+constexpr int kNumBufferSlots = 43;
 
 /// "input", "residual_out", "q_weight", ...: the names of the kernel ops'
 /// operands and results and of kernel parameters.
@@ -110,8 +113,8 @@ struct BufferSpec {
 /// input; norm.attention_kernel: q, k, v, q_weight, k_weight, cu_seqlens,
 /// positions, rope_table; norm.attention_decode_kernel: q, k, v, q_weight,
 /// k_weight, cu_seqlens, cache_seqlens, positions, rope_table; a paged
-/// cache's block_tables and an FP8 cache's k_scale and v_scale follow
-/// cache_seqlens), then the
+/// cache's block_tables (and, ragged, page_indptr) and an FP8 cache's
+/// k_scale and v_scale follow cache_seqlens), then the
 /// outputs (output, residual_out; q, k; k_out, v_out; mean, variance;
 /// output, lse;
 /// output, k_cache and v_cache (updated), workspace and semaphores
@@ -210,7 +213,8 @@ int64_t getDecodeTiles(const OpSpec &spec, int64_t rowsPerCta,
 
 /// The elements of a 1-D buffer whose length comes with the launch
 /// (BufferSpec::cols 0): cu_seqlens batch + 1, cache_seqlens batch, a
-/// paged cache's block_tables batch x (cacheCapacity / block size),
+/// paged cache's block_tables batch x (cacheCapacity / block size) (a
+/// ragged table's at most; its page_indptr batch + 1),
 /// positions one per token (`rows`); decode's
 /// workspace splits x rows x heads x (head_dim + 1) f32 (each split's
 /// normalized output row and its log2-sum-exp) and its semaphores, one i32

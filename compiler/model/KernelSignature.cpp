@@ -87,10 +87,11 @@ static std::string getKernelPrefix(const OpSpec &spec) {
            (spec.ropePositions ? "_pos" : "") +
            (spec.ropeFirst ? "_first" : "");
   };
-  // A paged cache's page ("_p16") and an FP8 cache ("_fp8", "_fp8h": a
-  // scale per head).
+  // A paged cache's page ("_p16"; "_p16i": a ragged table) and an FP8 cache
+  // ("_fp8", "_fp8h": a scale per head).
   auto pagesSuffix = [&]() -> std::string {
-    return (spec.cacheBlockSize ? "_p" + std::to_string(spec.cacheBlockSize)
+    return (spec.cacheBlockSize ? "_p" + std::to_string(spec.cacheBlockSize) +
+                                      (spec.pageIndptr ? "i" : "")
                                 : "") +
            (spec.fp8Cache ? (spec.cacheScalePerHead ? "_fp8h" : "_fp8") : "");
   };

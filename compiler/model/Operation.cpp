@@ -666,6 +666,9 @@ Status norm::verifyOpSpec(const OpSpec &spec) {
     if (Status status = verifyCacheBlockSize(spec.cacheBlockSize); !status)
       return status;
   }
+  if (spec.pageIndptr && spec.cacheBlockSize == 0)
+    return Status::invalid("a ragged page table (page_indptr) needs a paged "
+                           "cache (cache_block_size)");
   if ((spec.fp8Cache || spec.cacheScalePerHead) && !hasKvCache(spec))
     return Status::invalid("an FP8 cache (fp8_cache) applies to decode "
                            "attention and K-prepare into a KV cache "
@@ -849,6 +852,7 @@ OpSpec norm::normalizeOpSpec(const OpSpec &spec) {
     n.copyValues = false;
   if (!hasKvCache(n)) {
     n.cacheBlockSize = 0;
+    n.pageIndptr = false;
     n.fp8Cache = n.cacheScalePerHead = false;
   }
   // One kv head's scale is the tensor's.
@@ -922,6 +926,8 @@ std::string norm::getCanonicalSpec(const OpSpec &original) {
     os << " write_cache=1";
   if (s.cacheBlockSize)
     os << " cache_block_size=" << s.cacheBlockSize;
+  if (s.pageIndptr)
+    os << " page_indptr=1";
   if (s.fp8Cache)
     os << " fp8_cache=1";
   if (s.cacheScalePerHead)
@@ -1065,6 +1071,8 @@ std::optional<OpSpec> norm::parseCanonicalSpec(std::string_view text,
     flag("write_cache", spec.writeCache);
   if (fields.count("cache_block_size"))
     integer("cache_block_size", spec.cacheBlockSize);
+  if (fields.count("page_indptr"))
+    flag("page_indptr", spec.pageIndptr);
   if (fields.count("fp8_cache"))
     flag("fp8_cache", spec.fp8Cache);
   if (fields.count("cache_scale_per_head"))
@@ -1136,7 +1144,8 @@ std::string norm::describeOpSpec(const OpSpec &spec) {
     if (spec.writeCache)
       os << " into the KV cache";
     if (spec.cacheBlockSize)
-      os << " paged " << spec.cacheBlockSize;
+      os << " paged " << spec.cacheBlockSize
+         << (spec.pageIndptr ? " (ragged table)" : "");
     if (spec.fp8Cache)
       os << (spec.cacheScalePerHead ? " fp8 cache, a scale per head"
                                     : " fp8 cache");

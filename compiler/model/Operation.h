@@ -158,6 +158,13 @@ struct OpSpec {
   /// entry outside [0, cache_blocks) is never written; reading it reads
   /// page 0 (in bounds). A power of two up to kMaxCacheBlockSize.
   int64_t cacheBlockSize = 0;
+  /// A paged cache's table in FlashInfer's ragged form: sequence b's pages
+  /// are block_tables[page_indptr[b] .. page_indptr[b + 1]) (kv_indices and
+  /// kv_indptr), its capacity their count x block_size; token p is row
+  /// block_tables[page_indptr[b] + p / block_size] * block_size + p %
+  /// block_size. Positions past its pages are never written and read page
+  /// 0, as unset entries are.
+  bool pageIndptr = false;
   /// Decode attention and K-prepare into a cache: the caches hold e4m3
   /// (f8E4M3FN) with f32 scales (`k_scale`, `v_scale`: one, or one per kv
   /// head with cacheScalePerHead; vLLM's): a key or value x is stored as

@@ -80,6 +80,27 @@ func.func @paged(%q: tensor<?x1024xbf16>, %k: tensor<?x256xbf16>, %v: tensor<?x2
 
 // -----
 
+// FlashInfer's ragged table (kv_indices in pages, kv_indptr in
+// page_indptr): the kernel op keeps both.
+// CHECK-LABEL: func.func @ragged_pages
+//       CHECK: pages(%{{.*}} : tensor<?xi32>) page_indptr(%{{.*}} : tensor<?xi32>) scale(0.08838834764831845) {cache_block_size = 16 : i64
+// FORM-LABEL: func.func @ragged_pages
+//  FORM-SAME: %[[INDICES:[a-z0-9]+]]: tensor<?xi32>, %[[INDPTR:[a-z0-9]+]]: tensor<?xi32>)
+//       FORM: norm.attention_decode_kernel {{.*}} pages(%[[INDICES]] : tensor<?xi32>) page_indptr(%[[INDPTR]] : tensor<?xi32>) scale(0.08838834764831845) {cache_block_size = 16 : i64
+func.func @ragged_pages(%q: tensor<?x1024xbf16>, %k: tensor<?x256xbf16>, %v: tensor<?x256xbf16>,
+                        %cu: tensor<?xi32>, %kc: tensor<?x256xbf16>, %vc: tensor<?x256xbf16>,
+                        %len: tensor<?xi32>, %indices: tensor<?xi32>, %indptr: tensor<?xi32>) -> tensor<?x1024xbf16> {
+  %o, %kc2, %vc2 = norm.attention_decode %q, %k, %v seqlens(%cu : tensor<?xi32>)
+      cache(%kc, %vc lengths %len : tensor<?xi32>) pages(%indices : tensor<?xi32>)
+      page_indptr(%indptr : tensor<?xi32>) scale(0.08838834764831845)
+      {num_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 128 : i64, cache_block_size = 16 : i64}
+      : tensor<?x1024xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16>
+     -> tensor<?x1024xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16>
+  return %o : tensor<?x1024xbf16>
+}
+
+// -----
+
 // An e4m3 cache with a scale per kv head (vLLM's k_scale, v_scale).
 // CHECK-LABEL: func.func @fp8_cache
 //       CHECK: norm.attention_decode %{{.*}}, %{{.*}}, %{{.*}} seqlens(%{{.*}} : tensor<?xi32>) cache(%{{.*}}, %{{.*}} lengths %{{.*}} : tensor<?xi32>) scales(%{{.*}}, %{{.*}} : tensor<2xf32>, tensor<2xf32>) scale(0.08838834764831845)

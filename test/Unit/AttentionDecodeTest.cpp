@@ -11,7 +11,9 @@
 // inputs unchanged, the semaphores zero again; a second launch gives the
 // same bits (the combine is deterministic). K-prepare into the caches
 // (write_cache) must append the same rows, from every case; and both over
-// paged caches of every block size (Paged, PagedKeyPrepare) and e4m3
+// paged caches of every block size (Paged, PagedKeyPrepare), their
+// tables also in FlashInfer's ragged form (RaggedPages,
+// RaggedPagesKeyPrepare), and e4m3
 // caches with their scales (Fp8, Fp8KeyPrepare).
 //
 //===----------------------------------------------------------------------===//
@@ -91,6 +93,16 @@ std::vector<DecodeCase> withPages(std::vector<DecodeCase> cases) {
   static constexpr int64_t kBlockSizes[] = {16, 1, 64, 256, 8, 32, 128, 2};
   for (size_t i = 0; i < cases.size(); ++i)
     cases[i].blockSize = kBlockSizes[i % std::size(kBlockSizes)];
+  return cases;
+}
+
+/// `cases` over paged caches whose tables are FlashInfer's ragged ones
+/// (kv_indptr, kv_indices): every other sequence without the pages only
+/// its append would reach, unused pages around the table.
+std::vector<DecodeCase> withRaggedPages(std::vector<DecodeCase> cases) {
+  cases = withPages(cases);
+  for (DecodeCase &c : cases)
+    c.pageIndptr = true;
   return cases;
 }
 
@@ -447,6 +459,12 @@ INSTANTIATE_TEST_SUITE_P(Paged, AttentionDecodeTest,
 INSTANTIATE_TEST_SUITE_P(PagedKeyPrepare, AttentionDecodeTest,
                          testing::ValuesIn(withKeysOnly(withPages(kCases))),
                          getCaseName);
+INSTANTIATE_TEST_SUITE_P(RaggedPages, AttentionDecodeTest,
+                         testing::ValuesIn(withRaggedPages(kCases)),
+                         getCaseName);
+INSTANTIATE_TEST_SUITE_P(
+    RaggedPagesKeyPrepare, AttentionDecodeTest,
+    testing::ValuesIn(withKeysOnly(withRaggedPages(kCases))), getCaseName);
 INSTANTIATE_TEST_SUITE_P(Fp8, AttentionDecodeTest,
                          testing::ValuesIn(withFp8(kCases)), getCaseName);
 INSTANTIATE_TEST_SUITE_P(Fp8KeyPrepare, AttentionDecodeTest,

@@ -132,6 +132,7 @@ OpSpec norm::check::getSpec(const DecodeCase &c) {
     spec.writeCache = true;
   }
   spec.cacheBlockSize = c.blockSize;
+  spec.pageIndptr = c.blockSize && c.pageIndptr;
   spec.fp8Cache = c.fp8Cache;
   spec.cacheScalePerHead = c.fp8Cache && c.scalePerHead && c.kvHeads > 1;
   return spec;
@@ -613,6 +614,24 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
           entry = b % 2 ? -1 : INT32_MIN + 7;
       }
     }
+    if (c.pageIndptr) {
+      // FlashInfer's ragged form of the table: odd sequences' pages end
+      // with their caches.
+      // Sequences' ranges abut (kv_indptr); an unused page before the
+      // first and after the last.
+      int64_t spare = pages[next];
+      std::vector<int64_t> ragged = {spare};
+      for (int64_t b = 0; b < batch; ++b) {
+        int64_t cachedPages = (c.cacheLengths[b] + page - 1) / page;
+        int64_t count = b % 2 ? cachedPages : maxBlocks;
+        problem.pageIndptr.push_back(ragged.size());
+        for (int64_t i = 0; i < count; ++i)
+          ragged.push_back(problem.blockTables[b * maxBlocks + i]);
+      }
+      problem.pageIndptr.push_back(ragged.size());
+      ragged.push_back(spare);
+      problem.blockTables = std::move(ragged);
+    }
   }
   problem.cacheCapacity = capacity;
   auto draw = [&](int64_t) { return random.uniform(-2.0, 2.0); };
@@ -628,6 +647,7 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
   GuardedBuffer offsets = makeIndices(cu);
   GuardedBuffer lengths = makeIndices(c.cacheLengths);
   GuardedBuffer pageTable = makeIndices(problem.blockTables);
+  GuardedBuffer pageIndptr = makeIndices(problem.pageIndptr);
 
   // Positions and the table of their angles.
   std::vector<int64_t> positions(tokens);
@@ -700,7 +720,8 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
         std::pair{"cu_seqlens", &offsets}, std::pair{"cache_seqlens", &lengths},
         std::pair{"positions", &positionBuffer},
         std::pair{"rope_table", &table}, std::pair{"block_tables", &pageTable},
-        std::pair{"k_scale", &kScale}, std::pair{"v_scale", &vScale}}) {
+        std::pair{"page_indptr", &pageIndptr}, std::pair{"k_scale", &kScale},
+        std::pair{"v_scale", &vScale}}) {
     inputs.add(name, *buffer);
     arguments.add(name, *buffer);
   }
@@ -790,7 +811,7 @@ AttentionResult norm::check::runDecodeCase(const DecodeCase &c,
       // Rows past the capacity or on a page not the sequence's are
       // dropped: every other row stays.
       int64_t position = c.cacheLengths[b] + (t - cu[b]);
-      bool own = position < capacity;
+      bool own = position < getCacheCapacity(problem, b);
       int64_t row = own ? getCacheRow(problem, b, position, &own) : 0;
       if (!own)
         continue;

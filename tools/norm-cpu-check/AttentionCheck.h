@@ -150,6 +150,11 @@ struct DecodeCase {
   // that only the append would reach unset (-1) or past the cache, whose
   // rows must then stay as they are.
   int64_t blockSize = 0;
+  // The paged table in FlashInfer's ragged form (OpSpec::pageIndptr): each
+  // sequence's leading entries of the table above, every other one with
+  // only the pages its cache fills (so that the append past them is
+  // dropped), unused pages before the first and after the last.
+  bool pageIndptr = false;
   // An FP8 (e4m3) cache with one scale, or one per kv head (OpSpec::
   // fp8Cache, cacheScalePerHead): a second kv head's scale is small
   // enough that new keys saturate.

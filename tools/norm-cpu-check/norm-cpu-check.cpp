@@ -78,6 +78,12 @@ static cl::opt<int64_t> cacheBlockSizeOption(
              "this many rows (a power of two to 256) with shuffled block "
              "tables, in place of the variant's own cache (0)"),
     cl::init(0));
+static cl::opt<bool> pageIndptrOption(
+    "page-indptr", cl::cat(checkCategory),
+    cl::desc("With --cache-block-size: the block tables in FlashInfer's "
+             "ragged form (kv_indices, kv_indptr), every other sequence "
+             "without the pages only its append reaches"),
+    cl::init(false));
 static cl::opt<std::string> fp8CacheOption(
     "fp8-cache", cl::cat(checkCategory),
     cl::desc("Decode and K-prepare variants: an e4m3 KV cache with one scale "
@@ -574,6 +580,7 @@ static DecodeCase makeDecodeCase(const AttentionVariant &variant,
     c.capacity = std::max(c.capacity, lengths[b] + c.newTokens[b]);
   if (cacheBlockSizeOption)
     c.blockSize = cacheBlockSizeOption;
+  c.pageIndptr = pageIndptrOption;
   if (!fp8CacheOption.empty()) {
     c.fp8Cache = true;
     c.scalePerHead = fp8CacheOption == "head";
@@ -1841,7 +1848,8 @@ static std::vector<Task> planTasks(const KernelProvider &provider,
           for (size_t i = 0; i < lengths.size(); ++i)
             label += (i ? "," : "") + std::to_string(lengths[i]);
           if (spec.cacheBlockSize)
-            label += " pages=" + std::to_string(spec.cacheBlockSize);
+            label += " pages=" + std::to_string(spec.cacheBlockSize) +
+                     (spec.pageIndptr ? " ragged" : "");
           if (spec.fp8Cache)
             label += spec.cacheScalePerHead ? " fp8=head" : " fp8=tensor";
           tasks.push_back({variant, spec, {}, lengths, label});
@@ -2072,6 +2080,11 @@ int main(int argc, char **argv) {
     llvm::errs() << "norm-cpu-check: --fp8-cache takes 'tensor' or 'head', "
                     "got '"
                  << fp8CacheOption << "'\n";
+    return 2;
+  }
+  if (pageIndptrOption && !cacheBlockSizeOption) {
+    llvm::errs() << "norm-cpu-check: --page-indptr pages a cache: give "
+                    "--cache-block-size too\n";
     return 2;
   }
   if (cacheBlockSizeOption)

@@ -69,6 +69,16 @@ func.func @size_without_pages(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>, %c: te
 
 // -----
 
+func.func @indptr_without_pages(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>, %c: tensor<?x128xbf16>, %len: tensor<?xi32>, %p: tensor<?xi32>) {
+  // expected-error @below {{'page_indptr' (a ragged table's offsets) needs 'pages'}}
+  %o:3 = norm.attention_decode_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>) cache(%c, %c lengths %len : tensor<?xi32>) page_indptr(%p : tensor<?xi32>) scale(0.125)
+      {num_heads = 1 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64}
+      : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16>
+  return
+}
+
+// -----
+
 func.func @pages_of_512(%q: tensor<?x128xbf16>, %cu: tensor<?xi32>, %c: tensor<?x128xbf16>, %len: tensor<?xi32>, %t: tensor<?xi32>) {
   // expected-error @below {{a paged KV cache's block size must be a power of two in [1, 256] (vLLM's 16, SGLang's 1), got 512}}
   %o:3 = norm.attention_decode_kernel %q, %q, %q seqlens(%cu : tensor<?xi32>) cache(%c, %c lengths %len : tensor<?xi32>) pages(%t : tensor<?xi32>) scale(0.125)

@@ -63,6 +63,8 @@ class NoTorchTest(unittest.TestCase):
         define = lambda name: int(re.search(r"#define %s (\d+)" % name,
                                             text).group(1))
         self.assertEqual(ctypes.sizeof(capi._LaunchArgs),
+                         define("NORMJIT_LAUNCH_ARGS_SIZE_V13"))
+        self.assertEqual(ctypes.sizeof(capi._LaunchArgsV12),
                          define("NORMJIT_LAUNCH_ARGS_SIZE_V12"))
         self.assertEqual(ctypes.sizeof(capi._LaunchArgsV10),
                          define("NORMJIT_LAUNCH_ARGS_SIZE_V10"))
@@ -77,7 +79,7 @@ class NoTorchTest(unittest.TestCase):
                      "WEIGHT_GRAD_PARTIALS", "BIAS_GRAD_PARTIALS",
                      "WEIGHT_GRAD", "BIAS_GRAD", "OUTPUT_SCALE", "SCALE_UB",
                      "OUTPUT_SCALES", "K_OUT", "V_OUT", "BLOCK_TABLES",
-                     "K_SCALE", "V_SCALE"):
+                     "K_SCALE", "V_SCALE", "PAGE_INDPTR"):
             self.assertEqual(getattr(capi, name), int(re.search(
                 r"NORMJIT_%s = (\d+)" % name, text).group(1)), name)
         for name in ("ROPE_POSITIONS", "ROPE_TABLE", "SAVE_STATS", "BACKWARD",
@@ -86,7 +88,7 @@ class NoTorchTest(unittest.TestCase):
                      "RESIDUAL_OVER_ADDEND", "OUTPUT_SCALE_STATIC",
                      "OUTPUT_SCALE_PER_TOKEN", "SCALE_UB", "ROPE_FIRST",
                      "QK_WEIGHT_PER_HEAD", "PREPARED_K", "COPY_V", "WRITE_CACHE",
-                     "FP8_CACHE", "CACHE_SCALE_PER_HEAD"):
+                     "FP8_CACHE", "CACHE_SCALE_PER_HEAD", "PAGE_INDPTR"):
             self.assertEqual(getattr(capi, "OP_" + name), 1 << int(re.search(
                 r"#define NORMJIT_OP_%s \(1u << (\d+)\)" % name,
                 text).group(1)), name)
@@ -97,7 +99,8 @@ class NoTorchTest(unittest.TestCase):
                  for slot in (capi.INPUT, capi.V, capi.K_CACHE,
                               capi.ROPE_TABLE, capi.GRAD_OUTPUT,
                               capi.BIAS_GRAD, capi.OUTPUT_SCALES,
-                              capi.V_OUT, capi.BLOCK_TABLES)]
+                              capi.V_OUT, capi.BLOCK_TABLES,
+                              capi.PAGE_INDPTR)]
         self.assertEqual(sizes, [define("NORMJIT_LAUNCH_ARGS_SIZE_V1"),
                                  define("NORMJIT_LAUNCH_ARGS_SIZE_V3"),
                                  define("NORMJIT_LAUNCH_ARGS_SIZE_V5"),
@@ -106,7 +109,8 @@ class NoTorchTest(unittest.TestCase):
                                  define("NORMJIT_LAUNCH_ARGS_SIZE_V6"),
                                  define("NORMJIT_LAUNCH_ARGS_SIZE_V8"),
                                  define("NORMJIT_LAUNCH_ARGS_SIZE_V10"),
-                                 define("NORMJIT_LAUNCH_ARGS_SIZE_V12")])
+                                 define("NORMJIT_LAUNCH_ARGS_SIZE_V12"),
+                                 define("NORMJIT_LAUNCH_ARGS_SIZE_V13")])
         args = capi.make_launch_args({capi.K_CACHE: buffer}, cache_rows=64)
         self.assertEqual(args.cache_rows, 64)
         # API 5's counts follow its 24 tensors, API 6's its 34.
@@ -272,7 +276,7 @@ class FakeDriverTest(unittest.TestCase):
         self.assertIn("hidden size must be in [1, 16777216], got 0",
                       str(caught.exception))
         with self.assertRaises(norm_opt.NormJitError) as caught:
-            self.context.kernel(RMS._replace(flags=1 << 30))
+            self.context.kernel(RMS._replace(flags=1 << 31))
         self.assertIn("normjit_op_desc.flags: unknown bits", str(caught.exception))
 
     def test_kernel_not_in_bundle(self):
@@ -360,7 +364,7 @@ class FakeDriverTest(unittest.TestCase):
             {slot: b for slot, b in buffers.items() if b is not None})
 
     def test_attention_launch(self):
-        self.assertEqual(self.context.library.api_version, 12)
+        self.assertEqual(self.context.library.api_version, 13)
         kernel = self.context.kernel(self.ATTENTION)
         config = kernel.config(100)
         self.assertEqual((config.vector, config.threads_per_row), (8, 16))

@@ -789,7 +789,7 @@ class TorchLayerTest(FakeDriverCase):
             block_table=table)
         self.assertEqual((call.desc.cache_block_size, call.args.cache_rows,
                           call.args.struct_size),
-                         (16, 96, ctypes.sizeof(capi._LaunchArgs)))
+                         (16, 96, ctypes.sizeof(capi._LaunchArgsV12)))
         # SGLang's token pool: flat caches, pages of one row, K-prepare.
         flat_k, flat_v = self.rand(10, 128), self.rand(10, 128)
         pool = torch.tensor([[7, 2, 9, 0], [1, 3, -1, -1]], dtype=torch.int32)

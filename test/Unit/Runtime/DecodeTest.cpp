@@ -397,6 +397,53 @@ TEST_F(PagedDecodeTest, RefusesTablesAndCachesThatAreNotWholePages) {
   EXPECT_EQ(fakecuda_live_allocations(), 0);
 }
 
+/// FlashInfer's ragged table: kv_indices in block_tables, kv_indptr in
+/// page_indptr.
+class RaggedPagesDecodeTest : public PagedDecodeTest {
+protected:
+  OpSpec getSpec() const override {
+    OpSpec spec = PagedDecodeTest::getSpec();
+    spec.pageIndptr = true;
+    return spec;
+  }
+
+  LaunchArgs raggedArgs(int64_t entries, int64_t offsets) {
+    LaunchArgs args = pagedArgs(entries);
+    args.set(BufferSlot::PageIndptr, indptr, ElementType::i32, offsets);
+    return args;
+  }
+
+  char *indptr = host.get(16 * 4);
+};
+
+// Any number of entries (here 5: one sequence's 3 pages, the other's 2);
+// page_indptr after block_tables; the splits bound by every page (10).
+TEST_F(RaggedPagesDecodeTest, ParametersCarryTheOffsets) {
+  Status status = launch(raggedArgs(5, 3), 2);
+  ASSERT_TRUE(status.ok()) << status.message();
+  fakecuda_launch recorded = lastLaunch();
+  ASSERT_EQ(recorded.num_params, 23);
+  EXPECT_EQ(recorded.params[5], reinterpret_cast<uint64_t>(table));
+  EXPECT_EQ(recorded.params[6], reinterpret_cast<uint64_t>(indptr));
+  // cache_capacity: every page's rows, the bound of a sequence's.
+  EXPECT_EQ(recorded.params[15], 160u);
+  EXPECT_EQ(recorded.params[16], 10u);
+  EXPECT_NE(std::string(recorded.kernel).find("_p16i_"), std::string::npos)
+      << recorded.kernel;
+}
+
+TEST_F(RaggedPagesDecodeTest, RefusesOffsetsNotOnePerSequence) {
+  std::string message = refused(launch(raggedArgs(5, 2), 2));
+  EXPECT_NE(message.find("buffer 'page_indptr' has 2 elements, the operation "
+                         "expects 3: one offset per sequence of cu_seqlens "
+                         "(2 sequences) and the end (kv_indptr)"),
+            std::string::npos)
+      << message;
+  message = refused(launch(pagedArgs(5), 2));
+  EXPECT_NE(message.find("page_indptr"), std::string::npos) << message;
+  EXPECT_EQ(fakecuda_launch_count(), 0);
+}
+
 TEST_F(DecodeTest, RefusesCachesOverlappingOtherBuffers) {
   DecodeBuffers buffers(host, 2, 2, 64);
   // k_cache over k (in an allocation that holds the whole cache).
@@ -612,7 +659,7 @@ TEST_F(DecodeCApiTest, LaunchCarriesCacheRowsAndRefusesWorkspace) {
   const int64_t capacity = 256;
   DecodeBuffers b(host, 2, 2, capacity);
   normjit::LaunchArgs args;
-  EXPECT_EQ(args.get()->struct_size, NORMJIT_LAUNCH_ARGS_SIZE_V12);
+  EXPECT_EQ(args.get()->struct_size, NORMJIT_LAUNCH_ARGS_SIZE_V13);
   args.set(NORMJIT_Q, b.q, NORMJIT_BF16, kQCols)
       .set(NORMJIT_K, b.k, NORMJIT_BF16, kKvCols)
       .set(NORMJIT_V, b.v, NORMJIT_BF16, kKvCols)

@@ -348,6 +348,10 @@ TEST_F(OpDescTest, RotaryEmbeddingRefusals) {
   normjit_op_desc oddPages = makeAttentionDesc(NORMJIT_ROPE_NEOX);
   oddPages.kind = NORMJIT_OP_ATTENTION_DECODE;
   oddPages.cache_block_size = 24;
+  // API 13's ragged table needs the pages.
+  normjit_op_desc indptrAlone = makeAttentionDesc(NORMJIT_ROPE_NEOX);
+  indptrAlone.kind = NORMJIT_OP_ATTENTION_DECODE;
+  indptrAlone.flags |= NORMJIT_OP_PAGE_INDPTR;
   normjit_op_desc rmsPositions = normjit::opDesc();
   rmsPositions.hidden = 4096;
   rmsPositions.flags = NORMJIT_OP_ROPE_POSITIONS;
@@ -407,6 +411,9 @@ TEST_F(OpDescTest, RotaryEmbeddingRefusals) {
       {"pages of 24", oddPages,
        "attention_decode: a paged KV cache's block size must be a power of "
        "two in [1, 256] (vLLM's 16, SGLang's 1), got 24"},
+      {"page_indptr without pages", indptrAlone,
+       "attention_decode: a ragged page table (page_indptr) needs a paged "
+       "cache (cache_block_size)"},
       {"rms_norm positions", rmsPositions, attentionOnly},
       {"table and theta", tableWithTheta,
        "normjit_op_desc: with NORMJIT_OP_ROPE_TABLE the table gives the "

@@ -189,7 +189,7 @@ TEST_F(RopeInputsCApiTest, LaunchArgsCarryTheTableRows) {
   const int64_t rows = 3, tableRows = 512;
   Buffers b(rows, tableRows, kRotaryDim);
   normjit::LaunchArgs args;
-  EXPECT_EQ(args.get()->struct_size, NORMJIT_LAUNCH_ARGS_SIZE_V12);
+  EXPECT_EQ(args.get()->struct_size, NORMJIT_LAUNCH_ARGS_SIZE_V13);
   args.set(NORMJIT_Q, b.q, NORMJIT_BF16, kQCols)
       .set(NORMJIT_K, b.k, NORMJIT_BF16, kKvCols)
       .set(NORMJIT_V, b.v, NORMJIT_BF16, kKvCols)
@@ -231,7 +231,8 @@ TEST_F(RopeInputsCApiTest, LaunchArgsCarryTheTableRows) {
         std::string(normjit_last_error())
             .find(
                 "between the layouts of API 4 (720), API 5 (792), "
-                "API 6 (1112), API 8 (1208), API 10 (1272) and API 12 (1368)"),
+                "API 6 (1112), API 8 (1208), API 10 (1272), API 12 (1368) and "
+                "API 13 (1400)"),
         std::string::npos)
         << normjit_last_error();
   }

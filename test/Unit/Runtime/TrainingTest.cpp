@@ -618,7 +618,7 @@ TEST_F(TrainingCApiTest, QKNormBackwardLaunchesThroughTheCApi) {
   char *dqkv = memory.get(rows * qkvCols * 2);
   char *dweight = memory.get(128 * 2);
   normjit::LaunchArgs args;
-  EXPECT_EQ(args.get()->struct_size, NORMJIT_LAUNCH_ARGS_SIZE_V12);
+  EXPECT_EQ(args.get()->struct_size, NORMJIT_LAUNCH_ARGS_SIZE_V13);
   args.set(NORMJIT_INPUT, qkv, NORMJIT_BF16, 1024, qkvCols)
       .set(NORMJIT_GRAD_OUTPUT, dq, NORMJIT_BF16, 1024)
       .set(NORMJIT_WEIGHT, weight, NORMJIT_BF16, 128)

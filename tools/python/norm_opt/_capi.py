@@ -94,6 +94,7 @@ OP_WRITE_CACHE = 1 << 27
 # API 12: FP8 KV caches with k_scale and v_scale (one, or one per kv head).
 OP_FP8_CACHE = 1 << 28
 OP_CACHE_SCALE_PER_HEAD = 1 << 29
+OP_PAGE_INDPTR = 1 << 30
 
 # normjit_buffer (V, CU_SEQLENS, LSE: API 3; K_CACHE .. SEMAPHORES: API 4,
 # decode attention, whose WORKSPACE and SEMAPHORES are libnormjit's own)
@@ -114,7 +115,8 @@ K_OUT, V_OUT = 37, 38
 # API 12: a paged KV cache's block table, an FP8 cache's scales.
 BLOCK_TABLES = 39
 K_SCALE, V_SCALE = 40, 41
-NUM_BUFFERS = 42
+PAGE_INDPTR = 42
+NUM_BUFFERS = 43
 # The tensors of an API 1 / 2 normjit_launch_args: launch arguments of row
 # kernels keep that size, so they work with older libraries too; those of
 # prefill attention the API 3 size (17 tensors), those of decode and rope
@@ -128,6 +130,7 @@ NUM_BUFFERS_V5 = 24
 NUM_BUFFERS_V6 = 34
 NUM_BUFFERS_V8 = 37
 NUM_BUFFERS_V10 = 39
+NUM_BUFFERS_V12 = 42
 
 # normjit_context_options.flags and normjit_kernel_create flags
 CONTEXT_NO_TUNING = 1 << 0
@@ -194,10 +197,16 @@ def _launch_args_fields(tensors: int):
 
 
 class _LaunchArgs(ctypes.Structure):
-    """normjit_launch_args of API 12 (40 tensors, cache_rows,
+    """normjit_launch_args of API 13 (43 tensors, cache_rows,
     rope_table_rows); its prefixes of 14 and 17 tensors are the API 1 and
     API 3 layouts."""
     _fields_ = _launch_args_fields(NUM_BUFFERS)
+
+
+class _LaunchArgsV12(ctypes.Structure):
+    """normjit_launch_args of API 12: 42 tensors, then cache_rows and
+    rope_table_rows."""
+    _fields_ = _launch_args_fields(NUM_BUFFERS_V12)
 
 
 class _LaunchArgsV10(ctypes.Structure):
@@ -365,8 +374,8 @@ _SIGNATURES = {
         ctypes.c_void_p, ctypes.POINTER(_OpDesc), ctypes.c_uint32,
         ctypes.POINTER(ctypes.c_void_p)]),
     "normjit_kernel_destroy": (None, [ctypes.c_void_p]),
-    # The launch arguments are a _LaunchArgs, _LaunchArgsV10, _LaunchArgsV8,
-    # _LaunchArgsV6 or _LaunchArgsV5.
+    # The launch arguments are a _LaunchArgs, _LaunchArgsV12, _LaunchArgsV10,
+    # _LaunchArgsV8, _LaunchArgsV6 or _LaunchArgsV5.
     "normjit_kernel_launch": (ctypes.c_int, [
         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]),
     "normjit_kernel_get_config": (ctypes.c_int, [
@@ -543,8 +552,9 @@ def make_launch_args(buffers: Dict[int, Buffer], cache_rows: int = 0,
     (34 tensors, then the two counts; a _LaunchArgsV6) for the training
     buffers (slots 24 to 33), API 8's (37 tensors; a _LaunchArgsV8) for FP8
     scales (slots 34 to 36), API 10's (39; a _LaunchArgsV10) for
-    K-prepare's outputs, API 12's (40; a _LaunchArgs) only for a paged
-    cache's block table, so that every libnormjit that has the
+    K-prepare's outputs, API 12's (42; a _LaunchArgsV12) for a paged cache's
+    block table and an FP8 cache's scales, API 13's (43; a _LaunchArgs) only
+    for a ragged table's page_indptr, so that every libnormjit that has the
     buffers reads it (API 4's decode layout is the C header's business:
     this layer ships with its library)."""
     for name, count in (("cache_rows", cache_rows),
@@ -554,9 +564,12 @@ def make_launch_args(buffers: Dict[int, Buffer], cache_rows: int = 0,
     for slot in buffers:
         if not 0 <= slot < NUM_BUFFERS:
             raise ValueError(f"unknown buffer slot {slot}")
-    if any(slot >= NUM_BUFFERS_V10 for slot in buffers):
+    if any(slot >= NUM_BUFFERS_V12 for slot in buffers):
         args = _LaunchArgs()
         args.struct_size = ctypes.sizeof(_LaunchArgs)
+    elif any(slot >= NUM_BUFFERS_V10 for slot in buffers):
+        args = _LaunchArgsV12()
+        args.struct_size = ctypes.sizeof(_LaunchArgsV12)
     elif any(slot >= NUM_BUFFERS_V8 for slot in buffers):
         args = _LaunchArgsV10()
         args.struct_size = ctypes.sizeof(_LaunchArgsV10)
@@ -620,8 +633,8 @@ class Kernel(_Handle):
     def launch(self, args: _LaunchArgs, rows: int, stream: int = 0) -> None:
         """Enqueues the kernel on `stream` (a CUstream handle; 0: the legacy
         default stream). Asynchronous; capturable in CUDA graphs."""
-        if not isinstance(args, (_LaunchArgs, _LaunchArgsV10, _LaunchArgsV8,
-                                 _LaunchArgsV6, _LaunchArgsV5)):
+        if not isinstance(args, (_LaunchArgs, _LaunchArgsV12, _LaunchArgsV10,
+                                 _LaunchArgsV8, _LaunchArgsV6, _LaunchArgsV5)):
             raise TypeError("launch arguments come from make_launch_args, "
                             f"got {type(args).__name__}")
         status = self._launch(self._handle, ctypes.addressof(args), rows,
