@@ -30,8 +30,14 @@
 // PTX: .param .u64 .ptr .align 4 norm_decode_qkrms_ropeneox128_p1_{{.*}}_param_7,
 // PTX: ld.global.nc.b32
 
+// A ragged table (FlashInfer's): kv_indices and kv_indptr after
+// cache_seqlens, both 4-byte aligned (no spills either).
+// PTX: .entry norm_decode_qkrms_ropeneox128_p16i_
+// PTX: .param .u64 .ptr .align 4 norm_decode_qkrms_ropeneox128_p16i_{{.*}}_param_7,
+// PTX-NEXT: .param .u64 .ptr .align 4 norm_decode_qkrms_ropeneox128_p16i_{{.*}}_param_8,
+
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
-// PTXAS-COUNT-3: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-COUNT-4: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 
 func.func @decode_pages1(%q: tensor<?x4096xbf16>, %k: tensor<?x1024xbf16>, %v: tensor<?x1024xbf16>,
     %cu: tensor<?xi32>, %len: tensor<?xi32>, %bt: tensor<?xi32>, %kc: tensor<?x1024xbf16>, %vc: tensor<?x1024xbf16>,
@@ -69,6 +75,24 @@ func.func @decode_pages64(%q: tensor<?x4096xbf16>, %k: tensor<?x1024xbf16>, %v: 
       q_norm_weight(%w : tensor<128xbf16>) k_norm_weight(%w : tensor<128xbf16>)
       scale(0.08838834764831845) qk_norm_eps(1.0e-06)
       {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64, cache_block_size = 64 : i64,
+       qk_norm = #norm.qk_norm<rms>, rope = #norm.rope<neox>, rope_theta = 1.0e+06 : f64}
+      : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
+     -> tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
+  return %o, %kc2, %vc2 : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
+}
+
+// FlashInfer's ragged table (kv_indices, kv_indptr), pages of 16: the
+// sequence's first entry and page count from page_indptr once, then each
+// lookup guarded by the sequence's capacity (an entry past its pages is
+// never loaded).
+func.func @decode_ragged16(%q: tensor<?x4096xbf16>, %k: tensor<?x1024xbf16>, %v: tensor<?x1024xbf16>,
+    %cu: tensor<?xi32>, %len: tensor<?xi32>, %bt: tensor<?xi32>, %ip: tensor<?xi32>, %kc: tensor<?x1024xbf16>, %vc: tensor<?x1024xbf16>,
+    %w: tensor<128xbf16>) -> (tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>) {
+  %o, %kc2, %vc2 = norm.attention_decode_kernel %q, %k, %v seqlens(%cu : tensor<?xi32>)
+      cache(%kc, %vc lengths %len : tensor<?xi32>) pages(%bt : tensor<?xi32>) page_indptr(%ip : tensor<?xi32>)
+      q_norm_weight(%w : tensor<128xbf16>) k_norm_weight(%w : tensor<128xbf16>)
+      scale(0.08838834764831845) qk_norm_eps(1.0e-06)
+      {num_heads = 32 : i64, num_kv_heads = 8 : i64, head_dim = 128 : i64, cache_block_size = 16 : i64,
        qk_norm = #norm.qk_norm<rms>, rope = #norm.rope<neox>, rope_theta = 1.0e+06 : f64}
       : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
      -> tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<?x1024xbf16>
