@@ -841,6 +841,68 @@ class TorchLayerTest(FakeDriverCase):
 
     # An FP8 cache (API 12): e4m3 bytes (vLLM's uint8) with k_scale and
     # v_scale, one or one per kv head.
+    # FlashInfer's ragged page table (API 13): kv_indices in block_table,
+    # kv_indptr beside it, the lengths from kv_last_page_len.
+    def test_attention_decode_ragged_pages(self):
+        q, k, v = self.rand(2, 256), self.rand(2, 128), self.rand(2, 128)
+        k_cache, v_cache = self.rand(6, 16, 2, 64), self.rand(6, 16, 2, 64)
+        indices = torch.tensor([4, 0, 5], dtype=torch.int32)
+        indptr = torch.tensor([0, 1, 3], dtype=torch.int32)
+        # The tables hold the new token: 4 and 21 rows, so 3 and 20 before.
+        last = torch.tensor([4, 5], dtype=torch.int32)
+        lengths = norm_opt.cache_seqlens_from_last_page_len(indptr, last, 16)
+        self.assertEqual(lengths.dtype, torch.int32)
+        self.assertEqual(lengths.tolist(), [3, 20])
+        two = torch.tensor([0, 2, 3], dtype=torch.int32)
+        self.assertEqual(norm_opt.cache_seqlens_from_last_page_len(
+            indptr, last, 16, two).tolist(), [2, 20])
+        empty = torch.tensor([0, 0, 3], dtype=torch.int32)
+        self.assertEqual(norm_opt.cache_seqlens_from_last_page_len(
+            empty, last, 16).tolist(), [0, 36])
+        call = self.layer.prepare_attention_decode(
+            q, k, v, k_cache, v_cache, lengths, head_dim=64,
+            block_table=indices, kv_indptr=indptr)
+        self.assertEqual(call.desc.cache_block_size, 16)
+        self.assertTrue(call.desc.flags & capi.OP_PAGE_INDPTR)
+        self.assertEqual(call.args.struct_size,
+                         ctypes.sizeof(capi._LaunchArgs))
+        tensors = call.args.tensors
+        self.assertEqual((tensors[capi.BLOCK_TABLES].data,
+                          tensors[capi.BLOCK_TABLES].cols),
+                         (indices.data_ptr(), 3))
+        self.assertEqual((tensors[capi.PAGE_INDPTR].data,
+                          tensors[capi.PAGE_INDPTR].cols),
+                         (indptr.data_ptr(), 3))
+        call = self.layer.prepare_k_prepare(
+            k, v=v, qk_norm="rms", head_dim=64,
+            cache=(k_cache, v_cache, lengths, indices, None, None, indptr))
+        self.assertTrue(call.desc.flags & capi.OP_PAGE_INDPTR)
+        self.assertEqual(call.args.tensors[capi.PAGE_INDPTR].data,
+                         indptr.data_ptr())
+        before = self.fake.fakecuda_launch_count()
+        cases = [
+            (lambda: norm_opt.attention_decode(
+                q, k, v, k_cache, v_cache, lengths, head_dim=64,
+                block_table=indices.view(1, 3), kv_indptr=indptr),
+             ValueError, r"block_table: with kv_indptr, FlashInfer's "
+             r"kv_indices: expected int32 \[pages\]"),
+            (lambda: norm_opt.attention_decode(
+                q, k, v, k_cache, v_cache, lengths, head_dim=64,
+                block_table=indices, kv_indptr=indptr[:2]), ValueError,
+             r"kv_indptr: expected int32 \[batch \+ 1 = 3\]"),
+            (lambda: norm_opt.attention_decode(
+                q, k, v, k_cache, v_cache, lengths, head_dim=64,
+                kv_indptr=indptr), ValueError,
+             "kv_indptr: FlashInfer's page table takes block_table"),
+            (lambda: norm_opt.cache_seqlens_from_last_page_len(
+                indptr, last[:1], 16), ValueError,
+             r"kv_last_page_len: expected int32 \[batch = 2\]"),
+        ]
+        for call, error, message in cases:
+            with self.assertRaisesRegex(error, message):
+                call()
+        self.assertEqual(self.fake.fakecuda_launch_count(), before)
+
     def test_attention_decode_fp8_cache(self):
         q, k, v = self.rand(2, 256), self.rand(2, 128), self.rand(2, 128)
         k_cache = torch.zeros(2, 16, 2, 64, dtype=torch.uint8)

@@ -97,16 +97,19 @@ class DecodeOpTest(unittest.TestCase):
         for op in (self.op, torch.ops.norm_opt.attention.default):
             with self.subTest(op=str(op)):
                 args = op._schema.arguments
-                # Decode's paged cache (API 12) after them, defaulted too.
+                # Decode's paged cache (API 12) and ragged table (API 13)
+                # after them, defaulted too.
                 if op is self.op:
                     self.assertEqual([(a.name, str(a.type), a.default_value)
-                                      for a in args[-4:]],
+                                      for a in args[-5:]],
                                      [("block_table", "Optional[Tensor]",
                                        None),
                                       ("block_size", "Optional[int]", None),
                                       ("k_scale", "Optional[Tensor]", None),
-                                      ("v_scale", "Optional[Tensor]", None)])
-                    args = args[:-4]
+                                      ("v_scale", "Optional[Tensor]", None),
+                                      ("kv_indptr", "Optional[Tensor]",
+                                       None)])
+                    args = args[:-5]
                 # API 9's rope_first last, defaulted: older callers' argument
                 # lists still bind.
                 self.assertEqual((args[-1].name, str(args[-1].type),

@@ -170,7 +170,7 @@ def k_prepare_cache(k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None, *,
                     head_dim=None, rope=None, rotary_dim=None,
                     rope_theta=10000.0, positions=None, cos_sin_cache=None,
                     rope_first=False, block_table=None, block_size=None,
-                    k_scale=None, v_scale=None):
+                    k_scale=None, v_scale=None, kv_indptr=None):
     """k_prepare into KV caches (API 11), in one launch: the normalized,
     rotated keys and v go to k_cache and v_cache ([batch, capacity, Hkv, D]
     or [batch * capacity, Hkv * D], written in place, like
@@ -180,7 +180,8 @@ def k_prepare_cache(k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None, *,
     capacity are dropped. The QK-Norm + RoPE + cache write that serving
     stacks keep as separate kernels; without qk_norm and rope a plain cache
     write (vLLM's reshape_and_cache). Paged and FP8 caches (API 12) as in
-    attention_decode: block_table, block_size, k_scale, v_scale. Registered as
+    attention_decode: block_table, block_size, k_scale, v_scale, kv_indptr
+    (API 13). Registered as
     torch.ops.norm_opt.k_prepare_cache (the caches mutated); returns None;
     forward only."""
     return _torch_layer().k_prepare_cache(
@@ -190,7 +191,7 @@ def k_prepare_cache(k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None, *,
         rope_theta=rope_theta, positions=positions,
         cos_sin_cache=cos_sin_cache, rope_first=rope_first,
         block_table=block_table, block_size=block_size, k_scale=k_scale,
-        v_scale=v_scale)
+        v_scale=v_scale, kv_indptr=kv_indptr)
 
 
 def attention(q, k, v, *, causal=False, scale=None, cu_seqlens=None,
@@ -261,7 +262,7 @@ def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None,
                      head_dim=None, rope=None, rotary_dim=None,
                      rope_theta=10000.0, positions=None, cos_sin_cache=None,
                      rope_first=False, block_table=None, block_size=None,
-                     k_scale=None, v_scale=None):
+                     k_scale=None, v_scale=None, kv_indptr=None):
     """One decode step of attention over a KV cache, forward only, in one
     kernel: q and k of the new tokens are normalized (qk_norm,
     q_norm_weight, k_norm_weight, qk_norm_eps, qk_norm_offset) and rotated
@@ -286,7 +287,13 @@ def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None,
     it) or [num_blocks * block_size, Hkv * D] with block_size= (a power of
     two to 256; SGLang's 1); position p of sequence b lies on page
     block_table[b, p // block_size]; an unset entry (-1) or one past the
-    pages is never written. FP8 caches (API 12): with k_scale and v_scale
+    pages is never written. FlashInfer's page tables (API 13): with
+    kv_indptr (int32 [batch + 1]) block_table is its kv_indices (int32
+    [pages], any length): sequence b's pages are block_table[kv_indptr[b]:
+    kv_indptr[b + 1]], its capacity their count x block_size (positions past
+    it are dropped); cache_seqlens stays the lengths before the step
+    (norm_opt.cache_seqlens_from_last_page_len converts FlashInfer's
+    kv_last_page_len, which counts the new tokens). FP8 caches (API 12): with k_scale and v_scale
     (float32, one or one per kv head: vLLM's) the caches hold e4m3
     (float8_e4m3fn, or its bytes as uint8): x is stored as e4m3(x /
     scale), rounded to nearest even and saturated (x times the f32
@@ -307,7 +314,19 @@ def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None,
         rotary_dim=rotary_dim, rope_theta=rope_theta, positions=positions,
         cos_sin_cache=cos_sin_cache, rope_first=rope_first,
         block_table=block_table, block_size=block_size, k_scale=k_scale,
-        v_scale=v_scale)
+        v_scale=v_scale, kv_indptr=kv_indptr)
+
+
+def cache_seqlens_from_last_page_len(kv_indptr, kv_last_page_len, block_size,
+                                     cu_seqlens=None):
+    """The cache lengths before a decode step (attention_decode's
+    cache_seqlens) from FlashInfer's ragged page table, which holds the new
+    tokens already: (pages - 1) x block_size + kv_last_page_len - the new
+    tokens of each sequence (of cu_seqlens; None: one each), at least 0;
+    int32 [batch], on the tables' device (a few small torch ops: compute it
+    once per step, outside the layers)."""
+    return _torch_layer().cache_seqlens_from_last_page_len(
+        kv_indptr, kv_last_page_len, block_size, cu_seqlens)
 
 
 from norm_opt._registry import configure, get_context  # noqa: E402

@@ -898,12 +898,12 @@ def _prepare_keys(k2, k_stride, num_kv_heads, head_dim, device, cu_seqlens,
         keep.append(k_out)
         outputs.append(k_out)
     else:
-        k_cache, v_cache, cache_seqlens, block_table, block_size, scales = (
-            cache)
+        (k_cache, v_cache, cache_seqlens, block_table, block_size, scales,
+         kv_indptr) = cache
         cache_rows, scale_flags = _cache_buffers(
             buffers, keep, k_cache, v_cache, cache_seqlens, k2.dtype,
             cu_seqlens.size(0) - 1, num_kv_heads, head_dim, block_table,
-            block_size, scales)
+            block_size, scales, kv_indptr)
         flags |= _capi.OP_WRITE_CACHE | scale_flags
     if k_weight is not None:
         buffers[_capi.K_WEIGHT] = _buffer(k_weight, k_weight.size(0))
@@ -1036,7 +1036,8 @@ def prepare_k_prepare(k: torch.Tensor, *, v: Optional[torch.Tensor] = None,
                       cache: Optional[tuple] = None) -> Call:
     """One K-prepare launch (see norm_opt.k_prepare): outputs (k_out[,
     v_out]); into `cache` = (k_cache, v_cache, cache_seqlens[, block_table[,
-    block_size]]) (see norm_opt.k_prepare_cache), none."""
+    block_size[, (k_scale, v_scale)[, kv_indptr]]]]) (see
+    norm_opt.k_prepare_cache), none."""
     if qk_norm is None and rope is None and cache is None:
         raise ValueError("k_prepare needs qk_norm=, rope=, or both")
     if k_weight is not None and qk_norm is None:
@@ -1073,7 +1074,8 @@ def prepare_k_prepare(k: torch.Tensor, *, v: Optional[torch.Tensor] = None,
                  _cache_block_size(cache[0], table,
                                    cache[4] if len(cache) > 4 else None),
                  scales if scales is not None and any(
-                     x is not None for x in scales) else None)
+                     x is not None for x in scales) else None,
+                 cache[6] if len(cache) > 6 else None)
     elif rope != _capi.ROPE_NONE and positions is None:
         if cu_seqlens is None:
             cu_seqlens = torch.tensor([0, tokens], dtype=torch.int32,
@@ -1144,21 +1146,23 @@ def _k_prepare_cache_impl(k, v, k_cache, v_cache, cache_seqlens, cu_seqlens,
                           k_weight, qk_norm, eps, weight_offset, head_dim,
                           rope, rotary_dim, rope_theta, positions,
                           cos_sin_cache, rope_first, block_table=None,
-                          block_size=None, k_scale=None, v_scale=None):
+                          block_size=None, k_scale=None, v_scale=None,
+                          kv_indptr=None):
     run(prepare_k_prepare(
         k, v=v, cu_seqlens=cu_seqlens, qk_norm=qk_norm, k_weight=k_weight,
         eps=eps, weight_offset=weight_offset, head_dim=head_dim, rope=rope,
         rotary_dim=rotary_dim, rope_theta=rope_theta, positions=positions,
         cos_sin_cache=cos_sin_cache, rope_first=rope_first,
         cache=(k_cache, v_cache, cache_seqlens, block_table, block_size,
-               (k_scale, v_scale))))
+               (k_scale, v_scale), kv_indptr)))
 
 
 def _k_prepare_cache_fake(k, v, k_cache, v_cache, cache_seqlens, cu_seqlens,
                           k_weight, qk_norm, eps, weight_offset, head_dim,
                           rope, rotary_dim, rope_theta, positions,
                           cos_sin_cache, rope_first, block_table=None,
-                          block_size=None, k_scale=None, v_scale=None):
+                          block_size=None, k_scale=None, v_scale=None,
+                          kv_indptr=None):
     """Nothing to return: the schema says that the kernel writes the
     caches."""
     return None
@@ -1173,7 +1177,7 @@ _define_op(
     "int? head_dim, str? rope, int? rotary_dim, float rope_theta, "
     "Tensor? positions, Tensor? cos_sin_cache, bool rope_first, "
     "Tensor? block_table=None, int? block_size=None, Tensor? k_scale=None, "
-    "Tensor? v_scale=None) -> ()",
+    "Tensor? v_scale=None, Tensor? kv_indptr=None) -> ()",
     _k_prepare_cache_impl, _k_prepare_cache_fake)
 
 
@@ -1182,7 +1186,8 @@ def k_prepare_cache(k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None, *,
                     head_dim=None, rope=None, rotary_dim=None,
                     rope_theta=_DEFAULT_ROPE_THETA, positions=None,
                     cos_sin_cache=None, rope_first=False, block_table=None,
-                    block_size=None, k_scale=None, v_scale=None):
+                    block_size=None, k_scale=None, v_scale=None,
+                    kv_indptr=None):
     _check_forward_only(k, v, k_weight, cos_sin_cache)
     torch.ops.norm_opt.k_prepare_cache(
         k, v, k_cache, v_cache, cache_seqlens, cu_seqlens, k_weight, qk_norm,
@@ -1190,7 +1195,8 @@ def k_prepare_cache(k, v, k_cache, v_cache, cache_seqlens, cu_seqlens=None, *,
         None if head_dim is None else int(head_dim), rope,
         None if rotary_dim is None else int(rotary_dim), float(rope_theta),
         positions, cos_sin_cache, bool(rope_first), block_table,
-        None if block_size is None else int(block_size), k_scale, v_scale)
+        None if block_size is None else int(block_size), k_scale, v_scale,
+        kv_indptr)
 
 
 #===------------------------------------------------------------------------===#
@@ -1291,12 +1297,18 @@ def _cache_buffers(buffers: Dict[int, Buffer], keep: list,
                    batch: int, kv_heads: int, head_dim: int,
                    block_table: Optional[torch.Tensor] = None,
                    block_size: int = 0,
-                   scales: Optional[Tuple[torch.Tensor, torch.Tensor]] = None
+                   scales: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
+                   kv_indptr: Optional[torch.Tensor] = None
                    ) -> Tuple[int, int]:
     """Adds the KV caches (written in place), their lengths, a paged
-    cache's block table ([batch, max_blocks] int32) and an FP8 cache's
+    cache's block table ([batch, max_blocks] int32; with kv_indptr int32
+    [batch + 1], FlashInfer's kv_indices, any length) and an FP8 cache's
     scales (k_scale, v_scale: float32, one or one per kv head) to
-    `buffers`; returns the caches' rows and the desc flags of the scales."""
+    `buffers`; returns the caches' rows and the desc flags of the scales and
+    the ragged table."""
+    if kv_indptr is not None and block_table is None:
+        raise ValueError("kv_indptr: FlashInfer's page table takes "
+                         "block_table (its kv_indices) too")
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
         if scales is not None:
             # vLLM keeps e4m3 caches as uint8 bytes.
@@ -1314,12 +1326,32 @@ def _cache_buffers(buffers: Dict[int, Buffer], keep: list,
                                    head_dim, block_size)
     if k_rows != v_rows:
         raise ValueError(f"k_cache has {k_rows} rows, v_cache {v_rows}")
+    page_flags = 0
+    if kv_indptr is not None:
+        if block_table.dtype != torch.int32 or block_table.dim() != 1 or (
+                block_table.numel() < 1):
+            raise ValueError("block_table: with kv_indptr, FlashInfer's "
+                             "kv_indices: expected int32 [pages] (at least "
+                             f"one), got {block_table.dtype} of shape "
+                             f"{tuple(block_table.shape)}")
+        if kv_indptr.dtype != torch.int32 or kv_indptr.dim() != 1 or (
+                kv_indptr.numel() != batch + 1):
+            raise ValueError(f"kv_indptr: expected int32 [batch + 1 = "
+                             f"{batch + 1}], got {kv_indptr.dtype} of shape "
+                             f"{tuple(kv_indptr.shape)}")
+        _device(k_cache, kv_indptr)
+        kv_indptr = kv_indptr.contiguous()
+        buffers[_capi.PAGE_INDPTR] = Buffer(kv_indptr.data_ptr(), _capi.I32,
+                                            batch + 1)
+        keep.append(kv_indptr)
+        page_flags = _capi.OP_PAGE_INDPTR
+    elif block_table is not None and (
+            block_table.dtype != torch.int32 or block_table.dim() != 2 or (
+                block_table.size(0) != batch or block_table.size(1) < 1)):
+        raise ValueError("block_table: expected int32 [batch = "
+                         f"{batch}, max_blocks], got {block_table.dtype} "
+                         f"of shape {tuple(block_table.shape)}")
     if block_table is not None:
-        if block_table.dtype != torch.int32 or block_table.dim() != 2 or (
-                block_table.size(0) != batch or block_table.size(1) < 1):
-            raise ValueError("block_table: expected int32 [batch = "
-                             f"{batch}, max_blocks], got {block_table.dtype} "
-                             f"of shape {tuple(block_table.shape)}")
         if k_rows % block_size:
             raise ValueError(f"k_cache: {k_rows} rows are not whole pages "
                              f"of {block_size}")
@@ -1359,7 +1391,7 @@ def _cache_buffers(buffers: Dict[int, Buffer], keep: list,
     buffers[_capi.CACHE_SEQLENS] = Buffer(cache_seqlens.data_ptr(), _capi.I32,
                                           batch)
     keep += [k_cache, v_cache, cache_seqlens]
-    return k_rows, flags
+    return k_rows, flags | page_flags
 
 
 def prepare_attention_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -1382,7 +1414,9 @@ def prepare_attention_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                              block_table: Optional[torch.Tensor] = None,
                              block_size: Optional[int] = None,
                              k_scale: Optional[torch.Tensor] = None,
-                             v_scale: Optional[torch.Tensor] = None) -> Call:
+                             v_scale: Optional[torch.Tensor] = None,
+                             kv_indptr: Optional[torch.Tensor] = None
+                             ) -> Call:
     """One decode launch (see norm_opt.attention_decode): outputs (out,)."""
     batch, cu_seqlens = _cache_sequences(cache_seqlens, cu_seqlens, q, "q")
     block_size = _cache_block_size(k_cache, block_table, block_size)
@@ -1411,7 +1445,8 @@ def prepare_attention_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     rows, scale_flags = _cache_buffers(buffers, keep, k_cache, v_cache,
                                        cache_seqlens, q.dtype, batch,
                                        desc.num_kv_heads, desc.hidden,
-                                       block_table, block_size, scales)
+                                       block_table, block_size, scales,
+                                       kv_indptr)
     desc = desc._replace(flags=desc.flags | scale_flags)
     args = _capi.make_launch_args(
         buffers, cache_rows=rows, rope_table_rows=call.args.rope_table_rows)
@@ -1425,7 +1460,7 @@ def _attention_decode_impl(q, k, v, k_cache, v_cache, cache_seqlens,
                            rope_theta=_DEFAULT_ROPE_THETA, positions=None,
                            cos_sin_cache=None, rope_first=False,
                            block_table=None, block_size=None, k_scale=None,
-                           v_scale=None):
+                           v_scale=None, kv_indptr=None):
     return run(prepare_attention_decode(
         q, k, v, k_cache, v_cache, cache_seqlens, cu_seqlens, scale=scale,
         qk_norm=qk_norm, q_norm_weight=q_norm_weight,
@@ -1434,7 +1469,7 @@ def _attention_decode_impl(q, k, v, k_cache, v_cache, cache_seqlens,
         rotary_dim=rotary_dim, rope_theta=rope_theta, positions=positions,
         cos_sin_cache=cos_sin_cache, rope_first=rope_first,
         block_table=block_table, block_size=block_size, k_scale=k_scale,
-        v_scale=v_scale))[0]
+        v_scale=v_scale, kv_indptr=kv_indptr))[0]
 
 
 def _attention_decode_fake(q, k, v, k_cache, v_cache, cache_seqlens,
@@ -1444,7 +1479,7 @@ def _attention_decode_fake(q, k, v, k_cache, v_cache, cache_seqlens,
                            rope_theta=_DEFAULT_ROPE_THETA, positions=None,
                            cos_sin_cache=None, rope_first=False,
                            block_table=None, block_size=None, k_scale=None,
-                           v_scale=None):
+                           v_scale=None, kv_indptr=None):
     """Shapes only: the output, like q; the caches are left alone (the
     schema says that the kernel writes them). The rotary inputs' shapes,
     dtypes and strides are checked as in prefill."""
@@ -1465,8 +1500,8 @@ _define_op(
     "str? rope=None, int? rotary_dim=None, float rope_theta=10000.0, "
     "Tensor? positions=None, Tensor? cos_sin_cache=None, "
     "bool rope_first=False, Tensor? block_table=None, "
-    "int? block_size=None, Tensor? k_scale=None, Tensor? v_scale=None) "
-    "-> Tensor",
+    "int? block_size=None, Tensor? k_scale=None, Tensor? v_scale=None, "
+    "Tensor? kv_indptr=None) -> Tensor",
     _attention_decode_impl, _attention_decode_fake)
 
 
@@ -1477,7 +1512,7 @@ def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens,
                      rotary_dim=None, rope_theta=_DEFAULT_ROPE_THETA,
                      positions=None, cos_sin_cache=None, rope_first=False,
                      block_table=None, block_size=None, k_scale=None,
-                     v_scale=None):
+                     v_scale=None, kv_indptr=None):
     _check_forward_only(q, k, v, k_cache, v_cache, q_norm_weight,
                         k_norm_weight, cos_sin_cache)
     return torch.ops.norm_opt.attention_decode(
@@ -1487,7 +1522,27 @@ def attention_decode(q, k, v, k_cache, v_cache, cache_seqlens,
         None if head_dim is None else int(head_dim), rope,
         None if rotary_dim is None else int(rotary_dim), float(rope_theta),
         positions, cos_sin_cache, bool(rope_first), block_table,
-        None if block_size is None else int(block_size), k_scale, v_scale)
+        None if block_size is None else int(block_size), k_scale, v_scale,
+        kv_indptr)
+
+
+def cache_seqlens_from_last_page_len(kv_indptr, kv_last_page_len,
+                                     block_size, cu_seqlens=None):
+    for name, t, count in (("kv_indptr", kv_indptr, None),
+                           ("kv_last_page_len", kv_last_page_len,
+                            kv_indptr.numel() - 1)):
+        if t.dtype != torch.int32 or t.dim() != 1 or (
+                count is not None and t.numel() != count):
+            raise ValueError(f"{name}: expected int32 [" + (
+                "batch + 1" if count is None else f"batch = {count}") +
+                f"], got {t.dtype} of shape {tuple(t.shape)}")
+    pages = (kv_indptr[1:] - kv_indptr[:-1]).to(torch.int64)
+    total = torch.where(pages > 0, (pages - 1) * int(block_size) +
+                        kv_last_page_len.to(torch.int64),
+                        torch.zeros_like(pages))
+    new = 1 if cu_seqlens is None else (
+        cu_seqlens[1:] - cu_seqlens[:-1]).to(torch.int64)
+    return torch.clamp(total - new, min=0).to(torch.int32)
 
 
 # The training ops (torch.ops.norm_opt.row_norm, qk_norm and their
