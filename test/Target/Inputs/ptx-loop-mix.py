@@ -14,10 +14,15 @@ those classes count: decode's whole tile of cached keys, without the new
 keys' QK-Norm, rotation and append and without zero-filled copies
 (--without=sincos,rsqrt,st_global,cp_async_fill).
 
+With --with=CLASS[,CLASS...] only paths that issue an instruction of each
+of those classes count (a paged tile whose lookups branch: the path that
+copies, --with=cp_async).
+
 With --shortest the shortest such path is counted (decode's tile of cached
 keys: no new keys to normalize, rotate and append).
 
-usage: ptx-loop-mix.py [--without=CLASSES] [--shortest] FILE.ptx"""
+usage: ptx-loop-mix.py [--without=CLASSES] [--with=CLASSES] [--shortest]
+                       FILE.ptx"""
 
 import re
 import sys
@@ -101,11 +106,13 @@ def classify(op):
 
 def main():
     args = sys.argv[1:]
-    without, pick = set(), max
+    without, required, pick = set(), set(), max
     while args and args[0].startswith("--"):
         option = args.pop(0)
         if option.startswith("--without="):
             without = set(option[len("--without="):].split(","))
+        elif option.startswith("--with="):
+            required = set(option[len("--with="):].split(","))
         elif option == "--shortest":
             pick = min
         else:
@@ -174,8 +181,8 @@ def main():
                 path = path + [b]
                 for n in succ[b]:
                     if n == header:
-                        if any(classify(o) in without for x in path
-                               for o in bl[x][1]):
+                        issued = {classify(o) for x in path for o in bl[x][1]}
+                        if issued & without or not required <= issued:
                             continue
                         (masked if any(masks(x) for x in path)
                          else plain).append(path)
