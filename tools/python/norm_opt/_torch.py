@@ -1306,9 +1306,27 @@ def _cache_buffers(buffers: Dict[int, Buffer], keep: list,
     scales (k_scale, v_scale: float32, one or one per kv head) to
     `buffers`; returns the caches' rows and the desc flags of the scales and
     the ragged table."""
-    if kv_indptr is not None and block_table is None:
-        raise ValueError("kv_indptr: FlashInfer's page table takes "
-                         "block_table (its kv_indices) too")
+    if kv_indptr is not None:
+        if block_table is None:
+            raise ValueError("kv_indptr: FlashInfer's page table takes "
+                             "block_table (its kv_indices) too")
+        if block_table.dtype != torch.int32 or block_table.dim() != 1 or (
+                block_table.numel() < 1):
+            raise ValueError("block_table: with kv_indptr, FlashInfer's "
+                             "kv_indices: expected int32 [pages] (at least "
+                             f"one), got {block_table.dtype} of shape "
+                             f"{tuple(block_table.shape)}")
+        if kv_indptr.dtype != torch.int32 or kv_indptr.dim() != 1 or (
+                kv_indptr.numel() != batch + 1):
+            raise ValueError(f"kv_indptr: expected int32 [batch + 1 = "
+                             f"{batch + 1}], got {kv_indptr.dtype} of shape "
+                             f"{tuple(kv_indptr.shape)}")
+    elif block_table is not None and (
+            block_table.dtype != torch.int32 or block_table.dim() != 2 or (
+                block_table.size(0) != batch or block_table.size(1) < 1)):
+        raise ValueError("block_table: expected int32 [batch = "
+                         f"{batch}, max_blocks], got {block_table.dtype} "
+                         f"of shape {tuple(block_table.shape)}")
     for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
         if scales is not None:
             # vLLM keeps e4m3 caches as uint8 bytes.
@@ -1328,29 +1346,12 @@ def _cache_buffers(buffers: Dict[int, Buffer], keep: list,
         raise ValueError(f"k_cache has {k_rows} rows, v_cache {v_rows}")
     page_flags = 0
     if kv_indptr is not None:
-        if block_table.dtype != torch.int32 or block_table.dim() != 1 or (
-                block_table.numel() < 1):
-            raise ValueError("block_table: with kv_indptr, FlashInfer's "
-                             "kv_indices: expected int32 [pages] (at least "
-                             f"one), got {block_table.dtype} of shape "
-                             f"{tuple(block_table.shape)}")
-        if kv_indptr.dtype != torch.int32 or kv_indptr.dim() != 1 or (
-                kv_indptr.numel() != batch + 1):
-            raise ValueError(f"kv_indptr: expected int32 [batch + 1 = "
-                             f"{batch + 1}], got {kv_indptr.dtype} of shape "
-                             f"{tuple(kv_indptr.shape)}")
         _device(k_cache, kv_indptr)
         kv_indptr = kv_indptr.contiguous()
         buffers[_capi.PAGE_INDPTR] = Buffer(kv_indptr.data_ptr(), _capi.I32,
                                             batch + 1)
         keep.append(kv_indptr)
         page_flags = _capi.OP_PAGE_INDPTR
-    elif block_table is not None and (
-            block_table.dtype != torch.int32 or block_table.dim() != 2 or (
-                block_table.size(0) != batch or block_table.size(1) < 1)):
-        raise ValueError("block_table: expected int32 [batch = "
-                         f"{batch}, max_blocks], got {block_table.dtype} "
-                         f"of shape {tuple(block_table.shape)}")
     if block_table is not None:
         if k_rows % block_size:
             raise ValueError(f"k_cache: {k_rows} rows are not whole pages "
