@@ -132,6 +132,15 @@ private:
   /// `active` (uniform), not at all unless it holds.
   void forEachTileRow(int64_t rows, function_ref<void(Value row)> body,
                       Value active = {});
+  /// `body` for this thread's items of `count` dealt over the CTA's threads
+  /// (item tid + i x ctaThreads, round i); the last round, where partial,
+  /// under item < count.
+  void forEachCtaItem(int64_t count,
+                      function_ref<void(int64_t round, Value item)> body);
+  /// `body`, under `item < count` where the round is `partial` (some of
+  /// the CTA's threads are past the count).
+  void guardPartialRound(bool partial, Value item, int64_t count,
+                         function_ref<void()> body);
   /// The lane's chunk of QK-Norm weight `name` (of head `weightHead` where
   /// each head has its own), zeros past the row.
   Value loadWeightChunk(StringRef name, Value weightHead, Value chunkValid);
@@ -450,6 +459,25 @@ void AttentionEmitter::forEachTileRow(int64_t rows,
       });
 }
 
+void AttentionEmitter::forEachCtaItem(
+    int64_t count, function_ref<void(int64_t round, Value item)> body) {
+  for (int64_t i = 0; i * ctaThreads < count; ++i) {
+    Value item = add(tid, index(i * ctaThreads));
+    guardPartialRound((i + 1) * ctaThreads > count, item, count,
+                      [&] { body(i, item); });
+  }
+}
+
+void AttentionEmitter::guardPartialRound(bool partial, Value item,
+                                         int64_t count,
+                                         function_ref<void()> body) {
+  if (!partial)
+    return body();
+  ifThen(
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, item, index(count)),
+      body);
+}
+
 void AttentionEmitter::emitQueryPrologue(Value tileRows, Value chunkValid) {
   Value q = arg("q");
   Value chunkStart = mul(lane, index(kChunk));
@@ -557,48 +585,22 @@ void AttentionEmitter::emitKeyValueCopies(Value tile, Value stage, bool full) {
           };
           // Threads past the tile's rows (more threads than chunks) copy
           // nothing.
-          if ((i + 1) * rowStep <= blockN)
-            copy();
-          else
-            ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                         tileRow, index(blockN)),
-                   copy);
+          guardPartialRound((i + 1) * rowStep > blockN, tileRow, blockN, copy);
         }
         continue;
       }
-      for (int64_t i = 0; i < iterations; ++i) {
-        Value chunk = add(tid, index(i * ctaThreads));
-        auto copy = [&] {
-          Value row = arith::DivUIOp::create(b, chunk, index(chunksPerRow));
-          Value col = arith::RemUIOp::create(b, chunk, index(chunksPerRow));
-          // Keys past the range are zeros; their row stays an address
-          // inside the range's first row for the (empty) read.
-          Value inside =
-              full ? Value()
-                   : arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row,
-                                           available)
-                         .getResult();
-          Value token = add(
-              firstKey, full ? row
-                             : arith::SelectOp::create(b, inside, row, index(0))
-                                   .getResult());
-          Value at = add(add(mul(token, stride(name)), headColumn),
-                         mul(col, index(kChunk)));
-          Value count =
-              full ? Value()
-                   : arith::SelectOp::create(b, inside, index(kChunk), index(0))
-                         .getResult();
-          AsyncCopyOp::create(b, source, ValueRange{at}, shared,
-                              ValueRange{tileOffset(base, row, col)}, count,
-                              kChunk);
-        };
-        if ((i + 1) * ctaThreads <= chunks)
-          copy();
-        else
-          ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk,
-                                       index(chunks)),
-                 copy);
-      }
+      forEachCtaItem(chunks, [&](int64_t, Value chunk) {
+        Value row = arith::DivUIOp::create(b, chunk, index(chunksPerRow));
+        Value col = arith::RemUIOp::create(b, chunk, index(chunksPerRow));
+        // Keys past the range are zeros, read from its first row.
+        RowCopy guarded = guardRowCopy(row, available, full, kChunk);
+        Value at =
+            add(add(mul(add(firstKey, guarded.key), stride(name)), headColumn),
+                mul(col, index(kChunk)));
+        AsyncCopyOp::create(b, source, ValueRange{at}, shared,
+                            ValueRange{tileOffset(base, row, col)},
+                            guarded.count, kChunk);
+      });
     }
   };
   auto cached = [&] {
@@ -692,13 +694,8 @@ void AttentionEmitter::emitPagedCacheCopies(const KeyTile &keys, Value stage,
       }
     };
     // Threads past the tile's chunks copy nothing.
-    if ((i + 1) * ctaThreads <= chunks)
-      copy();
-    else
-      ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                   wholeRows ? row : chunk,
-                                   index(wholeRows ? blockN : chunks)),
-             copy);
+    guardPartialRound((i + 1) * ctaThreads > chunks, wholeRows ? row : chunk,
+                      wholeRows ? blockN : chunks, copy);
   }
 }
 
@@ -729,35 +726,26 @@ void AttentionEmitter::emitFp8CacheCopies(const KeyTile &keys, Value stage,
   constexpr int64_t kBytes = 16;
   int64_t rowCopies = headDim / kBytes, copies = blockN * rowCopies;
   Value available = arith::SubIOp::create(b, keys.end, keys.first);
-  for (int64_t i = 0; i * ctaThreads < copies; ++i) {
-    Value copy = add(tid, index(i * ctaThreads));
-    auto body = [&] {
-      Value row = arith::DivUIOp::create(b, copy, index(rowCopies));
-      Value col = arith::RemUIOp::create(b, copy, index(rowCopies));
-      RowCopy guarded = guardRowCopy(row, available, full, kBytes);
-      Value cacheRow = getCacheRow(spec.cacheBlockSize, seqCache,
-                                   add(keys.first, guarded.key))
-                           .first;
-      Value count = guarded.count;
-      for (bool value : {false, true}) {
-        StringRef name = value ? "v_cache" : "k_cache";
-        Value at =
-            add(add(mul(cacheRow, stride(name)), mul(kvHead, index(headDim))),
-                mul(col, index(kBytes)));
-        // The byte offset of the pair's first chunk in the FP8 tiles.
-        Value to = mul(fp8Offset(stage, value, row, mul(col, index(2))),
-                       index(kFp8Chunk));
-        AsyncCopyOp::create(b, arg(name), ValueRange{at}, fp8Bytes,
-                            ValueRange{to}, count, kBytes);
-      }
-    };
-    if ((i + 1) * ctaThreads <= copies)
-      body();
-    else
-      ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, copy,
-                                   index(copies)),
-             body);
-  }
+  forEachCtaItem(copies, [&](int64_t, Value copy) {
+    Value row = arith::DivUIOp::create(b, copy, index(rowCopies));
+    Value col = arith::RemUIOp::create(b, copy, index(rowCopies));
+    RowCopy guarded = guardRowCopy(row, available, full, kBytes);
+    Value cacheRow =
+        getCacheRow(spec.cacheBlockSize, seqCache, add(keys.first, guarded.key))
+            .first;
+    Value count = guarded.count;
+    for (bool value : {false, true}) {
+      StringRef name = value ? "v_cache" : "k_cache";
+      Value at =
+          add(add(mul(cacheRow, stride(name)), mul(kvHead, index(headDim))),
+              mul(col, index(kBytes)));
+      // The byte offset of the pair's first chunk in the FP8 tiles.
+      Value to = mul(fp8Offset(stage, value, row, mul(col, index(2))),
+                     index(kFp8Chunk));
+      AsyncCopyOp::create(b, arg(name), ValueRange{at}, fp8Bytes,
+                          ValueRange{to}, count, kBytes);
+    }
+  });
 }
 
 // One branch a tile (new keys or cached), each thread its chunks: the same
@@ -765,19 +753,10 @@ void AttentionEmitter::emitFp8CacheCopies(const KeyTile &keys, Value stage,
 void AttentionEmitter::emitFp8Tiles(const KeyTile &keys, Value stage) {
   int64_t chunks = blockN * chunksPerRow;
   auto forEachChunk = [&](function_ref<void(Value row, Value col)> body) {
-    for (int64_t i = 0; i * ctaThreads < chunks; ++i) {
-      Value chunk = add(tid, index(i * ctaThreads));
-      auto at = [&] {
-        body(arith::DivUIOp::create(b, chunk, index(chunksPerRow)),
-             arith::RemUIOp::create(b, chunk, index(chunksPerRow)));
-      };
-      if ((i + 1) * ctaThreads <= chunks)
-        at();
-      else
-        ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk,
-                                     index(chunks)),
-               at);
-    }
+    forEachCtaItem(chunks, [&](int64_t, Value chunk) {
+      body(arith::DivUIOp::create(b, chunk, index(chunksPerRow)),
+           arith::RemUIOp::create(b, chunk, index(chunksPerRow)));
+    });
   };
   // Exact: the scales multiply the scores and the output instead.
   auto widen = [&](Value bytes) {
@@ -986,10 +965,8 @@ void AttentionEmitter::emitCacheAppend(Value tile, Value stage) {
       arith::CmpIOp::create(b, arith::CmpIPredicate::eq, qTileStart,
                             index(0)));
   int64_t chunks = blockN * chunksPerRow;
-  int64_t iterations = llvm::divideCeil(chunks, ctaThreads);
   ifThen(arith::AndIOp::create(b, keys.isNew, writer), [&] {
-    for (int64_t i = 0; i < iterations; ++i) {
-      Value chunk = add(tid, index(i * ctaThreads));
+    forEachCtaItem(chunks, [&](int64_t, Value chunk) {
       Value row = arith::DivUIOp::create(b, chunk, index(chunksPerRow));
       Value col = arith::RemUIOp::create(b, chunk, index(chunksPerRow));
       Value key = add(keys.first, row);
@@ -999,11 +976,6 @@ void AttentionEmitter::emitCacheAppend(Value tile, Value stage) {
           arith::CmpIOp::create(b, arith::CmpIPredicate::ult, key, seqLength),
           arith::CmpIOp::create(b, arith::CmpIPredicate::ult, position,
                                 capacity));
-      if ((i + 1) * ctaThreads > chunks)
-        valid = arith::AndIOp::create(
-            b, valid,
-            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, chunk,
-                                  index(chunks)));
       ifThen(valid, [&] {
         // A paged cache's unset page takes nothing.
         auto [cacheRow, own] =
@@ -1015,13 +987,13 @@ void AttentionEmitter::emitCacheAppend(Value tile, Value stage) {
             Value at = add(
                 add(mul(cacheRow, stride(name)), mul(kvHead, index(headDim))),
                 mul(col, index(kChunk)));
-            Value chunk =
+            Value data =
                 loadChunk(tileOffset(stageBase(stage, value), row, col));
             // FP8: the chunk over the scale, rounded (each thread rounds
             // the same chunks again in emitFp8Tiles).
             if (spec.fp8Cache)
-              chunk = quantizeFp8(toF32(chunk), value);
-            vector::StoreOp::create(b, chunk, cache, at, /*nontemporal=*/false,
+              data = quantizeFp8(toF32(data), value);
+            vector::StoreOp::create(b, data, cache, at, /*nontemporal=*/false,
                                     spec.fp8Cache ? llvm::MaybeAlign(kChunk)
                                                   : alignmentOf(cache));
           }
@@ -1031,7 +1003,7 @@ void AttentionEmitter::emitCacheAppend(Value tile, Value stage) {
         else
           store();
       });
-    }
+    });
   });
 }
 
