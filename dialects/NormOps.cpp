@@ -1726,9 +1726,13 @@ LogicalResult MmaSyncOp::verify() {
 LogicalResult LdMatrixOp::verify() {
   MemRefType memref = getMemref().getType();
   Type element = getMatrixElementType(memref);
+  if (!element &&
+      isa<Float8E4M3FNType, Float8E5M2Type>(memref.getElementType()))
+    element = memref.getElementType();
   if (!element)
     return emitOpError() << "loads 16-bit matrices: the memref's element type "
-                            "must be bf16 or f16, got "
+                            "must be bf16 or f16 (or an FP8 type, two bytes "
+                            "an element), got "
                          << memref.getElementType();
   if (!gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(memref))
     return emitOpError() << "reads workgroup memory: the memref must be in "
@@ -1740,11 +1744,13 @@ LogicalResult LdMatrixOp::verify() {
   if (count != 1 && count != 2 && count != 4)
     return emitOpError() << "count must be 1, 2 or 4 (matrices), got "
                          << count;
-  if (!isVectorOf(getResult().getType(), 2 * count, element))
+  int64_t perMatrix = 32 / element.getIntOrFloatBitWidth();
+  if (!isVectorOf(getResult().getType(), perMatrix * count, element))
     return emitOpError() << "result must be "
-                         << VectorType::get({2 * count}, element)
-                         << " (2 elements of each of " << count
-                         << " matrices), got " << getResult().getType();
+                         << VectorType::get({perMatrix * count}, element)
+                         << " (" << perMatrix << " elements of each of "
+                         << count << " matrices), got "
+                         << getResult().getType();
   return success();
 }
 

@@ -1108,6 +1108,13 @@ def Norm_LdMatrixOp : Norm_Op<"ldmatrix"> {
     2 the addresses of lanes `8 * count` and above are ignored. The row's 8
     elements lie along the innermost dimension, whose stride is 1.
 
+    A memref of an FP8 type (f8E4M3FN, f8E5M2) holds matrices of byte
+    pairs: each 16-bit element is two bytes (the low one first), a row is
+    16 of them, and lane `l` receives `4 * count` bytes, the two of each
+    16-bit element it would receive in a row. `transpose` moves the pairs
+    whole, so it does not transpose bytes: the kernels widen them to f16 in
+    registers, in the order their mma fragments need.
+
     Lane `l` receives `2 * count` elements; elements `2j` and `2j + 1` come
     from matrix j: without `transpose` from row `l / 4`, columns
     `2 * (l % 4)` and `2 * (l % 4) + 1`; with `transpose` from rows

@@ -32,6 +32,12 @@
 // CTA of a tile to finish (a semaphore per tile, fenced on both sides)
 // combines them in split order and resets the semaphore.
 //
+// Over an FP8 (e4m3) cache the stages are tiles of its bytes, which the
+// loop's ldmatrix reads as they arrived and widens to f16 in registers
+// (emitFp8QueryLayout says how the fragments line up); a tile of new keys
+// passes through the one tile of the input type (normalized, rotated,
+// appended, rounded to e4m3 into the stage's FP8 tiles).
+//
 // Shared memory holds tiles of D-element rows in 16-byte chunks whose
 // position in the row is XORed with the row index (within groups of 8
 // chunks) or, where a row is not a multiple of 8 chunks, in rows padded to
@@ -85,21 +91,34 @@ public:
 private:
   //===--- Tiles in shared memory ------------------------------------------===//
 
+  /// A tile's rows in shared memory: 16-byte chunks of `chunk` elements,
+  /// `pitch` elements from one row to the next, chunk c of row r at
+  /// c XOR (r mod swizzle) (norm::AttentionTileLayout).
+  struct TileLayout {
+    int64_t chunk, pitch, swizzle;
+  };
   /// Element offset of (row, chunk) in a tile at `base`: the swizzled chunk.
-  Value tileOffset(Value base, Value row, Value chunk);
+  Value tileOffset(Value base, Value row, Value chunk,
+                   const TileLayout &layout);
+  Value tileOffset(Value base, Value row, Value chunk) {
+    return tileOffset(base, row, chunk, tiles);
+  }
   /// The lane's part of the offsets of fragment rows `rowConst + rowLane`,
   /// chunks `chunkConst + chunkLane` (rowConst a multiple of 8, chunkConst
-  /// even, chunkLane 0 or 1): with the row's low bits fixed per lane, the
-  /// swizzled chunk is chunkConst's high bits plus (its low bits XOR a lane
-  /// value), so every fragment address is one of a few lane bases plus a
-  /// constant, and nothing per fragment stays live across the loop.
+  /// even, chunkLane 0 or 1, or null: 0 and any chunkConst): with the row's low
+  /// bits fixed per lane, the swizzled chunk is chunkConst's high bits plus
+  /// (its low bits XOR a lane value), so every fragment address is one of a few
+  /// lane bases plus a constant, and nothing per fragment stays live across the
+  /// loop.
   struct FragmentRows {
     Value rowLane, chunkLane;
+    TileLayout layout;
     /// The lane bases by chunkConst's low bits (computed before the loop).
     llvm::SmallDenseMap<int64_t, Value> bases;
   };
   FragmentRows makeFragmentRows(Value rowLane, Value chunkLane,
-                                ArrayRef<int64_t> chunkConsts);
+                                ArrayRef<int64_t> chunkConsts,
+                                const TileLayout &layout);
   Value fragmentOffset(Value tileBase, FragmentRows &rows, int64_t rowConst,
                        int64_t chunkConst);
   /// The chunk at that offset, and stores into it.
@@ -112,11 +131,18 @@ private:
   //===--- Warp-level matrix ops -------------------------------------------===//
 
   Value mma(Value a, Value bFragment, Value c);
-  /// acc(mt, j) += a[mt] B_j for the two B fragments of an ldmatrix x4
+  /// acc(mt, j) += a[mt] B_j for the two B fragments of an ldmatrix x4 (or
+  /// an FP8 x2, widenFp8Fragments)
   /// (matrices 2j and 2j + 1): each K or V fragment feeds every row tile.
   void mmaFragmentPair(ArrayRef<Value> a, Value fragments,
                        function_ref<Value &(int64_t mt, int64_t j)> acc);
   Value ldmatrix(Value offset, bool transpose);
+  /// ldmatrix of `matrices` 8x8 matrices of e4m3 byte pairs from the FP8
+  /// tiles at byte `offset`: 4 bytes of each a lane.
+  Value ldmatrixFp8(Value offset, int64_t matrices, bool transpose);
+  /// The e4m3 bytes of ldmatrixFp8 as B fragments of f16 (exact), 4
+  /// elements each: fragment i from the bytes `order` picks of each 8.
+  Value widenFp8Fragments(Value bytes, ArrayRef<int64_t> order);
   Value allReduceMax(Value value, int64_t groupSize);
   Value allReduceSum(Value value, int64_t groupSize);
 
@@ -190,14 +216,16 @@ private:
   /// An FP8 cache: cp.async of the cached keys' and values' bytes of tile
   /// `keys` into stage `stage` of the FP8 tiles.
   void emitFp8CacheCopies(const KeyTile &keys, Value stage, bool full);
-  /// Widens stage `stage`'s FP8 tiles into its key and value tiles (the
-  /// e4m3 values, exact), or for a tile of new keys rounds them to the
-  /// cache's e4m3 in place (they are read as the cache holds them); then a
-  /// barrier.
-  void emitFp8Tiles(const KeyTile &keys, Value stage);
-  /// The chunk offset of (row, 8-element chunk) in the FP8 tile of
-  /// `stage`.
-  Value fp8Offset(Value stage, bool value, Value row, Value chunk);
+  /// A tile of new keys and values rounded to the cache's e4m3 into stage
+  /// `stage` of the FP8 tiles (they are read as the cache holds them;
+  /// cached tiles arrived there as bytes), then a barrier.
+  void emitNewKeysToFp8(const KeyTile &keys, Value stage);
+  /// The byte offset of the key (or value) FP8 tile of `stage`.
+  Value fp8StageBase(Value stage, bool value);
+  /// The query tile for the FP8 key fragments: within each 16 columns the
+  /// even ones, then the odd ones (the order in which a lane's ldmatrix of
+  /// e4m3 keys holds them, widenFp8Fragments), as f16.
+  void emitFp8QueryLayout();
   /// e4m3 of the f32 chunk `x` of a key (or value) over its scale.
   Value quantizeFp8(Value x, bool value);
   /// The new rows of the k and v tiles of `stage` appended to the cache.
@@ -209,6 +237,15 @@ private:
                          Value tileRows, Value tileIndex, Value combined);
   /// The output row chunk of query row `row` at element `column`.
   Value outputOffset(Value row, Value column);
+  /// The output columns a lane's accumulators (`acc`, a row tile's output
+  /// blocks) hold for its row g + 8h: pairs of adjacent columns, each at
+  /// `column` past the lane's own first column (getOutputLaneColumn).
+  struct OutputPair {
+    int64_t column;
+    Value first, second;
+  };
+  SmallVector<OutputPair> getOutputPairs(ValueRange acc, int64_t h);
+  Value getOutputLaneColumn();
   /// Decode's key-split warps: the loop state `state` (one row tile) of the
   /// warps that share this warp's rows merged into the first of them (the
   /// others' own is returned unchanged), through shared memory.
@@ -218,22 +255,29 @@ private:
 
   const ::norm::OpSpec &spec;
   int64_t headDim, blockM, blockN, stages, ctaThreads, chunksPerRow;
+  /// Stages of key and value tiles in the input type
+  /// (norm::getAttentionWideStages).
+  int64_t wideStages;
   /// The m16 tiles of query rows each warp owns (LaunchConfig::getRowTiles),
   /// the warps that share them (getKeyWarps) and the keys of a tile each of
   /// those takes.
   int64_t rowTiles, keyWarps, sliceN;
   /// Rows of a tile the CTA's threads cover at once in the prologue.
   int64_t rowsAtOnce;
-  /// Chunks a swizzle group spans (8, or 1: none) and the elements from one
-  /// tile row to the next (norm::getAttentionTileLayout).
-  int64_t swizzle, pitch;
+  /// The query, key and value tiles' layout (norm::getAttentionTileLayout),
+  /// and an FP8 cache's byte tiles' (norm::getFp8TileLayout).
+  TileLayout tiles, fp8Layout;
   bool hasNorm, hasRope;
-  Type element;
+  /// The tiles' element type, and the mma.sync operands' (f16 with an FP8
+  /// cache, whose e4m3 values it holds exactly).
+  Type element, mmaElement;
   VectorType chunkType, f32Chunk;
   /// Three views of the tiles: elements (ldmatrix, cp.async), 16-byte
   /// chunks (the prologue's loads and stores) and pairs (the output's
   /// accumulator fragments).
   Value shared, sharedChunks, sharedPairs, tid, warp, laneInWarp;
+  /// The tiles as mmaElement (the query tile's ldmatrix).
+  Value sharedMma;
   // The warp's first query row of the tile, its slice of each key tile (0
   // to keyWarps - 1) and whether it stores its rows (the first slice).
   Value warpFirstRow, keySlot, ownsRows;
@@ -250,7 +294,7 @@ private:
   /// The sequence's cache rows (getSequenceCache).
   SequenceCache seqCache;
   Value splitStart, splitEnd, cacheTiles, wholeCacheTiles;
-  // An FP8 cache: its tiles' bytes in 8-element chunks, and the CTA's kv
+  // An FP8 cache: its tiles' bytes, also in 8-byte chunks, and the CTA's kv
   // head's scales (f32).
   static constexpr int64_t kFp8Chunk = 8;
   Value fp8Tiles, fp8Bytes, kScale, vScale, kInverse, vInverse;
@@ -271,6 +315,7 @@ AttentionEmitter::AttentionEmitter(ImplicitLocOpBuilder &b,
       decode(spec.kind == ::norm::OpKind::AttentionDecode),
       group(decode ? spec.numQHeads / spec.numKvHeads : 1) {
   rowsAtOnce = ctaThreads / threads;
+  wideStages = ::norm::getAttentionWideStages(spec, sig.launch);
   rowTiles = sig.launch.getRowTiles();
   keyWarps = sig.launch.getKeyWarps();
   sliceN = blockN / keyWarps;
@@ -278,9 +323,11 @@ AttentionEmitter::AttentionEmitter(ImplicitLocOpBuilder &b,
   assert((keyWarps == 1 || (decode && sliceN % 16 == 0)) &&
          "key slices are whole m16n8k16 steps");
   ::norm::AttentionTileLayout layout = ::norm::getAttentionTileLayout(headDim);
-  swizzle = layout.swizzle;
-  pitch = layout.pitchChunks * kChunk;
+  tiles = {kChunk, layout.pitchChunks * kChunk, layout.swizzle};
+  ::norm::AttentionTileLayout bytes = ::norm::getFp8TileLayout(headDim);
+  fp8Layout = {2 * kChunk, bytes.pitchChunks * 2 * kChunk, bytes.swizzle};
   element = getMlirType(b.getContext(), spec.input);
+  mmaElement = spec.fp8Cache ? Type(b.getF16Type()) : element;
   chunkType = VectorType::get({kChunk}, element);
   f32Chunk = VectorType::get({kChunk}, f32);
 }
@@ -289,42 +336,51 @@ AttentionEmitter::AttentionEmitter(ImplicitLocOpBuilder &b,
 // Tiles and warp-level ops
 //===----------------------------------------------------------------------===//
 
-Value AttentionEmitter::tileOffset(Value base, Value row, Value chunk) {
+Value AttentionEmitter::tileOffset(Value base, Value row, Value chunk,
+                                   const TileLayout &layout) {
   Value swizzled = chunk;
-  if (swizzle > 1) {
-    Value bits = arith::AndIOp::create(b, row, index(swizzle - 1));
+  if (layout.swizzle > 1) {
+    Value bits = arith::AndIOp::create(b, row, index(layout.swizzle - 1));
     swizzled = arith::XOrIOp::create(b, chunk, bits);
   }
-  return add(base, add(mul(row, index(pitch)), mul(swizzled, index(kChunk))));
+  return add(base, add(mul(row, index(layout.pitch)),
+                       mul(swizzled, index(layout.chunk))));
 }
 
 AttentionEmitter::FragmentRows
 AttentionEmitter::makeFragmentRows(Value rowLane, Value chunkLane,
-                                   ArrayRef<int64_t> chunkConsts) {
+                                   ArrayRef<int64_t> chunkConsts,
+                                   const TileLayout &layout) {
   FragmentRows rows;
   rows.rowLane = rowLane;
   rows.chunkLane = chunkLane;
-  Value rowTerm = mul(rowLane, index(pitch));
-  Value lanes = chunkLane;
+  rows.layout = layout;
+  int64_t swizzle = layout.swizzle;
+  Value rowTerm = mul(rowLane, index(layout.pitch));
+  Value lanes = chunkLane ? chunkLane : index(0);
   if (swizzle > 1)
     lanes = arith::XOrIOp::create(
-        b, chunkLane, arith::AndIOp::create(b, rowLane, index(swizzle - 1)));
+        b, lanes, arith::AndIOp::create(b, rowLane, index(swizzle - 1)));
   for (int64_t chunkConst : chunkConsts) {
     int64_t low = chunkConst & (swizzle - 1);
     if (rows.bases.count(low))
       continue;
     Value chunk =
         swizzle > 1 ? arith::XOrIOp::create(b, lanes, index(low)) : lanes;
-    rows.bases[low] = add(rowTerm, mul(chunk, index(kChunk)));
+    rows.bases[low] = add(rowTerm, mul(chunk, index(layout.chunk)));
   }
   return rows;
 }
 
 Value AttentionEmitter::fragmentOffset(Value tileBase, FragmentRows &rows,
                                        int64_t rowConst, int64_t chunkConst) {
-  assert(rowConst % 8 == 0 && chunkConst % 2 == 0 && "see FragmentRows");
-  int64_t low = chunkConst & (swizzle - 1);
-  int64_t constant = rowConst * pitch + (chunkConst - low) * kChunk;
+  assert(rowConst % 8 == 0 && (chunkConst % 2 == 0 || !rows.chunkLane) &&
+         "see FragmentRows");
+  const TileLayout &layout = rows.layout;
+  int64_t low = chunkConst & (layout.swizzle - 1);
+  assert(rows.bases.count(low) && "a chunk constant of makeFragmentRows");
+  int64_t constant =
+      rowConst * layout.pitch + (chunkConst - low) * layout.chunk;
   return add(add(tileBase, rows.bases.lookup(low)), index(constant));
 }
 
@@ -341,8 +397,10 @@ void AttentionEmitter::storeChunk(Value value, Value offset) {
 }
 
 Value AttentionEmitter::stageBase(Value stage, bool value) {
-  int64_t tile = blockN * pitch;
-  int64_t first = blockM * pitch + (value ? stages * tile : 0);
+  int64_t tile = blockN * tiles.pitch;
+  int64_t first = blockM * tiles.pitch + (value ? wideStages * tile : 0);
+  if (wideStages == 1)
+    return index(first);
   return add(index(first), mul(stage, index(tile)));
 }
 
@@ -363,8 +421,27 @@ void AttentionEmitter::mmaFragmentPair(
 }
 
 Value AttentionEmitter::ldmatrix(Value offset, bool transpose) {
-  return LdMatrixOp::create(b, VectorType::get({8}, element), shared,
+  return LdMatrixOp::create(b, VectorType::get({8}, mmaElement), sharedMma,
                             ValueRange{offset}, /*count=*/4, transpose);
+}
+
+Value AttentionEmitter::ldmatrixFp8(Value offset, int64_t matrices,
+                                    bool transpose) {
+  return LdMatrixOp::create(
+      b, VectorType::get({4 * matrices}, b.getType<Float8E4M3FNType>()),
+      fp8Bytes, ValueRange{offset}, matrices, transpose);
+}
+
+Value AttentionEmitter::widenFp8Fragments(Value bytes,
+                                          ArrayRef<int64_t> order) {
+  int64_t count = cast<VectorType>(bytes.getType()).getNumElements();
+  SmallVector<int64_t> mask;
+  for (int64_t i = 0; i < count; ++i)
+    mask.push_back(i / 8 * 8 + order[i % 8]);
+  Value picked = vector::ShuffleOp::create(b, bytes, bytes, mask);
+  // Pairs of adjacent bytes: one cvt.rn.f16x2.e4m3x2 each (sm_89 on).
+  return arith::ExtFOp::create(b, VectorType::get({count}, b.getF16Type()),
+                               picked);
 }
 
 Value AttentionEmitter::allReduceMax(Value value, int64_t groupSize) {
@@ -541,13 +618,13 @@ void AttentionEmitter::emitKeyValueCopies(Value tile, Value stage, bool full) {
                           mul(col, index(kChunk)));
         Value step = mul(stride(name), index(rowStep));
         Value at = add(first, mul(row, stride(name)));
-        bool fixedSwizzle = rowStep % swizzle == 0;
+        bool fixedSwizzle = rowStep % tiles.swizzle == 0;
         Value firstOffset = tileOffset(base, row, col);
         // A whole tile's rows: one add and one cp.async a row. A thread's
         // rows fall in `classes` swizzle classes (its row is below rowStep,
         // so a power-of-two rowStep adds no carry into the swizzle bits):
         // within each, shared offsets are a constant apart.
-        int64_t classes = swizzle / std::gcd(swizzle, rowStep);
+        int64_t classes = tiles.swizzle / std::gcd(tiles.swizzle, rowStep);
         if (full && iterations * rowStep == blockN &&
             iterations % classes == 0 &&
             (classes == 1 || llvm::isPowerOf2_64(rowStep))) {
@@ -558,16 +635,16 @@ void AttentionEmitter::emitKeyValueCopies(Value tile, Value stage, bool full) {
                 classStep, shared,
                 c == 0 ? firstOffset
                        : tileOffset(base, add(row, index(c * rowStep)), col),
-                classes * rowStep * pitch, kChunk, iterations / classes);
+                classes * rowStep * tiles.pitch, kChunk, iterations / classes);
           continue;
         }
         for (int64_t i = 0; i < iterations; ++i) {
           if (i > 0)
             at = add(OpaqueIndexOp::create(b, at), step);
           Value tileRow = add(row, index(i * rowStep));
-          Value offset = fixedSwizzle
-                             ? add(firstOffset, index(i * rowStep * pitch))
-                             : tileOffset(base, tileRow, col);
+          Value offset =
+              fixedSwizzle ? add(firstOffset, index(i * rowStep * tiles.pitch))
+                           : tileOffset(base, tileRow, col);
           auto copy = [&] {
             if (full) {
               AsyncCopyOp::create(b, source, ValueRange{at}, shared,
@@ -643,7 +720,7 @@ void AttentionEmitter::emitPagedCacheCopies(const KeyTile &keys, Value stage,
   Value threadCol = arith::RemUIOp::create(b, tid, index(chunksPerRow));
   // A page's rows of the thread, shared offsets a constant apart (a fixed
   // swizzle): one add and one cp.async a row (norm.async_copy_rows).
-  if (perPage > 1 && rowStep % swizzle == 0) {
+  if (perPage > 1 && rowStep % tiles.swizzle == 0) {
     for (int64_t i = 0; i < iterations; i += perPage) {
       Value row = add(threadRow, index(i * rowStep));
       Value cacheRow =
@@ -655,7 +732,7 @@ void AttentionEmitter::emitPagedCacheCopies(const KeyTile &keys, Value stage,
         AsyncCopyRowsOp::create(
             b, arg(name), at, mul(stride(name), index(rowStep)), shared,
             tileOffset(stageBase(stage, value), row, threadCol),
-            rowStep * pitch, kChunk, perPage);
+            rowStep * tiles.pitch, kChunk, perPage);
       }
     }
     return;
@@ -711,14 +788,12 @@ AttentionEmitter::RowCopy AttentionEmitter::guardRowCopy(Value row,
           arith::SelectOp::create(b, inside, index(elements), index(0))};
 }
 
-Value AttentionEmitter::fp8Offset(Value stage, bool value, Value row,
-                                  Value chunk) {
-  int64_t rowChunks = headDim / kFp8Chunk, tile = blockN * rowChunks;
-  return add(add(index(value ? stages * tile : 0), mul(stage, index(tile))),
-             add(mul(row, index(rowChunks)), chunk));
+Value AttentionEmitter::fp8StageBase(Value stage, bool value) {
+  int64_t tile = blockN * fp8Layout.pitch;
+  return add(index(value ? stages * tile : 0), mul(stage, index(tile)));
 }
 
-// A 16-byte copy moves two 8-element chunks: chunk pairs of a row, each
+// A 16-byte copy moves one chunk of a row (16 e4m3 elements), each
 // thread's rows looked up in the cache one at a time (a page at a time
 // where paged). Rows past a partial tile's keys read nothing (zeros).
 void AttentionEmitter::emitFp8CacheCopies(const KeyTile &keys, Value stage,
@@ -739,51 +814,63 @@ void AttentionEmitter::emitFp8CacheCopies(const KeyTile &keys, Value stage,
       Value at =
           add(add(mul(cacheRow, stride(name)), mul(kvHead, index(headDim))),
               mul(col, index(kBytes)));
-      // The byte offset of the pair's first chunk in the FP8 tiles.
-      Value to = mul(fp8Offset(stage, value, row, mul(col, index(2))),
-                     index(kFp8Chunk));
+      Value to = tileOffset(fp8StageBase(stage, value), row, col, fp8Layout);
       AsyncCopyOp::create(b, arg(name), ValueRange{at}, fp8Bytes,
                           ValueRange{to}, count, kBytes);
     }
   });
 }
 
-// One branch a tile (new keys or cached), each thread its chunks: the same
-// chunks emitCacheAppend stored, so no barrier comes between.
-void AttentionEmitter::emitFp8Tiles(const KeyTile &keys, Value stage) {
-  int64_t chunks = blockN * chunksPerRow;
-  auto forEachChunk = [&](function_ref<void(Value row, Value col)> body) {
-    forEachCtaItem(chunks, [&](int64_t, Value chunk) {
-      body(arith::DivUIOp::create(b, chunk, index(chunksPerRow)),
-           arith::RemUIOp::create(b, chunk, index(chunksPerRow)));
-    });
-  };
-  // Exact: the scales multiply the scores and the output instead.
-  auto widen = [&](Value bytes) {
-    return arith::ExtFOp::create(b, chunkType, bytes).getResult();
-  };
-  ifThen(
-      keys.isNew,
-      [&] {
-        // New keys and values, rounded through the cache's FP8.
-        for (bool value : {false, true})
-          forEachChunk([&](Value row, Value col) {
-            Value offset = tileOffset(stageBase(stage, value), row, col);
-            storeChunk(widen(quantizeFp8(toF32(loadChunk(offset)), value)),
-                       offset);
-          });
-      },
-      [&] {
-        // Cached: the bytes as they arrived.
-        for (bool value : {false, true})
-          forEachChunk([&](Value row, Value col) {
-            Value bytes = memref::LoadOp::create(
-                b, fp8Tiles, ValueRange{fp8Offset(stage, value, row, col)});
-            storeChunk(widen(bytes),
-                       tileOffset(stageBase(stage, value), row, col));
-          });
+void AttentionEmitter::emitNewKeysToFp8(const KeyTile &keys, Value stage) {
+  ifThen(keys.isNew, [&] {
+    for (bool value : {false, true})
+      forEachCtaItem(blockN * chunksPerRow, [&](int64_t, Value item) {
+        // Chunk c of a row is half c % 2 of the FP8 row's chunk c / 2.
+        Value row = arith::DivUIOp::create(b, item, index(chunksPerRow));
+        Value col = arith::RemUIOp::create(b, item, index(chunksPerRow));
+        Value bytes = quantizeFp8(
+            toF32(loadChunk(tileOffset(stageBase(stage, value), row, col))),
+            value);
+        Value at =
+            tileOffset(fp8StageBase(stage, value), row,
+                       arith::DivUIOp::create(b, col, index(2)), fp8Layout);
+        at = add(at, mul(arith::RemUIOp::create(b, col, index(2)),
+                         index(kFp8Chunk)));
+        memref::StoreOp::create(
+            b, bytes, fp8Tiles,
+            ValueRange{arith::DivUIOp::create(b, at, index(kFp8Chunk))});
       });
+  });
+  // Uniform, but a barrier stays out of branches (the host's execution
+  // model); a cached tile's costs one more than it needs.
   gpu::BarrierOp::create(b);
+}
+
+void AttentionEmitter::emitFp8QueryLayout() {
+  // After the rotation or a norm of the tile, a barrier already.
+  if (!hasRope && !(hasNorm && spec.ropeFirst))
+    gpu::BarrierOp::create(b);
+  int64_t blocks = headDim / 16;
+  SmallVector<int64_t> evens, odds;
+  for (int64_t i = 0; i < 16; i += 2) {
+    evens.push_back(i);
+    odds.push_back(i + 1);
+  }
+  forEachCtaItem(blockM * blocks, [&](int64_t, Value item) {
+    Value row = arith::DivUIOp::create(b, item, index(blocks));
+    Value first = mul(arith::RemUIOp::create(b, item, index(blocks)), index(2));
+    Value low = tileOffset(index(0), row, first);
+    Value high = tileOffset(index(0), row, add(first, index(1)));
+    Value x = loadChunk(low), y = loadChunk(high);
+    for (auto [order, offset] : {std::pair(ArrayRef<int64_t>(evens), low),
+                                 std::pair(ArrayRef<int64_t>(odds), high)}) {
+      Value picked =
+          convert(vector::ShuffleOp::create(b, x, y, order), b.getF16Type());
+      if (picked.getType() != chunkType)
+        picked = vector::BitCastOp::create(b, chunkType, picked);
+      storeChunk(picked, offset);
+    }
+  });
 }
 
 Value AttentionEmitter::quantizeFp8(Value x, bool value) {
@@ -1007,12 +1094,35 @@ void AttentionEmitter::emitCacheAppend(Value tile, Value stage) {
   });
 }
 
+SmallVector<AttentionEmitter::OutputPair>
+AttentionEmitter::getOutputPairs(ValueRange acc, int64_t h) {
+  auto element = [&](int64_t d, int64_t i) -> Value {
+    return vector::ExtractOp::create(b, acc[d], 2 * h + i);
+  };
+  SmallVector<OutputPair> pairs;
+  // Block d: columns 8d + 2t + {0, 1}; an FP8 cache's blocks 2e and 2e + 1:
+  // columns 16e + 4t + {0, 2} and {1, 3} (the values' fragments).
+  for (int64_t d = 0; d < static_cast<int64_t>(acc.size()); ++d) {
+    if (!spec.fp8Cache)
+      pairs.push_back({8 * d, element(d, 0), element(d, 1)});
+    else if (d % 2 == 0)
+      for (int64_t i = 0; i < 2; ++i)
+        pairs.push_back({8 * d + 2 * i, element(d, i), element(d + 1, i)});
+  }
+  return pairs;
+}
+
+Value AttentionEmitter::getOutputLaneColumn() {
+  Value t = arith::RemUIOp::create(b, laneInWarp, index(4));
+  return mul(t, index(spec.fp8Cache ? 4 : 2));
+}
+
 void AttentionEmitter::emitSplitEpilogue(ValueRange state,
                                          ArrayRef<Value> rowSums,
                                          Value tileRows, Value tileIndex,
                                          Value combined) {
   MLIRContext *context = b.getContext();
-  int64_t heads = spec.numQHeads, outBlocks = headDim / 8;
+  int64_t heads = spec.numQHeads;
   double negInf = -std::numeric_limits<double>::infinity();
   Value workspace = arg("workspace"), semaphores = arg("semaphores");
   Value rows = indexArg("rows");
@@ -1043,18 +1153,16 @@ void AttentionEmitter::emitSplitEpilogue(ValueRange state,
         arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, tileRows));
     ifThen(stores, [&] {
       Value entry = entryOf(split, row);
-      Value rowBase = add(mul(entry, index(headDim)), mul(t, index(2)));
-      for (int64_t d = 0; d < outBlocks; ++d) {
-        Value acc = state[4 + d];
-        Value pair = vector::FromElementsOp::create(
-            b, pairType,
-            ValueRange{mulf(vector::ExtractOp::create(b, acc, 2 * h), inverse),
-                       mulf(vector::ExtractOp::create(b, acc, 2 * h + 1),
-                            inverse)});
-        vector::StoreOp::create(b, pair, workspace,
-                                add(rowBase, index(8 * d)),
+      Value rowBase = add(mul(entry, index(headDim)), getOutputLaneColumn());
+      for (const OutputPair &pair :
+           getOutputPairs(state.slice(4, headDim / 8), h))
+        vector::StoreOp::create(b,
+                                vector::FromElementsOp::create(
+                                    b, pairType,
+                                    ValueRange{mulf(pair.first, inverse),
+                                               mulf(pair.second, inverse)}),
+                                workspace, add(rowBase, index(pair.column)),
                                 /*nontemporal=*/false, llvm::Align(8));
-      }
       ifThen(
           arith::CmpIOp::create(b, arith::CmpIPredicate::eq, t, index(0)), [&] {
             Value lse =
@@ -1283,9 +1391,10 @@ void AttentionEmitter::emit() {
   warpFirstRow = mul(arith::DivUIOp::create(b, warp, index(keyWarps)),
                      index(16 * rowTiles));
 
-  // Shared memory: the query tile, then `stages` key tiles, then as many
+  // Shared memory: the query tile, then `wideStages` key tiles, then as
+  // many value tiles, then an FP8 cache's tiles.
   // value tiles.
-  int64_t sharedElements = (blockM + 2 * stages * blockN) * pitch;
+  int64_t sharedElements = (blockM + 2 * wideStages * blockN) * tiles.pitch;
   Value memory = gpu::DynamicSharedMemoryOp::create(
       b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), nullptr,
                          gpu::AddressSpaceAttr::get(
@@ -1306,10 +1415,15 @@ void AttentionEmitter::emit() {
       MemRefType::get({sharedElements / 2}, VectorType::get({2}, element),
                       nullptr, workgroup),
       memory, index(0), ValueRange{});
+  sharedMma = shared;
+  if (mmaElement != element)
+    sharedMma = memref::ViewOp::create(
+        b, MemRefType::get({sharedElements}, mmaElement, nullptr, workgroup),
+        memory, index(0), ValueRange{});
   // An FP8 cache's tiles as they arrive, after the others (their bytes):
-  // widened into the key and value tiles before they are read.
+  // the loop's fragments widen in registers.
   if (spec.fp8Cache) {
-    int64_t bytes = 2 * stages * blockN * headDim;
+    int64_t bytes = 2 * stages * blockN * fp8Layout.pitch;
     Value start = index(sharedElements * element.getIntOrFloatBitWidth() / 8);
     Type fp8 = b.getType<Float8E4M3FNType>();
     fp8Bytes = memref::ViewOp::create(
@@ -1466,6 +1580,8 @@ void AttentionEmitter::emit() {
   if (hasNorm && spec.ropeFirst)
     emitTileNorm(index(0), blockM,
                  [&](Value row) { return getQueryWeight(row, chunkValid); });
+  if (spec.fp8Cache)
+    emitFp8QueryLayout();
 
   // Per thread: rows g and g + 8 of each of the warp's row tiles (16 rows
   // each, the warp's rowTiles x 16 rows in a row), columns 2t, 2t + 1 of
@@ -1504,14 +1620,27 @@ void AttentionEmitter::emit() {
     dSteps.push_back(d);
   FragmentRows qRows = makeFragmentRows(
       add(warpFirstRow, arith::RemUIOp::create(b, laneInWarp, index(16))),
-      arith::DivUIOp::create(b, laneInWarp, index(16)), kSteps);
+      arith::DivUIOp::create(b, laneInWarp, index(16)), kSteps, tiles);
   // A slice starts at a multiple of 16 keys: the swizzle's row bits stay.
   FragmentRows kRows = makeFragmentRows(
       add(sliceFirstKey, add(mul(matrixPair, index(8)), rowInMatrix)),
-      matrixHigh, kSteps);
+      matrixHigh, kSteps, tiles);
   FragmentRows vRows = makeFragmentRows(
       add(sliceFirstKey, add(mul(matrixHigh, index(8)), rowInMatrix)),
-      matrixPair, dSteps);
+      matrixPair, dSteps, tiles);
+  // An FP8 cache's keys and values alike, an ldmatrix x2 (x4 kept 16 more
+  // widened values live, and ptxas spilled on sm_89 at head dims 80-160):
+  // keys 16c + l % 8 + 8 (j % 2), 16-byte chunk e (16 head columns).
+  int64_t fp8Chunks = headDim / 16;
+  FragmentRows fp8Rows;
+  if (spec.fp8Cache) {
+    SmallVector<int64_t> chunkSteps;
+    for (int64_t e = 0; e < fp8Chunks; ++e)
+      chunkSteps.push_back(e);
+    fp8Rows = makeFragmentRows(
+        add(sliceFirstKey, add(mul(matrixHigh, index(8)), rowInMatrix)),
+        Value(), chunkSteps, fp8Layout);
+  }
 
   SmallVector<Value> init;
   for (int64_t mt = 0; mt < rowTiles; ++mt) {
@@ -1536,19 +1665,27 @@ void AttentionEmitter::emit() {
           [&] { emitKeyValueCopies(ahead, aheadStage); },
           [&] { AsyncCommitOp::create(b); });
     };
-    if (!masked && !decode)
-      emitKeyValueCopies(ahead, aheadStage, /*full=*/true);
-    else if (decode)
-      // A split's whole tiles of cached keys (all but its last) copy
-      // without row guards, as prefill's unmasked loop does.
-      ifThen(
-          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, ahead,
-                                wholeCacheTiles),
-          [&] { emitKeyValueCopies(ahead, aheadStage, /*full=*/true); },
-          guardedCopies);
-    else
-      guardedCopies();
-    AsyncWaitOp::create(b, stages - 1);
+    auto issueAhead = [&] {
+      if (!masked && !decode)
+        emitKeyValueCopies(ahead, aheadStage, /*full=*/true);
+      else if (decode)
+        // A split's whole tiles of cached keys (all but its last) copy
+        // without row guards, as prefill's unmasked loop does.
+        ifThen(
+            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, ahead,
+                                  wholeCacheTiles),
+            [&] { emitKeyValueCopies(ahead, aheadStage, /*full=*/true); },
+            guardedCopies);
+      else
+        guardedCopies();
+    };
+    // With an FP8 cache's two stages the next tile's copies wait until this
+    // tile's new keys are in its FP8 tiles: then they may overwrite the one
+    // tile of new keys (wideStages).
+    bool lateCopies = wideStages == 1 && stages == 2;
+    if (!lateCopies)
+      issueAhead();
+    AsyncWaitOp::create(b, lateCopies ? 0 : stages - 1);
     gpu::BarrierOp::create(b);
     Value stage = arith::RemUIOp::create(b, tile, index(stages));
     // Decode normalizes and rotates the new keys only: the cache holds
@@ -1569,7 +1706,9 @@ void AttentionEmitter::emit() {
     if (decode)
       emitCacheAppend(tile, stage);
     if (spec.fp8Cache)
-      emitFp8Tiles(keys, stage);
+      emitNewKeysToFp8(keys, stage);
+    if (lateCopies)
+      issueAhead();
 
     // S = Q K^T: (16 rowTiles) x N per warp; each K fragment feeds
     // every row tile.
@@ -1578,7 +1717,28 @@ void AttentionEmitter::emit() {
     auto score = [&](int64_t mt, int64_t n) -> Value & {
       return scores[mt * scoreBlocks + n];
     };
-    for (int64_t kk = 0; kk < headDim / 16; ++kk) {
+    // An FP8 cache's keys: an ldmatrix x2 of keys [8n, 8n + 16) at head
+    // columns [16kk, 16kk + 16) gives lane l key 8n + l / 4 (+ 8), columns
+    // 16kk + 4 (l % 4) + {0, 1, 2, 3}: fragment rows 2t, 2t + 1, 2t + 8,
+    // 2t + 9 take columns 4t, 4t + 2, 4t + 1, 4t + 3, the query's order
+    // (emitFp8QueryLayout).
+    for (int64_t kk = 0; spec.fp8Cache && kk < fp8Chunks; ++kk) {
+      SmallVector<Value> a;
+      for (int64_t mt = 0; mt < rowTiles; ++mt)
+        a.push_back(ldmatrix(fragmentOffset(index(0), qRows, 16 * mt, 2 * kk),
+                             /*transpose=*/false));
+      for (int64_t n = 0; n < scoreBlocks; n += 2) {
+        Value fragments = widenFp8Fragments(
+            ldmatrixFp8(
+                fragmentOffset(fp8StageBase(stage, false), fp8Rows, 8 * n, kk),
+                /*matrices=*/2, /*transpose=*/false),
+            {0, 2, 1, 3, 4, 6, 5, 7});
+        mmaFragmentPair(a, fragments, [&](int64_t mt, int64_t j) -> Value & {
+          return score(mt, n + j);
+        });
+      }
+    }
+    for (int64_t kk = 0; !spec.fp8Cache && kk < headDim / 16; ++kk) {
       SmallVector<Value> a;
       for (int64_t mt = 0; mt < rowTiles; ++mt)
         a.push_back(ldmatrix(fragmentOffset(index(0), qRows, 16 * mt, 2 * kk),
@@ -1698,10 +1858,26 @@ void AttentionEmitter::emit() {
         a.push_back(convert(vector::ShuffleOp::create(
                                 b, score(mt, 2 * c), score(mt, 2 * c + 1),
                                 ArrayRef<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}),
-                            element));
+                            mmaElement));
+      // An FP8 cache's values: an ldmatrix x2, transposed, of keys [16c,
+      // 16c + 16) at head columns [16e, 16e + 16) gives lane l keys
+      // 16c + 2t + {0, 1} (+ 8) at columns 16e + 2g + {0, 1}: the even
+      // columns' bytes are the B fragment of output columns 16e + 2n (block
+      // 2e), the odd ones' of 16e + 2n + 1 (block 2e + 1), so the lane
+      // accumulates columns 16e + 4t + {0, 2} and {1, 3} (getOutputPairs).
+      for (int64_t e = 0; spec.fp8Cache && e < fp8Chunks; ++e) {
+        Value fragments = widenFp8Fragments(
+            ldmatrixFp8(
+                fragmentOffset(fp8StageBase(stage, true), fp8Rows, 16 * c, e),
+                /*matrices=*/2, /*transpose=*/true),
+            {0, 2, 4, 6, 1, 3, 5, 7});
+        mmaFragmentPair(a, fragments, [&](int64_t mt, int64_t j) -> Value & {
+          return out(mt, 2 * e + j);
+        });
+      }
       // Matrices: keys [16c, 16c + 8) and [16c + 8, 16c + 16), each at
       // head columns [8d, 8d + 8) and [8d + 8, 8d + 16), transposed.
-      for (int64_t d = 0; d < outBlocks; d += 2) {
+      for (int64_t d = 0; !spec.fp8Cache && d < outBlocks; d += 2) {
         Value fragments = ldmatrix(fragmentOffset(vBase, vRows, 16 * c, d),
                                    /*transpose=*/true);
         mmaFragmentPair(a, fragments, [&](int64_t mt, int64_t j) -> Value & {
@@ -1781,32 +1957,32 @@ void AttentionEmitter::emit() {
       // An FP8 cache's value scale (emitFp8Tiles).
       Value inverse = arith::DivFOp::create(
           b, spec.fp8Cache ? vScale : constantF32(1.0), sum);
-      auto pairOf = [&](int64_t d) {
-        Value acc = result[mt * stateStride + 4 + d];
-        return convert(
-            vector::FromElementsOp::create(
-                b, VectorType::get({2}, f32),
-                ValueRange{
-                    mulf(vector::ExtractOp::create(b, acc, 2 * h), inverse),
-                    mulf(vector::ExtractOp::create(b, acc, 2 * h + 1),
-                         inverse)}),
-            element);
+      SmallVector<OutputPair> pairs = getOutputPairs(
+          ValueRange(result).slice(mt * stateStride + 4, outBlocks), h);
+      auto pairOf = [&](const OutputPair &pair) {
+        return convert(vector::FromElementsOp::create(
+                           b, VectorType::get({2}, f32),
+                           ValueRange{mulf(pair.first, inverse),
+                                      mulf(pair.second, inverse)}),
+                       element);
       };
-      // Pairs of elements at even columns: 4-byte aligned.
+      // Pairs of elements at even columns: 4-byte aligned. Staged: pair
+      // d of a lane is at column 8d + 2t (no FP8 cache in prefill).
       if (stagedOutput)
-        for (int64_t d = 0; d < outBlocks; ++d)
+        for (auto [d, pair] : llvm::enumerate(pairs))
           memref::StoreOp::create(
-              b, pairOf(d), sharedPairs,
+              b, pairOf(pair), sharedPairs,
               ValueRange{
                   add(arith::DivUIOp::create(
                           b, tileOffset(index(0), row, index(d)), index(2)),
                       t)});
       ifThen(inTile, [&] {
-        Value rowBase = outputOffset(row, mul(t, index(2)));
-        for (int64_t d = 0; d < outBlocks && !stagedOutput; ++d)
-          vector::StoreOp::create(b, pairOf(d), output,
-                                  add(rowBase, index(8 * d)),
-                                  /*nontemporal=*/false, llvm::Align(4));
+        Value rowBase = outputOffset(row, getOutputLaneColumn());
+        for (const OutputPair &pair : pairs)
+          if (!stagedOutput)
+            vector::StoreOp::create(b, pairOf(pair), output,
+                                    add(rowBase, index(pair.column)),
+                                    /*nontemporal=*/false, llvm::Align(4));
         if (spec.writeLse) {
           Value isFirst =
               arith::CmpIOp::create(b, arith::CmpIPredicate::eq, t, index(0));
@@ -1831,12 +2007,10 @@ void AttentionEmitter::emit() {
   if (!stagedOutput)
     return;
   gpu::BarrierOp::create(b);
-  int64_t chunks = blockM * chunksPerRow;
-  for (int64_t i = 0; i < llvm::divideCeil(chunks, ctaThreads); ++i) {
-    Value chunk = add(tid, index(i * ctaThreads));
+  forEachCtaItem(blockM * chunksPerRow, [&](int64_t, Value chunk) {
     Value row = arith::DivUIOp::create(b, chunk, index(chunksPerRow));
     Value col = arith::RemUIOp::create(b, chunk, index(chunksPerRow));
-    // Rows past the tile's (and chunks past the tile) are not stored.
+    // Rows past the tile's are not stored.
     ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, tileRows),
            [&] {
              vector::StoreOp::create(
@@ -1844,7 +2018,7 @@ void AttentionEmitter::emit() {
                  outputOffset(row, mul(col, index(kChunk))),
                  /*nontemporal=*/false, alignmentOf(output));
            });
-  }
+  });
 }
 
 void mlir::norm::emitAttentionKernel(ImplicitLocOpBuilder &b,

@@ -206,7 +206,8 @@ KernelBuilder::getSequenceCache(const ::norm::OpSpec &spec, Value seq) {
 
 std::pair<Value, Value> KernelBuilder::getCacheRow(int64_t blockSize,
                                                    const SequenceCache &cache,
-                                                   Value position) {
+                                                   Value position,
+                                                   Value inside) {
   if (!blockSize)
     return {add(cache.start, position), Value()};
   // Power-of-two pages: shifts and masks.
@@ -218,11 +219,8 @@ std::pair<Value, Value> KernelBuilder::getCacheRow(int64_t blockSize,
         memref::LoadOp::create(b, arg("block_tables"),
                                ValueRange{add(cache.start, block)}))};
   };
-  Value entry = cache.ragged
-                    ? ifElse(arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                                   position, cache.capacity),
-                             load, ValueRange{index(-1)})
-                          .front()
+  Value entry = cache.ragged && inside
+                    ? ifElse(inside, load, ValueRange{index(-1)}).front()
                     : load().front();
   // Sign-extended: a negative entry compares as a huge one.
   Value own = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, entry,

@@ -155,9 +155,13 @@ protected:
   /// The row of position `position` (index, below `cache.capacity`) in a KV
   /// cache, and whether it is the sequence's own (i1; null: always). Paged,
   /// an entry outside [0, `cache_blocks`) (unset, -1) is not, and its row is
-  /// then page 0's, in bounds for a read.
-  std::pair<Value, Value>
-  getCacheRow(int64_t blockSize, const SequenceCache &cache, Value position);
+  /// then page 0's, in bounds for a read. With `inside` (i1), positions
+  /// where it fails may lie past the capacity: a ragged table is not read
+  /// for them (its entries past the sequence's pages are another's or past
+  /// its end), and their row is not the sequence's own.
+  std::pair<Value, Value> getCacheRow(int64_t blockSize,
+                                      const SequenceCache &cache,
+                                      Value position, Value inside = {});
 
   /// Programmatic dependent launch (KernelSignature::pdl): waits for the
   /// grid before this one, then lets the next one start

@@ -920,9 +920,13 @@ LogicalResult HostKernelEmitter::emitLdMatrix(LdMatrixOp op,
   Location loc = op.getLoc();
   auto result = cast<VectorType>(op.getResult().getType());
   Type element = result.getElementType();
-  auto row = VectorType::get({8}, element);
+  // An 8x8 matrix of 16-bit elements: of one element each or, for bytes,
+  // of two (the low one first).
+  int64_t width = 16 / element.getIntOrFloatBitWidth();
+  auto row = VectorType::get({8 * width}, element);
   // Row r of matrix j is the row lane 8j + r points at.
-  Value rows = createScratch(MemRefType::get({kWarpSize, 8}, element), loc);
+  Value rows =
+      createScratch(MemRefType::get({kWarpSize, 8 * width}, element), loc);
   auto index = [&](OpBuilder &lb, int64_t v) {
     return arith::ConstantIndexOp::create(lb, loc, v).getResult();
   };
@@ -937,18 +941,24 @@ LogicalResult HostKernelEmitter::emitLdMatrix(LdMatrixOp op,
       /*compute=*/nullptr,
       [&](OpBuilder &lb, Value lane) {
         // Lane l gets row l / 4, columns 2 (l % 4) + {0, 1} of each matrix,
-        // or with transpose rows 2 (l % 4) + {0, 1}, column l / 4.
+        // or with transpose rows 2 (l % 4) + {0, 1}, column l / 4 (16-bit
+        // columns: `width` elements each).
         auto [quad, pair] = getLaneCoordinates(lb, loc, lane);
         SmallVector<Value> elements;
         for (int64_t i = 0; i < result.getNumElements(); ++i) {
+          int64_t matrix = i / (2 * width), half = i / width % 2;
           Value across = pair;
-          if (i % 2)
+          if (half)
             across = arith::AddIOp::create(lb, loc, pair, index(lb, 1));
           Value r = op.getTranspose() ? across : quad;
           Value c = op.getTranspose() ? quad : across;
           Value at = r;
-          if (i >= 2)
-            at = arith::AddIOp::create(lb, loc, r, index(lb, 8 * (i / 2)));
+          if (matrix)
+            at = arith::AddIOp::create(lb, loc, r, index(lb, 8 * matrix));
+          if (width > 1)
+            c = arith::AddIOp::create(
+                lb, loc, arith::MulIOp::create(lb, loc, c, index(lb, width)),
+                index(lb, i % width));
           elements.push_back(
               memref::LoadOp::create(lb, loc, rows, ValueRange{at, c}));
         }

@@ -205,7 +205,8 @@ SmallVector<Value> QKNormPrologueEmitter::placeToken(Value token) {
     auto [row, own] = getCacheRow(
         spec.cacheBlockSize, cache,
         spec.cacheBlockSize ? arith::SelectOp::create(b, inside, at, index(0))
-                            : at);
+                            : at,
+        inside);
     place.push_back(row);
     place.push_back(own ? arith::AndIOp::create(b, inside, own) : inside);
   }

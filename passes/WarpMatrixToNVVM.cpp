@@ -126,9 +126,12 @@ struct LdMatrixLowering : ConvertOpToLLVMPattern<LdMatrixOp> {
         op.getTranspose() ? NVVM::MMALayout::col : NVVM::MMALayout::row,
         NVVM::LdStMatrixShapeAttr::get(getContext(), 8, 8),
         NVVM::LdStMatrixEltType::B16);
-    rewriter.replaceOp(op,
-                       getVector(rewriter, loc, loaded, count, i32,
-                                 cast<VectorType>(op.getResult().getType())));
+    // FP8 bytes are i8 to LLVM.
+    auto type = dyn_cast_or_null<VectorType>(
+        getTypeConverter()->convertType(op.getResult().getType()));
+    if (!type)
+      return rewriter.notifyMatchFailure(op, "result type has no LLVM type");
+    rewriter.replaceOp(op, getVector(rewriter, loc, loaded, count, i32, type));
     return success();
   }
 };

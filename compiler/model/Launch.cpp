@@ -105,21 +105,34 @@ AttentionTileLayout norm::getAttentionTileLayout(int64_t headDim) {
   return layout;
 }
 
+AttentionTileLayout norm::getFp8TileLayout(int64_t headDim) {
+  return getAttentionTileLayout(headDim / 2);
+}
+
 int64_t norm::getMaxFp8DecodeBlockN(int64_t headDim, int64_t keyWarps) {
-  int64_t keys = headDim > 128 ? 16 : headDim > 64 ? 32 : 64;
-  return keyWarps > 1 ? 2 * keys : keys;
+  if (keyWarps > 1)
+    return headDim > 192 ? 16 : headDim > 128 ? 32 : 64;
+  return headDim > 64 ? 16 : 64;
+}
+
+int64_t norm::getAttentionWideStages(const OpSpec &spec,
+                                     const LaunchConfig &launch) {
+  return spec.kind == OpKind::AttentionDecode && spec.fp8Cache ? 1
+                                                               : launch.stages;
 }
 
 int64_t norm::getAttentionSharedBytes(const OpSpec &spec,
                                       const LaunchConfig &launch) {
   int64_t rowBytes = getAttentionTileLayout(spec.hidden).pitchChunks * 16;
-  // An FP8 cache's tiles land in bytes of their own, then widen.
+  // An FP8 cache's tiles land in bytes of their own, read from there.
   int64_t fp8Bytes = spec.kind == OpKind::AttentionDecode && spec.fp8Cache
-                         ? 2 * launch.stages * launch.blockN * spec.hidden
+                         ? 2 * launch.stages * launch.blockN *
+                               getFp8TileLayout(spec.hidden).pitchChunks * 16
                          : 0;
-  int64_t tiles =
-      (launch.rowsPerCta + 2 * launch.stages * launch.blockN) * rowBytes +
-      fp8Bytes;
+  int64_t tiles = (launch.rowsPerCta +
+                   2 * getAttentionWideStages(spec, launch) * launch.blockN) *
+                      rowBytes +
+                  fp8Bytes;
   return std::max(tiles, getKeyWarpMergeBytes(spec, launch));
 }
 

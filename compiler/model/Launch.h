@@ -148,14 +148,15 @@ constexpr int64_t kMaxAttentionCopiesPerThread = 16;
 constexpr int64_t kMaxAttentionCopiesPerThreadAt8Warps = 12;
 constexpr int64_t kMaxDecodeTileElements = 8192;
 /// The most keys a tile of decode over an FP8 cache takes at head dim
-/// `headDim`: its widening pass holds chunks beside the accumulators, and
-/// ptxas spilled 4-8 bytes beyond 64 (head dim 64, one stage, sm_90), 32
-/// (96, sm_80's integer widening) and 16 (192, sm_89): 64 up to head dim
-/// 64, 32 up to 128, 16 beyond. The heuristic takes it (two stages of 32
-/// keys also fit sm_89's 99 KiB of shared memory at head dim 128). Warps
-/// that split the key tiles (`keyWarps` > 1) keep a slice's scores only:
-/// twice as many keys never spilled (every tuner candidate at head dims
-/// 64-256 on sm_80, sm_89 and sm_90).
+/// `headDim`: its fragments widen in registers beside the accumulators.
+/// ptxas (CUDA 13, 2026-12-07, every tuner candidate of 4 decode variants,
+/// GQA 4 and 32, at head dims 64-256 on sm_80, sm_89 and sm_90) spilled
+/// 4-60 bytes on sm_89 where each warp takes whole key tiles, at head dims
+/// 80-160 with 32 or 64 keys, never at 64 with 64 or beyond with 16: 64
+/// up to head dim 64, 16 beyond. Warps that split the key tiles (`keyWarps`
+/// > 1) keep a slice's scores only and never spilled with the tiles that
+/// the bf16 cache takes there: 64 up to head dim 128, 32 up to 192, 16
+/// beyond.
 int64_t getMaxFp8DecodeBlockN(int64_t headDim, int64_t keyWarps = 1);
 /// Decode kernels beyond this head dim take 4 warps and key tiles of 16
 /// rows: with 32 they sat at 254-255 registers and ptxas spilled 4-40 bytes
@@ -234,7 +235,17 @@ struct AttentionTileLayout {
   }
 };
 AttentionTileLayout getAttentionTileLayout(int64_t headDim);
+/// The layout of an FP8 cache's byte tiles in an attention kernel: rows of
+/// `headDim` bytes in the same 16-byte chunks (16 elements each), laid out
+/// as getAttentionTileLayout lays out rows of headDim / 2 two-byte elements,
+/// so that the byte ldmatrix of 8 consecutive rows is free of conflicts too.
+AttentionTileLayout getFp8TileLayout(int64_t headDim);
 
+/// The stages of key and value tiles in the input type of an attention
+/// kernel: `stages`, or one where decode reads an FP8 cache (its own tiles
+/// hold the stages; only a tile of new keys passes through these, to be
+/// normalized, rotated and rounded into them).
+int64_t getAttentionWideStages(const OpSpec &spec, const LaunchConfig &launch);
 /// Bytes of the tiles of an attention kernel in shared memory: the query
 /// tile and `stages` key and value tiles, rows of getAttentionTileLayout;
 /// with an FP8 cache, `stages` key and value tiles of its bytes too; the

@@ -148,18 +148,29 @@ static LaunchConfig getAttentionHeuristic(const OpSpec &spec) {
     // Beyond head dim 192 the output rows leave room for key tiles of 16.
     if (spec.hidden > kMaxDecodeHeadDimAt32Keys)
       launch.blockN = 16;
-    // An FP8 cache's tiles take shared memory and registers of their own.
-    if (spec.fp8Cache)
-      launch.blockN = getMaxFp8DecodeBlockN(spec.hidden);
+    // An FP8 cache's fragments widen in registers of their own.
+    int64_t blockN = launch.blockN;
+    auto fitFp8 = [&](LaunchConfig &l) {
+      if (spec.fp8Cache)
+        l.blockN = std::min(
+            blockN, getMaxFp8DecodeBlockN(spec.hidden, l.getKeyWarps()));
+    };
+    fitFp8(launch);
     // One token's group of query rows in as few m16 tiles as hold it; the
     // warps left over split each key tile (slices of at least 16 keys)
     // instead of computing padding tiles.
     int64_t groupRows = 16;
     while (groupRows < group)
       groupRows *= 2;
-    while (launch.rowsPerCta / 2 >= groupRows &&
-           launch.blockN >= 16 * 2 * launch.getKeyWarps())
-      launch.rowsPerCta /= 2;
+    while (launch.rowsPerCta / 2 >= groupRows) {
+      LaunchConfig fewerRows = launch;
+      fewerRows.rowsPerCta /= 2;
+      fewerRows.blockN = blockN;
+      fitFp8(fewerRows);
+      if (fewerRows.blockN < 16 * fewerRows.getKeyWarps())
+        break;
+      launch = fewerRows;
+    }
   }
   return launch;
 }

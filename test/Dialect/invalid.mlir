@@ -1181,7 +1181,7 @@ func.func @mma_rank(%a: vector<2x4xbf16>, %b: vector<4xbf16>, %c: vector<4xf32>)
 // -----
 
 func.func @ldmatrix_f32(%m: memref<64xf32, #gpu.address_space<workgroup>>, %i: index) {
-  // expected-error @+1 {{loads 16-bit matrices: the memref's element type must be bf16 or f16, got 'f32'}}
+  // expected-error @+1 {{loads 16-bit matrices: the memref's element type must be bf16 or f16 (or an FP8 type, two bytes an element), got 'f32'}}
   %v = norm.ldmatrix %m[%i] {count = 1 : i64} : memref<64xf32, #gpu.address_space<workgroup>> -> vector<2xf32>
   return
 }
@@ -1207,6 +1207,22 @@ func.func @ldmatrix_count(%m: memref<64xbf16, #gpu.address_space<workgroup>>, %i
 func.func @ldmatrix_result(%m: memref<64xbf16, #gpu.address_space<workgroup>>, %i: index) {
   // expected-error @+1 {{result must be 'vector<8xbf16>' (2 elements of each of 4 matrices), got 'vector<4xbf16>'}}
   %v = norm.ldmatrix %m[%i] {count = 4 : i64} : memref<64xbf16, #gpu.address_space<workgroup>> -> vector<4xbf16>
+  return
+}
+
+// -----
+
+func.func @ldmatrix_fp8_result(%m: memref<64xf8E4M3FN, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{result must be 'vector<8xf8E4M3FN>' (4 elements of each of 2 matrices), got 'vector<4xf8E4M3FN>'}}
+  %v = norm.ldmatrix %m[%i] {count = 2 : i64} : memref<64xf8E4M3FN, #gpu.address_space<workgroup>> -> vector<4xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @ldmatrix_i8(%m: memref<64xi8, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{loads 16-bit matrices: the memref's element type must be bf16 or f16 (or an FP8 type, two bytes an element), got 'i8'}}
+  %v = norm.ldmatrix %m[%i] {count = 1 : i64} : memref<64xi8, #gpu.address_space<workgroup>> -> vector<4xi8>
   return
 }
 

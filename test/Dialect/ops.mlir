@@ -256,15 +256,19 @@ func.func @mma_sync(%a: vector<8xbf16>, %b: vector<4xbf16>, %c: vector<4xf32>,
 
 // CHECK-LABEL: func @ldmatrix
 func.func @ldmatrix(%tile: memref<64x64xbf16, #gpu.address_space<workgroup>>,
-                    %flat: memref<256xf16, #gpu.address_space<workgroup>>, %i: index, %j: index)
-    -> (vector<8xbf16>, vector<4xbf16>, vector<2xf16>) {
+                    %flat: memref<256xf16, #gpu.address_space<workgroup>>,
+                    %bytes: memref<512xf8E4M3FN, #gpu.address_space<workgroup>>, %i: index, %j: index)
+    -> (vector<8xbf16>, vector<4xbf16>, vector<2xf16>, vector<16xf8E4M3FN>) {
   // CHECK: norm.ldmatrix %{{.*}}[%{{.*}}, %{{.*}}] {count = 4 : i64} : memref<64x64xbf16, #gpu.address_space<workgroup>> -> vector<8xbf16>
   %0 = norm.ldmatrix %tile[%i, %j] {count = 4 : i64} : memref<64x64xbf16, #gpu.address_space<workgroup>> -> vector<8xbf16>
   // CHECK: norm.ldmatrix %{{.*}}[%{{.*}}, %{{.*}}] {count = 2 : i64, transpose} : memref<64x64xbf16, #gpu.address_space<workgroup>> -> vector<4xbf16>
   %1 = norm.ldmatrix %tile[%i, %j] {count = 2, transpose} : memref<64x64xbf16, #gpu.address_space<workgroup>> -> vector<4xbf16>
   // CHECK: norm.ldmatrix %{{.*}}[%{{.*}}] {count = 1 : i64} : memref<256xf16, #gpu.address_space<workgroup>> -> vector<2xf16>
   %2 = norm.ldmatrix %flat[%i] {count = 1 : i64} : memref<256xf16, #gpu.address_space<workgroup>> -> vector<2xf16>
-  return %0, %1, %2 : vector<8xbf16>, vector<4xbf16>, vector<2xf16>
+  // Byte pairs: 4 e4m3 a matrix.
+  // CHECK: norm.ldmatrix %{{.*}}[%{{.*}}] {count = 4 : i64, transpose} : memref<512xf8E4M3FN, #gpu.address_space<workgroup>> -> vector<16xf8E4M3FN>
+  %3 = norm.ldmatrix %bytes[%i] {count = 4 : i64, transpose} : memref<512xf8E4M3FN, #gpu.address_space<workgroup>> -> vector<16xf8E4M3FN>
+  return %0, %1, %2, %3 : vector<8xbf16>, vector<4xbf16>, vector<2xf16>, vector<16xf8E4M3FN>
 }
 
 // CHECK-LABEL: func @async_copy

@@ -33,6 +33,12 @@
 // CHECK:         llvm.insertelement %[[X1]]
 // CHECK:         llvm.bitcast %{{.*}} : vector<1xi32> to vector<2xbf16>
 
+// Byte pairs (e4m3): the registers are the bytes, as i8 to LLVM.
+// CHECK-LABEL: llvm.func @ldmatrix_fp8(
+// CHECK:         %[[ROW8:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, i8
+// CHECK:         nvvm.ldmatrix %[[ROW8]] {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<col>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32, i32, i32)>
+// CHECK:         llvm.bitcast %{{.*}} : vector<4xi32> to vector<16xi8>
+
 // CHECK-LABEL: llvm.func @copy(
 // CHECK-SAME:      %[[SRC:.*]]: !llvm.ptr, %[[F:.*]]: !llvm.ptr, %[[IDX:.*]]: i64, %[[N:.*]]: i64
 // CHECK:         %[[S:.*]] = llvm.getelementptr %[[SRC]][%[[IDX]]] : (!llvm.ptr, i64) -> !llvm.ptr, bf16
@@ -81,6 +87,13 @@ gpu.module @norm_kernels {
     %bc = vector.shuffle %b, %c [0, 1, 2, 3, 4, 5, 4, 5] : vector<4xbf16>, vector<2xbf16>
     %c1 = arith.constant 1 : index
     memref.store %bc, %out[%c1] : memref<8xvector<8xbf16>>
+    gpu.return
+  }
+  gpu.func @ldmatrix_fp8(%i: index, %out: memref<8xvector<16xf8E4M3FN>>)
+      workgroup(%bytes: memref<4096xf8E4M3FN, #gpu.address_space<workgroup>>) kernel {
+    %a = norm.ldmatrix %bytes[%i] {count = 4 : i64, transpose} : memref<4096xf8E4M3FN, #gpu.address_space<workgroup>> -> vector<16xf8E4M3FN>
+    %c0 = arith.constant 0 : index
+    memref.store %a, %out[%c0] : memref<8xvector<16xf8E4M3FN>>
     gpu.return
   }
   gpu.func @copy(%src: memref<1024xbf16>, %f: memref<1024xf32>, %i: index, %n: index)

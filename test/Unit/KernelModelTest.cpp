@@ -1235,34 +1235,40 @@ namespace {
 // fall in 8 different 16-byte bank groups (slot mod 8). Rows of 10, 12 or
 // 20 chunks (head dims 80, 96, 160) with a 2- or 4-chunk swizzle and no
 // padding put two rows in one group.
+//
+// An FP8 cache's byte tiles: rows of D bytes in 16-byte chunks, read by
+// ldmatrix of byte pairs the same way (getFp8TileLayout).
 TEST(Attention, TileLayoutsAreFreeOfBankConflicts) {
-  for (int64_t headDim = 16; headDim <= kMaxAttentionHeadDim; headDim += 16) {
-    AttentionTileLayout layout = getAttentionTileLayout(headDim);
-    ASSERT_EQ(layout.rowChunks, headDim / 8);
-    for (int64_t first = 0; first < 128; first += 8)
-      for (int64_t chunk = 0; chunk < layout.rowChunks; ++chunk) {
-        std::set<int64_t> groups;
-        for (int64_t row = first; row < first + 8; ++row)
-          groups.insert(layout.getSlot(row, chunk) % 8);
-        EXPECT_EQ(groups.size(), 8u) << "head dim " << headDim << ", rows "
-                                     << first << "+, chunk " << chunk;
+  for (bool fp8 : {false, true})
+    for (int64_t headDim = 16; headDim <= kMaxAttentionHeadDim; headDim += 16) {
+      AttentionTileLayout layout =
+          fp8 ? getFp8TileLayout(headDim) : getAttentionTileLayout(headDim);
+      ASSERT_EQ(layout.rowChunks, headDim / (fp8 ? 16 : 8));
+      for (int64_t first = 0; first < 128; first += 8)
+        for (int64_t chunk = 0; chunk < layout.rowChunks; ++chunk) {
+          std::set<int64_t> groups;
+          for (int64_t row = first; row < first + 8; ++row)
+            groups.insert(layout.getSlot(row, chunk) % 8);
+          EXPECT_EQ(groups.size(), 8u) << "head dim " << headDim << ", rows "
+                                       << first << "+, chunk " << chunk;
+        }
+      // Each row's chunks in distinct slots of its own pitch.
+      for (int64_t row = 0; row < 16; ++row) {
+        std::set<int64_t> slots;
+        for (int64_t chunk = 0; chunk < layout.rowChunks; ++chunk) {
+          int64_t slot = layout.getSlot(row, chunk);
+          EXPECT_GE(slot, row * layout.pitchChunks);
+          EXPECT_LT(slot, (row + 1) * layout.pitchChunks);
+          slots.insert(slot);
+        }
+        EXPECT_EQ(static_cast<int64_t>(slots.size()), layout.rowChunks);
       }
-    // Each row's chunks in distinct slots of its own pitch.
-    for (int64_t row = 0; row < 16; ++row) {
-      std::set<int64_t> slots;
-      for (int64_t chunk = 0; chunk < layout.rowChunks; ++chunk) {
-        int64_t slot = layout.getSlot(row, chunk);
-        EXPECT_GE(slot, row * layout.pitchChunks);
-        EXPECT_LT(slot, (row + 1) * layout.pitchChunks);
-        slots.insert(slot);
-      }
-      EXPECT_EQ(static_cast<int64_t>(slots.size()), layout.rowChunks);
+      // Padding only where the swizzle cannot serve and the row is even: one
+      // chunk a row.
+      EXPECT_EQ(layout.pitchChunks - layout.rowChunks,
+                layout.rowChunks % 8 == 0 || layout.rowChunks % 2 ? 0 : 1)
+          << headDim;
     }
-    // Padding only where the swizzle cannot serve: one chunk a row.
-    EXPECT_EQ(layout.pitchChunks - layout.rowChunks,
-              layout.rowChunks % 8 == 0 ? 0 : 1)
-        << headDim;
-  }
   // The tiles' bytes follow the padded rows: head dim 96, 64 query rows,
   // two stages of 64 keys and values, 13 chunks a row.
   OpSpec spec;
@@ -1273,6 +1279,13 @@ TEST(Attention, TileLayoutsAreFreeOfBankConflicts) {
   launch.blockN = 64;
   launch.stages = 2;
   EXPECT_EQ(getAttentionSharedBytes(spec, launch), (64 + 4 * 64) * 13 * 16);
+  // Decode over an FP8 cache: one stage of bf16 tiles (for new keys,
+  // getAttentionWideStages) and its byte tiles, 6 chunks padded to 7.
+  spec.kind = OpKind::AttentionDecode;
+  spec.fp8Cache = true;
+  launch.rowsPerCta = 16;
+  EXPECT_EQ(getAttentionSharedBytes(spec, launch),
+            (16 + 2 * 64) * 13 * 16 + 4 * 64 * 7 * 16);
 }
 
 TEST(Attention, OperationRules) {

@@ -300,25 +300,29 @@ TEST(WarpMatrix, MmaSeveralWarps) {
 //===----------------------------------------------------------------------===//
 
 /// CTAs of 64 threads (two warps). Thread t copies row t of its CTA's 64
-/// rows of 8 into the shared tile; rows 64 to 71 hold NaN. Lane l of warp w
-/// points at row 32w + (13l + 5) % 32 (a permutation: the lane-to-row
-/// mapping matters); lanes past 8 * count point at the NaN rows, which
-/// ldmatrix must ignore. Each thread stores its 2 * count elements.
+/// rows of 16 bytes (8 bf16, or 16 e4m3 in pairs) into the shared tile;
+/// rows 64 to 71 hold NaN. Lane l of warp w points at row 32w + (13l + 5)
+/// % 32 (a permutation: the lane-to-row mapping matters); lanes past
+/// 8 * count point at the NaN rows, which ldmatrix must ignore. Each thread
+/// stores its 4 * count bytes.
 std::string getLdMatrixKernel(const std::string &type, int64_t count,
                               bool transpose) {
+  bool bytes = type != "bf16";
+  int64_t width = bytes ? 16 : 8, perMatrix = bytes ? 4 : 2;
   KernelText k;
   std::string tid = k.op("gpu.thread_id x");
   std::string bid = k.op("gpu.block_id x");
   std::string c0 = k.index(0);
   std::string global = k.add(k.mul(bid, 64), tid);
-  std::string rowType = "vector<8x" + type + ">";
-  std::string tileType =
-      "memref<72x8x" + type + ", #gpu.address_space<workgroup>>";
-  std::string row = k.op("vector.load %src[" + k.mul(global, 8) + "] : " +
-                         buffer(type) + ", " + rowType);
+  std::string rowType = "vector<" + std::to_string(width) + "x" + type + ">";
+  std::string tileType = "memref<72x" + std::to_string(width) + "x" + type +
+                         ", #gpu.address_space<workgroup>>";
+  std::string row = k.op("vector.load %src[" + k.mul(global, width) +
+                         "] : " + buffer(type) + ", " + rowType);
   k.line("vector.store " + row + ", %tile[" + tid + ", " + c0 + "] : " +
          tileType + ", " + rowType);
-  std::string nan = k.op("arith.constant dense<0x7FC0> : " + rowType);
+  std::string nan = k.op(std::string("arith.constant dense<") +
+                         (bytes ? "0x7F" : "0x7FC0") + "> : " + rowType);
   std::string isFirst = k.op("arith.cmpi ult, " + tid + ", " + k.index(8) +
                              " : index");
   std::string poisonRow = k.add(tid, 64);
@@ -335,34 +339,37 @@ std::string getLdMatrixKernel(const std::string &type, int64_t count,
   std::string address = k.op("arith.select " + used + ", " + permuted + ", " +
                              ignored + " : index");
   std::string resultType =
-      "vector<" + std::to_string(2 * count) + "x" + type + ">";
+      "vector<" + std::to_string(perMatrix * count) + "x" + type + ">";
   std::string result = k.op(
       "norm.ldmatrix %tile[" + address + ", " + c0 + "] {count = " +
       std::to_string(count) + " : i64" + (transpose ? ", transpose" : "") +
       "} : " + tileType + " -> " + resultType);
-  k.line("vector.store " + result + ", %out[" + k.mul(global, 8) + "] : " +
-         buffer(type) + ", " + resultType);
+  k.line("vector.store " + result + ", %out[" + k.mul(global, width) +
+         "] : " + buffer(type) + ", " + resultType);
   return kernelModule("load",
                       "%src: " + buffer(type) + ", %out: " + buffer(type), 64,
                       "%tile: " + tileType, k.body);
 }
 
-void checkLdMatrix(int64_t count, bool transpose) {
-  SCOPED_TRACE("count " + std::to_string(count) +
+void checkLdMatrix(const std::string &type, int64_t count, bool transpose) {
+  SCOPED_TRACE(type + " count " + std::to_string(count) +
                (transpose ? " transposed" : ""));
   std::unique_ptr<HostKernels> kernels =
-      compileOrFail(getLdMatrixKernel("bf16", count, transpose));
+      compileOrFail(getLdMatrixKernel(type, count, transpose));
   ASSERT_TRUE(kernels);
   const int64_t grid = 2;
   std::mt19937 rng(count * 2 + transpose);
-  std::vector<uint16_t> src = randomBits(ElementType::bf16, grid * 64 * 8, rng);
-  std::vector<uint16_t> out(grid * 64 * 8, 0xFFFF);
+  // Rows of 16 bytes, compared byte by byte (bf16 little-endian).
+  std::vector<uint8_t> src(grid * 64 * 16), out(grid * 64 * 16, 0xFF);
+  for (uint8_t &byte : src)
+    byte = static_cast<uint8_t>(rng());
   Status status = kernels->launch("load", {src.data(), out.data()}, {}, grid);
   ASSERT_TRUE(status) << status.message();
-  // The PTX ISA (ldmatrix): lanes 8j..8j+7 give the rows of matrix j; of
-  // matrix j, lane l receives row l / 4, elements 2 (l % 4) and + 1, in
-  // its elements 2j and 2j + 1. With .trans the matrix arrives transposed:
-  // lane l receives column l / 4, rows 2 (l % 4) and + 1.
+  // The PTX ISA (ldmatrix .b16): lanes 8j..8j+7 give the rows of matrix j;
+  // of matrix j, lane l receives row l / 4, 16-bit elements 2 (l % 4) and
+  // + 1, in its 32-bit register j. With .trans the matrix arrives
+  // transposed: lane l receives column l / 4, rows 2 (l % 4) and + 1. The
+  // bytes of an element stay together, in order.
   for (int64_t cta = 0; cta < grid; ++cta)
     for (int64_t warp = 0; warp < 2; ++warp) {
       auto rowOfLane = [&](int64_t lane) {
@@ -370,22 +377,25 @@ void checkLdMatrix(int64_t count, bool transpose) {
       };
       for (int64_t lane = 0; lane < 32; ++lane)
         for (int64_t j = 0; j < count; ++j)
-          for (int64_t h = 0; h < 2; ++h) {
+          for (int64_t byte = 0; byte < 4; ++byte) {
+            int64_t h = byte / 2;
             int64_t r = transpose ? 2 * (lane % 4) + h : lane / 4;
             int64_t c = transpose ? lane / 4 : 2 * (lane % 4) + h;
-            uint16_t expected = src[(cta * 64 + rowOfLane(8 * j + r)) * 8 + c];
+            uint8_t expected =
+                src[(cta * 64 + rowOfLane(8 * j + r)) * 16 + 2 * c + byte % 2];
             int64_t thread = cta * 64 + warp * 32 + lane;
-            EXPECT_EQ(out[thread * 8 + 2 * j + h], expected)
+            EXPECT_EQ(out[thread * 16 + 4 * j + byte], expected)
                 << "CTA " << cta << " warp " << warp << " lane " << lane
-                << " element " << 2 * j + h;
+                << " byte " << 4 * j + byte;
           }
     }
 }
 
 TEST(WarpMatrix, LdMatrix) {
-  for (int64_t count : {1, 2, 4})
-    for (bool transpose : {false, true})
-      checkLdMatrix(count, transpose);
+  for (const char *type : {"bf16", "f8E4M3FN"})
+    for (int64_t count : {1, 2, 4})
+      for (bool transpose : {false, true})
+        checkLdMatrix(type, count, transpose);
 }
 
 //===----------------------------------------------------------------------===//

@@ -70,6 +70,10 @@ def blocks(body):
         if not piece or piece.startswith("."):
             continue
         result[-1][1].append(piece)
+        # A branch ends a basic block: what follows a guarded one runs only
+        # when it falls through.
+        if re.match(r"@!?%p\d+ bra\b", piece):
+            result.append((None, []))
     return result
 
 
@@ -170,27 +174,71 @@ def main():
             return any(re.match(r"selp\.f32 .*0fFF800000", unguarded(o))
                        for o in bl[b][1])
 
-        def size(path):
-            return sum(len(bl[b][1]) for b in path)
-
         # One iteration of each: the paths from its header through its
-        # blocks to a back edge, without taking one.
-        plain, masked = [], []
-        for header, loop in loops:
-            def walk(b, path):
-                path = path + [b]
-                for n in succ[b]:
-                    if n == header:
-                        issued = {classify(o) for x in path for o in bl[x][1]}
-                        if issued & without or not required <= issued:
-                            continue
-                        (masked if any(masks(x) for x in path)
-                         else plain).append(path)
-                    elif n in loop and n not in path:
-                        walk(n, path)
+        # blocks to a back edge, without taking one; the best (longest, or
+        # shortest) for each kind of tile, by dynamic programming over the
+        # loop's acyclic body (branches split blocks, so enumerating the
+        # paths would take exponential time). A path's state: the required
+        # classes it has issued and whether it masks.
+        issues = [{classify(o) for o in ops} for _, ops in bl]
+        required_list = sorted(required)
 
-            walk(header, [])
-        tile = pick(plain or masked, key=size)
+        def state_of(b, state):
+            seen, masked = state
+            for i, cls in enumerate(required_list):
+                if cls in issues[b]:
+                    seen |= 1 << i
+            return seen, masked or masks(b)
+
+        best = {}  # (masked) -> (size, path)
+        for header, loop in loops:
+            # Topological order of the loop's body from its header (edges
+            # back to the header, or to a block already on the DFS stack,
+            # are not followed).
+            order, visited, on_stack = [], set(), set()
+
+            def dfs(b):
+                visited.add(b)
+                on_stack.add(b)
+                for n in succ[b]:
+                    if n != header and n in loop and n not in visited:
+                        dfs(n)
+                on_stack.discard(b)
+                order.append(b)
+
+            sys.setrecursionlimit(max(10000, 4 * len(bl)))
+            dfs(header)
+            order.reverse()
+            position = {b: i for i, b in enumerate(order)}
+            # table[b][state] = (size, path) of the best path from the
+            # header through b.
+            table = {b: {} for b in order}
+            if not issues[header] & without:
+                start = state_of(header, (0, False))
+                table[header][start] = (len(bl[header][1]), (header,))
+            for b in order:
+                for state, (size_b, path) in table[b].items():
+                    for n in succ[b]:
+                        if n == header:
+                            if state[0] != (1 << len(required_list)) - 1:
+                                continue
+                            kind = state[1]
+                            if kind not in best or pick(
+                                    best[kind][0], size_b) != best[kind][0]:
+                                best[kind] = (size_b, path)
+                            continue
+                        if (n not in loop or position.get(n, -1) <= position[b]
+                                or issues[n] & without):
+                            continue
+                        new_state = state_of(n, state)
+                        candidate = (size_b + len(bl[n][1]), path + (n,))
+                        old = table[n].get(new_state)
+                        if old is None or pick(old[0], candidate[0]) != old[0]:
+                            table[n][new_state] = candidate
+        if not best:
+            sys.exit(f"{name}: no iteration of its loop meets the options")
+        tile = best.get(False, best.get(True))[1]
+        masked_size = best.get(True, best.get(False))[0]
         counts = {cls: 0 for cls, _ in CLASSES}
         counts["other"] = 0
         total = 0
@@ -200,7 +248,7 @@ def main():
                 counts[classify(op)] += 1
         mix = " ".join(f"{k}={v}" for k, v in counts.items())
         print(f"{name} {mix} total={total} per_mma={total / counts['mma']:.2f} "
-              f"masked={size(pick(masked or plain, key=size))}")
+              f"masked={masked_size}")
 
 
 if __name__ == "__main__":
