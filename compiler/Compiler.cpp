@@ -223,32 +223,55 @@ Status compileKernel(const OpSpec &spec, const LaunchConfig &launch,
   return Status::success();
 }
 
-Status compileProgram(std::string_view mlir, const TargetOptions &target,
-                      CompiledModule &result) {
+/// Parses `mlir` into `module` (in `session`), sets `target`, fuses (with
+/// `fuse`) and lowers it to PTX.
+static Status lowerToPtx(Session &session, std::string_view mlir,
+                         const TargetOptions &target, bool fuse,
+                         OwningOpRef<ModuleOp> &module, std::string &ptx) {
   if (Status status = target.verify(); !status)
     return status;
-  Session session;
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
+  module = parseSourceString<ModuleOp>(
       llvm::StringRef(mlir.data(), mlir.size()), &session.context, "program");
   if (!module)
     return session.error("invalid program");
   mlir::norm::setTargetOptions(*module, target);
 
   PassManager pm(&session.context);
-  mlir::norm::buildNormFusePipeline(pm, mlir::norm::NormFuseOptions());
+  if (fuse)
+    mlir::norm::buildNormFusePipeline(pm, mlir::norm::NormFuseOptions());
   mlir::norm::buildNormLowerToPtxPipeline(pm, mlir::norm::LowerToPtxConfig());
   if (failed(pm.run(*module)))
     return session.error("compilation failed");
-  FailureOr<std::string> ptx = getKernelPtx(*module);
-  if (failed(ptx))
+  FailureOr<std::string> result = getKernelPtx(*module);
+  if (failed(result))
     return session.error("no PTX");
+  ptx = std::move(*result);
+  return Status::success();
+}
+
+Status compileProgram(std::string_view mlir, const TargetOptions &target,
+                      CompiledModule &result) {
+  Session session;
+  OwningOpRef<ModuleOp> module;
+  std::string ptx;
+  if (Status status =
+          lowerToPtx(session, mlir, target, /*fuse=*/true, module, ptx);
+      !status)
+    return status;
   FailureOr<std::vector<KernelSignature>> kernels =
-      getBundleSignatures(*module, *ptx);
+      getBundleSignatures(*module, ptx);
   if (failed(kernels))
     return session.error("kernel description failed");
-  result.ptx = std::move(*ptx);
+  result.ptx = std::move(ptx);
   result.kernels = std::move(*kernels);
   return Status::success();
+}
+
+Status compileKernelModule(std::string_view mlir, const TargetOptions &target,
+                           std::string &ptx) {
+  Session session;
+  OwningOpRef<ModuleOp> module;
+  return lowerToPtx(session, mlir, target, /*fuse=*/false, module, ptx);
 }
 
 std::string_view getCompilerVersion() {

@@ -50,6 +50,12 @@ Status buildKernelSource(const OpSpec &spec, const LaunchConfig &launch,
 Status compileProgram(std::string_view mlir, const TargetOptions &target,
                       CompiledModule &result);
 
+/// Lowers a module whose gpu.module holds kernels already (hand-written
+/// gpu.func kernels of norm's warp and warpgroup ops, as tests write them)
+/// to PTX for `target`.
+Status compileKernelModule(std::string_view mlir, const TargetOptions &target,
+                           std::string &ptx);
+
 /// A version string that changes whenever generated code may change; part of
 /// every cache key.
 std::string_view getCompilerVersion();

@@ -143,10 +143,14 @@ Status HostKernels::compile(std::string_view mlir,
   if (failed(kernels.run(*module)))
     return fail("cannot turn the kernels into host functions");
 
-  // Keep the host functions only: the rest of a norm program (tensors, the
-  // kernel ops) has no CPU lowering and is not needed.
+  // Keep the host functions (and their constant tables) only: the rest of a
+  // norm program (tensors, the kernel ops) has no CPU lowering and is not
+  // needed.
   auto impl = std::make_unique<Impl>();
   for (Operation &op : llvm::make_early_inc_range(*module->getBody())) {
+    if (auto global = dyn_cast<memref::GlobalOp>(op);
+        global && global.getConstant())
+      continue;
     auto host = dyn_cast<func::FuncOp>(op);
     if (!host || !host->hasAttr(mlir::norm::kHostKernelAttrName)) {
       op.erase();

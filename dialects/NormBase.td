@@ -221,6 +221,58 @@ def Norm_LaunchAttr : AttrDef<Norm_Dialect, "Launch"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Warpgroup matrix operands in shared memory
+//===----------------------------------------------------------------------===//
+
+def Norm_SharedMatrixAttr : AttrDef<Norm_Dialect, "SharedMatrix"> {
+  let mnemonic = "shared_matrix";
+  let summary = "how a wgmma operand lies in shared memory";
+  let description = [{
+    The layout of one operand of `norm.wgmma` in workgroup memory, the
+    fields of a wgmma matrix descriptor (PTX ISA, "Matrix Descriptor
+    Format"): the byte offset of element (mn, k) of the operand's k16 slice
+    from its first element (`mn`: A's row or B's column; `k`: the reduction
+    index, 0 to 15), for 16-bit elements, is
+
+    - K-major (`mn_major = false`; A `[m][k]`, B `[n][k]`), no swizzle:
+      `(mn % 8) * 16 + (mn / 8) * sbo + (k % 8) * 2 + (k / 8) * lbo`, the
+      8x8 core matrices of 16-byte rows;
+    - K-major, swizzle W (32, 64 or 128 bytes):
+      `(mn % 8) * W + (mn / 8) * sbo + 2 * k` (`lbo` unused);
+    - MN-major (`mn_major = true`; A `[k][m]`, B `[k][n]`), no swizzle:
+      `(mn % 8) * 2 + (mn / 8) * sbo + (k % 8) * 16 + (k / 8) * lbo`;
+    - MN-major, swizzle W: `(mn % (W / 2)) * 2 + (mn / (W / 2)) * lbo +
+      (k % 8) * W + (k / 8) * sbo`.
+
+    A swizzle of W bytes then exchanges the 16-byte chunks of each W-byte
+    row, as TMA writes them: byte address `a` becomes `a ^ (((a >> 7) %
+    (W / 16)) << 4)`, on the address in shared memory; `norm.wgmma` applies
+    it to the offset from its memref's first element, which must therefore
+    be aligned to 8 * W bytes (1024 for a 128-byte swizzle).
+
+    `lbo` and `sbo` are multiples of 16 below 2^18. The TMA boxes of an
+    attention kernel are K-major with a 128-byte swizzle: rows of 64 bf16
+    (one 128-byte line each), eight lines an atom, `sbo = 1024`.
+
+    ```mlir
+    #norm.shared_matrix<swizzle = 128, lbo = 16, sbo = 1024>
+    #norm.shared_matrix<swizzle = 128, lbo = 8192, sbo = 1024, mn_major = true>
+    ```
+  }];
+  let parameters = (ins "int64_t":$swizzle, "int64_t":$lbo, "int64_t":$sbo,
+                        DefaultValuedParameter<"bool", "false">:$mn_major);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The byte offset of element (mn, k) of a k16 slice before the swizzle.
+    int64_t getOffset(int64_t mn, int64_t k) const;
+    /// The descriptor's fields other than the start address: LBO, SBO and
+    /// the swizzle mode in their bits.
+    uint64_t getDescriptorBits() const;
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Target
 //===----------------------------------------------------------------------===//
 

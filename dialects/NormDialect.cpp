@@ -50,6 +50,58 @@ std::string LaunchAttr::getMangledSuffix() const {
 }
 
 //===----------------------------------------------------------------------===//
+// SharedMatrixAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+SharedMatrixAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         int64_t swizzle, int64_t lbo, int64_t sbo, bool) {
+  if (swizzle != 0 && swizzle != 32 && swizzle != 64 && swizzle != 128)
+    return emitError() << "swizzle must be 0, 32, 64 or 128 (bytes), got "
+                       << swizzle;
+  // The descriptor holds both offsets >> 4 in 14 bits.
+  for (auto [name, bytes] : {std::pair{"lbo", lbo}, std::pair{"sbo", sbo}})
+    if (bytes < 0 || bytes >= (int64_t(1) << 18) || bytes % 16 != 0)
+      return emitError() << name
+                         << " must be a multiple of 16 below 2^18 (bytes), got "
+                         << bytes;
+  return success();
+}
+
+int64_t SharedMatrixAttr::getOffset(int64_t mn, int64_t k) const {
+  int64_t swizzle = getSwizzle(), lbo = getLbo(), sbo = getSbo();
+  if (!getMnMajor())
+    return swizzle == 0
+               ? (mn % 8) * 16 + (mn / 8) * sbo + (k % 8) * 2 + (k / 8) * lbo
+               : (mn % 8) * swizzle + (mn / 8) * sbo + 2 * k;
+  if (swizzle == 0)
+    return (mn % 8) * 2 + (mn / 8) * sbo + (k % 8) * 16 + (k / 8) * lbo;
+  int64_t line = swizzle / 2;
+  return (mn % line) * 2 + (mn / line) * lbo + (k % 8) * swizzle +
+         (k / 8) * sbo;
+}
+
+uint64_t SharedMatrixAttr::getDescriptorBits() const {
+  // Bits 16-29: LBO >> 4; 32-45: SBO >> 4; 62-63: the swizzle mode (1:
+  // 128 bytes, 2: 64, 3: 32). The start address (bits 0-13) and the base
+  // offset (49-51, 0 for atoms aligned to their size) are not the layout's.
+  uint64_t mode = 0;
+  switch (getSwizzle()) {
+  case 128:
+    mode = 1;
+    break;
+  case 64:
+    mode = 2;
+    break;
+  case 32:
+    mode = 3;
+    break;
+  }
+  return (uint64_t(getLbo()) >> 4) << 16 | (uint64_t(getSbo()) >> 4) << 32 |
+         mode << 62;
+}
+
+//===----------------------------------------------------------------------===//
 // TargetAttr
 //===----------------------------------------------------------------------===//
 

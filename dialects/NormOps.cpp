@@ -1649,11 +1649,17 @@ void CastOp::getCanonicalizationPatterns(RewritePatternSet &results,
 // RowAllReduceOp
 //===----------------------------------------------------------------------===//
 
+/// The result types of ops whose results are their operands' types.
+static LogicalResult inferPassThroughTypes(ValueRange operands,
+                                           SmallVectorImpl<Type> &types) {
+  llvm::append_range(types, operands.getTypes());
+  return success();
+}
+
 LogicalResult RowAllReduceOp::inferReturnTypes(
     MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
     OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferredReturnTypes) {
-  llvm::append_range(inferredReturnTypes, operands.getTypes());
-  return success();
+  return inferPassThroughTypes(operands, inferredReturnTypes);
 }
 
 LogicalResult RowAllReduceOp::verify() {
@@ -1752,6 +1758,95 @@ LogicalResult LdMatrixOp::verify() {
                          << count << " matrices), got "
                          << getResult().getType();
   return success();
+}
+
+int64_t WgmmaOp::getN() {
+  return cast<VectorType>(getC().getType()).getNumElements() * 2;
+}
+
+/// A wgmma operand in workgroup memory: a one-dimensional memref of
+/// `element` (bf16 or f16) with an index and a layout.
+static LogicalResult verifyWgmmaOperand(WgmmaOp op, StringRef name,
+                                        MemRefType memref, Type element) {
+  if (!gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(memref) ||
+      memref.getRank() != 1 || !memref.isLastDimUnitStride() ||
+      memref.getElementType() != element)
+    return op.emitOpError()
+           << name << " must be a one-dimensional, contiguous memref of "
+           << element << " in #gpu.address_space<workgroup>, got " << memref;
+  return success();
+}
+
+LogicalResult WgmmaOp::verify() {
+  auto b = cast<MemRefType>(getB().getType());
+  Type element = getMatrixElementType(b);
+  if (!element)
+    return emitOpError() << "multiplies bf16 or f16 matrices: B's element "
+                            "type must be bf16 or f16, got "
+                         << b.getElementType();
+  if (failed(verifyWgmmaOperand(*this, "B", b, element)))
+    return failure();
+  if (auto a = dyn_cast<MemRefType>(getA().getType())) {
+    if (failed(verifyWgmmaOperand(*this, "A", a, element)))
+      return failure();
+    if (!getAIndex() || !getALayout())
+      return emitOpError()
+             << "A in workgroup memory needs an index and an a_layout";
+  } else {
+    if (!isVectorOf(getA().getType(), 8, element))
+      return emitOpError() << "A must be a memref or, in registers, "
+                           << VectorType::get({8}, element)
+                           << " (a warp's 16x16 fragment, of B's type), got "
+                           << getA().getType();
+    if (getAIndex() || getALayout())
+      return emitOpError() << "A in registers takes no index and no a_layout";
+  }
+  auto c = dyn_cast<VectorType>(getC().getType());
+  int64_t n = c && c.getRank() == 1 ? 2 * c.getNumElements() : 0;
+  if (!c || !c.getElementType().isF32() || n % 8 != 0 || n < 8 || n > 256)
+    return emitOpError() << "C must be vector<(N/2)xf32> with N a multiple of "
+                            "8 from 8 to 256 (f32 accumulation), got "
+                         << getC().getType();
+  if (getD().getType() != getC().getType())
+    return emitOpError() << "result must be " << getC().getType()
+                         << " like C, got " << getD().getType();
+  return success();
+}
+
+/// Values that a warpgroup multiply reads or writes: accumulators (f32)
+/// and register A fragments (bf16, f16).
+static LogicalResult verifyWgmmaRegisters(Operation *op, ValueRange values) {
+  for (Value value : values) {
+    Type element = cast<VectorType>(value.getType()).getElementType();
+    if (!element.isF32() && !isa<BFloat16Type, Float16Type>(element))
+      return op->emitOpError()
+             << "passes wgmma registers: vectors of f32, bf16 or f16, got "
+             << value.getType();
+  }
+  return success();
+}
+
+LogicalResult WgmmaFenceOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
+    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferredReturnTypes) {
+  return inferPassThroughTypes(operands, inferredReturnTypes);
+}
+
+LogicalResult WgmmaFenceOp::verify() {
+  return verifyWgmmaRegisters(*this, getValues());
+}
+
+LogicalResult WgmmaWaitOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
+    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferredReturnTypes) {
+  return inferPassThroughTypes(operands, inferredReturnTypes);
+}
+
+LogicalResult WgmmaWaitOp::verify() {
+  if (getPending() < 0 || getPending() > 7)
+    return emitOpError() << "pending must be 0 to 7 (groups), got "
+                         << getPending();
+  return verifyWgmmaRegisters(*this, getValues());
 }
 
 /// The rules of a cp.async: global to workgroup memory, one element type of

@@ -1238,6 +1238,139 @@ def Norm_AsyncWaitOp : Norm_Op<"async_wait"> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Warpgroup matrix ops (sm_90a)
+//===----------------------------------------------------------------------===//
+
+def Norm_AsyncProxyFenceOp : Norm_Op<"async_proxy_fence"> {
+  let summary = "make shared stores visible to wgmma and TMA (fence.proxy.async)";
+  let description = [{
+    PTX's `fence.proxy.async.shared::cta`: the thread's stores to workgroup
+    memory before it (the generic proxy) are ordered before the reads of
+    the asynchronous proxy (`norm.wgmma` operands, TMA stores) after it. A
+    barrier must still follow before other threads' multiplies read the
+    data. A no-op on the host.
+
+    ```mlir
+    norm.async_proxy_fence
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+/// The results are the operands' types (ops that pass values through).
+def Norm_PassThroughTypes : DeclareOpInterfaceMethods<InferTypeOpInterface>;
+
+def Norm_WgmmaOp : Norm_Op<"wgmma"> {
+  let summary = "a warpgroup's asynchronous 64xNx16 matrix multiply (wgmma)";
+  let description = [{
+    `D = A * B + C` (or `A * B` with `accumulate = false`) for one k16 step
+    of a warpgroup (4 consecutive warps, 128 threads, the first warp's index
+    a multiple of 4): PTX's `wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T`
+    with T bf16 or f16 and N = 8 to 256 in steps of 8, given by C's type,
+    `vector<(N/2)xf32>`.
+
+    - B (16xN, k x n) lies in workgroup memory: `b` is a one-dimensional
+      memref of T, `b_index` the element at which the operand starts, and
+      `b_layout` places element (n, k) (see `#norm.shared_matrix`).
+    - A (64x16) lies in workgroup memory the same way (`a` a memref, with
+      `a_index` and `a_layout`), or in registers: `a` is the
+      `vector<8xT>` of a `norm.mma_sync` A fragment, warp w of the
+      warpgroup holding rows 16w to 16w + 15.
+    - C and D: with `lane = thread id % 32`, `w` = the warp's index in the
+      warpgroup, element i of a thread's vector is at row
+      `16w + lane / 4 + 8 * ((i / 2) % 2)`, column
+      `8 * (i / 4) + 2 * (lane % 4) + i % 2`.
+
+    The multiply runs asynchronously: the values it reads and writes (C, D
+    and a register A) pass through `norm.wgmma_fence` before and
+    `norm.wgmma_wait` after it, which keep every other access to those
+    registers out of its way; `norm.wgmma_commit` closes a group of them.
+    Workgroup memory that generic stores wrote needs a
+    `fence.proxy.async` before the multiply reads it. All 128 threads
+    execute the op together, with the same memrefs and indices.
+
+    The GPU lowering is an inline `wgmma.mma_async` (the register-A form
+    has no NVVM op) with descriptors built from the shared address and the
+    layouts; the host lowering (`norm-kernels-to-host`) computes each
+    warp's 16 rows at once, reading A and B through the layouts, summing
+    the products in f32 in increasing k order.
+
+    ```mlir
+    %d = norm.wgmma %q[%qi], %k[%ki], %c {a_layout = #norm.shared_matrix<swizzle = 128, lbo = 16, sbo = 1024>, b_layout = #norm.shared_matrix<swizzle = 128, lbo = 16, sbo = 1024>} : memref<8192xbf16, #gpu.address_space<workgroup>>, memref<8192xbf16, #gpu.address_space<workgroup>>, vector<64xf32> -> vector<64xf32>
+    %o = norm.wgmma %p, %v[%vi], %acc {b_layout = #norm.shared_matrix<swizzle = 128, lbo = 8192, sbo = 1024, mn_major = true>} : vector<8xbf16>, memref<8192xbf16, #gpu.address_space<workgroup>>, vector<64xf32> -> vector<64xf32>
+    ```
+  }];
+  let arguments = (ins AnyType:$a, Optional<Index>:$a_index,
+                   Arg<AnyMemRef, "", [MemRead]>:$b, Index:$b_index,
+                   AnyVectorOfNonZeroRank:$c,
+                   OptionalAttr<Norm_SharedMatrixAttr>:$a_layout,
+                   Norm_SharedMatrixAttr:$b_layout,
+                   DefaultValuedAttr<BoolAttr, "true">:$accumulate);
+  let results = (outs AnyVectorOfNonZeroRank:$d);
+  let assemblyFormat = "$a (`[` $a_index^ `]`)? `,` $b `[` $b_index `]` `,` "
+                       "$c attr-dict `:` type($a) `,` type($b) `,` type($c) "
+                       "`->` type($d)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// N, the columns of B, C and D.
+    int64_t getN();
+  }];
+}
+
+def Norm_WgmmaFenceOp : Norm_Op<"wgmma_fence", [Norm_PassThroughTypes]> {
+  let summary = "order register accesses before warpgroup multiplies (wgmma.fence)";
+  let description = [{
+    PTX's `wgmma.fence.sync.aligned`: the registers the following
+    `norm.wgmma` ops read (accumulators, a register A) were written before
+    it. The values pass through and come out as the results, which those
+    ops take, so that no write to them moves after the fence. All threads
+    of the warpgroup execute it together; the identity on the host.
+
+    ```mlir
+    %acc1, %p1 = norm.wgmma_fence %acc, %p : vector<64xf32>, vector<8xbf16>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyVectorOfNonZeroRank>:$values);
+  let results = (outs Variadic<AnyVectorOfNonZeroRank>:$results);
+  let assemblyFormat = "$values attr-dict (`:` type($values)^)?";
+  let hasVerifier = 1;
+}
+
+def Norm_WgmmaCommitOp : Norm_Op<"wgmma_commit"> {
+  let summary = "close a group of warpgroup multiplies (wgmma.commit_group)";
+  let description = [{
+    The `norm.wgmma` ops the warpgroup issued since the last commit form
+    one group, which `norm.wgmma_wait` can wait for. A no-op on the host.
+
+    ```mlir
+    norm.wgmma_commit
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def Norm_WgmmaWaitOp : Norm_Op<"wgmma_wait", [Norm_PassThroughTypes]> {
+  let summary = "wait for warpgroup multiplies (wgmma.wait_group)";
+  let description = [{
+    PTX's `wgmma.wait_group.sync.aligned`: waits until at most `pending` of
+    the warpgroup's committed groups of `norm.wgmma` are in flight. The
+    values the finished multiplies wrote or read (their results, a register
+    A) pass through and come out as the results, which are the ones to use
+    after it: nothing reads or overwrites those registers before the wait.
+    The identity on the host, where the multiplies finish at issue.
+
+    ```mlir
+    %s, %o = norm.wgmma_wait %s0, %o0 {pending = 0 : i64} : vector<32xf32>, vector<64xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyVectorOfNonZeroRank>:$values,
+                   I64Attr:$pending);
+  let results = (outs Variadic<AnyVectorOfNonZeroRank>:$results);
+  let assemblyFormat = "$values attr-dict (`:` type($values)^)?";
+  let hasVerifier = 1;
+}
+
 def Norm_OpaqueIndexOp : Norm_Op<"opaque_index", [Pure]> {
   let summary = "an index that loop optimizations may not look through";
   let description = [{

@@ -19,14 +19,25 @@ struct ExternDynamicSharedMemory
           ExternDynamicSharedMemory> {
   void runOnOperation() override {
     auto shared = static_cast<unsigned>(NVVM::NVVMMemorySpace::Shared);
+    // Swizzled wgmma operands need their atoms aligned in the address.
+    bool swizzles = getOperation()
+                        .walk([](LLVM::InlineAsmOp op) {
+                          return op.getAsmString().contains("wgmma.mma_async")
+                                     ? WalkResult::interrupt()
+                                     : WalkResult::advance();
+                        })
+                        .wasInterrupted();
     getOperation().walk([&](LLVM::GlobalOp global) {
       // An uninitialized zero-sized array in shared memory can only stand
       // for the memory sized at launch.
       auto array = dyn_cast<LLVM::LLVMArrayType>(global.getGlobalType());
       if (global.getAddrSpace() == shared && array &&
           array.getNumElements() == 0 && !global.getValueOrNull() &&
-          global.getInitializerRegion().empty())
+          global.getInitializerRegion().empty()) {
         global.setLinkage(LLVM::Linkage::External);
+        if (swizzles)
+          global.setAlignment(1024);
+      }
     });
   }
 };

@@ -4,17 +4,20 @@
 // loop fission (MCUDA, POCL): the kernel body runs as a sequence of loops
 // over the CTA's threads, one per stretch of code between two points where
 // the threads meet (`norm.row_allreduce`, `gpu.barrier`, the warp-level
-// `norm.mma_sync` and `norm.ldmatrix`). A thread-dependent value defined in
-// one stretch and used in another lives in a per-thread buffer;
-// thread-uniform computations run once per CTA, outside the thread loops.
-// Loops that contain a meeting point keep running once per CTA and are
-// split the same way inside.
+// `norm.mma_sync` and `norm.ldmatrix`, the warpgroup-level `norm.wgmma`). A
+// thread-dependent value defined in one stretch and used in another lives in a
+// per-thread buffer; thread-uniform computations run once per CTA, outside the
+// thread loops. Loops that contain a meeting point keep running once per CTA
+// and are split the same way inside.
 //
 // The warp collectives are emulated exactly as the PTX ISA defines their
 // fragment layouts: per warp, the 32 lanes' operands are gathered into
 // whole matrices, the result is computed on those, and each lane's
-// fragment of it is scattered back. `norm.async_copy` becomes a plain copy
-// per thread; its commit and wait have nothing left to do.
+// fragment of it is scattered back; `norm.wgmma` is one such product per
+// warp (its 16 rows of the warpgroup's 64), A and B read from workgroup
+// memory through their layouts. `norm.async_copy` becomes a plain copy
+// per thread; its commit and wait, and the wgmma fences, commits and
+// waits, have nothing left to do.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +36,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <limits>
 
@@ -48,7 +52,8 @@ constexpr int64_t kWarpSize = 32;
 
 /// Ops at which all threads of a CTA (or of each warp) meet.
 static bool isCollective(Operation *op) {
-  return isa<RowAllReduceOp, gpu::BarrierOp, MmaSyncOp, LdMatrixOp>(op);
+  return isa<RowAllReduceOp, gpu::BarrierOp, MmaSyncOp, LdMatrixOp, WgmmaOp>(
+      op);
 }
 
 static bool containsCollective(Operation *op) {
@@ -299,10 +304,17 @@ static void lowerAsyncCopies(gpu::GPUFuncOp kernel) {
   SmallVector<Operation *> ops;
   kernel.walk([&](Operation *op) {
     if (isa<AsyncCopyOp, AsyncCopyRowsOp, AsyncCommitOp, AsyncWaitOp,
-            GridDependencyWaitOp, LaunchDependentsOp, OpaqueIndexOp>(op))
+            GridDependencyWaitOp, LaunchDependentsOp, OpaqueIndexOp,
+            WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp, AsyncProxyFenceOp>(op))
       ops.push_back(op);
   });
   for (Operation *op : ops) {
+    // The host's multiplies finish at issue: the values pass through.
+    if (isa<WgmmaFenceOp, WgmmaWaitOp>(op)) {
+      op->replaceAllUsesWith(op->getOperands());
+      op->erase();
+      continue;
+    }
     if (auto opaque = dyn_cast<OpaqueIndexOp>(op)) {
       opaque.replaceAllUsesWith(opaque.getValue());
       opaque->erase();
@@ -410,15 +422,21 @@ private:
                             OpBuilder &b);
   LogicalResult emitLdMatrix(LdMatrixOp op, const IRMapping &levelMap,
                              OpBuilder &b);
+  LogicalResult emitWgmma(WgmmaOp op, const IRMapping &levelMap, OpBuilder &b);
+  /// A constant table of the byte offsets of elements (mn, k), mn < `rows`,
+  /// k < 16, of an operand laid out as `layout` (before the swizzle).
+  Value getLayoutTable(OpBuilder &b, Location loc, SharedMatrixAttr layout,
+                       int64_t rows);
   /// A warp collective `op`: for each warp of the CTA, `gather` runs for
   /// each of its first `lanes` lanes with the lane index and the lane's
-  /// operands of `op`, then `compute` (if any) once, then `scatter` for all
+  /// operands of `op`, then `compute` (if any) once with the warp's first
+  /// thread, then `scatter` for all
   /// 32 lanes returns each lane's results, which go to the per-thread
   /// buffers of `op`'s results.
   LogicalResult emitWarpCollective(
       Operation *op, const IRMapping &levelMap, OpBuilder &b, int64_t lanes,
       function_ref<void(OpBuilder &, Value lane, ValueRange operands)> gather,
-      function_ref<void(OpBuilder &)> compute,
+      function_ref<void(OpBuilder &, Value first)> compute,
       function_ref<SmallVector<Value>(OpBuilder &, Value lane)> scatter);
   LogicalResult emitSplitLoop(scf::ForOp loop, IRMapping &levelMap,
                               OpBuilder &b);
@@ -463,6 +481,8 @@ private:
   /// recomputed in each thread loop instead of kept in buffers.
   DenseSet<Value> threadFunctions;
   Value threadIndex;
+  /// The module of the host functions, which holds their constant tables.
+  ModuleOp hostModule;
 };
 
 } // namespace
@@ -478,6 +498,7 @@ FailureOr<func::FuncOp> HostKernelEmitter::emit(OpBuilder &moduleBuilder) {
       moduleBuilder, loc, (kernel.getName() + kHostFunctionSuffix).str(),
       FunctionType::get(context, inputs, {}));
   host->setAttr(kHostKernelAttrName, UnitAttr::get(context));
+  hostModule = host->getParentOfType<ModuleOp>();
   Block *entry = host.addEntryBlock();
   OpBuilder b = OpBuilder::atBlockEnd(entry);
 
@@ -583,6 +604,7 @@ LogicalResult HostKernelEmitter::emitBlock(Block &block, IRMapping &levelMap,
             .Case([&](LdMatrixOp load) {
               return emitLdMatrix(load, levelMap, b);
             })
+            .Case([&](WgmmaOp mma) { return emitWgmma(mma, levelMap, b); })
             .Case([&](scf::ForOp loop) {
               return emitSplitLoop(loop, levelMap, b);
             })
@@ -750,7 +772,7 @@ LogicalResult HostKernelEmitter::emitRowAllReduce(RowAllReduceOp op,
 LogicalResult HostKernelEmitter::emitWarpCollective(
     Operation *op, const IRMapping &levelMap, OpBuilder &b, int64_t lanes,
     function_ref<void(OpBuilder &, Value lane, ValueRange operands)> gather,
-    function_ref<void(OpBuilder &)> compute,
+    function_ref<void(OpBuilder &, Value first)> compute,
     function_ref<SmallVector<Value>(OpBuilder &, Value lane)> scatter) {
   Location loc = op->getLoc();
   SmallVector<Value> resultBuffers;
@@ -777,7 +799,7 @@ LogicalResult HostKernelEmitter::emitWarpCollective(
         scf::YieldOp::create(lb, l);
       });
   if (compute)
-    compute(wb);
+    compute(wb, first);
   scf::ForOp::create(
       wb, loc, zero, warpSize, one, ValueRange(),
       [&](OpBuilder &lb, Location l, Value lane, ValueRange) {
@@ -868,7 +890,7 @@ LogicalResult HostKernelEmitter::emitMmaSync(MmaSyncOp op,
   // is exact in f32; the products are added to C in increasing k order,
   // rounding after each addition. The hardware's order is unspecified, so
   // a GPU's results may differ in the last bits.
-  auto compute = [&](OpBuilder &wb) {
+  auto compute = [&](OpBuilder &wb, Value) {
     auto index = [&](int64_t v) {
       return arith::ConstantIndexOp::create(wb, loc, v).getResult();
     };
@@ -965,6 +987,190 @@ LogicalResult HostKernelEmitter::emitLdMatrix(LdMatrixOp op,
         return SmallVector<Value>{
             vector::FromElementsOp::create(lb, loc, result, elements)};
       });
+}
+
+Value HostKernelEmitter::getLayoutTable(OpBuilder &b, Location loc,
+                                        SharedMatrixAttr layout, int64_t rows) {
+  std::string name = llvm::formatv(
+      "__norm_wgmma_offsets_s{0}_l{1}_s{2}_{3}_r{4}", layout.getSwizzle(),
+      layout.getLbo(), layout.getSbo(), layout.getMnMajor() ? "mn" : "k", rows);
+  auto type = MemRefType::get({rows, 16}, b.getI64Type());
+  if (!SymbolTable::lookupSymbolIn(hostModule, name)) {
+    SmallVector<int64_t> offsets;
+    for (int64_t mn = 0; mn < rows; ++mn)
+      for (int64_t k = 0; k < 16; ++k)
+        offsets.push_back(layout.getOffset(mn, k));
+    OpBuilder mb = OpBuilder::atBlockBegin(hostModule.getBody());
+    memref::GlobalOp::create(
+        mb, loc, name, mb.getStringAttr("private"), type,
+        DenseElementsAttr::get(
+            RankedTensorType::get({rows, 16}, b.getI64Type()),
+            ArrayRef(offsets)),
+        /*constant=*/true, /*alignment=*/IntegerAttr());
+  }
+  return memref::GetGlobalOp::create(b, loc, type, name);
+}
+
+LogicalResult HostKernelEmitter::emitWgmma(WgmmaOp op,
+                                           const IRMapping &levelMap,
+                                           OpBuilder &b) {
+  Location loc = op.getLoc();
+  SharedMatrixAttr aLayout = op.getALayoutAttr();
+  SmallVector<Value> memrefs = {op.getB()};
+  if (aLayout)
+    memrefs.push_back(op.getA());
+  for (Value memref : memrefs)
+    if (!uniformValues.contains(memref))
+      return op.emitOpError()
+             << "reads a memref that depends on the thread; the host "
+                "execution needs the warpgroup's operands in views of the "
+                "CTA's workgroup memory";
+  int64_t n = op.getN();
+  Type f32 = b.getF32Type(), indexType = b.getIndexType();
+  Value a = createScratch(MemRefType::get({16, 16}, f32), loc);
+  Value bMatrix = createScratch(MemRefType::get({16, n}, f32), loc);
+  Value d = createScratch(MemRefType::get({16, n}, f32), loc);
+  // Where A and B start (elements), the same in every lane.
+  Value starts = createScratch(MemRefType::get({2}, indexType), loc);
+  auto index = [&](OpBuilder &lb, int64_t v) {
+    return arith::ConstantIndexOp::create(lb, loc, v).getResult();
+  };
+  // Element i of a thread's accumulators: C's position of i % 4, 8 * (i / 4)
+  // columns on.
+  auto accumulatorPosition = [&](OpBuilder &lb, LaneCoordinates lane,
+                                 int64_t i) {
+    auto [row, col] = getFragmentPosition(lb, loc, Fragment::C, lane, i % 4);
+    if (i >= 4)
+      col = arith::AddIOp::create(lb, loc, col, index(lb, 8 * (i / 4)));
+    return std::pair{row, col};
+  };
+
+  auto gather = [&](OpBuilder &lb, Value laneIndex, ValueRange operands) {
+    LaneCoordinates lane = getLaneCoordinates(lb, loc, laneIndex);
+    WgmmaOp::Adaptor adaptor(operands, op);
+    auto c = cast<VectorType>(op.getC().getType());
+    for (int64_t i = 0; i < c.getNumElements(); ++i) {
+      auto [row, col] = accumulatorPosition(lb, lane, i);
+      memref::StoreOp::create(
+          lb, loc, vector::ExtractOp::create(lb, loc, adaptor.getC(), i), d,
+          ValueRange{row, col});
+    }
+    if (aLayout) {
+      memref::StoreOp::create(lb, loc, adaptor.getAIndex(), starts,
+                              index(lb, 0));
+    } else {
+      for (int64_t i = 0; i < 8; ++i) {
+        Value element = arith::ExtFOp::create(
+            lb, loc, f32,
+            vector::ExtractOp::create(lb, loc, adaptor.getA(), i).getResult());
+        auto [row, col] = getFragmentPosition(lb, loc, Fragment::A, lane, i);
+        memref::StoreOp::create(lb, loc, element, a, ValueRange{row, col});
+      }
+    }
+    memref::StoreOp::create(lb, loc, adaptor.getBIndex(), starts, index(lb, 1));
+  };
+
+  // Once per warp: its 16 rows of D = A * B (+ C), the products exact in
+  // f32 and added in increasing k order.
+  auto compute = [&](OpBuilder &wb, Value first) {
+    Value k16 = index(wb, 16), width = index(wb, 2);
+    // Element (mn, k) of an operand that starts at element `start`: the
+    // layout's offset, swizzled on the address (the memref's first element
+    // aligned to the swizzle's atom), as a wgmma reads it.
+    auto read = [&](OpBuilder &rb, Value memref, Value start, Value table,
+                    SharedMatrixAttr layout, Value mn, Value k) {
+      Value offset = arith::AddIOp::create(
+          rb, loc, arith::MulIOp::create(rb, loc, start, width),
+          arith::IndexCastOp::create(
+              rb, loc, indexType,
+              memref::LoadOp::create(rb, loc, table, ValueRange{mn, k})));
+      if (int64_t swizzle = layout.getSwizzle()) {
+        Value line = arith::RemUIOp::create(
+            rb, loc, arith::ShRUIOp::create(rb, loc, offset, index(rb, 7)),
+            index(rb, swizzle / 16));
+        offset = arith::XOrIOp::create(
+            rb, loc, offset,
+            arith::ShLIOp::create(rb, loc, line, index(rb, 4)));
+      }
+      Value element = memref::LoadOp::create(
+          rb, loc, memref,
+          arith::DivUIOp::create(rb, loc, offset, width).getResult());
+      return arith::ExtFOp::create(rb, loc, f32, element).getResult();
+    };
+    auto forEach = [&](OpBuilder &fb, int64_t rows, int64_t cols,
+                       function_ref<void(OpBuilder &, Value, Value)> body) {
+      scf::ForOp::create(fb, loc, zero, index(fb, rows), one, ValueRange(),
+                         [&](OpBuilder &rb, Location, Value r, ValueRange) {
+                           scf::ForOp::create(rb, loc, zero, index(rb, cols),
+                                              one, ValueRange(),
+                                              [&](OpBuilder &cb, Location,
+                                                  Value c, ValueRange) {
+                                                body(cb, r, c);
+                                                scf::YieldOp::create(cb, loc);
+                                              });
+                           scf::YieldOp::create(rb, loc);
+                         });
+    };
+    Value bStart = memref::LoadOp::create(wb, loc, starts, index(wb, 1));
+    Value bTable = getLayoutTable(wb, loc, op.getBLayoutAttr(), n);
+    Value bMemref = levelMap.lookup(op.getB());
+    forEach(wb, n, 16, [&](OpBuilder &eb, Value col, Value k) {
+      memref::StoreOp::create(
+          eb, loc,
+          read(eb, bMemref, bStart, bTable, op.getBLayoutAttr(), col, k),
+          bMatrix, ValueRange{k, col});
+    });
+    if (aLayout) {
+      // Warp w of the warpgroup: rows 16w to 16w + 15 of A.
+      Value warp = arith::RemUIOp::create(
+          wb, loc, arith::DivUIOp::create(wb, loc, first, index(wb, 32)),
+          index(wb, 4));
+      Value firstRow = arith::MulIOp::create(wb, loc, warp, k16);
+      Value aStart = memref::LoadOp::create(wb, loc, starts, index(wb, 0));
+      Value aTable = getLayoutTable(wb, loc, aLayout, 64);
+      Value aMemref = levelMap.lookup(op.getA());
+      forEach(wb, 16, 16, [&](OpBuilder &eb, Value row, Value k) {
+        Value mn = arith::AddIOp::create(eb, loc, firstRow, row);
+        memref::StoreOp::create(
+            eb, loc, read(eb, aMemref, aStart, aTable, aLayout, mn, k), a,
+            ValueRange{row, k});
+      });
+    }
+    Value zeroF32 = arith::ConstantOp::create(wb, loc, wb.getF32FloatAttr(0));
+    forEach(wb, 16, n, [&](OpBuilder &eb, Value m, Value col) {
+      Value c = op.getAccumulate()
+                    ? memref::LoadOp::create(eb, loc, d, ValueRange{m, col})
+                          .getResult()
+                    : zeroF32;
+      auto sum = scf::ForOp::create(
+          eb, loc, zero, k16, one, ValueRange{c},
+          [&](OpBuilder &kb, Location, Value k, ValueRange acc) {
+            Value x = memref::LoadOp::create(kb, loc, a, ValueRange{m, k});
+            Value y =
+                memref::LoadOp::create(kb, loc, bMatrix, ValueRange{k, col});
+            Value product = arith::MulFOp::create(kb, loc, x, y);
+            scf::YieldOp::create(
+                kb, loc,
+                arith::AddFOp::create(kb, loc, acc[0], product).getResult());
+          });
+      memref::StoreOp::create(eb, loc, sum.getResult(0), d, ValueRange{m, col});
+    });
+  };
+
+  auto scatter = [&](OpBuilder &lb, Value laneIndex) {
+    LaneCoordinates lane = getLaneCoordinates(lb, loc, laneIndex);
+    auto type = cast<VectorType>(op.getD().getType());
+    SmallVector<Value> elements;
+    for (int64_t i = 0; i < type.getNumElements(); ++i) {
+      auto [row, col] = accumulatorPosition(lb, lane, i);
+      elements.push_back(
+          memref::LoadOp::create(lb, loc, d, ValueRange{row, col}));
+    }
+    return SmallVector<Value>{
+        vector::FromElementsOp::create(lb, loc, type, elements)};
+  };
+  return emitWarpCollective(op, levelMap, b, kWarpSize, gather, compute,
+                            scatter);
 }
 
 LogicalResult HostKernelEmitter::emitSplitLoop(scf::ForOp loop,

@@ -149,8 +149,10 @@ def NormExternDynamicSharedMemory
     `norm.row_allreduce`). This pass gives every uninitialized zero-sized
     array in the workgroup address space external linkage, so that the PTX
     declares it as `.extern .shared .align 16 .b8 name[];`, the array CUDA
-    places after all static shared memory and sizes at launch. Runs after
-    `convert-gpu-to-nvvm`.
+    places after all static shared memory and sizes at launch. In a module
+    with `wgmma` (the inline asm of `norm.wgmma`) the array is aligned to
+    1024 bytes, the atom of a 128-byte swizzle, which wgmma and TMA apply
+    to the shared address itself. Runs after `convert-gpu-to-nvvm`.
   }];
 }
 

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/LoweringPasses.h"
+#include "passes/MatrixToNVVM.h"
 
 #include "dialects/NormOps.h"
 
@@ -22,12 +23,9 @@
 using namespace mlir;
 using namespace mlir::norm;
 
-namespace {
-
-/// `count` 32-bit registers of `vector` (bitcast, element 2i in the low half
-/// of register i, as PTX packs .f16x2 and .bf16x2), each as `registerType`.
-SmallVector<Value> getRegisters(OpBuilder &b, Location loc, Value vector,
-                                int64_t count, Type registerType) {
+SmallVector<Value> mlir::norm::getRegisters(OpBuilder &b, Location loc,
+                                            Value vector, int64_t count,
+                                            Type registerType) {
   Type i32 = b.getI32Type();
   Value packed =
       LLVM::BitcastOp::create(b, loc, VectorType::get({count}, i32), vector);
@@ -42,10 +40,8 @@ SmallVector<Value> getRegisters(OpBuilder &b, Location loc, Value vector,
   return registers;
 }
 
-/// The vector of `type` whose elements are the members of `aggregate` (a
-/// struct, or a single value for one member), bitcast from `memberType`.
-Value getVector(OpBuilder &b, Location loc, Value aggregate, int64_t members,
-                Type memberType, VectorType type) {
+Value mlir::norm::getVector(OpBuilder &b, Location loc, Value aggregate,
+                            int64_t members, Type memberType, VectorType type) {
   auto vectorType = VectorType::get({members}, memberType);
   Value vector = LLVM::PoisonOp::create(b, loc, vectorType);
   for (int64_t i = 0; i < members; ++i) {
@@ -59,6 +55,8 @@ Value getVector(OpBuilder &b, Location loc, Value aggregate, int64_t members,
     return vector;
   return LLVM::BitcastOp::create(b, loc, type, vector);
 }
+
+namespace {
 
 /// mma.sync.aligned.m16n8k16.row.col.f32.T.T.f32: A as four and B as two
 /// registers of two elements, C and D as four f32.
@@ -330,6 +328,7 @@ void mlir::norm::populateNormToNVVMConversionPatterns(
   patterns.add<MmaSyncLowering, LdMatrixLowering, AsyncCopyLowering,
                AsyncCopyRowsLowering, OpaqueIndexLowering, AsyncCommitLowering,
                AsyncWaitLowering>(converter);
+  populateWarpgroupToNVVMConversionPatterns(converter, patterns);
   patterns.add<GridDependencyLowering<GridDependencyWaitOp>>(
       converter, "griddepcontrol.wait;");
   patterns.add<GridDependencyLowering<LaunchDependentsOp>>(

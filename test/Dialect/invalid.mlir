@@ -1175,6 +1175,98 @@ func.func @mma_rank(%a: vector<2x4xbf16>, %b: vector<4xbf16>, %c: vector<4xf32>)
 }
 
 //===----------------------------------------------------------------------===//
+// norm.wgmma and #norm.shared_matrix
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @wgmma_f32(%m: memref<512xf32, #gpu.address_space<workgroup>>, %c: vector<4xf32>, %i: index) {
+  // expected-error @+1 {{multiplies bf16 or f16 matrices: B's element type must be bf16 or f16, got 'f32'}}
+  %d = norm.wgmma %m[%i], %m[%i], %c {a_layout = #norm.shared_matrix<swizzle = 0, lbo = 128, sbo = 256>, b_layout = #norm.shared_matrix<swizzle = 0, lbo = 128, sbo = 256>} : memref<512xf32, #gpu.address_space<workgroup>>, memref<512xf32, #gpu.address_space<workgroup>>, vector<4xf32> -> vector<4xf32>
+  return
+}
+
+// -----
+
+func.func @wgmma_global(%m: memref<512xbf16>, %a: vector<8xbf16>, %c: vector<4xf32>, %i: index) {
+  // expected-error @+1 {{B must be a one-dimensional, contiguous memref of 'bf16' in #gpu.address_space<workgroup>, got 'memref<512xbf16>'}}
+  %d = norm.wgmma %a, %m[%i], %c {b_layout = #norm.shared_matrix<swizzle = 0, lbo = 128, sbo = 256>} : vector<8xbf16>, memref<512xbf16>, vector<4xf32> -> vector<4xf32>
+  return
+}
+
+// -----
+
+func.func @wgmma_mixed(%m: memref<512xbf16, #gpu.address_space<workgroup>>, %a: vector<8xf16>, %c: vector<4xf32>, %i: index) {
+  // expected-error @+1 {{A must be a memref or, in registers, 'vector<8xbf16>' (a warp's 16x16 fragment, of B's type), got 'vector<8xf16>'}}
+  %d = norm.wgmma %a, %m[%i], %c {b_layout = #norm.shared_matrix<swizzle = 0, lbo = 128, sbo = 256>} : vector<8xf16>, memref<512xbf16, #gpu.address_space<workgroup>>, vector<4xf32> -> vector<4xf32>
+  return
+}
+
+// -----
+
+func.func @wgmma_no_a_layout(%m: memref<512xbf16, #gpu.address_space<workgroup>>, %c: vector<4xf32>, %i: index) {
+  // expected-error @+1 {{A in workgroup memory needs an index and an a_layout}}
+  %d = norm.wgmma %m[%i], %m[%i], %c {b_layout = #norm.shared_matrix<swizzle = 0, lbo = 128, sbo = 256>} : memref<512xbf16, #gpu.address_space<workgroup>>, memref<512xbf16, #gpu.address_space<workgroup>>, vector<4xf32> -> vector<4xf32>
+  return
+}
+
+// -----
+
+func.func @wgmma_register_a_layout(%m: memref<512xbf16, #gpu.address_space<workgroup>>, %a: vector<8xbf16>, %c: vector<4xf32>, %i: index) {
+  // expected-error @+1 {{A in registers takes no index and no a_layout}}
+  %d = norm.wgmma %a, %m[%i], %c {a_layout = #norm.shared_matrix<swizzle = 0, lbo = 128, sbo = 256>, b_layout = #norm.shared_matrix<swizzle = 0, lbo = 128, sbo = 256>} : vector<8xbf16>, memref<512xbf16, #gpu.address_space<workgroup>>, vector<4xf32> -> vector<4xf32>
+  return
+}
+
+// -----
+
+func.func @wgmma_n(%m: memref<512xbf16, #gpu.address_space<workgroup>>, %a: vector<8xbf16>, %c: vector<6xf32>, %i: index) {
+  // expected-error @+1 {{C must be vector<(N/2)xf32> with N a multiple of 8 from 8 to 256 (f32 accumulation), got 'vector<6xf32>'}}
+  %d = norm.wgmma %a, %m[%i], %c {b_layout = #norm.shared_matrix<swizzle = 0, lbo = 128, sbo = 256>} : vector<8xbf16>, memref<512xbf16, #gpu.address_space<workgroup>>, vector<6xf32> -> vector<6xf32>
+  return
+}
+
+// -----
+
+func.func @wgmma_too_wide(%m: memref<512xbf16, #gpu.address_space<workgroup>>, %a: vector<8xbf16>, %c: vector<132xf32>, %i: index) {
+  // expected-error @+1 {{C must be vector<(N/2)xf32> with N a multiple of 8 from 8 to 256 (f32 accumulation), got 'vector<132xf32>'}}
+  %d = norm.wgmma %a, %m[%i], %c {b_layout = #norm.shared_matrix<swizzle = 0, lbo = 128, sbo = 256>} : vector<8xbf16>, memref<512xbf16, #gpu.address_space<workgroup>>, vector<132xf32> -> vector<132xf32>
+  return
+}
+
+// -----
+
+func.func @wgmma_swizzle(%m: memref<512xbf16, #gpu.address_space<workgroup>>, %a: vector<8xbf16>, %c: vector<4xf32>, %i: index) {
+  // expected-error @+1 {{swizzle must be 0, 32, 64 or 128 (bytes), got 16}}
+  %d = norm.wgmma %a, %m[%i], %c {b_layout = #norm.shared_matrix<swizzle = 16, lbo = 128, sbo = 256>} : vector<8xbf16>, memref<512xbf16, #gpu.address_space<workgroup>>, vector<4xf32> -> vector<4xf32>
+  return
+}
+
+// -----
+
+func.func @wgmma_sbo(%m: memref<512xbf16, #gpu.address_space<workgroup>>, %a: vector<8xbf16>, %c: vector<4xf32>, %i: index) {
+  // expected-error @+1 {{sbo must be a multiple of 16 below 2^18 (bytes), got 262144}}
+  %d = norm.wgmma %a, %m[%i], %c {b_layout = #norm.shared_matrix<swizzle = 128, lbo = 16, sbo = 262144>} : vector<8xbf16>, memref<512xbf16, #gpu.address_space<workgroup>>, vector<4xf32> -> vector<4xf32>
+  return
+}
+
+// -----
+
+func.func @wgmma_wait_pending(%c: vector<4xf32>) {
+  // expected-error @+1 {{pending must be 0 to 7 (groups), got 8}}
+  %d = norm.wgmma_wait %c {pending = 8 : i64} : vector<4xf32>
+  return
+}
+
+// -----
+
+func.func @wgmma_fence_i32(%c: vector<4xi32>) {
+  // expected-error @+1 {{passes wgmma registers: vectors of f32, bf16 or f16, got 'vector<4xi32>'}}
+  %d = norm.wgmma_fence %c : vector<4xi32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
 // norm.ldmatrix
 //===----------------------------------------------------------------------===//
 

@@ -271,6 +271,29 @@ func.func @ldmatrix(%tile: memref<64x64xbf16, #gpu.address_space<workgroup>>,
   return %0, %1, %2, %3 : vector<8xbf16>, vector<4xbf16>, vector<2xf16>, vector<16xf8E4M3FN>
 }
 
+// CHECK-LABEL: func @wgmma
+func.func @wgmma(%tile: memref<8192xbf16, #gpu.address_space<workgroup>>,
+                 %p: vector<8xbf16>, %c: vector<64xf32>, %i: index, %j: index)
+    -> (vector<64xf32>, vector<8xbf16>) {
+  // CHECK: norm.async_proxy_fence
+  norm.async_proxy_fence
+  // CHECK: %[[F:.*]]:2 = norm.wgmma_fence %{{.*}}, %{{.*}} : vector<64xf32>, vector<8xbf16>
+  %f:2 = norm.wgmma_fence %c, %p : vector<64xf32>, vector<8xbf16>
+  // CHECK: norm.wgmma %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}], %[[F]]#0 {a_layout = #norm.shared_matrix<swizzle = 128, lbo = 16, sbo = 1024>, accumulate = false, b_layout = #norm.shared_matrix<swizzle = 128, lbo = 16, sbo = 1024>} : memref<8192xbf16, #gpu.address_space<workgroup>>, memref<8192xbf16, #gpu.address_space<workgroup>>, vector<64xf32> -> vector<64xf32>
+  %s = norm.wgmma %tile[%i], %tile[%j], %f#0 {a_layout = #norm.shared_matrix<swizzle = 128, lbo = 16, sbo = 1024>, b_layout = #norm.shared_matrix<swizzle = 128, lbo = 16, sbo = 1024>, accumulate = false} : memref<8192xbf16, #gpu.address_space<workgroup>>, memref<8192xbf16, #gpu.address_space<workgroup>>, vector<64xf32> -> vector<64xf32>
+  // CHECK: norm.wgmma %[[F]]#1, %{{.*}}[%{{.*}}], %{{.*}} {b_layout = #norm.shared_matrix<swizzle = 128, lbo = 8192, sbo = 1024, mn_major = true>} : vector<8xbf16>, memref<8192xbf16, #gpu.address_space<workgroup>>, vector<64xf32> -> vector<64xf32>
+  %o = norm.wgmma %f#1, %tile[%j], %s {b_layout = #norm.shared_matrix<swizzle = 128, lbo = 8192, sbo = 1024, mn_major = true>} : vector<8xbf16>, memref<8192xbf16, #gpu.address_space<workgroup>>, vector<64xf32> -> vector<64xf32>
+  // CHECK: norm.wgmma_commit
+  norm.wgmma_commit
+  // CHECK: norm.wgmma_wait %{{.*}}, %{{.*}} {pending = 0 : i64} : vector<64xf32>, vector<8xbf16>
+  %r:2 = norm.wgmma_wait %o, %f#1 {pending = 0 : i64} : vector<64xf32>, vector<8xbf16>
+  // CHECK: norm.wgmma_fence
+  // CHECK: norm.wgmma_wait {pending = 1 : i64}
+  norm.wgmma_fence
+  norm.wgmma_wait {pending = 1 : i64}
+  return %r#0, %r#1 : vector<64xf32>, vector<8xbf16>
+}
+
 // CHECK-LABEL: func @async_copy
 func.func @async_copy(%src: memref<?xbf16>, %f: memref<16x16xf32>,
                       %dst: memref<64x64xbf16, #gpu.address_space<workgroup>>,
