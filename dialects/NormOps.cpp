@@ -1813,6 +1813,63 @@ LogicalResult WgmmaOp::verify() {
   return success();
 }
 
+/// Barrier objects: a one-dimensional memref of i64 in workgroup memory.
+static LogicalResult verifyBarriers(Operation *op, MemRefType bars) {
+  if (!gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(bars) ||
+      bars.getRank() != 1 || !bars.isLastDimUnitStride() ||
+      !bars.getElementType().isInteger(64))
+    return op->emitOpError() << "takes barrier objects: a one-dimensional, "
+                                "contiguous memref of i64 in "
+                                "#gpu.address_space<workgroup>, got "
+                             << bars;
+  return success();
+}
+
+LogicalResult MbarrierInitOp::verify() {
+  if (getCount() < 1 || getCount() >= (int64_t(1) << 20))
+    return emitOpError() << "count must be 1 to 2^20 - 1 (arrivals), got "
+                         << getCount();
+  return verifyBarriers(*this, getBars().getType());
+}
+
+LogicalResult MbarrierArriveOp::verify() {
+  return verifyBarriers(*this, getBars().getType());
+}
+
+LogicalResult MbarrierWaitOp::verify() {
+  if (getMaxTries() < 1 || getMaxTries() > std::numeric_limits<int32_t>::max())
+    return emitOpError() << "max_tries must be 1 to 2^31 - 1, got "
+                         << getMaxTries();
+  return verifyBarriers(*this, getBars().getType());
+}
+
+LogicalResult BulkCopyOp::verify() {
+  MemRefType src = getSrc().getType(), dst = getDst().getType();
+  if (src.getMemorySpace() || src.getRank() != 1 || !src.isLastDimUnitStride())
+    return emitOpError() << "reads global memory: src must be a "
+                            "one-dimensional, contiguous memref in the "
+                            "default address space, got "
+                         << src;
+  if (!gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(dst) ||
+      dst.getRank() != 1 || !dst.isLastDimUnitStride())
+    return emitOpError() << "writes workgroup memory: dst must be a "
+                            "one-dimensional, contiguous memref in "
+                            "#gpu.address_space<workgroup>, got "
+                         << dst;
+  Type element = src.getElementType();
+  if (dst.getElementType() != element || !element.isIntOrFloat() ||
+      element.getIntOrFloatBitWidth() % 8 != 0)
+    return emitOpError() << "copies whole-byte elements of one type: src and "
+                            "dst must have the same element type, got "
+                         << element << " and " << dst.getElementType();
+  int64_t bytes = getBytes();
+  if (bytes <= 0 || bytes % 16 != 0 || bytes >= (int64_t(1) << 31))
+    return emitOpError() << "bytes must be a positive multiple of 16 below "
+                            "2^31, got "
+                         << bytes;
+  return verifyBarriers(*this, getBars().getType());
+}
+
 /// Values that a warpgroup multiply reads or writes: accumulators (f32)
 /// and register A fragments (bf16, f16).
 static LogicalResult verifyWgmmaRegisters(Operation *op, ValueRange values) {

@@ -1258,6 +1258,99 @@ def Norm_AsyncProxyFenceOp : Norm_Op<"async_proxy_fence"> {
   let assemblyFormat = "attr-dict";
 }
 
+def Norm_MbarrierInitOp : Norm_Op<"mbarrier_init"> {
+  let summary = "initialize a shared-memory barrier (mbarrier.init)";
+  let description = [{
+    PTX's `mbarrier.init.shared::cta.b64` of the barrier object
+    `bars[index]` (8 bytes of workgroup memory) for `count` arrivals a
+    phase, followed by `fence.mbarrier_init.release.cluster`, which makes
+    the initialized object visible to the asynchronous proxy (bulk copies
+    completing on it). One thread initializes; a `gpu.barrier` must follow
+    before any thread uses the object. A no-op on the host, whose copies
+    land at issue and whose waits therefore have nothing to wait for: the
+    protocol (counts, transaction bytes, phases) is checked where the PTX
+    runs (ptxsim), a wait that never completes trapping.
+
+    ```mlir
+    norm.mbarrier_init %bars[%c0] {count = 1 : i64} : memref<4xi64, #gpu.address_space<workgroup>>
+    ```
+  }];
+  let arguments = (ins Arg<AnyMemRef, "", [MemWrite]>:$bars, Index:$index,
+                   I64Attr:$count);
+  let assemblyFormat = "$bars `[` $index `]` attr-dict `:` type($bars)";
+  let hasVerifier = 1;
+}
+
+def Norm_MbarrierArriveOp : Norm_Op<"mbarrier_arrive"> {
+  let summary = "arrive on a shared-memory barrier (mbarrier.arrive)";
+  let description = [{
+    The thread arrives on `bars[index]` once (`mbarrier.arrive`); with
+    `tx_bytes` it first raises the phase's expected transaction count by
+    that many bytes (`mbarrier.arrive.expect_tx`), the bytes the bulk
+    copies completing on the barrier will bring. The phase completes when
+    all arrivals and all expected bytes are in. A no-op on the host.
+
+    ```mlir
+    norm.mbarrier_arrive %bars[%i], %bytes : memref<4xi64, #gpu.address_space<workgroup>>
+    ```
+  }];
+  let arguments = (ins Arg<AnyMemRef, "", [MemWrite]>:$bars, Index:$index,
+                   Optional<Index>:$tx_bytes);
+  let assemblyFormat = "$bars `[` $index `]` (`,` $tx_bytes^)? attr-dict `:` "
+                       "type($bars)";
+  let hasVerifier = 1;
+}
+
+def Norm_MbarrierWaitOp : Norm_Op<"mbarrier_wait"> {
+  let summary = "wait for a phase of a shared-memory barrier (try_wait.parity)";
+  let description = [{
+    Waits until the phase of `bars[index]` with parity `parity` (0 or 1)
+    has completed: `mbarrier.try_wait.parity.shared::cta.b64` in a loop.
+    The loop is bounded: after `max_tries` unsuccessful tries (each may
+    suspend the thread for a while) the kernel traps, so that a wrong
+    transaction count or a missing arrival fails the launch instead of
+    hanging it. The memory the phase's copies wrote is visible after it.
+    A no-op on the host.
+
+    ```mlir
+    norm.mbarrier_wait %bars[%i], %parity : memref<4xi64, #gpu.address_space<workgroup>>
+    ```
+  }];
+  // A wait orders memory (an acquire of what the phase's copies wrote): a
+  // write, so that it is never dead.
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead, MemWrite]>:$bars,
+                   Index:$index, Index:$parity,
+                   DefaultValuedAttr<I64Attr, "4194304">:$max_tries);
+  let assemblyFormat = "$bars `[` $index `]` `,` $parity attr-dict `:` "
+                       "type($bars)";
+  let hasVerifier = 1;
+}
+
+def Norm_BulkCopyOp : Norm_Op<"bulk_copy"> {
+  let summary = "asynchronous bulk copy to shared memory (cp.async.bulk)";
+  let description = [{
+    PTX's `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes`:
+    copies `bytes` contiguous bytes (a multiple of 16) from `src[src_index]`
+    in global memory to `dst[dst_index]` in workgroup memory (both 16-byte
+    aligned), asynchronously; the copy completes `bytes` transaction bytes
+    on the barrier `bars[bar_index]`, whose phase must expect them
+    (`norm.mbarrier_arrive` with `tx_bytes`). Read the data after
+    `norm.mbarrier_wait`. Issued by one thread. The host copies at issue.
+
+    ```mlir
+    norm.bulk_copy %k[%at], %tile[%row], %bars[%c0] {bytes = 256 : i64} : memref<?xbf16>, memref<8192xbf16, #gpu.address_space<workgroup>>, memref<4xi64, #gpu.address_space<workgroup>>
+    ```
+  }];
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src, Index:$src_index,
+                   Arg<AnyMemRef, "", [MemWrite]>:$dst, Index:$dst_index,
+                   Arg<AnyMemRef, "", [MemWrite]>:$bars, Index:$bar_index,
+                   I64Attr:$bytes);
+  let assemblyFormat = "$src `[` $src_index `]` `,` $dst `[` $dst_index `]` `,` "
+                       "$bars `[` $bar_index `]` attr-dict `:` type($src) `,` "
+                       "type($dst) `,` type($bars)";
+  let hasVerifier = 1;
+}
+
 /// The results are the operands' types (ops that pass values through).
 def Norm_PassThroughTypes : DeclareOpInterfaceMethods<InferTypeOpInterface>;
 

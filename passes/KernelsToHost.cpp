@@ -300,12 +300,33 @@ static void lowerAsyncCopyRows(AsyncCopyRowsOp copy) {
 /// after another here): the host runs a stretch's threads to completion before
 /// the next stretch, so a copy done at once is complete by the barrier that
 /// must precede any other thread's read.
+/// A bulk copy at issue: its elements one by one.
+static void lowerBulkCopy(BulkCopyOp copy) {
+  OpBuilder b(copy);
+  Location loc = copy.getLoc();
+  int64_t bytes = copy.getSrc().getType().getElementTypeBitWidth() / 8;
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value count = arith::ConstantIndexOp::create(b, loc, copy.getBytes() / bytes);
+  scf::ForOp::create(
+      b, loc, zero, count, one, ValueRange(),
+      [&](OpBuilder &lb, Location, Value k, ValueRange) {
+        Value from = arith::AddIOp::create(lb, loc, copy.getSrcIndex(), k);
+        Value to = arith::AddIOp::create(lb, loc, copy.getDstIndex(), k);
+        Value v = memref::LoadOp::create(lb, loc, copy.getSrc(), from);
+        memref::StoreOp::create(lb, loc, v, copy.getDst(), to);
+        scf::YieldOp::create(lb, loc);
+      });
+  copy.erase();
+}
+
 static void lowerAsyncCopies(gpu::GPUFuncOp kernel) {
   SmallVector<Operation *> ops;
   kernel.walk([&](Operation *op) {
     if (isa<AsyncCopyOp, AsyncCopyRowsOp, AsyncCommitOp, AsyncWaitOp,
             GridDependencyWaitOp, LaunchDependentsOp, OpaqueIndexOp,
-            WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp, AsyncProxyFenceOp>(op))
+            WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp, AsyncProxyFenceOp,
+            MbarrierInitOp, MbarrierArriveOp, MbarrierWaitOp, BulkCopyOp>(op))
       ops.push_back(op);
   });
   for (Operation *op : ops) {
@@ -322,6 +343,10 @@ static void lowerAsyncCopies(gpu::GPUFuncOp kernel) {
     }
     if (auto rows = dyn_cast<AsyncCopyRowsOp>(op)) {
       lowerAsyncCopyRows(rows);
+      continue;
+    }
+    if (auto bulk = dyn_cast<BulkCopyOp>(op)) {
+      lowerBulkCopy(bulk);
       continue;
     }
     auto copy = dyn_cast<AsyncCopyOp>(op);

@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/LoweringPasses.h"
-#include "passes/MatrixToNVVM.h"
+#include "passes/NVVMLowering.h"
 
 #include "dialects/NormOps.h"
 
@@ -54,6 +54,23 @@ Value mlir::norm::getVector(OpBuilder &b, Location loc, Value aggregate,
   if (vectorType == type)
     return vector;
   return LLVM::BitcastOp::create(b, loc, type, vector);
+}
+
+Value mlir::norm::createAsm(OpBuilder &b, Location loc, TypeRange types,
+                            ValueRange operands, StringRef ptx,
+                            StringRef constraints) {
+  Type result;
+  if (types.size() == 1)
+    result = types.front();
+  else if (!types.empty())
+    result = LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                              SmallVector<Type>(types));
+  auto op = LLVM::InlineAsmOp::create(
+      b, loc, result ? TypeRange(result) : TypeRange(), operands, ptx,
+      constraints, /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::tailcallkind::TailCallKind::None,
+      /*asm_dialect=*/LLVM::AsmDialectAttr(), /*operand_attrs=*/ArrayAttr());
+  return result ? op.getResult(0) : Value();
 }
 
 namespace {
@@ -284,29 +301,6 @@ struct OpaqueIndexLowering : ConvertOpToLLVMPattern<OpaqueIndexOp> {
   }
 };
 
-/// griddepcontrol as inline PTX with a memory clobber: the NVVM intrinsics
-/// are declared not to touch memory, which would let loads of the
-/// predecessor's outputs move above the wait.
-template <typename Op>
-struct GridDependencyLowering : ConvertOpToLLVMPattern<Op> {
-  GridDependencyLowering(const LLVMTypeConverter &converter, StringRef ptx)
-      : ConvertOpToLLVMPattern<Op>(converter), ptx(ptx) {}
-
-  LogicalResult
-  matchAndRewrite(Op op, typename Op::Adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    LLVM::InlineAsmOp::create(
-        rewriter, op.getLoc(), /*res=*/TypeRange(), /*operands=*/ValueRange(),
-        ptx, "~{memory}", /*has_side_effects=*/true, /*is_align_stack=*/false,
-        LLVM::tailcallkind::TailCallKind::None,
-        /*asm_dialect=*/LLVM::AsmDialectAttr(), /*operand_attrs=*/ArrayAttr());
-    rewriter.eraseOp(op);
-    return success();
-  }
-
-  std::string ptx;
-};
-
 struct NormToNVVMInterface : ConvertToLLVMPatternInterface {
   using ConvertToLLVMPatternInterface::ConvertToLLVMPatternInterface;
 
@@ -329,9 +323,13 @@ void mlir::norm::populateNormToNVVMConversionPatterns(
                AsyncCopyRowsLowering, OpaqueIndexLowering, AsyncCommitLowering,
                AsyncWaitLowering>(converter);
   populateWarpgroupToNVVMConversionPatterns(converter, patterns);
-  patterns.add<GridDependencyLowering<GridDependencyWaitOp>>(
+  populateAsyncBarrierToNVVMConversionPatterns(converter, patterns);
+  // griddepcontrol with a memory clobber: the NVVM intrinsics are declared
+  // not to touch memory, which would let loads of the predecessor's outputs
+  // move above the wait.
+  patterns.add<InstructionLowering<GridDependencyWaitOp>>(
       converter, "griddepcontrol.wait;");
-  patterns.add<GridDependencyLowering<LaunchDependentsOp>>(
+  patterns.add<InstructionLowering<LaunchDependentsOp>>(
       converter, "griddepcontrol.launch_dependents;");
 }
 

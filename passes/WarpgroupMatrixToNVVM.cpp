@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/MatrixToNVVM.h"
+#include "passes/NVVMLowering.h"
 
 #include "dialects/NormOps.h"
 
@@ -25,24 +25,6 @@ using namespace mlir;
 using namespace mlir::norm;
 
 namespace {
-
-/// An inline asm with side effects; its `results` (none, one value or a
-/// struct of several) of `types`.
-Value createAsm(OpBuilder &b, Location loc, TypeRange types,
-                ValueRange operands, StringRef ptx, StringRef constraints) {
-  Type result;
-  if (types.size() == 1)
-    result = types.front();
-  else if (!types.empty())
-    result = LLVM::LLVMStructType::getLiteral(b.getContext(),
-                                              SmallVector<Type>(types));
-  auto op = LLVM::InlineAsmOp::create(
-      b, loc, result ? TypeRange(result) : TypeRange(), operands, ptx,
-      constraints, /*has_side_effects=*/true, /*is_align_stack=*/false,
-      LLVM::tailcallkind::TailCallKind::None,
-      /*asm_dialect=*/LLVM::AsmDialectAttr(), /*operand_attrs=*/ArrayAttr());
-  return result ? op.getResult(0) : Value();
-}
 
 /// The 32-bit registers of vectors that an asm reads and writes in place.
 class TiedRegisters {
@@ -224,24 +206,6 @@ template <typename Op> struct TiedAsmLowering : ConvertOpToLLVMPattern<Op> {
   }
 
   std::function<std::string(Op)> getPtx;
-};
-
-/// An op without operands that is one PTX instruction; a memory clobber
-/// keeps shared stores and loads on their side of it.
-template <typename Op> struct InstructionLowering : ConvertOpToLLVMPattern<Op> {
-  InstructionLowering(const LLVMTypeConverter &converter, StringRef ptx)
-      : ConvertOpToLLVMPattern<Op>(converter), ptx(ptx) {}
-
-  LogicalResult
-  matchAndRewrite(Op op, typename Op::Adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    createAsm(rewriter, op.getLoc(), TypeRange(), ValueRange(), ptx,
-              "~{memory}");
-    rewriter.eraseOp(op);
-    return success();
-  }
-
-  std::string ptx;
 };
 
 } // namespace

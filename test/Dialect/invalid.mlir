@@ -1266,6 +1266,54 @@ func.func @wgmma_fence_i32(%c: vector<4xi32>) {
   return
 }
 
+// -----
+
+func.func @mbarrier_i32(%bars: memref<4xi32, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{takes barrier objects: a one-dimensional, contiguous memref of i64 in #gpu.address_space<workgroup>, got 'memref<4xi32, #gpu.address_space<workgroup>>'}}
+  norm.mbarrier_arrive %bars[%i] : memref<4xi32, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @mbarrier_count(%bars: memref<4xi64, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{count must be 1 to 2^20 - 1 (arrivals), got 0}}
+  norm.mbarrier_init %bars[%i] {count = 0 : i64} : memref<4xi64, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @mbarrier_tries(%bars: memref<4xi64, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{max_tries must be 1 to 2^31 - 1, got 0}}
+  norm.mbarrier_wait %bars[%i], %i {max_tries = 0 : i64} : memref<4xi64, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @bulk_copy_bytes(%src: memref<?xbf16>, %tile: memref<64xbf16, #gpu.address_space<workgroup>>, %bars: memref<1xi64, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{bytes must be a positive multiple of 16 below 2^31, got 24}}
+  norm.bulk_copy %src[%i], %tile[%i], %bars[%i] {bytes = 24 : i64} : memref<?xbf16>, memref<64xbf16, #gpu.address_space<workgroup>>, memref<1xi64, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @bulk_copy_types(%src: memref<?xf16>, %tile: memref<64xbf16, #gpu.address_space<workgroup>>, %bars: memref<1xi64, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{copies whole-byte elements of one type: src and dst must have the same element type, got 'f16' and 'bf16'}}
+  norm.bulk_copy %src[%i], %tile[%i], %bars[%i] {bytes = 32 : i64} : memref<?xf16>, memref<64xbf16, #gpu.address_space<workgroup>>, memref<1xi64, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @bulk_copy_to_global(%src: memref<?xbf16>, %dst: memref<64xbf16>, %bars: memref<1xi64, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{writes workgroup memory: dst must be a one-dimensional, contiguous memref in #gpu.address_space<workgroup>, got 'memref<64xbf16>'}}
+  norm.bulk_copy %src[%i], %dst[%i], %bars[%i] {bytes = 32 : i64} : memref<?xbf16>, memref<64xbf16>, memref<1xi64, #gpu.address_space<workgroup>>
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // norm.ldmatrix
 //===----------------------------------------------------------------------===//

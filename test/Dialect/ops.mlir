@@ -294,6 +294,24 @@ func.func @wgmma(%tile: memref<8192xbf16, #gpu.address_space<workgroup>>,
   return %r#0, %r#1 : vector<64xf32>, vector<8xbf16>
 }
 
+// CHECK-LABEL: func @mbarrier
+func.func @mbarrier(%src: memref<?xbf16>, %tile: memref<4096xbf16, #gpu.address_space<workgroup>>,
+                    %bars: memref<4xi64, #gpu.address_space<workgroup>>, %i: index, %n: index) {
+  // CHECK: norm.mbarrier_init %{{.*}}[%{{.*}}] {count = 1 : i64} : memref<4xi64, #gpu.address_space<workgroup>>
+  norm.mbarrier_init %bars[%i] {count = 1 : i64} : memref<4xi64, #gpu.address_space<workgroup>>
+  // CHECK: norm.mbarrier_arrive %{{.*}}[%{{.*}}], %{{.*}} : memref<4xi64, #gpu.address_space<workgroup>>
+  norm.mbarrier_arrive %bars[%i], %n : memref<4xi64, #gpu.address_space<workgroup>>
+  // CHECK: norm.mbarrier_arrive %{{.*}}[%{{.*}}] : memref<4xi64, #gpu.address_space<workgroup>>
+  norm.mbarrier_arrive %bars[%i] : memref<4xi64, #gpu.address_space<workgroup>>
+  // CHECK: norm.bulk_copy %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}] {bytes = 256 : i64} : memref<?xbf16>, memref<4096xbf16, #gpu.address_space<workgroup>>, memref<4xi64, #gpu.address_space<workgroup>>
+  norm.bulk_copy %src[%n], %tile[%i], %bars[%i] {bytes = 256 : i64} : memref<?xbf16>, memref<4096xbf16, #gpu.address_space<workgroup>>, memref<4xi64, #gpu.address_space<workgroup>>
+  // CHECK: norm.mbarrier_wait %{{.*}}[%{{.*}}], %{{.*}} : memref<4xi64, #gpu.address_space<workgroup>>
+  norm.mbarrier_wait %bars[%i], %n : memref<4xi64, #gpu.address_space<workgroup>>
+  // CHECK: norm.mbarrier_wait %{{.*}}[%{{.*}}], %{{.*}} {max_tries = 100 : i64} : memref<4xi64, #gpu.address_space<workgroup>>
+  norm.mbarrier_wait %bars[%i], %n {max_tries = 100 : i64} : memref<4xi64, #gpu.address_space<workgroup>>
+  return
+}
+
 // CHECK-LABEL: func @async_copy
 func.func @async_copy(%src: memref<?xbf16>, %f: memref<16x16xf32>,
                       %dst: memref<64x64xbf16, #gpu.address_space<workgroup>>,

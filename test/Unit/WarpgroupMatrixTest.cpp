@@ -114,6 +114,9 @@ struct WgmmaCase {
   Placement b;
   bool accumulate = true;
   int64_t blockSize = 128;
+  /// Bulk copies of this many bytes bring the image, its two halves in two
+  /// phases of one mbarrier; 0: the threads copy it.
+  int64_t bulkChunk = 0;
 };
 
 ElementType getType(const std::string &name) {
@@ -149,13 +152,49 @@ std::string getWgmmaKernel(const WgmmaCase &c, int64_t imageElements) {
                           "][] : memref<?xi8, #gpu.address_space<workgroup>> "
                           "to " +
                           tile);
-  k.line("scf.for %i = " + tid + " to " + k.index(imageElements) + " step " +
-         k.index(c.blockSize) + " {");
-  k.line("  %x = memref.load %image[%i] : " + buffer(t));
-  k.line("  memref.store %x, " + view + "[%i] : " + tile);
-  k.line("}");
-  k.line("norm.async_proxy_fence");
-  k.line("gpu.barrier");
+  if (c.bulkChunk) {
+    // Thread 0 initializes the barrier (after the image), then issues each
+    // half's copies in its own phase; every thread waits for both parities.
+    std::string bars = "memref<1xi64, #gpu.address_space<workgroup>>";
+    std::string bar =
+        k.op("memref.view " + smem + "[" + k.index(2 * imageElements) +
+             "][] : memref<?xi8, "
+             "#gpu.address_space<workgroup>> to " +
+             bars);
+    std::string first =
+        k.op("arith.cmpi eq, " + tid + ", " + k.index(0) + " : index");
+    std::string c0 = k.index(0);
+    k.line("scf.if " + first + " {");
+    k.line("  norm.mbarrier_init " + bar + "[" + c0 +
+           "] {count = 1 : i64} : " + bars);
+    k.line("}");
+    k.line("gpu.barrier");
+    int64_t half = imageElements / 2, chunk = c.bulkChunk / 2;
+    for (int64_t phase = 0; phase < 2; ++phase) {
+      std::string tx = k.index(2 * half);
+      std::string copies;
+      for (int64_t at = phase * half; at < (phase + 1) * half; at += chunk)
+        copies += "  norm.bulk_copy %image[" + k.index(at) + "], " + view +
+                  "[" + k.index(at) + "], " + bar + "[" + c0 + "] {bytes = " +
+                  std::to_string(std::min(chunk, (phase + 1) * half - at) * 2) +
+                  " : i64} : " + buffer(t) + ", " + tile + ", " + bars + "\n";
+      k.line("scf.if " + first + " {");
+      k.line("  norm.mbarrier_arrive " + bar + "[" + c0 + "], " + tx + " : " +
+             bars);
+      k.body += copies;
+      k.line("}");
+      k.line("norm.mbarrier_wait " + bar + "[" + c0 + "], " + k.index(phase) +
+             " : " + bars);
+    }
+  } else {
+    k.line("scf.for %i = " + tid + " to " + k.index(imageElements) + " step " +
+           k.index(c.blockSize) + " {");
+    k.line("  %x = memref.load %image[%i] : " + buffer(t));
+    k.line("  memref.store %x, " + view + "[%i] : " + tile);
+    k.line("}");
+    k.line("norm.async_proxy_fence");
+    k.line("gpu.barrier");
+  }
   std::string cv = k.op("vector.load %c[" + k.mul(tid, c.n / 2) +
                         "] : " + buffer("f32") + ", " + acc);
   std::string d;
@@ -223,7 +262,7 @@ Status launch(const std::string &kernel, const WgmmaCase &c,
   KernelSignature signature;
   signature.name = "wgmma";
   signature.blockThreads = c.blockSize;
-  signature.sharedBytes = imageElements * 2;
+  signature.sharedBytes = imageElements * 2 + 16;
   std::vector<check::SimBuffer> simBuffers;
   for (size_t i = 0; i < buffers.size(); ++i) {
     signature.params.push_back(KernelParam());
@@ -360,6 +399,17 @@ TEST(WarpgroupMatrix, TwoWarpgroups) {
   WgmmaCase r{"two_warpgroups_rs_n128", "bf16", 128, std::nullopt,
               mnMajor(64, 3, 0)};
   r.blockSize = 256;
+  checkWgmma(r);
+}
+
+// The image through bulk copies completing on an mbarrier, two phases.
+TEST(WarpgroupMatrix, BulkCopiesBringTheOperands) {
+  WgmmaCase c{"bulk_ss_sw128_n64", "bf16", 64, kMajor(128, 1, 0),
+              kMajor(128, 1, 8192)};
+  c.bulkChunk = 1024;
+  checkWgmma(c);
+  WgmmaCase r{"bulk_rs_v_n128", "bf16", 128, std::nullopt, mnMajor(64, 2, 0)};
+  r.bulkChunk = 4096;
   checkWgmma(r);
 }
 

@@ -116,6 +116,12 @@ std::string norm::check::rewriteForPtxsim(const std::string &ptx) {
             "fma.rn.f64 %ptxsim_dl, %ptxsim_dh, 0d41F0000000000000, "
             "%ptxsim_dl; cvt.rn.f32.f64 $1, %ptxsim_dl; }");
   }
+  static const std::regex trap(R"(\btrap;)");
+  out = std::regex_replace(
+      out, trap,
+      "{ .reg .b32 %ptxsim_t<2>; mov.u32 %ptxsim_t0, 1; "
+      "ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%ptxsim_t1}, "
+      "[%ptxsim_t0]; }");
   return out;
 }
 

@@ -42,7 +42,9 @@ struct PtxsimOptions {
 /// it gets right and that compute the same bits: cvt.rn.f16x2.f32 (halves
 /// swapped, upper zeroed), {add,sub,mul}.rn.f16x2 (upper zeroed) and
 /// cvt.rn.f32.{u64,s64} (0; replaced exactly up to 2^53). Each found with
-/// a one-instruction kernel.
+/// a one-instruction kernel. `trap`, which GPGPU-Sim cannot even analyse
+/// (a kernel that holds one fails to launch), becomes a misaligned
+/// ldmatrix: an error GPGPU-Sim reports when, and only when, it runs.
 std::string rewriteForPtxsim(const std::string &ptx);
 
 /// The ptxsim folder: $NORM_PTXSIM, else ../shared/tools/ptxsim beside the
