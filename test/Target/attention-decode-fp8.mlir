@@ -35,7 +35,7 @@
 // REQUIRES: ptxas
 // RUN: norm-opt %s --norm-lower-to-ptx -o %t.ptx
 // RUN: %python %S/Inputs/ptx-loop-mix.py --shortest --without=cp_async_fill --with=cp_async %t.ptx | FileCheck %s --check-prefix=MIX
-// RUN: FileCheck %s --check-prefix=PTX < %t.ptx
+// RUN: FileCheck %s --check-prefix=PTX --implicit-check-not='mma.sync.aligned.m16n8k16.row.col.f32.bf16' < %t.ptx
 // RUN: %ptxas -arch=sm_90 -v %t.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // sm_80 has no FP8 cvt: integer code widens the bytes.
 // RUN: norm-opt %s --norm-lower-to-ptx="chip=sm_80" -o %t.sm80.ptx
@@ -46,14 +46,14 @@
 
 // Appends round with satfinite; cached bytes arrive by ldmatrix of byte
 // pairs (the values' transposed), a prmt picks a fragment's pairs, which
-// widen a pair at a time into f16 mma.sync operands.
+// widen a pair at a time into f16 mma.sync operands; no bf16 mma.sync
+// anywhere in the PTX (implicit-check-not).
 // PTX: .entry norm_decode_qkrms_ropeneox128_p16_fp8_
 // PTX-DAG: cvt.rn.satfinite.e4m3x2.f32
 // PTX-DAG: ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16
 // PTX-DAG: prmt.b32 {{.*}}, 0x3120U;
 // PTX-DAG: cvt.rn.f16x2.e4m3x2
 // PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
-// PTX-NOT: mma.sync.aligned.m16n8k16.row.col.f32.bf16
 // SM80: .entry norm_decode_qkrms_ropeneox128_p16_fp8_
 // SM80-NOT: e4m3x2
 
