@@ -122,6 +122,7 @@ Status CudaDriver::load(const std::string &library,
   need(driver->eventElapsedTime,
        {"cuEventElapsedTime_v2", "cuEventElapsedTime"});
   need(driver->eventDestroy, {"cuEventDestroy_v2", "cuEventDestroy"});
+  need(driver->tensorMapEncodeTiled, {"cuTensorMapEncodeTiled"});
   if (!ok)
     return Status::error(ErrorCode::NoDriver,
                          "the CUDA driver '" + path + "' has no entry point '" +

@@ -71,6 +71,27 @@ constexpr unsigned kEventDefault = 0;
 // CUlaunchAttributeID
 constexpr int kLaunchAttributeProgrammaticStreamSerialization = 6;
 
+// CUtensorMapDataType, CUtensorMapInterleave, CUtensorMapSwizzle,
+// CUtensorMapL2promotion, CUtensorMapFloatOOBfill
+constexpr int kTensorMapDataTypeUint8 = 0;
+constexpr int kTensorMapDataTypeFloat16 = 6;
+constexpr int kTensorMapDataTypeFloat32 = 7;
+constexpr int kTensorMapDataTypeBfloat16 = 9;
+constexpr int kTensorMapInterleaveNone = 0;
+constexpr int kTensorMapSwizzleNone = 0;
+constexpr int kTensorMapSwizzle32B = 1;
+constexpr int kTensorMapSwizzle64B = 2;
+constexpr int kTensorMapSwizzle128B = 3;
+constexpr int kTensorMapL2Promotion128B = 2;
+constexpr int kTensorMapFloatOobFillNone = 0;
+
+/// CUtensorMap: 128 opaque bytes, 128-byte aligned as cuda.h declares it
+/// (the driver needs 64); a kernel takes it by value as a grid-constant
+/// parameter.
+struct alignas(128) TensorMap {
+  unsigned long long opaque[16] = {};
+};
+
 /// CUlaunchAttribute: an id, then a 64-byte union of values.
 struct LaunchAttribute {
   int id = 0;
@@ -183,6 +204,14 @@ struct CudaDriver {
   cu::Result (*eventElapsedTime)(float *milliseconds, cu::Event start,
                                  cu::Event end) = nullptr;
   cu::Result (*eventDestroy)(cu::Event event) = nullptr;
+  cu::Result (*tensorMapEncodeTiled)(cu::TensorMap *map, int dataType,
+                                     unsigned rank, void *globalAddress,
+                                     const unsigned long long *globalDim,
+                                     const unsigned long long *globalStrides,
+                                     const unsigned *boxDim,
+                                     const unsigned *elementStrides,
+                                     int interleave, int swizzle,
+                                     int l2Promotion, int oobFill) = nullptr;
 };
 
 /// Makes a context current on this thread for a scope, and restores the

@@ -79,6 +79,26 @@ static_assert(sizeof(cu::LaunchConfig) == sizeof(CUlaunchConfig) &&
                   offsetof(CUlaunchConfig, attrs) &&
               offsetof(cu::LaunchConfig, numAttrs) ==
                   offsetof(CUlaunchConfig, numAttrs));
+// Tensor maps (cuTensorMapEncodeTiled).
+static_assert(cu::kTensorMapDataTypeUint8 == CU_TENSOR_MAP_DATA_TYPE_UINT8);
+static_assert(cu::kTensorMapDataTypeFloat16 == CU_TENSOR_MAP_DATA_TYPE_FLOAT16);
+static_assert(cu::kTensorMapDataTypeFloat32 == CU_TENSOR_MAP_DATA_TYPE_FLOAT32);
+static_assert(cu::kTensorMapDataTypeBfloat16 ==
+              CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+static_assert(cu::kTensorMapInterleaveNone == CU_TENSOR_MAP_INTERLEAVE_NONE);
+static_assert(cu::kTensorMapSwizzleNone == CU_TENSOR_MAP_SWIZZLE_NONE);
+static_assert(cu::kTensorMapSwizzle32B == CU_TENSOR_MAP_SWIZZLE_32B);
+static_assert(cu::kTensorMapSwizzle64B == CU_TENSOR_MAP_SWIZZLE_64B);
+static_assert(cu::kTensorMapSwizzle128B == CU_TENSOR_MAP_SWIZZLE_128B);
+static_assert(cu::kTensorMapL2Promotion128B ==
+              CU_TENSOR_MAP_L2_PROMOTION_L2_128B);
+static_assert(cu::kTensorMapFloatOobFillNone ==
+              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+static_assert(sizeof(cu::TensorMap) == sizeof(CUtensorMap) &&
+              alignof(cu::TensorMap) == alignof(CUtensorMap));
+static_assert(sizeof(int) == sizeof(CUtensorMapDataType) &&
+              sizeof(int) == sizeof(CUtensorMapSwizzle));
+
 static_assert(sizeof(int) == sizeof(CUdevice_attribute) &&
               sizeof(int) == sizeof(CUjit_option) &&
               sizeof(int) == sizeof(CUfunction_attribute));
@@ -140,6 +160,7 @@ CHECK_ENTRY(eventRecord, cuEventRecord);
 CHECK_ENTRY(eventSynchronize, cuEventSynchronize);
 CHECK_ENTRY(eventElapsedTime, cuEventElapsedTime);
 CHECK_ENTRY(eventDestroy, cuEventDestroy);
+CHECK_ENTRY(tensorMapEncodeTiled, cuTensorMapEncodeTiled);
 
 #define STRINGIFY_EXPANDED(name) STRINGIFY(name)
 #define STRINGIFY(name) #name
@@ -169,6 +190,8 @@ TEST(CudaDriverAbi, VersionedSymbols) {
   EXPECT_STREQ(STRINGIFY_EXPANDED(cuLinkComplete), "cuLinkComplete");
   EXPECT_STREQ(STRINGIFY_EXPANDED(cuDevicePrimaryCtxRetain),
                "cuDevicePrimaryCtxRetain");
+  EXPECT_STREQ(STRINGIFY_EXPANDED(cuTensorMapEncodeTiled),
+               "cuTensorMapEncodeTiled");
 }
 
 } // namespace

@@ -101,6 +101,21 @@ int fakecuda_alloc_count(void);
 /// Allocation `index` (0 = first since reset); 0 when there is none.
 int fakecuda_get_alloc(int index, struct fakecuda_alloc *alloc);
 
+/// One cuTensorMapEncodeTiled request (the fake writes its index, from 0,
+/// into the map's first 8 bytes).
+struct fakecuda_tensor_map {
+  int data_type;
+  unsigned rank;
+  uint64_t address;
+  unsigned long long dims[5], strides[4];
+  unsigned box[5], element_strides[5];
+  int interleave, swizzle, l2_promotion, oob_fill;
+};
+/// Requests since the last reset.
+int fakecuda_tensor_map_count(void);
+/// Request `index` (0 = first since reset); 0 when there is none.
+int fakecuda_get_tensor_map(int index, struct fakecuda_tensor_map *map);
+
 /// Device memory: cuMemAlloc fails with CUDA_ERROR_OUT_OF_MEMORY beyond
 /// `bytes` live at once (0, after reset: unlimited).
 void fakecuda_set_device_memory(size_t bytes);

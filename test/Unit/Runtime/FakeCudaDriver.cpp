@@ -66,6 +66,7 @@ enum Entry {
   EventSynchronize,
   EventElapsedTime,
   EventDestroy,
+  TensorMapEncodeTiled,
   NumEntries
 };
 
@@ -104,7 +105,8 @@ const char *const kEntryNames[NumEntries] = {"cuInit",
                                              "cuEventRecord",
                                              "cuEventSynchronize",
                                              "cuEventElapsedTime",
-                                             "cuEventDestroy"};
+                                             "cuEventDestroy",
+                                             "cuTensorMapEncodeTiled"};
 
 struct Function {
   std::string name;
@@ -166,6 +168,7 @@ struct State {
   int memsetCount = 0;
   fakecuda_alloc allocs[kMaxAllocs];
   int allocCount = 0;
+  std::vector<fakecuda_tensor_map> tensorMaps;
 };
 
 State &state() {
@@ -233,6 +236,7 @@ extern "C" {
 void fakecuda_reset(void) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
+  s.tensorMaps.clear();
   for (auto &c : s.calls)
     c = 0;
   for (int i = 0; i < NumEntries; ++i)
@@ -334,6 +338,21 @@ int fakecuda_get_memset_d32(int index, struct fakecuda_memset *memset) {
       index < s.memsetCount - kMaxMemsets)
     return 0;
   *memset = s.memsets[index % kMaxMemsets];
+  return 1;
+}
+
+int fakecuda_tensor_map_count(void) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return static_cast<int>(s.tensorMaps.size());
+}
+
+int fakecuda_get_tensor_map(int index, struct fakecuda_tensor_map *map) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (index < 0 || index >= static_cast<int>(s.tensorMaps.size()))
+    return 0;
+  *map = s.tensorMaps[index];
   return 1;
 }
 
@@ -871,6 +890,42 @@ Result cuEventDestroy_v2(void *event) {
   if (Result r = enter(EventDestroy))
     return r;
   delete static_cast<Event *>(event);
+  return kSuccess;
+}
+
+/// Records the request and writes its index into the map's first 8 bytes
+/// (the real encoding is the driver's own).
+Result cuTensorMapEncodeTiled(void *map, int dataType, unsigned rank,
+                              void *address, const unsigned long long *dims,
+                              const unsigned long long *strides,
+                              const unsigned *box,
+                              const unsigned *elementStrides, int interleave,
+                              int swizzle, int l2Promotion, int oobFill) {
+  if (Result r = enter(TensorMapEncodeTiled))
+    return r;
+  if (!map || rank < 1 || rank > 5 || !dims || !box || !elementStrides ||
+      (rank > 1 && !strides) || reinterpret_cast<uintptr_t>(map) % 64 != 0)
+    return kInvalidValue;
+  fakecuda_tensor_map record = {};
+  record.data_type = dataType;
+  record.rank = rank;
+  record.address = reinterpret_cast<uint64_t>(address);
+  for (unsigned i = 0; i < rank; ++i) {
+    record.dims[i] = dims[i];
+    record.box[i] = box[i];
+    record.element_strides[i] = elementStrides[i];
+    if (i + 1 < rank)
+      record.strides[i] = strides[i];
+  }
+  record.interleave = interleave;
+  record.swizzle = swizzle;
+  record.l2_promotion = l2Promotion;
+  record.oob_fill = oobFill;
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  uint64_t index = s.tensorMaps.size();
+  std::memcpy(map, &index, sizeof index);
+  s.tensorMaps.push_back(record);
   return kSuccess;
 }
 
