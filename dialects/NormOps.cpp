@@ -1870,6 +1870,45 @@ LogicalResult BulkCopyOp::verify() {
   return verifyBarriers(*this, getBars().getType());
 }
 
+LogicalResult TmaLoadOp::verify() {
+  MemRefType map = getMap().getType(), src = getSrc().getType(),
+             dst = getDst().getType();
+  if (map.getMemorySpace() || !map.hasStaticShape() ||
+      map.getNumElements() * map.getElementTypeBitWidth() != 1024)
+    return emitOpError() << "map must be the 128 bytes of a CUtensorMap in "
+                            "the default address space, got "
+                         << map;
+  if (src.getMemorySpace() || src.getRank() != 1 || !src.isLastDimUnitStride())
+    return emitOpError() << "src must be a one-dimensional, contiguous "
+                            "memref in the default address space, got "
+                         << src;
+  if (!gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(dst) ||
+      dst.getRank() != 1 || !dst.isLastDimUnitStride() ||
+      dst.getElementType() != src.getElementType())
+    return emitOpError() << "dst must be a one-dimensional, contiguous "
+                            "memref of src's elements in "
+                            "#gpu.address_space<workgroup>, got "
+                         << dst;
+  Type element = src.getElementType();
+  if (!element.isIntOrFloat() || element.getIntOrFloatBitWidth() % 8 != 0)
+    return emitOpError() << "copies whole-byte elements, got " << element;
+  int64_t bytes = element.getIntOrFloatBitWidth() / 8;
+  int64_t swizzle = getSwizzle();
+  if (swizzle != 0 && swizzle != 32 && swizzle != 64 && swizzle != 128)
+    return emitOpError() << "swizzle must be 0, 32, 64 or 128 (bytes), got "
+                         << swizzle;
+  int64_t boxRows = getBoxRows(), boxColumns = getBoxColumns();
+  if (boxRows < 1 || boxRows > 256 || boxColumns < 1 || boxColumns > 256 ||
+      (boxColumns * bytes) % 16 != 0 ||
+      (swizzle && boxColumns * bytes > swizzle))
+    return emitOpError()
+           << "boxes have 1 to 256 rows and columns, rows a multiple of 16 "
+              "bytes and at most the swizzle's width; got "
+           << boxRows << " x " << boxColumns << " of " << bytes
+           << " bytes, swizzle " << swizzle;
+  return verifyBarriers(*this, getBars().getType());
+}
+
 /// Values that a warpgroup multiply reads or writes: accumulators (f32)
 /// and register A fragments (bf16, f16).
 static LogicalResult verifyWgmmaRegisters(Operation *op, ValueRange values) {

@@ -1351,6 +1351,45 @@ def Norm_BulkCopyOp : Norm_Op<"bulk_copy"> {
   let hasVerifier = 1;
 }
 
+def Norm_TmaLoadOp : Norm_Op<"tma_load"> {
+  let summary = "TMA load of a 2-D box into shared memory (cp.async.bulk.tensor)";
+  let description = [{
+    PTX's `cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes`:
+    copies the box of `box_rows` x `box_columns` elements whose first
+    element is (`row`, `column`) of a row-major view to `dst[dst_index]` in
+    workgroup memory, rows of the box one after the other, each row's
+    16-byte chunks swizzled by `swizzle` bytes (0, 32, 64 or 128; the XOR of
+    `#norm.shared_matrix` on the byte offset from the box's start, which is
+    aligned to the swizzle's atom). Elements outside the view (coordinates
+    past its rows or columns) arrive as zeros. The copy completes the box's
+    bytes, out-of-bounds ones included, on `bars[bar_index]`. Issued by one
+    thread.
+
+    The GPU reads the view through `map`, a CUtensorMap of 128 bytes that
+    the host encoded for it (`runtime/TensorMap.h`; its box and swizzle
+    must be these); `src` with `rows`, `columns` and `row_stride`
+    (elements) is the view itself, which the host execution reads (the GPU
+    ignores them).
+
+    ```mlir
+    norm.tma_load %kmap, %k[%tokens, %width, %stride] at [%row, %col], %tile[%at], %bars[%c0] {box_rows = 64 : i64, box_columns = 64 : i64, swizzle = 128 : i64} : memref<16xi64>, memref<?xbf16>, memref<8192xbf16, #gpu.address_space<workgroup>>, memref<4xi64, #gpu.address_space<workgroup>>
+    ```
+  }];
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$map,
+                   Arg<AnyMemRef, "", [MemRead]>:$src, Index:$rows,
+                   Index:$columns, Index:$row_stride, Index:$row,
+                   Index:$column, Arg<AnyMemRef, "", [MemWrite]>:$dst,
+                   Index:$dst_index, Arg<AnyMemRef, "", [MemWrite]>:$bars,
+                   Index:$bar_index, I64Attr:$box_rows, I64Attr:$box_columns,
+                   I64Attr:$swizzle);
+  let assemblyFormat = "$map `,` $src `[` $rows `,` $columns `,` $row_stride "
+                       "`]` `at` ` ` `[` $row `,` $column `]` `,` $dst `[` "
+                       "$dst_index `]` `,` $bars `[` $bar_index `]` attr-dict "
+                       "`:` type($map) `,` type($src) `,` type($dst) `,` "
+                       "type($bars)";
+  let hasVerifier = 1;
+}
+
 /// The results are the operands' types (ops that pass values through).
 def Norm_PassThroughTypes : DeclareOpInterfaceMethods<InferTypeOpInterface>;
 

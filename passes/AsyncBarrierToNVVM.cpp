@@ -174,10 +174,42 @@ struct BulkCopyLowering : AddressPattern<BulkCopyOp> {
   }
 };
 
+/// The box through the tensor map: coordinates innermost first (column,
+/// row), the map by its generic address (a global buffer or a
+/// grid-constant parameter alike).
+struct TmaLoadLowering : AddressPattern<TmaLoadOp> {
+  using AddressPattern::AddressPattern;
+
+  LogicalResult
+  matchAndRewrite(TmaLoadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value dst = getAddress(rewriter, loc, op.getDst(), adaptor.getDst(),
+                           adaptor.getDstIndex());
+    Value bar = getAddress(rewriter, loc, op.getBars(), adaptor.getBars(),
+                           adaptor.getBarIndex());
+    Value zero =
+        LLVM::ConstantOp::create(rewriter, loc, rewriter.getI64Type(), 0);
+    Value map = LLVM::PtrToIntOp::create(
+        rewriter, loc, rewriter.getI64Type(),
+        getStridedElementPtr(rewriter, loc, op.getMap().getType(),
+                             adaptor.getMap(), ValueRange{zero}));
+    emitAsm(rewriter, loc,
+            {dst, map, truncate(rewriter, loc, adaptor.getColumn()),
+             truncate(rewriter, loc, adaptor.getRow()), bar},
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
+            "complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
+            "l,l,r,r,l");
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::norm::populateAsyncBarrierToNVVMConversionPatterns(
     const LLVMTypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<MbarrierInitLowering, MbarrierArriveLowering,
-               MbarrierWaitLowering, BulkCopyLowering>(converter);
+               MbarrierWaitLowering, BulkCopyLowering, TmaLoadLowering>(
+      converter);
 }

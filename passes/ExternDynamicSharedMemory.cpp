@@ -19,10 +19,13 @@ struct ExternDynamicSharedMemory
           ExternDynamicSharedMemory> {
   void runOnOperation() override {
     auto shared = static_cast<unsigned>(NVVM::NVVMMemorySpace::Shared);
-    // Swizzled wgmma operands need their atoms aligned in the address.
+    // Swizzled wgmma operands and TMA boxes need their atoms aligned in the
+    // address.
     bool swizzles = getOperation()
                         .walk([](LLVM::InlineAsmOp op) {
-                          return op.getAsmString().contains("wgmma.mma_async")
+                          StringRef ptx = op.getAsmString();
+                          return ptx.contains("wgmma.mma_async") ||
+                                         ptx.contains("cp.async.bulk.tensor")
                                      ? WalkResult::interrupt()
                                      : WalkResult::advance();
                         })

@@ -320,13 +320,102 @@ static void lowerBulkCopy(BulkCopyOp copy) {
   copy.erase();
 }
 
+/// The byte `offset` (from an atom-aligned start) as a swizzle of
+/// `swizzle` bytes places it, as TMA writes and wgmma reads shared memory:
+/// the 16-byte chunk index XOR the 128-byte line index.
+static Value emitSwizzle(OpBuilder &b, Location loc, Value offset,
+                         int64_t swizzle) {
+  if (!swizzle)
+    return offset;
+  auto constant = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  Value line = arith::RemUIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, offset, constant(7)),
+      constant(swizzle / 16));
+  return arith::XOrIOp::create(
+      b, loc, offset, arith::ShLIOp::create(b, loc, line, constant(4)));
+}
+
+/// A TMA box at issue: element (r, c) of the box is the view's (row + r,
+/// column + c), zero outside it, at byte r * row bytes + c * element bytes
+/// of the box, swizzled.
+static void lowerTmaLoad(TmaLoadOp load) {
+  OpBuilder b(load);
+  Location loc = load.getLoc();
+  auto index = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  Type element = load.getSrc().getType().getElementType();
+  int64_t bytes = element.getIntOrFloatBitWidth() / 8;
+  int64_t swizzle = load.getSwizzle(), columns = load.getBoxColumns();
+  Value zero = index(0), one = index(1);
+  Value fill = arith::ConstantOp::create(b, loc, b.getZeroAttr(element));
+  scf::ForOp::create(
+      b, loc, zero, index(load.getBoxRows()), one, ValueRange(),
+      [&](OpBuilder &rb, Location, Value r, ValueRange) {
+        scf::ForOp::create(
+            rb, loc, zero, index(columns), one, ValueRange(),
+            [&](OpBuilder &cb, Location, Value c, ValueRange) {
+              auto constant = [&](int64_t v) {
+                return arith::ConstantIndexOp::create(cb, loc, v).getResult();
+              };
+              Value row = arith::AddIOp::create(cb, loc, load.getRow(), r);
+              Value column =
+                  arith::AddIOp::create(cb, loc, load.getColumn(), c);
+              // Signed: coordinates before the view are outside it too.
+              auto within = [&](Value x, Value end) {
+                return arith::AndIOp::create(
+                    cb, loc,
+                    arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::sge, x,
+                                          constant(0)),
+                    arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::slt, x,
+                                          end));
+              };
+              Value inside =
+                  arith::AndIOp::create(cb, loc, within(row, load.getRows()),
+                                        within(column, load.getColumns()));
+              auto value = scf::IfOp::create(
+                  cb, loc, inside,
+                  [&](OpBuilder &tb, Location) {
+                    Value at = arith::AddIOp::create(
+                        tb, loc,
+                        arith::MulIOp::create(tb, loc, row,
+                                              load.getRowStride()),
+                        column);
+                    scf::YieldOp::create(
+                        tb, loc,
+                        memref::LoadOp::create(tb, loc, load.getSrc(), at)
+                            .getResult());
+                  },
+                  [&](OpBuilder &eb, Location) {
+                    scf::YieldOp::create(eb, loc, fill);
+                  });
+              Value offset = arith::AddIOp::create(
+                  cb, loc,
+                  arith::MulIOp::create(cb, loc, r, constant(columns * bytes)),
+                  arith::MulIOp::create(cb, loc, c, constant(bytes)));
+              offset = emitSwizzle(cb, loc, offset, swizzle);
+              Value at = arith::AddIOp::create(
+                  cb, loc, load.getDstIndex(),
+                  arith::DivUIOp::create(cb, loc, offset, constant(bytes)));
+              memref::StoreOp::create(cb, loc, value.getResult(0),
+                                      load.getDst(), at);
+              scf::YieldOp::create(cb, loc);
+            });
+        scf::YieldOp::create(rb, loc);
+      });
+  load.erase();
+}
+
 static void lowerAsyncCopies(gpu::GPUFuncOp kernel) {
   SmallVector<Operation *> ops;
   kernel.walk([&](Operation *op) {
     if (isa<AsyncCopyOp, AsyncCopyRowsOp, AsyncCommitOp, AsyncWaitOp,
             GridDependencyWaitOp, LaunchDependentsOp, OpaqueIndexOp,
             WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp, AsyncProxyFenceOp,
-            MbarrierInitOp, MbarrierArriveOp, MbarrierWaitOp, BulkCopyOp>(op))
+            MbarrierInitOp, MbarrierArriveOp, MbarrierWaitOp, BulkCopyOp,
+            TmaLoadOp>(op))
       ops.push_back(op);
   });
   for (Operation *op : ops) {
@@ -347,6 +436,10 @@ static void lowerAsyncCopies(gpu::GPUFuncOp kernel) {
     }
     if (auto bulk = dyn_cast<BulkCopyOp>(op)) {
       lowerBulkCopy(bulk);
+      continue;
+    }
+    if (auto tma = dyn_cast<TmaLoadOp>(op)) {
+      lowerTmaLoad(tma);
       continue;
     }
     auto copy = dyn_cast<AsyncCopyOp>(op);
@@ -1109,14 +1202,7 @@ LogicalResult HostKernelEmitter::emitWgmma(WgmmaOp op,
           arith::IndexCastOp::create(
               rb, loc, indexType,
               memref::LoadOp::create(rb, loc, table, ValueRange{mn, k})));
-      if (int64_t swizzle = layout.getSwizzle()) {
-        Value line = arith::RemUIOp::create(
-            rb, loc, arith::ShRUIOp::create(rb, loc, offset, index(rb, 7)),
-            index(rb, swizzle / 16));
-        offset = arith::XOrIOp::create(
-            rb, loc, offset,
-            arith::ShLIOp::create(rb, loc, line, index(rb, 4)));
-      }
+      offset = emitSwizzle(rb, loc, offset, layout.getSwizzle());
       Value element = memref::LoadOp::create(
           rb, loc, memref,
           arith::DivUIOp::create(rb, loc, offset, width).getResult());

@@ -150,9 +150,9 @@ def NormExternDynamicSharedMemory
     array in the workgroup address space external linkage, so that the PTX
     declares it as `.extern .shared .align 16 .b8 name[];`, the array CUDA
     places after all static shared memory and sizes at launch. In a module
-    with `wgmma` (the inline asm of `norm.wgmma`) the array is aligned to
-    1024 bytes, the atom of a 128-byte swizzle, which wgmma and TMA apply
-    to the shared address itself. Runs after `convert-gpu-to-nvvm`.
+    with `wgmma` or TMA tensor copies (the inline asm of `norm.wgmma` and
+    `norm.tma_load`) the array is aligned to 1024 bytes, the atom of a
+    128-byte swizzle, which both apply to the shared address itself. Runs after `convert-gpu-to-nvvm`.
   }];
 }
 

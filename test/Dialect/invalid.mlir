@@ -1268,6 +1268,22 @@ func.func @wgmma_fence_i32(%c: vector<4xi32>) {
 
 // -----
 
+func.func @tma_box(%map: memref<16xi64>, %src: memref<?xbf16>, %tile: memref<4096xbf16, #gpu.address_space<workgroup>>, %bars: memref<1xi64, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{boxes have 1 to 256 rows and columns, rows a multiple of 16 bytes and at most the swizzle's width; got 64 x 128 of 2 bytes, swizzle 128}}
+  norm.tma_load %map, %src[%i, %i, %i] at [%i, %i], %tile[%i], %bars[%i] {box_rows = 64 : i64, box_columns = 128 : i64, swizzle = 128 : i64} : memref<16xi64>, memref<?xbf16>, memref<4096xbf16, #gpu.address_space<workgroup>>, memref<1xi64, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @tma_map(%map: memref<8xi64>, %src: memref<?xbf16>, %tile: memref<4096xbf16, #gpu.address_space<workgroup>>, %bars: memref<1xi64, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{map must be the 128 bytes of a CUtensorMap in the default address space, got 'memref<8xi64>'}}
+  norm.tma_load %map, %src[%i, %i, %i] at [%i, %i], %tile[%i], %bars[%i] {box_rows = 64 : i64, box_columns = 64 : i64, swizzle = 128 : i64} : memref<8xi64>, memref<?xbf16>, memref<4096xbf16, #gpu.address_space<workgroup>>, memref<1xi64, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
 func.func @mbarrier_i32(%bars: memref<4xi32, #gpu.address_space<workgroup>>, %i: index) {
   // expected-error @+1 {{takes barrier objects: a one-dimensional, contiguous memref of i64 in #gpu.address_space<workgroup>, got 'memref<4xi32, #gpu.address_space<workgroup>>'}}
   norm.mbarrier_arrive %bars[%i] : memref<4xi32, #gpu.address_space<workgroup>>

@@ -296,7 +296,8 @@ func.func @wgmma(%tile: memref<8192xbf16, #gpu.address_space<workgroup>>,
 
 // CHECK-LABEL: func @mbarrier
 func.func @mbarrier(%src: memref<?xbf16>, %tile: memref<4096xbf16, #gpu.address_space<workgroup>>,
-                    %bars: memref<4xi64, #gpu.address_space<workgroup>>, %i: index, %n: index) {
+                    %bars: memref<4xi64, #gpu.address_space<workgroup>>, %i: index, %n: index,
+                    %map: memref<16xi64>) {
   // CHECK: norm.mbarrier_init %{{.*}}[%{{.*}}] {count = 1 : i64} : memref<4xi64, #gpu.address_space<workgroup>>
   norm.mbarrier_init %bars[%i] {count = 1 : i64} : memref<4xi64, #gpu.address_space<workgroup>>
   // CHECK: norm.mbarrier_arrive %{{.*}}[%{{.*}}], %{{.*}} : memref<4xi64, #gpu.address_space<workgroup>>
@@ -309,6 +310,8 @@ func.func @mbarrier(%src: memref<?xbf16>, %tile: memref<4096xbf16, #gpu.address_
   norm.mbarrier_wait %bars[%i], %n : memref<4xi64, #gpu.address_space<workgroup>>
   // CHECK: norm.mbarrier_wait %{{.*}}[%{{.*}}], %{{.*}} {max_tries = 100 : i64} : memref<4xi64, #gpu.address_space<workgroup>>
   norm.mbarrier_wait %bars[%i], %n {max_tries = 100 : i64} : memref<4xi64, #gpu.address_space<workgroup>>
+  // CHECK: norm.tma_load %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] at [%{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}] {box_columns = 64 : i64, box_rows = 64 : i64, swizzle = 128 : i64} : memref<16xi64>, memref<?xbf16>, memref<4096xbf16, #gpu.address_space<workgroup>>, memref<4xi64, #gpu.address_space<workgroup>>
+  norm.tma_load %map, %src[%n, %n, %n] at [%i, %i], %tile[%i], %bars[%i] {box_rows = 64 : i64, box_columns = 64 : i64, swizzle = 128 : i64} : memref<16xi64>, memref<?xbf16>, memref<4096xbf16, #gpu.address_space<workgroup>>, memref<4xi64, #gpu.address_space<workgroup>>
   return
 }
 

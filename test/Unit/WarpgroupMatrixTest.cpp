@@ -136,6 +136,27 @@ int64_t getImageElements(const WgmmaCase &c) {
   return (last + 1 + 511) / 512 * 512;
 }
 
+/// The names a kernel's shared memory gets: the thread id, the image of
+/// `elements` of `type` from byte 0, and one barrier object after it.
+struct SharedNames {
+  std::string tid, view, tile, bar, bars;
+};
+SharedNames declareShared(KernelText &k, const std::string &type,
+                          int64_t elements) {
+  SharedNames names;
+  names.tile = "memref<" + std::to_string(elements) + "x" + type +
+               ", #gpu.address_space<workgroup>>";
+  names.bars = "memref<1xi64, #gpu.address_space<workgroup>>";
+  names.tid = k.op("gpu.thread_id x");
+  std::string bytes = "memref<?xi8, #gpu.address_space<workgroup>>";
+  std::string smem = k.op("gpu.dynamic_shared_memory : " + bytes);
+  names.view = k.op("memref.view " + smem + "[" + k.index(0) +
+                    "][] : " + bytes + " to " + names.tile);
+  names.bar = k.op("memref.view " + smem + "[" + k.index(2 * elements) +
+                   "][] : " + bytes + " to " + names.bars);
+  return names;
+}
+
 /// The kernel: the CTA copies the image into shared memory, each thread
 /// loads its C (and A) fragment from its own slots, and the warpgroups each
 /// compute D, stored to the thread's slots.
@@ -143,24 +164,12 @@ std::string getWgmmaKernel(const WgmmaCase &c, int64_t imageElements) {
   KernelText k;
   std::string t = c.type, acc = "vector<" + std::to_string(c.n / 2) + "xf32>";
   std::string aRegs = "vector<8x" + t + ">";
-  std::string tile = "memref<" + std::to_string(imageElements) + "x" + t +
-                     ", #gpu.address_space<workgroup>>";
-  std::string tid = k.op("gpu.thread_id x");
-  std::string smem = k.op("gpu.dynamic_shared_memory : memref<?xi8, "
-                          "#gpu.address_space<workgroup>>");
-  std::string view = k.op("memref.view " + smem + "[" + k.index(0) +
-                          "][] : memref<?xi8, #gpu.address_space<workgroup>> "
-                          "to " +
-                          tile);
+  SharedNames shared = declareShared(k, t, imageElements);
+  const std::string &tile = shared.tile, &tid = shared.tid, &view = shared.view;
   if (c.bulkChunk) {
     // Thread 0 initializes the barrier (after the image), then issues each
     // half's copies in its own phase; every thread waits for both parities.
-    std::string bars = "memref<1xi64, #gpu.address_space<workgroup>>";
-    std::string bar =
-        k.op("memref.view " + smem + "[" + k.index(2 * imageElements) +
-             "][] : memref<?xi8, "
-             "#gpu.address_space<workgroup>> to " +
-             bars);
+    const std::string &bars = shared.bars, &bar = shared.bar;
     std::string first =
         k.op("arith.cmpi eq, " + tid + ", " + k.index(0) + " : index");
     std::string c0 = k.index(0);
@@ -411,6 +420,129 @@ TEST(WarpgroupMatrix, BulkCopiesBringTheOperands) {
   WgmmaCase r{"bulk_rs_v_n128", "bf16", 128, std::nullopt, mnMajor(64, 2, 0)};
   r.bulkChunk = 4096;
   checkWgmma(r);
+}
+
+/// A and B reach shared memory as TMA boxes of row-major matrices (A 64 x
+/// 64 and B n x 64, rows 72 elements apart, the boxes in the 128-byte
+/// swizzle), then one wgmma multiplies the k16 slice `step`. B's view ends
+/// `missingRows` rows early: those rows of its box arrive as zeros. Host
+/// path only: ptxsim has no tensor copies.
+void checkTmaWgmma(int64_t n, int64_t step, int64_t missingRows) {
+  SCOPED_TRACE("tma n" + std::to_string(n) + " step " + std::to_string(step));
+  const char *engine = std::getenv("NORM_TEST_ENGINE");
+  if (engine && std::string(engine) != "host")
+    GTEST_SKIP() << "TMA tensor copies run on the host path only";
+  constexpr int64_t kStride = 72;
+  int64_t aElements = 64 * 64, imageElements = aElements + n * 64;
+  KernelText k;
+  std::string acc = "vector<" + std::to_string(n / 2) + "xf32>";
+  SharedNames shared = declareShared(k, "bf16", imageElements);
+  const std::string &tile = shared.tile, &tid = shared.tid, &view = shared.view,
+                    &bar = shared.bar, &bars = shared.bars;
+  std::string c0 = k.index(0);
+  std::string first = k.op("arith.cmpi eq, " + tid + ", " + c0 + " : index");
+  std::string box = " {box_columns = 64 : i64, box_rows = ";
+  std::string types =
+      " : memref<16xi64>, " + buffer("bf16") + ", " + tile + ", " + bars;
+  std::string a64 = k.index(64), stride = k.index(kStride);
+  std::string bRows = k.index(n - missingRows);
+  std::string bytes = k.index(2 * imageElements);
+  std::string bAt = k.index(aElements);
+  k.line("scf.if " + first + " {");
+  k.line("  norm.mbarrier_init " + bar + "[" + c0 +
+         "] {count = 1 : i64} : " + bars);
+  k.line("}");
+  k.line("gpu.barrier");
+  k.line("scf.if " + first + " {");
+  k.line("  norm.mbarrier_arrive " + bar + "[" + c0 + "], " + bytes + " : " +
+         bars);
+  k.line("  norm.tma_load %amap, %a[" + a64 + ", " + a64 + ", " + stride +
+         "] at [" + c0 + ", " + c0 + "], " + view + "[" + c0 + "], " + bar +
+         "[" + c0 + "]" + box + "64 : i64, swizzle = 128 : i64}" + types);
+  k.line("  norm.tma_load %bmap, %b[" + bRows + ", " + a64 + ", " + stride +
+         "] at [" + c0 + ", " + c0 + "], " + view + "[" + bAt + "], " + bar +
+         "[" + c0 + "]" + box + std::to_string(n) +
+         " : i64, swizzle = 128 : i64}" + types);
+  k.line("}");
+  k.line("norm.mbarrier_wait " + bar + "[" + c0 + "], " + c0 + " : " + bars);
+  std::string cv = k.op("vector.load %c[" + k.mul(tid, n / 2) +
+                        "] : " + buffer("f32") + ", " + acc);
+  std::string fenced = k.op("norm.wgmma_fence " + cv + " : " + acc);
+  Placement a = kMajor(128, step, 0), b = kMajor(128, step, 2 * aElements);
+  std::string product =
+      k.op("norm.wgmma " + view + "[" + k.index(a.start()) + "], " + view +
+           "[" + k.index(b.start()) + "], " + fenced +
+           " {a_layout = " + a.layout() + ", b_layout = " + b.layout() +
+           "} : " + tile + ", " + tile + ", " + acc + " -> " + acc);
+  k.line("norm.wgmma_commit");
+  std::string done =
+      k.op("norm.wgmma_wait " + product + " {pending = 0 : i64} : " + acc);
+  k.line("vector.store " + done + ", %d[" + k.mul(tid, n / 2) +
+         "] : " + buffer("f32") + ", " + acc);
+  std::string kernel =
+      kernelModule("wgmma",
+                   "%a: " + buffer("bf16") + ", %b: " + buffer("bf16") +
+                       ", %amap: memref<16xi64>, %bmap: memref<16xi64>, %c: " +
+                       buffer("f32") + ", %d: " + buffer("f32"),
+                   128, "", k.body);
+
+  std::mt19937 rng(n * 31 + step);
+  // Row-major, 72 elements a row; the padding and the rows past B's view
+  // hold NaN, which must never be read.
+  uint16_t nan = 0x7fc0;
+  std::vector<uint16_t> aBits =
+      randomBits(ElementType::bf16, 64 * kStride, rng);
+  std::vector<uint16_t> bBits = randomBits(ElementType::bf16, n * kStride, rng);
+  for (int64_t r = 0; r < 64; ++r)
+    for (int64_t c = 64; c < kStride; ++c)
+      aBits[r * kStride + c] = nan;
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < kStride; ++c)
+      if (c >= 64 || r >= n - missingRows)
+        bBits[r * kStride + c] = nan;
+  std::vector<float> cMatrix = randomFloats(64 * n, rng);
+  std::vector<float> cRegs(128 * n / 2), d(128 * n / 2, NAN);
+  for (int64_t t = 0; t < 128; ++t)
+    for (int64_t i = 0; i < n / 2; ++i) {
+      Position p = accumulatorAt(t, i);
+      cRegs[t * n / 2 + i] = cMatrix[p.row * n + p.col];
+    }
+  std::vector<uint64_t> maps(32, 0);
+  std::unique_ptr<HostKernels> kernels = compileOrFail(kernel);
+  ASSERT_TRUE(kernels);
+  Status status = kernels->launch("wgmma",
+                                  {aBits.data(), bBits.data(), maps.data(),
+                                   maps.data() + 16, cRegs.data(), d.data()},
+                                  {}, 1);
+  ASSERT_TRUE(status) << status.message();
+  std::vector<float> dMatrix(64 * n, NAN);
+  for (int64_t t = 0; t < 128; ++t)
+    for (int64_t i = 0; i < n / 2; ++i) {
+      Position p = accumulatorAt(t, i);
+      dMatrix[p.row * n + p.col] = d[t * n / 2 + i];
+    }
+  expectProduct(
+      dMatrix.data(), 64, n, 16,
+      [&](int64_t m, int64_t kk) {
+        return decode(ElementType::bf16, aBits[m * kStride + 16 * step + kk]);
+      },
+      [&](int64_t kk, int64_t col) {
+        return col >= n - missingRows
+                   ? 0.0
+                   : decode(ElementType::bf16,
+                            bBits[col * kStride + 16 * step + kk]);
+      },
+      [&](int64_t m, int64_t col) { return double(cMatrix[m * n + col]); },
+      "tma");
+}
+
+// The attention kernel's Q and K path: TMA boxes in the 128-byte swizzle
+// are what wgmma's K-major layout reads, at every k16 step of the atom;
+// a box past the view's last row brings zeros.
+TEST(WarpgroupMatrix, TmaBoxesFeedWgmma) {
+  checkTmaWgmma(64, 0, 0);
+  checkTmaWgmma(128, 3, 0);
+  checkTmaWgmma(64, 1, 5);
 }
 
 } // namespace
