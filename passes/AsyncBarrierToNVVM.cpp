@@ -33,12 +33,7 @@ template <typename Op> struct AddressPattern : ConvertOpToLLVMPattern<Op> {
     Value pointer = this->getStridedElementPtr(rewriter, loc, type, descriptor,
                                                ValueRange{index});
     if (!type.getMemorySpace())
-      pointer = LLVM::AddrSpaceCastOp::create(
-          rewriter, loc,
-          LLVM::LLVMPointerType::get(
-              rewriter.getContext(),
-              static_cast<unsigned>(NVVM::NVVMMemorySpace::Global)),
-          pointer);
+      pointer = castToGlobal(rewriter, loc, pointer);
     return LLVM::PtrToIntOp::create(rewriter, loc, rewriter.getI64Type(),
                                     pointer);
   }

@@ -24,10 +24,15 @@ namespace mlir::norm {
 SmallVector<Value> getRegisters(OpBuilder &b, Location loc, Value vector,
                                 int64_t count, Type registerType);
 
-/// The vector of `type` whose elements are the members of `aggregate` (a
-/// struct, or a single value for one member), bitcast from `memberType`.
+/// The vector of `type` whose elements are `members` members of
+/// `aggregate` from `first` on (a struct, or a single value), bitcast from
+/// `memberType`.
 Value getVector(OpBuilder &b, Location loc, Value aggregate, int64_t members,
-                Type memberType, VectorType type);
+                Type memberType, VectorType type, int64_t first = 0);
+
+/// `pointer` in the global address space (kernels take generic pointers),
+/// as cp.async and bulk copies read their sources.
+Value castToGlobal(OpBuilder &b, Location loc, Value pointer);
 
 /// An inline asm with side effects running `ptx` on `operands`; its result
 /// is none, one value or a struct of `types`.

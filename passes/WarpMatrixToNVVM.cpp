@@ -41,19 +41,30 @@ SmallVector<Value> mlir::norm::getRegisters(OpBuilder &b, Location loc,
 }
 
 Value mlir::norm::getVector(OpBuilder &b, Location loc, Value aggregate,
-                            int64_t members, Type memberType, VectorType type) {
+                            int64_t members, Type memberType, VectorType type,
+                            int64_t first) {
   auto vectorType = VectorType::get({members}, memberType);
   Value vector = LLVM::PoisonOp::create(b, loc, vectorType);
+  bool isStruct = isa<LLVM::LLVMStructType>(aggregate.getType());
   for (int64_t i = 0; i < members; ++i) {
     Value member =
-        members == 1 ? aggregate
-                     : LLVM::ExtractValueOp::create(b, loc, aggregate, i);
+        isStruct ? LLVM::ExtractValueOp::create(b, loc, aggregate, first + i)
+                       .getResult()
+                 : aggregate;
     Value at = LLVM::ConstantOp::create(b, loc, b.getI32Type(), i);
     vector = LLVM::InsertElementOp::create(b, loc, vector, member, at);
   }
   if (vectorType == type)
     return vector;
   return LLVM::BitcastOp::create(b, loc, type, vector);
+}
+
+Value mlir::norm::castToGlobal(OpBuilder &b, Location loc, Value pointer) {
+  auto global = LLVM::LLVMPointerType::get(
+      b.getContext(), static_cast<unsigned>(NVVM::NVVMMemorySpace::Global));
+  if (pointer.getType() == global)
+    return pointer;
+  return LLVM::AddrSpaceCastOp::create(b, loc, global, pointer);
 }
 
 Value mlir::norm::createAsm(OpBuilder &b, Location loc, TypeRange types,
@@ -162,15 +173,6 @@ static Value createOpaqueAsm(OpBuilder &b, Location loc, StringRef ptx,
              /*asm_dialect=*/LLVM::AsmDialectAttr(),
              /*operand_attrs=*/ArrayAttr())
       .getResult(0);
-}
-
-/// The global pointer cp.async reads through: kernels take generic ones.
-static Value castToGlobal(OpBuilder &b, Location loc, Value pointer) {
-  auto global = LLVM::LLVMPointerType::get(
-      b.getContext(), static_cast<unsigned>(NVVM::NVVMMemorySpace::Global));
-  if (pointer.getType() == global)
-    return pointer;
-  return LLVM::AddrSpaceCastOp::create(b, loc, global, pointer);
 }
 
 /// 16-byte copies may bypass L1 (.cg); smaller ones must not (.ca).

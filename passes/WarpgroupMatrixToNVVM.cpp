@@ -79,22 +79,10 @@ public:
     SmallVector<Value> results;
     int64_t next = 0;
     for (const Vector &vector : vectors) {
-      SmallVector<Value> members;
-      for (int64_t i = 0; i < vector.registers; ++i, ++next)
-        members.push_back(
-            size() == 1 ? outputs
-                        : LLVM::ExtractValueOp::create(b, loc, outputs, next)
-                              .getResult());
       Type member = vector.isF32 ? Type(b.getF32Type()) : b.getI32Type();
-      auto packed = VectorType::get({vector.registers}, member);
-      Value value = LLVM::PoisonOp::create(b, loc, packed);
-      for (auto [i, m] : llvm::enumerate(members))
-        value = LLVM::InsertElementOp::create(
-            b, loc, value, m,
-            LLVM::ConstantOp::create(b, loc, b.getI32Type(), i));
-      if (packed != vector.type)
-        value = LLVM::BitcastOp::create(b, loc, vector.type, value);
-      results.push_back(value);
+      results.push_back(getVector(b, loc, outputs, vector.registers, member,
+                                  vector.type, next));
+      next += vector.registers;
     }
     return results;
   }
