@@ -38,11 +38,16 @@ def NormKernelsToHost : Pass<"norm-kernels-to-host", "::mlir::ModuleOp"> {
     which is exact for kernels that wait and synchronize before reading.
     Collectives inside `scf.for` loops with thread-uniform bounds split the
     loop body recursively; the loop itself stays outside the thread loops.
+    Warp collectives may also sit in `scf.if` branches whose condition is
+    the same in all lanes of a warp (computed from uniform values and the
+    thread index over a multiple of 32: the roles of a warp-specialized
+    kernel); each region is split the same way, its thread loops run the
+    threads that take it and its collectives the warps that do.
 
     The CTA size comes from the kernel's `known_block_size` (or
     `gpu.known_block_size`) attribute, or from `block-size`. Kernels outside
     the supported subset (GPU-only ops such as `gpu.shuffle`, collectives
-    under `scf.if` or in loops with thread-dependent bounds, memory
+    under other `scf.if`s or in loops with thread-dependent bounds, memory
     allocations, private attributions, calls) are rejected with a
     diagnostic. Per-thread buffers are heap allocations freed on return;
     `norm-host-to-llvm` lowers the result for the CPU.

@@ -8,7 +8,11 @@
 // thread-dependent value defined in one stretch and used in another lives in a
 // per-thread buffer; thread-uniform computations run once per CTA, outside the
 // thread loops. Loops that contain a meeting point keep running once per CTA
-// and are split the same way inside.
+// and are split the same way inside, and so are branches that whole warps
+// take around warp collectives (the roles of a warp-specialized kernel): their
+// thread loops run the threads that take them, their collectives the warps
+// that do, in program order, so that a producer's copies issued before a
+// consumer's wait in the kernel's text have landed when it reads.
 //
 // The warp collectives are emulated exactly as the PTX ISA defines their
 // fragment layouts: per warp, the 32 lanes' operands are gathered into
@@ -66,9 +70,10 @@ static bool containsCollective(Operation *op) {
 }
 
 /// Ops that end a stretch of per-thread code: the collectives and the loops
-/// that contain one.
+/// and branches that contain one.
 static bool isSplitPoint(Operation *op) {
-  return isCollective(op) || (isa<scf::ForOp>(op) && containsCollective(op));
+  return isCollective(op) ||
+         (isa<scf::ForOp, scf::IfOp>(op) && containsCollective(op));
 }
 
 /// The host has one address space: memory-space annotations go.
@@ -201,14 +206,16 @@ static LogicalResult verifyHostContract(gpu::GPUFuncOp kernel,
       return WalkResult::advance();
     for (Operation *parent = op->getParentOp(); parent != kernel;
          parent = parent->getParentOp()) {
-      if (isa<scf::ForOp>(parent))
+      if (isa<scf::ForOp>(parent) ||
+          (isa<scf::IfOp>(parent) && isa<MmaSyncOp, LdMatrixOp, WgmmaOp>(op)))
         continue;
       InFlightDiagnostic diag =
           op->emitOpError()
           << "inside '" << parent->getName()
           << "': every thread of the CTA must reach a collective, so it may "
              "only appear at the top level of the kernel or in scf.for loops "
-             "with thread-uniform bounds";
+             "with thread-uniform bounds (a warp collective also in scf.if "
+             "branches that whole warps take)";
       diag.attachNote(parent->getLoc()) << "enclosing op";
       return diag;
     }
@@ -558,6 +565,19 @@ private:
       function_ref<SmallVector<Value>(OpBuilder &, Value lane)> scatter);
   LogicalResult emitSplitLoop(scf::ForOp loop, IRMapping &levelMap,
                               OpBuilder &b);
+  /// A branch that whole warps take (a warp-specialized kernel's roles):
+  /// each region split like a block, its per-thread code guarded by the
+  /// thread's condition and its warp collectives by the warp's.
+  LogicalResult emitSplitIf(scf::IfOp branch, IRMapping &levelMap,
+                            OpBuilder &b);
+  /// Whether `value` is the same in all lanes of a warp: uniform, or
+  /// computed from uniform values and the thread index over a multiple of
+  /// 32.
+  bool isWarpUniform(Value value) const;
+  /// `body` under the enclosing branches' conditions (`guards`) as thread
+  /// `thread` has them.
+  void emitGuarded(OpBuilder &b, Location loc, Value thread, IRMapping &local,
+                   function_ref<void(OpBuilder &)> body);
 
   /// `scf.for %t = 0 to blockSize` at `b`, its body built by `bodyBuilder`
   /// with a mapping that starts as `levelMap` plus the thread index.
@@ -599,6 +619,9 @@ private:
   /// recomputed in each thread loop instead of kept in buffers.
   DenseSet<Value> threadFunctions;
   Value threadIndex;
+  /// The conditions of the split branches around the code being emitted,
+  /// each with the value that takes its region (true: then, false: else).
+  SmallVector<std::pair<Value, bool>> guards;
   /// The module of the host functions, which holds their constant tables.
   ModuleOp hostModule;
 };
@@ -725,6 +748,9 @@ LogicalResult HostKernelEmitter::emitBlock(Block &block, IRMapping &levelMap,
             .Case([&](WgmmaOp mma) { return emitWgmma(mma, levelMap, b); })
             .Case([&](scf::ForOp loop) {
               return emitSplitLoop(loop, levelMap, b);
+            })
+            .Case([&](scf::IfOp branch) {
+              return emitSplitIf(branch, levelMap, b);
             })
             // The thread loops already run one after the other.
             .Case([](gpu::BarrierOp) { return success(); })
@@ -903,8 +929,12 @@ LogicalResult HostKernelEmitter::emitWarpCollective(
   }
   Value warpSize = arith::ConstantIndexOp::create(b, loc, kWarpSize);
   auto warps = scf::ForOp::create(b, loc, zero, threadCount, warpSize);
-  OpBuilder wb = OpBuilder::atBlockTerminator(warps.getBody());
+  OpBuilder outer = OpBuilder::atBlockTerminator(warps.getBody());
   Value first = warps.getInductionVar();
+  // In split branches: the warps that take them (the same in all lanes).
+  IRMapping firstLane = levelMap;
+  OpBuilder wb(outer);
+  emitGuarded(outer, loc, first, firstLane, [&](OpBuilder &gb) { wb = gb; });
   scf::ForOp::create(
       wb, loc, zero, arith::ConstantIndexOp::create(wb, loc, lanes), one,
       ValueRange(), [&](OpBuilder &lb, Location l, Value lane, ValueRange) {
@@ -1358,9 +1388,90 @@ void HostKernelEmitter::emitThreadLoop(
               tb, loc, arith::SubIOp::create(tb, loc, threadCount, one),
               thread);
         IRMapping local = levelMap;
-        bodyBuilder(tb, thread, local);
+        emitGuarded(tb, loc, thread, local,
+                    [&](OpBuilder &gb) { bodyBuilder(gb, thread, local); });
         scf::YieldOp::create(tb, loc);
       });
+}
+
+void HostKernelEmitter::emitGuarded(OpBuilder &b, Location loc, Value thread,
+                                    IRMapping &local,
+                                    function_ref<void(OpBuilder &)> body) {
+  if (guards.empty())
+    return body(b);
+  Value taken;
+  for (auto [condition, expected] : guards) {
+    Value value = materialize(b, loc, condition, thread, local);
+    if (!expected)
+      value = arith::XOrIOp::create(b, loc, value,
+                                    arith::ConstantIntOp::create(b, loc, 1, 1));
+    taken = taken ? arith::AndIOp::create(b, loc, taken, value) : value;
+  }
+  auto branch = scf::IfOp::create(b, loc, taken);
+  OpBuilder inner = OpBuilder::atBlockTerminator(branch.thenBlock());
+  body(inner);
+}
+
+bool HostKernelEmitter::isWarpUniform(Value value) const {
+  if (uniformValues.contains(value))
+    return true;
+  Operation *op = value.getDefiningOp();
+  if (!op || value == threadIndex || op->getNumRegions() != 0 ||
+      !isMemoryEffectFree(op))
+    return false;
+  // The thread index over (or shifted right past) a multiple of 32.
+  APInt divisor;
+  if (isa<arith::DivUIOp, arith::ShRUIOp>(op) &&
+      op->getOperand(0) == threadIndex &&
+      matchPattern(op->getOperand(1), m_ConstantInt(&divisor))) {
+    int64_t d = divisor.getSExtValue();
+    return isa<arith::DivUIOp>(op) ? d > 0 && d % kWarpSize == 0 : d >= 5;
+  }
+  return llvm::all_of(op->getOperands(),
+                      [&](Value operand) { return isWarpUniform(operand); });
+}
+
+LogicalResult HostKernelEmitter::emitSplitIf(scf::IfOp branch,
+                                             IRMapping &levelMap,
+                                             OpBuilder &b) {
+  Value condition = branch.getCondition();
+  if (!isWarpUniform(condition))
+    return branch.emitOpError()
+           << "contains a warp collective but its condition may differ "
+              "between the lanes of a warp; the host execution takes such "
+              "branches by whole warps (a function of the uniform values and "
+              "the thread index over a multiple of 32)";
+  Location loc = branch.getLoc();
+  SmallVector<Value> results;
+  for (Value result : branch.getResults()) {
+    FailureOr<Value> buffer = createBuffer(result, loc);
+    if (failed(buffer))
+      return failure();
+    buffers[result] = *buffer;
+    results.push_back(*buffer);
+  }
+  for (auto [region, taken] : {std::pair{&branch.getThenRegion(), true},
+                               std::pair{&branch.getElseRegion(), false}}) {
+    if (region->empty())
+      continue;
+    guards.push_back({condition, taken});
+    IRMapping regionMap = levelMap;
+    Block &block = region->front();
+    if (failed(emitBlock(block, regionMap, b)))
+      return failure();
+    if (!results.empty())
+      emitThreadLoop(
+          b, loc, regionMap,
+          [&](OpBuilder &tb, Value thread, IRMapping &local) {
+            for (auto [value, buffer] :
+                 llvm::zip(block.getTerminator()->getOperands(), results))
+              memref::StoreOp::create(
+                  tb, loc, materialize(tb, loc, value, thread, local), buffer,
+                  thread);
+          });
+    guards.pop_back();
+  }
+  return success();
 }
 
 FailureOr<Value> HostKernelEmitter::createBuffer(Value value, Location loc) {

@@ -209,9 +209,28 @@ gpu.module @norm_kernels {
     %t = gpu.thread_id x
     %c = arith.constant dense<0.0> : vector<4xf32>
     %p = arith.cmpi ult, %t, %n : index
-    // expected-note @below {{enclosing op}}
+    // expected-error @below {{'scf.if' op contains a warp collective but its condition may differ between the lanes of a warp}}
     scf.if %p {
-      // expected-error @below {{'norm.mma_sync' op inside 'scf.if': every thread of the CTA must reach a collective}}
+      %d = norm.mma_sync %a, %b, %c : vector<8xbf16>, vector<4xbf16>, vector<4xf32> -> vector<4xf32>
+    }
+    gpu.return
+  }
+}
+
+// -----
+
+// Half warps: 16 lanes take one side, 16 the other.
+gpu.module @norm_kernels {
+  gpu.func @mma_half_warps(%x: memref<64xf32>, %a: vector<8xbf16>, %b: vector<4xbf16>)
+      kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+    %t = gpu.thread_id x
+    %c = arith.constant dense<0.0> : vector<4xf32>
+    %c16 = arith.constant 16 : index
+    %c2 = arith.constant 2 : index
+    %h = arith.divui %t, %c16 : index
+    %p = arith.cmpi ult, %h, %c2 : index
+    // expected-error @below {{'scf.if' op contains a warp collective but its condition may differ between the lanes of a warp}}
+    scf.if %p {
       %d = norm.mma_sync %a, %b, %c : vector<8xbf16>, vector<4xbf16>, vector<4xf32> -> vector<4xf32>
     }
     gpu.return

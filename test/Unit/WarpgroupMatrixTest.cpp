@@ -117,6 +117,10 @@ struct WgmmaCase {
   /// Bulk copies of this many bytes bring the image, its two halves in two
   /// phases of one mbarrier; 0: the threads copy it.
   int64_t bulkChunk = 0;
+  /// Warp-specialized: after the warpgroups, one producer warp whose first
+  /// lane issues the bulk copies; the warpgroups multiply in a branch that
+  /// the producer skips (its D is its C).
+  bool producerWarp = false;
 };
 
 ElementType getType(const std::string &name) {
@@ -171,7 +175,8 @@ std::string getWgmmaKernel(const WgmmaCase &c, int64_t imageElements) {
     // half's copies in its own phase; every thread waits for both parities.
     const std::string &bars = shared.bars, &bar = shared.bar;
     std::string first =
-        k.op("arith.cmpi eq, " + tid + ", " + k.index(0) + " : index");
+        k.op("arith.cmpi eq, " + tid + ", " +
+             k.index(c.producerWarp ? c.blockSize - 32 : 0) + " : index");
     std::string c0 = k.index(0);
     k.line("scf.if " + first + " {");
     k.line("  norm.mbarrier_init " + bar + "[" + c0 +
@@ -207,6 +212,14 @@ std::string getWgmmaKernel(const WgmmaCase &c, int64_t imageElements) {
   std::string cv = k.op("vector.load %c[" + k.mul(tid, c.n / 2) +
                         "] : " + buffer("f32") + ", " + acc);
   std::string d;
+  std::string consumer;
+  if (c.producerWarp) {
+    std::string warp =
+        k.op("arith.divui " + tid + ", " + k.index(32) + " : index");
+    consumer = k.op("arith.cmpi ult, " + warp + ", " +
+                    k.index(c.blockSize / 32 - 1) + " : index");
+    k.line("%role = scf.if " + consumer + " -> (" + acc + ") {");
+  }
   std::string attrs = "b_layout = " + c.b.layout() +
                       (c.accumulate ? "" : ", accumulate = false");
   std::string bStart = k.index(c.b.start());
@@ -227,6 +240,13 @@ std::string getWgmmaKernel(const WgmmaCase &c, int64_t imageElements) {
   k.line("norm.wgmma_commit");
   std::string done =
       k.op("norm.wgmma_wait " + d + " {pending = 0 : i64} : " + acc);
+  if (c.producerWarp) {
+    k.line("scf.yield " + done + " : " + acc);
+    k.line("} else {");
+    k.line("scf.yield " + cv + " : " + acc);
+    k.line("}");
+    done = "%role";
+  }
   k.line("vector.store " + done + ", %d[" + k.mul(tid, c.n / 2) +
          "] : " + buffer("f32") + ", " + acc);
   std::string params = "%image: " + buffer(t) + ", %c: " + buffer("f32") +
@@ -307,7 +327,10 @@ void checkWgmma(const WgmmaCase &c) {
     for (int64_t i = 0; i < perThread; ++i) {
       Position p = accumulatorAt(t, i);
       cRegs[t * perThread + i] =
-          c.accumulate ? cMatrix[(t / 128 * 64 + p.row) * c.n + p.col] : NAN;
+          !c.accumulate ? NAN
+          : t < threads / 128 * 128
+              ? cMatrix[(t / 128 * 64 + p.row) * c.n + p.col]
+              : float(t + i);
     }
     for (int64_t i = 0; i < 8; ++i) {
       Position p = fragmentA(t % 32, i);
@@ -325,6 +348,11 @@ void checkWgmma(const WgmmaCase &c) {
   Status status = launch(kernel, c, imageElements, buffers, bytes);
   ASSERT_TRUE(status) << status.message() << "\n" << kernel;
 
+  // The producer warp's D is its C, untouched.
+  for (int64_t t = threads / 128 * 128; t < threads; ++t)
+    for (int64_t i = 0; i < perThread; ++i)
+      EXPECT_EQ(d[t * perThread + i], cRegs[t * perThread + i])
+          << "producer thread " << t << " element " << i;
   for (int64_t group = 0; group < threads / 128; ++group) {
     std::vector<float> dMatrix(64 * c.n, NAN);
     for (int64_t t = 128 * group; t < 128 * (group + 1); ++t)
@@ -408,6 +436,22 @@ TEST(WarpgroupMatrix, TwoWarpgroups) {
   WgmmaCase r{"two_warpgroups_rs_n128", "bf16", 128, std::nullopt,
               mnMajor(64, 3, 0)};
   r.blockSize = 256;
+  checkWgmma(r);
+}
+
+// Warp specialization: a producer warp brings the image, the warpgroups'
+// multiply sits in a branch it does not take.
+TEST(WarpgroupMatrix, ProducerWarpAndConsumerBranch) {
+  WgmmaCase c{"roles_ss_n64", "bf16", 64, kMajor(128, 1, 0),
+              kMajor(128, 1, 8192)};
+  c.bulkChunk = 2048;
+  c.blockSize = 288;
+  c.producerWarp = true;
+  checkWgmma(c);
+  WgmmaCase r{"roles_rs_n128", "bf16", 128, std::nullopt, mnMajor(64, 2, 0)};
+  r.bulkChunk = 4096;
+  r.blockSize = 160;
+  r.producerWarp = true;
   checkWgmma(r);
 }
 
