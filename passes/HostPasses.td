@@ -38,7 +38,8 @@ def NormKernelsToHost : Pass<"norm-kernels-to-host", "::mlir::ModuleOp"> {
     which is exact for kernels that wait and synchronize before reading.
     Collectives inside `scf.for` loops with thread-uniform bounds split the
     loop body recursively; the loop itself stays outside the thread loops.
-    Warp collectives may also sit in `scf.if` branches whose condition is
+    Warp collectives (and row reductions of at most 32 threads, which are
+    shuffles on the GPU) may also sit in `scf.if` branches whose condition is
     the same in all lanes of a warp (computed from uniform values and the
     thread index over a multiple of 32: the roles of a warp-specialized
     kernel); each region is split the same way, its thread loops run the

@@ -60,6 +60,14 @@ static bool isCollective(Operation *op) {
       op);
 }
 
+/// Collectives of the threads of one warp: a branch that whole warps take
+/// may hold them (row reductions of at most 32 threads are shuffles).
+static bool isWarpCollective(Operation *op) {
+  if (auto reduce = dyn_cast<RowAllReduceOp>(op))
+    return reduce.getGroupSize() <= kWarpSize;
+  return isa<MmaSyncOp, LdMatrixOp, WgmmaOp>(op);
+}
+
 static bool containsCollective(Operation *op) {
   return op
       ->walk([](Operation *nested) {
@@ -207,7 +215,7 @@ static LogicalResult verifyHostContract(gpu::GPUFuncOp kernel,
     for (Operation *parent = op->getParentOp(); parent != kernel;
          parent = parent->getParentOp()) {
       if (isa<scf::ForOp>(parent) ||
-          (isa<scf::IfOp>(parent) && isa<MmaSyncOp, LdMatrixOp, WgmmaOp>(op)))
+          (isa<scf::IfOp>(parent) && isWarpCollective(op)))
         continue;
       InFlightDiagnostic diag =
           op->emitOpError()
@@ -887,8 +895,13 @@ LogicalResult HostKernelEmitter::emitRowAllReduce(RowAllReduceOp op,
           b.getF32FloatAttr(isMax ? -std::numeric_limits<float>::infinity()
                                   : 0.0f)));
   auto groups = scf::ForOp::create(b, loc, zero, threadCount, groupSize);
-  OpBuilder gb = OpBuilder::atBlockTerminator(groups.getBody());
+  OpBuilder outer = OpBuilder::atBlockTerminator(groups.getBody());
   Value first = groups.getInductionVar();
+  // In split branches: the groups (inside one warp) that take them.
+  IRMapping firstLane = levelMap;
+  OpBuilder gb(outer);
+  emitGuarded(outer, loc, first, firstLane,
+              [&](OpBuilder &inner) { gb = inner; });
   Value end = arith::AddIOp::create(gb, loc, first, groupSize);
   auto sum = scf::ForOp::create(
       gb, loc, first, end, one, initial,

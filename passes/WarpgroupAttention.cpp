@@ -1,0 +1,356 @@
+//===- WarpgroupAttention.cpp - the key/value loop on Hopper --------------===//
+//
+// See WarpgroupAttention.h. Layouts (PTX ISA, wgmma .m64nNk16 and the
+// shared-memory matrix descriptors):
+//
+// - Q (per consumer warpgroup, 64 x head dim) and each K tile (blockN x head
+//   dim) are K-major operands: boxes of 64 columns, 128-byte rows, swizzled
+//   by 128 bytes (leading byte offset unused, stride byte offset 1024: eight
+//   rows); the k16 step kk starts 32 bytes further inside its box, the next
+//   box's steps in the next box.
+// - Each V tile (blockN x head dim, the same boxes) is B of O += P V with N
+//   along the head dim: MN-major, 64 head-dim columns a 128-byte row, the
+//   leading byte offset the distance between boxes (blockN rows), the k16
+//   step 16 rows on.
+// - Accumulator element i of a thread (lane l, warp w of the warpgroup) is
+//   at row 16w + l / 4 + 8 ((i / 2) % 2), column 8 (i / 4) + 2 (l % 4) +
+//   i % 2; elements [8c, 8c + 8) of S's accumulators are then exactly the
+//   register A fragment of P's k16 step c (mma.sync's A layout), so P
+//   never leaves the registers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/WarpgroupAttention.h"
+
+#include "dialects/NormOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::norm;
+
+namespace {
+
+constexpr int64_t kWarpgroupThreads = 128;
+/// Head-dim columns of one TMA box (128 bytes of bf16 or f16).
+constexpr int64_t kBoxColumns = 64;
+constexpr int64_t kSwizzle = 128;
+
+class LoopEmitter {
+public:
+  LoopEmitter(ImplicitLocOpBuilder &b, const WarpgroupAttentionLoop &loop)
+      : b(b), loop(loop), f32(b.getF32Type()),
+        element(cast<MemRefType>(loop.shared.getType()).getElementType()) {}
+
+  WarpgroupAttentionResult emit();
+
+private:
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  Value add(Value x, int64_t y) { return y ? add(x, index(y)) : x; }
+  Value mul(Value x, int64_t y) {
+    return arith::MulIOp::create(b, x, index(y));
+  }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, p, x, y);
+  }
+  Value f32Constant(double v) {
+    return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
+  }
+  /// `then`'s values where `cond` holds, `otherwise` where not.
+  SmallVector<Value> select(Value cond, ValueRange otherwise,
+                            function_ref<SmallVector<Value>()> then);
+  void ifThen(Value cond, function_ref<void()> then) {
+    auto branch = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(branch.thenBlock());
+    then();
+  }
+
+  /// The producer's loads of tile `tile` (uniform) into its stage.
+  void emitTileLoads(Value tile);
+  /// A consumer's step over tile `tile`: the new (O, m0, m1, l0, l1).
+  SmallVector<Value> emitConsumerStep(Value tile, ValueRange state);
+  Value fullBarrier(Value stage) { return stage; }
+  Value emptyBarrier(Value stage) { return add(stage, loop.stages); }
+  Value stageOf(Value tile) {
+    return arith::RemUIOp::create(b, tile, index(loop.stages));
+  }
+  /// The parity of tile `tile`'s use of its stage.
+  Value parityOf(Value tile) {
+    return arith::AndIOp::create(
+        b, arith::DivUIOp::create(b, tile, index(loop.stages)), index(1));
+  }
+  SharedMatrixAttr kMajor() {
+    return SharedMatrixAttr::get(b.getContext(), kSwizzle, 16, 8 * kSwizzle,
+                                 false);
+  }
+
+  ImplicitLocOpBuilder &b;
+  const WarpgroupAttentionLoop &loop;
+  Type f32, element;
+  Value tid, warpgroup, rowInWarpgroup, laneColumn, tiles, visibleKeys;
+};
+
+} // namespace
+
+int64_t WarpgroupAttentionLoop::getBoxedElement(int64_t tileRows, int64_t row,
+                                                int64_t column) {
+  int64_t box = column / kBoxColumns;
+  int64_t byte = row * kSwizzle + 2 * (column % kBoxColumns);
+  byte ^= ((byte >> 7) & 7) << 4;
+  return box * tileRows * kBoxColumns + byte / 2;
+}
+
+SmallVector<Value>
+LoopEmitter::select(Value cond, ValueRange otherwise,
+                    function_ref<SmallVector<Value>()> then) {
+  auto branch = scf::IfOp::create(b, ValueRange(otherwise).getTypes(), cond,
+                                  /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(branch.thenBlock());
+    scf::YieldOp::create(b, then());
+    b.setInsertionPointToStart(branch.elseBlock());
+    scf::YieldOp::create(b, otherwise);
+  }
+  return SmallVector<Value>(branch.getResults());
+}
+
+void LoopEmitter::emitTileLoads(Value tile) {
+  Value stage = stageOf(tile);
+  // A stage's second use on waits for the consumers to release its first.
+  ifThen(cmp(arith::CmpIPredicate::uge, tile, index(loop.stages)), [&] {
+    Value parity = arith::XOrIOp::create(b, parityOf(tile), index(1));
+    MbarrierWaitOp::create(b, loop.barriers, emptyBarrier(stage), parity);
+  });
+  int64_t tileBytes = loop.getTileElements() * 2;
+  MbarrierArriveOp::create(b, loop.barriers, fullBarrier(stage),
+                           index(2 * tileBytes));
+  Value row = add(loop.firstKey, mul(tile, loop.blockN));
+  Value stageOffset = mul(stage, loop.getTileElements());
+  for (auto [map, source, base] :
+       {std::tuple{loop.keyMap, loop.key, loop.keyBase},
+        std::tuple{loop.valueMap, loop.value, loop.valueBase}})
+    for (int64_t box = 0; box < loop.headDim / kBoxColumns; ++box)
+      TmaLoadOp::create(
+          b, map, source, loop.rows, loop.columns, loop.rowStride, row,
+          add(loop.firstColumn, box * kBoxColumns), loop.shared,
+          add(stageOffset, base + box * loop.blockN * kBoxColumns),
+          loop.barriers, fullBarrier(stage), loop.blockN, kBoxColumns,
+          kSwizzle);
+}
+
+SmallVector<Value> LoopEmitter::emitConsumerStep(Value tile, ValueRange state) {
+  int64_t n = loop.blockN, d = loop.headDim;
+  Value stage = stageOf(tile);
+  MbarrierWaitOp::create(b, loop.barriers, fullBarrier(stage), parityOf(tile));
+  Value stageOffset = mul(stage, loop.getTileElements());
+
+  // S = Q K^T, head dim / 16 steps.
+  auto scoresType = VectorType::get({n / 2}, f32);
+  Value scores = arith::ConstantOp::create(
+      b, scoresType, DenseElementsAttr::get(scoresType, 0.0f));
+  scores = WgmmaFenceOp::create(b, ValueRange{scores}).getResult(0);
+  Value queryTile = add(mul(warpgroup, 64 * d), loop.queryBase);
+  for (int64_t k = 0; k < d / 16; ++k) {
+    int64_t inBox = (16 * k / kBoxColumns) * kBoxColumns;
+    int64_t qStep = inBox * 64 + 16 * k % kBoxColumns;
+    int64_t kStep = loop.keyBase + inBox * n + 16 * k % kBoxColumns;
+    scores = WgmmaOp::create(b, scoresType, loop.shared, add(queryTile, qStep),
+                             loop.shared, add(stageOffset, kStep), scores,
+                             kMajor(), kMajor(), b.getBoolAttr(k != 0));
+  }
+  WgmmaCommitOp::create(b);
+  scores = WgmmaWaitOp::create(b, ValueRange{scores}, 0).getResult(0);
+
+  // The online softmax of the thread's two rows.
+  Value negInf = f32Constant(-std::numeric_limits<double>::infinity());
+  Value firstKeyOfTile = mul(tile, n);
+  Value limit[2];
+  for (int64_t h = 0; h < 2; ++h) {
+    limit[h] = loop.keys;
+    if (loop.causal)
+      limit[h] =
+          arith::MinUIOp::create(b, limit[h],
+                                 add(add(loop.queryPosition, rowInWarpgroup),
+                                     add(mul(warpgroup, 64), 8 * h + 1)));
+  }
+  SmallVector<Value> s(n / 2);
+  Value tileMax[2] = {negInf, negInf};
+  for (int64_t i = 0; i < n / 2; ++i) {
+    int64_t h = (i / 2) % 2;
+    Value key = add(add(firstKeyOfTile, laneColumn), 8 * (i / 4) + i % 2);
+    Value x = arith::MulFOp::create(b, vector::ExtractOp::create(b, scores, i),
+                                    f32Constant(loop.scaleLog2));
+    s[i] = arith::SelectOp::create(
+        b, cmp(arith::CmpIPredicate::ult, key, limit[h]), x, negInf);
+    tileMax[h] = arith::MaximumFOp::create(b, tileMax[h], s[i]);
+  }
+  Value output = state[0];
+  Value maxUsed[2], rescale[2], rowSum[2];
+  for (int64_t h = 0; h < 2; ++h) {
+    Value rowMax =
+        RowAllReduceOp::create(b, ValueRange{tileMax[h]}, 4, ReductionKind::max)
+            .getResult(0);
+    Value newMax = arith::MaximumFOp::create(b, state[1 + h], rowMax);
+    // A row with no key yet keeps -inf: exp2 against 0 gives its zeros.
+    maxUsed[h] = arith::SelectOp::create(
+        b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, newMax, negInf),
+        f32Constant(0.0), newMax);
+    rescale[h] = math::Exp2Op::create(
+        b, arith::SubFOp::create(b, state[1 + h], maxUsed[h]),
+        arith::FastMathFlags::afn);
+    rowSum[h] = arith::MulFOp::create(b, state[3 + h], rescale[h]);
+    maxUsed[h] = newMax;
+  }
+  SmallVector<Value> p(n / 2);
+  for (int64_t i = 0; i < n / 2; ++i) {
+    int64_t h = (i / 2) % 2;
+    Value reference = arith::SelectOp::create(
+        b,
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, maxUsed[h], negInf),
+        f32Constant(0.0), maxUsed[h]);
+    p[i] = math::Exp2Op::create(b, arith::SubFOp::create(b, s[i], reference),
+                                arith::FastMathFlags::afn);
+    rowSum[h] = arith::AddFOp::create(b, rowSum[h], p[i]);
+  }
+  auto outputType = cast<VectorType>(output.getType());
+  for (int64_t i = 0; i < d / 2; ++i) {
+    Value scaled = arith::MulFOp::create(
+        b, vector::ExtractOp::create(b, output, i), rescale[(i / 2) % 2]);
+    output = vector::InsertOp::create(b, scaled, output, i);
+  }
+
+  // O += P V, P's k16 step c from S's elements [8c, 8c + 8).
+  auto fragmentType = VectorType::get({8}, element);
+  SmallVector<Value> fenced = {output};
+  for (int64_t c = 0; c < n / 16; ++c) {
+    SmallVector<Value> values(p.begin() + 8 * c, p.begin() + 8 * c + 8);
+    Value fragment =
+        vector::FromElementsOp::create(b, VectorType::get({8}, f32), values);
+    fenced.push_back(arith::TruncFOp::create(b, fragmentType, fragment));
+  }
+  SmallVector<Value> registers(WgmmaFenceOp::create(b, fenced).getResults());
+  output = registers[0];
+  auto valueLayout = SharedMatrixAttr::get(b.getContext(), kSwizzle,
+                                           n * kSwizzle, 8 * kSwizzle, true);
+  for (int64_t c = 0; c < n / 16; ++c)
+    output = WgmmaOp::create(
+        b, outputType, registers[1 + c], Value(), loop.shared,
+        add(stageOffset, loop.valueBase + 16 * c * kBoxColumns), output,
+        SharedMatrixAttr(), valueLayout, b.getBoolAttr(true));
+  WgmmaCommitOp::create(b);
+  output = WgmmaWaitOp::create(b, ValueRange{output}, 0).getResult(0);
+  // The stage is free once this thread's multiplies have read it.
+  MbarrierArriveOp::create(b, loop.barriers, emptyBarrier(stage), Value());
+  return {output, maxUsed[0], maxUsed[1], rowSum[0], rowSum[1]};
+}
+
+WarpgroupAttentionResult LoopEmitter::emit() {
+  int64_t consumers = kWarpgroupThreads * loop.warpgroups;
+  tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value warp = arith::DivUIOp::create(b, tid, index(32));
+  warpgroup = arith::DivUIOp::create(b, tid, index(kWarpgroupThreads));
+  Value lane = arith::RemUIOp::create(b, tid, index(32));
+  rowInWarpgroup = add(mul(arith::RemUIOp::create(b, warp, index(4)), 16),
+                       arith::DivUIOp::create(b, lane, index(4)));
+  laneColumn = mul(arith::RemUIOp::create(b, lane, index(4)), 2);
+  Value isConsumer =
+      cmp(arith::CmpIPredicate::ult, warp, index(4 * loop.warpgroups));
+  Value issues = cmp(arith::CmpIPredicate::eq, tid, index(consumers));
+
+  // Full barriers complete on the producer's arrival and the bytes; empty
+  // ones on every consumer thread's.
+  ifThen(cmp(arith::CmpIPredicate::eq, tid, index(0)), [&] {
+    for (int64_t s = 0; s < loop.stages; ++s) {
+      MbarrierInitOp::create(b, loop.barriers, index(s), 1);
+      MbarrierInitOp::create(b, loop.barriers, index(loop.stages + s),
+                             consumers);
+    }
+  });
+  gpu::BarrierOp::create(b);
+
+  // The tiles the CTA visits: up to its last query row's key, causal.
+  visibleKeys = loop.keys;
+  if (loop.causal)
+    visibleKeys = arith::MinUIOp::create(
+        b, visibleKeys, add(loop.queryPosition, 64 * loop.warpgroups));
+  tiles = arith::CeilDivUIOp::create(b, visibleKeys, index(loop.blockN));
+
+  // The ring's first stages - 1 tiles.
+  ifThen(issues, [&] {
+    for (int64_t t = 0; t + 1 < loop.stages; ++t)
+      ifThen(cmp(arith::CmpIPredicate::ult, index(t), tiles),
+             [&] { emitTileLoads(index(t)); });
+  });
+
+  auto outputType = VectorType::get({loop.headDim / 2}, f32);
+  Value negInf = f32Constant(-std::numeric_limits<double>::infinity());
+  SmallVector<Value> initial = {
+      arith::ConstantOp::create(b, outputType,
+                                DenseElementsAttr::get(outputType, 0.0f)),
+      negInf, negInf, f32Constant(0.0), f32Constant(0.0)};
+  auto keyLoop = scf::ForOp::create(b, index(0), tiles, index(1), initial);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(keyLoop.getBody());
+    Value tile = keyLoop.getInductionVar();
+    ValueRange state = keyLoop.getRegionIterArgs();
+    Value ahead = add(tile, loop.stages - 1);
+    ifThen(issues, [&] {
+      ifThen(cmp(arith::CmpIPredicate::ult, ahead, tiles),
+             [&] { emitTileLoads(ahead); });
+    });
+    scf::YieldOp::create(b, select(isConsumer, state, [&] {
+                           return emitConsumerStep(tile, state);
+                         }));
+  }
+
+  // O / l and the log2-sum-exps; the producer's are zeros.
+  ValueRange final = keyLoop.getResults();
+  WarpgroupAttentionResult result;
+  SmallVector<Value> zeros = {
+      arith::ConstantOp::create(b, outputType,
+                                DenseElementsAttr::get(outputType, 0.0f)),
+      f32Constant(0.0), f32Constant(0.0)};
+  SmallVector<Value> values = select(isConsumer, zeros, [&] {
+    Value sum[2], lse[2];
+    for (int64_t h = 0; h < 2; ++h) {
+      sum[h] =
+          RowAllReduceOp::create(b, ValueRange{final[3 + h]}, 4).getResult(0);
+      lse[h] = arith::AddFOp::create(
+          b, final[1 + h],
+          math::Log2Op::create(b, sum[h], arith::FastMathFlags::afn));
+    }
+    Value output = final[0];
+    for (int64_t i = 0; i < loop.headDim / 2; ++i) {
+      Value total = sum[(i / 2) % 2];
+      Value normalized = arith::SelectOp::create(
+          b,
+          arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, total,
+                                f32Constant(0.0)),
+          arith::DivFOp::create(b, vector::ExtractOp::create(b, output, i),
+                                total),
+          f32Constant(0.0));
+      output = vector::InsertOp::create(b, normalized, output, i);
+    }
+    return SmallVector<Value>{output, lse[0], lse[1]};
+  });
+  result.output = values[0];
+  result.rowLse[0] = values[1];
+  result.rowLse[1] = values[2];
+  return result;
+}
+
+WarpgroupAttentionResult
+mlir::norm::emitWarpgroupAttentionLoop(ImplicitLocOpBuilder &b,
+                                       const WarpgroupAttentionLoop &loop) {
+  return LoopEmitter(b, loop).emit();
+}
