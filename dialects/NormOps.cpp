@@ -1825,6 +1825,15 @@ static LogicalResult verifyBarriers(Operation *op, MemRefType bars) {
   return success();
 }
 
+LogicalResult SetMaxRegistersOp::verify() {
+  int64_t count = getCount();
+  if (count < 24 || count > 256 || count % 8 != 0)
+    return emitOpError()
+           << "count must be a multiple of 8 in [24, 256] (setmaxnreg), got "
+           << count;
+  return success();
+}
+
 LogicalResult MbarrierInitOp::verify() {
   if (getCount() < 1 || getCount() >= (int64_t(1) << 20))
     return emitOpError() << "count must be 1 to 2^20 - 1 (arrivals), got "

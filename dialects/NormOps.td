@@ -1258,6 +1258,27 @@ def Norm_AsyncProxyFenceOp : Norm_Op<"async_proxy_fence"> {
   let assemblyFormat = "attr-dict";
 }
 
+def Norm_SetMaxRegistersOp : Norm_Op<"set_max_registers"> {
+  let summary = "move registers between warpgroups (setmaxnreg)";
+  let description = [{
+    PTX's `setmaxnreg.{inc,dec}.sync.aligned.u32 count` (sm_90a): the warps
+    of the executing warpgroup give registers back to the CTA's pool down to
+    `count` a thread, or take them up to `count` (waiting until the pool has
+    them). A warp-specialized kernel's producer decreases, its consumers
+    increase, so that the consumers hold more than an even share. `count`
+    is a multiple of 8 in [24, 256]; all warps of a warpgroup execute the
+    same one. Code after it must fit `count` registers: each role's code
+    sits in its own branch. A no-op on the host.
+
+    ```mlir
+    norm.set_max_registers {count = 240 : i64, increase = true}
+    ```
+  }];
+  let arguments = (ins I64Attr:$count, BoolAttr:$increase);
+  let assemblyFormat = "attr-dict";
+  let hasVerifier = 1;
+}
+
 def Norm_MbarrierInitOp : Norm_Op<"mbarrier_init"> {
   let summary = "initialize a shared-memory barrier (mbarrier.init)";
   let description = [{

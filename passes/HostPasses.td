@@ -43,7 +43,12 @@ def NormKernelsToHost : Pass<"norm-kernels-to-host", "::mlir::ModuleOp"> {
     the same in all lanes of a warp (computed from uniform values and the
     thread index over a multiple of 32: the roles of a warp-specialized
     kernel); each region is split the same way, its thread loops run the
-    threads that take it and its collectives the warps that do.
+    threads that take it and its collectives the warps that do. Where each
+    branch holds a loop over the same range (a producer's and its
+    consumers'), the two run in lockstep, an iteration of the first
+    branch's loop before the same iteration of the second's, so that what
+    the producer issues for an iteration has landed when the consumers wait
+    for it.
 
     The CTA size comes from the kernel's `known_block_size` (or
     `gpu.known_block_size`) attribute, or from `block-size`. Kernels outside

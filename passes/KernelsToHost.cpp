@@ -11,8 +11,9 @@
 // and are split the same way inside, and so are branches that whole warps
 // take around warp collectives (the roles of a warp-specialized kernel): their
 // thread loops run the threads that take them, their collectives the warps
-// that do, in program order, so that a producer's copies issued before a
-// consumer's wait in the kernel's text have landed when it reads.
+// that do, and a loop in each branch over the same range runs in lockstep
+// with the other's (producer first), so that a producer's copies for an
+// iteration have landed when the consumers wait for them.
 //
 // The warp collectives are emulated exactly as the PTX ISA defines their
 // fragment layouts: per warp, the 32 lanes' operands are gathered into
@@ -80,8 +81,16 @@ static bool containsCollective(Operation *op) {
 /// Ops that end a stretch of per-thread code: the collectives and the loops
 /// and branches that contain one.
 static bool isSplitPoint(Operation *op) {
-  return isCollective(op) ||
-         (isa<scf::ForOp, scf::IfOp>(op) && containsCollective(op));
+  if (isCollective(op))
+    return true;
+  if (!isa<scf::ForOp, scf::IfOp>(op))
+    return false;
+  // The loops of a branch around collectives may run in lockstep with the
+  // other branch's (HostKernelEmitter::emitSplitIf).
+  Operation *parent = op->getParentOp();
+  return containsCollective(op) ||
+         (isa<scf::ForOp>(op) && isa_and_nonnull<scf::IfOp>(parent) &&
+          containsCollective(parent));
 }
 
 /// The host has one address space: memory-space annotations go.
@@ -430,7 +439,7 @@ static void lowerAsyncCopies(gpu::GPUFuncOp kernel) {
             GridDependencyWaitOp, LaunchDependentsOp, OpaqueIndexOp,
             WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp, AsyncProxyFenceOp,
             MbarrierInitOp, MbarrierArriveOp, MbarrierWaitOp, BulkCopyOp,
-            TmaLoadOp>(op))
+            TmaLoadOp, SetMaxRegistersOp>(op))
       ops.push_back(op);
   });
   for (Operation *op : ops) {
@@ -546,6 +555,9 @@ public:
 
 private:
   LogicalResult emitBlock(Block &block, IRMapping &levelMap, OpBuilder &b);
+  /// The ops [begin, end) of `block`, split at its split points.
+  LogicalResult emitOps(Block &block, Block::iterator begin,
+                        Block::iterator end, IRMapping &levelMap, OpBuilder &b);
   LogicalResult emitStretch(ArrayRef<Operation *> ops,
                             const Stretches &stretches, IRMapping &levelMap,
                             OpBuilder &b);
@@ -573,6 +585,15 @@ private:
       function_ref<SmallVector<Value>(OpBuilder &, Value lane)> scatter);
   LogicalResult emitSplitLoop(scf::ForOp loop, IRMapping &levelMap,
                               OpBuilder &b);
+  /// The per-thread buffers of `loop`'s carried values, seeded with its
+  /// initial values (they also stand for its results).
+  FailureOr<SmallVector<Value>>
+  seedCarriedValues(scf::ForOp loop, const IRMapping &levelMap, OpBuilder &b);
+  /// One iteration of `loop` with induction value `iv` at `b`.
+  LogicalResult emitIteration(scf::ForOp loop, ArrayRef<Value> carried,
+                              Value iv, const IRMapping &levelMap,
+                              OpBuilder &b);
+  LogicalResult checkUniformBounds(scf::ForOp loop);
   /// A branch that whole warps take (a warp-specialized kernel's roles):
   /// each region split like a block, its per-thread code guarded by the
   /// thread's condition and its warp collectives by the warp's.
@@ -734,9 +755,16 @@ FailureOr<func::FuncOp> HostKernelEmitter::emit(OpBuilder &moduleBuilder) {
 
 LogicalResult HostKernelEmitter::emitBlock(Block &block, IRMapping &levelMap,
                                            OpBuilder &b) {
+  return emitOps(block, block.begin(), block.getTerminator()->getIterator(),
+                 levelMap, b);
+}
+
+LogicalResult HostKernelEmitter::emitOps(Block &block, Block::iterator begin,
+                                         Block::iterator end,
+                                         IRMapping &levelMap, OpBuilder &b) {
   Stretches stretches(block);
   SmallVector<Operation *> stretch;
-  for (Operation &op : block.without_terminator()) {
+  for (Operation &op : llvm::make_range(begin, end)) {
     if (!isSplitPoint(&op)) {
       stretch.push_back(&op);
       continue;
@@ -1327,19 +1355,22 @@ LogicalResult HostKernelEmitter::emitWgmma(WgmmaOp op,
                             scatter);
 }
 
-LogicalResult HostKernelEmitter::emitSplitLoop(scf::ForOp loop,
-                                               IRMapping &levelMap,
-                                               OpBuilder &b) {
+LogicalResult HostKernelEmitter::checkUniformBounds(scf::ForOp loop) {
   for (Value bound :
        {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()})
     if (!uniformValues.contains(bound))
       return loop.emitOpError()
              << "contains a collective but its bounds depend on the thread; "
                 "the host execution runs such loops once per CTA";
-  Location loc = loop.getLoc();
+  return success();
+}
 
+FailureOr<SmallVector<Value>>
+HostKernelEmitter::seedCarriedValues(scf::ForOp loop, const IRMapping &levelMap,
+                                     OpBuilder &b) {
   // Loop-carried values live in per-thread buffers, seeded with the initial
   // values; the loop results are the buffers after the last iteration.
+  Location loc = loop.getLoc();
   SmallVector<Value> carried;
   for (auto [arg, result] :
        llvm::zip(loop.getRegionIterArgs(), loop.getResults())) {
@@ -1358,15 +1389,19 @@ LogicalResult HostKernelEmitter::emitSplitLoop(scf::ForOp loop,
                                     materialize(tb, loc, init, thread, local),
                                     buffer, thread);
         });
+  return carried;
+}
 
-  auto hostLoop = scf::ForOp::create(
-      b, loc, levelMap.lookup(loop.getLowerBound()),
-      levelMap.lookup(loop.getUpperBound()), levelMap.lookup(loop.getStep()));
+LogicalResult HostKernelEmitter::emitIteration(scf::ForOp loop,
+                                               ArrayRef<Value> carried,
+                                               Value iv,
+                                               const IRMapping &levelMap,
+                                               OpBuilder &b) {
+  Location loc = loop.getLoc();
   IRMapping bodyMap = levelMap;
-  bodyMap.map(loop.getInductionVar(), hostLoop.getInductionVar());
+  bodyMap.map(loop.getInductionVar(), iv);
   uniformValues.insert(loop.getInductionVar());
-  OpBuilder inner = OpBuilder::atBlockTerminator(hostLoop.getBody());
-  if (failed(emitBlock(*loop.getBody(), bodyMap, inner)))
+  if (failed(emitBlock(*loop.getBody(), bodyMap, b)))
     return failure();
 
   // The next iteration's arguments: all values are read before any buffer
@@ -1379,8 +1414,7 @@ LogicalResult HostKernelEmitter::emitSplitLoop(scf::ForOp loop,
       updates.push_back({value, buffer});
   if (!updates.empty())
     emitThreadLoop(
-        inner, loc, bodyMap,
-        [&](OpBuilder &tb, Value thread, IRMapping &local) {
+        b, loc, bodyMap, [&](OpBuilder &tb, Value thread, IRMapping &local) {
           SmallVector<Value> next;
           for (auto [value, buffer] : updates)
             next.push_back(materialize(tb, loc, value, thread, local));
@@ -1388,6 +1422,22 @@ LogicalResult HostKernelEmitter::emitSplitLoop(scf::ForOp loop,
             memref::StoreOp::create(tb, loc, value, update.second, thread);
         });
   return success();
+}
+
+LogicalResult HostKernelEmitter::emitSplitLoop(scf::ForOp loop,
+                                               IRMapping &levelMap,
+                                               OpBuilder &b) {
+  if (failed(checkUniformBounds(loop)))
+    return failure();
+  FailureOr<SmallVector<Value>> carried = seedCarriedValues(loop, levelMap, b);
+  if (failed(carried))
+    return failure();
+  auto hostLoop = scf::ForOp::create(
+      b, loop.getLoc(), levelMap.lookup(loop.getLowerBound()),
+      levelMap.lookup(loop.getUpperBound()), levelMap.lookup(loop.getStep()));
+  OpBuilder inner = OpBuilder::atBlockTerminator(hostLoop.getBody());
+  return emitIteration(loop, *carried, hostLoop.getInductionVar(), levelMap,
+                       inner);
 }
 
 void HostKernelEmitter::emitThreadLoop(
@@ -1463,14 +1513,70 @@ LogicalResult HostKernelEmitter::emitSplitIf(scf::IfOp branch,
     buffers[result] = *buffer;
     results.push_back(*buffer);
   }
+  // Warp specialization: a loop in each branch over the same range (the
+  // producer's and the consumers') runs in lockstep, an iteration of the
+  // first branch's, then one of the second's: the producer's loads of
+  // iteration i land before the consumers' wait for them, as on the GPU,
+  // where the producer runs ahead of the consumers.
+  auto getRoleLoop = [](Region &region) -> scf::ForOp {
+    if (region.empty())
+      return {};
+    for (Operation &op : region.front())
+      if (auto loop = dyn_cast<scf::ForOp>(op); loop && isSplitPoint(loop))
+        return loop;
+    return {};
+  };
+  scf::ForOp roleLoops[2] = {getRoleLoop(branch.getThenRegion()),
+                             getRoleLoop(branch.getElseRegion())};
+  bool lockstep =
+      roleLoops[0] && roleLoops[1] &&
+      roleLoops[0].getLowerBound() == roleLoops[1].getLowerBound() &&
+      roleLoops[0].getUpperBound() == roleLoops[1].getUpperBound() &&
+      roleLoops[0].getStep() == roleLoops[1].getStep();
+  IRMapping regionMaps[2] = {levelMap, levelMap};
+  if (lockstep) {
+    SmallVector<Value> carried[2];
+    for (int64_t r = 0; r < 2; ++r) {
+      guards.push_back({condition, r == 0});
+      Block *block = roleLoops[r]->getBlock();
+      if (failed(emitOps(*block, block->begin(), roleLoops[r]->getIterator(),
+                         regionMaps[r], b)) ||
+          failed(checkUniformBounds(roleLoops[r])))
+        return failure();
+      FailureOr<SmallVector<Value>> seeded =
+          seedCarriedValues(roleLoops[r], regionMaps[r], b);
+      guards.pop_back();
+      if (failed(seeded))
+        return failure();
+      carried[r] = *seeded;
+    }
+    scf::ForOp loop = roleLoops[0];
+    auto hostLoop = scf::ForOp::create(
+        b, loc, levelMap.lookup(loop.getLowerBound()),
+        levelMap.lookup(loop.getUpperBound()), levelMap.lookup(loop.getStep()));
+    OpBuilder inner = OpBuilder::atBlockTerminator(hostLoop.getBody());
+    for (int64_t r = 0; r < 2; ++r) {
+      guards.push_back({condition, r == 0});
+      LogicalResult emitted =
+          emitIteration(roleLoops[r], carried[r], hostLoop.getInductionVar(),
+                        regionMaps[r], inner);
+      guards.pop_back();
+      if (failed(emitted))
+        return failure();
+    }
+  }
   for (auto [region, taken] : {std::pair{&branch.getThenRegion(), true},
                                std::pair{&branch.getElseRegion(), false}}) {
     if (region->empty())
       continue;
     guards.push_back({condition, taken});
-    IRMapping regionMap = levelMap;
+    IRMapping &regionMap = regionMaps[taken ? 0 : 1];
     Block &block = region->front();
-    if (failed(emitBlock(block, regionMap, b)))
+    Block::iterator begin = block.begin();
+    if (lockstep)
+      begin = std::next(roleLoops[taken ? 0 : 1]->getIterator());
+    if (failed(emitOps(block, begin, block.getTerminator()->getIterator(),
+                       regionMap, b)))
       return failure();
     if (!results.empty())
       emitThreadLoop(

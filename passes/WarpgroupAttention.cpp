@@ -48,7 +48,7 @@ public:
       : b(b), loop(loop), f32(b.getF32Type()),
         element(cast<MemRefType>(loop.shared.getType()).getElementType()) {}
 
-  WarpgroupAttentionResult emit();
+  void emit(function_ref<void(const WarpgroupAttentionResult &)> epilogue);
 
 private:
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
@@ -63,9 +63,6 @@ private:
   Value f32Constant(double v) {
     return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
   }
-  /// `then`'s values where `cond` holds, `otherwise` where not.
-  SmallVector<Value> select(Value cond, ValueRange otherwise,
-                            function_ref<SmallVector<Value>()> then);
   void ifThen(Value cond, function_ref<void()> then) {
     auto branch = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(b);
@@ -100,27 +97,19 @@ private:
 
 } // namespace
 
+RegisterSplit mlir::norm::getRegisterSplit(int64_t consumerWarpgroups) {
+  int64_t g = consumerWarpgroups;
+  int64_t producer = g == 1 ? 56 : g == 2 ? 24 : 32;
+  int64_t consumer = std::min<int64_t>(256, (512 - producer) / g / 8 * 8);
+  return {producer, consumer};
+}
+
 int64_t WarpgroupAttentionLoop::getBoxedElement(int64_t tileRows, int64_t row,
                                                 int64_t column) {
   int64_t box = column / kBoxColumns;
   int64_t byte = row * kSwizzle + 2 * (column % kBoxColumns);
   byte ^= ((byte >> 7) & 7) << 4;
   return box * tileRows * kBoxColumns + byte / 2;
-}
-
-SmallVector<Value>
-LoopEmitter::select(Value cond, ValueRange otherwise,
-                    function_ref<SmallVector<Value>()> then) {
-  auto branch = scf::IfOp::create(b, ValueRange(otherwise).getTypes(), cond,
-                                  /*withElseRegion=*/true);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(branch.thenBlock());
-    scf::YieldOp::create(b, then());
-    b.setInsertionPointToStart(branch.elseBlock());
-    scf::YieldOp::create(b, otherwise);
-  }
-  return SmallVector<Value>(branch.getResults());
 }
 
 void LoopEmitter::emitTileLoads(Value tile) {
@@ -253,7 +242,8 @@ SmallVector<Value> LoopEmitter::emitConsumerStep(Value tile, ValueRange state) {
   return {output, maxUsed[0], maxUsed[1], rowSum[0], rowSum[1]};
 }
 
-WarpgroupAttentionResult LoopEmitter::emit() {
+void LoopEmitter::emit(
+    function_ref<void(const WarpgroupAttentionResult &)> epilogue) {
   int64_t consumers = kWarpgroupThreads * loop.warpgroups;
   tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value warp = arith::DivUIOp::create(b, tid, index(32));
@@ -262,9 +252,8 @@ WarpgroupAttentionResult LoopEmitter::emit() {
   rowInWarpgroup = add(mul(arith::RemUIOp::create(b, warp, index(4)), 16),
                        arith::DivUIOp::create(b, lane, index(4)));
   laneColumn = mul(arith::RemUIOp::create(b, lane, index(4)), 2);
-  Value isConsumer =
-      cmp(arith::CmpIPredicate::ult, warp, index(4 * loop.warpgroups));
-  Value issues = cmp(arith::CmpIPredicate::eq, tid, index(consumers));
+  Value isProducer =
+      cmp(arith::CmpIPredicate::eq, warpgroup, index(loop.warpgroups));
 
   // Full barriers complete on the producer's arrival and the bytes; empty
   // ones on every consumer thread's.
@@ -283,74 +272,70 @@ WarpgroupAttentionResult LoopEmitter::emit() {
     visibleKeys = arith::MinUIOp::create(
         b, visibleKeys, add(loop.queryPosition, 64 * loop.warpgroups));
   tiles = arith::CeilDivUIOp::create(b, visibleKeys, index(loop.blockN));
+  Value first = index(0), step = index(1);
 
-  // The ring's first stages - 1 tiles.
-  ifThen(issues, [&] {
-    for (int64_t t = 0; t + 1 < loop.stages; ++t)
-      ifThen(cmp(arith::CmpIPredicate::ult, index(t), tiles),
-             [&] { emitTileLoads(index(t)); });
-  });
-
+  // The roles, each with its own loop over the tiles and its own registers
+  // (the producer's loop holds a few addresses; setmaxnreg needs each
+  // role's code to fit its count).
   auto outputType = VectorType::get({loop.headDim / 2}, f32);
   Value negInf = f32Constant(-std::numeric_limits<double>::infinity());
+  RegisterSplit split = getRegisterSplit(loop.warpgroups);
+  auto roles = scf::IfOp::create(b, TypeRange(), isProducer,
+                                 /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  // The producer: its first thread loads tile j after the consumers freed
+  // its stage (tile j - stages).
+  b.setInsertionPointToStart(roles.thenBlock());
+  SetMaxRegistersOp::create(b, split.producer, /*increase=*/false);
+  Value issues = cmp(arith::CmpIPredicate::eq, tid, index(consumers));
+  auto loads = scf::ForOp::create(b, first, tiles, step);
+  {
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(loads.getBody());
+    ifThen(issues, [&] { emitTileLoads(loads.getInductionVar()); });
+  }
+
+  // The consumers: the online softmax over the tiles, then O / l and the
+  // log2-sum-exps.
+  b.setInsertionPointToStart(roles.elseBlock());
+  SetMaxRegistersOp::create(b, split.consumer, /*increase=*/true);
   SmallVector<Value> initial = {
       arith::ConstantOp::create(b, outputType,
                                 DenseElementsAttr::get(outputType, 0.0f)),
       negInf, negInf, f32Constant(0.0), f32Constant(0.0)};
-  auto keyLoop = scf::ForOp::create(b, index(0), tiles, index(1), initial);
+  auto keyLoop = scf::ForOp::create(b, first, tiles, step, initial);
   {
-    OpBuilder::InsertionGuard guard(b);
+    OpBuilder::InsertionGuard inner(b);
     b.setInsertionPointToStart(keyLoop.getBody());
-    Value tile = keyLoop.getInductionVar();
-    ValueRange state = keyLoop.getRegionIterArgs();
-    Value ahead = add(tile, loop.stages - 1);
-    ifThen(issues, [&] {
-      ifThen(cmp(arith::CmpIPredicate::ult, ahead, tiles),
-             [&] { emitTileLoads(ahead); });
-    });
-    scf::YieldOp::create(b, select(isConsumer, state, [&] {
-                           return emitConsumerStep(tile, state);
-                         }));
+    scf::YieldOp::create(b, emitConsumerStep(keyLoop.getInductionVar(),
+                                             keyLoop.getRegionIterArgs()));
   }
-
-  // O / l and the log2-sum-exps; the producer's are zeros.
   ValueRange final = keyLoop.getResults();
-  WarpgroupAttentionResult result;
-  SmallVector<Value> zeros = {
-      arith::ConstantOp::create(b, outputType,
-                                DenseElementsAttr::get(outputType, 0.0f)),
-      f32Constant(0.0), f32Constant(0.0)};
-  SmallVector<Value> values = select(isConsumer, zeros, [&] {
-    Value sum[2], lse[2];
-    for (int64_t h = 0; h < 2; ++h) {
-      sum[h] =
-          RowAllReduceOp::create(b, ValueRange{final[3 + h]}, 4).getResult(0);
-      lse[h] = arith::AddFOp::create(
-          b, final[1 + h],
-          math::Log2Op::create(b, sum[h], arith::FastMathFlags::afn));
-    }
-    Value output = final[0];
-    for (int64_t i = 0; i < loop.headDim / 2; ++i) {
-      Value total = sum[(i / 2) % 2];
-      Value normalized = arith::SelectOp::create(
-          b,
-          arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, total,
-                                f32Constant(0.0)),
-          arith::DivFOp::create(b, vector::ExtractOp::create(b, output, i),
-                                total),
-          f32Constant(0.0));
-      output = vector::InsertOp::create(b, normalized, output, i);
-    }
-    return SmallVector<Value>{output, lse[0], lse[1]};
-  });
-  result.output = values[0];
-  result.rowLse[0] = values[1];
-  result.rowLse[1] = values[2];
-  return result;
+  Value sum[2], lse[2];
+  for (int64_t h = 0; h < 2; ++h) {
+    sum[h] =
+        RowAllReduceOp::create(b, ValueRange{final[3 + h]}, 4).getResult(0);
+    lse[h] = arith::AddFOp::create(
+        b, final[1 + h],
+        math::Log2Op::create(b, sum[h], arith::FastMathFlags::afn));
+  }
+  Value output = final[0];
+  for (int64_t i = 0; i < loop.headDim / 2; ++i) {
+    Value total = sum[(i / 2) % 2];
+    Value normalized = arith::SelectOp::create(
+        b,
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, total,
+                              f32Constant(0.0)),
+        arith::DivFOp::create(b, vector::ExtractOp::create(b, output, i),
+                              total),
+        f32Constant(0.0));
+    output = vector::InsertOp::create(b, normalized, output, i);
+  }
+  epilogue({output, {lse[0], lse[1]}});
 }
 
-WarpgroupAttentionResult
-mlir::norm::emitWarpgroupAttentionLoop(ImplicitLocOpBuilder &b,
-                                       const WarpgroupAttentionLoop &loop) {
-  return LoopEmitter(b, loop).emit();
+void mlir::norm::emitWarpgroupAttentionLoop(
+    ImplicitLocOpBuilder &b, const WarpgroupAttentionLoop &loop,
+    function_ref<void(const WarpgroupAttentionResult &)> epilogue) {
+  LoopEmitter(b, loop).emit(epilogue);
 }

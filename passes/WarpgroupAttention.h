@@ -2,7 +2,7 @@
 //
 // The key/value loop of the sm_90a attention kernel (#34), FlashAttention-3's
 // structure: `warpgroups` consumer warpgroups of 64 query rows each and one
-// producer warp after them. The producer's first lane keeps a ring of
+// producer warpgroup after them. The producer's first lane keeps a ring of
 // `stages` key and value tiles full with TMA boxes (128-byte swizzle, 64
 // head-dim columns a box), each stage guarded by a full barrier (its
 // transaction bytes) and an empty one (every consumer thread's arrival);
@@ -11,11 +11,12 @@
 // masks past the sequence and above the causal diagonal), and O += P V with
 // P from registers.
 //
-// Producer and consumers run one loop over the key tiles with role branches
-// (the producer loads tile j + stages - 1 where the consumers compute tile
-// j): on the GPU the roles meet only at the barriers, so the producer runs
-// ahead by the ring; on the host execution path (norm-kernels-to-host) the
-// branches run in program order, every load before the wait that reads it.
+// The roles are two branches of the CTA, the producer's warpgroup after the
+// consumers', each with its own loop over the key tiles and its own
+// register count (setmaxnreg): they meet only at the barriers, so the
+// producer runs ahead by the ring. The host execution path
+// (norm-kernels-to-host) runs the two loops in lockstep, the producer's
+// iteration first, so that every load lands before the wait that reads it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -68,17 +69,29 @@ struct WarpgroupAttentionLoop {
 /// The loop's result in each consumer thread: its accumulators of O
 /// normalized by the row sums (wgmma's C layout, head dim / 2 values), and
 /// the log2-sum-exp of its two rows (scaled scores; -inf for rows that saw
-/// no key). The producer's values are zeros.
+/// no key).
 struct WarpgroupAttentionResult {
   Value output;
   Value rowLse[2];
 };
 
-/// Emits barrier initialization (thread 0, then a CTA barrier) and the loop;
-/// every thread of the CTA must reach it.
-WarpgroupAttentionResult
-emitWarpgroupAttentionLoop(ImplicitLocOpBuilder &b,
-                           const WarpgroupAttentionLoop &loop);
+/// The registers a thread of each role keeps after setmaxnreg: the
+/// producer warpgroup few (its loop holds a tile index and addresses), the
+/// consumers the rest of the 64K register file (producer + warpgroups x
+/// consumer <= 512 per thread of a warpgroup); FlashAttention-3's split.
+struct RegisterSplit {
+  int64_t producer, consumer;
+};
+RegisterSplit getRegisterSplit(int64_t consumerWarpgroups);
+
+/// Emits barrier initialization (thread 0, then a CTA barrier) and the
+/// roles, the consumers' ending in `epilogue` (the result's stores: nothing
+/// the consumers compute lives past their branch, whose registers the
+/// producer's do not hold). Every thread of the CTA, 128 x (warpgroups + 1),
+/// must reach it.
+void emitWarpgroupAttentionLoop(
+    ImplicitLocOpBuilder &b, const WarpgroupAttentionLoop &loop,
+    function_ref<void(const WarpgroupAttentionResult &)> epilogue);
 
 } // namespace mlir::norm
 

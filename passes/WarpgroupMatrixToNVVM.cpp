@@ -19,6 +19,7 @@
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
@@ -196,11 +197,26 @@ template <typename Op> struct TiedAsmLowering : ConvertOpToLLVMPattern<Op> {
   std::function<std::string(Op)> getPtx;
 };
 
+/// norm.set_max_registers: NVVM's op (the setmaxnreg intrinsics).
+struct SetMaxRegistersLowering : ConvertOpToLLVMPattern<SetMaxRegistersOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(SetMaxRegistersOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<NVVM::SetMaxRegisterOp>(
+        op, static_cast<int32_t>(op.getCount()),
+        op.getIncrease() ? NVVM::SetMaxRegisterAction::increase
+                         : NVVM::SetMaxRegisterAction::decrease);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::norm::populateWarpgroupToNVVMConversionPatterns(
     const LLVMTypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<WgmmaLowering>(converter);
+  patterns.add<WgmmaLowering, SetMaxRegistersLowering>(converter);
   patterns.add<InstructionLowering<WgmmaCommitOp>>(
       converter, "wgmma.commit_group.sync.aligned;");
   patterns.add<InstructionLowering<AsyncProxyFenceOp>>(

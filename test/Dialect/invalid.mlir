@@ -1802,3 +1802,11 @@ func.func @layer_norm_mixed_params(%x: tensor<?x8xf16>, %w: tensor<8xf16>, %b: t
   %0 = norm.layer_norm %x weight(%w : tensor<8xf16>) bias(%b : tensor<8xf32>) eps(1.0e-05) : tensor<?x8xf16> -> tensor<?x8xf16>
   return
 }
+
+// -----
+
+func.func @set_max_registers_odd() {
+  // expected-error @+1 {{count must be a multiple of 8 in [24, 256] (setmaxnreg), got 20}}
+  norm.set_max_registers {count = 20 : i64, increase = false}
+  return
+}

@@ -2,7 +2,7 @@
 //
 // The loop of emitWarpgroupAttentionLoop in a kernel of its own: the threads
 // write the query tile into its boxes (TMA's 128-byte swizzle, computed
-// here independently of the emitter), the producer warp's TMA loads bring
+// here independently of the emitter), the producer warpgroup's TMA loads bring
 // K and V through the ring, the consumer warpgroups' outputs and
 // log2-sum-exps go to global memory. Checked against float64 attention
 // over the same bf16/f16 inputs, P rounded to the element type as the
@@ -25,7 +25,11 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include "compiler/Compiler.h"
+
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <random>
 
 using namespace norm;
@@ -73,10 +77,11 @@ std::string buildKernel(const LoopCase &c) {
   auto func = gpu::GPUFuncOp::create(
       top, loc, "attention",
       top.getFunctionType({bare(element), bare(element), bare(element),
-                           bare(f32), bare(f32), tensorMap, tensorMap},
+                           bare(f32), bare(f32), tensorMap, tensorMap,
+                           top.getI64Type()},
                           {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), top.getUnitAttr());
-  int64_t threads = 128 * c.warpgroups + 32;
+  int64_t threads = 128 * (c.warpgroups + 1);
   func.setKnownBlockSizeAttr(
       top.getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1}));
   ImplicitLocOpBuilder b(loc, &context);
@@ -162,20 +167,13 @@ std::string buildKernel(const LoopCase &c) {
   loop.rowStride = index(c.kvHeads * c.headDim);
   loop.firstKey = index(c.firstKey);
   loop.firstColumn = index(c.kvHead * c.headDim);
-  loop.keys = index(c.keys);
+  // The key count as a parameter: the loops stay loops.
+  loop.keys = arith::IndexCastOp::create(b, b.getIndexType(), args[7]);
   loop.causal = c.causal;
   loop.queryPosition = index(c.queryPosition);
   loop.scaleLog2 = M_LOG2E / std::sqrt(double(c.headDim));
-  mlir::norm::WarpgroupAttentionResult result =
-      mlir::norm::emitWarpgroupAttentionLoop(b, loop);
-
   // Each consumer thread's accumulators and its rows' log2-sum-exps.
-  Value consumer = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, tid,
-                                         index(128 * c.warpgroups));
-  auto store = scf::IfOp::create(b, consumer, /*withElseRegion=*/false);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(store.thenBlock());
+  auto epilogue = [&](const mlir::norm::WarpgroupAttentionResult &result) {
     Value lane = arith::RemUIOp::create(b, tid, index(32));
     Value warp = arith::DivUIOp::create(b, tid, index(32));
     Value rowBase =
@@ -196,7 +194,8 @@ std::string buildKernel(const LoopCase &c) {
           b, result.rowLse[h], args[4],
           ValueRange{arith::AddIOp::create(
               b, arith::MulIOp::create(b, tid, index(2)), index(h))});
-  }
+  };
+  mlir::norm::emitWarpgroupAttentionLoop(b, loop, epilogue);
   gpu::ReturnOp::create(b);
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -234,7 +233,7 @@ void checkLoop(const LoopCase &c) {
   Status status = kernels->launch("attention",
                                   {q.data(), k.data(), v.data(), out.data(),
                                    lse.data(), maps.data(), maps.data() + 16},
-                                  {}, 1);
+                                  {c.keys}, 1);
   ASSERT_TRUE(status) << status.message();
 
   double scale = 1.0 / std::sqrt(double(d));
@@ -323,6 +322,35 @@ TEST(WarpgroupAttention, OutlierChannel) {
   LoopCase c{"outlier_d128_n64"};
   c.outlier = true;
   checkLoop(c);
+}
+
+// The kernel's sm_90a PTX holds the Hopper instructions; with
+// NORM_TEST_PTX_DIR set, it goes there for ptxas
+// (test/Target/warpgroup-attention-ptxas.test).
+TEST(WarpgroupAttention, LowersForSm90a) {
+  for (LoopCase c : {LoopCase{"d128_n128_s2"}, LoopCase{"d64_n128_s3"},
+                     LoopCase{"d256_n64_s2"}}) {
+    c.headDim = std::stoi(c.name.substr(1, 3));
+    c.blockN = std::stoi(c.name.substr(c.name.find('n') + 1, 3));
+    c.stages = c.name.back() - '0';
+    c.causal = true;
+    TargetOptions target;
+    target.chip = "sm_90a";
+    std::string ptx;
+    Status status = compileKernelModule(
+        "module attributes {gpu.container_module} {\n" + buildKernel(c) + "}\n",
+        target, ptx);
+    ASSERT_TRUE(status) << status.message();
+    for (const char *instruction :
+         {"wgmma.mma_async.sync.aligned.m64n", "wgmma.fence.sync.aligned",
+          "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned 0",
+          "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier",
+          "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx",
+          "fence.proxy.async", "ex2.approx"})
+      EXPECT_NE(ptx.find(instruction), std::string::npos) << instruction;
+    if (const char *dir = std::getenv("NORM_TEST_PTX_DIR"))
+      std::ofstream(std::string(dir) + "/" + c.name + ".ptx") << ptx;
+  }
 }
 
 } // namespace
