@@ -149,7 +149,8 @@ Status HostKernels::compile(std::string_view mlir,
   auto impl = std::make_unique<Impl>();
   for (Operation &op : llvm::make_early_inc_range(*module->getBody())) {
     if (auto global = dyn_cast<memref::GlobalOp>(op);
-        global && global.getConstant())
+        global && (global.getConstant() ||
+                   global.getSymName() == mlir::norm::kHostFaultSymbol))
       continue;
     auto host = dyn_cast<func::FuncOp>(op);
     if (!host || !host->hasAttr(mlir::norm::kHostKernelAttrName)) {
@@ -253,6 +254,33 @@ Status HostKernels::launch(std::string_view kernel,
     args.push_back(param.isBuffer ? static_cast<void *>(&pointers[nextBuffer++])
                                   : &values[nextInteger++]);
   args.push_back(&gridX);
+  // Kernels with mbarriers record the first fault of their program.
+  int64_t *faults = nullptr;
+  if (auto cell = impl->engine->lookup(mlir::norm::kHostFaultSymbol))
+    faults = static_cast<int64_t *>(*cell);
+  else
+    llvm::consumeError(cell.takeError());
+  if (faults)
+    *faults = 0;
   function.entry(args.data());
-  return Status::success();
+  switch (faults ? static_cast<mlir::norm::HostFault>(*faults)
+                 : mlir::norm::HostFault::None) {
+  case mlir::norm::HostFault::None:
+    return Status::success();
+  case mlir::norm::HostFault::BarrierNeverCompletes:
+    return Status::error(
+        ErrorCode::Internal,
+        "kernel " + std::string(kernel) +
+            " waited for an mbarrier phase that never completes: an arrival "
+            "count, transaction byte count or parity that its program does "
+            "not meet (a GPU would hang there, or trap after the bounded "
+            "try_wait loop)");
+  case mlir::norm::HostFault::BarrierOverArrival:
+    return Status::error(ErrorCode::Internal,
+                         "kernel " + std::string(kernel) +
+                             " arrived at an mbarrier more often than its "
+                             "phase's count");
+  }
+  return Status::error(ErrorCode::Internal, "kernel " + std::string(kernel) +
+                                                " recorded an unknown fault");
 }

@@ -21,6 +21,17 @@ namespace mlir::norm {
 #define GEN_PASS_DECL
 #include "passes/HostPasses.h.inc"
 
+/// The host module's i64 cell in which a host function records the first
+/// fault of its kernel's program (HostFault; 0: none).
+constexpr llvm::StringLiteral kHostFaultSymbol = "__norm_host_fault";
+enum class HostFault : int64_t {
+  None = 0,
+  /// An mbarrier wait for a phase that never completes.
+  BarrierNeverCompletes = 1,
+  /// An arrival at an mbarrier beyond its phase's count.
+  BarrierOverArrival = 2,
+};
+
 /// The suffix of the host function that runs kernel `k`: `k_host`.
 constexpr llvm::StringLiteral kHostFunctionSuffix = "_host";
 /// Unit attribute marking the functions `norm-kernels-to-host` created.

@@ -48,7 +48,12 @@ def NormKernelsToHost : Pass<"norm-kernels-to-host", "::mlir::ModuleOp"> {
     consumers'), the two run in lockstep, an iteration of the first
     branch's loop before the same iteration of the second's, so that what
     the producer issues for an iteration has landed when the consumers wait
-    for it.
+    for it. mbarriers keep their state in their 8 bytes (arrivals expected
+    and pending, transaction bytes pending, the phase's parity); copies
+    complete their bytes at issue, and a wait (a meeting point: every
+    thread's code before it runs first) whose phase has not completed, or
+    an arrival beyond a phase's count, records a fault in the module's
+    `__norm_host_fault` cell, which the launch reports.
 
     The CTA size comes from the kernel's `known_block_size` (or
     `gpu.known_block_size`) attribute, or from `block-size`. Kernels outside

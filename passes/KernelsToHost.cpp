@@ -81,7 +81,9 @@ static bool containsCollective(Operation *op) {
 /// Ops that end a stretch of per-thread code: the collectives and the loops
 /// and branches that contain one.
 static bool isSplitPoint(Operation *op) {
-  if (isCollective(op))
+  // A wait where all threads reach it: every thread's code before it runs
+  // first (an arrival or copy of a thread after this one included).
+  if (isCollective(op) || isa<MbarrierWaitOp>(op))
     return true;
   if (!isa<scf::ForOp, scf::IfOp>(op))
     return false;
@@ -324,7 +326,159 @@ static void lowerAsyncCopyRows(AsyncCopyRowsOp copy) {
 /// after another here): the host runs a stretch's threads to completion before
 /// the next stretch, so a copy done at once is complete by the barrier that
 /// must precede any other thread's read.
-/// A bulk copy at issue: its elements one by one.
+//===----------------------------------------------------------------------===//
+// mbarriers on the host
+//===----------------------------------------------------------------------===//
+//
+// An mbarrier object's 8 bytes hold its state as the host tracks it: the
+// arrivals a phase expects (bits 0-19), those still pending (20-39), the
+// current phase's parity (40) and the transaction bytes still pending (41-63,
+// offset by 2^22: a copy may complete before its arrive.expect_tx). A phase
+// completes when no arrival and no byte is pending; the next one then
+// expects the same arrivals. Copies complete their bytes at issue. The host
+// runs every thread's code before a wait (a meeting point there) and the
+// roles of a warp-specialized kernel in lockstep, so a wait whose phase has
+// not completed when it runs would never complete: it records a fault
+// (kHostFaultSymbol), which the launch reports (where a GPU would hang, or
+// trap after the bounded try_wait loop), so that an arrival count, a
+// transaction byte count or a parity that does not match the kernel's
+// program fails on the host too; so does an arrival beyond a phase's count.
+
+namespace {
+constexpr int64_t kPendingShift = 20, kPhaseShift = 40, kBytesShift = 41;
+constexpr int64_t kFieldMask = (int64_t(1) << 20) - 1;
+constexpr int64_t kBytesOffset = int64_t(1) << 22;
+
+struct BarrierState {
+  Value count, pending, phase, bytes;
+};
+
+BarrierState loadBarrier(OpBuilder &b, Location loc, Value bars, Value at) {
+  auto constant = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, v, 64).getResult();
+  };
+  Value state = memref::LoadOp::create(b, loc, bars, at);
+  auto field = [&](int64_t shift, int64_t mask) {
+    return arith::AndIOp::create(
+        b, loc, arith::ShRUIOp::create(b, loc, state, constant(shift)),
+        constant(mask));
+  };
+  return {field(0, kFieldMask), field(kPendingShift, kFieldMask),
+          field(kPhaseShift, 1),
+          arith::SubIOp::create(
+              b, loc,
+              arith::ShRUIOp::create(b, loc, state, constant(kBytesShift)),
+              constant(kBytesOffset))};
+}
+
+void storeBarrier(OpBuilder &b, Location loc, Value bars, Value at,
+                  const BarrierState &s) {
+  auto constant = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, v, 64).getResult();
+  };
+  auto shifted = [&](Value v, int64_t shift) {
+    return arith::ShLIOp::create(b, loc, v, constant(shift)).getResult();
+  };
+  Value state = arith::OrIOp::create(
+      b, loc,
+      arith::OrIOp::create(b, loc, s.count, shifted(s.pending, kPendingShift)),
+      arith::OrIOp::create(b, loc, shifted(s.phase, kPhaseShift),
+                           shifted(arith::AddIOp::create(
+                                       b, loc, s.bytes, constant(kBytesOffset)),
+                                   kBytesShift)));
+  memref::StoreOp::create(b, loc, state, bars, at);
+}
+
+/// Records `fault` in `cell` (the first one stays) where `bad` holds.
+void recordFault(OpBuilder &b, Location loc, Value cell, Value bad,
+                 HostFault fault) {
+  scf::IfOp::create(b, loc, bad, [&](OpBuilder &tb, Location) {
+    Value zero = arith::ConstantIndexOp::create(tb, loc, 0);
+    Value old = memref::LoadOp::create(tb, loc, cell, zero);
+    Value first =
+        arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::eq, old,
+                              arith::ConstantIntOp::create(tb, loc, 0, 64));
+    memref::StoreOp::create(
+        tb, loc,
+        arith::SelectOp::create(tb, loc, first,
+                                arith::ConstantIntOp::create(
+                                    tb, loc, static_cast<int64_t>(fault), 64),
+                                old),
+        cell, zero);
+    scf::YieldOp::create(tb, loc);
+  });
+}
+
+/// `arrivals` (0 or 1) arrive at bars[at] and `bytes` (i64, negative for
+/// completed ones) are expected; the phase completes when nothing is
+/// pending. An arrival records a fault in `faults` where none was pending.
+void updateBarrier(OpBuilder &b, Location loc, Value bars, Value at,
+                   int64_t arrivals, Value bytes, Value faults = {}) {
+  BarrierState s = loadBarrier(b, loc, bars, at);
+  Value zero = arith::ConstantIntOp::create(b, loc, 0, 64);
+  if (arrivals) {
+    recordFault(b, loc, faults,
+                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                      s.pending, zero),
+                HostFault::BarrierOverArrival);
+    s.pending = arith::SubIOp::create(
+        b, loc, s.pending, arith::ConstantIntOp::create(b, loc, arrivals, 64));
+  }
+  s.bytes = arith::AddIOp::create(b, loc, s.bytes, bytes);
+  Value done = arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, s.pending, zero),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, s.bytes, zero));
+  Value one = arith::ConstantIntOp::create(b, loc, 1, 64);
+  s.phase = arith::SelectOp::create(
+      b, loc, done, arith::XOrIOp::create(b, loc, s.phase, one), s.phase);
+  s.pending = arith::SelectOp::create(b, loc, done, s.count, s.pending);
+  storeBarrier(b, loc, bars, at, s);
+}
+
+void completeBytes(OpBuilder &b, Location loc, Value bars, Value at,
+                   int64_t bytes) {
+  updateBarrier(b, loc, bars, at, 0,
+                arith::ConstantIntOp::create(b, loc, -bytes, 64));
+}
+} // namespace
+
+/// An mbarrier op where the host function runs it; faults go to `faults`.
+static void lowerBarrierOp(Operation *op, Value faults) {
+  OpBuilder b(op);
+  Location loc = op->getLoc();
+  auto i64 = [&](Value index) {
+    return arith::IndexCastOp::create(b, loc, b.getI64Type(), index)
+        .getResult();
+  };
+  if (auto init = dyn_cast<MbarrierInitOp>(op)) {
+    Value count = arith::ConstantIntOp::create(b, loc, init.getCount(), 64);
+    storeBarrier(b, loc, init.getBars(), init.getIndex(),
+                 {count, count, arith::ConstantIntOp::create(b, loc, 0, 64),
+                  arith::ConstantIntOp::create(b, loc, 0, 64)});
+  } else if (auto arrive = dyn_cast<MbarrierArriveOp>(op)) {
+    Value bytes = arrive.getTxBytes()
+                      ? i64(arrive.getTxBytes())
+                      : arith::ConstantIntOp::create(b, loc, 0, 64).getResult();
+    updateBarrier(b, loc, arrive.getBars(), arrive.getIndex(), 1, bytes,
+                  faults);
+  } else if (auto wait = dyn_cast<MbarrierWaitOp>(op)) {
+    // try_wait.parity p returns once the phase of parity p has completed:
+    // the current phase's parity is the other one.
+    BarrierState s = loadBarrier(b, loc, wait.getBars(), wait.getIndex());
+    recordFault(
+        b, loc, faults,
+        arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::eq, s.phase,
+            arith::AndIOp::create(b, loc, i64(wait.getParity()),
+                                  arith::ConstantIntOp::create(b, loc, 1, 64))),
+        HostFault::BarrierNeverCompletes);
+  }
+  op->erase();
+}
+
+/// A bulk copy at issue: its elements one by one, then its bytes complete
+/// on its barrier.
 static void lowerBulkCopy(BulkCopyOp copy) {
   OpBuilder b(copy);
   Location loc = copy.getLoc();
@@ -341,6 +495,7 @@ static void lowerBulkCopy(BulkCopyOp copy) {
         memref::StoreOp::create(lb, loc, v, copy.getDst(), to);
         scf::YieldOp::create(lb, loc);
       });
+  completeBytes(b, loc, copy.getBars(), copy.getBarIndex(), copy.getBytes());
   copy.erase();
 }
 
@@ -429,6 +584,9 @@ static void lowerTmaLoad(TmaLoadOp load) {
             });
         scf::YieldOp::create(rb, loc);
       });
+  // The whole box's bytes, those outside the view included.
+  completeBytes(b, loc, load.getBars(), load.getBarIndex(),
+                load.getBoxRows() * columns * bytes);
   load.erase();
 }
 
@@ -466,6 +624,9 @@ static void lowerAsyncCopies(gpu::GPUFuncOp kernel) {
       lowerTmaLoad(tma);
       continue;
     }
+    // Barriers are tracked where the host function runs them.
+    if (isa<MbarrierInitOp, MbarrierArriveOp, MbarrierWaitOp>(op))
+      continue;
     auto copy = dyn_cast<AsyncCopyOp>(op);
     if (!copy) {
       op->erase();
@@ -745,6 +906,28 @@ FailureOr<func::FuncOp> HostKernelEmitter::emit(OpBuilder &moduleBuilder) {
   OpBuilder gridBuilder = OpBuilder::atBlockTerminator(gridLoop.getBody());
   if (failed(emitBlock(body, levelMap, gridBuilder)))
     return failure();
+  // The barriers, each op where its thread runs it.
+  SmallVector<Operation *> barrierOps;
+  host.walk([&](Operation *op) {
+    if (isa<MbarrierInitOp, MbarrierArriveOp, MbarrierWaitOp>(op))
+      barrierOps.push_back(op);
+  });
+  if (!barrierOps.empty()) {
+    auto cellType = MemRefType::get({1}, b.getI64Type());
+    if (!SymbolTable::lookupSymbolIn(hostModule, kHostFaultSymbol)) {
+      OpBuilder mb = OpBuilder::atBlockBegin(hostModule.getBody());
+      memref::GlobalOp::create(
+          mb, loc, kHostFaultSymbol, /*sym_visibility=*/StringAttr(), cellType,
+          DenseElementsAttr::get(RankedTensorType::get({1}, b.getI64Type()),
+                                 ArrayRef<int64_t>{0}),
+          /*constant=*/false, /*alignment=*/IntegerAttr());
+    }
+    OpBuilder entryBuilder = OpBuilder::atBlockBegin(entry);
+    Value faults = memref::GetGlobalOp::create(entryBuilder, loc, cellType,
+                                               kHostFaultSymbol);
+    for (Operation *op : barrierOps)
+      lowerBarrierOp(op, faults);
+  }
 
   b.setInsertionPointAfter(gridLoop);
   for (Value buffer : threadBuffers)
@@ -790,6 +973,9 @@ LogicalResult HostKernelEmitter::emitOps(Block &block, Block::iterator begin,
             })
             // The thread loops already run one after the other.
             .Case([](gpu::BarrierOp) { return success(); })
+            .Case([&](MbarrierWaitOp wait) {
+              return emitStretch({wait}, stretches, levelMap, b);
+            })
             .Default([](Operation *op) {
               return op->emitOpError("unexpected split point");
             });

@@ -121,6 +121,11 @@ struct WgmmaCase {
   /// lane issues the bulk copies; the warpgroups multiply in a branch that
   /// the producer skips (its D is its C).
   bool producerWarp = false;
+  /// Transaction bytes the arrival expects beyond the copies' (a mistake
+  /// the host execution must report).
+  int64_t extraBytes = 0;
+  /// The launch's error, if the case expects one.
+  std::string expectedError;
 };
 
 ElementType getType(const std::string &name) {
@@ -185,7 +190,7 @@ std::string getWgmmaKernel(const WgmmaCase &c, int64_t imageElements) {
     k.line("gpu.barrier");
     int64_t half = imageElements / 2, chunk = c.bulkChunk / 2;
     for (int64_t phase = 0; phase < 2; ++phase) {
-      std::string tx = k.index(2 * half);
+      std::string tx = k.index(2 * half + c.extraBytes);
       std::string copies;
       for (int64_t at = phase * half; at < (phase + 1) * half; at += chunk)
         copies += "  norm.bulk_copy %image[" + k.index(at) + "], " + view +
@@ -346,6 +351,12 @@ void checkWgmma(const WgmmaCase &c) {
   }
   std::string kernel = getWgmmaKernel(c, imageElements);
   Status status = launch(kernel, c, imageElements, buffers, bytes);
+  if (!c.expectedError.empty()) {
+    EXPECT_FALSE(status);
+    EXPECT_NE(status.message().find(c.expectedError), std::string::npos)
+        << status.message();
+    return;
+  }
   ASSERT_TRUE(status) << status.message() << "\n" << kernel;
 
   // The producer warp's D is its C, untouched.
@@ -453,6 +464,20 @@ TEST(WarpgroupMatrix, ProducerWarpAndConsumerBranch) {
   r.blockSize = 160;
   r.producerWarp = true;
   checkWgmma(r);
+}
+
+// A phase whose arrival expects 16 bytes more than the copies bring never
+// completes: the host execution reports the wait (a GPU would hang).
+TEST(WarpgroupMatrix, ReportsAWaitThatNeverCompletes) {
+  if (const char *engine = std::getenv("NORM_TEST_ENGINE");
+      engine && std::string(engine) != "host")
+    GTEST_SKIP() << "the host execution's check";
+  WgmmaCase c{"bulk_missing_bytes", "bf16", 64, kMajor(128, 1, 0),
+              kMajor(128, 1, 8192)};
+  c.bulkChunk = 1024;
+  c.extraBytes = 16;
+  c.expectedError = "waited for an mbarrier phase that never completes";
+  checkWgmma(c);
 }
 
 // The image through bulk copies completing on an mbarrier, two phases.
