@@ -1825,6 +1825,16 @@ static LogicalResult verifyBarriers(Operation *op, MemRefType bars) {
   return success();
 }
 
+LogicalResult NamedBarrierOp::verify() {
+  if (getId() < 1 || getId() > 15)
+    return emitOpError() << "id must be 1 to 15 (0 is the CTA's barrier), got "
+                         << getId();
+  if (getThreads() < 32 || getThreads() > 1024 || getThreads() % 32 != 0)
+    return emitOpError() << "threads must be whole warps, 32 to 1024, got "
+                         << getThreads();
+  return success();
+}
+
 LogicalResult SetMaxRegistersOp::verify() {
   int64_t count = getCount();
   if (count < 24 || count > 256 || count % 8 != 0)

@@ -1258,6 +1258,25 @@ def Norm_AsyncProxyFenceOp : Norm_Op<"async_proxy_fence"> {
   let assemblyFormat = "attr-dict";
 }
 
+def Norm_NamedBarrierOp : Norm_Op<"named_barrier"> {
+  let summary = "a barrier of some warps of the CTA (bar.sync id, threads)";
+  let description = [{
+    PTX's `bar.sync id, threads`: the `threads` threads (whole warps) that
+    execute it with the same `id` (1 to 15; 0 is the CTA's `gpu.barrier`)
+    meet, and their shared-memory accesses before it are ordered before
+    those after it; a warpgroup's threads meet this way inside its role's
+    branch of a warp-specialized kernel. On the host a meeting point of the
+    threads that take the branch.
+
+    ```mlir
+    norm.named_barrier {id = 1 : i64, threads = 128 : i64}
+    ```
+  }];
+  let arguments = (ins I64Attr:$id, I64Attr:$threads);
+  let assemblyFormat = "attr-dict";
+  let hasVerifier = 1;
+}
+
 def Norm_SetMaxRegistersOp : Norm_Op<"set_max_registers"> {
   let summary = "move registers between warpgroups (setmaxnreg)";
   let description = [{

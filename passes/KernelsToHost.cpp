@@ -57,16 +57,17 @@ constexpr int64_t kWarpSize = 32;
 
 /// Ops at which all threads of a CTA (or of each warp) meet.
 static bool isCollective(Operation *op) {
-  return isa<RowAllReduceOp, gpu::BarrierOp, MmaSyncOp, LdMatrixOp, WgmmaOp>(
-      op);
+  return isa<RowAllReduceOp, gpu::BarrierOp, NamedBarrierOp, MmaSyncOp,
+             LdMatrixOp, WgmmaOp>(op);
 }
 
-/// Collectives of the threads of one warp: a branch that whole warps take
-/// may hold them (row reductions of at most 32 threads are shuffles).
+/// Collectives that a branch whole warps take may hold: those of the
+/// threads of one warp (row reductions of at most 32 threads are shuffles)
+/// and the named barriers of some warps.
 static bool isWarpCollective(Operation *op) {
   if (auto reduce = dyn_cast<RowAllReduceOp>(op))
     return reduce.getGroupSize() <= kWarpSize;
-  return isa<MmaSyncOp, LdMatrixOp, WgmmaOp>(op);
+  return isa<MmaSyncOp, LdMatrixOp, WgmmaOp, NamedBarrierOp>(op);
 }
 
 static bool containsCollective(Operation *op) {
@@ -973,6 +974,7 @@ LogicalResult HostKernelEmitter::emitOps(Block &block, Block::iterator begin,
             })
             // The thread loops already run one after the other.
             .Case([](gpu::BarrierOp) { return success(); })
+            .Case([](NamedBarrierOp) { return success(); })
             .Case([&](MbarrierWaitOp wait) {
               return emitStretch({wait}, stretches, levelMap, b);
             })

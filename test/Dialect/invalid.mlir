@@ -1810,3 +1810,19 @@ func.func @set_max_registers_odd() {
   norm.set_max_registers {count = 20 : i64, increase = false}
   return
 }
+
+// -----
+
+func.func @named_barrier_zero() {
+  // expected-error @+1 {{id must be 1 to 15 (0 is the CTA's barrier), got 0}}
+  norm.named_barrier {id = 0 : i64, threads = 128 : i64}
+  return
+}
+
+// -----
+
+func.func @named_barrier_partial_warp() {
+  // expected-error @+1 {{threads must be whole warps, 32 to 1024, got 48}}
+  norm.named_barrier {id = 2 : i64, threads = 48 : i64}
+  return
+}

@@ -279,6 +279,8 @@ func.func @wgmma(%tile: memref<8192xbf16, #gpu.address_space<workgroup>>,
   norm.async_proxy_fence
   // CHECK: norm.set_max_registers {count = 240 : i64, increase = true}
   norm.set_max_registers {count = 240 : i64, increase = true}
+  // CHECK: norm.named_barrier {id = 1 : i64, threads = 128 : i64}
+  norm.named_barrier {id = 1 : i64, threads = 128 : i64}
   // CHECK: %[[F:.*]]:2 = norm.wgmma_fence %{{.*}}, %{{.*}} : vector<64xf32>, vector<8xbf16>
   %f:2 = norm.wgmma_fence %c, %p : vector<64xf32>, vector<8xbf16>
   // CHECK: norm.wgmma %{{.*}}[%{{.*}}], %{{.*}}[%{{.*}}], %[[F]]#0 {a_layout = #norm.shared_matrix<swizzle = 128, lbo = 16, sbo = 1024>, accumulate = false, b_layout = #norm.shared_matrix<swizzle = 128, lbo = 16, sbo = 1024>} : memref<8192xbf16, #gpu.address_space<workgroup>>, memref<8192xbf16, #gpu.address_space<workgroup>>, vector<64xf32> -> vector<64xf32>

@@ -10,13 +10,15 @@
 // 0x4000004000010000; 64-byte MN-major: mode 2, SBO 512, LBO 2048), the
 // accumulators tied in place, scale-d from a predicate, transpose-b 1 for
 // the MN-major B; dynamic shared memory aligned to the 128-byte swizzle's
-// 1024-byte atom.
+// 1024-byte atom. A named barrier of the warpgroup and setmaxnreg between.
 
 // CHECK: .extern .shared .align 1024 .b8 __dynamic_shmem__0[];
 // CHECK-LABEL: .entry wgmma(
 // CHECK: st.shared.b16
 // CHECK: fence.proxy.async.shared::cta;
 // CHECK: bar.sync 0;
+// CHECK: bar.sync 1, 128;
+// CHECK: setmaxnreg.inc.sync.aligned.u32 232;
 // CHECK: wgmma.fence.sync.aligned;
 // CHECK: or.b64 [[DA:%rd[0-9]+]], {{%rd[0-9]+}}, 4611686293305360384;
 // CHECK: or.b64 [[DB:%rd[0-9]+]], {{%rd[0-9]+}}, 4611686293305360384;
@@ -42,6 +44,8 @@ gpu.module @norm_kernels {
     memref.store %x, %tile[%tid] : memref<4096xbf16, #gpu.address_space<workgroup>>
     norm.async_proxy_fence
     gpu.barrier
+    norm.named_barrier {id = 1 : i64, threads = 128 : i64}
+    norm.set_max_registers {count = 232 : i64, increase = true}
     %zero = arith.constant dense<0.0> : vector<32xf32>
     %c = norm.wgmma_fence %zero : vector<32xf32>
     %s = norm.wgmma %tile[%c0], %tile[%c16], %c {a_layout = #norm.shared_matrix<swizzle = 128, lbo = 16, sbo = 1024>, b_layout = #norm.shared_matrix<swizzle = 128, lbo = 16, sbo = 1024>, accumulate = false} : memref<4096xbf16, #gpu.address_space<workgroup>>, memref<4096xbf16, #gpu.address_space<workgroup>>, vector<32xf32> -> vector<32xf32>

@@ -224,6 +224,9 @@ std::string getWgmmaKernel(const WgmmaCase &c, int64_t imageElements) {
     consumer = k.op("arith.cmpi ult, " + warp + ", " +
                     k.index(c.blockSize / 32 - 1) + " : index");
     k.line("%role = scf.if " + consumer + " -> (" + acc + ") {");
+    // The consumers' own meeting point.
+    k.line("norm.named_barrier {id = 1 : i64, threads = " +
+           std::to_string(c.blockSize - 32) + " : i64}");
   }
   std::string attrs = "b_layout = " + c.b.layout() +
                       (c.accumulate ? "" : ", accumulate = false");
