@@ -159,55 +159,72 @@ SmallVector<Value> LoopEmitter::emitConsumerStep(Value tile, ValueRange state) {
   WgmmaCommitOp::create(b);
   scores = WgmmaWaitOp::create(b, ValueRange{scores}, 0).getResult(0);
 
-  // The online softmax of the thread's two rows.
+  // The online softmax of the thread's two rows on the raw scores: the row
+  // maxima scaled once, each probability one fma and one exp2. Only tiles
+  // that reach past the warpgroup's first row's last key are masked (a
+  // uniform branch; its later rows see at least as many keys).
   Value negInf = f32Constant(-std::numeric_limits<double>::infinity());
   Value firstKeyOfTile = mul(tile, n);
-  Value limit[2];
-  for (int64_t h = 0; h < 2; ++h) {
-    limit[h] = loop.keys;
-    if (loop.causal)
-      limit[h] =
-          arith::MinUIOp::create(b, limit[h],
-                                 add(add(loop.queryPosition, rowInWarpgroup),
-                                     add(mul(warpgroup, 64), 8 * h + 1)));
+  SmallVector<Value> x(n / 2);
+  for (int64_t i = 0; i < n / 2; ++i)
+    x[i] = vector::ExtractOp::create(b, scores, i);
+  auto rowLimit = [&](Value row) -> Value {
+    if (!loop.causal)
+      return loop.keys;
+    return arith::MinUIOp::create(b, loop.keys,
+                                  add(add(loop.queryPosition, row), 1));
+  };
+  Value whole = cmp(arith::CmpIPredicate::ule, add(firstKeyOfTile, n),
+                    rowLimit(mul(warpgroup, 64)));
+  auto masking = scf::IfOp::create(b, ValueRange(x).getTypes(), whole,
+                                   /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(masking.thenBlock());
+    scf::YieldOp::create(b, x);
+    b.setInsertionPointToStart(masking.elseBlock());
+    Value limit[2];
+    for (int64_t h = 0; h < 2; ++h)
+      limit[h] = rowLimit(add(add(mul(warpgroup, 64), rowInWarpgroup), 8 * h));
+    SmallVector<Value> masked(n / 2);
+    for (int64_t i = 0; i < n / 2; ++i) {
+      Value key = add(add(firstKeyOfTile, laneColumn), 8 * (i / 4) + i % 2);
+      masked[i] = arith::SelectOp::create(
+          b, cmp(arith::CmpIPredicate::ult, key, limit[(i / 2) % 2]), x[i],
+          negInf);
+    }
+    scf::YieldOp::create(b, masked);
   }
-  SmallVector<Value> s(n / 2);
+  x.assign(masking.getResults().begin(), masking.getResults().end());
   Value tileMax[2] = {negInf, negInf};
-  for (int64_t i = 0; i < n / 2; ++i) {
-    int64_t h = (i / 2) % 2;
-    Value key = add(add(firstKeyOfTile, laneColumn), 8 * (i / 4) + i % 2);
-    Value x = arith::MulFOp::create(b, vector::ExtractOp::create(b, scores, i),
-                                    f32Constant(loop.scaleLog2));
-    s[i] = arith::SelectOp::create(
-        b, cmp(arith::CmpIPredicate::ult, key, limit[h]), x, negInf);
-    tileMax[h] = arith::MaximumFOp::create(b, tileMax[h], s[i]);
-  }
+  for (int64_t i = 0; i < n / 2; ++i)
+    tileMax[i / 2 % 2] = arith::MaximumFOp::create(b, tileMax[i / 2 % 2], x[i]);
+  Value scale = f32Constant(loop.scaleLog2);
   Value output = state[0];
-  Value maxUsed[2], rescale[2], rowSum[2];
+  Value maxUsed[2], negReference[2], rescale[2], rowSum[2];
   for (int64_t h = 0; h < 2; ++h) {
     Value rowMax =
         RowAllReduceOp::create(b, ValueRange{tileMax[h]}, 4, ReductionKind::max)
             .getResult(0);
-    Value newMax = arith::MaximumFOp::create(b, state[1 + h], rowMax);
+    maxUsed[h] = arith::MaximumFOp::create(
+        b, state[1 + h], arith::MulFOp::create(b, rowMax, scale));
     // A row with no key yet keeps -inf: exp2 against 0 gives its zeros.
-    maxUsed[h] = arith::SelectOp::create(
-        b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, newMax, negInf),
-        f32Constant(0.0), newMax);
-    rescale[h] = math::Exp2Op::create(
-        b, arith::SubFOp::create(b, state[1 + h], maxUsed[h]),
-        arith::FastMathFlags::afn);
-    rowSum[h] = arith::MulFOp::create(b, state[3 + h], rescale[h]);
-    maxUsed[h] = newMax;
-  }
-  SmallVector<Value> p(n / 2);
-  for (int64_t i = 0; i < n / 2; ++i) {
-    int64_t h = (i / 2) % 2;
     Value reference = arith::SelectOp::create(
         b,
         arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, maxUsed[h], negInf),
         f32Constant(0.0), maxUsed[h]);
-    p[i] = math::Exp2Op::create(b, arith::SubFOp::create(b, s[i], reference),
-                                arith::FastMathFlags::afn);
+    negReference[h] = arith::NegFOp::create(b, reference);
+    rescale[h] = math::Exp2Op::create(
+        b, arith::SubFOp::create(b, state[1 + h], reference),
+        arith::FastMathFlags::afn);
+    rowSum[h] = arith::MulFOp::create(b, state[3 + h], rescale[h]);
+  }
+  SmallVector<Value> p(n / 2);
+  for (int64_t i = 0; i < n / 2; ++i) {
+    int64_t h = (i / 2) % 2;
+    p[i] = math::Exp2Op::create(
+        b, math::FmaOp::create(b, x[i], scale, negReference[h]),
+        arith::FastMathFlags::afn);
     rowSum[h] = arith::AddFOp::create(b, rowSum[h], p[i]);
   }
   auto outputType = cast<VectorType>(output.getType());

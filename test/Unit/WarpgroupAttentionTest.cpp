@@ -333,7 +333,9 @@ TEST(WarpgroupAttention, LowersForSm90a) {
     c.headDim = std::stoi(c.name.substr(1, 3));
     c.blockN = std::stoi(c.name.substr(c.name.find('n') + 1, 3));
     c.stages = c.name.back() - '0';
-    c.causal = true;
+    // Causal kernels of one CTA of 128 rows visit at most 128 keys: their
+    // loops fold away at 128 keys a tile.
+    c.causal = c.blockN < 128;
     TargetOptions target;
     target.chip = "sm_90a";
     std::string ptx;
