@@ -70,9 +70,29 @@ private:
     then();
   }
 
+  Value zeroScores() {
+    auto type = VectorType::get({loop.blockN / 2}, f32);
+    return arith::ConstantOp::create(b, type,
+                                     DenseElementsAttr::get(type, 0.0f));
+  }
+  /// `then`'s value where `cond` (uniform) holds, `otherwise` where not.
+  Value select(Value cond, Value otherwise, function_ref<Value()> then) {
+    auto branch = scf::IfOp::create(b, otherwise.getType(), cond,
+                                    /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(branch.thenBlock());
+    scf::YieldOp::create(b, then());
+    b.setInsertionPointToStart(branch.elseBlock());
+    scf::YieldOp::create(b, otherwise);
+    return branch.getResult(0);
+  }
+  /// Waits for tile `tile`'s keys and issues S = Q K^T (committed, in
+  /// flight).
+  Value issueScores(Value tile);
   /// The producer's loads of tile `tile` (uniform) into its stage.
   void emitTileLoads(Value tile);
-  /// A consumer's step over tile `tile`: the new (O, m0, m1, l0, l1).
+  /// A consumer's step over tile `tile`, whose scores are state[5]: the new
+  /// (O, m0, m1, l0, l1, the next tile's scores).
   SmallVector<Value> emitConsumerStep(Value tile, ValueRange state);
   Value fullBarrier(Value stage) { return stage; }
   Value emptyBarrier(Value stage) { return add(stage, loop.stages); }
@@ -136,28 +156,44 @@ void LoopEmitter::emitTileLoads(Value tile) {
           kSwizzle);
 }
 
-SmallVector<Value> LoopEmitter::emitConsumerStep(Value tile, ValueRange state) {
+Value LoopEmitter::issueScores(Value tile) {
   int64_t n = loop.blockN, d = loop.headDim;
   Value stage = stageOf(tile);
   MbarrierWaitOp::create(b, loop.barriers, fullBarrier(stage), parityOf(tile));
   Value stageOffset = mul(stage, loop.getTileElements());
-
   // S = Q K^T, head dim / 16 steps.
-  auto scoresType = VectorType::get({n / 2}, f32);
-  Value scores = arith::ConstantOp::create(
-      b, scoresType, DenseElementsAttr::get(scoresType, 0.0f));
+  Value scores = zeroScores();
   scores = WgmmaFenceOp::create(b, ValueRange{scores}).getResult(0);
   Value queryTile = add(mul(warpgroup, 64 * d), loop.queryBase);
   for (int64_t k = 0; k < d / 16; ++k) {
     int64_t inBox = (16 * k / kBoxColumns) * kBoxColumns;
     int64_t qStep = inBox * 64 + 16 * k % kBoxColumns;
     int64_t kStep = loop.keyBase + inBox * n + 16 * k % kBoxColumns;
-    scores = WgmmaOp::create(b, scoresType, loop.shared, add(queryTile, qStep),
-                             loop.shared, add(stageOffset, kStep), scores,
-                             kMajor(), kMajor(), b.getBoolAttr(k != 0));
+    scores =
+        WgmmaOp::create(b, scores.getType(), loop.shared, add(queryTile, qStep),
+                        loop.shared, add(stageOffset, kStep), scores, kMajor(),
+                        kMajor(), b.getBoolAttr(k != 0));
   }
   WgmmaCommitOp::create(b);
-  scores = WgmmaWaitOp::create(b, ValueRange{scores}, 0).getResult(0);
+  return scores;
+}
+
+SmallVector<Value> LoopEmitter::emitConsumerStep(Value tile, ValueRange state) {
+  int64_t n = loop.blockN, d = loop.headDim;
+  Value stage = stageOf(tile);
+  Value stageOffset = mul(stage, loop.getTileElements());
+  // Overlapped, this tile's scores arrived with the previous step's wait
+  // and the next tile's multiplies run while this one's softmax does.
+  Value scores, nextScores;
+  if (loop.overlapSoftmax) {
+    scores = state[5];
+    Value next = add(tile, 1);
+    nextScores = select(cmp(arith::CmpIPredicate::ult, next, tiles),
+                        zeroScores(), [&] { return issueScores(next); });
+  } else {
+    scores = issueScores(tile);
+    scores = WgmmaWaitOp::create(b, ValueRange{scores}, 0).getResult(0);
+  }
 
   // The online softmax of the thread's two rows on the raw scores: the row
   // maxima scaled once, each probability one fma and one exp2. Only tiles
@@ -253,10 +289,17 @@ SmallVector<Value> LoopEmitter::emitConsumerStep(Value tile, ValueRange state) {
         add(stageOffset, loop.valueBase + 16 * c * kBoxColumns), output,
         SharedMatrixAttr(), valueLayout, b.getBoolAttr(true));
   WgmmaCommitOp::create(b);
-  output = WgmmaWaitOp::create(b, ValueRange{output}, 0).getResult(0);
+  SmallVector<Value> inFlight = {output};
+  if (nextScores)
+    inFlight.push_back(nextScores);
+  auto done = WgmmaWaitOp::create(b, inFlight, 0);
   // The stage is free once this thread's multiplies have read it.
   MbarrierArriveOp::create(b, loop.barriers, emptyBarrier(stage), Value());
-  return {output, maxUsed[0], maxUsed[1], rowSum[0], rowSum[1]};
+  SmallVector<Value> next = {done.getResult(0), maxUsed[0], maxUsed[1],
+                             rowSum[0], rowSum[1]};
+  if (nextScores)
+    next.push_back(done.getResult(1));
+  return next;
 }
 
 void LoopEmitter::emit(
@@ -305,11 +348,23 @@ void LoopEmitter::emit(
   b.setInsertionPointToStart(roles.thenBlock());
   SetMaxRegistersOp::create(b, split.producer, /*increase=*/false);
   Value issues = cmp(arith::CmpIPredicate::eq, tid, index(consumers));
+  // Overlapped, tile j + 1 in iteration j (tile 0 before): the consumers'
+  // iteration j multiplies it while their softmax of tile j runs.
+  int64_t ahead = loop.overlapSoftmax ? 1 : 0;
+  if (ahead)
+    ifThen(issues, [&] {
+      ifThen(cmp(arith::CmpIPredicate::ult, first, tiles),
+             [&] { emitTileLoads(first); });
+    });
   auto loads = scf::ForOp::create(b, first, tiles, step);
   {
     OpBuilder::InsertionGuard inner(b);
     b.setInsertionPointToStart(loads.getBody());
-    ifThen(issues, [&] { emitTileLoads(loads.getInductionVar()); });
+    Value tile = add(loads.getInductionVar(), ahead);
+    ifThen(issues, [&] {
+      ifThen(cmp(arith::CmpIPredicate::ult, tile, tiles),
+             [&] { emitTileLoads(tile); });
+    });
   }
 
   // The consumers: the online softmax over the tiles, then O / l and the
@@ -320,6 +375,12 @@ void LoopEmitter::emit(
       arith::ConstantOp::create(b, outputType,
                                 DenseElementsAttr::get(outputType, 0.0f)),
       negInf, negInf, f32Constant(0.0), f32Constant(0.0)};
+  if (loop.overlapSoftmax)
+    initial.push_back(
+        select(cmp(arith::CmpIPredicate::ult, first, tiles), zeroScores(), [&] {
+          Value scores = issueScores(first);
+          return WgmmaWaitOp::create(b, ValueRange{scores}, 0).getResult(0);
+        }));
   auto keyLoop = scf::ForOp::create(b, first, tiles, step, initial);
   {
     OpBuilder::InsertionGuard inner(b);

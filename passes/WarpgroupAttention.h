@@ -54,6 +54,10 @@ struct WarpgroupAttentionLoop {
   Value queryPosition;
   /// log2(e) / sqrt(head dim) or the caller's scale, times log2(e).
   double scaleLog2;
+  /// FlashAttention-3's intra-warpgroup overlap: the next tile's S = Q K^T
+  /// runs while this tile's softmax does (two tiles of scores live:
+  /// getOverlapsSoftmax says where they fit the registers).
+  bool overlapSoftmax = false;
 
   /// Elements of one key (or value) tile.
   int64_t getTileElements() const { return blockN * headDim; }

@@ -167,6 +167,20 @@ int64_t norm::getAttentionAccumulators(const OpSpec &spec,
          (spec.hidden / 2 + launch.blockN / (2 * launch.getKeyWarps()));
 }
 
+int64_t norm::getWarpgroupAttentionAccumulators(int64_t headDim, int64_t blockN,
+                                                bool overlapSoftmax) {
+  return headDim / 2 + (overlapSoftmax ? blockN : blockN / 2);
+}
+
+bool norm::fitsWarpgroupAttentionRegisters(int64_t headDim, int64_t blockN,
+                                           bool overlapSoftmax) {
+  int64_t limit = overlapSoftmax && headDim > 128
+                      ? kMaxWarpgroupAttentionAccumulatorsOverlappedWide
+                      : kMaxWarpgroupAttentionAccumulators;
+  return getWarpgroupAttentionAccumulators(headDim, blockN, overlapSoftmax) <=
+         limit;
+}
+
 /// The attention rules of verifyLaunchFor.
 static Status verifyAttentionLaunch(const OpSpec &spec,
                                     const LaunchConfig &launch,

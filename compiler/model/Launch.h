@@ -132,6 +132,22 @@ constexpr int64_t kMaxAttentionAccumulators = 144;
 /// at 144 (head dim 80 with block_n 64, sm_80) and 160 (96 with 64, 128
 /// with 32; sm_90), not at 128 (64 with 64, 96 with 32, 4 and 8 warps).
 constexpr int64_t kMaxAttentionAccumulatorsAt8Warps = 128;
+/// f32 accumulators a consumer thread of the sm_90a (wgmma) attention loop
+/// keeps: O's head dim / 2 and a tile's block_n / 2 scores, two tiles' with
+/// the softmax overlapped with the next tile's Q K^T (FlashAttention-3's
+/// intra-warpgroup overlap). At 240 registers (two consumer warpgroups),
+/// measured with `ptxas -arch=sm_90a -v` (CUDA 13, 2026-12-07) over head
+/// dims 64-256 and block_n 32-192: no spills up to 192 accumulators, and
+/// with the overlap beyond head dim 128 up to 160 (head dim 192 with 96
+/// keys, 192, spilled 4 bytes; 256 with 64, 192, spilled 32); every
+/// configuration past these spilled (test/Target/warpgroup-attention-
+/// ptxas.test checks all that fitsWarpgroupAttentionRegisters admits).
+constexpr int64_t kMaxWarpgroupAttentionAccumulators = 192;
+constexpr int64_t kMaxWarpgroupAttentionAccumulatorsOverlappedWide = 160;
+int64_t getWarpgroupAttentionAccumulators(int64_t headDim, int64_t blockN,
+                                          bool overlapSoftmax);
+bool fitsWarpgroupAttentionRegisters(int64_t headDim, int64_t blockN,
+                                     bool overlapSoftmax);
 /// 16-byte cp.async copies of a K and V tile one thread of an attention
 /// kernel may issue (getAttentionCopiesPerThread), and the largest key tile
 /// (block_n x head dim) of a decode kernel, which also keeps its query

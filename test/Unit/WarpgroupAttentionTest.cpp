@@ -26,11 +26,13 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include "compiler/Compiler.h"
+#include "compiler/model/Launch.h"
 
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <random>
+#include <sstream>
 
 using namespace norm;
 using namespace norm::test;
@@ -50,6 +52,8 @@ struct LoopCase {
   /// Causal: the position of query row 0 (the keys are positions 0..).
   int64_t queryPosition = 0;
   bool outlier = false;
+  /// The next tile's Q K^T during this tile's softmax.
+  bool overlap = false;
   ElementType type = ElementType::bf16;
 };
 
@@ -172,6 +176,7 @@ std::string buildKernel(const LoopCase &c) {
   loop.causal = c.causal;
   loop.queryPosition = index(c.queryPosition);
   loop.scaleLog2 = M_LOG2E / std::sqrt(double(c.headDim));
+  loop.overlapSoftmax = c.overlap;
   // Each consumer thread's accumulators and its rows' log2-sum-exps.
   auto epilogue = [&](const mlir::norm::WarpgroupAttentionResult &result) {
     Value lane = arith::RemUIOp::create(b, tid, index(32));
@@ -284,7 +289,12 @@ void checkLoop(const LoopCase &c) {
   }
 }
 
-TEST(WarpgroupAttention, PlainTwoWarpgroups) { checkLoop({"d128_n64_s2"}); }
+TEST(WarpgroupAttention, PlainTwoWarpgroups) {
+  checkLoop({"d128_n64_s2"});
+  LoopCase overlapped{"d128_n64_s2_overlapped"};
+  overlapped.overlap = true;
+  checkLoop(overlapped);
+}
 
 TEST(WarpgroupAttention, HeadDims) {
   LoopCase d64{"d64_n128_s3"};
@@ -316,6 +326,10 @@ TEST(WarpgroupAttention, Causal) {
   later.queries = 122;
   later.queryPosition = 128;
   checkLoop(later);
+  later.name = "causal_later_tile_overlapped";
+  later.overlap = true;
+  later.stages = 3;
+  checkLoop(later);
 }
 
 TEST(WarpgroupAttention, OutlierChannel) {
@@ -327,12 +341,34 @@ TEST(WarpgroupAttention, OutlierChannel) {
 // The kernel's sm_90a PTX holds the Hopper instructions; with
 // NORM_TEST_PTX_DIR set, it goes there for ptxas
 // (test/Target/warpgroup-attention-ptxas.test).
+// NORM_TEST_PTX_CASES (comma-separated names) replaces the cases, to
+// measure others: `d<head dim>_n<block_n>_s<stages>`, `_o` overlapped.
 TEST(WarpgroupAttention, LowersForSm90a) {
-  for (LoopCase c : {LoopCase{"d128_n128_s2"}, LoopCase{"d64_n128_s3"},
-                     LoopCase{"d256_n64_s2"}}) {
-    c.headDim = std::stoi(c.name.substr(1, 3));
-    c.blockN = std::stoi(c.name.substr(c.name.find('n') + 1, 3));
-    c.stages = c.name.back() - '0';
+  std::vector<std::string> names = {"d128_n128_s2_o", "d64_n128_s3_o",
+                                    "d256_n64_s2", "d128_n128_s2"};
+  // `rule`: every configuration at head dims 64-256 and block_n 32-192
+  // that fitsWarpgroupAttentionRegisters admits, for ptxas to check.
+  if (const char *list = std::getenv("NORM_TEST_PTX_CASES");
+      list && std::string(list) == "rule") {
+    names.clear();
+    for (int64_t d : {64, 128, 192, 256})
+      for (int64_t n = 32; n <= 192; n += 32)
+        for (bool overlap : {false, true})
+          if (fitsWarpgroupAttentionRegisters(d, n, overlap))
+            names.push_back("d" + std::to_string(d) + "_n" + std::to_string(n) +
+                            "_s2" + (overlap ? "_o" : ""));
+  } else if (list) {
+    names.clear();
+    std::stringstream stream(list);
+    for (std::string name; std::getline(stream, name, ',');)
+      names.push_back(name);
+  }
+  for (const std::string &name : names) {
+    LoopCase c{name};
+    c.headDim = std::stoi(name.substr(1));
+    c.blockN = std::stoi(name.substr(name.find('n') + 1));
+    c.stages = std::stoi(name.substr(name.find('s') + 1));
+    c.overlap = name.size() > 2 && name.substr(name.size() - 2) == "_o";
     // Causal kernels of one CTA of 128 rows visit at most 128 keys: their
     // loops fold away at 128 keys a tile.
     c.causal = c.blockN < 128;
