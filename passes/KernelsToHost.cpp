@@ -89,11 +89,19 @@ static bool isSplitPoint(Operation *op) {
   if (!isa<scf::ForOp, scf::IfOp>(op))
     return false;
   // The loops of a branch around collectives may run in lockstep with the
-  // other branch's (HostKernelEmitter::emitSplitIf).
-  Operation *parent = op->getParentOp();
+  // other branch's (HostKernelEmitter::emitSplitIf): where both branches
+  // hold loops.
+  auto branch = dyn_cast_or_null<scf::IfOp>(op->getParentOp());
+  auto holdsLoop = [](Region &region) {
+    return !region.empty() &&
+           llvm::any_of(region.front(), [](Operation &nested) {
+             return isa<scf::ForOp>(nested);
+           });
+  };
   return containsCollective(op) ||
-         (isa<scf::ForOp>(op) && isa_and_nonnull<scf::IfOp>(parent) &&
-          containsCollective(parent));
+         (isa<scf::ForOp>(op) && branch && containsCollective(branch) &&
+          holdsLoop(branch.getThenRegion()) &&
+          holdsLoop(branch.getElseRegion()));
 }
 
 /// The host has one address space: memory-space annotations go.

@@ -41,6 +41,8 @@ constexpr int64_t kWarpgroupThreads = 128;
 /// Head-dim columns of one TMA box (128 bytes of bf16 or f16).
 constexpr int64_t kBoxColumns = 64;
 constexpr int64_t kSwizzle = 128;
+/// The named barrier at which the consumer warpgroups meet.
+constexpr int64_t kConsumerBarrier = 1;
 
 class LoopEmitter {
 public:
@@ -89,6 +91,9 @@ private:
   /// Waits for tile `tile`'s keys and issues S = Q K^T (committed, in
   /// flight).
   Value issueScores(Value tile);
+  /// Zeros in the rows of the value tile at `stageOffset` (elements) from
+  /// the last key on; the tile's first key is `firstKeyOfTile`.
+  void emitValueTail(Value stageOffset, Value firstKeyOfTile);
   /// The producer's loads of tile `tile` (uniform) into its stage.
   void emitTileLoads(Value tile);
   /// A consumer's step over tile `tile`, whose scores are state[5]: the new
@@ -178,21 +183,63 @@ Value LoopEmitter::issueScores(Value tile) {
   return scores;
 }
 
+void LoopEmitter::emitValueTail(Value stageOffset, Value firstKeyOfTile) {
+  int64_t n = loop.blockN, chunks = loop.headDim / 8;
+  int64_t consumers = kWarpgroupThreads * loop.warpgroups;
+  Value firstRow = arith::SubIOp::create(b, loop.keys, firstKeyOfTile);
+  auto vector = VectorType::get({8}, element);
+  Value zeros = arith::ConstantOp::create(
+      b, vector, DenseElementsAttr::get(vector, b.getZeroAttr(element)));
+  // Chunk i of the tail: row firstRow + i / chunks, 16-byte chunk i % chunks
+  // of it (box c / 8, its position XOR the row's index mod 8).
+  Value count = mul(arith::SubIOp::create(b, index(n), firstRow), chunks);
+  auto chunkLoop = scf::ForOp::create(b, tid, count, index(consumers));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(chunkLoop.getBody());
+    Value i = chunkLoop.getInductionVar();
+    Value row = add(firstRow, arith::DivUIOp::create(b, i, index(chunks)));
+    Value chunk = arith::RemUIOp::create(b, i, index(chunks));
+    Value box = arith::DivUIOp::create(b, chunk, index(8));
+    Value swizzled =
+        arith::XOrIOp::create(b, arith::RemUIOp::create(b, chunk, index(8)),
+                              arith::RemUIOp::create(b, row, index(8)));
+    Value at = add(add(stageOffset, loop.valueBase),
+                   add(add(mul(box, n * kBoxColumns), mul(row, kBoxColumns)),
+                       mul(swizzled, 8)));
+    vector::StoreOp::create(b, zeros, loop.shared, at);
+  }
+  AsyncProxyFenceOp::create(b);
+  NamedBarrierOp::create(b, kConsumerBarrier, consumers);
+}
+
 SmallVector<Value> LoopEmitter::emitConsumerStep(Value tile, ValueRange state) {
   int64_t n = loop.blockN, d = loop.headDim;
   Value stage = stageOf(tile);
   Value stageOffset = mul(stage, loop.getTileElements());
+  // A tile past the last key holds the next sequence's rows, which may be
+  // anything (Inf, NaN): P's zeros times those are NaN, so its value rows
+  // past the keys become zeros before P V reads them, once the tile has
+  // landed (both warpgroups write the same zeros, then meet; the async
+  // proxy reads them after the fence).
+  Value firstKeyOfTile = mul(tile, n);
+  auto zeroValueTail = [&] {
+    ifThen(cmp(arith::CmpIPredicate::ugt, add(firstKeyOfTile, n), loop.keys),
+           [&] { emitValueTail(stageOffset, firstKeyOfTile); });
+  };
   // Overlapped, this tile's scores arrived with the previous step's wait
   // and the next tile's multiplies run while this one's softmax does.
   Value scores, nextScores;
   if (loop.overlapSoftmax) {
     scores = state[5];
+    zeroValueTail();
     Value next = add(tile, 1);
     nextScores = select(cmp(arith::CmpIPredicate::ult, next, tiles),
                         zeroScores(), [&] { return issueScores(next); });
   } else {
     scores = issueScores(tile);
     scores = WgmmaWaitOp::create(b, ValueRange{scores}, 0).getResult(0);
+    zeroValueTail();
   }
 
   // The online softmax of the thread's two rows on the raw scores: the row
@@ -200,7 +247,6 @@ SmallVector<Value> LoopEmitter::emitConsumerStep(Value tile, ValueRange state) {
   // that reach past the warpgroup's first row's last key are masked (a
   // uniform branch; its later rows see at least as many keys).
   Value negInf = f32Constant(-std::numeric_limits<double>::infinity());
-  Value firstKeyOfTile = mul(tile, n);
   SmallVector<Value> x(n / 2);
   for (int64_t i = 0; i < n / 2; ++i)
     x[i] = vector::ExtractOp::create(b, scores, i);

@@ -215,12 +215,17 @@ void checkLoop(const LoopCase &c) {
   std::vector<uint16_t> q = randomBits(c.type, 64 * c.warpgroups * d, rng);
   std::vector<uint16_t> k = randomBits(c.type, viewRows * width, rng);
   std::vector<uint16_t> v = randomBits(c.type, viewRows * width, rng);
-  // The next sequence's rows: huge, so that a key or value read from them
-  // shows.
+  // The next sequence's rows: keys of 30000 and values of Inf and NaN, so
+  // that a key read from them shows, and a value multiplied by a zero
+  // probability too (a partial tile's TMA box brings them).
   uint16_t huge = encode(c.type, 30000.0);
+  uint16_t inf = encode(c.type, INFINITY);
+  uint16_t nan = c.type == ElementType::bf16 ? 0x7fc0 : 0x7e00;
   for (int64_t r = c.firstKey + c.keys; r < viewRows; ++r)
-    for (int64_t col = 0; col < width; ++col)
-      k[r * width + col] = v[r * width + col] = huge;
+    for (int64_t col = 0; col < width; ++col) {
+      k[r * width + col] = huge;
+      v[r * width + col] = (r + col) % 2 ? inf : nan;
+    }
   // An outlier channel: scores of hundreds, a softmax that one key rules.
   if (c.outlier)
     for (int64_t r = 0; r < viewRows; ++r) {
