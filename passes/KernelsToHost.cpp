@@ -783,6 +783,12 @@ private:
   void emitThreadLoop(
       OpBuilder &b, Location loc, const IRMapping &levelMap,
       function_ref<void(OpBuilder &, Value, IRMapping &)> bodyBuilder);
+  /// The per-thread buffers of `op`'s results, in `buffers`.
+  FailureOr<SmallVector<Value>> createResultBuffers(Operation *op);
+  /// A builder inside the enclosing branches' guards as thread `thread`
+  /// (the first of a warp or group) has them, in `outer`'s block.
+  OpBuilder guardedAt(OpBuilder &outer, Location loc, Value thread,
+                      const IRMapping &levelMap);
   /// A heap buffer holding one `value` per thread.
   FailureOr<Value> createBuffer(Value value, Location loc);
   /// A heap buffer of `type`, allocated once, that one warp collective at a
@@ -1100,14 +1106,10 @@ LogicalResult HostKernelEmitter::emitRowAllReduce(RowAllReduceOp op,
                                                   const IRMapping &levelMap,
                                                   OpBuilder &b) {
   Location loc = op.getLoc();
-  SmallVector<Value> resultBuffers;
-  for (Value result : op.getResults()) {
-    FailureOr<Value> buffer = createBuffer(result, loc);
-    if (failed(buffer))
-      return failure();
-    buffers[result] = *buffer;
-    resultBuffers.push_back(*buffer);
-  }
+  FailureOr<SmallVector<Value>> resultBuffersOr = createResultBuffers(op);
+  if (failed(resultBuffersOr))
+    return failure();
+  SmallVector<Value> resultBuffers = *resultBuffersOr;
   // For each group of threads: the sum (or maximum) in thread order, then
   // the result to every thread of the group.
   bool isMax = op.getKind() == ReductionKind::max;
@@ -1122,10 +1124,7 @@ LogicalResult HostKernelEmitter::emitRowAllReduce(RowAllReduceOp op,
   OpBuilder outer = OpBuilder::atBlockTerminator(groups.getBody());
   Value first = groups.getInductionVar();
   // In split branches: the groups (inside one warp) that take them.
-  IRMapping firstLane = levelMap;
-  OpBuilder gb(outer);
-  emitGuarded(outer, loc, first, firstLane,
-              [&](OpBuilder &inner) { gb = inner; });
+  OpBuilder gb = guardedAt(outer, loc, first, levelMap);
   Value end = arith::AddIOp::create(gb, loc, first, groupSize);
   auto sum = scf::ForOp::create(
       gb, loc, first, end, one, initial,
@@ -1156,22 +1155,16 @@ LogicalResult HostKernelEmitter::emitWarpCollective(
     function_ref<void(OpBuilder &, Value first)> compute,
     function_ref<SmallVector<Value>(OpBuilder &, Value lane)> scatter) {
   Location loc = op->getLoc();
-  SmallVector<Value> resultBuffers;
-  for (Value result : op->getResults()) {
-    FailureOr<Value> buffer = createBuffer(result, loc);
-    if (failed(buffer))
-      return failure();
-    buffers[result] = *buffer;
-    resultBuffers.push_back(*buffer);
-  }
+  FailureOr<SmallVector<Value>> resultBuffersOr = createResultBuffers(op);
+  if (failed(resultBuffersOr))
+    return failure();
+  SmallVector<Value> resultBuffers = *resultBuffersOr;
   Value warpSize = arith::ConstantIndexOp::create(b, loc, kWarpSize);
   auto warps = scf::ForOp::create(b, loc, zero, threadCount, warpSize);
   OpBuilder outer = OpBuilder::atBlockTerminator(warps.getBody());
   Value first = warps.getInductionVar();
   // In split branches: the warps that take them (the same in all lanes).
-  IRMapping firstLane = levelMap;
-  OpBuilder wb(outer);
-  emitGuarded(outer, loc, first, firstLane, [&](OpBuilder &gb) { wb = gb; });
+  OpBuilder wb = guardedAt(outer, loc, first, levelMap);
   scf::ForOp::create(
       wb, loc, zero, arith::ConstantIndexOp::create(wb, loc, lanes), one,
       ValueRange(), [&](OpBuilder &lb, Location l, Value lane, ValueRange) {
@@ -1701,14 +1694,10 @@ LogicalResult HostKernelEmitter::emitSplitIf(scf::IfOp branch,
               "branches by whole warps (a function of the uniform values and "
               "the thread index over a multiple of 32)";
   Location loc = branch.getLoc();
-  SmallVector<Value> results;
-  for (Value result : branch.getResults()) {
-    FailureOr<Value> buffer = createBuffer(result, loc);
-    if (failed(buffer))
-      return failure();
-    buffers[result] = *buffer;
-    results.push_back(*buffer);
-  }
+  FailureOr<SmallVector<Value>> resultsOr = createResultBuffers(branch);
+  if (failed(resultsOr))
+    return failure();
+  SmallVector<Value> results = *resultsOr;
   // Warp specialization: a loop in each branch over the same range (the
   // producer's and the consumers') runs in lockstep, an iteration of the
   // first branch's, then one of the second's: the producer's loads of
@@ -1787,6 +1776,29 @@ LogicalResult HostKernelEmitter::emitSplitIf(scf::IfOp branch,
     guards.pop_back();
   }
   return success();
+}
+
+FailureOr<SmallVector<Value>>
+HostKernelEmitter::createResultBuffers(Operation *op) {
+  SmallVector<Value> results;
+  for (Value result : op->getResults()) {
+    FailureOr<Value> buffer = createBuffer(result, op->getLoc());
+    if (failed(buffer))
+      return failure();
+    buffers[result] = *buffer;
+    results.push_back(*buffer);
+  }
+  return results;
+}
+
+OpBuilder HostKernelEmitter::guardedAt(OpBuilder &outer, Location loc,
+                                       Value thread,
+                                       const IRMapping &levelMap) {
+  IRMapping local = levelMap;
+  OpBuilder inside(outer);
+  emitGuarded(outer, loc, thread, local,
+              [&](OpBuilder &guarded) { inside = guarded; });
+  return inside;
 }
 
 FailureOr<Value> HostKernelEmitter::createBuffer(Value value, Location loc) {

@@ -17,6 +17,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <functional>
+
 namespace mlir::norm {
 
 /// `count` 32-bit registers of `vector` (bitcast, element 2i in the low half
@@ -43,18 +45,23 @@ Value createAsm(OpBuilder &b, Location loc, TypeRange types,
 /// keeps shared stores and loads on their side of it.
 template <typename Op> struct InstructionLowering : ConvertOpToLLVMPattern<Op> {
   InstructionLowering(const LLVMTypeConverter &converter, StringRef ptx)
-      : ConvertOpToLLVMPattern<Op>(converter), ptx(ptx) {}
+      : InstructionLowering(converter,
+                            [text = ptx.str()](Op) { return text; }) {}
+  /// The instruction's text from the op's attributes.
+  InstructionLowering(const LLVMTypeConverter &converter,
+                      std::function<std::string(Op)> getPtx)
+      : ConvertOpToLLVMPattern<Op>(converter), getPtx(std::move(getPtx)) {}
 
   LogicalResult
   matchAndRewrite(Op op, typename Op::Adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    createAsm(rewriter, op.getLoc(), TypeRange(), ValueRange(), ptx,
+    createAsm(rewriter, op.getLoc(), TypeRange(), ValueRange(), getPtx(op),
               "~{memory}");
     rewriter.eraseOp(op);
     return success();
   }
 
-  std::string ptx;
+  std::function<std::string(Op)> getPtx;
 };
 
 /// The NVVM lowering of the warpgroup ops (`norm.wgmma`,

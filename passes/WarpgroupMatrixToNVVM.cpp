@@ -197,22 +197,6 @@ template <typename Op> struct TiedAsmLowering : ConvertOpToLLVMPattern<Op> {
   std::function<std::string(Op)> getPtx;
 };
 
-/// norm.named_barrier: bar.sync with constant operands.
-struct NamedBarrierLowering : ConvertOpToLLVMPattern<NamedBarrierOp> {
-  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
-
-  LogicalResult
-  matchAndRewrite(NamedBarrierOp op, OpAdaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    createAsm(rewriter, op.getLoc(), TypeRange(), ValueRange(),
-              "bar.sync " + std::to_string(op.getId()) + ", " +
-                  std::to_string(op.getThreads()) + ";",
-              "~{memory}");
-    rewriter.eraseOp(op);
-    return success();
-  }
-};
-
 /// norm.set_max_registers: NVVM's op (the setmaxnreg intrinsics).
 struct SetMaxRegistersLowering : ConvertOpToLLVMPattern<SetMaxRegistersOp> {
   using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
@@ -237,7 +221,11 @@ void mlir::norm::populateWarpgroupToNVVMConversionPatterns(
       converter, "wgmma.commit_group.sync.aligned;");
   patterns.add<InstructionLowering<AsyncProxyFenceOp>>(
       converter, "fence.proxy.async.shared::cta;");
-  patterns.add<NamedBarrierLowering>(converter);
+  patterns.add<InstructionLowering<NamedBarrierOp>>(
+      converter, [](NamedBarrierOp op) {
+        return "bar.sync " + std::to_string(op.getId()) + ", " +
+               std::to_string(op.getThreads()) + ";";
+      });
   patterns.add<TiedAsmLowering<WgmmaFenceOp>>(converter, [](WgmmaFenceOp) {
     return std::string("wgmma.fence.sync.aligned;");
   });
