@@ -51,15 +51,16 @@ Type mlir::norm::getMlirType(MLIRContext *context, ::norm::ElementType type) {
 }
 
 ::norm::LaunchConfig mlir::norm::getLaunchConfig(LaunchAttr launch) {
-  return {launch.getVector(), launch.getThreadsPerRow(), launch.getWarps(),
-          launch.getRowsPerCta(), launch.getBlockN(), launch.getStages()};
+  return {launch.getVector(),     launch.getThreadsPerRow(), launch.getWarps(),
+          launch.getRowsPerCta(), launch.getBlockN(),        launch.getStages(),
+          launch.getWarpgroups(), launch.getOverlap()};
 }
 
 LaunchAttr mlir::norm::getLaunchAttr(MLIRContext *context,
                                      const ::norm::LaunchConfig &launch) {
   return LaunchAttr::get(context, launch.vector, launch.threadsPerRow,
                          launch.warps, launch.rowsPerCta, launch.blockN,
-                         launch.stages);
+                         launch.stages, launch.warpgroups, launch.overlap);
 }
 
 SmallVector<KernelBuffer> mlir::norm::getKernelBuffers(KernelOpInterface op) {

@@ -49,6 +49,12 @@ def Norm_Dialect : Dialect {
   let extraClassDeclaration = [{
     /// The module attribute holding the target (a #norm.target).
     static constexpr ::llvm::StringLiteral kTargetAttrName = "norm.target";
+    /// The kernel attribute (an array of i64, one per parameter) with the
+    /// bytes of each parameter that passes by value as a grid constant (a
+    /// tensor map; 0 for the others): the kernel sees a memref of its bytes
+    /// (norm-grid-constant-params).
+    static constexpr ::llvm::StringLiteral kGridConstantAttrName =
+        "norm.grid_constant";
   }];
 }
 
@@ -196,16 +202,28 @@ def Norm_LaunchAttr : AttrDef<Norm_Dialect, "Launch"> {
     their rows are query rows, 16 per warp, and `threads_per_row` threads
     share a head row while the prologue normalizes it.
 
+    The sm_90a family of prefill attention adds `warpgroups`: that many
+    consumer warpgroups of 64 query rows (wgmma) and a producer warpgroup
+    whose TMA loads keep `stages` (2 to 4) key/value tiles of `block_n`
+    (a multiple of 16 up to 256) in flight, so `warps` is
+    4 x (warpgroups + 1) and `rows_per_cta` 64 x warpgroups; `overlap = 1`
+    runs each tile's softmax beside the next tile's Q K^T.
+
     ```mlir
     #norm.launch<vector = 8, threads_per_row = 128, warps = 4, rows_per_cta = 1>
     #norm.launch<vector = 8, threads_per_row = 16, warps = 4, rows_per_cta = 64,
                  block_n = 64, stages = 2>
+    #norm.launch<vector = 8, threads_per_row = 16, warps = 12,
+                 rows_per_cta = 128, block_n = 128, stages = 2,
+                 warpgroups = 2, overlap = 1>
     ```
   }];
   let parameters = (ins "int64_t":$vector, "int64_t":$threads_per_row,
                         "int64_t":$warps, "int64_t":$rows_per_cta,
                         DefaultValuedParameter<"int64_t", "0">:$block_n,
-                        DefaultValuedParameter<"int64_t", "0">:$stages);
+                        DefaultValuedParameter<"int64_t", "0">:$stages,
+                        DefaultValuedParameter<"int64_t", "0">:$warpgroups,
+                        DefaultValuedParameter<"int64_t", "0">:$overlap);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

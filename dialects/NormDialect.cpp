@@ -6,6 +6,7 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
@@ -37,9 +38,11 @@ void NormDialect::initialize() {
 LogicalResult LaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t vector, int64_t threadsPerRow,
                                  int64_t warps, int64_t rowsPerCta,
-                                 int64_t blockN, int64_t stages) {
-  ::norm::Status status = ::norm::verifyLaunch(
-      {vector, threadsPerRow, warps, rowsPerCta, blockN, stages});
+                                 int64_t blockN, int64_t stages,
+                                 int64_t warpgroups, int64_t overlap) {
+  ::norm::Status status =
+      ::norm::verifyLaunch({vector, threadsPerRow, warps, rowsPerCta, blockN,
+                            stages, warpgroups, overlap});
   if (!status)
     return emitError() << status.message();
   return success();
@@ -153,6 +156,18 @@ LogicalResult NormDialect::verifyOperationAttribute(Operation *op,
   // Set by norm-kernels-to-host on the host functions it creates.
   if (name == "norm.host_kernel")
     return success();
+  // The bytes of each kernel parameter passed by value
+  // (norm-grid-constant-params).
+  if (name == "norm.grid_constant") {
+    auto bytes = dyn_cast<DenseI64ArrayAttr>(attribute.getValue());
+    auto func = dyn_cast<FunctionOpInterface>(op);
+    if (!bytes || !func ||
+        static_cast<int64_t>(func.getNumArguments()) != bytes.size())
+      return op->emitError() << "'" << name
+                             << "' must be an array of i64 with one entry per "
+                                "argument of a function";
+    return success();
+  }
   return op->emitError() << "unknown norm dialect attribute '" << name << "'";
 }
 

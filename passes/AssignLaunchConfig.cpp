@@ -41,6 +41,15 @@ private:
   }
   if (warps)
     launch.warps = warps;
+  // sm_90a: the wgmma family where it takes the op and nothing is forced.
+  ::norm::TargetOptions target = getTargetOptions(op);
+  bool forced =
+      vector || threadsPerRow || warps || rowsPerCta || blockN || stages;
+  if (!forced)
+    if (std::optional<::norm::LaunchConfig> hopper =
+            ::norm::getWarpgroupAttentionHeuristic(
+                op.getOpSpec(), target.getMaxSharedBytes(), target.chip))
+      return *hopper;
   // Attention: rows_per_cta if forced, else the heuristic's query rows a
   // warp (32 or 16) where the rest of what is forced leaves them room, else
   // 16.
@@ -54,7 +63,7 @@ private:
       return launch;
     }
     return ::norm::fitAttentionRows(op.getOpSpec(), launch, rowTiles,
-                                    getTargetOptions(op).getMaxSharedBytes());
+                                    target.getMaxSharedBytes());
   }
   if (rowsPerCta)
     launch.rowsPerCta = rowsPerCta;

@@ -53,8 +53,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/AttentionEmitter.h"
 #include "passes/KernelBuilder.h"
-#include "passes/KernelIR.h"
 
 #include "dialects/NormOps.h"
 
@@ -71,236 +71,6 @@
 
 using namespace mlir;
 using namespace mlir::norm;
-
-namespace {
-
-/// Elements of one 16-byte chunk of a tile row (bf16 or f16).
-constexpr int64_t kChunk = 8;
-/// The ways of the search for a CTA's sequence: each round's 15 loads of
-/// cu_seqlens are independent, so one latency a round.
-constexpr int64_t kSequenceSearchArity = 16;
-
-class AttentionEmitter : public KernelBuilder {
-public:
-  AttentionEmitter(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
-                   const ::norm::KernelSignature &sig,
-                   const ::norm::OpSpec &spec);
-
-  void emit();
-
-private:
-  //===--- Tiles in shared memory ------------------------------------------===//
-
-  /// A tile's rows in shared memory: 16-byte chunks of `chunk` elements,
-  /// `pitch` elements from one row to the next, chunk c of row r at
-  /// c XOR (r mod swizzle) (norm::AttentionTileLayout).
-  struct TileLayout {
-    int64_t chunk, pitch, swizzle;
-  };
-  /// Element offset of (row, chunk) in a tile at `base`: the swizzled chunk.
-  Value tileOffset(Value base, Value row, Value chunk,
-                   const TileLayout &layout);
-  Value tileOffset(Value base, Value row, Value chunk) {
-    return tileOffset(base, row, chunk, tiles);
-  }
-  /// The lane's part of the offsets of fragment rows `rowConst + rowLane`,
-  /// chunks `chunkConst + chunkLane` (rowConst a multiple of 8, chunkConst
-  /// even, chunkLane 0 or 1, or null: 0 and any chunkConst): with the row's low
-  /// bits fixed per lane, the swizzled chunk is chunkConst's high bits plus
-  /// (its low bits XOR a lane value), so every fragment address is one of a few
-  /// lane bases plus a constant, and nothing per fragment stays live across the
-  /// loop.
-  struct FragmentRows {
-    Value rowLane, chunkLane;
-    TileLayout layout;
-    /// The lane bases by chunkConst's low bits (computed before the loop).
-    llvm::SmallDenseMap<int64_t, Value> bases;
-  };
-  FragmentRows makeFragmentRows(Value rowLane, Value chunkLane,
-                                ArrayRef<int64_t> chunkConsts,
-                                const TileLayout &layout);
-  Value fragmentOffset(Value tileBase, FragmentRows &rows, int64_t rowConst,
-                       int64_t chunkConst);
-  /// The chunk at that offset, and stores into it.
-  Value loadChunk(Value offset);
-  void storeChunk(Value value, Value offset);
-  Value tileOffset(int64_t base, Value row, Value chunk) {
-    return tileOffset(index(base), row, chunk);
-  }
-
-  //===--- Warp-level matrix ops -------------------------------------------===//
-
-  Value mma(Value a, Value bFragment, Value c);
-  /// acc(mt, j) += a[mt] B_j for the two B fragments of an ldmatrix x4 (or
-  /// an FP8 x2, widenFp8Fragments)
-  /// (matrices 2j and 2j + 1): each K or V fragment feeds every row tile.
-  void mmaFragmentPair(ArrayRef<Value> a, Value fragments,
-                       function_ref<Value &(int64_t mt, int64_t j)> acc);
-  Value ldmatrix(Value offset, bool transpose);
-  /// ldmatrix of `matrices` 8x8 matrices of e4m3 byte pairs from the FP8
-  /// tiles at byte `offset`: 4 bytes of each a lane.
-  Value ldmatrixFp8(Value offset, int64_t matrices, bool transpose);
-  /// The e4m3 bytes of ldmatrixFp8 as B fragments of f16 (exact), 4
-  /// elements each: fragment i from the bytes `order` picks of each 8.
-  Value widenFp8Fragments(Value bytes, ArrayRef<int64_t> order);
-  Value allReduceMax(Value value, int64_t groupSize);
-  Value allReduceSum(Value value, int64_t groupSize);
-
-  //===--- Stages of the kernel --------------------------------------------===//
-
-  /// Normalizes the 8 elements `x` (f32) of a head row shared by
-  /// threadsPerRow threads, `lane` holding chunk `lane`; `validChunk` is
-  /// false for lanes past the row.
-  Value normalizeChunk(Value x, Value validChunk, Value weight);
-  /// Runs `body` for rows [0, rows) of a tile, rowsAtOnce at a time (in an
-  /// scf.for with uniform bounds: the body may hold row reductions); `row`
-  /// is this thread's row, which may lie past `rows` in the last step. With
-  /// `active` (uniform), not at all unless it holds.
-  void forEachTileRow(int64_t rows, function_ref<void(Value row)> body,
-                      Value active = {});
-  /// `body` for this thread's items of `count` dealt over the CTA's threads
-  /// (item tid + i x ctaThreads, round i); the last round, where partial,
-  /// under item < count.
-  void forEachCtaItem(int64_t count,
-                      function_ref<void(int64_t round, Value item)> body);
-  /// `body`, under `item < count` where the round is `partial` (some of
-  /// the CTA's threads are past the count).
-  void guardPartialRound(bool partial, Value item, int64_t count,
-                         function_ref<void()> body);
-  /// The lane's chunk of QK-Norm weight `name` (of head `weightHead` where
-  /// each head has its own), zeros past the row.
-  Value loadWeightChunk(StringRef name, Value weightHead, Value chunkValid);
-  /// The query weight chunk of tile row `row`: the CTA's, or in decode with
-  /// a weight per head, the row's head's.
-  Value getQueryWeight(Value row, Value chunkValid);
-  /// The query tile into shared memory, normalized.
-  void emitQueryPrologue(Value tileRows, Value chunkValid);
-  /// cp.async of key and value tile `tile` into stage `stage`; a `full`
-  /// tile (every row inside the range: prefill's, or decode's of cached
-  /// keys) copies without guards.
-  void emitKeyValueCopies(Value tile, Value stage, bool full = false);
-  /// Rows [0, rows) of the tile at `base` normalized in place, row r with
-  /// `weightOf(r)` (if `active`).
-  void emitTileNorm(Value base, int64_t rows,
-                    function_ref<Value(Value row)> weightOf,
-                    Value active = {});
-  /// Rotary embeddings of rows [0, rows) of the tile at `base`, in place (if
-  /// `active`); row r is token `tokenOf(r)` of the sequence (an index among
-  /// the new tokens in decode).
-  void emitRope(Value base, int64_t rows, function_ref<Value(Value)> tokenOf,
-                Value active = {});
-  /// The rotary position (i32) of token `token` of the sequence: its
-  /// positions entry, or its index (after the cache, in decode).
-  Value tokenPosition(Value token);
-  //===--- Decode ----------------------------------------------------------===//
-
-  /// Query row `row` of the tile: its token within the sequence and its
-  /// query head.
-  Value rowToken(Value row);
-  Value rowHead(Value row);
-  /// Where the keys of tile `tile` of this CTA's range start (a position in
-  /// the cache, or an index among the new tokens) and end.
-  struct KeyTile {
-    Value isNew, first, end;
-  };
-  KeyTile getKeyTile(Value tile);
-  /// emitKeyValueCopies of cached keys from a paged cache: a page lookup per
-  /// span of a thread's rows that one page holds.
-  void emitPagedCacheCopies(const KeyTile &keys, Value stage, bool full);
-  /// A cached row's copy: past a partial tile's `available` keys (not
-  /// `full`), key 0's address and no elements read (a zero fill).
-  struct RowCopy {
-    Value key, count;
-  };
-  RowCopy guardRowCopy(Value row, Value available, bool full, int64_t elements);
-  /// An FP8 cache: cp.async of the cached keys' and values' bytes of tile
-  /// `keys` into stage `stage` of the FP8 tiles.
-  void emitFp8CacheCopies(const KeyTile &keys, Value stage, bool full);
-  /// A tile of new keys and values rounded to the cache's e4m3 into stage
-  /// `stage` of the FP8 tiles (they are read as the cache holds them;
-  /// cached tiles arrived there as bytes), then a barrier.
-  void emitNewKeysToFp8(const KeyTile &keys, Value stage);
-  /// The byte offset of the key (or value) FP8 tile of `stage`.
-  Value fp8StageBase(Value stage, bool value);
-  /// The query tile for the FP8 key fragments: within each 16 columns the
-  /// even ones, then the odd ones (the order in which a lane's ldmatrix of
-  /// e4m3 keys holds them, widenFp8Fragments), as f16.
-  void emitFp8QueryLayout();
-  /// e4m3 of the f32 chunk `x` of a key (or value) over its scale.
-  Value quantizeFp8(Value x, bool value);
-  /// The new rows of the k and v tiles of `stage` appended to the cache.
-  void emitCacheAppend(Value tile, Value stage);
-  /// The epilogue of a split: the normalized rows and log2-sum-exps of the
-  /// loop's final `state` to the workspace, and the combine by the last split.
-  /// Without `combined` (one split), the semaphore is left alone.
-  void emitSplitEpilogue(ValueRange state, ArrayRef<Value> rowSums,
-                         Value tileRows, Value tileIndex, Value combined);
-  /// The output row chunk of query row `row` at element `column`.
-  Value outputOffset(Value row, Value column);
-  /// The output columns a lane's accumulators (`acc`, a row tile's output
-  /// blocks) hold for its row g + 8h: pairs of adjacent columns, each at
-  /// `column` past the lane's own first column (getOutputLaneColumn).
-  struct OutputPair {
-    int64_t column;
-    Value first, second;
-  };
-  SmallVector<OutputPair> getOutputPairs(ValueRange acc, int64_t h);
-  Value getOutputLaneColumn();
-  /// Decode's key-split warps: the loop state `state` (one row tile) of the
-  /// warps that share this warp's rows merged into the first of them (the
-  /// others' own is returned unchanged), through shared memory.
-  SmallVector<Value> mergeKeyWarps(ValueRange state);
-
-  Value stageBase(Value stage, bool value);
-
-  const ::norm::OpSpec &spec;
-  int64_t headDim, blockM, blockN, stages, ctaThreads, chunksPerRow;
-  /// Stages of key and value tiles in the input type
-  /// (norm::getAttentionWideStages).
-  int64_t wideStages;
-  /// The m16 tiles of query rows each warp owns (LaunchConfig::getRowTiles),
-  /// the warps that share them (getKeyWarps) and the keys of a tile each of
-  /// those takes.
-  int64_t rowTiles, keyWarps, sliceN;
-  /// Rows of a tile the CTA's threads cover at once in the prologue.
-  int64_t rowsAtOnce;
-  /// The query, key and value tiles' layout (norm::getAttentionTileLayout),
-  /// and an FP8 cache's byte tiles' (norm::getFp8TileLayout).
-  TileLayout tiles, fp8Layout;
-  bool hasNorm, hasRope;
-  /// The tiles' element type, and the mma.sync operands' (f16 with an FP8
-  /// cache, whose e4m3 values it holds exactly).
-  Type element, mmaElement;
-  VectorType chunkType, f32Chunk;
-  /// Three views of the tiles: elements (ldmatrix, cp.async), 16-byte
-  /// chunks (the prologue's loads and stores) and pairs (the output's
-  /// accumulator fragments).
-  Value shared, sharedChunks, sharedPairs, tid, warp, laneInWarp;
-  /// The tiles as mmaElement (the query tile's ldmatrix).
-  Value sharedMma;
-  // The warp's first query row of the tile, its slice of each key tile (0
-  // to keyWarps - 1) and whether it stores its rows (the first slice).
-  Value warpFirstRow, keySlot, ownsRows;
-  // Per CTA: the sequence's first token and length, the tile's first query
-  // row within the sequence, the head and its key/value head.
-  Value seqStart, seqLength, qTileStart, head, kvHead, found;
-  Value qWeight, kWeight;
-  // Decode: query heads per kv head (1 for prefill), the sequence, its
-  // cache rows (base row, length before the append, capacity), this CTA's
-  // split of them and its cache tiles.
-  bool decode;
-  int64_t group;
-  Value seq, cacheLength, capacity, splits, split, isLastSplit;
-  /// The sequence's cache rows (getSequenceCache).
-  SequenceCache seqCache;
-  Value splitStart, splitEnd, cacheTiles, wholeCacheTiles;
-  // An FP8 cache: its tiles' bytes, also in 8-byte chunks, and the CTA's kv
-  // head's scales (f32).
-  static constexpr int64_t kFp8Chunk = 8;
-  Value fp8Tiles, fp8Bytes, kScale, vScale, kInverse, vInverse;
-};
-
-} // namespace
 
 AttentionEmitter::AttentionEmitter(ImplicitLocOpBuilder &b,
                                    gpu::GPUFuncOp func,
@@ -324,6 +94,9 @@ AttentionEmitter::AttentionEmitter(ImplicitLocOpBuilder &b,
          "key slices are whole m16n8k16 steps");
   ::norm::AttentionTileLayout layout = ::norm::getAttentionTileLayout(headDim);
   tiles = {kChunk, layout.pitchChunks * kChunk, layout.swizzle};
+  // The sm_90a family's query tile lies in the boxes wgmma reads.
+  if (sig.launch.isWarpgroupAttention())
+    tiles = {kChunk, 8 * kChunk, 8, 8, 64, headDim / 64};
   ::norm::AttentionTileLayout bytes = ::norm::getFp8TileLayout(headDim);
   fp8Layout = {2 * kChunk, bytes.pitchChunks * 2 * kChunk, bytes.swizzle};
   element = getMlirType(b.getContext(), spec.input);
@@ -338,6 +111,21 @@ AttentionEmitter::AttentionEmitter(ImplicitLocOpBuilder &b,
 
 Value AttentionEmitter::tileOffset(Value base, Value row, Value chunk,
                                    const TileLayout &layout) {
+  if (layout.boxChunks) {
+    // Box (row / boxRows, chunk / boxChunks), then the row and the chunk
+    // within it, XOR the row's low bits.
+    Value within = arith::RemUIOp::create(b, chunk, index(layout.boxChunks));
+    Value swizzled = arith::XOrIOp::create(
+        b, within, arith::AndIOp::create(b, row, index(layout.swizzle - 1)));
+    Value box = add(mul(arith::DivUIOp::create(b, row, index(layout.boxRows)),
+                        index(layout.boxes)),
+                    arith::DivUIOp::create(b, chunk, index(layout.boxChunks)));
+    int64_t boxElements = layout.boxRows * layout.pitch;
+    return add(add(base, mul(box, index(boxElements))),
+               add(mul(arith::RemUIOp::create(b, row, index(layout.boxRows)),
+                       index(layout.pitch)),
+                   mul(swizzled, index(layout.chunk))));
+  }
   Value swizzled = chunk;
   if (layout.swizzle > 1) {
     Value bits = arith::AndIOp::create(b, row, index(layout.swizzle - 1));
@@ -575,11 +363,23 @@ void AttentionEmitter::emitQueryPrologue(Value tileRows, Value chunkValid) {
     Value y = spec.ropeFirst ? x
                              : normalizeChunk(x, chunkValid,
                                               getQueryWeight(row, chunkValid));
-    ifThen(chunkValid, [&] {
-      storeChunk(convert(y, element), tileOffset(0, row, lane));
-    });
+    // Where the CTA's rows at once do not divide the tile (the sm_90a
+    // family's 384 threads), the last step's rows past it store nothing.
+    Value stores = chunkValid;
+    if (blockM % rowsAtOnce != 0)
+      stores = arith::AndIOp::create(
+          b, stores,
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row,
+                                index(blockM)));
+    ifThen(stores,
+           [&] { storeChunk(convert(y, element), tileOffset(0, row, lane)); });
   });
   gpu::BarrierOp::create(b);
+  if (hasRope)
+    emitRope(index(0), blockM, [&](Value row) { return rowToken(row); });
+  if (hasNorm && spec.ropeFirst)
+    emitTileNorm(index(0), blockM,
+                 [&](Value row) { return getQueryWeight(row, chunkValid); });
 }
 
 //===----------------------------------------------------------------------===//
@@ -1376,70 +1176,12 @@ SmallVector<Value> AttentionEmitter::mergeKeyWarps(ValueRange state) {
 // The kernel
 //===----------------------------------------------------------------------===//
 
-void AttentionEmitter::emit() {
-  waitForPredecessor();
-  MLIRContext *context = b.getContext();
+Value AttentionEmitter::locateQueryTile(Value &tileIndex) {
   int64_t heads = spec.numQHeads;
   int64_t headsPerKvHead = spec.numQHeads / spec.numKvHeads;
-  tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  warp = arith::DivUIOp::create(b, tid, index(32));
-  laneInWarp = arith::RemUIOp::create(b, tid, index(32));
-  // Warps w keyWarps .. w keyWarps + keyWarps - 1 share row tile w.
-  keySlot = arith::RemUIOp::create(b, warp, index(keyWarps));
-  ownsRows =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, keySlot, index(0));
-  warpFirstRow = mul(arith::DivUIOp::create(b, warp, index(keyWarps)),
-                     index(16 * rowTiles));
-
-  // Shared memory: the query tile, then `wideStages` key tiles, then as
-  // many value tiles, then an FP8 cache's tiles.
-  // value tiles.
-  int64_t sharedElements = (blockM + 2 * wideStages * blockN) * tiles.pitch;
-  Value memory = gpu::DynamicSharedMemoryOp::create(
-      b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), nullptr,
-                         gpu::AddressSpaceAttr::get(
-                             context, gpu::AddressSpace::Workgroup)));
-  auto workgroup =
-      gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup);
-  shared = memref::ViewOp::create(
-      b, MemRefType::get({sharedElements}, element, nullptr, workgroup),
-      memory, index(0), ValueRange{});
-  // memref.load/store of whole vectors: 16-byte aligned shared accesses that
-  // the NVVM conversion lowers with the shared address space.
-  sharedChunks = memref::ViewOp::create(
-      b, MemRefType::get({sharedElements / kChunk}, chunkType, nullptr,
-                         workgroup),
-      memory, index(0), ValueRange{});
-  sharedPairs = memref::ViewOp::create(
-      b,
-      MemRefType::get({sharedElements / 2}, VectorType::get({2}, element),
-                      nullptr, workgroup),
-      memory, index(0), ValueRange{});
-  sharedMma = shared;
-  if (mmaElement != element)
-    sharedMma = memref::ViewOp::create(
-        b, MemRefType::get({sharedElements}, mmaElement, nullptr, workgroup),
-        memory, index(0), ValueRange{});
-  // An FP8 cache's tiles as they arrive, after the others (their bytes):
-  // the loop's fragments widen in registers.
-  if (spec.fp8Cache) {
-    int64_t bytes = 2 * stages * blockN * fp8Layout.pitch;
-    Value start = index(sharedElements * element.getIntOrFloatBitWidth() / 8);
-    Type fp8 = b.getType<Float8E4M3FNType>();
-    fp8Bytes = memref::ViewOp::create(
-        b, MemRefType::get({bytes}, fp8, nullptr, workgroup), memory, start,
-        ValueRange{});
-    fp8Tiles = memref::ViewOp::create(
-        b,
-        MemRefType::get({bytes / kFp8Chunk}, VectorType::get({kFp8Chunk}, fp8),
-                        nullptr, workgroup),
-        memory, start, ValueRange{});
-  }
-
   // Which tile of which sequence: CTA `bid` is slot bid / H (below), head
   // bid % H. CTAs of a slot without a tile do no work: every loop below runs
   // zero times and nothing is stored.
-  Value tileIndex;
   if (decode) {
     // Decode: CTA `bid` is kv head bid % Hkv, split (bid / Hkv) % splits,
     // query tile bid / (Hkv splits).
@@ -1503,10 +1245,10 @@ void AttentionEmitter::emit() {
       b, arith::MaxSIOp::create(b, seqRows, qTileStart), qTileStart);
   Value tileRows = arith::SelectOp::create(
       b, found, arith::MinSIOp::create(b, remaining, index(blockM)), index(0));
+  return tileRows;
+}
 
-  // The QK-Norm weights, one chunk per lane, for the whole kernel.
-  Value chunkValid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, lane,
-                                           index(chunksPerRow));
+void AttentionEmitter::loadQkWeights(Value chunkValid) {
   // With a weight row per head: the CTA's head's (decode's query rows span
   // a group of heads: each row loads its own, see getQueryWeight).
   if (spec.hasWeight) {
@@ -1515,6 +1257,80 @@ void AttentionEmitter::emit() {
     if (!(decode && spec.qkWeightPerHead))
       qWeight = loadWeightChunk("q_weight", head, chunkValid);
   }
+}
+
+Value AttentionEmitter::createSharedViews(int64_t elements) {
+  MLIRContext *context = b.getContext();
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup);
+  Value memory = gpu::DynamicSharedMemoryOp::create(
+      b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), nullptr,
+                         workgroup));
+  shared = memref::ViewOp::create(
+      b, MemRefType::get({elements}, element, nullptr, workgroup), memory,
+      index(0), ValueRange{});
+  // memref.load/store of whole vectors: 16-byte aligned shared accesses that
+  // the NVVM conversion lowers with the shared address space.
+  sharedChunks = memref::ViewOp::create(
+      b, MemRefType::get({elements / kChunk}, chunkType, nullptr, workgroup),
+      memory, index(0), ValueRange{});
+  sharedPairs = memref::ViewOp::create(
+      b,
+      MemRefType::get({elements / 2}, VectorType::get({2}, element), nullptr,
+                      workgroup),
+      memory, index(0), ValueRange{});
+  sharedMma = shared;
+  if (mmaElement != element)
+    sharedMma = memref::ViewOp::create(
+        b, MemRefType::get({elements}, mmaElement, nullptr, workgroup), memory,
+        index(0), ValueRange{});
+  return memory;
+}
+
+void AttentionEmitter::emit() {
+  waitForPredecessor();
+  MLIRContext *context = b.getContext();
+  tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  warp = arith::DivUIOp::create(b, tid, index(32));
+  laneInWarp = arith::RemUIOp::create(b, tid, index(32));
+  if (sig.launch.isWarpgroupAttention())
+    return emitWarpgroupKernel();
+  // Warps w keyWarps .. w keyWarps + keyWarps - 1 share row tile w.
+  keySlot = arith::RemUIOp::create(b, warp, index(keyWarps));
+  ownsRows =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, keySlot, index(0));
+  warpFirstRow = mul(arith::DivUIOp::create(b, warp, index(keyWarps)),
+                     index(16 * rowTiles));
+
+  // Shared memory: the query tile, then `wideStages` key tiles, then as
+  // many value tiles, then an FP8 cache's tiles.
+  int64_t sharedElements = (blockM + 2 * wideStages * blockN) * tiles.pitch;
+  Value memory = createSharedViews(sharedElements);
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup);
+  // An FP8 cache's tiles as they arrive, after the others (their bytes):
+  // the loop's fragments widen in registers.
+  if (spec.fp8Cache) {
+    int64_t bytes = 2 * stages * blockN * fp8Layout.pitch;
+    Value start = index(sharedElements * element.getIntOrFloatBitWidth() / 8);
+    Type fp8 = b.getType<Float8E4M3FNType>();
+    fp8Bytes = memref::ViewOp::create(
+        b, MemRefType::get({bytes}, fp8, nullptr, workgroup), memory, start,
+        ValueRange{});
+    fp8Tiles = memref::ViewOp::create(
+        b,
+        MemRefType::get({bytes / kFp8Chunk}, VectorType::get({kFp8Chunk}, fp8),
+                        nullptr, workgroup),
+        memory, start, ValueRange{});
+  }
+
+  Value tileIndex;
+  Value tileRows = locateQueryTile(tileIndex);
+
+  // The QK-Norm weights, one chunk per lane, for the whole kernel.
+  Value chunkValid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, lane,
+                                           index(chunksPerRow));
+  loadQkWeights(chunkValid);
   // An FP8 cache's scales: the tensor's, or the kv head's.
   if (spec.fp8Cache) {
     Value at = spec.cacheScalePerHead ? kvHead : index(0);
@@ -1575,11 +1391,6 @@ void AttentionEmitter::emit() {
         [&] { AsyncCommitOp::create(b); });
 
   emitQueryPrologue(tileRows, chunkValid);
-  if (hasRope)
-    emitRope(index(0), blockM, [&](Value row) { return rowToken(row); });
-  if (hasNorm && spec.ropeFirst)
-    emitTileNorm(index(0), blockM,
-                 [&](Value row) { return getQueryWeight(row, chunkValid); });
   if (spec.fp8Cache)
     emitFp8QueryLayout();
 
@@ -2008,17 +1819,21 @@ void AttentionEmitter::emit() {
     return;
   gpu::BarrierOp::create(b);
   forEachCtaItem(blockM * chunksPerRow, [&](int64_t, Value chunk) {
-    Value row = arith::DivUIOp::create(b, chunk, index(chunksPerRow));
-    Value col = arith::RemUIOp::create(b, chunk, index(chunksPerRow));
-    // Rows past the tile's are not stored.
-    ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, tileRows),
-           [&] {
-             vector::StoreOp::create(
-                 b, loadChunk(tileOffset(index(0), row, col)), output,
-                 outputOffset(row, mul(col, index(kChunk))),
-                 /*nontemporal=*/false, alignmentOf(output));
-           });
+    storeStagedOutput(chunk, tileRows);
   });
+}
+
+void AttentionEmitter::storeStagedOutput(Value chunk, Value tileRows) {
+  Value row = arith::DivUIOp::create(b, chunk, index(chunksPerRow));
+  Value col = arith::RemUIOp::create(b, chunk, index(chunksPerRow));
+  // Rows past the tile's are not stored.
+  ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, tileRows),
+         [&] {
+           vector::StoreOp::create(
+               b, loadChunk(tileOffset(index(0), row, col)), arg("output"),
+               outputOffset(row, mul(col, index(kChunk))),
+               /*nontemporal=*/false, alignmentOf(arg("output")));
+         });
 }
 
 void mlir::norm::emitAttentionKernel(ImplicitLocOpBuilder &b,

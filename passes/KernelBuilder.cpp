@@ -38,6 +38,9 @@ gpu::GPUFuncOp mlir::norm::buildKernel(OpBuilder &builder, Location loc,
     if (param.kind == KernelParam::Kind::Buffer)
       inputs.push_back(MemRefType::get(
           {kBufferExtent}, getMlirType(context, param.elementType)));
+    else if (param.kind == KernelParam::Kind::TensorMap)
+      inputs.push_back(
+          MemRefType::get({kTensorMapWords}, builder.getI64Type()));
     else
       inputs.push_back(builder.getI64Type());
   }
@@ -46,6 +49,17 @@ gpu::GPUFuncOp mlir::norm::buildKernel(OpBuilder &builder, Location loc,
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
   func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr(
       {static_cast<int32_t>(sig.blockThreads), 1, 1}));
+  // A tensor map passes by value (norm-grid-constant-params): the kernel
+  // takes its address, which the TMA copies read. The bytes of each
+  // parameter that does (0 for the others), on the function: the NVVM
+  // conversion keeps function attributes, not argument ones outside llvm.
+  SmallVector<int64_t> byValue;
+  for (const KernelParam &param : sig.params)
+    byValue.push_back(
+        param.kind == KernelParam::Kind::TensorMap ? 8 * kTensorMapWords : 0);
+  if (llvm::any_of(byValue, [](int64_t bytes) { return bytes != 0; }))
+    func->setAttr(NormDialect::kGridConstantAttrName,
+                  builder.getDenseI64ArrayAttr(byValue));
   for (auto [i, param] : llvm::enumerate(sig.params)) {
     if (param.kind != KernelParam::Kind::Buffer)
       continue;

@@ -20,6 +20,9 @@
 
 namespace mlir::norm {
 
+/// A CUtensorMap: 128 bytes, as i64 words (memref<16xi64>).
+constexpr int64_t kTensorMapWords = 16;
+
 /// Builds the kernel of `spec` with the ABI and launch configuration of
 /// `signature` at the builder's insertion point, inside a gpu.module.
 gpu::GPUFuncOp buildKernel(OpBuilder &builder, Location loc,

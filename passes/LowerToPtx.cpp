@@ -50,6 +50,7 @@ void mlir::norm::buildNormKernelsToPtxPipeline(OpPassManager &pm,
   nvvm.indexBitwidth = 64;
   kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
   kernels.addPass(createNormExternDynamicSharedMemory());
+  kernels.addPass(createNormGridConstantParams());
   kernels.addPass(createCanonicalizerPass());
   kernels.addPass(createCSEPass());
   kernels.addPass(createReconcileUnrealizedCastsPass());

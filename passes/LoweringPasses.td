@@ -156,6 +156,23 @@ def NormExternDynamicSharedMemory
   }];
 }
 
+def NormGridConstantParams
+    : Pass<"norm-grid-constant-params", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Pass marked kernel parameters by value, as grid constants";
+  let description = [{
+    A kernel parameter given N bytes in its kernel's `norm.grid_constant`
+    array (one entry a parameter, 0 for the others; a CUtensorMap, N =
+    128) is a memref whose bytes the host passes by value. After
+    `convert-gpu-to-nvvm` (bare pointers) the parameter is a pointer; this
+    pass makes it `llvm.byval = !llvm.array<N x i8>`, aligned to 64 and
+    `nvvm.grid_constant`, so that the PTX declares `.param .align 64 .b8
+    name[N]` and the kernel's uses of its address read the parameter itself
+    (its generic address, `cvta.param`), as `cp.async.bulk.tensor` needs of a
+    tensor map (PTX ISA: a tensor map in the param space must be a
+    grid constant). Runs after `convert-gpu-to-nvvm`.
+  }];
+}
+
 def NormLowerApproxMathToNVVM : Pass<"norm-lower-approx-math-to-nvvm",
                                      "::mlir::gpu::GPUModuleOp"> {
   let summary = "Lower f32 math.rsqrt, exp2, log2, sin, cos and fma "

@@ -27,6 +27,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -149,12 +150,14 @@ void LoopEmitter::emitTileLoads(Value tile) {
                            index(2 * tileBytes));
   Value row = add(loop.firstKey, mul(tile, loop.blockN));
   Value stageOffset = mul(stage, loop.getTileElements());
-  for (auto [map, source, base] :
-       {std::tuple{loop.keyMap, loop.key, loop.keyBase},
-        std::tuple{loop.valueMap, loop.value, loop.valueBase}})
+  Value valueStride =
+      loop.valueRowStride ? loop.valueRowStride : loop.rowStride;
+  for (auto [map, source, stride, base] :
+       {std::tuple{loop.keyMap, loop.key, loop.rowStride, loop.keyBase},
+        std::tuple{loop.valueMap, loop.value, valueStride, loop.valueBase}})
     for (int64_t box = 0; box < loop.headDim / kBoxColumns; ++box)
       TmaLoadOp::create(
-          b, map, source, loop.rows, loop.columns, loop.rowStride, row,
+          b, map, source, loop.rows, loop.columns, stride, row,
           add(loop.firstColumn, box * kBoxColumns), loop.shared,
           add(stageOffset, base + box * loop.blockN * kBoxColumns),
           loop.barriers, fullBarrier(stage), loop.blockN, kBoxColumns,
@@ -207,7 +210,9 @@ void LoopEmitter::emitValueTail(Value stageOffset, Value firstKeyOfTile) {
     Value at = add(add(stageOffset, loop.valueBase),
                    add(add(mul(box, n * kBoxColumns), mul(row, kBoxColumns)),
                        mul(swizzled, 8)));
-    vector::StoreOp::create(b, zeros, loop.shared, at);
+    memref::StoreOp::create(
+        b, zeros, loop.sharedChunks,
+        ValueRange{arith::DivUIOp::create(b, at, index(8))});
   }
   AsyncProxyFenceOp::create(b);
   NamedBarrierOp::create(b, kConsumerBarrier, consumers);

@@ -38,15 +38,20 @@ struct WarpgroupAttentionLoop {
   /// query tile at `queryBase` (getQueryElement), then the stages' key and
   /// value tiles at keyBase/valueBase + stage * getTileElements().
   Value shared;
+  /// The same memory as 16-byte chunks (vector<8 x element>): the stores
+  /// of whole chunks (the vector conversion has no workgroup address space
+  /// for vector.store).
+  Value sharedChunks;
   int64_t queryBase, keyBase, valueBase;
   /// 2 x stages mbarriers (i64, workgroup memory): full ones first.
   Value barriers;
 
   /// K and V: row-major views [rows, columns] with `rowStride` elements a
-  /// row (the GPU reads them through the tensor maps `keyMap`/`valueMap`);
+  /// row (V `valueRowStride` where set; the GPU reads them through the
+  /// tensor maps `keyMap`/`valueMap`);
   /// the CTA's keys are rows firstKey + i, i < keys, from column
   /// `firstColumn` (its kv head's).
-  Value keyMap, valueMap, key, value, rows, columns, rowStride;
+  Value keyMap, valueMap, key, value, rows, columns, rowStride, valueRowStride;
   Value firstKey, firstColumn, keys;
   /// Causal: query row r of the tile (0 .. 64 warpgroups) is at position
   /// queryPosition + r of the sequence, and sees keys up to it.

@@ -2,6 +2,8 @@
 
 #include "runtime/Device.h"
 
+#include "runtime/TensorMap.h"
+
 #include <cstring>
 #include <sstream>
 
@@ -140,12 +142,35 @@ Status LoadedKernel::launch(const LaunchArgs &args, int64_t rows,
   // Kernel::launch checked it already; the tuner launches variants directly.
   if (Status status = checkRows(args, rows, splits); !status)
     return status;
-  // Every parameter is 8 bytes: a pointer or an i64.
+  // Every parameter is 8 bytes (a pointer or an i64) but a tensor map's
+  // 128, encoded here before anything is enqueued.
   uint64_t values[kMaxParams];
   void *pointers[kMaxParams];
+  cu::TensorMap maps[LaunchLayout::kMaxTensorMaps];
+  int mapCount = 0;
   for (int i = 0; i < layout.numParams; ++i) {
     const Param &param = layout.params[i];
     const TensorArg &tensor = args.tensors[param.slot];
+    if (param.kind == Param::Kind::TensorMap) {
+      if (mapCount == LaunchLayout::kMaxTensorMaps)
+        return Status::error(ErrorCode::Internal,
+                             "too many tensor maps for " + getSignature().name);
+      TensorMapSpec map;
+      map.name = getBufferSlotName(static_cast<BufferSlot>(param.slot));
+      map.type = param.elementType;
+      map.base = tensor.data;
+      map.rows = static_cast<uint64_t>(tensor.rows ? tensor.rows : rows);
+      map.columns = static_cast<uint64_t>(tensor.cols);
+      map.rowStride = static_cast<uint64_t>(getRowStride(tensor));
+      map.boxRows = static_cast<uint32_t>(layout.tensorMapBox.rows);
+      map.boxColumns = static_cast<uint32_t>(layout.tensorMapBox.columns);
+      map.swizzleBytes = static_cast<int>(layout.tensorMapBox.swizzle);
+      if (Status status = encodeTensorMap(*device->driver, map, maps[mapCount]);
+          !status)
+        return status;
+      pointers[i] = &maps[mapCount++];
+      continue;
+    }
     switch (param.kind) {
     case Param::Kind::Buffer:
       values[i] = reinterpret_cast<uintptr_t>(tensor.data);
@@ -170,6 +195,8 @@ Status LoadedKernel::launch(const LaunchArgs &args, int64_t rows,
       break;
     case Param::Kind::TableRows:
       values[i] = static_cast<uint64_t>(tensor.rows);
+      break;
+    case Param::Kind::TensorMap:
       break;
     }
     pointers[i] = &values[i];
@@ -230,6 +257,8 @@ Status norm::jit::computeLaunchLayout(const OpSpec &spec,
   for (const BufferSpec &buffer : buffers)
     expected[static_cast<int>(buffer.slot)] = &buffer;
   std::array<bool, kNumBufferSlots> seen{}, strideSeen{};
+  std::array<int, kNumBufferSlots> mapSeen{};
+  int maps = 0;
   bool rowsSeen = false, splitsSeen = false, capacitySeen = false,
        blocksSeen = false, tableRowsSeen = false;
   layout.hasBatch = false;
@@ -316,6 +345,20 @@ Status norm::jit::computeLaunchLayout(const OpSpec &spec,
       param.kind = LaunchLayout::Param::Kind::TableRows;
       param.slot = static_cast<uint8_t>(BufferSlot::RopeTable);
       break;
+    case KernelParam::Kind::TensorMap: {
+      std::optional<BufferSlot> slot = parseBufferSlot(getTensorMapSource(p));
+      const BufferSpec *buffer =
+          slot ? expected[static_cast<int>(*slot)] : nullptr;
+      if (!buffer || !buffer->rows2D ||
+          mapSeen[static_cast<int>(*slot)]++ != 0 ||
+          ++maps > LaunchLayout::kMaxTensorMaps)
+        return mismatch("unexpected tensor map '" + p.name + "'");
+      param.kind = LaunchLayout::Param::Kind::TensorMap;
+      param.slot = static_cast<uint8_t>(*slot);
+      param.elementType = buffer->type;
+      layout.tensorMapBox = sig.getTensorMapBox();
+      break;
+    }
     case KernelParam::Kind::RowStride: {
       constexpr std::string_view suffix = "_stride";
       std::string_view name = p.name;

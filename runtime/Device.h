@@ -55,19 +55,27 @@ struct LaunchLayout {
       KvSplits,
       CacheCapacity,
       CacheBlocks,
-      TableRows
+      TableRows,
+      /// A TMA tensor map of buffer `slot` (128 bytes by value), encoded at
+      /// each launch from the buffer's pointer, rows and stride.
+      TensorMap
     } kind = Kind::Rows;
     uint8_t slot = 0; // BufferSlot of a buffer, a stride or the batch's
     bool rows2D = false;
     int32_t elementBytes = 0;
     int64_t alignment = 1; // bytes, for pointer and stride * elementBytes
+    ElementType elementType = ElementType::f32; // a tensor map's
   };
-  static constexpr int kMaxParams = 2 * kNumBufferSlots + 5;
+  static constexpr int kMaxParams = 2 * kNumBufferSlots + 7;
+  /// Tensor maps of a kernel at most (k and v).
+  static constexpr int kMaxTensorMaps = 2;
 
   std::array<Param, kMaxParams> params{};
   int numParams = 0;
   /// Whether the kernel takes a batch (attention): the grid counts it.
   bool hasBatch = false;
+  /// The box of its tensor maps (KernelSignature::getTensorMapBox).
+  TensorMapBox tensorMapBox{};
   /// Whether it is decode attention's (kv_splits, cache_capacity).
   bool isDecode = false;
   /// Whether it writes a KV cache (cache_capacity; norm::hasKvCache).

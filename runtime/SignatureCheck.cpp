@@ -29,6 +29,8 @@ static std::string describeParam(const KernelParam &p) {
     return "rope table row count '" + p.name + "'";
   case KernelParam::Kind::CacheBlocks:
     return "cache page count '" + p.name + "'";
+  case KernelParam::Kind::TensorMap:
+    return "tensor map '" + p.name + "'";
   case KernelParam::Kind::Buffer:
     break;
   }

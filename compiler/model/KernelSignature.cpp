@@ -182,6 +182,10 @@ Status norm::describeKernel(const OpSpec &spec, const LaunchConfig &launch,
   int64_t maxShared = target.getMaxSharedBytes();
   if (Status status = verifyLaunchFor(spec, launch, maxShared); !status)
     return status;
+  if (launch.isWarpgroupAttention() && target.chip != "sm_90a")
+    return Status::invalid("the sm_90a attention family (warpgroups) needs "
+                           "wgmma, setmaxnreg and TMA: target sm_90a, not " +
+                           target.chip);
   OpSpec normal = normalizeOpSpec(spec);
   sig = KernelSignature();
   sig.name = getKernelName(normal, launch, target);
@@ -278,7 +282,20 @@ Status norm::describeKernel(const OpSpec &spec, const LaunchConfig &launch,
     stride.name = std::string(getBufferSlotName(buffer.slot)) + "_stride";
     sig.params.push_back(std::move(stride));
   }
+  if (launch.isWarpgroupAttention()) {
+    addParam(KernelParam::Kind::TensorMap, "k_tensor_map");
+    addParam(KernelParam::Kind::TensorMap, "v_tensor_map");
+  }
   return Status::success();
+}
+
+std::string norm::getTensorMapSource(const KernelParam &param) {
+  std::string_view name = param.name, suffix = "_tensor_map";
+  if (param.kind != KernelParam::Kind::TensorMap ||
+      name.size() <= suffix.size() ||
+      name.substr(name.size() - suffix.size()) != suffix)
+    return "";
+  return std::string(name.substr(0, name.size() - suffix.size()));
 }
 
 //===----------------------------------------------------------------------===//
@@ -319,6 +336,8 @@ static std::string_view getParamKindName(KernelParam::Kind kind) {
     return "rope_table_rows";
   case KernelParam::Kind::CacheBlocks:
     return "cache_blocks";
+  case KernelParam::Kind::TensorMap:
+    return "tensor_map";
   }
   return "?";
 }
@@ -344,6 +363,9 @@ std::string KernelSignature::toJson() const {
   if (launch.isAttention())
     os << ", \"block_n\": " << launch.blockN
        << ", \"stages\": " << launch.stages;
+  if (launch.isWarpgroupAttention())
+    os << ", \"warpgroups\": " << launch.warpgroups
+       << ", \"overlap\": " << launch.overlap;
   os << "}, \"block_threads\": " << blockThreads
      << ", \"grid\": " << quote(getGridFormula())
      << ", \"row_multiplier\": " << rowMultiplier
@@ -372,7 +394,9 @@ std::string KernelSignature::toJson() const {
          << ", \"alignment\": " << p.alignment;
     if (!p.over.empty())
       os << ", \"over\": " << quote(p.over);
-    if (p.kind != KernelParam::Kind::Buffer)
+    if (p.kind == KernelParam::Kind::TensorMap)
+      os << ", \"type\": \"cu_tensor_map\"";
+    else if (p.kind != KernelParam::Kind::Buffer)
       os << ", \"type\": \"i64\"";
     os << "}";
   }
@@ -661,6 +685,10 @@ std::optional<KernelSignature> signatureFromJson(const Json &json,
       sig.launch.blockN = l.integer("block_n");
       sig.launch.stages = l.integer("stages");
     }
+    if (launch->object.count("warpgroups")) {
+      sig.launch.warpgroups = l.integer("warpgroups");
+      sig.launch.overlap = l.integer("overlap");
+    }
   }
   if (const Json *params = fields.get("params", Json::Type::Array)) {
     for (const Json &p : params->array) {
@@ -700,6 +728,8 @@ std::optional<KernelSignature> signatureFromJson(const Json &json,
         param.kind = KernelParam::Kind::RopeTableRows;
       } else if (kind == "cache_blocks") {
         param.kind = KernelParam::Kind::CacheBlocks;
+      } else if (kind == "tensor_map") {
+        param.kind = KernelParam::Kind::TensorMap;
       } else if (error.empty()) {
         error = "unknown parameter kind '" + kind + "'";
       }

@@ -17,7 +17,11 @@
 //      `kv_splits` and `cache_capacity` (i64), a paged cache's pages
 //      `cache_blocks` (i64); a rope table's rows
 //      `rope_table_rows` (i64);
-//   3. one row stride (i64, in elements) per 2-D buffer, in buffer order.
+//   3. one row stride (i64, in elements) per 2-D buffer, in buffer order;
+//   4. the sm_90a attention family: a CUtensorMap (128 bytes, by value, a
+//      grid constant) of `k`, then of `v` (`k_tensor_map`, `v_tensor_map`):
+//      boxes of block_n rows x 64 columns, 128-byte swizzle
+//      (getTensorMapBox).
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,6 +50,9 @@ struct KernelParam {
     RopeTableRows,
     /// A paged cache's pages (the caches' rows / block size).
     CacheBlocks,
+    /// A TMA tensor map of the buffer named by getTensorMapSource, which
+    /// the host encodes before each launch (128 bytes by value).
+    TensorMap,
   };
   Kind kind = Kind::Buffer;
   /// The operand or result name: "input", "addend", "weight", "output", ...
@@ -69,6 +76,15 @@ struct KernelParam {
            over == other.over;
   }
 };
+
+/// The box a tensor map parameter's TMA loads bring: rows x columns
+/// elements, rows of `swizzle` bytes swizzled (TMA's 128-byte mode).
+struct TensorMapBox {
+  int64_t rows, columns, swizzle;
+};
+
+/// The buffer a TensorMap parameter maps ("k" for "k_tensor_map").
+std::string getTensorMapSource(const KernelParam &param);
 
 struct KernelSignature {
   std::string name;          // the gpu.func / PTX .entry symbol
@@ -108,6 +124,8 @@ struct KernelSignature {
   int64_t getGridX(int64_t rows, int64_t batch = 0, int64_t splits = 1) const;
   bool isAttention() const { return launch.isAttention(); }
   bool isDecode() const { return kind == "attention_decode_kernel"; }
+  /// The box of its tensor maps (the sm_90a attention family).
+  TensorMapBox getTensorMapBox() const { return {launch.blockN, 64, 128}; }
   /// A one-line formula for people, e.g. "ceil(rows * 40 / 4)".
   std::string getGridFormula() const;
 

@@ -24,18 +24,22 @@ std::string LaunchConfig::getMangledSuffix() const {
      << rowsPerCta;
   if (isAttention())
     os << "_n" << blockN << "_s" << stages;
+  if (isWarpgroupAttention())
+    os << "_g" << warpgroups << (overlap ? "o" : "");
   return os.str();
 }
 
 std::optional<LaunchConfig> norm::parseLaunchSuffix(std::string_view text) {
-  long long v, t, w, r, n = 0, st = 0;
-  char tail;
+  long long v, t, w, r, n = 0, st = 0, g = 0;
+  char tail[3] = {0, 0, 0};
   std::string copy(text);
-  int fields = std::sscanf(copy.c_str(), "v%lld_t%lld_w%lld_r%lld_n%lld_s%lld%c",
-                           &v, &t, &w, &r, &n, &st, &tail);
-  if (fields != 4 && fields != 6)
+  int fields =
+      std::sscanf(copy.c_str(), "v%lld_t%lld_w%lld_r%lld_n%lld_s%lld_g%lld%2c",
+                  &v, &t, &w, &r, &n, &st, &g, tail);
+  if (fields != 4 && fields != 6 && fields != 7 &&
+      !(fields == 8 && tail[0] == 'o' && !tail[1]))
     return std::nullopt;
-  LaunchConfig launch{v, t, w, r, n, st};
+  LaunchConfig launch{v, t, w, r, n, st, g, fields == 8};
   if (!verifyLaunch(launch) || launch.getMangledSuffix() != text)
     return std::nullopt;
   return launch;
@@ -44,6 +48,36 @@ std::optional<LaunchConfig> norm::parseLaunchSuffix(std::string_view text) {
 //===----------------------------------------------------------------------===//
 // Rules
 //===----------------------------------------------------------------------===//
+
+/// The shape of the sm_90a attention family: its warps and rows follow
+/// from the warpgroups (the prologue's rows need not divide the CTA's: it
+/// guards them).
+static Status verifyWarpgroupLaunch(const LaunchConfig &launch) {
+  auto str = [](int64_t value) { return std::to_string(value); };
+  int64_t g = launch.warpgroups;
+  if (g < 1 || g > kMaxConsumerWarpgroups)
+    return Status::invalid("warpgroups must be 1 to " +
+                           str(kMaxConsumerWarpgroups) + ", got " + str(g));
+  if (launch.warps != 4 * (g + 1) || launch.rowsPerCta != 64 * g)
+    return Status::invalid(
+        "the sm_90a attention family's " + str(g) +
+        " consumer warpgroups of 64 query rows and a producer warpgroup "
+        "need warps = " +
+        str(4 * (g + 1)) + " and rows_per_cta = " + str(64 * g) + ", got " +
+        str(launch.warps) + " and " + str(launch.rowsPerCta));
+  if (launch.blockN < 16 || launch.blockN > 256 || launch.blockN % 16 != 0)
+    return Status::invalid("the sm_90a attention family's block_n must be a "
+                           "multiple of 16 from 16 to 256, got " +
+                           str(launch.blockN));
+  if (launch.stages < 2 || launch.stages > 4)
+    return Status::invalid("the sm_90a attention family keeps 2 to 4 stages "
+                           "of key/value tiles in its ring, got " +
+                           str(launch.stages));
+  if (launch.overlap != 0 && launch.overlap != 1)
+    return Status::invalid("overlap must be 0 or 1, got " +
+                           str(launch.overlap));
+  return Status::success();
+}
 
 Status norm::verifyLaunch(const LaunchConfig &launch) {
   int64_t vector = launch.vector, threads = launch.threadsPerRow;
@@ -64,6 +98,11 @@ Status norm::verifyLaunch(const LaunchConfig &launch) {
                            std::to_string(launch.getThreadsPerCta()) +
                            " threads of a CTA of " +
                            std::to_string(launch.warps) + " warps");
+  if (launch.isWarpgroupAttention())
+    return verifyWarpgroupLaunch(launch);
+  if (launch.overlap)
+    return Status::invalid("overlap applies to the sm_90a attention family "
+                           "(warpgroups) only");
   int64_t concurrent = launch.getConcurrentRows();
   if (launch.rowsPerCta < 1 || launch.rowsPerCta % concurrent != 0)
     return Status::invalid("rows_per_cta (" + std::to_string(launch.rowsPerCta) +
@@ -74,7 +113,8 @@ Status norm::verifyLaunch(const LaunchConfig &launch) {
     return Status::success();
   int64_t n = launch.blockN;
   if (n != 16 && n != 32 && n != 64 && n != 128)
-    return Status::invalid("block_n must be 16, 32, 64 or 128, got " +
+    return Status::invalid("block_n must be 16, 32, 64 or 128 (multiples of "
+                           "16 up to 256 in the sm_90a family), got " +
                            std::to_string(n));
   if (launch.stages != 1 && launch.stages != 2)
     return Status::invalid("stages must be 1 or 2, got " +
@@ -121,8 +161,18 @@ int64_t norm::getAttentionWideStages(const OpSpec &spec,
                                                                : launch.stages;
 }
 
+WarpgroupAttentionMemory
+norm::getWarpgroupAttentionMemory(const OpSpec &spec,
+                                  const LaunchConfig &launch) {
+  int64_t tile = launch.blockN * spec.hidden;
+  return {launch.rowsPerCta * spec.hidden, launch.stages * tile,
+          launch.stages * tile, 2 * launch.stages * 8};
+}
+
 int64_t norm::getAttentionSharedBytes(const OpSpec &spec,
                                       const LaunchConfig &launch) {
+  if (launch.isWarpgroupAttention())
+    return getWarpgroupAttentionMemory(spec, launch).getBytes();
   int64_t rowBytes = getAttentionTileLayout(spec.hidden).pitchChunks * 16;
   // An FP8 cache's tiles land in bytes of their own, read from there.
   int64_t fp8Bytes = spec.kind == OpKind::AttentionDecode && spec.fp8Cache
@@ -172,13 +222,68 @@ int64_t norm::getWarpgroupAttentionAccumulators(int64_t headDim, int64_t blockN,
   return headDim / 2 + (overlapSoftmax ? blockN : blockN / 2);
 }
 
+int64_t norm::getMaxWarpgroupAttentionAccumulators(int64_t headDim,
+                                                   bool overlapSoftmax,
+                                                   int64_t warpgroups) {
+  if (warpgroups >= 3)
+    return kMaxWarpgroupAttentionAccumulatorsAt3;
+  return overlapSoftmax && headDim > 128
+             ? kMaxWarpgroupAttentionAccumulatorsOverlappedWide
+             : kMaxWarpgroupAttentionAccumulators;
+}
+
 bool norm::fitsWarpgroupAttentionRegisters(int64_t headDim, int64_t blockN,
-                                           bool overlapSoftmax) {
-  int64_t limit = overlapSoftmax && headDim > 128
-                      ? kMaxWarpgroupAttentionAccumulatorsOverlappedWide
-                      : kMaxWarpgroupAttentionAccumulators;
+                                           bool overlapSoftmax,
+                                           int64_t warpgroups) {
   return getWarpgroupAttentionAccumulators(headDim, blockN, overlapSoftmax) <=
-         limit;
+         getMaxWarpgroupAttentionAccumulators(headDim, overlapSoftmax,
+                                              warpgroups);
+}
+
+/// The rules of the sm_90a family (passes/WarpgroupAttention.h) beyond its
+/// shape (verifyWarpgroupLaunch).
+static Status verifyWarpgroupAttentionLaunch(const OpSpec &spec,
+                                             const LaunchConfig &launch,
+                                             int64_t maxSharedBytes) {
+  auto str = [](int64_t value) { return std::to_string(value); };
+  if (spec.kind != OpKind::Attention)
+    return Status::invalid("the sm_90a attention family (warpgroups) "
+                           "computes prefill attention only");
+  if (spec.hidden % 64 != 0)
+    return Status::invalid("the sm_90a attention family reads 64-column TMA "
+                           "boxes: its head dim must be a multiple of 64, "
+                           "got " +
+                           str(spec.hidden));
+  bool keyNorm =
+      spec.qkStatistic != Statistic::None || spec.rope != RopeStyle::None;
+  if (keyNorm && !spec.keysPrepared)
+    return Status::invalid(
+        "the sm_90a attention family reads K as TMA brings it: its keys "
+        "must be prepared (norm.k_prepare) where they are normalized or "
+        "rotated");
+  bool overlap = launch.overlap != 0;
+  if (!fitsWarpgroupAttentionRegisters(spec.hidden, launch.blockN, overlap,
+                                       launch.warpgroups))
+    return Status::invalid(
+        "the sm_90a attention family at head dim " + str(spec.hidden) +
+        " with block_n " + str(launch.blockN) +
+        (overlap ? " and the softmax overlapped" : "") + " keeps " +
+        str(getWarpgroupAttentionAccumulators(spec.hidden, launch.blockN,
+                                              overlap)) +
+        " f32 accumulators per thread of " + str(launch.warpgroups) +
+        " consumer warpgroups, more than the " +
+        str(getMaxWarpgroupAttentionAccumulators(spec.hidden, overlap,
+                                                 launch.warpgroups)) +
+        " that its registers hold; use a smaller block_n" +
+        (overlap ? " or no overlap" : ""));
+  int64_t shared = getAttentionSharedBytes(spec, launch);
+  if (maxSharedBytes > 0 && shared > maxSharedBytes)
+    return Status::invalid("attention tiles take " + str(shared) +
+                           " bytes of shared memory, more than the target's " +
+                           str(maxSharedBytes) +
+                           "; use fewer warpgroups, a smaller block_n or "
+                           "fewer stages");
+  return Status::success();
 }
 
 /// The attention rules of verifyLaunchFor.
@@ -199,6 +304,8 @@ static Status verifyAttentionLaunch(const OpSpec &spec,
                            " maps " + str(threads) +
                            " threads onto a head row, got threads_per_row " +
                            str(launch.threadsPerRow));
+  if (launch.isWarpgroupAttention())
+    return verifyWarpgroupAttentionLaunch(spec, launch, maxSharedBytes);
   bool decode = spec.kind == OpKind::AttentionDecode;
   int64_t maxRowTiles = decode ? 1 : 2;
   int64_t rowTiles = launch.getRowTiles();

@@ -34,17 +34,29 @@ struct LaunchConfig {
   // each head row.
   int64_t blockN = 0;        // keys per tile of the key/value loop
   int64_t stages = 0;        // key/value tiles in flight (cp.async)
+  // The sm_90a (wgmma) family of prefill attention (0: mma.sync): consumer
+  // warpgroups of 64 query rows, a producer warpgroup after them (warps =
+  // 4 x (warpgroups + 1)) whose TMA loads keep `stages` key/value tiles in
+  // flight; `overlap` runs each tile's softmax beside the next tile's
+  // Q K^T (FlashAttention-3's intra-warpgroup overlap).
+  int64_t warpgroups = 0;
+  int64_t overlap = 0;
 
   int64_t getThreadsPerCta() const { return warps * 32; }
   /// Rows a CTA works on at the same time.
   int64_t getConcurrentRows() const { return warps * 32 / threadsPerRow; }
-  /// `v8_t128_w4_r1` (attention: `v8_t16_w4_r64_n64_s2`): the suffix of
-  /// kernel names.
+  /// `v8_t128_w4_r1` (attention: `v8_t16_w4_r64_n64_s2`, the sm_90a
+  /// family `v8_t16_w12_r128_n128_s2_g2`, `..._g2o` overlapped): the suffix
+  /// of kernel names.
   std::string getMangledSuffix() const;
   bool isAttention() const { return blockN != 0; }
+  /// The sm_90a attention family (passes/WarpgroupAttention.h).
+  bool isWarpgroupAttention() const { return warpgroups != 0; }
   /// Attention: the m16 tiles of query rows each warp owns (FlashAttention-2
   /// gives a warp 32 rows, so that every K and V fragment feeds two).
   int64_t getRowTiles() const {
+    if (isWarpgroupAttention())
+      return 1;
     return std::max<int64_t>(rowsPerCta / (16 * warps), 1);
   }
   /// Attention: the warps that share one m16 tile of query rows, each taking
@@ -52,6 +64,8 @@ struct LaunchConfig {
   /// less than a tile per warp: no warp computes padding tiles); 1 where
   /// each warp owns its rows.
   int64_t getKeyWarps() const {
+    if (isWarpgroupAttention())
+      return 1;
     return rowsPerCta >= 16 * warps
                ? 1
                : 16 * warps / std::max<int64_t>(rowsPerCta, 1);
@@ -59,7 +73,8 @@ struct LaunchConfig {
   bool operator==(const LaunchConfig &other) const {
     return vector == other.vector && threadsPerRow == other.threadsPerRow &&
            warps == other.warps && rowsPerCta == other.rowsPerCta &&
-           blockN == other.blockN && stages == other.stages;
+           blockN == other.blockN && stages == other.stages &&
+           warpgroups == other.warpgroups && overlap == other.overlap;
   }
   bool operator!=(const LaunchConfig &other) const { return !(*this == other); }
 };
@@ -144,10 +159,26 @@ constexpr int64_t kMaxAttentionAccumulatorsAt8Warps = 128;
 /// ptxas.test checks all that fitsWarpgroupAttentionRegisters admits).
 constexpr int64_t kMaxWarpgroupAttentionAccumulators = 192;
 constexpr int64_t kMaxWarpgroupAttentionAccumulatorsOverlappedWide = 160;
+/// ... and at 160 registers (three consumer warpgroups, FlashAttention-3's
+/// choice at head dim 64), measured the same way over head dims 64 and 128,
+/// block_n 32-128, overlapped or not: none spilled up to 120 accumulators,
+/// every one at 128 or beyond did (8 bytes at head dim 64 with 96 keys
+/// overlapped, 28 at 128 with 64, 44 at 128 with 128 not overlapped).
+/// One consumer warpgroup has more registers than two and keeps their rule.
+constexpr int64_t kMaxWarpgroupAttentionAccumulatorsAt3 = 120;
+/// Consumer warpgroups of the sm_90a attention family: FlashAttention-3's
+/// 2 (head dims to 128) or 3, and 1 (getRegisterSplit gives each count its
+/// registers).
+constexpr int64_t kMaxConsumerWarpgroups = 3;
 int64_t getWarpgroupAttentionAccumulators(int64_t headDim, int64_t blockN,
                                           bool overlapSoftmax);
+/// The accumulators a consumer thread of `warpgroups` consumer warpgroups
+/// keeps at most (the constants above).
+int64_t getMaxWarpgroupAttentionAccumulators(int64_t headDim,
+                                             bool overlapSoftmax,
+                                             int64_t warpgroups);
 bool fitsWarpgroupAttentionRegisters(int64_t headDim, int64_t blockN,
-                                     bool overlapSoftmax);
+                                     bool overlapSoftmax, int64_t warpgroups);
 /// 16-byte cp.async copies of a K and V tile one thread of an attention
 /// kernel may issue (getAttentionCopiesPerThread), and the largest key tile
 /// (block_n x head dim) of a decode kernel, which also keeps its query
@@ -267,6 +298,18 @@ int64_t getAttentionWideStages(const OpSpec &spec, const LaunchConfig &launch);
 /// with an FP8 cache, `stages` key and value tiles of its bytes too; the
 /// key-split warps' merge (getKeyWarpMergeBytes) reuses them where it fits.
 int64_t getAttentionSharedBytes(const OpSpec &spec, const LaunchConfig &launch);
+/// The sm_90a family's workgroup memory: the query tile (64 rows a
+/// consumer warpgroup, in TMA's boxes; the output passes through it), the
+/// ring's key and value tiles, then its full and empty mbarriers.
+struct WarpgroupAttentionMemory {
+  int64_t queryElements, keyElements, valueElements, barrierBytes;
+  int64_t getBarrierOffset() const {
+    return 2 * (queryElements + keyElements + valueElements);
+  }
+  int64_t getBytes() const { return getBarrierOffset() + barrierBytes; }
+};
+WarpgroupAttentionMemory
+getWarpgroupAttentionMemory(const OpSpec &spec, const LaunchConfig &launch);
 /// Bytes in which decode's key-split warps (LaunchConfig::getKeyWarps) merge
 /// their (max, sum, output) after the key loop, over the tiles: f32 state
 /// per warp and lane; 0 without them.
@@ -465,6 +508,14 @@ std::optional<LaunchConfig> getScalarFallback(const OpSpec &spec,
 /// `rows` logical rows (tokens for the QK-Norm prologue; -1 when unknown):
 /// see LaunchHeuristic.cpp.
 LaunchConfig getHeuristicLaunch(const OpSpec &spec, int64_t rows);
+/// The sm_90a family's configuration of `spec` on `target` when nobody
+/// tuned it (FlashAttention-3's tiles within the register rule and the
+/// shared memory): nullopt where the target is not sm_90a or the family
+/// does not take the op (decode, head dims not a multiple of 64, keys that
+/// the loop would have to normalize or rotate).
+std::optional<LaunchConfig>
+getWarpgroupAttentionHeuristic(const OpSpec &spec, int64_t maxSharedBytes,
+                               std::string_view chip);
 
 /// The most CTAs of a backward kernel's persistent grid: two waves of a
 /// 132-SM GPU (Liger-Kernel and QuACK size theirs by the SM count), so that

@@ -119,6 +119,33 @@ int64_t pickThreadsPerRow(const OpSpec &spec, int64_t vector) {
 
 } // namespace
 
+/// Two consumer warpgroups of 64 query rows (FlashAttention-3's 128-row
+/// tiles), two stages, the softmax overlapped with the next tile's Q K^T
+/// where the registers hold both tiles of scores, the widest key tile
+/// of 128 down to 16 that the registers and the shared memory hold
+/// (head dim 128: 128 keys overlapped; 256: 64 without the overlap).
+std::optional<LaunchConfig>
+norm::getWarpgroupAttentionHeuristic(const OpSpec &spec, int64_t maxSharedBytes,
+                                     std::string_view chip) {
+  if (chip != "sm_90a")
+    return std::nullopt;
+  LaunchConfig launch;
+  launch.vector = 16 / getElementBytes(spec.input);
+  launch.threadsPerRow = getAttentionThreadsPerRow(spec.hidden);
+  launch.warpgroups = 2;
+  launch.warps = 4 * (launch.warpgroups + 1);
+  launch.rowsPerCta = 64 * launch.warpgroups;
+  launch.stages = 2;
+  for (int64_t overlap : {1, 0})
+    for (int64_t blockN = 128; blockN >= 16; blockN -= 16) {
+      launch.overlap = overlap;
+      launch.blockN = blockN;
+      if (verifyLaunchFor(spec, launch, maxSharedBytes))
+        return launch;
+    }
+  return std::nullopt;
+}
+
 /// Attention (FlashAttention-2's choices on sm_80/sm_90): 4 warps of 32
 /// query rows where their accumulators fit the registers (head dims up to
 /// 64; 16 rows beyond, and in decode), key tiles of 64 (32 at head dims

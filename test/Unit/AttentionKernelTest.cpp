@@ -86,6 +86,19 @@ AttentionCase withPreparedKeys(AttentionCase c, const char *name) {
   return c;
 }
 
+/// `c` in the sm_90a family: `warpgroups` consumer warpgroups, key tiles of
+/// `blockN` in `stages` stages, the softmax overlapped where asked.
+AttentionCase withWarpgroups(AttentionCase c, int64_t warpgroups,
+                             int64_t blockN, int64_t stages, bool overlap,
+                             const char *name) {
+  c.warpgroups = warpgroups;
+  c.blockN = blockN;
+  c.stages = stages;
+  c.overlap = overlap;
+  c.name = name;
+  return c;
+}
+
 /// `count` sequence lengths that walk every round of the 16-way search for
 /// a CTA's sequence (three rounds past 256 sequences): mostly 0 to 3 tokens,
 /// runs of empty sequences, and a tile and more at the rounds' edges
@@ -607,6 +620,74 @@ INSTANTIATE_TEST_SUITE_P(
     [](const testing::TestParamInfo<AttentionCase> &info) {
       return std::string(info.param.name);
     });
+
+// The sm_90a family (wgmma, TMA, warp-specialized; #34) on the host path:
+// its query prologue (QK-Norm, rotary embeddings, rotate-then-norm) into
+// TMA's boxes, keys prepared by the K-prepare kernel or plain, every tile
+// tail and empty sequences, 1 to 3 consumer warpgroups, 2 to 4 stages, the
+// softmax overlapped or not, packed projections, the LSE, head dims 64 to
+// 256 and one kv head.
+INSTANTIATE_TEST_SUITE_P(
+    Hopper, AttentionKernelTest,
+    testing::Values(
+        withWarpgroups(withPreparedKeys(withRope(AttentionCase{"",
+                                                               kBf16,
+                                                               128,
+                                                               8,
+                                                               2,
+                                                               true,
+                                                               kRms,
+                                                               true,
+                                                               0.0,
+                                                               {1, 7, 130,
+                                                                200}},
+                                                 kNeoX, 0, 1e6),
+                                        ""),
+                       2, 64, 2, false, "hopper_qwen3_d128_gqa4_causal"),
+        withWarpgroups(AttentionCase{"",
+                                     kF16,
+                                     64,
+                                     4,
+                                     4,
+                                     false,
+                                     kNone,
+                                     false,
+                                     0.0,
+                                     {65, 1, 0, 30},
+                                     /*packed=*/true,
+                                     /*lse=*/true},
+                       1, 64, 3, true,
+                       "hopper_plain_d64_f16_packed_lse_overlap"),
+        withWarpgroups(
+            withPreparedKeys(
+                withRope(
+                    AttentionCase{
+                        "", kBf16, 256, 4, 1, true, kRms, true, 1.0, {70, 33}},
+                    kNeoX, 0, 1e4),
+                ""),
+            2, 64, 2, false, "hopper_gemma_d256_mqa_causal"),
+        withWarpgroups(withPreparedKeys(AttentionCase{"",
+                                                      kF16,
+                                                      128,
+                                                      4,
+                                                      2,
+                                                      true,
+                                                      kL2,
+                                                      false,
+                                                      0.0,
+                                                      {0, 129, 0, 64, 3},
+                                                      /*packed=*/false,
+                                                      /*lse=*/true},
+                                        ""),
+                       2, 128, 2, true, "hopper_l2_d128_f16_varlen_overlap"),
+        withWarpgroups(
+            withPreparedKeys(
+                withRopeFirst(
+                    AttentionCase{
+                        "", kBf16, 64, 6, 2, false, kRms, true, 0.0, {200, 5}},
+                    kGptJ, 0, 1e4),
+                ""),
+            3, 80, 4, true, "hopper_rope_first_gptj_d64_g3")));
 
 // 300 sequences: three rounds of the 16-way search for a CTA's sequence
 // (varlen_37_sequences_causal above takes two).

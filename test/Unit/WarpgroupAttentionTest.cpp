@@ -112,6 +112,11 @@ std::string buildKernel(const LoopCase &c) {
   loop.shared = memref::ViewOp::create(
       b, MemRefType::get({elements}, element, nullptr, workgroup), memory,
       index(0), ValueRange{});
+  loop.sharedChunks = memref::ViewOp::create(
+      b,
+      MemRefType::get({elements / 8}, VectorType::get({8}, element), nullptr,
+                      workgroup),
+      memory, index(0), ValueRange{});
   loop.barriers = memref::ViewOp::create(
       b, MemRefType::get({2 * c.stages}, b.getI64Type(), nullptr, workgroup),
       memory, index(2 * elements), ValueRange{});
@@ -359,7 +364,7 @@ TEST(WarpgroupAttention, LowersForSm90a) {
     for (int64_t d : {64, 128, 192, 256})
       for (int64_t n = 32; n <= 192; n += 32)
         for (bool overlap : {false, true})
-          if (fitsWarpgroupAttentionRegisters(d, n, overlap))
+          if (fitsWarpgroupAttentionRegisters(d, n, overlap, 2))
             names.push_back("d" + std::to_string(d) + "_n" + std::to_string(n) +
                             "_s2" + (overlap ? "_o" : ""));
   } else if (list) {

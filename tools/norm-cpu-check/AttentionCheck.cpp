@@ -36,11 +36,27 @@ LaunchConfig norm::check::getForcedLaunch(const OpSpec &spec, int64_t warps,
   return fitAttentionRows(spec, launch, heuristicTiles, /*maxSharedBytes=*/0);
 }
 
+LaunchConfig norm::check::getWarpgroupLaunch(const OpSpec &spec,
+                                             int64_t warpgroups, int64_t blockN,
+                                             int64_t stages, bool overlap) {
+  LaunchConfig launch;
+  launch.vector = 16 / getElementBytes(spec.input);
+  launch.threadsPerRow = getAttentionThreadsPerRow(spec.hidden);
+  launch.warps = 4 * (warpgroups + 1);
+  launch.rowsPerCta = 64 * warpgroups;
+  launch.blockN = blockN;
+  launch.stages = stages;
+  launch.warpgroups = warpgroups;
+  launch.overlap = overlap;
+  return launch;
+}
+
 Status norm::check::compileForHost(const OpSpec &spec,
                                    const LaunchConfig &launch,
                                    KernelSource &source,
-                                   std::unique_ptr<HostKernels> &kernels) {
-  std::unique_ptr<KernelProvider> provider = createGeneratedKernels();
+                                   std::unique_ptr<HostKernels> &kernels,
+                                   const TargetOptions &target) {
+  std::unique_ptr<KernelProvider> provider = createGeneratedKernels(target);
   if (Status built = provider->build(spec, launch, source); !built)
     return built;
   HostCompileOptions options;
@@ -52,7 +68,7 @@ Status norm::check::compileForHost(const OpSpec &spec,
 Status AttentionRunner::compile(const OpSpec &spec,
                                 const LaunchConfig &launch) {
   if (engine.simulator.root.empty())
-    return compileForHost(spec, launch, source, host);
+    return compileForHost(spec, launch, source, host, engine.target);
   CompiledKernel compiled;
   if (Status built = compileKernel(spec, launch, engine.target, compiled);
       !built)
@@ -317,7 +333,9 @@ public:
           stride ? param.name.substr(0, param.name.size() - 7) : param.name;
       auto buffer = buffers.find(name);
       auto integer = integers.find(param.kind);
-      if (param.kind == KernelParam::Kind::Buffer && buffer != buffers.end())
+      bool byPointer = param.kind == KernelParam::Kind::Buffer ||
+                       param.kind == KernelParam::Kind::TensorMap;
+      if (byPointer && buffer != buffers.end())
         bound.push_back(buffer->second.first);
       else if (stride && buffer != buffers.end())
         boundIntegers.push_back(buffer->second.second);
@@ -343,8 +361,14 @@ AttentionResult norm::check::runAttentionCase(const AttentionCase &c,
   AttentionResult result;
   OpSpec spec = getSpec(c);
   LaunchConfig launch =
-      getForcedLaunch(spec, c.warps, c.blockN, c.stages, c.rowTiles);
-  AttentionRunner runner(engine);
+      c.warpgroups
+          ? getWarpgroupLaunch(spec, c.warpgroups, c.blockN ? c.blockN : 128,
+                               c.stages ? c.stages : 2, c.overlap)
+          : getForcedLaunch(spec, c.warps, c.blockN, c.stages, c.rowTiles);
+  AttentionEngine caseEngine = engine;
+  if (c.warpgroups)
+    caseEngine.target.chip = "sm_90a";
+  AttentionRunner runner(caseEngine);
   if (Status compiled = runner.compile(spec, launch); !compiled)
     return failed(result, "no kernel: " + compiled.message());
   const KernelSignature &signature = runner.getSignature();
@@ -500,6 +524,10 @@ AttentionResult norm::check::runAttentionCase(const AttentionCase &c,
   arguments.add("v", vData, vBytes, vStride);
   arguments.add("output", output);
   arguments.add("lse", lse);
+  // The GPU's tensor maps of k and v (the host path reads the buffers).
+  std::vector<int64_t> tensorMaps(32, 0);
+  arguments.add("k_tensor_map", tensorMaps.data(), 128, 0);
+  arguments.add("v_tensor_map", tensorMaps.data() + 16, 128, 0);
   std::vector<SimBuffer> buffers;
   std::vector<int64_t> integers;
   if (Status bound = arguments.bind(signature, buffers, integers); !bound)

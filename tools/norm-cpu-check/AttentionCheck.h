@@ -47,9 +47,14 @@ LaunchConfig getForcedLaunch(const OpSpec &spec, int64_t warps, int64_t blockN,
 /// x86-64 CPU (results must not depend on this machine's) at -O0: compiling
 /// the unrolled fragment code at -O2 takes ten times longer than running
 /// it.
+/// The sm_90a family's launch of `warpgroups` consumer warpgroups.
+LaunchConfig getWarpgroupLaunch(const OpSpec &spec, int64_t warpgroups,
+                                int64_t blockN, int64_t stages, bool overlap);
+
 Status compileForHost(const OpSpec &spec, const LaunchConfig &launch,
                       KernelSource &source,
-                      std::unique_ptr<HostKernels> &kernels);
+                      std::unique_ptr<HostKernels> &kernels,
+                      const TargetOptions &target = TargetOptions());
 
 /// A kernel compiled for an engine and launched there. The simulator
 /// copies each buffer in and out: read-only inputs may share an allocation
@@ -115,6 +120,11 @@ struct AttentionCase {
   bool preparedKeys = false;
   // Query rows a warp in tiles of 16 (0: the heuristic's).
   int64_t rowTiles = 0;
+  // The sm_90a family (LaunchConfig::warpgroups; 0: mma.sync), compiled
+  // for sm_90a, with `blockN`/`stages` (0: 128 and 2) and the softmax
+  // overlapped with the next tile's Q K^T where asked.
+  int64_t warpgroups = 0;
+  bool overlap = false;
 };
 
 /// A decode step: `newTokens[b]` tokens of sequence b appended to its

@@ -164,6 +164,11 @@ Status norm::check::runOnPtxsim(const PtxsimOptions &options,
   size_t nextBuffer = 0, nextInteger = 0;
   int argument = 0;
   for (const KernelParam &param : signature.params) {
+    if (param.kind == KernelParam::Kind::TensorMap)
+      return Status::error(ErrorCode::Unsupported,
+                           signature.name +
+                               " reads through TMA tensor maps, which the "
+                               "simulator does not copy yet (its README)");
     if (param.kind == KernelParam::Kind::Buffer) {
       if (nextBuffer == buffers.size())
         return Status::invalid("too few buffers for " + signature.name);

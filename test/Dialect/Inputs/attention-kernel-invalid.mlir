@@ -148,9 +148,96 @@ func.func @launch_fields(%x: tensor<?x128xbf16>) -> tensor<?x128xbf16> {
 
 // -----
 
-// expected-error @below {{block_n must be 16, 32, 64 or 128, got 48}}
+// expected-error @below {{block_n must be 16, 32, 64 or 128 (multiples of 16 up to 256 in the sm_90a family), got 48}}
 func.func @block_n() attributes {l = #norm.launch<vector = 8, threads_per_row = 16, warps = 4, rows_per_cta = 64, block_n = 48, stages = 2>} {
   return
+}
+
+// -----
+
+// The sm_90a family (warpgroups): its shape, then its rules for the op.
+// expected-error @below {{the sm_90a attention family's 2 consumer warpgroups of 64 query rows and a producer warpgroup need warps = 12 and rows_per_cta = 128, got 8 and 128}}
+func.func @warpgroup_shape() attributes {l = #norm.launch<vector = 8, threads_per_row = 16, warps = 8, rows_per_cta = 128, block_n = 128, stages = 2, warpgroups = 2>} {
+  return
+}
+
+// -----
+
+// expected-error @below {{warpgroups must be 1 to 3, got 4}}
+func.func @warpgroup_count() attributes {l = #norm.launch<vector = 8, threads_per_row = 16, warps = 20, rows_per_cta = 256, block_n = 64, stages = 2, warpgroups = 4>} {
+  return
+}
+
+// -----
+
+// expected-error @below {{the sm_90a attention family keeps 2 to 4 stages of key/value tiles in its ring, got 1}}
+func.func @warpgroup_stages() attributes {l = #norm.launch<vector = 8, threads_per_row = 16, warps = 12, rows_per_cta = 128, block_n = 64, stages = 1, warpgroups = 2>} {
+  return
+}
+
+// -----
+
+// expected-error @below {{overlap applies to the sm_90a attention family (warpgroups) only}}
+func.func @overlap_without_warpgroups() attributes {l = #norm.launch<vector = 8, threads_per_row = 16, warps = 4, rows_per_cta = 64, block_n = 64, stages = 2, overlap = 1>} {
+  return
+}
+
+// -----
+
+func.func @warpgroup_keys_in_loop(%q: tensor<?x512xbf16>, %k: tensor<?x128xbf16>, %w: tensor<128xbf16>, %cu: tensor<?xi32>) -> tensor<?x512xbf16> {
+  // expected-error @below {{the sm_90a attention family reads K as TMA brings it: its keys must be prepared (norm.k_prepare) where they are normalized or rotated}}
+  %o = norm.attention_kernel %q, %k, %k seqlens(%cu : tensor<?xi32>)
+      q_norm_weight(%w : tensor<128xbf16>) k_norm_weight(%w : tensor<128xbf16>)
+      scale(0.1) qk_norm_eps(1.0e-06)
+      {num_heads = 4 : i64, num_kv_heads = 1 : i64, head_dim = 128 : i64,
+       qk_norm = #norm.qk_norm<rms>,
+       launch = #norm.launch<vector = 8, threads_per_row = 16, warps = 12, rows_per_cta = 128, block_n = 128, stages = 2, warpgroups = 2>}
+      : tensor<?x512xbf16>, tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?x512xbf16>
+  return %o : tensor<?x512xbf16>
+}
+
+// -----
+
+func.func @warpgroup_head_dim(%q: tensor<?x384xbf16>, %k: tensor<?x96xbf16>, %cu: tensor<?xi32>) -> tensor<?x384xbf16> {
+  // expected-error @below {{the sm_90a attention family reads 64-column TMA boxes: its head dim must be a multiple of 64, got 96}}
+  %o = norm.attention_kernel %q, %k, %k seqlens(%cu : tensor<?xi32>) scale(0.1)
+      {num_heads = 4 : i64, num_kv_heads = 1 : i64, head_dim = 96 : i64,
+       launch = #norm.launch<vector = 8, threads_per_row = 16, warps = 12, rows_per_cta = 128, block_n = 64, stages = 2, warpgroups = 2>}
+      : tensor<?x384xbf16>, tensor<?x96xbf16>, tensor<?x96xbf16> -> tensor<?x384xbf16>
+  return %o : tensor<?x384xbf16>
+}
+
+// -----
+
+func.func @warpgroup_registers(%q: tensor<?x1024xbf16>, %k: tensor<?x256xbf16>, %cu: tensor<?xi32>) -> tensor<?x1024xbf16> {
+  // expected-error @below {{the sm_90a attention family at head dim 256 with block_n 64 and the softmax overlapped keeps 192 f32 accumulators per thread of 2 consumer warpgroups, more than the 160 that its registers hold; use a smaller block_n or no overlap}}
+  %o = norm.attention_kernel %q, %k, %k seqlens(%cu : tensor<?xi32>) scale(0.1)
+      {num_heads = 4 : i64, num_kv_heads = 1 : i64, head_dim = 256 : i64,
+       launch = #norm.launch<vector = 8, threads_per_row = 32, warps = 12, rows_per_cta = 128, block_n = 64, stages = 2, warpgroups = 2, overlap = 1>}
+      : tensor<?x1024xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x1024xbf16>
+  return %o : tensor<?x1024xbf16>
+}
+
+// -----
+
+func.func @warpgroup_registers_at_3(%q: tensor<?x1024xbf16>, %k: tensor<?x256xbf16>, %cu: tensor<?xi32>) -> tensor<?x1024xbf16> {
+  // expected-error @below {{the sm_90a attention family at head dim 64 with block_n 96 and the softmax overlapped keeps 128 f32 accumulators per thread of 3 consumer warpgroups, more than the 120 that its registers hold; use a smaller block_n or no overlap}}
+  %o = norm.attention_kernel %q, %k, %k seqlens(%cu : tensor<?xi32>) scale(0.1)
+      {num_heads = 16 : i64, num_kv_heads = 4 : i64, head_dim = 64 : i64,
+       launch = #norm.launch<vector = 8, threads_per_row = 8, warps = 16, rows_per_cta = 192, block_n = 96, stages = 4, warpgroups = 3, overlap = 1>}
+      : tensor<?x1024xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x1024xbf16>
+  return %o : tensor<?x1024xbf16>
+}
+
+// -----
+
+func.func @warpgroup_shared_memory(%q: tensor<?x1024xbf16>, %k: tensor<?x256xbf16>, %cu: tensor<?xi32>) -> tensor<?x1024xbf16> {
+  // expected-error @below {{attention tiles take 327744 bytes of shared memory, more than the target's 232448; use fewer warpgroups, a smaller block_n or fewer stages}}
+  %o = norm.attention_kernel %q, %k, %k seqlens(%cu : tensor<?xi32>) scale(0.1)
+      {num_heads = 4 : i64, num_kv_heads = 1 : i64, head_dim = 256 : i64,
+       launch = #norm.launch<vector = 8, threads_per_row = 32, warps = 12, rows_per_cta = 128, block_n = 64, stages = 4, warpgroups = 2>}
+      : tensor<?x1024xbf16>, tensor<?x256xbf16>, tensor<?x256xbf16> -> tensor<?x1024xbf16>
+  return %o : tensor<?x1024xbf16>
 }
 
 // -----

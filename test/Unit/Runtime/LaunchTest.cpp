@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/CudaDriver.h"
 #include "runtime/Runtime.h"
 
 #include "test/Unit/Runtime/TestSupport.h"
@@ -605,6 +606,72 @@ TEST_F(LaunchTest, QKNormRowsAreTokens) {
   args.set(BufferSlot::K, k, ElementType::bf16, 4096);
   EXPECT_EQ(kernel->launch(args, tokens, nullptr).code(),
             ErrorCode::InvalidArgument);
+}
+
+// The sm_90a attention family reads k and v through TMA: each launch
+// encodes a tensor map of each (the buffer's rows, columns and row stride,
+// boxes of block_n x 64, 128-byte swizzle) and passes its 128 bytes by
+// value as the last parameters; an encoding the driver refuses launches
+// nothing.
+TEST_F(LaunchTest, WarpgroupAttentionPassesTensorMaps) {
+  ContextOptions options = makeFakeOptions(compiler);
+  options.chip = "sm_90a";
+  std::unique_ptr<Context> hopper;
+  ASSERT_TRUE(Context::create(options, hopper).ok());
+  OpSpec spec = examples::makeAttention();
+  spec.keysPrepared = true;
+  KernelOptions kernelOptions;
+  kernelOptions.tune = false;
+  LaunchConfig launch{8, 16, 12, 128, 128, 2, 2, 0};
+  kernelOptions.launch = launch;
+  std::shared_ptr<const Kernel> kernel;
+  Status got = hopper->getKernel(spec, kernelOptions, kernel);
+  ASSERT_TRUE(got.ok()) << got.message();
+  const int64_t tokens = 300, kStride = 1024 + 64;
+  void *q, *k, *v, *qw, *cu, *out;
+  for (auto [pointer, bytes] :
+       {std::pair{&q, tokens * 4096 * 2}, std::pair{&k, tokens * kStride * 2},
+        std::pair{&v, tokens * 1024 * 2}, std::pair{&qw, int64_t(256)},
+        std::pair{&cu, int64_t(16)}, std::pair{&out, tokens * 4096 * 2}})
+    ASSERT_TRUE(hopper->allocate(bytes, *pointer).ok());
+  LaunchArgs args;
+  args.set(BufferSlot::Q, q, ElementType::bf16, 4096)
+      .set(BufferSlot::K, k, ElementType::bf16, 1024, kStride)
+      .set(BufferSlot::V, v, ElementType::bf16, 1024)
+      .set(BufferSlot::QWeight, qw, ElementType::bf16, 128)
+      .set(BufferSlot::CuSeqlens, cu, ElementType::i32, 3)
+      .set(BufferSlot::Output, out, ElementType::bf16, 4096);
+  Status ran = kernel->launch(args, tokens, nullptr);
+  ASSERT_TRUE(ran.ok()) << ran.message();
+  ASSERT_EQ(fakecuda_tensor_map_count(), 2);
+  for (int i = 0; i < 2; ++i) {
+    fakecuda_tensor_map map{};
+    ASSERT_TRUE(fakecuda_get_tensor_map(i, &map));
+    EXPECT_EQ(map.address, reinterpret_cast<uint64_t>(i ? v : k));
+    EXPECT_EQ(map.rank, 2u);
+    EXPECT_EQ(map.data_type, cu::kTensorMapDataTypeBfloat16);
+    EXPECT_EQ(map.dims[0], 1024u);
+    EXPECT_EQ(map.dims[1], static_cast<unsigned long long>(tokens));
+    EXPECT_EQ(map.strides[0],
+              static_cast<unsigned long long>((i ? 1024 : kStride) * 2));
+    EXPECT_EQ(map.box[0], 64u);
+    EXPECT_EQ(map.box[1], 128u);
+    EXPECT_EQ(map.swizzle, cu::kTensorMapSwizzle128B);
+  }
+  fakecuda_launch recorded = lastLaunch();
+  EXPECT_EQ(recorded.block[0], 384u);
+  // The maps' first 8 bytes: the fake's index of each encoding.
+  ASSERT_GE(recorded.num_params, 2);
+  EXPECT_EQ(recorded.params[recorded.num_params - 2], 0u);
+  EXPECT_EQ(recorded.params[recorded.num_params - 1], 1u);
+
+  int launches = fakecuda_launch_count();
+  fakecuda_fail_next("cuTensorMapEncodeTiled", 1, 1);
+  EXPECT_EQ(kernel->launch(args, tokens, nullptr).code(),
+            ErrorCode::DriverError);
+  EXPECT_EQ(fakecuda_launch_count(), launches);
+  for (void *pointer : {q, k, v, qw, cu, out})
+    EXPECT_TRUE(hopper->release(pointer).ok());
 }
 
 } // namespace
