@@ -232,6 +232,25 @@ getAttentionCandidates(const OpSpec &spec, const LaunchConfig &heuristic,
       candidates.push_back(launch);
   };
   add(heuristic);
+  // sm_90a (a heuristic of the wgmma family): its tiles, then the mma.sync
+  // kernel's candidates beside them, so that tuning keeps whichever is
+  // faster, measured.
+  LaunchConfig base = heuristic;
+  if (heuristic.isWarpgroupAttention()) {
+    for (int64_t warpgroups : {2, 3})
+      for (int64_t blockN : {64, 80, 96, 112, 128, 176})
+        for (int64_t overlap : {1, 0}) {
+          LaunchConfig launch = heuristic;
+          launch.warpgroups = warpgroups;
+          launch.warps = 4 * (warpgroups + 1);
+          launch.rowsPerCta = 64 * warpgroups;
+          launch.blockN = blockN;
+          launch.overlap = overlap;
+          add(launch);
+        }
+    base = getHeuristicLaunch(spec, -1);
+    add(base);
+  }
   // Query rows a warp: 16, or FlashAttention-2's 32 (prefill); decode's
   // 16 rows also to a group of 2, 4 or 8 warps that split the key tiles.
   bool decode = spec.kind == OpKind::AttentionDecode;
@@ -254,7 +273,7 @@ getAttentionCandidates(const OpSpec &spec, const LaunchConfig &heuristic,
           // tile.
           if (rowsPerWarp < 16 && rowsPerWarp * warps != groupRows)
             continue;
-          LaunchConfig launch = heuristic;
+          LaunchConfig launch = base;
           launch.warps = warps;
           launch.rowsPerCta = rowsPerWarp * warps;
           launch.blockN = blockN;
@@ -262,6 +281,15 @@ getAttentionCandidates(const OpSpec &spec, const LaunchConfig &heuristic,
           add(launch);
         }
   return candidates;
+}
+
+LaunchConfig norm::jit::getPlannedHeuristic(KernelCompiler &compiler,
+                                            const OpSpec &spec, int64_t rows,
+                                            const TargetOptions &target) {
+  if (std::optional<LaunchConfig> hopper = getWarpgroupAttentionHeuristic(
+          spec, target.getMaxSharedBytes(), target.chip))
+    return *hopper;
+  return compiler.getHeuristicLaunch(spec, rows);
 }
 
 std::vector<LaunchConfig>

@@ -10,6 +10,7 @@
 #define NORM_RUNTIME_CANDIDATES_H
 
 #include "compiler/model/KernelModel.h"
+#include "runtime/KernelCompiler.h"
 
 #include <optional>
 #include <string>
@@ -131,11 +132,19 @@ int64_t fitTuningRows(const OpSpec &spec, RowBucket bucket, int64_t rows,
 /// the compiler's target allows. Attention: warps 2, 4, 8 x block_n 32, 64,
 /// 128 x stages 1, 2, at the only vector and threads per row it has, where
 /// the tiles fit `maxSharedBytes` (0: unchecked) and the accumulators and
-/// K/V copies the registers (norm::verifyLaunchFor). Decode attention, whose query tile holds a token's query
-/// heads of one kv head: warps from the fewest whose 16 rows each hold that
-/// group, doubled up to 8, x the same block_n and stages, in every bucket
-/// (each runs one token per sequence). Every candidate meets
-/// norm::verifyLaunchFor.
+/// K/V copies the registers (norm::verifyLaunchFor). Decode attention, whose
+/// query tile holds a token's query heads of one kv head: warps from the fewest
+/// whose 16 rows each hold that group, doubled up to 8, x the same block_n and
+/// stages, in every bucket (each runs one token per sequence). Prefill on
+/// sm_90a (a heuristic of the wgmma family,
+/// norm::getWarpgroupAttentionHeuristic): 2 or 3 consumer warpgroups x block_n
+/// 64-176 x the softmax overlapped or not, then the mma.sync candidates above.
+/// Every candidate meets norm::verifyLaunchFor. The configuration `compiler`
+/// gives `spec` untuned for `rows` on `target`: the sm_90a family where it
+/// takes the op, else the compiler's heuristic.
+LaunchConfig getPlannedHeuristic(KernelCompiler &compiler, const OpSpec &spec,
+                                 int64_t rows, const TargetOptions &target);
+
 std::vector<LaunchConfig> getTuningCandidates(const OpSpec &spec,
                                               RowBucket bucket,
                                               const LaunchConfig &heuristic,

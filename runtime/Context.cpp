@@ -45,6 +45,23 @@ Status ContextImpl::init() {
       options.compiler ? options.compiler : createDefaultCompiler();
   storeOptions.target.chip =
       options.chip.empty() ? device->info.chip : options.chip;
+  // NORMJIT_CHIP=sm_90a on a compute capability 9.0 device: its
+  // architecture-specific kernels (the sm_90a attention family), where the
+  // options leave the chip to the device.
+  if (const char *chipEnv = std::getenv("NORMJIT_CHIP");
+      chipEnv && *chipEnv && options.chip.empty()) {
+    std::string asked = chipEnv;
+    bool fits = asked == device->info.chip ||
+                (asked == "sm_90a" && device->info.computeMajor == 9 &&
+                 device->info.computeMinor == 0);
+    if (!fits)
+      return Status::error(ErrorCode::InvalidArgument,
+                           "NORMJIT_CHIP=" + asked + " does not run on " +
+                               device->info.getTuningIdentity() +
+                               " (its chip: " + device->info.chip +
+                               "; sm_90a needs compute capability 9.0)");
+    storeOptions.target.chip = asked;
+  }
   storeOptions.target.ptxVersion = options.ptxVersion;
   // Long rows are staged in the shared memory this device lets a CTA have
   // (an sm_86 device runs sm_80 PTX with 99 KiB, not 163), and in no more

@@ -2,6 +2,8 @@
 
 #include "runtime/KernelStore.h"
 
+#include "runtime/Candidates.h"
+
 #include "compiler/model/KernelModel.h"
 #include "runtime/SignatureCheck.h"
 
@@ -353,8 +355,8 @@ Status norm::jit::writeHeuristicBundle(const KernelStore &store,
     LaunchPlan plan;
     std::vector<LaunchConfig> launches;
     for (RowBucket bucket : kAllRowBuckets) {
-      LaunchConfig launch =
-          compiler->getHeuristicLaunch(spec, getTuningRows(spec, bucket));
+      LaunchConfig launch = getPlannedHeuristic(
+          *compiler, spec, getTuningRows(spec, bucket), target);
       plan[static_cast<int>(bucket)] = launch;
       launches.push_back(launch);
       if (std::optional<LaunchConfig> scalar = getScalarFallback(spec, launch))

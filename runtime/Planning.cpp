@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/Candidates.h"
 #include "runtime/ContextImpl.h"
 
 #include "runtime/Tuner.h"
@@ -81,8 +82,8 @@ Status ContextImpl::plan(const OpSpec &spec, bool tune,
   for (RowBucket bucket : kAllRowBuckets) {
     BucketReport &report = reports[static_cast<int>(bucket)];
     report.source = BucketReport::Source::Heuristic;
-    report.launch =
-        compiler->getHeuristicLaunch(spec, getTuningRows(spec, bucket));
+    report.launch = getPlannedHeuristic(
+        *compiler, spec, getTuningRows(spec, bucket), store->getTarget());
   }
   return Status::success();
 }
@@ -115,8 +116,9 @@ std::vector<RowBucket> ContextImpl::loadCachedTunings(const OpSpec &spec,
 void ContextImpl::useHeuristic(const OpSpec &spec, BucketReport &report,
                                const std::string &why) {
   report.source = BucketReport::Source::Heuristic;
-  report.launch = store->getCompiler()->getHeuristicLaunch(
-      spec, getTuningRows(spec, report.bucket));
+  report.launch = getPlannedHeuristic(*store->getCompiler(), spec,
+                                      getTuningRows(spec, report.bucket),
+                                      store->getTarget());
   report.tunedRows = 0;
   report.candidates.clear();
   report.tuningReport.clear();
@@ -193,8 +195,8 @@ Status ContextImpl::tune(const OpSpec &spec, const GradientSums &sums,
   std::array<LaunchConfig, kNumRowBuckets> heuristics;
   for (RowBucket bucket : pending) {
     int b = static_cast<int>(bucket);
-    heuristics[b] =
-        compiler.getHeuristicLaunch(spec, getTuningRows(spec, bucket));
+    heuristics[b] = getPlannedHeuristic(
+        compiler, spec, getTuningRows(spec, bucket), store->getTarget());
     runs[b] = {getTuningCandidates(spec, bucket, heuristics[b],
                                    store->getTarget().getMaxSharedBytes()),
                device->getSmCount()};

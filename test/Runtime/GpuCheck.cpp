@@ -9,8 +9,12 @@
 // scalar variant), strided rows and a launch captured into a CUDA graph;
 // in-place kernels with their outputs over their inputs' very buffers
 // (checked there); and a second context with programmatic dependent launch
-// (compute capability 9.0 on; "pdl: not run" elsewhere). Prints one line
-// per case; exit status 1 if any fails.
+// (compute capability 9.0 on; "pdl: not run" elsewhere); on compute
+// capability 9.0, the sm_90a attention kernel (TMA tensor maps, mbarrier
+// transaction counts, wgmma descriptors: what a Hopper checks first) at a
+// small varlen causal case against the float64 attention, each consumer
+// warpgroup count once (--quick: one). Prints one line per case; exit status 1
+// if any fails.
 //
 //   normjit-gpu-check [--quick] [--no-tune] [--filter TEXT] [--driver LIB]
 //
@@ -20,6 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/model/AttentionReference.h"
 #include "compiler/model/FloatFormats.h"
 #include "compiler/model/Reference.h"
 #include "runtime/Runtime.h"
@@ -979,6 +984,152 @@ std::vector<Case> getPdlCases(bool quick) {
 
 } // namespace
 
+/// The sm_90a attention family (#34) on a compute capability 9.0 device:
+/// small varlen causal cases (every tile tail, an empty sequence) against
+/// the float64 attention, its output poisoned first and the rows past the
+/// tokens guarded. A mismatch of a tensor map, a transaction count or a
+/// descriptor shows here first: a wrong value, or a wait that traps.
+/// Returns the failures; adds the cases run to `total`.
+int checkWarpgroupAttention(const ContextOptions &base, bool quick,
+                            const std::string &filter, int &total) {
+  ContextOptions options = base;
+  options.chip = "sm_90a";
+  std::unique_ptr<Context> context;
+  if (Status status = Context::create(options, context); !status) {
+    std::printf("sm_90a attention: not run: %s\n", status.message().c_str());
+    return 0;
+  }
+  if (context->getDeviceInfo().computeMajor != 9 ||
+      context->getDeviceInfo().computeMinor != 0) {
+    std::printf("sm_90a attention: not run: needs compute capability 9.0\n");
+    return 0;
+  }
+  struct Shape {
+    const char *name;
+    int64_t headDim, warpgroups, blockN;
+    bool overlap;
+  };
+  const Shape shapes[] = {{"d128 2wg n128 overlapped", 128, 2, 128, true},
+                          {"d64 1wg n64", 64, 1, 64, false},
+                          {"d64 3wg n80 overlapped", 64, 3, 80, true},
+                          {"d256 2wg n64", 256, 2, 64, false}};
+  const std::vector<int64_t> cu = {0, 130, 130, 131, 333};
+  const int64_t tokens = cu.back(), heads = 4, kvHeads = 2;
+  int failed = 0;
+  for (const Shape &shape : shapes) {
+    // --quick: the first only.
+    if (quick && &shape != shapes)
+      break;
+    std::string name = std::string("sm_90a attention ") + shape.name;
+    if (!filter.empty() && name.find(filter) == std::string::npos)
+      continue;
+    ++total;
+    OpSpec spec;
+    spec.kind = OpKind::Attention;
+    spec.hidden = shape.headDim;
+    spec.numQHeads = heads;
+    spec.numKvHeads = kvHeads;
+    spec.qkStatistic = Statistic::None;
+    spec.hasWeight = false;
+    spec.causal = true;
+    spec.scale = 1.0 / std::sqrt(static_cast<double>(shape.headDim));
+    spec.input = spec.output = ElementType::bf16;
+    LaunchConfig launch;
+    launch.vector = 8;
+    launch.threadsPerRow = getAttentionThreadsPerRow(shape.headDim);
+    launch.warps = 4 * (shape.warpgroups + 1);
+    launch.rowsPerCta = 64 * shape.warpgroups;
+    launch.blockN = shape.blockN;
+    launch.stages = 2;
+    launch.warpgroups = shape.warpgroups;
+    launch.overlap = shape.overlap;
+    KernelOptions kernelOptions;
+    kernelOptions.tune = false;
+    kernelOptions.launch = launch;
+    auto fail = [&](const std::string &why) {
+      std::printf("FAIL %s: %s\n", name.c_str(), why.c_str());
+      ++failed;
+    };
+    std::shared_ptr<const Kernel> kernel;
+    if (Status status = context->getKernel(spec, kernelOptions, kernel);
+        !status) {
+      fail(status.message());
+      continue;
+    }
+    int64_t qCols = heads * shape.headDim, kvCols = kvHeads * shape.headDim;
+    HostTensor q(ElementType::bf16, tokens * qCols),
+        k(ElementType::bf16, tokens * kvCols),
+        v(ElementType::bf16, tokens * kvCols),
+        out(ElementType::bf16, (tokens + 1) * qCols);
+    for (HostTensor *tensor : {&q, &k, &v})
+      for (size_t i = 0; i < tensor->size(); ++i)
+        tensor->set(i, nextRandom());
+    out.poison();
+    std::vector<int32_t> offsets(cu.begin(), cu.end());
+    std::vector<void *> device(5, nullptr);
+    const void *host[5] = {q.bytes.data(), k.bytes.data(), v.bytes.data(),
+                           offsets.data(), out.bytes.data()};
+    size_t bytes[5] = {q.bytes.size(), k.bytes.size(), v.bytes.size(),
+                       offsets.size() * 4, out.bytes.size()};
+    Status status = Status::success();
+    for (int i = 0; i < 5 && status; ++i) {
+      status = context->allocate(bytes[i], device[i]);
+      if (status)
+        status = context->copyToDevice(device[i], host[i], bytes[i]);
+    }
+    if (status) {
+      LaunchArgs args;
+      args.set(BufferSlot::Q, device[0], ElementType::bf16, qCols)
+          .set(BufferSlot::K, device[1], ElementType::bf16, kvCols)
+          .set(BufferSlot::V, device[2], ElementType::bf16, kvCols)
+          .set(BufferSlot::CuSeqlens, device[3], ElementType::i32,
+               static_cast<int64_t>(offsets.size()))
+          .set(BufferSlot::Output, device[4], ElementType::bf16, qCols);
+      status = kernel->launch(args, tokens, nullptr);
+    }
+    if (status)
+      status = context->synchronize(nullptr);
+    if (status)
+      status = context->copyToHost(out.bytes.data(), device[4], bytes[4]);
+    for (void *pointer : device)
+      if (pointer)
+        (void)context->release(pointer);
+    if (!status) {
+      fail(status.message());
+      continue;
+    }
+    check::AttentionProblem problem = check::getAttentionProblem(spec, cu);
+    check::AttentionOperands operands;
+    operands.q = {ElementType::bf16, q.bytes.data(), tokens, qCols, qCols};
+    operands.k = {ElementType::bf16, k.bytes.data(), tokens, kvCols, kvCols};
+    operands.v = {ElementType::bf16, v.bytes.data(), tokens, kvCols, kvCols};
+    check::AttentionExpected expected =
+        check::referenceAttention(problem, operands);
+    int64_t wrong = 0;
+    std::string first;
+    for (int64_t t = 0; t < tokens; ++t)
+      for (int64_t col = 0; col < qCols; ++col) {
+        double actual = out.get(t * qCols + col);
+        const check::Expected &e = expected.output.at(t, col);
+        if (!e.accepts(actual) && wrong++ == 0)
+          first = "token " + std::to_string(t) + " column " +
+                  std::to_string(col) + ": " + std::to_string(actual) +
+                  ", expected " + std::to_string(e.value);
+      }
+    // The row after the last token stays as it was.
+    for (int64_t col = 0; col < qCols; ++col)
+      if (!std::isnan(out.get(tokens * qCols + col)) && wrong++ == 0)
+        first = "the guard row was written";
+    if (wrong) {
+      fail(std::to_string(wrong) + " wrong values; first " + first);
+      continue;
+    }
+    std::printf("PASS %s: kernel %s\n", name.c_str(),
+                launch.getMangledSuffix().c_str());
+  }
+  return failed;
+}
+
 int main(int argc, char **argv) {
   bool quick = false, tuning = true;
   std::string filter, driver;
@@ -1038,6 +1189,7 @@ int main(int argc, char **argv) {
       failed += !pdlChecker.run(c, /*tune=*/false);
     }
   }
+  failed += checkWarpgroupAttention(options, quick, filter, total);
   std::printf("%d of %d cases passed\n", total - failed, total);
   return failed || total == 0 ? 1 : 0;
 }

@@ -377,6 +377,40 @@ TEST(Candidates, DecodeWarpsFollowTheGroup) {
 
 // One new token per sequence, the caches holding about 256 MiB: a long
 // context for one sequence, short ones for many.
+// sm_90a prefill over prepared keys: the heuristic is the wgmma family's,
+// and tuning times its tiles (2 and 3 consumer warpgroups, block_n 64 to
+// 176, overlapped or not, each within its register rule) beside the
+// mma.sync kernel's heuristic and candidates; none where the family does
+// not take the op, and never on another chip.
+TEST(Candidates, Sm90aAttentionTimesBothFamilies) {
+  OpSpec spec = examples::makeAttention();
+  spec.keysPrepared = true;
+  std::optional<LaunchConfig> heuristic =
+      getWarpgroupAttentionHeuristic(spec, 232448, "sm_90a");
+  ASSERT_TRUE(heuristic);
+  EXPECT_EQ(heuristic->getMangledSuffix(), "v8_t16_w12_r128_n128_s2_g2o");
+  std::vector<LaunchConfig> candidates =
+      getTuningCandidates(spec, RowBucket::More, *heuristic, 232448);
+  EXPECT_EQ(candidates.front(), *heuristic);
+  std::set<std::string> wgmma, mma;
+  for (const LaunchConfig &launch : candidates) {
+    EXPECT_TRUE(verifyLaunchFor(spec, launch, 232448));
+    (launch.isWarpgroupAttention() ? wgmma : mma)
+        .insert(launch.getMangledSuffix());
+  }
+  EXPECT_TRUE(wgmma.count("v8_t16_w16_r192_n112_s2_g3"));
+  EXPECT_FALSE(wgmma.count("v8_t16_w16_r192_n128_s2_g3"));
+  EXPECT_FALSE(wgmma.count("v8_t16_w12_r128_n176_s2_g2o"));
+  // Two warpgroups: 5 overlapped, 6 not; three: 4 not overlapped.
+  EXPECT_EQ(wgmma.size(), 15u);
+  EXPECT_TRUE(mma.count(getHeuristicLaunch(spec, -1).getMangledSuffix()));
+  EXPECT_GT(mma.size(), 4u);
+
+  EXPECT_FALSE(getWarpgroupAttentionHeuristic(spec, 232448, "sm_90"));
+  EXPECT_FALSE(getWarpgroupAttentionHeuristic(examples::makeAttention(), 232448,
+                                              "sm_90a"));
+}
+
 TEST(TuningScratch, DecodeShapes) {
   OpSpec spec = makeDecode(32, 8); // a key and its value: 4 KiB
   auto shape = [&](int64_t rows) { return getCacheTuningShape(spec, rows); };

@@ -674,4 +674,38 @@ TEST_F(LaunchTest, WarpgroupAttentionPassesTensorMaps) {
     EXPECT_TRUE(hopper->release(pointer).ok());
 }
 
+// NORMJIT_CHIP=sm_90a on a cc 9.0 device: prefill attention over prepared
+// keys plans the sm_90a family untuned (FlashAttention-3's tiles) and
+// launches it with its tensor maps; the mma.sync kernel where the family
+// does not take the op (keys normalized in the loop); refused on a device
+// that cannot run sm_90a code.
+TEST_F(LaunchTest, Sm90aFromTheEnvironmentPlansTheHopperKernel) {
+  ASSERT_EQ(setenv("NORMJIT_CHIP", "sm_90a", 1), 0);
+  std::unique_ptr<Context> hopper;
+  Status created = Context::create(makeFakeOptions(compiler), hopper);
+  ASSERT_TRUE(created.ok()) << created.message();
+  OpSpec prepared = examples::makeAttention();
+  prepared.keysPrepared = true;
+  KernelOptions untuned;
+  untuned.tune = false;
+  std::shared_ptr<const Kernel> kernel;
+  ASSERT_TRUE(hopper->getKernel(prepared, untuned, kernel).ok());
+  const LaunchConfig &launch = kernel->getReport(RowBucket::More).launch;
+  EXPECT_EQ(launch.getMangledSuffix(), "v8_t16_w12_r128_n128_s2_g2o");
+  std::shared_ptr<const Kernel> inLoop;
+  ASSERT_TRUE(
+      hopper->getKernel(examples::makeAttention(), untuned, inLoop).ok());
+  EXPECT_FALSE(
+      inLoop->getReport(RowBucket::More).launch.isWarpgroupAttention());
+
+  fakecuda_set_compute_capability(8, 9);
+  std::unique_ptr<Context> ada;
+  Status refused = Context::create(makeFakeOptions(compiler), ada);
+  unsetenv("NORMJIT_CHIP");
+  EXPECT_EQ(refused.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(refused.message().find("NORMJIT_CHIP=sm_90a does not run on"),
+            std::string::npos)
+      << refused.message();
+}
+
 } // namespace
