@@ -6,7 +6,7 @@
 #
 #   bash tools/gpu-check.sh [--budget-s 380] [--out DIR] [--quick] [--dry-run]
 #                           [--skip step,...] [--attention-s 120] [--decode-s 90]
-#                           [--backward-s 120]
+#                           [--backward-s 120] [--attention-chip sm_90a]
 #
 # Steps (each logged, each under a time limit that leaves the benchmark at
 # least --bench-min-s; a failing step does not stop the others):
@@ -30,7 +30,8 @@
 #               (less --attention-s where the benchmark keeps --bench-min-s)
 #   attention   tools/norm-bench/attention_bench.py (prefill attention) with
 #               at most --attention-s; skipped when under 60 s are left, or
-#               without torch's CUDA or the compiler in libnormjit
+#               without torch's CUDA or the compiler in libnormjit; with
+#               --attention-chip sm_90a (NORMJIT_CHIP) the Hopper kernel
 #   decode      tools/norm-bench/decode_bench.py (decode attention) with at
 #               most --decode-s; skipped as attention is (under 45 s left)
 #   backward    tools/norm-bench/backward_bench.py (the norms' backward for
@@ -47,6 +48,7 @@ budget=380
 bench_min=150
 bench_max=240
 attention_s=120
+attention_chip=
 attention_min=60
 decode_s=90
 decode_min=45
@@ -65,12 +67,13 @@ while [ $# -gt 0 ]; do
     --attention-s) attention_s=$2; shift 2 ;;
     --decode-s) decode_s=$2; shift 2 ;;
     --backward-s) backward_s=$2; shift 2 ;;
+    --attention-chip) attention_chip=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --carry) carry=$2; shift 2 ;;
     --quick) quick=1; shift ;;
     --dry-run) dry_run=1; shift ;;
     --skip) skip=",$2,"; shift 2 ;;
-    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
     *) echo "gpu-check.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -399,13 +402,16 @@ fi
 # $out/NAME-results.json.
 torch_bench() {
   local name=$1 script=$2 share=$3 minimum=$4 pattern=$5 left budget_s
+  # NORMJIT_CHIP for the attention benchmark (--attention-chip).
+  local chip=
+  [ "$name" = attention ] && chip=$attention_chip
   left=$(( budget - $(elapsed) - 15 ))
   budget_s=$(( left < share ? left : share ))
   local args=(--out "$out/$name-results.json" --budget-s "$budget_s"
               --cache-dir "$work/$name-cache")
   [ $quick = 1 ] && args+=(--quick)
   if [ $dry_run = 1 ]; then
-    echo "[dry-run] $name (budget ${budget_s} s): python3 tools/norm-bench/$script ${args[*]}"
+    echo "[dry-run] $name (budget ${budget_s} s): ${chip:+NORMJIT_CHIP=$chip }python3 tools/norm-bench/$script ${args[*]}"
     python3 "$root/tools/norm-bench/$script" --dry-run "${args[@]}" | sed -n 1p
   elif [ $static_ok = 0 ]; then
     record "$name" SKIP "no libnormjit with the compiler (its kernels are built here)"
@@ -416,8 +422,8 @@ torch_bench() {
     record "$name" SKIP "no torch with CUDA or no norm_opt (logs/$name.log)"
   else
     echo "[$(elapsed) s] $name (budget ${budget_s} s) ..."
-    timeout --kill-after=10 $((budget_s + 60)) python3 "$root/tools/norm-bench/$script" \
-      "${args[@]}" >> "$logs/$name.log" 2>&1
+    NORMJIT_CHIP=$chip timeout --kill-after=10 $((budget_s + 60)) \
+      python3 "$root/tools/norm-bench/$script" "${args[@]}" >> "$logs/$name.log" 2>&1
     status=$?
     verdict "$name" $status "$pattern"
   fi

@@ -99,6 +99,12 @@ AttentionCase withWarpgroups(AttentionCase c, int64_t warpgroups,
   return c;
 }
 
+/// `c` with adversarial inputs (AttentionCase::adversarial).
+AttentionCase withAdversarialInputs(AttentionCase c) {
+  c.adversarial = true;
+  return c;
+}
+
 /// `count` sequence lengths that walk every round of the 16-way search for
 /// a CTA's sequence (three rounds past 256 sequences): mostly 0 to 3 tokens,
 /// runs of empty sequences, and a tile and more at the rounds' edges
@@ -687,7 +693,21 @@ INSTANTIATE_TEST_SUITE_P(
                         "", kBf16, 64, 6, 2, false, kRms, true, 0.0, {200, 5}},
                     kGptJ, 0, 1e4),
                 ""),
-            3, 80, 4, true, "hopper_rope_first_gptj_d64_g3")));
+            3, 80, 4, true, "hopper_rope_first_gptj_d64_g3"),
+        withWarpgroups(
+            withAdversarialInputs(AttentionCase{
+                "", kBf16, 128, 4, 1, true, kNone, false, 0.0, {150, 77}}),
+            2, 128, 2, true, "hopper_adversarial_d128_mqa"),
+        withAdversarialInputs(AttentionCase{"adversarial_d128_mma_sync",
+                                            kBf16,
+                                            128,
+                                            4,
+                                            1,
+                                            true,
+                                            kRms,
+                                            true,
+                                            0.0,
+                                            {150, 77}})));
 
 // 300 sequences: three rounds of the 16-way search for a CTA's sequence
 // (varlen_37_sequences_causal above takes two).

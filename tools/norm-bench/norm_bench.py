@@ -227,6 +227,9 @@ def environment(torch, triton_version: Optional[str]) -> Dict[str, object]:
         "python": platform.python_version(),
         "libnormjit": os.environ.get("NORMJIT_LIBRARY", "(default search)"),
         "commit": os.environ.get("NORM_GIT_COMMIT", "unknown"),
+        # libnormjit's PTX target: the device's unless NORMJIT_CHIP asks
+        # for sm_90a (the Hopper attention kernel).
+        "chip": os.environ.get("NORMJIT_CHIP") or "the device's",
         "date": datetime.datetime.now(datetime.timezone.utc).strftime(
             "%Y-%m-%d %H:%M"),
     }

@@ -412,6 +412,29 @@ AttentionResult norm::check::runAttentionCase(const AttentionCase &c,
       buffer->fill(getInputGuard(c.type));
       buffer->fillRows(draw);
     }
+    if (c.adversarial) {
+      // An outlier channel in q and k (scores of hundreds: a softmax that
+      // one key rules), tiny query rows, spikes and constant rows in v.
+      auto channel = [&](int64_t row, int64_t col) -> std::optional<double> {
+        if (col % d == 5)
+          return 12.0 * static_cast<double>(row % 5 - 2);
+        return std::nullopt;
+      };
+      q->fillRows([&](int64_t row, int64_t col) {
+        double x = channel(row, col).value_or(random.uniform(-2.0, 2.0));
+        return row % 9 == 4 ? x * 1e-3 : x;
+      });
+      k->fillRows([&](int64_t row, int64_t col) {
+        return channel(row + 1, col).value_or(random.uniform(-2.0, 2.0));
+      });
+      v->fillRows([&](int64_t row, int64_t col) {
+        if (row % 11 == 4)
+          return 1.0;
+        if (row % 7 == 3 && col % d == 0)
+          return 500.0;
+        return random.uniform(-2.0, 2.0);
+      });
+    }
     qData = q->data(), kData = k->data(), vData = v->data();
     qBytes = q->getBytesFromData(), kBytes = k->getBytesFromData();
     vBytes = v->getBytesFromData();

@@ -125,6 +125,9 @@ struct AttentionCase {
   // overlapped with the next tile's Q K^T where asked.
   int64_t warpgroups = 0;
   bool overlap = false;
+  // Adversarial inputs (separate q, k, v only): an outlier channel in q
+  // and k, tiny query rows, spikes of 500 and constant rows in v.
+  bool adversarial = false;
 };
 
 /// A decode step: `newTokens[b]` tokens of sequence b appended to its
