@@ -120,10 +120,11 @@ int64_t pickThreadsPerRow(const OpSpec &spec, int64_t vector) {
 } // namespace
 
 /// Two consumer warpgroups of 64 query rows (FlashAttention-3's 128-row
-/// tiles), two stages, the softmax overlapped with the next tile's Q K^T
-/// where the registers hold both tiles of scores, the widest key tile
-/// of 128 down to 16 that the registers and the shared memory hold
-/// (head dim 128: 128 keys overlapped; 256: 64 without the overlap).
+/// tiles), two stages, the widest key tile of 128 down to 16 that the
+/// registers and the shared memory hold, the softmax overlapped with the
+/// next tile's Q K^T where the registers hold both tiles of scores: head
+/// dims 64 and 128, 128 keys overlapped; 256, 80 keys without the overlap
+/// (FlashAttention-3's 128 x 80; overlapped, 32 keys would fit).
 std::optional<LaunchConfig>
 norm::getWarpgroupAttentionHeuristic(const OpSpec &spec, int64_t maxSharedBytes,
                                      std::string_view chip) {
@@ -136,8 +137,8 @@ norm::getWarpgroupAttentionHeuristic(const OpSpec &spec, int64_t maxSharedBytes,
   launch.warps = 4 * (launch.warpgroups + 1);
   launch.rowsPerCta = 64 * launch.warpgroups;
   launch.stages = 2;
-  for (int64_t overlap : {1, 0})
-    for (int64_t blockN = 128; blockN >= 16; blockN -= 16) {
+  for (int64_t blockN = 128; blockN >= 16; blockN -= 16)
+    for (int64_t overlap : {1, 0}) {
       launch.overlap = overlap;
       launch.blockN = blockN;
       if (verifyLaunchFor(spec, launch, maxSharedBytes))

@@ -29,7 +29,7 @@
 // FUSE-LABEL: .visible .entry norm_attn_qkrms_causal_kprep_ropeneox128_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w12_r128_n128_s2_g2o(
 //       FUSE: wgmma.mma_async
 // FUSE-LABEL: .visible .entry norm_attn_causal_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w12_r128_n128_s2_g2o(
-// FUSE-LABEL: .visible .entry norm_attn_qkrms_causal_kprep_ropeneox256_d256_h8x1_bf16_{{[0-9a-f]+}}_v8_t32_w12_r128_n32_s2_g2o(
+// FUSE-LABEL: .visible .entry norm_attn_qkrms_causal_kprep_ropeneox256_d256_h8x1_bf16_{{[0-9a-f]+}}_v8_t32_w12_r128_n80_s2_g2(
 // FUSE-LABEL: .visible .entry norm_attn_qkrms_causal_kprep_ropeneox64_d64_h16x4_bf16_{{[0-9a-f]+}}_v8_t8_w12_r128_n128_s2_g2o(
 // FUSE-PTXAS-COUNT-10: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // FUSE-PTXAS-NOT: bytes spill
