@@ -19,6 +19,7 @@
 // RUN: norm-opt %s --norm-lower-to-ptx="chip=sm_90a" -o %t.ptx
 // RUN: FileCheck %s --input-file=%t.ptx
 // RUN: %ptxas -arch=sm_90a -v %t.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: FileCheck %s --input-file=%t.ptx --check-prefix=TX
 // RUN: not norm-opt %s --norm-lower-to-ptx="chip=sm_90" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SM90
 
 // RUN: norm-opt %S/attention-prepared-keys.mlir --norm-fuse --norm-lower-to-ptx="chip=sm_90a" -o %t.fuse.ptx
@@ -65,6 +66,24 @@
 // CHECK-LABEL: .visible .entry norm_attn_causal_d64_h16x4_bf16_{{[0-9a-f]+}}_v8_t8_w16_r192_n80_s4_g3o(
 //       CHECK: setmaxnreg.dec.sync.aligned.u32 32;
 //       CHECK: setmaxnreg.inc.sync.aligned.u32 160;
+
+// Each stage's full barrier expects the bytes of its boxes: K and V, head
+// dim / 64 boxes each of block_n rows x 128 bytes (D=128, N=128: 4 boxes,
+// 65536 bytes; D=64, N=64: 2 boxes, 16384), each box issued once a tile
+// (and tile 0 before the loop when overlapped).
+//  TX-LABEL: .visible .entry norm_attn_qkrms_causal_kprep_ropeneox128_pos_d128_h32x8_bf16_{{[0-9a-f]+}}_v8_t16_w12_r128_n128_s2_g2(
+//       TX: mov.b32 [[BYTES:%r[0-9]+]], 65536;
+//       TX: mbarrier.arrive.expect_tx.shared::cta.b64 _, [{{%rd[0-9]+}}], [[BYTES]];
+//  TX-COUNT-4: cp.async.bulk.tensor.2d
+//   TX-NOT: cp.async.bulk.tensor
+//  TX-LABEL: .visible .entry norm_attn_d64_h8x8_f16_{{[0-9a-f]+}}_v8_t8_w8_r64_n64_s3_g1o(
+//       TX: mov.b32 [[SMALL:%r[0-9]+]], 16384;
+//       TX: mbarrier.arrive.expect_tx.shared::cta.b64 _, [{{%rd[0-9]+}}], [[SMALL]];
+//  TX-COUNT-2: cp.async.bulk.tensor.2d
+//       TX: mbarrier.arrive.expect_tx.shared::cta.b64 _, [{{%rd[0-9]+}}], {{%r[0-9]+}};
+//  TX-COUNT-2: cp.async.bulk.tensor.2d
+//   TX-NOT: cp.async.bulk.tensor
+//  TX-LABEL: .visible .entry
 
 // PTXAS-COUNT-5: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // PTXAS-NOT: bytes spill
