@@ -20,7 +20,7 @@ using namespace mlir::norm;
 
 KernelBuilder::KernelBuilder(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
                              const ::norm::KernelSignature &sig)
-    : b(b), sig(sig), f32(b.getF32Type()), vector(sig.launch.vector),
+    : ValueBuilder(b), sig(sig), vector(sig.launch.vector),
       threads(sig.launch.threadsPerRow) {
   for (auto [param, arg] : llvm::zip(sig.params, func.getArguments())) {
     args[param.name] = arg;
@@ -36,35 +36,35 @@ KernelBuilder::KernelBuilder(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
 // Values
 //===----------------------------------------------------------------------===//
 
-Value KernelBuilder::index(int64_t value) {
+Value ValueBuilder::index(int64_t value) {
   return arith::ConstantIndexOp::create(b, value);
 }
 
-Value KernelBuilder::constantF32(double value) {
+Value ValueBuilder::constantF32(double value) {
   return arith::ConstantOp::create(b, b.getF32FloatAttr(value));
 }
 
-Value KernelBuilder::zero(Type type) {
+Value ValueBuilder::zero(Type type) {
   return arith::ConstantOp::create(b, type, b.getZeroAttr(type));
 }
 
-Value KernelBuilder::add(Value x, Value y) {
+Value ValueBuilder::add(Value x, Value y) {
   return b.createOrFold<arith::AddIOp>(x, y);
 }
 
-Value KernelBuilder::mul(Value x, Value y) {
+Value ValueBuilder::mul(Value x, Value y) {
   return b.createOrFold<arith::MulIOp>(x, y);
 }
 
-Value KernelBuilder::addf(Value x, Value y) {
+Value ValueBuilder::addf(Value x, Value y) {
   return arith::AddFOp::create(b, x, y);
 }
 
-Value KernelBuilder::subf(Value x, Value y) {
+Value ValueBuilder::subf(Value x, Value y) {
   return arith::SubFOp::create(b, x, y);
 }
 
-Value KernelBuilder::mulf(Value x, Value y) {
+Value ValueBuilder::mulf(Value x, Value y) {
   return arith::MulFOp::create(b, x, y);
 }
 
@@ -147,16 +147,15 @@ createIfElse(ImplicitLocOpBuilder &b, Value cond,
 }
 
 SmallVector<Value>
-KernelBuilder::ifElseZeros(Value cond,
-                           function_ref<SmallVector<Value>()> then) {
+ValueBuilder::ifElseZeros(Value cond, function_ref<SmallVector<Value>()> then) {
   return createIfElse(b, cond, then, [&](TypeRange types) {
     return llvm::map_to_vector(types, [&](Type t) { return zero(t); });
   });
 }
 
-SmallVector<Value> KernelBuilder::ifElse(Value cond,
-                                         function_ref<SmallVector<Value>()> then,
-                                         ValueRange otherwise) {
+SmallVector<Value> ValueBuilder::ifElse(Value cond,
+                                        function_ref<SmallVector<Value>()> then,
+                                        ValueRange otherwise) {
   return createIfElse(b, cond, then, [&](TypeRange types) {
     assert(TypeRange(otherwise) == types && "branches of different types");
     return SmallVector<Value>(otherwise);
@@ -164,8 +163,8 @@ SmallVector<Value> KernelBuilder::ifElse(Value cond,
 }
 
 SmallVector<Value>
-KernelBuilder::ifElse(Value cond, function_ref<SmallVector<Value>()> then,
-                      function_ref<SmallVector<Value>()> otherwise) {
+ValueBuilder::ifElse(Value cond, function_ref<SmallVector<Value>()> then,
+                     function_ref<SmallVector<Value>()> otherwise) {
   return createIfElse(b, cond, then, [&](TypeRange types) {
     SmallVector<Value> values = otherwise();
     assert(TypeRange(values) == types && "branches of different types");
@@ -287,8 +286,8 @@ Value KernelBuilder::findSequence(Value offsets, Value batch, Value token) {
       token);
 }
 
-void KernelBuilder::ifThen(Value cond, function_ref<void()> then,
-                           function_ref<void()> otherwise) {
+void ValueBuilder::ifThen(Value cond, function_ref<void()> then,
+                          function_ref<void()> otherwise) {
   auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/bool(otherwise));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(ifOp.thenBlock()->getTerminator());

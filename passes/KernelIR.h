@@ -54,16 +54,14 @@ struct Moments {
   Value count, mean, m2;
 };
 
-/// Emits the body of one kernel with the ABI of `sig`: derive an emitter
-/// per kernel kind from it.
-class KernelBuilder {
+/// Values and branches at a builder's insertion point: what every emitter
+/// builds with, a whole kernel's (KernelBuilder) or a building block's that
+/// kernels share (the Hopper key/value loop).
+class ValueBuilder {
 public:
-  KernelBuilder(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
-                const ::norm::KernelSignature &sig);
+  explicit ValueBuilder(ImplicitLocOpBuilder &b) : b(b), f32(b.getF32Type()) {}
 
 protected:
-  //===--- Values ---------------------------------------------------------===//
-
   Value index(int64_t value);
   Value constantF32(double value);
   Value zero(Type type);
@@ -73,6 +71,34 @@ protected:
   Value addf(Value x, Value y);
   Value subf(Value x, Value y);
   Value mulf(Value x, Value y);
+  void ifThen(Value cond, function_ref<void()> then,
+              function_ref<void()> otherwise = nullptr);
+  /// Values that `then` computes when `cond` holds, zeros otherwise.
+  SmallVector<Value> ifElseZeros(Value cond,
+                                 function_ref<SmallVector<Value>()> then);
+  /// Values that `then` computes when `cond` holds, `otherwise` (of the
+  /// same types) when it does not.
+  SmallVector<Value> ifElse(Value cond, function_ref<SmallVector<Value>()> then,
+                            ValueRange otherwise);
+  /// Values that `then` computes when `cond` holds, `otherwise` (of the
+  /// same types) when it does not, each in its own branch.
+  SmallVector<Value> ifElse(Value cond, function_ref<SmallVector<Value>()> then,
+                            function_ref<SmallVector<Value>()> otherwise);
+
+  ImplicitLocOpBuilder &b;
+  Type f32;
+};
+
+/// Emits the body of one kernel with the ABI of `sig`: derive an emitter
+/// per kernel kind from it.
+class KernelBuilder : public ValueBuilder {
+public:
+  KernelBuilder(ImplicitLocOpBuilder &b, gpu::GPUFuncOp func,
+                const ::norm::KernelSignature &sig);
+
+protected:
+  //===--- Values ---------------------------------------------------------===//
+
   /// x / y, approximate (afn): div.approx.f32 on the GPU (2 ulp, no slow
   /// path); for the means of counts, not for values a user sees.
   Value divideApprox(Value x, Value y);
@@ -102,19 +128,6 @@ protected:
 
   //===--- Control flow ---------------------------------------------------===//
 
-  /// Values that `then` computes when `cond` holds, zeros otherwise.
-  SmallVector<Value> ifElseZeros(Value cond,
-                                 function_ref<SmallVector<Value>()> then);
-  /// Values that `then` computes when `cond` holds, `otherwise` (of the
-  /// same types) when it does not.
-  SmallVector<Value> ifElse(Value cond, function_ref<SmallVector<Value>()> then,
-                            ValueRange otherwise);
-  /// Values that `then` computes when `cond` holds, `otherwise` (of the
-  /// same types) when it does not, each in its own branch.
-  SmallVector<Value> ifElse(Value cond, function_ref<SmallVector<Value>()> then,
-                            function_ref<SmallVector<Value>()> otherwise);
-  void ifThen(Value cond, function_ref<void()> then,
-              function_ref<void()> otherwise = nullptr);
   /// Runs `body` for each row this thread's group works on: one or, when a
   /// CTA handles more rows than it holds at once, a loop with uniform bounds
   /// (every thread reaches the collectives of the body).
@@ -257,9 +270,7 @@ protected:
                                         const RopeAngles &angles,
                                         Value position);
 
-  ImplicitLocOpBuilder &b;
   const ::norm::KernelSignature &sig;
-  Type f32;
   int64_t vector, threads;
   Value bid, lane, slot;
 

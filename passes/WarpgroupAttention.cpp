@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/WarpgroupAttention.h"
+#include "passes/KernelIR.h"
 
 #include "dialects/NormOps.h"
 
@@ -45,32 +46,21 @@ constexpr int64_t kSwizzle = 128;
 /// The named barrier at which the consumer warpgroups meet.
 constexpr int64_t kConsumerBarrier = 1;
 
-class LoopEmitter {
+class LoopEmitter : public ValueBuilder {
 public:
   LoopEmitter(ImplicitLocOpBuilder &b, const WarpgroupAttentionLoop &loop)
-      : b(b), loop(loop), f32(b.getF32Type()),
+      : ValueBuilder(b), loop(loop),
         element(cast<MemRefType>(loop.shared.getType()).getElementType()) {}
 
   void emit(function_ref<void(const WarpgroupAttentionResult &)> epilogue);
 
 private:
-  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
-  Value add(Value x, int64_t y) { return y ? add(x, index(y)) : x; }
-  Value mul(Value x, int64_t y) {
-    return arith::MulIOp::create(b, x, index(y));
-  }
+  using ValueBuilder::add;
+  using ValueBuilder::mul;
+  Value add(Value x, int64_t y) { return add(x, index(y)); }
+  Value mul(Value x, int64_t y) { return mul(x, index(y)); }
   Value cmp(arith::CmpIPredicate p, Value x, Value y) {
     return arith::CmpIOp::create(b, p, x, y);
-  }
-  Value f32Constant(double v) {
-    return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
-  }
-  void ifThen(Value cond, function_ref<void()> then) {
-    auto branch = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(branch.thenBlock());
-    then();
   }
 
   Value zeroScores() {
@@ -80,14 +70,10 @@ private:
   }
   /// `then`'s value where `cond` (uniform) holds, `otherwise` where not.
   Value select(Value cond, Value otherwise, function_ref<Value()> then) {
-    auto branch = scf::IfOp::create(b, otherwise.getType(), cond,
-                                    /*withElseRegion=*/true);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(branch.thenBlock());
-    scf::YieldOp::create(b, then());
-    b.setInsertionPointToStart(branch.elseBlock());
-    scf::YieldOp::create(b, otherwise);
-    return branch.getResult(0);
+    return ifElse(
+               cond, [&]() -> SmallVector<Value> { return {then()}; },
+               ValueRange{otherwise})
+        .front();
   }
   /// Waits for tile `tile`'s keys and issues S = Q K^T (committed, in
   /// flight).
@@ -115,9 +101,8 @@ private:
                                  false);
   }
 
-  ImplicitLocOpBuilder &b;
   const WarpgroupAttentionLoop &loop;
-  Type f32, element;
+  Type element;
   Value tid, warpgroup, rowInWarpgroup, laneColumn, tiles, visibleKeys;
 };
 
@@ -251,7 +236,7 @@ SmallVector<Value> LoopEmitter::emitConsumerStep(Value tile, ValueRange state) {
   // maxima scaled once, each probability one fma and one exp2. Only tiles
   // that reach past the warpgroup's first row's last key are masked (a
   // uniform branch; its later rows see at least as many keys).
-  Value negInf = f32Constant(-std::numeric_limits<double>::infinity());
+  Value negInf = constantF32(-std::numeric_limits<double>::infinity());
   SmallVector<Value> x(n / 2);
   for (int64_t i = 0; i < n / 2; ++i)
     x[i] = vector::ExtractOp::create(b, scores, i);
@@ -286,7 +271,7 @@ SmallVector<Value> LoopEmitter::emitConsumerStep(Value tile, ValueRange state) {
   Value tileMax[2] = {negInf, negInf};
   for (int64_t i = 0; i < n / 2; ++i)
     tileMax[i / 2 % 2] = arith::MaximumFOp::create(b, tileMax[i / 2 % 2], x[i]);
-  Value scale = f32Constant(loop.scaleLog2);
+  Value scale = constantF32(loop.scaleLog2);
   Value output = state[0];
   Value maxUsed[2], negReference[2], rescale[2], rowSum[2];
   for (int64_t h = 0; h < 2; ++h) {
@@ -299,7 +284,7 @@ SmallVector<Value> LoopEmitter::emitConsumerStep(Value tile, ValueRange state) {
     Value reference = arith::SelectOp::create(
         b,
         arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, maxUsed[h], negInf),
-        f32Constant(0.0), maxUsed[h]);
+        constantF32(0.0), maxUsed[h]);
     negReference[h] = arith::NegFOp::create(b, reference);
     rescale[h] = math::Exp2Op::create(
         b, arith::SubFOp::create(b, state[1 + h], reference),
@@ -389,7 +374,7 @@ void LoopEmitter::emit(
   // (the producer's loop holds a few addresses; setmaxnreg needs each
   // role's code to fit its count).
   auto outputType = VectorType::get({loop.headDim / 2}, f32);
-  Value negInf = f32Constant(-std::numeric_limits<double>::infinity());
+  Value negInf = constantF32(-std::numeric_limits<double>::infinity());
   RegisterSplit split = getRegisterSplit(loop.warpgroups);
   auto roles = scf::IfOp::create(b, TypeRange(), isProducer,
                                  /*withElseRegion=*/true);
@@ -425,7 +410,7 @@ void LoopEmitter::emit(
   SmallVector<Value> initial = {
       arith::ConstantOp::create(b, outputType,
                                 DenseElementsAttr::get(outputType, 0.0f)),
-      negInf, negInf, f32Constant(0.0), f32Constant(0.0)};
+      negInf, negInf, constantF32(0.0), constantF32(0.0)};
   if (loop.overlapSoftmax)
     initial.push_back(
         select(cmp(arith::CmpIPredicate::ult, first, tiles), zeroScores(), [&] {
@@ -454,10 +439,10 @@ void LoopEmitter::emit(
     Value normalized = arith::SelectOp::create(
         b,
         arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, total,
-                              f32Constant(0.0)),
+                              constantF32(0.0)),
         arith::DivFOp::create(b, vector::ExtractOp::create(b, output, i),
                               total),
-        f32Constant(0.0));
+        constantF32(0.0));
     output = vector::InsertOp::create(b, normalized, output, i);
   }
   epilogue({output, {lse[0], lse[1]}});
