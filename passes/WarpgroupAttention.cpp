@@ -433,12 +433,14 @@ void LoopEmitter::emit(
         b, final[1 + h],
         math::Log2Op::create(b, sum[h], arith::FastMathFlags::afn));
   }
+  // O / l; zeros for a row that saw no key (l = 0), NaN for a row whose
+  // scores were (a query rotated outside its table: l is NaN).
   Value output = final[0];
   for (int64_t i = 0; i < loop.headDim / 2; ++i) {
     Value total = sum[(i / 2) % 2];
     Value normalized = arith::SelectOp::create(
         b,
-        arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, total,
+        arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, total,
                               constantF32(0.0)),
         arith::DivFOp::create(b, vector::ExtractOp::create(b, output, i),
                               total),

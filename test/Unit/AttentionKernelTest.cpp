@@ -694,6 +694,24 @@ INSTANTIATE_TEST_SUITE_P(
                     kGptJ, 0, 1e4),
                 ""),
             3, 80, 4, true, "hopper_rope_first_gptj_d64_g3"),
+        // The prologue's other paths in TMA's boxes: a table at explicit
+        // positions (one outside it: its own rows NaN), GPT-J over 62 of 64
+        // columns pair by pair, weights per head (Command R+), LayerNorm.
+        withWarpgroups(withPreparedKeys(withWeightPerHead(withRopeTable(
+                                            AttentionCase{"",
+                                                          kBf16,
+                                                          64,
+                                                          4,
+                                                          2,
+                                                          true,
+                                                          kMeanVar,
+                                                          true,
+                                                          0.0,
+                                                          {40, 0, 97}},
+                                            kGptJ, 62, /*positions=*/true,
+                                            /*badPositions=*/true)),
+                                        ""),
+                       2, 64, 2, true, "hopper_table_pos_gptj_rot62_per_head"),
         withWarpgroups(
             withAdversarialInputs(AttentionCase{
                 "", kBf16, 128, 4, 1, true, kNone, false, 0.0, {150, 77}}),
